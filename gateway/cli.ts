@@ -1,0 +1,63 @@
+// ctxgate command line: one table of subcommands, each loaded lazily from the file that owns it,
+// so `ctxgate --help` never pays for the tokenizers or the server.
+export interface CommandModule {
+  /** One paragraph shown by `ctxgate help NAME` and `ctxgate NAME --help`. */
+  help: string;
+  /** Runs the command; resolves to the process exit code. */
+  run(argv: string[]): Promise<number>;
+}
+
+interface CommandEntry {
+  summary: string;
+  load: () => Promise<CommandModule>;
+}
+
+const COMMANDS: Record<string, CommandEntry> = {
+  serve: { summary: 'run the gateway: ctxgate serve --config FILE', load: () => import('./commands/serve.ts') },
+  'sim-worker': {
+    summary: 'run a reference worker (vLLM/SGLang stand-in with a real prefix cache)',
+    load: () => import('../loadtest/commands/sim-worker.ts'),
+  },
+  demo: { summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)', load: () => import('../loadtest/commands/demo.ts') },
+  bench: { summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos', load: () => import('../loadtest/commands/bench.ts') },
+  explain: { summary: 'per-call prefix-cache table for a recorded session', load: () => import('../middleware/commands/explain.ts') },
+  plan: { summary: 'KV capacity planning for a model on a GPU', load: () => import('../kvplanner/commands/plan.ts') },
+  report: { summary: 'FinOps report from the usage ledger', load: () => import('./commands/report.ts') },
+};
+
+function usage(): string {
+  const lines = ['usage: ctxgate <command> [options]', '', 'commands:'];
+  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(12)} ${c.summary}`);
+  lines.push('', 'ctxgate <command> --help  shows the options of one command.');
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    if (name === 'help' && rest[0] && COMMANDS[rest[0]]) {
+      const mod = await COMMANDS[rest[0]].load();
+      process.stdout.write(mod.help + '\n');
+      return 0;
+    }
+    process.stdout.write(usage() + '\n');
+    return 0;
+  }
+  const entry = COMMANDS[name];
+  if (!entry) {
+    process.stderr.write(`ctxgate: unknown command '${name}'\n\n${usage()}\n`);
+    return 2;
+  }
+  let mod: CommandModule;
+  try {
+    mod = await entry.load();
+  } catch (err) {
+    process.stderr.write(`ctxgate: command '${name}' is not available: ${(err as Error).message}\n`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(mod.help + '\n');
+    return 0;
+  }
+  return mod.run(rest);
+}

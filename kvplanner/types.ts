@@ -1,0 +1,55 @@
+// Shapes shared by the routing policies and the gateway. A Policy is pure: select(workers, info)
+// with no I/O; state it learns (indexes, affinity) comes in through `info` or its own memory.
+
+export interface WorkerView {
+  /** Stable id (the worker URL unless configured). */
+  id: string;
+  url: string;
+  healthy: boolean;
+  /** Requests the gateway has in flight on this worker now. */
+  inFlight: number;
+  /** Prompt tokens the gateway predicts this worker still has to prefill (queued + running). */
+  queuedPrefillTokens: number;
+  /** Configured max in-flight (0 = unlimited). */
+  maxInFlight: number;
+  /** KV capacity in tokens, when configured or scraped. */
+  kvTokens?: number;
+  /** Scraped engine signals, when scraping is on. */
+  engine?: { waiting?: number; running?: number; kvUsage?: number };
+}
+
+export interface RouteInfo {
+  model: string;
+  tenant: string;
+  sessionId?: string;
+  /** The prompt as text (for text-based baselines such as the SGLang router). */
+  text?: string;
+  promptTokenIds?: readonly number[];
+  /** vLLM-style block hash chain of the prompt (hex), from the middleware. */
+  blockHashes?: readonly string[];
+  promptTokens?: number;
+}
+
+export interface Choice {
+  worker: WorkerView;
+  /** Which branch of the policy decided (bounded set per policy; used as a metric label). */
+  branch: string;
+  /** Tokens the policy expects the worker to serve from cache. */
+  predictedCachedTokens?: number;
+}
+
+export interface RouteFeedback {
+  workerId: string;
+  info: RouteInfo;
+  reportedCachedTokens?: number;
+  promptTokens?: number;
+  ok: boolean;
+}
+
+export interface Policy {
+  readonly name: string;
+  /** Pick one of `workers` (already filtered to healthy, not excluded); null when none fits. */
+  select(workers: readonly WorkerView[], info: RouteInfo): Choice | null;
+  /** Learn from what happened (cache index updates, feedback correction). */
+  observe?(feedback: RouteFeedback): void;
+}

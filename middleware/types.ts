@@ -1,0 +1,109 @@
+// Shared shapes of the context pipeline: the OpenAI chat request as the gateway sees it, the
+// receipts each stage leaves, and the small interface the gateway calls. Pure types, no logic.
+
+export interface ToolCall {
+  id: string;
+  type: 'function' | string;
+  function: { name: string; arguments: string };
+  [k: string]: unknown;
+}
+
+export interface ContentPart {
+  type: string;
+  text?: string;
+  [k: string]: unknown;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | string;
+  content?: string | ContentPart[] | null;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  /** DeepSeek-R1 / Qwen3 style reasoning kept by some agents on assistant turns. */
+  reasoning_content?: string;
+  [k: string]: unknown;
+}
+
+export interface ToolDef {
+  type: 'function' | string;
+  function: { name: string; description?: string; parameters?: unknown; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolDef[];
+  stream?: boolean;
+  [k: string]: unknown;
+}
+
+/** What one stage did, and why: every decision leaves one (DESIGN §9). */
+export interface Receipt {
+  stage: string;
+  action: string;
+  target?: string;
+  tokens_before?: number;
+  tokens_after?: number;
+  reason: string;
+}
+
+export type BreakCause =
+  | 'none'
+  | 'new_session'
+  | 'system_changed'
+  | 'tools_changed'
+  | 'history_edited'
+  | 'template_rerender'
+  | 'truncated';
+
+export interface PrefixDiagnostics {
+  /** Tokens of this prompt predicted to be served from the worker's prefix cache. */
+  predicted_cached_tokens: number;
+  prompt_tokens: number;
+  break_cause: BreakCause;
+  /** Token index of the first difference against the session's previous call, when it broke. */
+  break_token_index?: number;
+  /** Message index of the first differing message, when known. */
+  break_message_index?: number;
+}
+
+/** Per-request context the gateway hands to the pipeline. */
+export interface PipelineContext {
+  tenant: string;
+  requestId: string;
+  /** Lower-cased request headers. */
+  headers: Record<string, string | undefined>;
+  /** Model name as configured (the served name the client asked for). */
+  model: string;
+}
+
+export interface PipelineResult {
+  /** The body to send upstream (the same object when layout is passthrough). */
+  body: ChatRequest;
+  sessionId: string;
+  receipts: Receipt[];
+  prefix?: PrefixDiagnostics;
+  /** Engine-exact prompt token ids when the pipeline rendered them (for routing and metrics). */
+  promptTokenIds?: readonly number[];
+  /** vLLM-compatible block hashes of promptTokenIds (hex strings), block size of the model config. */
+  blockHashes?: readonly string[];
+}
+
+/** What the gateway learns after the upstream answered, fed back to the pipeline (ledger, compaction). */
+export interface PipelineOutcome {
+  status: number;
+  /** Assistant message as returned (non-stream) or assembled from the stream. */
+  assistant?: ChatMessage;
+  promptTokens?: number;
+  cachedTokens?: number;
+  worker?: string;
+}
+
+/** The only thing the gateway knows about the middleware. */
+export interface ContextPipeline {
+  process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult>;
+  /** Optional feedback once the upstream answered; must never throw into the request path. */
+  observe?(result: PipelineResult, outcome: PipelineOutcome, ctx: PipelineContext): void;
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    // 2-core CI machines: more workers only add contention for the tokenizer loads.
+    maxWorkers: 2,
+    globalSetup: ['test/global-setup.ts'],
+  },
+});
