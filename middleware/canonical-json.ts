@@ -1,0 +1,45 @@
+// Canonical JSON (keys sorted, no whitespace, undefined dropped) and its sha256: the one
+// serialisation used for checksums, checkpoints and content hashes, so equal data always
+// hashes equal regardless of key insertion order. O(n log k) for n values, k keys per object.
+import { createHash } from 'node:crypto';
+
+export function canonicalJson(value: unknown): string {
+  return write(value);
+}
+
+function write(v: unknown): string {
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'number':
+      // Non-finite numbers have no JSON form; null is what JSON.stringify writes too.
+      return Number.isFinite(v) ? JSON.stringify(v) : 'null';
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'bigint':
+      return JSON.stringify(v.toString());
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return 'null';
+    default:
+      break;
+  }
+  if (Array.isArray(v)) return '[' + v.map((x) => (x === undefined ? 'null' : write(x))).join(',') + ']';
+  const obj = v as Record<string, unknown>;
+  if (typeof (obj as { toJSON?: unknown }).toJSON === 'function') return write((obj as { toJSON: () => unknown }).toJSON());
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return '{' + keys.map((k) => JSON.stringify(k) + ':' + write(obj[k])).join(',') + '}';
+}
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** sha256 of the canonical JSON of a value. */
+export function canonicalHash(value: unknown): string {
+  return sha256Hex(canonicalJson(value));
+}
