@@ -1,0 +1,49 @@
+// ctxgate serve --config FILE: load and validate the config, start the gateway, drain on SIGTERM.
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/load.ts';
+import { startGateway } from '../server.ts';
+
+export const help = `ctxgate serve --config FILE [--port N] [--host H]
+
+Runs the OpenAI-compatible gateway described by FILE (YAML, see README "Configuration").
+--port / --host override listen.port / listen.host. SIGTERM or SIGINT drain in-flight
+requests for up to shutdown.deadline_ms, then exit.`;
+
+export async function run(argv: string[]): Promise<number> {
+  let values: { config?: string; port?: string; host?: string };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string', short: 'c' }, port: { type: 'string' }, host: { type: 'string' } } }));
+  } catch (err) {
+    process.stderr.write(`ctxgate serve: ${(err as Error).message}\n\n${help}\n`);
+    return 2;
+  }
+  if (!values.config) {
+    process.stderr.write(`ctxgate serve: --config FILE is required\n\n${help}\n`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfig(values.config);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`ctxgate serve: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (values.port || values.host) {
+    // The loaded config is frozen; overrides build a new listen section.
+    config = { ...config, listen: { host: values.host ?? config.listen.host, port: values.port ? Number(values.port) : config.listen.port } };
+  }
+  const gw = await startGateway(config);
+  gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string): void => {
+      gw.app.log.info({ signal: sig }, 'draining');
+      void gw.close().then(resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}

@@ -1,0 +1,167 @@
+// The one schema of the gateway config (YAML). Every section other parts of ctxgate read lives
+// here, optional with named defaults, so a config is validated once, at start, in one place.
+import { Type, type Static } from '@sinclair/typebox';
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_LAYOUT = 'ctxgate';
+export const DEFAULT_POLICY = 'round_robin';
+export const DEFAULT_BLOCK_SIZE = 16;
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MAX_MESSAGES = 10_000;
+export const DEFAULT_MAX_SESSIONS = 10_000;
+export const DEFAULT_MAX_SESSION_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 0; // 0 = off
+export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 300_000;
+export const DEFAULT_BODY_TIMEOUT_MS = 300_000;
+export const DEFAULT_ATTEMPTS = 2;
+export const DEFAULT_MAX_IN_FLIGHT = 256;
+export const DEFAULT_HEALTH_INTERVAL_MS = 5_000;
+export const DEFAULT_HEALTH_TIMEOUT_MS = 2_000;
+export const DEFAULT_EJECT_AFTER = 3;
+export const DEFAULT_READMIT_AFTER = 1;
+export const DEFAULT_LEDGER_PATH = 'ctxgate-usage.sqlite';
+export const DEFAULT_LEDGER_RETENTION_DAYS = 90;
+export const DEFAULT_LEDGER_BATCH_SIZE = 256;
+export const DEFAULT_LEDGER_FLUSH_MS = 1_000;
+export const DEFAULT_CAPTURE_SAMPLE_RATE = 0;
+export const DEFAULT_CAPTURE_MAX_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_CAPTURE_DIR = 'ctxgate-capture';
+export const DEFAULT_REQUEST_RECORDS = 1_000;
+
+const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
+const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
+
+export const WorkerSchema = Type.Object(
+  {
+    url: Type.String({ pattern: '^https?://' }),
+    id: Type.Optional(Type.String({ minLength: 1 })),
+    /** Key the gateway sends to this worker (`env:NAME` or literal); never the client's key. */
+    api_key: Type.Optional(Type.String()),
+    /** Defaults to upstream.max_in_flight. */
+    max_in_flight: Type.Optional(Type.Integer({ minimum: 0 })),
+    kv_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const TokenPricing = Type.Object(
+  {
+    input_per_mtok: Type.Number({ minimum: 0 }),
+    cached_input_per_mtok: Type.Number({ minimum: 0 }),
+    output_per_mtok: Type.Number({ minimum: 0 }),
+    cache_write_per_mtok: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+const GpuPricing = Type.Object({ gpu_hour_usd: Type.Number({ minimum: 0 }) }, { additionalProperties: false });
+
+export const ModelSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    /** Name sent upstream when the worker serves the model under another name. */
+    upstream_model: Type.Optional(Type.String({ minLength: 1 })),
+    tokenizer: Type.Optional(Type.String()),
+    workers: Type.Array(WorkerSchema, { minItems: 1 }),
+    layout: Type.Union([Type.Literal('passthrough'), Type.Literal('ctxgate')], { default: DEFAULT_LAYOUT }),
+    policy: Type.String({ default: DEFAULT_POLICY }),
+    policy_options: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
+    budget_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    block_size: PosInt(DEFAULT_BLOCK_SIZE),
+    flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang')])),
+    pricing: Type.Optional(Type.Union([TokenPricing, GpuPricing])),
+    transforms: Type.Record(Type.String(), Type.Boolean(), { default: {} }),
+    capture: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false }),
+        sample_rate: Type.Number({ minimum: 0, maximum: 1, default: DEFAULT_CAPTURE_SAMPLE_RATE }),
+        max_bytes: PosInt(DEFAULT_CAPTURE_MAX_BYTES),
+        dir: Type.String({ default: DEFAULT_CAPTURE_DIR }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const AuthKeySchema = Type.Object(
+  {
+    /** `sha256:<64 hex>` or `env:NAME` (read and hashed at load; plaintext is not kept). */
+    key: Type.String({ pattern: '^(sha256:[0-9a-fA-F]{64}|env:[A-Za-z_][A-Za-z0-9_]*)$' }),
+    tenant: Type.String({ minLength: 1 }),
+    admin: Type.Boolean({ default: false }),
+    /** Stable id for usage records; defaults to the first 12 hex digits of the hash. */
+    id: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+export const AuthSchema = Type.Union(
+  [
+    Type.Object({ mode: Type.Literal('none') }, { additionalProperties: false }),
+    Type.Object({ mode: Type.Literal('keys'), keys: Type.Array(AuthKeySchema, { minItems: 1 }) }, { additionalProperties: false }),
+  ],
+  { default: { mode: 'none' } },
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    listen: Type.Object(
+      { host: Type.String({ default: DEFAULT_HOST }), port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_PORT }) },
+      { additionalProperties: false, default: {} },
+    ),
+    auth: AuthSchema,
+    models: Type.Array(ModelSchema, { minItems: 1 }),
+    redis: Type.Optional(Type.Object({ url: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    ledger: Type.Object(
+      {
+        path: Type.String({ default: DEFAULT_LEDGER_PATH }),
+        retention_days: PosInt(DEFAULT_LEDGER_RETENTION_DAYS),
+        batch_size: PosInt(DEFAULT_LEDGER_BATCH_SIZE),
+        flush_ms: PosInt(DEFAULT_LEDGER_FLUSH_MS),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    limits: Type.Object(
+      {
+        max_body_bytes: PosInt(DEFAULT_MAX_BODY_BYTES),
+        max_messages: PosInt(DEFAULT_MAX_MESSAGES),
+        max_sessions: PosInt(DEFAULT_MAX_SESSIONS),
+        max_session_bytes: PosInt(DEFAULT_MAX_SESSION_BYTES),
+        rate_limit: Type.Object(
+          { per_minute: NonNegInt(DEFAULT_RATE_LIMIT_PER_MINUTE) },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    shutdown: Type.Object({ deadline_ms: NonNegInt(DEFAULT_SHUTDOWN_DEADLINE_MS) }, { additionalProperties: false, default: {} }),
+    upstream: Type.Object(
+      {
+        connect_timeout_ms: PosInt(DEFAULT_CONNECT_TIMEOUT_MS),
+        headers_timeout_ms: PosInt(DEFAULT_HEADERS_TIMEOUT_MS),
+        body_timeout_ms: PosInt(DEFAULT_BODY_TIMEOUT_MS),
+        attempts: PosInt(DEFAULT_ATTEMPTS),
+        max_in_flight: NonNegInt(DEFAULT_MAX_IN_FLIGHT),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    health: Type.Object(
+      {
+        interval_ms: NonNegInt(DEFAULT_HEALTH_INTERVAL_MS), // 0 = no active checks
+        timeout_ms: PosInt(DEFAULT_HEALTH_TIMEOUT_MS),
+        eject_after: PosInt(DEFAULT_EJECT_AFTER),
+        readmit_after: PosInt(DEFAULT_READMIT_AFTER),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type GatewayConfig = Static<typeof ConfigSchema>;
+export type ModelConfig = GatewayConfig['models'][number];
+export type WorkerConfig = ModelConfig['workers'][number];
+export type AuthKeyConfig = Static<typeof AuthKeySchema>;

@@ -1,0 +1,45 @@
+// What the routes share: config, fleet, metrics, auth, the pipeline per model and the hooks
+// callers inject (GatewayDeps). Built once by server.ts.
+import type { LoggerOptions } from 'pino';
+import type { Registry } from 'prom-client';
+import type { ContextPipeline } from '../middleware/types.ts';
+import type { Authenticator } from './auth.ts';
+import type { GatewayConfig, ModelConfig } from './config/schema.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { RequestRecords } from './request-records.ts';
+import type { Fleet } from './upstream/fleet.ts';
+import type { UsageEvent } from './usage-event.ts';
+
+export interface GatewayDeps {
+  /** The context pipeline of a model; default: passthrough (body unchanged). */
+  pipelineFor?: (model: ModelConfig) => ContextPipeline;
+  /** Called once per finished request, off the hot path; errors are swallowed (and logged). */
+  onUsage?: (ev: UsageEvent) => void;
+  /** pino options, or false for a silent gateway (tests, benchmarks). Default: info level. */
+  logger?: LoggerOptions | boolean;
+  /** prom-client Registry; default: a fresh one per gateway. */
+  registry?: Registry;
+  /** How many request records GET /v1/gateway/requests/:id can serve. */
+  requestRecords?: number;
+}
+
+export interface GatewayContext {
+  config: GatewayConfig;
+  fleet: Fleet;
+  metrics: GatewayMetrics;
+  registry: Registry;
+  authenticate: Authenticator;
+  pipelines: Map<string, ContextPipeline>;
+  records: RequestRecords;
+  onUsage?: (ev: UsageEvent) => void;
+  /** Set when the gateway is draining: new proxied requests get 503. */
+  draining: boolean;
+}
+
+/** Default pipeline: forwards the body unchanged; the session id comes from a header when given. */
+export const PASSTHROUGH_PIPELINE: ContextPipeline = {
+  async process(body, ctx) {
+    const sid = ctx.headers['x-ctxgate-session'] ?? ctx.headers['x-session-id'] ?? '';
+    return { body, sessionId: sid, receipts: [] };
+  },
+};

@@ -1,0 +1,112 @@
+// Sends one request upstream with failover. A failure before the first byte (connection refused
+// or reset, connect/headers timeout, HTTP 5xx) is retried on another healthy worker not yet tried,
+// up to `attempts`; once 2xx/4xx headers are back the answer is final. Candidates are filtered to
+// healthy, untried, not-full workers and the model's policy picks one.
+import type { Dispatcher } from 'undici';
+import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+import { GatewayError } from '../errors.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { ModelRoute } from '../upstream/fleet.ts';
+import type { Worker } from '../upstream/worker.ts';
+
+export interface DispatchRequest {
+  path: string;
+  body: Buffer | string;
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  info: RouteInfo;
+  prefillTokens: number;
+  attempts: number;
+}
+
+export interface Dispatched {
+  worker: Worker;
+  choice: Choice;
+  attempts: number;
+  /** Live response (2xx/4xx): the caller reads the body and calls worker.end(). */
+  res?: Dispatcher.ResponseData;
+  /** Last 5xx, already read, when every attempt ended in one: passed through untouched. */
+  failed?: { status: number; contentType: string; body: Buffer };
+  /** ms spent waiting on upstreams before the final response's headers. */
+  waitMs: number;
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+function candidates(route: ModelRoute, tried: Set<Worker>): { views: WorkerView[]; full: boolean } {
+  const views: WorkerView[] = [];
+  let full = false;
+  for (const w of route.workers) {
+    if (!w.healthy || tried.has(w)) continue;
+    if (!w.hasRoom()) {
+      full = true;
+      continue;
+    }
+    views.push(w.view());
+  }
+  return { views, full };
+}
+
+export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics: GatewayMetrics): Promise<Dispatched> {
+  const model = route.config.name;
+  const tried = new Set<Worker>();
+  let lastError: GatewayError | undefined;
+  let failed: Dispatched['failed'];
+  let failedOn: { worker: Worker; choice: Choice } | undefined;
+  let waitMs = 0;
+  for (let attempt = 1; attempt <= req.attempts; attempt++) {
+    const { views, full } = candidates(route, tried);
+    const choice = views.length ? route.policy.select(views, req.info) : null;
+    const worker = choice ? route.byId.get(choice.worker.id) : undefined;
+    if (!choice || !worker) {
+      if (attempt === 1 && full) throw new GatewayError('worker_capacity_exhausted', `all workers of '${model}' are at max_in_flight`, null, { 'retry-after': '1' });
+      if (attempt === 1 || (!lastError && !failed)) throw new GatewayError('no_healthy_worker', `no healthy worker for model '${model}'`, null, { 'retry-after': '1' });
+      break;
+    }
+    tried.add(worker);
+    metrics.routingDecisions.inc({ model, policy: route.policy.name, branch: choice.branch });
+    if (attempt > 1) metrics.retries.inc({ model });
+    worker.begin(req.prefillTokens);
+    const t = performance.now();
+    try {
+      const res = await worker.pool.request({
+        method: 'POST',
+        path: worker.basePath + req.path,
+        headers: worker.apiKey ? { ...req.headers, authorization: `Bearer ${worker.apiKey}` } : req.headers,
+        body: req.body,
+        signal: req.signal,
+      });
+      waitMs += performance.now() - t;
+      if (res.statusCode >= 500) {
+        const body = Buffer.from(await res.body.arrayBuffer());
+        worker.prefillDone(req.prefillTokens);
+        worker.end();
+        worker.recordFailure(`HTTP ${res.statusCode}`);
+        metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: '5xx' });
+        failed = { status: res.statusCode, contentType: String(res.headers['content-type'] ?? 'application/json'), body };
+        failedOn = { worker, choice };
+        lastError = undefined;
+        continue;
+      }
+      metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: res.statusCode < 300 ? 'ok' : '4xx' });
+      return { worker, choice, attempts: attempt, res, waitMs };
+    } catch (err) {
+      waitMs += performance.now() - t;
+      worker.prefillDone(req.prefillTokens);
+      worker.end();
+      if (req.signal.aborted) throw err; // the client left; nothing to retry for
+      const code = (err as { code?: string }).code ?? '';
+      const timeout = TIMEOUT_CODES.has(code);
+      worker.recordFailure(`${code || 'error'}: ${(err as Error).message}`);
+      metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: timeout ? 'timeout' : 'error' });
+      lastError = timeout
+        ? new GatewayError('upstream_timeout', `worker did not answer in time (${code})`)
+        : new GatewayError('upstream_unavailable', `worker unreachable: ${code || (err as Error).message}`);
+      failed = undefined;
+    }
+  }
+  if (failed && failedOn) return { ...failedOn, attempts: tried.size, failed, waitMs };
+  const err = lastError ?? new GatewayError('no_healthy_worker', `no healthy worker for model '${model}'`);
+  err.headers['x-ctxgate-attempts'] = String(tried.size);
+  throw err;
+}

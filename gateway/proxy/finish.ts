@@ -1,0 +1,129 @@
+// Accounting once a request is over: the UsageEvent, metrics, feedback to the routing policy and
+// the pipeline, and the request record. Everything here is guarded: it never throws into the
+// request path, and the user hooks (onUsage, observe) run after the response, off the hot path.
+import type { Choice, RouteInfo } from '../../kvplanner/types.ts';
+import type { ChatMessage, ContextPipeline, PipelineContext, PipelineResult } from '../../middleware/types.ts';
+import type { Principal } from '../auth.ts';
+import type { GatewayContext } from '../context.ts';
+import { statusClass } from '../metrics.ts';
+import type { ModelRoute } from '../upstream/fleet.ts';
+import type { Worker } from '../upstream/worker.ts';
+import type { UsageEvent } from '../usage-event.ts';
+import type { Usage } from './usage.ts';
+
+export interface Exchange {
+  t0: number;
+  time: number;
+  requestId: string;
+  principal: Principal;
+  model: string;
+  stream: boolean;
+  status: number;
+  attempts: number;
+  upstreamWaitMs: number;
+  route?: ModelRoute;
+  pctx?: PipelineContext;
+  pipeline?: ContextPipeline;
+  result?: PipelineResult;
+  info?: RouteInfo;
+  clientWantsUsage?: boolean;
+  estimatedPromptTokens?: number;
+  worker?: Worker;
+  choice?: Choice;
+  ttftAt?: number;
+  usage?: Usage;
+  assistant?: ChatMessage;
+  errorCode?: string;
+}
+
+export function usageEvent(ex: Exchange): UsageEvent {
+  const totalMs = performance.now() - ex.t0;
+  const prefix = ex.result?.prefix;
+  const ev: UsageEvent = {
+    time: ex.time,
+    requestId: ex.requestId,
+    tenant: ex.principal.tenant,
+    keyId: ex.principal.keyId,
+    sessionId: ex.result?.sessionId ?? '',
+    model: ex.model,
+    worker: ex.worker?.id ?? '',
+    status: ex.status,
+    stream: ex.stream,
+    promptTokens: ex.usage?.promptTokens ?? 0,
+    cachedTokens: ex.usage?.cachedTokens ?? 0,
+    outputTokens: ex.usage?.completionTokens ?? 0,
+    usageReported: ex.usage !== undefined,
+    totalMs,
+    gatewayOverheadMs: Math.max(0, totalMs - ex.upstreamWaitMs),
+    attempts: ex.attempts,
+  };
+  const predicted = ex.choice?.predictedCachedTokens ?? prefix?.predicted_cached_tokens;
+  if (predicted !== undefined) ev.predictedCachedTokens = predicted;
+  if (ex.ttftAt !== undefined) ev.ttftMs = ex.ttftAt - ex.t0;
+  if (ex.errorCode) ev.errorCode = ex.errorCode;
+  if (prefix) ev.breakCause = prefix.break_cause;
+  return ev;
+}
+
+function safe(gw: GatewayContext, what: string, f: () => void): void {
+  try {
+    f();
+  } catch (err) {
+    // Hooks belong to other parts; their failure must not fail the request or the gateway.
+    process.emitWarning(`ctxgate: ${what} threw: ${(err as Error).message}`);
+  }
+}
+
+export function finish(gw: GatewayContext, ex: Exchange): void {
+  if (ex.status === 0) ex.status = 500;
+  const ev = usageEvent(ex);
+  const m = gw.metrics;
+  const model = ex.model || 'unknown';
+  safe(gw, 'metrics', () => {
+    m.requests.inc({ model, tenant: ev.tenant, status: ex.status === 499 ? '499' : statusClass(ex.status) });
+    m.requestDuration.observe({ model }, ev.totalMs / 1000);
+    m.gatewayOverhead.observe({ model }, ev.gatewayOverheadMs / 1000);
+    if (ev.ttftMs !== undefined) m.ttft.observe({ model }, ev.ttftMs / 1000);
+    if (ev.usageReported) {
+      const l = { model, tenant: ev.tenant };
+      m.promptTokens.inc(l, ev.promptTokens);
+      m.cachedTokens.inc(l, ev.cachedTokens);
+      m.outputTokens.inc(l, ev.outputTokens);
+      if (ex.worker && ev.promptTokens > 0) m.workerCacheHitRatio.set({ model, worker: ex.worker.id }, ev.cachedTokens / ev.promptTokens);
+    }
+    if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
+    const cause = ex.result?.prefix?.break_cause;
+    if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
+  });
+  const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
+  setImmediate(() => {
+    if (ex.worker && ex.info && ex.route?.policy.observe) {
+      safe(gw, 'policy.observe', () =>
+        ex.route!.policy.observe!({ workerId: ex.worker!.id, info: ex.info!, reportedCachedTokens: ex.usage?.cachedTokens, promptTokens: ex.usage?.promptTokens, ok }),
+      );
+    }
+    if (ex.pipeline?.observe && ex.result && ex.pctx) {
+      safe(gw, 'pipeline.observe', () =>
+        ex.pipeline!.observe!(
+          ex.result!,
+          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, worker: ex.worker?.id },
+          ex.pctx!,
+        ),
+      );
+    }
+    gw.records.add({
+      id: ex.requestId,
+      tenant: ev.tenant,
+      model,
+      sessionId: ev.sessionId,
+      worker: ev.worker,
+      attempts: ev.attempts,
+      status: ev.status,
+      receipts: ex.result?.receipts ?? [],
+      prefix: ex.result?.prefix,
+      routing: ex.choice && ex.route ? { policy: ex.route.policy.name, branch: ex.choice.branch, predictedCachedTokens: ex.choice.predictedCachedTokens } : undefined,
+      usage: ev,
+    });
+    if (gw.onUsage) safe(gw, 'onUsage', () => gw.onUsage!(ev));
+  });
+}

@@ -1,0 +1,169 @@
+// POST /v1/chat/completions and /v1/completions: validate, run the context pipeline, route with
+// failover, relay the answer (streaming or not), then account for it (finish.ts).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RouteInfo } from '../../kvplanner/types.ts';
+import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
+import type { Principal } from '../auth.ts';
+import type { GatewayContext } from '../context.ts';
+import { GatewayError } from '../errors.ts';
+import type { ModelRoute } from '../upstream/fleet.ts';
+import { upstreamBody } from './body.ts';
+import { dispatch, type Dispatched } from './dispatch.ts';
+import { finish, type Exchange } from './finish.ts';
+import { relayJson, relayStream } from './relay.ts';
+
+export type Endpoint = 'chat' | 'completions';
+const PATHS: Record<Endpoint, string> = { chat: '/v1/chat/completions', completions: '/v1/completions' };
+/** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
+const BYTES_PER_TOKEN = 4;
+
+function validate(gw: GatewayContext, kind: Endpoint, body: unknown): { b: Record<string, unknown>; route: ModelRoute } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'request body must be a JSON object');
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== 'string' || !b.model) throw new GatewayError('invalid_model', "'model' is required and must be a non-empty string", 'model');
+  if (kind === 'chat') {
+    const m = b.messages;
+    if (!Array.isArray(m) || m.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
+    if (m.length > gw.config.limits.max_messages) throw new GatewayError('invalid_messages', `'messages' has more than ${gw.config.limits.max_messages} entries`, 'messages');
+    for (let i = 0; i < m.length; i++) {
+      const x = m[i] as { role?: unknown } | null;
+      if (!x || typeof x !== 'object' || typeof x.role !== 'string') throw new GatewayError('invalid_messages', `messages[${i}] must be an object with a string 'role'`, `messages[${i}].role`);
+    }
+  } else if (typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
+    throw new GatewayError('invalid_prompt', "'prompt' is required (string or array)", 'prompt');
+  }
+  const route = gw.fleet.get(b.model);
+  if (!route) throw new GatewayError('model_not_found', `model '${b.model}' does not exist (see GET /v1/models)`, 'model');
+  return { b, route };
+}
+
+function messageText(messages: ChatMessage[]): string {
+  let s = '';
+  for (const m of messages) {
+    if (typeof m.content === 'string') s += m.content;
+    else if (Array.isArray(m.content)) for (const p of m.content) if (typeof p.text === 'string') s += p.text;
+  }
+  return s;
+}
+
+function routeInfo(model: string, tenant: string, result: PipelineResult, kind: Endpoint, promptTokens: number): RouteInfo {
+  let text: string | undefined;
+  const body = result.body as ChatRequest & { prompt?: unknown };
+  return {
+    model,
+    tenant,
+    sessionId: result.sessionId || undefined,
+    promptTokenIds: result.promptTokenIds,
+    blockHashes: result.blockHashes,
+    promptTokens,
+    // Lazy: only text-based policies pay for concatenating a large prompt.
+    get text() {
+      text ??= kind === 'chat' ? messageText(body.messages) : typeof body.prompt === 'string' ? body.prompt : JSON.stringify(body.prompt);
+      return text;
+    },
+  };
+}
+
+export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const t0 = performance.now();
+  const principal = req.principal as Principal;
+  const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
+  try {
+    if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
+    const { b, route } = validate(gw, kind, req.body);
+    ex.model = route.config.name;
+    ex.route = route;
+    ex.stream = b.stream === true;
+    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers: req.headers as Record<string, string | undefined>, model: ex.model };
+    ex.pctx = pctx;
+    const pipeline = kind === 'chat' ? gw.pipelines.get(ex.model) : undefined;
+    const result: PipelineResult = pipeline
+      ? await pipeline.process(b as ChatRequest, pctx)
+      : { body: b as ChatRequest, sessionId: String(req.headers['x-ctxgate-session'] ?? ''), receipts: [] };
+    ex.result = result;
+    ex.pipeline = pipeline;
+    const raw = req.rawBody as Buffer;
+    const up = upstreamBody(raw, b, result.body, ex.stream, route.config.upstream_model);
+    ex.clientWantsUsage = up.clientWantsUsage;
+    const promptTokens = result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
+    ex.estimatedPromptTokens = promptTokens;
+    ex.info = routeInfo(ex.model, principal.tenant, result, kind, promptTokens);
+
+    const ac = new AbortController();
+    const onClose = (): void => {
+      if (!reply.raw.writableFinished) ac.abort();
+    };
+    reply.raw.once('close', onClose);
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
+    if (ex.stream) headers.accept = 'text/event-stream';
+    let d: Dispatched;
+    try {
+      d = await dispatch(
+        route,
+        { path: PATHS[kind], body: up.bytes, headers, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: gw.config.upstream.attempts },
+        gw.metrics,
+      );
+    } catch (err) {
+      if (ac.signal.aborted) {
+        ex.status = 499;
+        ex.errorCode = 'client_closed';
+        return;
+      }
+      throw err;
+    }
+    ex.worker = d.worker;
+    ex.attempts = d.attempts;
+    ex.choice = d.choice;
+    ex.upstreamWaitMs += d.waitMs;
+    setResponseHeaders(reply, ex);
+    if (d.failed) {
+      ex.status = d.failed.status;
+      ex.errorCode = `upstream_${d.failed.status}`;
+      reply.code(d.failed.status).header('content-type', d.failed.contentType).send(d.failed.body);
+      return;
+    }
+    const res = d.res!;
+    try {
+      const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+      if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal);
+      else await relayJson(gw, ex, res, reply, ac.signal);
+    } finally {
+      d.worker.end();
+      reply.raw.off('close', onClose);
+    }
+  } catch (err) {
+    const ge = err instanceof GatewayError ? err : undefined;
+    ex.status = ge?.status ?? 500;
+    ex.errorCode = ge?.code ?? 'internal_error';
+    throw err;
+  } finally {
+    finish(gw, ex);
+  }
+}
+
+export function setResponseHeaders(reply: FastifyReply, ex: Exchange): void {
+  if (ex.worker) reply.header('x-ctxgate-worker', ex.worker.id);
+  reply.header('x-ctxgate-attempts', String(ex.attempts));
+  const r = ex.result;
+  if (!r) return;
+  if (r.sessionId) reply.header('x-ctxgate-session', r.sessionId);
+  if (r.prefix) {
+    const p = r.prefix;
+    const brk = p.break_cause === 'none' ? 'none' : `${p.break_cause}@${p.break_token_index ?? p.break_message_index ?? '?'}`;
+    reply.header('x-ctxgate-prefix', `cached=${p.predicted_cached_tokens}; break=${brk}`);
+  }
+  if (r.receipts.length) reply.header('x-ctxgate-receipt', receiptHeader(r.receipts));
+}
+
+/** Receipt header budget: proxies commonly cap one header line at 4–8 KiB. */
+export const RECEIPT_HEADER_MAX = 1024;
+
+export function receiptHeader(receipts: { stage: string; action: string }[]): string {
+  let s = '';
+  for (const r of receipts) {
+    const item = `${r.stage}:${r.action}`.replace(/[^\x21-\x7e]/g, '_');
+    if (s.length + item.length + 1 > RECEIPT_HEADER_MAX) break;
+    s += s ? `,${item}` : item;
+  }
+  return s;
+}

@@ -1,0 +1,133 @@
+// Relays the upstream answer to the client. Non-stream: the body is read once, parsed once (for
+// usage and the assistant message) and sent as the original bytes. Stream: frames are forwarded
+// as they arrive, honouring the client's backpressure; an upstream failure after the first byte
+// ends the stream with the documented SSE error event.
+import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { Dispatcher } from 'undici';
+import type { ChatMessage } from '../../middleware/types.ts';
+import type { GatewayContext } from '../context.ts';
+import { GatewayError, streamErrorFrames } from '../errors.ts';
+import type { Exchange } from './finish.ts';
+import { SseRelay } from './sse.ts';
+import { extractUsage } from './usage.ts';
+
+const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+function drain(res: ServerResponse): Promise<unknown> {
+  return Promise.race([once(res, 'drain'), once(res, 'close')]);
+}
+
+function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[] }): ChatMessage | undefined {
+  const c = Array.isArray(obj.choices) ? obj.choices[0] : undefined;
+  if (!c) return undefined;
+  if (c.message && typeof c.message === 'object') return c.message;
+  if (typeof c.text === 'string') return { role: 'assistant', content: c.text };
+  return undefined;
+}
+
+export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatcher.ResponseData, reply: FastifyReply, signal: AbortSignal): Promise<void> {
+  const worker = ex.worker!;
+  const chunks: Buffer[] = [];
+  const t = performance.now();
+  try {
+    for await (const c of res.body) {
+      if (chunks.length === 0) {
+        ex.ttftAt = performance.now();
+        worker.prefillDone(ex.estimatedPromptTokens ?? 0);
+      }
+      chunks.push(c as Buffer);
+    }
+  } catch (err) {
+    ex.upstreamWaitMs += performance.now() - t;
+    if (signal.aborted) {
+      ex.status = 499;
+      ex.errorCode = 'client_closed';
+      return;
+    }
+    const code = (err as { code?: string }).code ?? '';
+    worker.recordFailure(`body: ${code || (err as Error).message}`);
+    if (TIMEOUT_CODES.has(code)) throw new GatewayError('upstream_timeout', 'worker stopped sending the response body');
+    throw new GatewayError('upstream_bad_response', `worker connection failed mid-response (${code || 'error'})`);
+  }
+  ex.upstreamWaitMs += performance.now() - t;
+  const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  ex.status = res.statusCode;
+  if (res.statusCode < 300) {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(buf.toString('utf8'));
+    } catch {
+      worker.recordFailure('unparseable JSON body');
+      throw new GatewayError('upstream_bad_response', 'worker returned a body that is not valid JSON');
+    }
+    if (!obj || typeof obj !== 'object') throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
+    ex.usage = extractUsage(obj);
+    ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
+  } else {
+    ex.errorCode = `upstream_${res.statusCode}`;
+  }
+  worker.recordSuccess(false);
+  reply
+    .code(res.statusCode)
+    .header('content-type', String(res.headers['content-type'] ?? 'application/json'))
+    .send(buf);
+}
+
+export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatcher.ResponseData, reply: FastifyReply, signal: AbortSignal): Promise<void> {
+  const worker = ex.worker!;
+  reply.hijack();
+  const out = reply.raw;
+  out.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const relay = new SseRelay(ex.clientWantsUsage ?? false);
+  res.body.setEncoding('utf8');
+  ex.status = 200;
+  const start = performance.now();
+  let processing = 0;
+  let first = true;
+  try {
+    for await (const chunk of res.body) {
+      const p0 = performance.now();
+      if (first) {
+        first = false;
+        worker.prefillDone(ex.estimatedPromptTokens ?? 0);
+      }
+      const text = relay.push(chunk as string);
+      if (text && !out.write(text)) await drain(out);
+      processing += performance.now() - p0;
+      if (signal.aborted || out.destroyed) break;
+    }
+    if (signal.aborted || out.destroyed) {
+      ex.status = 499;
+      ex.errorCode = 'client_closed';
+    } else {
+      const tail = relay.flush();
+      if (tail) out.write(tail);
+      worker.recordSuccess(false);
+    }
+  } catch (err) {
+    if (signal.aborted || out.destroyed) {
+      ex.status = 499;
+      ex.errorCode = 'client_closed';
+    } else {
+      const code = (err as { code?: string }).code ?? '';
+      const msg = `worker stream failed after the first byte (${code || (err as Error).message})`;
+      worker.recordFailure(msg);
+      gw.metrics.streamErrors.inc({ model: ex.model });
+      ex.errorCode = 'upstream_stream_failed';
+      out.write(streamErrorFrames(msg));
+    }
+  } finally {
+    ex.upstreamWaitMs += performance.now() - start - processing;
+    ex.ttftAt = relay.firstTokenAt;
+    ex.usage = relay.usage;
+    ex.assistant = relay.assistant();
+    if (!out.destroyed) out.end();
+  }
+}

@@ -1,0 +1,122 @@
+// Relays an upstream SSE stream to the client frame by frame while learning from it: the first
+// content/tool-call delta (TTFT), the usage block, and the assistant message (for the pipeline).
+// Frames are forwarded as the original bytes unless they must change: when the client did not ask
+// for usage, the usage-only final chunk is dropped and `usage` keys are removed from other chunks.
+// Cost: one JSON.parse per frame (frames are small); O(frame) re-serialisation only when edited.
+import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
+import { extractUsage, type Usage } from './usage.ts';
+
+const FRAME_END = '\n\n';
+
+interface ToolCallDelta {
+  index?: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+interface ChunkChoice {
+  index?: number;
+  text?: string;
+  delta?: { role?: string; content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallDelta[] };
+}
+
+export class SseRelay {
+  usage: Usage | undefined;
+  /** performance.now() of the first content/tool-call delta. */
+  firstTokenAt: number | undefined;
+  sawDone = false;
+  private pending = '';
+  private content = '';
+  private reasoning = '';
+  private readonly toolCalls: ToolCall[] = [];
+
+  constructor(private readonly clientWantsUsage: boolean) {}
+
+  /** Feeds upstream bytes; returns what to write to the client now ('' when nothing). */
+  push(chunk: string): string {
+    this.pending += chunk;
+    // Engines may emit \r\n; normalise only when present so the common case stays a plain search.
+    if (this.pending.includes('\r')) this.pending = this.pending.replace(/\r\n/g, '\n');
+    let out = '';
+    let start = 0;
+    for (;;) {
+      const end = this.pending.indexOf(FRAME_END, start);
+      if (end < 0) break;
+      out += this.frame(this.pending.slice(start, end + 2));
+      start = end + 2;
+    }
+    this.pending = start ? this.pending.slice(start) : this.pending;
+    return out;
+  }
+
+  /** Bytes left without a frame terminator when the upstream ended (forwarded as-is). */
+  flush(): string {
+    const rest = this.pending;
+    this.pending = '';
+    return rest.trim() ? this.frame(rest.endsWith('\n') ? rest + '\n' : rest + FRAME_END) : '';
+  }
+
+  private frame(raw: string): string {
+    // A frame may hold comment lines or several data lines; only a single `data: {...}` is inspected.
+    let dataAt = 0;
+    if (!raw.startsWith('data:')) {
+      dataAt = raw.indexOf('\ndata:') + 1;
+      if (dataAt === 0) return raw;
+    }
+    const payload = raw.slice(dataAt + 5, raw.indexOf('\n', dataAt)).trim();
+    if (payload === '[DONE]') {
+      this.sawDone = true;
+      return raw;
+    }
+    let obj: { choices?: ChunkChoice[]; usage?: unknown };
+    try {
+      obj = JSON.parse(payload);
+    } catch {
+      return raw; // not JSON: not ours to judge, forward untouched
+    }
+    if (!obj || typeof obj !== 'object') return raw;
+    const u = extractUsage(obj);
+    if (u) this.usage = u;
+    const choices = Array.isArray(obj.choices) ? obj.choices : [];
+    for (const c of choices) this.learn(c);
+    if (this.clientWantsUsage || !('usage' in obj)) return raw;
+    if (choices.length === 0 && obj.usage) return ''; // the usage-only chunk the client did not ask for
+    delete obj.usage;
+    return `data: ${JSON.stringify(obj)}\n\n`;
+  }
+
+  private learn(c: ChunkChoice): void {
+    if ((c.index ?? 0) !== 0) {
+      if (this.firstTokenAt === undefined && (c.delta?.content || c.delta?.tool_calls?.length || c.text)) this.firstTokenAt = performance.now();
+      return;
+    }
+    const d = c.delta;
+    if (typeof c.text === 'string' && c.text) {
+      this.firstTokenAt ??= performance.now();
+      this.content += c.text;
+    }
+    if (!d) return;
+    // Reasoning tokens are generated tokens too: they count for time to first token.
+    if (d.content || d.reasoning_content || d.tool_calls?.length) this.firstTokenAt ??= performance.now();
+    if (d.content) this.content += d.content;
+    if (d.reasoning_content) this.reasoning += d.reasoning_content;
+    for (const t of d.tool_calls ?? []) {
+      const i = t.index ?? this.toolCalls.length;
+      const tc = (this.toolCalls[i] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+      if (t.id) tc.id = t.id;
+      if (t.type) tc.type = t.type;
+      if (t.function?.name) tc.function.name += t.function.name;
+      if (t.function?.arguments) tc.function.arguments += t.function.arguments;
+    }
+  }
+
+  /** The assistant message assembled from choice 0's deltas. */
+  assistant(): ChatMessage {
+    const m: ChatMessage = { role: 'assistant', content: this.content || (this.toolCalls.length ? null : '') };
+    if (this.reasoning) m.reasoning_content = this.reasoning;
+    const calls = this.toolCalls.filter(Boolean);
+    if (calls.length) m.tool_calls = calls;
+    return m;
+  }
+}

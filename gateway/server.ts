@@ -1,0 +1,138 @@
+// Builds the gateway: Fastify app, auth, the raw-body JSON parser, routes, fleet, health checks.
+// buildGateway() does not listen (tests use inject or listen themselves); startGateway() does.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import type { ContextPipeline } from '../middleware/types.ts';
+import { createAuthenticator, type Principal } from './auth.ts';
+import type { GatewayConfig, ModelConfig } from './config/schema.ts';
+import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
+import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
+import { GatewayError, toGatewayError } from './errors.ts';
+import { createMetrics } from './metrics.ts';
+import { handleProxy } from './proxy/handle.ts';
+import { RequestRecords } from './request-records.ts';
+import { registerAdminRoutes } from './routes/admin.ts';
+import { allWorkers, createFleet } from './upstream/fleet.ts';
+import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
+
+export type { GatewayDeps } from './context.ts';
+export type { GatewayConfig, ModelConfig } from './config/schema.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request body as received (forwarded as-is when unchanged). */
+    rawBody?: Buffer;
+    principal?: Principal;
+  }
+}
+
+/** Routes that answer without a key: probes and scrapers. */
+const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
+const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
+
+export interface BuiltGateway {
+  app: FastifyInstance;
+  ctx: GatewayContext;
+  health: HealthChecker;
+  /** Drains in-flight requests (up to shutdown.deadline_ms), stops health checks, closes pools. */
+  close(): Promise<void>;
+}
+
+export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): BuiltGateway {
+  const registry = deps.registry ?? new Registry();
+  const metrics = createMetrics(registry, { defaultMetrics: !deps.registry });
+  const fleet = createFleet(config, metrics);
+  const pipelines = new Map<string, ContextPipeline>();
+  for (const m of config.models) pipelines.set(m.name, deps.pipelineFor?.(m as ModelConfig) ?? PASSTHROUGH_PIPELINE);
+  const ctx: GatewayContext = {
+    config,
+    fleet,
+    metrics,
+    registry,
+    authenticate: createAuthenticator(config.auth),
+    pipelines,
+    records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
+    onUsage: deps.onUsage,
+    draining: false,
+  };
+
+  const app = Fastify({
+    logger: deps.logger ?? { level: 'info' },
+    bodyLimit: config.limits.max_body_bytes,
+    genReqId: (req: IncomingMessage) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && REQUEST_ID_RE.test(h) ? h : randomUUID();
+    },
+  });
+
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const buf = body as Buffer;
+    req.rawBody = buf;
+    try {
+      done(null, JSON.parse(buf.toString('utf8')));
+    } catch {
+      done(new GatewayError('invalid_json', 'request body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    const url = req.routeOptions.url;
+    if (url === undefined || OPEN_ROUTES.has(url)) return;
+    req.principal = ctx.authenticate(req.headers.authorization);
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const ge = toGatewayError(err);
+    if (ge.status >= 500 && ge.code === 'internal_error') req.log.error({ err }, 'internal error');
+    for (const [k, v] of Object.entries(ge.headers)) reply.header(k, v);
+    reply.code(ge.status).send(ge.toBody());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send(new GatewayError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
+  });
+
+  app.post('/v1/chat/completions', (req, reply) => handleProxy(ctx, 'chat', req, reply));
+  app.post('/v1/completions', (req, reply) => handleProxy(ctx, 'completions', req, reply));
+  registerAdminRoutes(app, ctx);
+
+  const workers = allWorkers(fleet);
+  const health = startHealthChecks(workers, config.health);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      ctx.draining = true;
+      await health.stop();
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          app.server.closeAllConnections?.();
+          resolve();
+        }, config.shutdown.deadline_ms);
+      });
+      await Promise.race([app.close(), deadline]);
+      clearTimeout(timer);
+      await Promise.all(workers.map((w) => w.close()));
+    })());
+  return { app, ctx, health, close };
+}
+
+export interface StartedGateway {
+  url: string;
+  app: FastifyInstance;
+  ctx: GatewayContext;
+  close(): Promise<void>;
+}
+
+export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}): Promise<StartedGateway> {
+  const built = buildGateway(config, deps);
+  await built.app.listen({ host: config.listen.host, port: config.listen.port });
+  const addr = built.app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;
+  const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
+  if (config.health.interval_ms > 0) void built.health.checkAll();
+  return { url: `http://${host}:${port}`, app: built.app, ctx: built.ctx, close: built.close };
+}

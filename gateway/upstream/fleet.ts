@@ -1,0 +1,34 @@
+// Per model: its workers and its routing policy instance.
+import { createPolicy } from '../../kvplanner/policy-registry.ts';
+import type { Policy } from '../../kvplanner/types.ts';
+import type { GatewayConfig, ModelConfig } from '../config/schema.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { Worker } from './worker.ts';
+
+export interface ModelRoute {
+  config: ModelConfig;
+  workers: Worker[];
+  byId: Map<string, Worker>;
+  policy: Policy;
+}
+
+export type Fleet = Map<string, ModelRoute>;
+
+export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fleet {
+  const fleet: Fleet = new Map();
+  for (const m of config.models) {
+    const workers = m.workers.map((w) => new Worker(m.name, w, config.upstream, config.health, metrics));
+    fleet.set(m.name, {
+      config: m,
+      workers,
+      byId: new Map(workers.map((w) => [w.id, w])),
+      // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
+      policy: createPolicy(m.policy, structuredClone(m.policy_options) as Record<string, unknown>),
+    });
+  }
+  return fleet;
+}
+
+export function allWorkers(fleet: Fleet): Worker[] {
+  return [...fleet.values()].flatMap((r) => r.workers);
+}

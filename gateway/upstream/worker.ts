@@ -1,0 +1,121 @@
+// One upstream worker: its keep-alive undici Pool, what the gateway has in flight on it, and its
+// health state. Ejection: `ejectAfter` consecutive failures (active checks and requests alike);
+// re-admission: `readmitAfter` consecutive successful health checks.
+import { Pool } from 'undici';
+import type { WorkerView } from '../../kvplanner/types.ts';
+import type { GatewayConfig, WorkerConfig } from '../config/schema.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+
+/** How many recent errors a worker remembers for the admin route. */
+export const LAST_ERRORS_KEPT = 10;
+/** Idle keep-alive sockets are closed after this long. */
+export const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+
+export interface WorkerError {
+  time: string;
+  message: string;
+}
+
+export class Worker {
+  readonly id: string;
+  readonly url: string;
+  readonly pool: Pool;
+  readonly maxInFlight: number;
+  readonly apiKey?: string;
+  readonly kvTokens?: number;
+  /** Path prefix of the worker URL (a worker may live under e.g. /vllm). */
+  readonly basePath: string;
+  healthy = true;
+  inFlight = 0;
+  queuedPrefillTokens = 0;
+  consecutiveFailures = 0;
+  private consecutiveSuccesses = 0;
+  readonly lastErrors: WorkerError[] = [];
+
+  constructor(
+    readonly model: string,
+    cfg: WorkerConfig,
+    upstream: GatewayConfig['upstream'],
+    private readonly health: GatewayConfig['health'],
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.id = cfg.id ?? cfg.url;
+    this.url = cfg.url.replace(/\/+$/, '');
+    this.maxInFlight = cfg.max_in_flight ?? upstream.max_in_flight;
+    this.apiKey = cfg.api_key;
+    this.kvTokens = cfg.kv_tokens;
+    this.basePath = new URL(this.url).pathname.replace(/\/+$/, '');
+    this.pool = new Pool(new URL(this.url).origin, {
+      connections: this.maxInFlight > 0 ? this.maxInFlight : null,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connect: { timeout: upstream.connect_timeout_ms },
+      headersTimeout: upstream.headers_timeout_ms,
+      bodyTimeout: upstream.body_timeout_ms,
+    });
+    metrics.workerHealthy.set({ model, worker: this.id }, 1);
+    metrics.workerInFlight.set({ model, worker: this.id }, 0);
+  }
+
+
+  hasRoom(): boolean {
+    return this.maxInFlight === 0 || this.inFlight < this.maxInFlight;
+  }
+
+  view(): WorkerView {
+    return {
+      id: this.id,
+      url: this.url,
+      healthy: this.healthy,
+      inFlight: this.inFlight,
+      queuedPrefillTokens: this.queuedPrefillTokens,
+      maxInFlight: this.maxInFlight,
+      kvTokens: this.kvTokens,
+    };
+  }
+
+  begin(prefillTokens: number): void {
+    this.inFlight++;
+    this.queuedPrefillTokens += prefillTokens;
+    this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);
+  }
+
+  /** Prefill is done once the first byte came back; the tokens leave the queue then. */
+  prefillDone(prefillTokens: number): void {
+    this.queuedPrefillTokens = Math.max(0, this.queuedPrefillTokens - prefillTokens);
+  }
+
+  end(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);
+  }
+
+  recordSuccess(fromHealthCheck: boolean): void {
+    this.consecutiveFailures = 0;
+    if (this.healthy) return;
+    // Requests never reach an ejected worker; only health checks re-admit it.
+    if (!fromHealthCheck) return;
+    if (++this.consecutiveSuccesses >= this.health.readmit_after) this.setHealthy(true);
+  }
+
+  recordFailure(message: string): void {
+    this.consecutiveSuccesses = 0;
+    this.consecutiveFailures++;
+    this.lastErrors.push({ time: new Date().toISOString(), message: message.slice(0, 300) });
+    if (this.lastErrors.length > LAST_ERRORS_KEPT) this.lastErrors.shift();
+    if (this.healthy && this.consecutiveFailures >= this.health.eject_after) this.setHealthy(false);
+  }
+
+  private setHealthy(h: boolean): void {
+    this.healthy = h;
+    this.consecutiveSuccesses = 0;
+    this.metrics.workerHealthy.set({ model: this.model, worker: this.id }, h ? 1 : 0);
+  }
+
+  snapshot() {
+    return { ...this.view(), consecutiveFailures: this.consecutiveFailures, lastErrors: [...this.lastErrors] };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => this.pool.destroy());
+  }
+}

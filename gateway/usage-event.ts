@@ -1,0 +1,28 @@
+// One record per finished request: what the ledger stores and the report aggregates.
+export interface UsageEvent {
+  /** Epoch ms when the request arrived. */
+  time: number;
+  requestId: string;
+  tenant: string;
+  keyId: string;
+  sessionId: string;
+  model: string;
+  /** Worker id that answered ('' when none was reached). */
+  worker: string;
+  status: number;
+  stream: boolean;
+  promptTokens: number;
+  cachedTokens: number;
+  predictedCachedTokens?: number;
+  outputTokens: number;
+  /** False when the upstream sent no usage block (token fields are then 0 or estimates). */
+  usageReported: boolean;
+  ttftMs?: number;
+  totalMs: number;
+  /** totalMs minus time spent waiting on upstream. */
+  gatewayOverheadMs: number;
+  attempts: number;
+  errorCode?: string;
+  breakCause?: string;
+  counterfactualPromptTokensCached?: number;
+}
