@@ -1,5 +1,10 @@
 // Policy registry: config name -> Policy instance. The gateway creates one policy per model.
+import { CTXGATE_BRANCHES, CtxgatePolicy } from './policies/ctxgate.ts';
+import { LEAST_LOAD_BRANCHES, LeastLoadPolicy } from './policies/least-load.ts';
+import { PREFIX_HASH_BRANCHES, PrefixHashPolicy } from './policies/prefix-hash.ts';
 import { RoundRobinPolicy } from './policies/round-robin.ts';
+import { SESSION_HASH_BRANCHES, SessionHashPolicy } from './policies/session-hash.ts';
+import { SGLANG_BRANCHES, SglangCacheAwarePolicy } from './policies/sglang-cache-aware.ts';
 import type { Policy } from './types.ts';
 
 export interface PolicyOptions {
@@ -11,6 +16,21 @@ type Factory = (opts: PolicyOptions) => Policy;
 
 const FACTORIES: Record<string, Factory> = {
   round_robin: () => new RoundRobinPolicy(),
+  least_load: (o) => new LeastLoadPolicy(o),
+  session_hash: (o) => new SessionHashPolicy(o),
+  prefix_hash: (o) => new PrefixHashPolicy(o),
+  sglang_cache_aware: (o) => new SglangCacheAwarePolicy(o),
+  ctxgate: (o) => new CtxgatePolicy(o),
+};
+
+/** Branch labels each built-in policy can return (bounded: safe as a metric label). */
+export const POLICY_BRANCHES: Record<string, readonly string[]> = {
+  round_robin: ['rotate'],
+  least_load: LEAST_LOAD_BRANCHES,
+  session_hash: SESSION_HASH_BRANCHES,
+  prefix_hash: PREFIX_HASH_BRANCHES,
+  sglang_cache_aware: SGLANG_BRANCHES,
+  ctxgate: CTXGATE_BRANCHES,
 };
 
 export const POLICY_NAMES = (): string[] => Object.keys(FACTORIES);

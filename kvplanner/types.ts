@@ -44,6 +44,8 @@ export interface RouteFeedback {
   reportedCachedTokens?: number;
   promptTokens?: number;
   ok: boolean;
+  /** The Choice's predictedCachedTokens, when the policy cannot match the feedback to its pick. */
+  predictedCachedTokens?: number;
 }
 
 export interface Policy {
@@ -52,4 +54,6 @@ export interface Policy {
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null;
   /** Learn from what happened (cache index updates, feedback correction). */
   observe?(feedback: RouteFeedback): void;
+  /** In-memory statistics (index size, evictions, predicted vs reported cached tokens). */
+  stats?(): object;
 }

@@ -1,0 +1,193 @@
+// Prefix index: which worker probably holds which KV blocks. Per worker an approximate LRU over
+// block hashes (CLOCK / second chance: a touch is one Map.set of a tick, eviction pops the oldest
+// queue entry and re-queues it if it was touched since), capacity = kvTokens / blockSize blocks.
+// Chains are inserted tail-first so that, like vLLM (which frees a request's blocks in reverse),
+// the tail of a prompt is evicted before its root; held blocks then stay a prefix of each chain,
+// which lets matchLength binary-search: O(log n) Map lookups per worker.
+// insert/touch: O(blocks). Feedback: a worker that reports fewer cached tokens than predicted
+// loses the missing blocks from its entry, so the next prediction is lower.
+
+/** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
+export const DEFAULT_CAPACITY_BLOCKS = 65_536;
+
+interface WorkerEntry {
+  /** hash -> tick of last touch */
+  blocks: Map<string, number>;
+  /** eviction candidates in (approximate) age order; parallel arrays, head index. */
+  qHash: string[];
+  qTick: number[];
+  head: number;
+  capacity: number;
+  evictions: number;
+}
+
+export interface PrefixIndexStats {
+  workers: number;
+  blocks: number;
+  evictions: number;
+  perWorker: Record<string, { blocks: number; capacity: number; evictions: number }>;
+}
+
+/** Callback for index changes made locally (used by the Redis replica sync). */
+export type IndexListener = (ev: { kind: 'insert' | 'evict'; workerId: string; hashes: readonly string[] }) => void;
+
+export class PrefixIndex {
+  private readonly workers = new Map<string, WorkerEntry>();
+  private tick = 0;
+  private readonly listeners: IndexListener[] = [];
+
+  constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
+
+  onChange(fn: IndexListener): void {
+    this.listeners.push(fn);
+  }
+
+  private entry(workerId: string): WorkerEntry {
+    let e = this.workers.get(workerId);
+    if (!e) {
+      e = { blocks: new Map(), qHash: [], qTick: [], head: 0, capacity: this.defaultCapacity, evictions: 0 };
+      this.workers.set(workerId, e);
+    }
+    return e;
+  }
+
+  setCapacity(workerId: string, blocks: number): void {
+    const e = this.entry(workerId);
+    const cap = Math.max(1, Math.floor(blocks));
+    if (cap === e.capacity) return;
+    e.capacity = cap;
+    this.shrink(e);
+  }
+
+  capacity(workerId: string): number {
+    return this.workers.get(workerId)?.capacity ?? this.defaultCapacity;
+  }
+
+  size(workerId: string): number {
+    return this.workers.get(workerId)?.blocks.size ?? 0;
+  }
+
+  has(workerId: string, hash: string): boolean {
+    return this.workers.get(workerId)?.blocks.has(hash) ?? false;
+  }
+
+  /** Blocks of `hashes` held from the start (binary search: held blocks form a prefix). */
+  matchLength(workerId: string, hashes: readonly string[]): number {
+    const e = this.workers.get(workerId);
+    if (!e || hashes.length === 0 || !e.blocks.has(hashes[0])) return 0;
+    let lo = 1; // hashes[0..lo) held
+    let hi = hashes.length; // answer <= hi
+    if (e.blocks.has(hashes[hi - 1])) return hi;
+    hi -= 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (e.blocks.has(hashes[mid - 1])) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Record that `workerId` now holds the chain `hashes` (touches held blocks, adds new ones). */
+  insert(workerId: string, hashes: readonly string[], notify = true): void {
+    if (hashes.length === 0) return;
+    const e = this.entry(workerId);
+    const t = ++this.tick;
+    // tail first: within one tick, queue order decides, and the root must outlive the tail
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const h = hashes[i];
+      if (!e.blocks.has(h)) {
+        e.qHash.push(h);
+        e.qTick.push(t);
+      }
+      e.blocks.set(h, t);
+    }
+    this.shrink(e);
+    if (notify) this.emit({ kind: 'insert', workerId, hashes });
+  }
+
+  /** Forget the given blocks on one worker (feedback correction or a remote eviction). */
+  evict(workerId: string, hashes: readonly string[], notify = true): number {
+    const e = this.workers.get(workerId);
+    if (!e) return 0;
+    let n = 0;
+    for (const h of hashes) if (e.blocks.delete(h)) n++;
+    e.evictions += n;
+    this.compact(e);
+    if (notify && n > 0) this.emit({ kind: 'evict', workerId, hashes });
+    return n;
+  }
+
+  removeWorker(workerId: string): void {
+    this.workers.delete(workerId);
+  }
+
+  workerIds(): string[] {
+    return [...this.workers.keys()];
+  }
+
+  stats(): PrefixIndexStats {
+    const perWorker: PrefixIndexStats['perWorker'] = {};
+    let blocks = 0;
+    let evictions = 0;
+    for (const [id, e] of this.workers) {
+      perWorker[id] = { blocks: e.blocks.size, capacity: e.capacity, evictions: e.evictions };
+      blocks += e.blocks.size;
+      evictions += e.evictions;
+    }
+    return { workers: this.workers.size, blocks, evictions, perWorker };
+  }
+
+  private emit(ev: Parameters<IndexListener>[0]): void {
+    for (const l of this.listeners) l(ev);
+  }
+
+  private shrink(e: WorkerEntry): void {
+    while (e.blocks.size > e.capacity && e.head < e.qHash.length) {
+      const h = e.qHash[e.head];
+      const t = e.qTick[e.head];
+      e.head++;
+      const cur = e.blocks.get(h);
+      if (cur === undefined) continue; // already evicted
+      if (cur !== t) {
+        // touched since queued: second chance at its current age
+        e.qHash.push(h);
+        e.qTick.push(cur);
+        continue;
+      }
+      e.blocks.delete(h);
+      e.evictions++;
+    }
+    this.compact(e);
+  }
+
+  private compact(e: WorkerEntry): void {
+    // drop consumed head and stale entries once the queue is mostly garbage
+    if (e.head > 1024 && e.head * 2 > e.qHash.length) {
+      e.qHash = e.qHash.slice(e.head);
+      e.qTick = e.qTick.slice(e.head);
+      e.head = 0;
+    }
+    if (e.qHash.length - e.head > 4 * e.blocks.size + 1024) {
+      const qh: string[] = [];
+      const qt: number[] = [];
+      for (let i = e.head; i < e.qHash.length; i++) {
+        const cur = e.blocks.get(e.qHash[i]);
+        if (cur !== undefined && cur === e.qTick[i]) {
+          qh.push(e.qHash[i]);
+          qt.push(e.qTick[i]);
+        }
+      }
+      // entries touched since queueing lost their slot above; requeue them in tick order
+      const queued = new Set(qh);
+      const rest: Array<[string, number]> = [];
+      for (const [h, t] of e.blocks) if (!queued.has(h)) rest.push([h, t]);
+      rest.sort((a, b) => a[1] - b[1]);
+      const merged: Array<[string, number]> = qh.map((h, i) => [h, qt[i]]);
+      for (const r of rest) merged.push(r);
+      merged.sort((a, b) => a[1] - b[1]);
+      e.qHash = merged.map((m) => m[0]);
+      e.qTick = merged.map((m) => m[1]);
+      e.head = 0;
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// Session affinity: session key -> worker, with idle expiry and per-worker totals (live sessions,
+// their last prompt tokens) so new sessions can be spread by expected KV footprint.
+// Map insertion order doubles as recency order (touch = delete + set), so expiry and the size
+// bound pop from the front: O(1) amortised per operation.
+
+/** Idle time after which a session no longer pins a worker (agents pause for tools, not hours). */
+export const DEFAULT_SESSION_TTL_MS = 15 * 60_000;
+export const DEFAULT_MAX_SESSIONS = 200_000;
+
+interface Entry {
+  worker: string;
+  tokens: number;
+  lastSeen: number;
+}
+
+export type AffinityListener = (ev: { key: string; worker: string; tokens: number }) => void;
+
+export class SessionAffinity {
+  private readonly map = new Map<string, Entry>();
+  private readonly perWorker = new Map<string, { sessions: number; tokens: number }>();
+  private readonly listeners: AffinityListener[] = [];
+
+  constructor(
+    readonly ttlMs: number = DEFAULT_SESSION_TTL_MS,
+    readonly maxSessions: number = DEFAULT_MAX_SESSIONS,
+  ) {}
+
+  onChange(fn: AffinityListener): void {
+    this.listeners.push(fn);
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(key: string, now: number): string | undefined {
+    const e = this.map.get(key);
+    if (!e) return undefined;
+    if (now - e.lastSeen > this.ttlMs) {
+      this.drop(key, e);
+      return undefined;
+    }
+    return e.worker;
+  }
+
+  assign(key: string, worker: string, tokens: number, now: number, notify = true): void {
+    const old = this.map.get(key);
+    if (old) this.drop(key, old);
+    this.map.set(key, { worker, tokens, lastSeen: now });
+    const t = this.totals(worker);
+    t.sessions++;
+    t.tokens += tokens;
+    this.sweep(now);
+    if (notify) for (const l of this.listeners) l({ key, worker, tokens });
+  }
+
+  /** Live sessions and their tokens pinned to `worker`. */
+  load(worker: string): { sessions: number; tokens: number } {
+    return this.perWorker.get(worker) ?? { sessions: 0, tokens: 0 };
+  }
+
+  sweep(now: number): void {
+    for (const [key, e] of this.map) {
+      if (this.map.size <= this.maxSessions && now - e.lastSeen <= this.ttlMs) break;
+      this.drop(key, e);
+    }
+  }
+
+  private totals(worker: string): { sessions: number; tokens: number } {
+    let t = this.perWorker.get(worker);
+    if (!t) {
+      t = { sessions: 0, tokens: 0 };
+      this.perWorker.set(worker, t);
+    }
+    return t;
+  }
+
+  private drop(key: string, e: Entry): void {
+    this.map.delete(key);
+    const t = this.totals(e.worker);
+    t.sessions--;
+    t.tokens -= e.tokens;
+  }
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { blockHashes, textBlockHashes } from '../../kvplanner/block-hash.ts';
+import { PrefixIndex } from '../../kvplanner/prefix-index.ts';
+
+describe('blockHashes', () => {
+  it('hashes full blocks only, as a chain', () => {
+    const ids = Array.from({ length: 40 }, (_, i) => i);
+    const h = blockHashes(ids, 16);
+    expect(h).toHaveLength(2);
+    expect(h[0]).toMatch(/^[0-9a-f]{16}$/);
+    expect(blockHashes(ids.slice(0, 32), 16)).toEqual(h);
+  });
+
+  it('a different early token changes every later hash; a later one leaves the earlier', () => {
+    const a = Array.from({ length: 64 }, (_, i) => i);
+    const b = [...a];
+    b[3] = 999;
+    const c = [...a];
+    c[40] = 999;
+    const ha = blockHashes(a, 16);
+    const hb = blockHashes(b, 16);
+    const hc = blockHashes(c, 16);
+    expect(hb.every((x, i) => x !== ha[i])).toBe(true);
+    expect(hc.slice(0, 2)).toEqual(ha.slice(0, 2));
+    expect(hc[2]).not.toBe(ha[2]);
+  });
+
+  it('the seed separates chains (model / adapter)', () => {
+    const ids = Array.from({ length: 16 }, (_, i) => i);
+    expect(blockHashes(ids, 16, 'a')[0]).not.toBe(blockHashes(ids, 16, 'b')[0]);
+    expect(() => blockHashes(ids, 0)).toThrow(/blockSize/);
+  });
+
+  it('text chains use 64-char chunks', () => {
+    expect(textBlockHashes('x'.repeat(130))).toHaveLength(2);
+  });
+});
+
+describe('PrefixIndex', () => {
+  const chain = (tag: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+
+  it('matches the held prefix of a chain', () => {
+    const idx = new PrefixIndex(1000);
+    idx.insert('a', chain('x', 10));
+    expect(idx.matchLength('a', chain('x', 10))).toBe(10);
+    expect(idx.matchLength('a', [...chain('x', 6), 'y6', 'y7'])).toBe(6);
+    expect(idx.matchLength('b', chain('x', 10))).toBe(0);
+    expect(idx.matchLength('a', ['z', ...chain('x', 3)])).toBe(0);
+  });
+
+  it('evicts least recently used chains first and tails before roots', () => {
+    const idx = new PrefixIndex(12);
+    idx.insert('a', chain('p', 8));
+    idx.insert('a', chain('q', 8)); // 16 > 12: 4 blocks of p go, tail first
+    expect(idx.size('a')).toBe(12);
+    expect(idx.matchLength('a', chain('p', 8))).toBe(4);
+    expect(idx.matchLength('a', chain('q', 8))).toBe(8);
+    idx.insert('a', chain('p', 4)); // touch p's root, then q must lose blocks next
+    idx.insert('a', chain('r', 4));
+    expect(idx.matchLength('a', chain('p', 8))).toBe(4);
+    expect(idx.matchLength('a', chain('q', 8))).toBe(4);
+    expect(idx.stats().evictions).toBe(8);
+  });
+
+  it('capacity changes shrink the entry', () => {
+    const idx = new PrefixIndex(100);
+    idx.insert('a', chain('x', 50));
+    idx.setCapacity('a', 20);
+    expect(idx.size('a')).toBe(20);
+    expect(idx.matchLength('a', chain('x', 50))).toBe(20);
+  });
+
+  it('stays bounded under many inserts', () => {
+    const idx = new PrefixIndex(100);
+    for (let i = 0; i < 500; i++) idx.insert('a', chain(`s${i}-`, 30));
+    expect(idx.size('a')).toBe(100);
+    expect(idx.matchLength('a', chain('s499-', 30))).toBe(30);
+  });
+});

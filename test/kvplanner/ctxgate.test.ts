@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { blockHashes } from '../../kvplanner/block-hash.ts';
+import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+import { info, tokens, workers } from './fixtures.ts';
+
+const ROOT = 512; // tokens shared by every session (system prompt + tools)
+
+function call(session: number, turn: number, sessionId = true): RouteInfo {
+  const ids = tokens(ROOT, session, 64 + turn * 128);
+  return info({ sessionId: sessionId ? `s${session}` : undefined, promptTokenIds: ids, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+}
+
+describe('ctxgate branches', () => {
+  it('new sessions spread, later turns stick and predict their cached prefix', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(4);
+    const first = [0, 1, 2, 3].map((s) => p.select(ws, call(s, 0))!);
+    expect(first.map((c) => c.branch)).toEqual(['new_session', 'new_session', 'new_session', 'new_session']);
+    expect(new Set(first.map((c) => c.worker.id)).size).toBe(4);
+    const next = p.select(ws, call(2, 1))!;
+    expect(next.branch).toBe('sticky');
+    expect(next.worker.id).toBe(first[2].worker.id);
+    expect(next.predictedCachedTokens).toBe(ROOT + 64);
+  });
+
+  it('prefix_match follows a conversation without a session id, but not the shared root alone', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(4);
+    const a = p.select(ws, call(0, 0, false))!;
+    expect(a.branch).toBe('balance');
+    p.select(ws, call(1, 0, false)); // a second prompt through the root marks it shared
+    const cont = p.select(ws, call(0, 2, false))!;
+    expect(cont.branch).toBe('prefix_match');
+    expect(cont.worker.id).toBe(a.worker.id);
+    // a third conversation holds only the shared root anywhere → balance, not prefix_match
+    expect(p.select(ws, call(7, 0, false))!.branch).toBe('balance');
+  });
+
+  it('overflows a pinned session whose worker is over the load bound, then re-pins', () => {
+    const p = new CtxgatePolicy({ epsilon: 0.25 });
+    const ws = workers(4);
+    const home = p.select(ws, call(0, 0))!.worker;
+    home.inFlight = 4; // total 4 → cap ceil(1.25·5/4) = 2
+    const o = p.select(ws, call(0, 1))!;
+    expect(o.branch).toBe('overflow');
+    expect(o.worker.id).not.toBe(home.id);
+    home.inFlight = 0;
+    expect(p.select(ws, call(0, 2))!.worker.id).toBe(o.worker.id);
+  });
+
+  it('balance prefers the worker whose queue clears first', () => {
+    const p = new CtxgatePolicy({ prefill_tokens_per_s: 1000 });
+    const ws = workers(3);
+    ws[0].queuedPrefillTokens = 5000;
+    ws[1].queuedPrefillTokens = 100;
+    ws[2].queuedPrefillTokens = 3000;
+    const c = p.select(ws, info({ text: 'no session here' }))!;
+    expect([c.branch, c.worker.id]).toEqual(['balance', 'w1']);
+    expect(p.ttft(ws[1], 1000, 0)).toBeCloseTo(1.1, 5);
+  });
+});
+
+describe('ctxgate bounded load', () => {
+  it('1000 decisions with every session on one hot root: max in-flight ≤ (1+ε)·mean + 1', () => {
+    const eps = 0.25;
+    const p = new CtxgatePolicy({ epsilon: eps });
+    const ws = workers(4);
+    let seed = 7;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const turns = new Map<number, number>();
+    const next = (): RouteInfo => {
+      const s = Math.floor(rand() * 40);
+      const t = turns.get(s) ?? 0;
+      turns.set(s, t + 1);
+      return call(s, t % 20);
+    };
+    const bound = (): number => ((1 + eps) * ws.reduce((a, w) => a + w.inFlight, 0)) / ws.length + 1;
+    // arrivals only: the bound holds for every worker after every decision
+    for (let i = 0; i < 1000; i++) {
+      p.select(ws, next())!.worker.inFlight++;
+      expect(Math.max(...ws.map((w) => w.inFlight))).toBeLessThanOrEqual(bound());
+    }
+    // with random completions: every placement respects the bound
+    for (const w of ws) w.inFlight = 0;
+    for (let i = 0; i < 1000; i++) {
+      const c = p.select(ws, next())!;
+      c.worker.inFlight++;
+      expect(c.worker.inFlight).toBeLessThanOrEqual(bound());
+      for (const w of ws) if (w.inFlight > 0 && rand() < 0.2) w.inFlight--;
+    }
+    const st = p.stats();
+    expect(st.branches.sticky).toBeGreaterThan(1000);
+    expect(st.branches.new_session).toBeLessThanOrEqual(40);
+    // the hot root did not pull the sessions onto one worker: each holds about a quarter
+    const pinned = ws.map((w) => p.affinity.load(w.id).sessions);
+    expect(pinned.reduce((a, b) => a + b, 0)).toBe(40);
+    expect(Math.max(...pinned)).toBeLessThanOrEqual(14);
+  });
+
+  it('never puts more than maxInFlight on a worker while another has room', () => {
+    const p = new CtxgatePolicy();
+    const ws: WorkerView[] = workers(2, { maxInFlight: 2 });
+    for (let i = 0; i < 4; i++) p.select(ws, call(0, i))!.worker.inFlight++;
+    expect(ws.map((w) => w.inFlight)).toEqual([2, 2]);
+  });
+});
+
+describe('ctxgate feedback', () => {
+  it('fewer reported cached tokens than predicted evicts the missing blocks', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(2);
+    p.select(ws, call(0, 0));
+    const req = call(0, 3);
+    const c = p.select(ws, req)!;
+    expect(c.predictedCachedTokens).toBe(ROOT + 64);
+    p.observe({ workerId: c.worker.id, info: req, ok: true, reportedCachedTokens: 128 });
+    const again = call(0, 3);
+    const c2 = p.select(ws, again)!;
+    expect(c2.worker.id).toBe(c.worker.id);
+    expect(c2.predictedCachedTokens).toBe(128);
+    const st = p.stats();
+    expect(st.feedback[c.worker.id]).toMatchObject({ calls: 1, predictedTokens: ROOT + 64, reportedTokens: 128, corrections: 1 });
+    expect(st.index.blocks).toBeGreaterThan(0);
+  });
+
+  it('a report within one block of the prediction is not a correction', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(2);
+    p.select(ws, call(0, 0));
+    const req = call(0, 1);
+    const c = p.select(ws, req)!;
+    p.observe({ workerId: c.worker.id, info: req, ok: true, reportedCachedTokens: c.predictedCachedTokens! - 16 });
+    expect(p.stats().feedback[c.worker.id].corrections).toBe(0);
+  });
+
+  it('a failed call forgets the blocks it optimistically added', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(1);
+    const req = call(0, 0);
+    const c = p.select(ws, req)!;
+    expect(p.index.size('w0')).toBeGreaterThan(0);
+    p.observe({ workerId: c.worker.id, info: req, ok: false });
+    expect(p.index.size('w0')).toBe(0);
+  });
+
+  it('the KV budget bounds the index (kvTokens / block size)', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(1, { kvTokens: 1600 });
+    for (let s = 0; s < 10; s++) p.select(ws, call(s, 2));
+    expect(p.index.size('w0')).toBe(100);
+  });
+});
