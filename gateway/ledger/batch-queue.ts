@@ -1,0 +1,90 @@
+// Bounded in-memory queue in front of a ledger store. push() is O(1) and never blocks: when the
+// queue is full the record is dropped and counted. A batch is written when batch_size records
+// are waiting (scheduled with setImmediate, so the request that filled it does not pay for the
+// write) or every flush_ms, whichever comes first. Writes never overlap.
+import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from './types.ts';
+
+export interface BatchQueueOptions<T> {
+  batchSize: number;
+  flushMs: number;
+  maxQueue?: number;
+  /** Writes one batch; a throw or rejection drops the batch (counted). */
+  write(batch: T[]): void | Promise<void>;
+  onDrop?: DropListener;
+  onError?: (err: unknown) => void;
+}
+
+export class BatchQueue<T> {
+  private buf: T[] = [];
+  private writing: Promise<void> | null = null;
+  private scheduled = false;
+  private timer: NodeJS.Timeout | null;
+  private closed = false;
+  private readonly max: number;
+  readonly counts = { appended: 0, written: 0, dropped: 0 };
+
+  constructor(private readonly o: BatchQueueOptions<T>) {
+    this.max = o.maxQueue ?? DEFAULT_MAX_QUEUE;
+    this.timer = setInterval(() => void this.drain(), o.flushMs);
+    this.timer.unref();
+  }
+
+  push(item: T): void {
+    this.counts.appended++;
+    if (this.closed || this.buf.length >= this.max) {
+      this.drop(1);
+      return;
+    }
+    this.buf.push(item);
+    if (this.buf.length >= this.o.batchSize && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.drain();
+      });
+    }
+  }
+
+  private drop(n: number): void {
+    this.counts.dropped += n;
+    try {
+      this.o.onDrop?.(n);
+    } catch {
+      /* a metrics failure must not escalate */
+    }
+  }
+
+  /** Writes everything queued, one batch_size batch at a time. */
+  async drain(): Promise<void> {
+    while (this.writing) await this.writing;
+    if (this.buf.length === 0) return;
+    this.writing = (async () => {
+      while (this.buf.length > 0) {
+        const batch = this.buf.splice(0, this.o.batchSize);
+        try {
+          await this.o.write(batch);
+          this.counts.written += batch.length;
+        } catch (err) {
+          this.drop(batch.length);
+          this.o.onError?.(err);
+        }
+      }
+    })();
+    try {
+      await this.writing;
+    } finally {
+      this.writing = null;
+    }
+  }
+
+  stats(): LedgerStats {
+    return { ...this.counts, queued: this.buf.length };
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.drain();
+    this.closed = true;
+  }
+}

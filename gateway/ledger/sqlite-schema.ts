@@ -1,0 +1,71 @@
+// Table layout of the SQLite usage ledger and the record <-> row mapping. Money columns are
+// INTEGER nano-dollars, so SUM() in SQL is exact. The index on time serves --since/--until
+// and retention; (tenant, time) serves tenant-scoped reports.
+import type { UsageRecord } from '../usage/types.ts';
+
+export const SCHEMA_VERSION = 1;
+
+export const COLUMNS = [
+  'time', 'request_id', 'tenant', 'key_id', 'session_id', 'model', 'worker', 'status', 'stream', 'usage_source',
+  'prompt_tokens', 'cached_tokens', 'predicted_cached_tokens', 'output_tokens', 'cache_write_tokens',
+  'ttft_ms', 'total_ms', 'overhead_ms', 'attempts', 'error_code', 'break_cause', 'prefill_ms', 'decode_ms', 'pricing_kind',
+  'cost_uncached_nusd', 'cost_cached_nusd', 'cost_write_nusd', 'cost_output_nusd', 'cost_nusd',
+  'cf_nocache_nusd', 'cf_original_nusd', 'savings_nusd',
+] as const;
+
+export const DDL = `
+CREATE TABLE IF NOT EXISTS usage (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL, request_id TEXT NOT NULL, tenant TEXT NOT NULL, key_id TEXT NOT NULL,
+  session_id TEXT NOT NULL, model TEXT NOT NULL, worker TEXT NOT NULL, status INTEGER NOT NULL,
+  stream INTEGER NOT NULL, usage_source TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, predicted_cached_tokens INTEGER,
+  output_tokens INTEGER NOT NULL, cache_write_tokens INTEGER NOT NULL,
+  ttft_ms REAL, total_ms REAL NOT NULL, overhead_ms REAL NOT NULL, attempts INTEGER NOT NULL,
+  error_code TEXT, break_cause TEXT, prefill_ms REAL, decode_ms REAL, pricing_kind TEXT NOT NULL,
+  cost_uncached_nusd INTEGER NOT NULL, cost_cached_nusd INTEGER NOT NULL, cost_write_nusd INTEGER NOT NULL,
+  cost_output_nusd INTEGER NOT NULL, cost_nusd INTEGER NOT NULL,
+  cf_nocache_nusd INTEGER NOT NULL, cf_original_nusd INTEGER, savings_nusd INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_time ON usage(time);
+CREATE INDEX IF NOT EXISTS usage_tenant_time ON usage(tenant, time);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+`;
+
+export const INSERT_SQL = `INSERT INTO usage (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`;
+
+export type Row = Record<(typeof COLUMNS)[number], string | number | null>;
+
+export function toRow(r: UsageRecord): Row {
+  return {
+    time: r.time, request_id: r.requestId, tenant: r.tenant, key_id: r.keyId, session_id: r.sessionId,
+    model: r.model, worker: r.worker, status: r.status, stream: r.stream ? 1 : 0, usage_source: r.usageSource,
+    prompt_tokens: r.promptTokens, cached_tokens: r.cachedTokens, predicted_cached_tokens: r.predictedCachedTokens,
+    output_tokens: r.outputTokens, cache_write_tokens: r.cacheWriteTokens,
+    ttft_ms: r.ttftMs, total_ms: r.totalMs, overhead_ms: r.gatewayOverheadMs, attempts: r.attempts,
+    error_code: r.errorCode, break_cause: r.breakCause, prefill_ms: r.prefillMs, decode_ms: r.decodeMs,
+    pricing_kind: r.pricingKind,
+    cost_uncached_nusd: r.costUncachedInputNusd, cost_cached_nusd: r.costCachedInputNusd, cost_write_nusd: r.costCacheWriteNusd,
+    cost_output_nusd: r.costOutputNusd, cost_nusd: r.costNusd,
+    cf_nocache_nusd: r.cfNoCacheNusd, cf_original_nusd: r.cfOriginalNusd, savings_nusd: r.savingsNusd,
+  };
+}
+
+export function fromRow(w: Row): UsageRecord {
+  const n = (v: string | number | null): number => Number(v);
+  const on = (v: string | number | null): number | null => (v === null ? null : Number(v));
+  const os = (v: string | number | null): string | null => (v === null ? null : String(v));
+  return {
+    time: n(w.time), requestId: String(w.request_id), tenant: String(w.tenant), keyId: String(w.key_id),
+    sessionId: String(w.session_id), model: String(w.model), worker: String(w.worker), status: n(w.status),
+    stream: w.stream === 1, usageSource: w.usage_source === 'predicted' ? 'predicted' : 'reported',
+    promptTokens: n(w.prompt_tokens), cachedTokens: n(w.cached_tokens), predictedCachedTokens: on(w.predicted_cached_tokens),
+    outputTokens: n(w.output_tokens), cacheWriteTokens: n(w.cache_write_tokens),
+    ttftMs: on(w.ttft_ms), totalMs: n(w.total_ms), gatewayOverheadMs: n(w.overhead_ms), attempts: n(w.attempts),
+    errorCode: os(w.error_code), breakCause: os(w.break_cause), prefillMs: on(w.prefill_ms), decodeMs: on(w.decode_ms),
+    pricingKind: w.pricing_kind === 'gpu' ? 'gpu' : w.pricing_kind === 'token' ? 'token' : 'none',
+    costUncachedInputNusd: n(w.cost_uncached_nusd), costCachedInputNusd: n(w.cost_cached_nusd), costCacheWriteNusd: n(w.cost_write_nusd),
+    costOutputNusd: n(w.cost_output_nusd), costNusd: n(w.cost_nusd),
+    cfNoCacheNusd: n(w.cf_nocache_nusd), cfOriginalNusd: on(w.cf_original_nusd), savingsNusd: n(w.savings_nusd),
+  };
+}

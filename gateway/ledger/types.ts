@@ -1,0 +1,42 @@
+// The durable usage ledger contract. append() is called on the request path and must never
+// block or throw; persistence happens in batches off that path. Losing the ledger loses
+// records (counted in `dropped`), never requests.
+import type { ReportData, ReportQuery } from '../report/types.ts';
+import type { UsageRecord } from '../usage/types.ts';
+
+export interface LedgerFilter {
+  /** Inclusive lower bound, epoch ms. */
+  since?: number;
+  /** Exclusive upper bound, epoch ms. */
+  until?: number;
+  tenant?: string;
+  model?: string;
+  sessionId?: string;
+  limit?: number;
+}
+
+export interface LedgerStats {
+  appended: number;
+  written: number;
+  dropped: number;
+  queued: number;
+}
+
+export interface UsageLedger {
+  /** Queues one record; never blocks, never throws. */
+  append(rec: UsageRecord): void;
+  /** Writes everything queued so far. */
+  flush(): Promise<void>;
+  /** Records matching the filter, oldest first. */
+  query(filter?: LedgerFilter): AsyncIterable<UsageRecord>;
+  /** Aggregated report computed by the store itself (SQL); absent -> aggregate query() rows. */
+  report?(q: ReportQuery): Promise<ReportData>;
+  stats(): LedgerStats;
+  /** Flushes and releases the store. */
+  close(): Promise<void>;
+}
+
+/** Called with the number of records lost each time some are dropped (wire to the prom counter). */
+export type DropListener = (count: number) => void;
+
+export const DEFAULT_MAX_QUEUE = 100_000;
