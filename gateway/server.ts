@@ -124,6 +124,8 @@ export interface StartedGateway {
   url: string;
   app: FastifyInstance;
   ctx: GatewayContext;
+  /** Runs one round of active health checks now. */
+  checkHealth(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -134,5 +136,5 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;
   const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
   if (config.health.interval_ms > 0) void built.health.checkAll();
-  return { url: `http://${host}:${port}`, app: built.app, ctx: built.ctx, close: built.close };
+  return { url: `http://${host}:${port}`, app: built.app, ctx: built.ctx, checkHealth: built.health.checkAll, close: built.close };
 }

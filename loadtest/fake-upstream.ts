@@ -120,6 +120,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     reply.hijack();
     const out = reply.raw;
     out.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    out.flushHeaders();
     const chunkObject = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
     const frames: unknown[] = [];
     const mk = (choice: unknown) => ({ id, object: chunkObject, created, model: body.model, choices: [choice] });
@@ -142,6 +143,8 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     for (const f of frames) {
       if (k.dieAfterChunks !== undefined && n >= k.dieAfterChunks) {
         done = true;
+        // Let the frames already written reach the client first: the failure is after the first byte.
+        await sleep(20);
         out.socket?.destroy();
         return reply;
       }

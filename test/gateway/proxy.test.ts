@@ -108,7 +108,7 @@ describe('gateway proxy (openai SDK client)', () => {
     const { response } = await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'rec' }] }).withResponse();
     const id = response.headers.get('x-request-id')!;
     await until(() => rig.usage.some((u) => u.requestId === id));
-    const rec = await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`).then((r) => r.json());
+    const rec = (await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`).then((r) => r.json())) as { usage: { usageReported: boolean } };
     expect(rec).toMatchObject({ id, tenant: 'default', model: 'm1', attempts: 1, status: 200 });
     expect(rec.usage.usageReported).toBe(true);
   });

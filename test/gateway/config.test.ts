@@ -1,0 +1,92 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../../gateway/config/load.ts';
+import { DEFAULT_ATTEMPTS, DEFAULT_LAYOUT, DEFAULT_MAX_BODY_BYTES } from '../../gateway/config/schema.ts';
+import { run as serve } from '../../gateway/commands/serve.ts';
+
+const worker = { url: 'http://127.0.0.1:9001' };
+const model = { name: 'm', workers: [worker] };
+const errorOf = (raw: unknown, env: NodeJS.ProcessEnv = {}): ConfigError => {
+  try {
+    parseConfig(raw, 'cfg.yaml', env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('config', () => {
+  it('loads the minimal YAML shape with defaults and deep-freezes it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxgate-cfg-'));
+    const file = join(dir, 'c.yaml');
+    writeFileSync(
+      file,
+      `listen: { host: 127.0.0.1, port: 8080 }
+auth: { mode: none }
+models:
+  - name: qwen3-32b
+    tokenizer: qwen3
+    workers: [ { url: "http://127.0.0.1:9001" }, { url: "http://127.0.0.1:9002" } ]
+`,
+    );
+    const c = loadConfig(file);
+    expect(c.models[0].layout).toBe(DEFAULT_LAYOUT);
+    expect(c.models[0].policy).toBe('round_robin');
+    expect(c.upstream.attempts).toBe(DEFAULT_ATTEMPTS);
+    expect(c.limits.max_body_bytes).toBe(DEFAULT_MAX_BODY_BYTES);
+    expect(c.models[0].workers[1].id).toBe('http://127.0.0.1:9002');
+    expect(Object.isFrozen(c.models[0].workers[0])).toBe(true);
+    expect(() => {
+      (c.listen as { port: number }).port = 1;
+    }).toThrow();
+  });
+
+  it.each([
+    [{ models: [{ name: 'm', workers: [{ url: 42 }] }] }, 'models[0].workers[0].url', '42'],
+    [{ models: [{ ...model, policy: 'nope' }] }, 'models[0].policy', '"nope"'],
+    [{ models: [{ ...model, layout: 'fancy' }] }, 'models[0].layout', '"fancy"'],
+    [{ models: [model], upstream: { attempts: 0 } }, 'upstream.attempts', '0'],
+    [{ models: [model], auth: { mode: 'keys', keys: [{ key: 'plaintext', tenant: 't' }] } }, 'auth.keys[0].key', '"plaintext"'],
+    [{ models: [model], auth: { mode: 'keys', keys: [{ key: 'env:MISSING_KEY', tenant: 't' }] } }, 'auth.keys[0].key', 'env:MISSING_KEY'],
+    [{ models: [model], auth: { mode: 'open' } }, 'auth.mode', '"open"'],
+    [{ models: [model, model] }, 'models[1].name', '"m"'],
+    [{ models: [] }, 'models', '[]'],
+  ])('names the field and the bad value: %#', (raw, path, value) => {
+    const e = errorOf(raw);
+    expect(e.path).toBe(path);
+    expect(e.message).toContain(path);
+    expect(e.message).toContain(value);
+    expect(e.message).toContain('cfg.yaml');
+  });
+
+  it('rejects unknown fields', () => {
+    const e = errorOf({ models: [model], listne: {} });
+    expect(e.message).toMatch(/listne|additional/i);
+  });
+
+  it('loads every example config', () => {
+    const env = { CTXGATE_ADMIN_KEY: 'a', CTXGATE_TEAM_KEY: 'b', VLLM_API_KEY: 'c' };
+    for (const f of ['embedded', 'vllm', 'sglang']) {
+      const c = loadConfig(`configs/${f}.yaml`, env);
+      expect(c.models.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('serve exits 2 with the field path on a bad config', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxgate-cfg-'));
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'models: [ { name: m, workers: [ { url: "ftp://x" } ] } ]\n');
+    const chunks: string[] = [];
+    const orig = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((s: string) => (chunks.push(s), true)) as typeof process.stderr.write;
+    try {
+      expect(await serve(['--config', file])).toBe(2);
+    } finally {
+      process.stderr.write = orig;
+    }
+    expect(chunks.join('')).toContain('models[0].workers[0].url');
+  });
+});
