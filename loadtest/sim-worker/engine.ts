@@ -1,0 +1,197 @@
+// The engine core behind the HTTP layer: turns a request body into prompt ids (rendered
+// template, one sequence), picks the output, books cache and batch time, and on completion
+// inserts what was generated. No sockets here, so the calibration and tests can reason about
+// it directly. Output ids for the cache are the template's own rendering of the answer
+// (what a model following its format emits), with any reasoning first — templates drop
+// reasoning from history, so the next prompt diverges right after it, as on the engines.
+import { BlockCache } from './block-cache.ts';
+import { RadixCache } from './radix-cache.ts';
+import type { CacheLease, PrefixCache } from './prefix-cache.ts';
+import { BatchClock, type Schedule } from './timing.ts';
+import { generate, type ToolCall, type ToolSpec } from './generate.ts';
+import type { ChatMessage, WorkerTokenizer } from './tokenize.ts';
+import type { SimWorkerOptions } from './options.ts';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** Sim-only extension: answer with this message instead of a generated one (replays). */
+export interface ForcedOutput {
+  content?: string | null;
+  tool_calls?: ToolCall[];
+  reasoning_content?: string;
+}
+
+export interface Prepared {
+  promptIds: number[];
+  content: string | null;
+  toolCalls: ToolCall[];
+  reasoning?: string;
+  /** Ids streamed as content (plain text answers). */
+  contentIds: number[];
+  /** Ids the engine generated (reported as completion_tokens, cached on finish). */
+  outputIds: number[];
+  finishReason: string;
+}
+
+export interface Admission {
+  prepared: Prepared;
+  lease: CacheLease;
+  schedule: Schedule;
+}
+
+export interface EngineStats {
+  requests: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+function startsWith(a: number[], prefix: number[]): boolean {
+  if (a.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (a[i] !== prefix[i]) return false;
+  return true;
+}
+
+function maxTokensOf(body: Record<string, unknown>): number | undefined {
+  const v = body.max_completion_tokens ?? body.max_tokens ?? (body.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new HttpError(400, 'max_tokens must be a non-negative integer', 'max_tokens');
+  return v;
+}
+
+export class SimEngine {
+  readonly cache: PrefixCache;
+  readonly clock: BatchClock;
+  readonly totals: EngineStats = { requests: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0 };
+  private readonly t0 = performance.now();
+
+  constructor(
+    readonly opts: SimWorkerOptions,
+    readonly tok: WorkerTokenizer,
+  ) {
+    this.cache = opts.flavor === 'sglang' ? new RadixCache(opts.kvTokens) : new BlockCache(opts.kvTokens, opts.blockSize);
+    this.clock = new BatchClock(opts.timing, opts.maxRunning);
+  }
+
+  checkModel(body: Record<string, unknown>): void {
+    const model = body.model;
+    if (model !== undefined && model !== this.opts.model) throw new HttpError(404, `The model \`${String(model)}\` does not exist.`, 'model');
+  }
+
+  /** Prompt ids of a chat body: the chat template rendered, encoded as one sequence. */
+  chatPromptIds(body: Record<string, unknown>): number[] {
+    const messages = body.messages;
+    if (!Array.isArray(messages) || messages.length === 0) throw new HttpError(400, 'messages must be a non-empty array', 'messages');
+    for (const m of messages) if (!m || typeof m !== 'object' || typeof (m as ChatMessage).role !== 'string') throw new HttpError(400, 'each message needs a role', 'messages');
+    const tools = Array.isArray(body.tools) ? body.tools : undefined;
+    let text: string;
+    try {
+      text = this.tok.renderChat(messages as ChatMessage[], { tools, addGenerationPrompt: body.add_generation_prompt !== false });
+    } catch (err) {
+      throw new HttpError(400, `chat template failed: ${(err as Error).message}`, 'messages');
+    }
+    return this.tok.encodeCached(text);
+  }
+
+  /** Prompt ids of a completions / generate / tokenize prompt (string or ids). */
+  textPromptIds(prompt: unknown, addSpecial = true): number[] {
+    let p = prompt;
+    if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
+    if (typeof p === 'string') {
+      const ids = this.tok.encodeCached(p);
+      return addSpecial && this.tok.bosId !== undefined ? [this.tok.bosId, ...ids] : ids;
+    }
+    if (Array.isArray(p) && p.every((x) => Number.isInteger(x) && x >= 0)) return p as number[];
+    throw new HttpError(400, 'prompt must be a string or a list of token ids', 'prompt');
+  }
+
+  private checkLength(promptLen: number, maxTokens: number | undefined): void {
+    const total = promptLen + (maxTokens ?? 0);
+    if (total > this.opts.maxModelLen) {
+      throw new HttpError(400, `This model's maximum context length is ${this.opts.maxModelLen} tokens. However, you requested ${total} tokens (${promptLen} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`, 'messages');
+    }
+  }
+
+  prepareChat(body: Record<string, unknown>): Prepared {
+    this.checkModel(body);
+    const promptIds = this.chatPromptIds(body);
+    const maxTokens = maxTokensOf(body);
+    this.checkLength(promptIds.length, maxTokens);
+    const tools = Array.isArray(body.tools) ? (body.tools as ToolSpec[]) : undefined;
+    const forced = body.sim_output as ForcedOutput | undefined;
+    let content: string | null;
+    let toolCalls: ToolCall[];
+    let reasoning: string | undefined;
+    let contentIds: number[];
+    let finishReason: string;
+    if (forced && typeof forced === 'object') {
+      content = forced.content ?? null;
+      toolCalls = forced.tool_calls ?? [];
+      reasoning = forced.reasoning_content || undefined;
+      contentIds = content ? this.tok.encodeCached(content) : [];
+      finishReason = toolCalls.length ? 'tool_calls' : 'stop';
+    } else {
+      const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens, tools, toolChoice: body.tool_choice, toolCallRate: this.opts.toolCallRate });
+      ({ content, toolCalls, contentIds, finishReason } = g);
+    }
+    const outputIds = this.answerIds(body, promptIds, { content, toolCalls, contentIds }, finishReason === 'length');
+    const withReasoning = reasoning ? [...this.tok.encodeCached(reasoning), ...outputIds] : outputIds;
+    return { promptIds, content, toolCalls, reasoning, contentIds, outputIds: withReasoning, finishReason };
+  }
+
+  /** The ids of the answer as the template renders it after the prompt; text ids if it does not extend. */
+  private answerIds(body: Record<string, unknown>, promptIds: number[], a: { content: string | null; toolCalls: ToolCall[]; contentIds: number[] }, truncated: boolean): number[] {
+    if (truncated) return a.contentIds;
+    const messages = body.messages as ChatMessage[];
+    const tools = Array.isArray(body.tools) ? body.tools : undefined;
+    const assistant: ChatMessage = { role: 'assistant', content: a.content ?? (a.toolCalls.length ? null : '') };
+    if (a.toolCalls.length) assistant.tool_calls = a.toolCalls;
+    try {
+      const full = this.tok.encodeCached(this.tok.renderChat([...messages, assistant], { tools, addGenerationPrompt: false }));
+      if (startsWith(full, promptIds) && full.length > promptIds.length) return full.slice(promptIds.length);
+    } catch {
+      /* template refused the answer shape: fall back to the text ids */
+    }
+    const text = a.toolCalls.length ? a.toolCalls.map((c) => c.function.name + c.function.arguments).join('') : '';
+    return [...(a.contentIds.length ? a.contentIds : this.tok.encodeCached(text)), this.tok.eosId];
+  }
+
+  prepareText(body: Record<string, unknown>, prompt: unknown): Prepared {
+    this.checkModel(body);
+    const promptIds = this.textPromptIds(prompt);
+    if (promptIds.length === 0) throw new HttpError(400, 'prompt is empty', 'prompt');
+    const maxTokens = maxTokensOf(body) ?? (body.max_tokens === undefined && body.sampling_params === undefined ? 16 : undefined);
+    this.checkLength(promptIds.length, maxTokens);
+    const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens });
+    return { promptIds, content: g.content, toolCalls: [], contentIds: g.contentIds, outputIds: g.contentIds, finishReason: g.finishReason };
+  }
+
+  /** Modeled "now" in seconds: wall time, stretched by 1/timeScale when sleeping is scaled. */
+  modeledNow(): number {
+    const wall = (performance.now() - this.t0) / 1000;
+    return this.opts.timeScale > 0 ? wall / this.opts.timeScale : wall;
+  }
+
+  admit(prepared: Prepared): Admission {
+    const lease = this.cache.begin(prepared.promptIds);
+    const schedule = this.clock.schedule(this.modeledNow(), prepared.promptIds.length, lease.cachedTokens, prepared.outputIds.length);
+    this.totals.requests++;
+    this.totals.promptTokens += prepared.promptIds.length;
+    this.totals.cachedTokens += lease.cachedTokens;
+    this.totals.completionTokens += prepared.outputIds.length;
+    return { prepared, lease, schedule };
+  }
+
+  /** `generated` = how many output ids were produced before the request ended. */
+  complete(a: Admission, generated = a.prepared.outputIds.length): void {
+    this.cache.finish(a.lease, a.prepared.outputIds.slice(0, generated));
+  }
+}

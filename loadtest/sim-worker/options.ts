@@ -1,0 +1,130 @@
+// Options of the reference worker, their defaults, and the command-line parser shared by
+// `ctxgate sim-worker` and `ctxgate bench calibrate`.
+import { DEFAULT_BLOCK_SIZE } from './block-cache.ts';
+import { DEFAULT_FAULTS, type FaultConfig } from './faults.ts';
+import { DEFAULT_MFU, DEFAULT_PRESET, PRESETS, type TimingModel } from './timing.ts';
+
+export type Flavor = 'vllm' | 'sglang';
+
+export interface SimWorkerOptions {
+  port: number;
+  host: string;
+  /** Served model name (what /v1/models lists and requests must name). */
+  model: string;
+  tokenizer: string;
+  chatTemplate?: string;
+  flavor: Flavor;
+  kvTokens: number;
+  blockSize: number;
+  timing: TimingModel;
+  maxRunning: number;
+  /** Sleep modeled time × timeScale; 0 = never sleep (times still reported). */
+  timeScale: number;
+  seed: number;
+  /** Maximum prompt + output tokens (vLLM max_model_len). */
+  maxModelLen: number;
+  /** Share of tool-enabled `auto` calls that answer with a tool call. */
+  toolCallRate: number;
+  faults: FaultConfig;
+}
+
+export const DEFAULT_OPTIONS: SimWorkerOptions = {
+  port: 0,
+  host: '127.0.0.1',
+  model: 'sim-model',
+  tokenizer: 'qwen3',
+  flavor: 'vllm',
+  kvTokens: 1_000_000,
+  blockSize: DEFAULT_BLOCK_SIZE,
+  timing: PRESETS[DEFAULT_PRESET],
+  maxRunning: 64,
+  timeScale: 0,
+  seed: 0,
+  maxModelLen: 131_072,
+  toolCallRate: 0.5,
+  faults: DEFAULT_FAULTS,
+};
+
+export function resolveOptions(opts: Partial<SimWorkerOptions>): SimWorkerOptions {
+  return { ...DEFAULT_OPTIONS, ...opts, faults: { ...DEFAULT_FAULTS, ...opts.faults }, timing: { ...(opts.timing ?? DEFAULT_OPTIONS.timing) } };
+}
+
+export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; default 0)
+  --host H            listen address (default 127.0.0.1)
+  --model NAME        served model name (default sim-model)
+  --tokenizer SPEC    qwen3|llama3_1|deepseek_v3|o200k_base|cl100k_base|DIR (default qwen3)
+  --chat-template F   jinja chat template file (default: the tokenizer's own)
+  --flavor vllm|sglang  cache + API flavour (default vllm)
+  --kv-tokens N       KV cache capacity in tokens (default 1000000)
+  --block-size N      vLLM block size (default 16)
+  --preset NAME       timing preset: ${Object.keys(PRESETS).join(', ')}
+  --params --layers --hidden --kv-heads --head-dim   model shape (overrides the preset)
+  --peak-tflops F --mfu F --bandwidth-gbs F          hardware (overrides the preset)
+  --max-running N     batch slots (default 64)
+  --time-scale F      sleep modeled time × F (default 0 = no sleeping)
+  --seed N            output seed (default 0)
+  --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults`;
+
+/** Parses `--name value` pairs into options; unknown flags are returned in `rest`. */
+export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOptions>; rest: string[] } {
+  const opts: Partial<SimWorkerOptions> = {};
+  const timing: TimingModel = { ...PRESETS[DEFAULT_PRESET] };
+  let timingTouched = false;
+  const faults: Partial<FaultConfig> = {};
+  const rest: string[] = [];
+  const num = (flag: string, v: string | undefined): number => {
+    const n = Number(v);
+    if (v === undefined || !Number.isFinite(n)) throw new Error(`${flag} needs a number`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const v = argv[i + 1];
+    const take = (): string => {
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      i++;
+      return v;
+    };
+    switch (flag) {
+      case '--port': opts.port = num(flag, take()); break;
+      case '--host': opts.host = take(); break;
+      case '--model': opts.model = take(); break;
+      case '--tokenizer': opts.tokenizer = take(); break;
+      case '--chat-template': opts.chatTemplate = take(); break;
+      case '--flavor': {
+        const f = take();
+        if (f !== 'vllm' && f !== 'sglang') throw new Error('--flavor must be vllm or sglang');
+        opts.flavor = f;
+        break;
+      }
+      case '--kv-tokens': opts.kvTokens = num(flag, take()); break;
+      case '--block-size': opts.blockSize = num(flag, take()); break;
+      case '--preset': {
+        const p = PRESETS[take()];
+        if (!p) throw new Error(`unknown preset; known: ${Object.keys(PRESETS).join(', ')}`);
+        Object.assign(timing, p);
+        timingTouched = true;
+        break;
+      }
+      case '--params': timing.params = num(flag, take()); timingTouched = true; break;
+      case '--layers': timing.layers = num(flag, take()); timingTouched = true; break;
+      case '--hidden': timing.hidden = num(flag, take()); timingTouched = true; break;
+      case '--kv-heads': timing.kvHeads = num(flag, take()); timingTouched = true; break;
+      case '--head-dim': timing.headDim = num(flag, take()); timingTouched = true; break;
+      case '--peak-tflops': timing.peakFlops = num(flag, take()) * 1e12; timingTouched = true; break;
+      case '--mfu': timing.mfu = num(flag, take()) || DEFAULT_MFU; timingTouched = true; break;
+      case '--bandwidth-gbs': timing.bandwidth = num(flag, take()) * 1e9; timingTouched = true; break;
+      case '--max-running': opts.maxRunning = num(flag, take()); break;
+      case '--time-scale': opts.timeScale = num(flag, take()); break;
+      case '--seed': opts.seed = num(flag, take()); break;
+      case '--fail-rate': faults.failRate = num(flag, take()); break;
+      case '--fail-status': faults.failStatus = num(flag, take()); break;
+      case '--hang-ms': faults.hangMs = num(flag, take()); break;
+      case '--die-after-chunks': faults.dieAfterChunks = num(flag, take()); break;
+      default: rest.push(flag);
+    }
+  }
+  if (timingTouched) opts.timing = timing;
+  if (Object.keys(faults).length) opts.faults = { ...DEFAULT_FAULTS, ...faults };
+  return { opts, rest };
+}

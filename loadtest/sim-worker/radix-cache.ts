@@ -1,0 +1,169 @@
+// SGLang-style prefix cache: a radix tree over token ids. Matching walks edges and splits a
+// node where the prompt diverges mid-edge, so shared prefixes become shared nodes. Running
+// requests lock their path (reference counts up to the root); locked nodes are never
+// evicted. At capacity, unlocked leaves are evicted least-recently-used first (a parent whose
+// last child goes becomes a leaf candidate). A hit never covers the last prompt token.
+// Cost: O(prompt) per match/insert, O(leaves·log) per eviction round.
+import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
+
+export interface RadixNode {
+  key: number[];
+  children: Map<number, RadixNode>;
+  parent: RadixNode | undefined;
+  lockRef: number;
+  lastAccess: number;
+}
+
+interface RadixLease extends CacheLease {
+  prompt: ArrayLike<number>;
+  locked: RadixNode;
+  done: boolean;
+}
+
+function newNode(key: number[], parent: RadixNode | undefined, tick: number): RadixNode {
+  return { key, children: new Map(), parent, lockRef: 0, lastAccess: tick };
+}
+
+export class RadixCache implements PrefixCache {
+  readonly kind = 'radix' as const;
+  readonly root: RadixNode = newNode([], undefined, 0);
+  private tokens = 0;
+  private tick = 0;
+  private runningUncached = 0;
+  private counters: PrefixCacheStats = { queries: 0, hits: 0, evictions: 0 };
+
+  constructor(readonly capacityTokens: number) {}
+
+  /** Longest cached prefix of `ids` (first `limit` tokens); splits the node it ends inside. */
+  match(ids: ArrayLike<number>, limit = ids.length): { length: number; node: RadixNode } {
+    const now = ++this.tick;
+    let node = this.root;
+    let i = 0;
+    node.lastAccess = now;
+    while (i < limit) {
+      const child = node.children.get(ids[i]);
+      if (!child) break;
+      let k = 0;
+      while (k < child.key.length && i + k < limit && child.key[k] === ids[i + k]) k++;
+      child.lastAccess = now;
+      if (k < child.key.length) {
+        node = this.split(child, k);
+        i += k;
+        break;
+      }
+      node = child;
+      i += k;
+    }
+    return { length: i, node };
+  }
+
+  /** Inserts `ids` (evicting as needed); returns the node holding the deepest inserted token. */
+  insert(ids: ArrayLike<number>): RadixNode {
+    const { length, node } = this.match(ids);
+    if (length >= ids.length) return node;
+    let room = this.capacityTokens - this.tokens - this.runningUncached;
+    const want = ids.length - length;
+    if (room < want) {
+      node.lockRef++; // keep our own attach point alive while evicting
+      this.evict(want - room);
+      node.lockRef--;
+      room = this.capacityTokens - this.tokens - this.runningUncached;
+    }
+    const take = Math.min(want, Math.max(0, room));
+    if (take === 0) return node;
+    const key = Array.from({ length: take }, (_, j) => ids[length + j]);
+    const leaf = newNode(key, node, this.tick);
+    node.children.set(key[0], leaf);
+    this.tokens += take;
+    return leaf;
+  }
+
+  begin(prompt: ArrayLike<number>): CacheLease {
+    const hit = this.match(prompt, maxCacheable(prompt.length)).length;
+    const node = this.insert(prompt);
+    this.lock(node);
+    this.counters.queries += prompt.length;
+    this.counters.hits += hit;
+    const lease: RadixLease = { cachedTokens: hit, prompt, locked: node, done: false };
+    return lease;
+  }
+
+  finish(lease: CacheLease, output: ArrayLike<number>): void {
+    const l = lease as RadixLease;
+    if (l.done) return;
+    l.done = true;
+    const seqLen = l.prompt.length + Math.max(0, output.length - 1);
+    const seq = new Array<number>(seqLen);
+    for (let i = 0; i < l.prompt.length; i++) seq[i] = l.prompt[i];
+    for (let i = l.prompt.length; i < seqLen; i++) seq[i] = output[i - l.prompt.length];
+    // Lock the new tail before releasing the old one so the path cannot be evicted in between.
+    const tail = this.insert(seq);
+    this.lock(tail);
+    this.unlock(l.locked);
+    this.unlock(tail);
+  }
+
+  lock(node: RadixNode): void {
+    for (let n: RadixNode | undefined = node; n && n !== this.root; n = n.parent) n.lockRef++;
+  }
+
+  unlock(node: RadixNode): void {
+    for (let n: RadixNode | undefined = node; n && n !== this.root; n = n.parent) n.lockRef--;
+  }
+
+  /** Evicts at least `needed` tokens from unlocked leaves, least recently used first. */
+  evict(needed: number): number {
+    const leaves: RadixNode[] = [];
+    const stack = [this.root];
+    while (stack.length) {
+      const n = stack.pop()!;
+      if (n.children.size === 0 && n !== this.root && n.lockRef === 0) leaves.push(n);
+      for (const c of n.children.values()) stack.push(c);
+    }
+    leaves.sort((a, b) => b.lastAccess - a.lastAccess); // pop() takes the oldest
+    let freed = 0;
+    while (freed < needed && leaves.length) {
+      const leaf = leaves.pop()!;
+      const parent = leaf.parent!;
+      parent.children.delete(leaf.key[0]);
+      freed += leaf.key.length;
+      this.tokens -= leaf.key.length;
+      this.counters.evictions++;
+      if (parent !== this.root && parent.children.size === 0 && parent.lockRef === 0) {
+        // Insert keeping the oldest-last order (rare path; linear insert is fine).
+        let at = leaves.length;
+        while (at > 0 && leaves[at - 1].lastAccess < parent.lastAccess) at--;
+        leaves.splice(at, 0, parent);
+      }
+    }
+    return freed;
+  }
+
+  usage(): number {
+    return Math.min(1, (this.tokens + this.runningUncached) / this.capacityTokens);
+  }
+
+  /** Tokens stored in the tree. */
+  size(): number {
+    return this.tokens;
+  }
+
+  flush(): void {
+    this.evict(Number.MAX_SAFE_INTEGER);
+  }
+
+  stats(): PrefixCacheStats {
+    return { ...this.counters };
+  }
+
+  private split(child: RadixNode, at: number): RadixNode {
+    const parent = child.parent!;
+    const mid = newNode(child.key.slice(0, at), parent, child.lastAccess);
+    mid.lockRef = child.lockRef;
+    parent.children.set(mid.key[0], mid);
+    child.key = child.key.slice(at);
+    child.parent = mid;
+    mid.children.set(child.key[0], child);
+    return mid;
+  }
+}
