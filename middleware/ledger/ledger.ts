@@ -1,0 +1,262 @@
+// Observation ledger core: turns new tool results into observations bound to their sources,
+// marks earlier reads stale on write-after-read / TTL / external invalidation, and emits ONE
+// tombstone per stale observation, appended at the leaf (or a hard eviction when the cost
+// model says so). Tombstones live in state keyed by anchor index and are re-appended
+// identically on every later call, so the prefix never changes. Pure: (messages, state, opts)
+// → { messages, state, receipts }. O(new messages × live observations) per call.
+import type { ChatMessage, Receipt } from '../types.ts';
+import { sha256Hex } from '../canonical-json.ts';
+import { escapeFrame, frameNote } from '../redaction/framing.ts';
+import { redact } from '../redaction/redact.ts';
+import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
+import { appendNote, approxTokens, messageText, messageTokens, withText, type CountTokens } from './message-text.ts';
+import { callEffects, parseExitCode, textModeCommand, type SemanticsRule } from './semantics.ts';
+import { emptyLedger, type LedgerState, type Observation, type StaleMark } from './types.ts';
+import { uriPath, writeInvalidates } from './uri.ts';
+
+export const DEFAULT_MAX_OBSERVATIONS = 1024;
+export const DEFAULT_MAX_CALL_RECORDS = 4096;
+const LABEL_MAX = 160;
+
+export interface LedgerOptions {
+  countTokens?: CountTokens;
+  cwd?: string;
+  rules?: SemanticsRule[];
+  /** Unix seconds (injected for purity and tests). */
+  now?: number;
+  /** `false` disables hard eviction (tombstones only). */
+  eviction?: EvictionCostModel | false;
+  maxObservations?: number;
+}
+
+export interface LedgerResult {
+  messages: ChatMessage[];
+  state: LedgerState;
+  receipts: Receipt[];
+}
+
+const STAGE = 'ledger';
+
+export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined, opts: LedgerOptions = {}): LedgerResult {
+  const count = opts.countTokens ?? approxTokens;
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  const receipts: Receipt[] = [];
+  let st: LedgerState = prev ? structuredClone(prev) : emptyLedger();
+  if (st.seen > input.length || (st.seen > 0 && st.tailHash !== tailKey(input[st.seen - 1]))) {
+    receipts.push({ stage: STAGE, action: 'reset', reason: `history rewound below message ${st.seen}; ledger restarted` });
+    st = { ...emptyLedger(), pending: st.pending };
+  }
+  const newlyStale: Observation[] = [];
+  const firstUser = input.findIndex((m) => m.role === 'user');
+  for (let i = st.seen; i < input.length; i++) {
+    const m = input[i];
+    if (m.role === 'assistant') {
+      for (const tc of m.tool_calls ?? []) st.open[tc.id] = { tool: tc.function?.name ?? '', args: parseArgs(tc.function?.arguments), call: ++st.actions };
+      if (!m.tool_calls?.length) {
+        const cmd = textModeCommand(messageText(m));
+        if (cmd) st.open[`text-${st.actions + 1}`] = { tool: 'swe-agent', args: { command: cmd }, call: ++st.actions };
+      }
+      continue;
+    }
+    let id: string | undefined;
+    if (m.role === 'tool') {
+      const ids = (m as { tool_call_ids?: unknown }).tool_call_ids;
+      id = m.tool_call_id ?? (Array.isArray(ids) ? String(ids[0]) : undefined);
+    } else if (m.role === 'user' && i > firstUser) {
+      id = Object.keys(st.open).find((k) => k.startsWith('text-'));
+    }
+    if (!id || !st.open[id]) continue;
+    const inv = st.open[id];
+    delete st.open[id];
+    const obs = observe(id, inv, i, messageText(m), st, opts, count, now);
+    if (obs.unknownWrite) receipts.push({ stage: STAGE, action: 'unknown_write', target: obs.label, reason: `call ${obs.call} may write files it does not name; nothing invalidated` });
+    for (const w of obs.writes) {
+      for (const o of st.observations) {
+        if (o.stale || o.call >= obs.call) continue;
+        const hit = o.reads.find((r) => writeInvalidates(w, r));
+        if (hit) newlyStale.push(markStale(o, { reason: 'written', byCall: obs.call, detail: hit.uri }));
+      }
+    }
+    st.observations.push(obs);
+    st.calls[id] = [obs.call, obs.exit, obs.hash];
+  }
+  st.seen = input.length;
+  st.tailHash = input.length ? tailKey(input[input.length - 1]) : undefined;
+
+  for (const ext of st.pending) {
+    for (const o of st.observations) {
+      if (o.stale) continue;
+      const hit = o.reads.find((r) => writeInvalidates({ uri: ext.uri, structural: true }, r) || r.uri === ext.uri);
+      if (hit) newlyStale.push(markStale(o, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }));
+    }
+  }
+  st.pending = [];
+  for (const o of st.observations) {
+    if (o.stale || !o.ttl) continue;
+    const byCalls = o.ttl.calls !== undefined && st.actions - o.call >= o.ttl.calls;
+    const bySecs = o.ttl.seconds !== undefined && now - o.at >= o.ttl.seconds;
+    if (byCalls || bySecs) newlyStale.push(markStale(o, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }));
+  }
+
+  // Decide the remedy for each newly stale observation; the anchor is the current leaf.
+  const anchor = input.length - 1;
+  if (anchor >= 0) {
+    const tokensFrom = suffixTokens(input, count);
+    for (const o of newlyStale) {
+      if (o.handled || o.index > anchor) continue;
+      const text = tombstoneText(o, opts.cwd);
+      const evictable = opts.eviction !== false && !st.evictions.some((e) => e.index === o.index);
+      const d = decideEviction(
+        { tokensAfter: tokensFrom[o.index + 1] ?? 0, staleTokens: o.tokens, tombstoneTokens: count(text), callsSoFar: st.actions },
+        opts.eviction || DEFAULT_EVICTION_COST_MODEL,
+      );
+      const costs = `evict ${d.evictCost.toFixed(0)} vs carry ${d.carryCost.toFixed(0)} over ~${d.remainingCalls} calls`;
+      if (evictable && d.evict) {
+        o.handled = 'evicted';
+        st.evictions.push({ index: o.index, hash: sha256Hex(messageText(input[o.index])), text: evictionText(o, opts.cwd) });
+        receipts.push({ stage: STAGE, action: 'evict', target: o.reads[0]?.uri, tokens_before: o.tokens, tokens_after: count(evictionText(o, opts.cwd)), reason: `${o.stale!.reason} at call ${o.call}; ${costs}` });
+      } else {
+        o.handled = 'tombstone';
+        st.tombstones.push({ anchor, obs: o.id, text });
+        receipts.push({ stage: STAGE, action: 'tombstone', target: o.reads[0]?.uri, tokens_after: count(text), reason: `${o.stale!.reason} at call ${o.call}; ${costs}` });
+      }
+    }
+  }
+  trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS);
+  return { messages: render(input, st, firstUser), state: st, receipts };
+}
+
+/** Re-applies escaping, evictions and tombstones from state: deterministic, so byte-stable. */
+export function render(input: ChatMessage[], st: LedgerState, firstUser: number): ChatMessage[] {
+  const out = input.map((m, i) => {
+    if ((m.role === 'tool' || m.role === 'user') && typeof m.content === 'string' && i >= firstUser) {
+      const esc = escapeFrame(m.content);
+      return esc === m.content ? m : { ...m, content: esc };
+    }
+    return m;
+  });
+  for (const e of st.evictions) {
+    if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash) out[e.index] = withText(out[e.index], e.text);
+  }
+  const byAnchor = new Map<number, string[]>();
+  for (const t of st.tombstones) byAnchor.set(t.anchor, [...(byAnchor.get(t.anchor) ?? []), t.text]);
+  for (const [a, texts] of byAnchor) if (a < out.length) out[a] = appendNote(out[a], texts.join('\n'));
+  return out;
+}
+
+function observe(
+  id: string,
+  inv: LedgerState['open'][string],
+  index: number,
+  text: string,
+  st: LedgerState,
+  opts: LedgerOptions,
+  count: CountTokens,
+  now: number,
+): Observation {
+  const eff = callEffects({ tool: inv.tool, args: inv.args }, { cwd: opts.cwd, rules: opts.rules, scripts: st.scripts, openFile: st.openFile });
+  if (eff.scripts) st.scripts = { ...(st.scripts ?? {}), ...eff.scripts };
+  if (eff.openFile) st.openFile = eff.openFile;
+  // SWE-agent prints the open file after each command; it is the truth for `edit`/`goto`.
+  const shown = /\(Open file: ([^)\n]+)\)/.exec(text);
+  if (shown && shown[1] !== 'n/a') st.openFile = `file://${shown[1].trim()}`;
+  const label = redact(eff.label.split('\n')[0]).text.slice(0, LABEL_MAX);
+  return {
+    id,
+    tool: inv.tool,
+    call: inv.call,
+    index,
+    label,
+    reads: eff.effects.filter((e) => e.effect !== 'write'),
+    writes: eff.effects.filter((e) => e.effect === 'write'),
+    ...(eff.unknownWrite ? { unknownWrite: true } : {}),
+    hash: sha256Hex(text),
+    tokens: count(text),
+    exit: parseExitCode(text),
+    ...(eff.ttl ? { ttl: eff.ttl } : {}),
+    at: now,
+  };
+}
+
+function markStale(o: Observation, s: StaleMark): Observation {
+  o.stale = s;
+  return o;
+}
+
+function tailKey(m: ChatMessage): string {
+  return `${m.role}:${m.tool_call_id ?? ''}`;
+}
+
+function parseArgs(s: string | undefined): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(s ?? '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+  } catch {
+    return { command: s ?? '' };
+  }
+}
+
+/** tokensFrom[i] = tokens of messages i..end. */
+function suffixTokens(msgs: ChatMessage[], count: CountTokens): number[] {
+  const out = new Array<number>(msgs.length + 1).fill(0);
+  for (let i = msgs.length - 1; i >= 0; i--) out[i] = out[i + 1] + messageTokens(msgs[i], count);
+  return out;
+}
+
+export function displayPath(uri: string, cwd?: string): string {
+  const p = uriPath(uri);
+  return cwd && p.startsWith(cwd + '/') ? p.slice(cwd.length + 1) : p;
+}
+
+function subject(o: Observation, cwd?: string): string {
+  const src = o.stale?.detail && o.stale.reason !== 'expired' ? o.stale.detail.split(': ')[0] : o.reads[0]?.uri;
+  if (o.ttl || !src) return `the output of \`${o.label.slice(0, 60)}\``;
+  const kind = src.startsWith('dir://') ? (o.reads.find((r) => r.uri === src)?.effect === 'list' ? 'listing' : 'search') : 'read';
+  return `the ${kind} of ${displayPath(src, cwd)}`;
+}
+
+export function tombstoneText(o: Observation, cwd?: string): string {
+  const s = o.stale!;
+  const why =
+    s.reason === 'written'
+      ? `is stale: written by call ${s.byCall} — re-read before relying on it`
+      : s.reason === 'expired'
+        ? `has expired (TTL ${s.detail}) — re-run before relying on it`
+        : `is stale: changed outside the session (${s.detail?.split(': ').slice(1).join(': ') || 'external'}) — re-read before relying on it`;
+  return frameNote(`${subject(o, cwd)} at call ${o.call} ${why}`);
+}
+
+function evictionText(o: Observation, cwd?: string): string {
+  return frameNote(`output removed: ${subject(o, cwd)} at call ${o.call} was stale (${o.stale!.reason}${o.stale!.byCall ? ` by call ${o.stale!.byCall}` : ''}) — re-read it if needed`);
+}
+
+/** External invalidation (the gateway's POST …/invalidate): applied on the next call. */
+export function invalidate(prev: LedgerState | undefined, uri: string, reason: string, now = Math.floor(Date.now() / 1000)): LedgerState {
+  const st = prev ? structuredClone(prev) : emptyLedger();
+  st.pending.push({ uri, reason: redact(reason).text.slice(0, 200), at: now });
+  return st;
+}
+
+/** Stale observations whose result message is still in `out` without a tombstone or eviction. */
+export function staleExposure(st: LedgerState, out: ChatMessage[]): number {
+  const all = out.map(messageText).join('\n');
+  let n = 0;
+  for (const o of st.observations) {
+    if (!o.stale) continue;
+    const t = st.tombstones.find((x) => x.obs === o.id);
+    if (t && all.includes(t.text)) continue;
+    if (o.handled === 'evicted') continue;
+    n++;
+  }
+  return n;
+}
+
+function trim(st: LedgerState, max: number): void {
+  if (st.observations.length > max) {
+    // Drop handled stale observations first, then the oldest.
+    const keep = st.observations.filter((o) => !(o.stale && o.handled));
+    st.observations = keep.length > max ? keep.slice(keep.length - max) : keep;
+  }
+  const ids = Object.keys(st.calls);
+  if (ids.length > DEFAULT_MAX_CALL_RECORDS) for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) delete st.calls[id];
+}

@@ -1,0 +1,51 @@
+// Text access to chat messages: the text of a content value, appending a note, replacing the
+// text, and a stable per-message hash. Shared by ledger, stabilisation and compaction.
+import type { ChatMessage, ContentPart } from '../types.ts';
+import { canonicalHash } from '../canonical-json.ts';
+
+export function contentText(content: ChatMessage['content']): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((p: ContentPart) => (typeof p.text === 'string' ? p.text : '')).join('\n');
+}
+
+export function messageText(m: ChatMessage): string {
+  return contentText(m.content);
+}
+
+/** Appends a note to the message's content; parts-form content gains a text part. */
+export function appendNote(m: ChatMessage, note: string): ChatMessage {
+  const c = m.content;
+  if (Array.isArray(c)) return { ...m, content: [...c, { type: 'text', text: note }] };
+  const base = typeof c === 'string' ? c : '';
+  return { ...m, content: base.length ? `${base}\n\n${note}` : note };
+}
+
+export function withText(m: ChatMessage, text: string): ChatMessage {
+  return { ...m, content: text };
+}
+
+/** Hash of everything the model sees in a message (role, content, calls, reasoning). */
+export function messageHash(m: ChatMessage): string {
+  return canonicalHash({
+    role: m.role,
+    content: m.content ?? null,
+    tool_calls: m.tool_calls?.map((t) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments })) ?? null,
+    tool_call_id: m.tool_call_id ?? null,
+    reasoning_content: m.reasoning_content ?? null,
+    name: m.name ?? null,
+  });
+}
+
+export type CountTokens = (text: string) => number;
+
+/** Simple default counter (≈ 4 chars per token) for tests and when no tokenizer is wired. */
+export const approxTokens: CountTokens = (t) => Math.ceil(t.length / 4);
+
+/** Per-message token estimate including the tool calls and reasoning it carries. */
+export function messageTokens(m: ChatMessage, count: CountTokens): number {
+  let n = 4 + count(messageText(m));
+  if (m.reasoning_content) n += count(m.reasoning_content);
+  for (const t of m.tool_calls ?? []) n += 4 + count(t.function?.name ?? '') + count(t.function?.arguments ?? '');
+  return n;
+}

@@ -1,0 +1,104 @@
+// Shapes of the observation ledger: what a tool call read and wrote, the observations bound to
+// those sources, and the tombstones and evictions ctxgate emitted. All JSON-serialisable: the
+// state lives under SessionState.ledger.observations.
+
+/** How a call touched a source. `list` (ls/find) goes stale only on structural writes under the
+ * dir (create/delete/move); `search` (grep -r, git status/diff) on any write under it. */
+export type Effect = 'read' | 'write' | 'list' | 'search';
+
+export interface SourceEffect {
+  uri: string;
+  effect: Effect;
+  /** Creates, deletes or moves a file (changes directory listings). */
+  structural?: boolean;
+}
+
+export interface CallEffects {
+  effects: SourceEffect[];
+  /** Transient state (process lists, HTTP polls): expires by time-to-live. */
+  ttl?: { calls?: number; seconds?: number };
+  /** The call may have written files we cannot name (python scripts, make, unknown tools). */
+  unknownWrite?: boolean;
+}
+
+export interface ToolInvocation {
+  tool: string;
+  /** Parsed JSON arguments (or `{ command }` for text-mode agents). */
+  args: Record<string, unknown>;
+}
+
+export interface StaleMark {
+  reason: 'written' | 'expired' | 'external';
+  /** 1-based action number of the writing call. */
+  byCall?: number;
+  detail?: string;
+}
+
+export interface Observation {
+  /** Tool call id (or `text-<n>` for text-mode agents). */
+  id: string;
+  tool: string;
+  /** 1-based action number across the conversation. */
+  call: number;
+  /** Message index of the result (tool or user message). */
+  index: number;
+  /** Short form of the command or arguments (redacted, bounded). */
+  label: string;
+  reads: SourceEffect[];
+  writes: SourceEffect[];
+  unknownWrite?: boolean;
+  hash: string;
+  tokens: number;
+  exit: number | null;
+  ttl?: { calls?: number; seconds?: number };
+  /** Unix seconds when first observed. */
+  at: number;
+  stale?: StaleMark;
+  /** Set once a tombstone or eviction covers this observation. */
+  handled?: 'tombstone' | 'evicted';
+}
+
+export interface Tombstone {
+  /** Message index after whose content the note is appended. */
+  anchor: number;
+  obs: string;
+  text: string;
+}
+
+export interface Eviction {
+  index: number;
+  /** Hash of the agent's content we replaced; a mismatch drops the eviction. */
+  hash: string;
+  text: string;
+}
+
+export interface ExternalInvalidation {
+  uri: string;
+  reason: string;
+  at: number;
+}
+
+export interface LedgerState {
+  v: 1;
+  /** Agent messages processed so far. */
+  seen: number;
+  /** Hash of message `seen - 1` as processed, to detect a rewound history. */
+  tailHash?: string;
+  actions: number;
+  observations: Observation[];
+  /** Compact per-call record for audits: id → [call, exit, output hash]. */
+  calls: Record<string, [number, number | null, string]>;
+  tombstones: Tombstone[];
+  evictions: Eviction[];
+  pending: ExternalInvalidation[];
+  /** Calls awaiting a result: id → invocation (text-mode agents keep one). */
+  open: Record<string, { tool: string; args: Record<string, unknown>; call: number }>;
+  /** Open file of SWE-agent's windowed editor (its `edit`/`goto` act on it). */
+  openFile?: string;
+  /** Script files written by heredoc → files they write when run. */
+  scripts?: Record<string, string[]>;
+}
+
+export function emptyLedger(): LedgerState {
+  return { v: 1, seen: 0, actions: 0, observations: [], calls: {}, tombstones: [], evictions: [], pending: [], open: {} };
+}
