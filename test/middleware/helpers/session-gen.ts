@@ -65,3 +65,10 @@ export function randomSession(seed: number, calls: number): ChatMessage[] {
   }
   return buildSession('Fix the bug in src/app.py. Do not modify tests.', steps);
 }
+
+/** SWE-agent LastNObservations: tool outputs older than the last n replaced in place. */
+export function elideLastN(req: ChatMessage[], n: number): ChatMessage[] {
+  const toolIdx = req.map((m, i) => (m.role === 'tool' ? i : -1)).filter((i) => i >= 0);
+  const old = new Set(toolIdx.slice(0, Math.max(0, toolIdx.length - n)));
+  return req.map((m, i) => (old.has(i) ? { ...m, content: `Old environment output: (${String(m.content).split('\n').length} lines omitted)` } : m));
+}

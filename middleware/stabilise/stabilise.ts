@@ -1,0 +1,136 @@
+// History stabilisation: when the agent rewrites earlier messages, compare against what ctxgate
+// sent before (per-index hashes) and, for elisions/truncations of already-sent outputs, keep
+// sending the earlier content until the next compaction point, so the cached prefix survives.
+// Other edits pass through with a receipt. Originals that look secret are never stored or
+// resurrected. Stored originals are bounded (DEFAULT_MAX_ORIGINAL_BYTES per session).
+// Pure: (messages, state, opts) → { messages, state, receipts }. O(total message bytes).
+import type { ChatMessage, Receipt } from '../types.ts';
+import { contentText, messageHash } from '../ledger/message-text.ts';
+import { looksSecret } from '../redaction/redact.ts';
+import { isElisionOf } from './elision.ts';
+
+export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
+
+export interface StabiliseState {
+  v: 1;
+  /** Hash of the agent's message per index, as last seen. */
+  a: string[];
+  /** Indices where ctxgate sends the stored original instead of the agent's elided version. */
+  d: number[];
+  /** Content ctxgate sent, per index (tool/user observations only). */
+  orig: Record<string, ChatMessage['content']>;
+  bytes: number;
+}
+
+export interface StabiliseOptions {
+  /** `false`: never defer (edits pass through); hashes are still tracked for receipts. */
+  enabled?: boolean;
+  maxBytes?: number;
+  /** Indices below this are covered by a compacted prefix; edits there are not ours to judge. */
+  frozenBelow?: number;
+}
+
+export interface StabiliseResult {
+  messages: ChatMessage[];
+  state: StabiliseState;
+  receipts: Receipt[];
+}
+
+const STAGE = 'stabilise';
+
+export function emptyStabilise(): StabiliseState {
+  return { v: 1, a: [], d: [], orig: {}, bytes: 0 };
+}
+
+export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined, opts: StabiliseOptions = {}): StabiliseResult {
+  const st: StabiliseState = prev ? structuredClone(prev) : emptyStabilise();
+  const enabled = opts.enabled !== false;
+  const max = opts.maxBytes ?? DEFAULT_MAX_ORIGINAL_BYTES;
+  const frozen = opts.frozenBelow ?? 0;
+  const receipts: Receipt[] = [];
+  const deferred = new Set(st.d);
+  if (input.length < st.a.length) {
+    receipts.push({ stage: STAGE, action: 'history_truncated', reason: `agent sent ${input.length} messages after ${st.a.length}; state beyond dropped` });
+    for (let i = input.length; i < st.a.length; i++) {
+      drop(st, i);
+      deferred.delete(i);
+    }
+    st.a.length = input.length;
+  }
+  const firstUser = input.findIndex((m) => m.role === 'user');
+  const out = input.slice();
+  for (let i = 0; i < input.length; i++) {
+    const m = input[i];
+    const h = messageHash(m);
+    const eligible = (m.role === 'tool' || m.role === 'user') && i > firstUser;
+    if (i >= st.a.length) {
+      st.a[i] = h;
+      if (eligible) store(st, i, m.content, max);
+      continue;
+    }
+    if (h === st.a[i]) {
+      if (deferred.has(i) && st.orig[i] !== undefined) out[i] = { ...m, content: st.orig[i] };
+      continue;
+    }
+    st.a[i] = h;
+    if (i < frozen) continue;
+    const old = st.orig[i];
+    const oldText = old === undefined ? undefined : contentText(old);
+    if (enabled && eligible && oldText !== undefined && isElisionOf(oldText, contentText(m.content)) && !looksSecret(oldText)) {
+      deferred.add(i);
+      out[i] = { ...m, content: old };
+      receipts.push({ stage: STAGE, action: 'defer_elision', target: `message ${i}`, reason: 'agent elided an output already sent; re-sending it until the next compaction keeps the prefix cached' });
+      continue;
+    }
+    deferred.delete(i);
+    drop(st, i);
+    if (eligible) store(st, i, m.content, max);
+    const why = !enabled ? 'stabilisation off' : oldText === undefined ? 'no stored original' : eligible ? 'not an elision' : `${m.role} message edited`;
+    receipts.push({ stage: STAGE, action: 'edit_passed', target: `message ${i}`, reason: `history edit passed through (${why})` });
+  }
+  // Over budget: drop the oldest non-deferred originals first, then deferred ones (which then
+  // fall back to the agent's version on the next call, with a receipt then).
+  if (st.bytes > max) {
+    const keys = Object.keys(st.orig).map(Number).sort((x, y) => x - y);
+    for (const pass of [false, true]) {
+      for (const k of keys) {
+        if (st.bytes <= max) break;
+        if (deferred.has(k) !== pass || st.orig[k] === undefined) continue;
+        drop(st, k);
+        if (pass) {
+          deferred.delete(k);
+          receipts.push({ stage: STAGE, action: 'original_dropped', target: `message ${k}`, reason: `stored originals over ${max} bytes` });
+        }
+      }
+    }
+  }
+  st.d = [...deferred].sort((x, y) => x - y);
+  return { messages: out, state: st, receipts };
+}
+
+function size(c: ChatMessage['content']): number {
+  return typeof c === 'string' ? c.length : JSON.stringify(c ?? null).length;
+}
+
+function store(st: StabiliseState, i: number, c: ChatMessage['content'], max: number): void {
+  const text = contentText(c);
+  // Secrets are never persisted, so they can never be resurrected either.
+  if (size(c) > max || looksSecret(text)) return;
+  st.orig[i] = c;
+  st.bytes += size(c);
+}
+
+function drop(st: StabiliseState, i: number): void {
+  const c = st.orig[i];
+  if (c === undefined) return;
+  st.bytes -= size(c);
+  delete st.orig[i];
+}
+
+/** After a compaction at `watermark`, originals below it are no longer needed. */
+export function forgetBelow(prev: StabiliseState, watermark: number): StabiliseState {
+  const st = structuredClone(prev);
+  for (const k of Object.keys(st.orig).map(Number)) if (k < watermark) drop(st, k);
+  st.d = st.d.filter((k) => k >= watermark);
+  return st;
+}
