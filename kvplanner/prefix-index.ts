@@ -29,7 +29,14 @@ export interface PrefixIndexStats {
 }
 
 /** Callback for index changes made locally (used by the Redis replica sync). */
-export type IndexListener = (ev: { kind: 'insert' | 'evict'; workerId: string; hashes: readonly string[] }) => void;
+export interface IndexEvent {
+  kind: 'insert' | 'evict';
+  workerId: string;
+  hashes: readonly string[];
+  /** insert: index of the first block that was not held before (hashes.length: none new) */
+  newFrom?: number;
+}
+export type IndexListener = (ev: IndexEvent) => void;
 
 export class PrefixIndex {
   private readonly workers = new Map<string, WorkerEntry>();
@@ -92,17 +99,19 @@ export class PrefixIndex {
     if (hashes.length === 0) return;
     const e = this.entry(workerId);
     const t = ++this.tick;
+    let newFrom = hashes.length;
     // tail first: within one tick, queue order decides, and the root must outlive the tail
     for (let i = hashes.length - 1; i >= 0; i--) {
       const h = hashes[i];
       if (!e.blocks.has(h)) {
         e.qHash.push(h);
         e.qTick.push(t);
+        newFrom = i;
       }
       e.blocks.set(h, t);
     }
     this.shrink(e);
-    if (notify) this.emit({ kind: 'insert', workerId, hashes });
+    if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
   }
 
   /** Forget the given blocks on one worker (feedback correction or a remote eviction). */
@@ -137,7 +146,7 @@ export class PrefixIndex {
     return { workers: this.workers.size, blocks, evictions, perWorker };
   }
 
-  private emit(ev: Parameters<IndexListener>[0]): void {
+  private emit(ev: IndexEvent): void {
     for (const l of this.listeners) l(ev);
   }
 

@@ -82,6 +82,7 @@ export class CtxgatePolicy implements Policy {
   private readonly branches: Record<string, number> = Object.fromEntries(CTXGATE_BRANCHES.map((b) => [b, 0]));
   private readonly feedback = new Map<string, WorkerFeedbackStats>();
   private rot = 0;
+  private readonly missListeners: Array<(key: string) => void> = [];
 
   constructor(opts: PolicyOptions = {}) {
     const d = CTXGATE_DEFAULTS;
@@ -150,6 +151,7 @@ export class CtxgatePolicy implements Policy {
 
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
     const pinned = key ? this.affinity.get(key, now) : undefined;
+    if (key && pinned === undefined) for (const l of this.missListeners) l(key);
     const pinnedIdx = pinned === undefined ? -1 : workers.findIndex((w) => w.id === pinned);
     let idx: number;
     let branch: CtxgateBranch;
@@ -199,6 +201,11 @@ export class CtxgatePolicy implements Policy {
       }
     }
     return best >= 0 ? best : start;
+  }
+
+  /** Called (synchronously, must not throw) when a session key has no pin here: replica sync. */
+  onSessionMiss(fn: (key: string) => void): void {
+    this.missListeners.push(fn);
   }
 
   observe(fb: RouteFeedback): void {

@@ -1,0 +1,191 @@
+// Replica sharing of the ctxgate prefix index and session pins through Redis (optional).
+// select() stays synchronous and local: this module listens to the policy's local changes,
+// batches them (every flushMs) into one XADD on a per-model stream plus SET session keys with a
+// TTL, and feeds other replicas' batches (XREAD every pollMs, from the retained log on start) back
+// into the in-memory index without re-publishing them. A session key unknown locally triggers a
+// GET so the next call of that session finds its worker. Redis down: batches are dropped, reads
+// skipped, `degraded` is set; nothing is thrown towards routing. Stream capped (MAXLEN ~ logMaxLen).
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { CtxgatePolicy } from './policies/ctxgate.ts';
+
+export interface SharedIndexOptions {
+  redisUrl: string;
+  /** the model whose policy this is: keys are per model */
+  model: string;
+  replicaId?: string;
+  keyPrefix?: string;
+  flushMs?: number;
+  pollMs?: number;
+  logMaxLen?: number;
+  /** most block hashes per insert carried to other replicas (the newest part of a chain) */
+  maxHashesPerEvent?: number;
+  onError?: (err: Error) => void;
+}
+
+export const SHARED_INDEX_DEFAULTS = { keyPrefix: 'ctxgate', flushMs: 50, pollMs: 200, logMaxLen: 2000, maxHashesPerEvent: 4096 } as const;
+
+type Event =
+  | { k: 'i'; w: string; h: string[] } // insert
+  | { k: 'e'; w: string; h: string[] } // evict
+  | { k: 's'; s: string; w: string; t: number }; // session pin
+
+interface Batch {
+  r: string;
+  ev: Event[];
+}
+
+export class SharedIndexRedis {
+  readonly replicaId: string;
+  private readonly redis: Redis;
+  private readonly o: Required<Omit<SharedIndexOptions, 'replicaId' | 'onError'>> & Pick<SharedIndexOptions, 'onError'>;
+  private queue: Event[] = [];
+  private lastId = '0';
+  private timers: NodeJS.Timeout[] = [];
+  private applying = false;
+  private stopped = false;
+  degraded = false;
+
+  constructor(
+    private readonly policy: CtxgatePolicy,
+    opts: SharedIndexOptions,
+  ) {
+    this.replicaId = opts.replicaId ?? randomUUID();
+    this.o = { ...SHARED_INDEX_DEFAULTS, ...opts };
+    this.redis = new Redis(opts.redisUrl, {
+      lazyConnect: false,
+      enableOfflineQueue: false, // fail fast while disconnected instead of queueing unboundedly
+      maxRetriesPerRequest: 1,
+      retryStrategy: (times) => Math.min(times * 200, 5000),
+    });
+    this.redis.on('error', (err: Error) => this.fail(err));
+    this.redis.on('ready', () => {
+      this.degraded = false;
+    });
+    policy.index.onChange((ev) => {
+      if (this.applying) return;
+      if (ev.kind === 'insert') {
+        const from = Math.max(ev.newFrom ?? 0, ev.hashes.length - this.o.maxHashesPerEvent);
+        if (from < ev.hashes.length) this.queue.push({ k: 'i', w: ev.workerId, h: ev.hashes.slice(from) });
+      } else this.queue.push({ k: 'e', w: ev.workerId, h: [...ev.hashes] });
+    });
+    policy.affinity.onChange((ev) => {
+      if (!this.applying) this.queue.push({ k: 's', s: ev.key, w: ev.worker, t: ev.tokens });
+    });
+    policy.onSessionMiss((key) => void this.fetchSession(key));
+  }
+
+  private k(suffix: string): string {
+    return `${this.o.keyPrefix}:${this.o.model}:${suffix}`;
+  }
+
+  private fail(err: Error): void {
+    this.degraded = true;
+    this.o.onError?.(err);
+  }
+
+  private get ready(): boolean {
+    return this.redis.status === 'ready';
+  }
+
+  /** Starts the periodic flush and poll. */
+  start(): this {
+    const flush = setInterval(() => void this.flush(), this.o.flushMs);
+    const poll = setInterval(() => void this.pull(), this.o.pollMs);
+    flush.unref();
+    poll.unref();
+    this.timers.push(flush, poll);
+    return this;
+  }
+
+  /** Sends the queued local changes as one batch; drops them when Redis is unavailable. */
+  async flush(): Promise<void> {
+    if (this.queue.length === 0) return;
+    const ev = this.queue;
+    this.queue = [];
+    if (!this.ready) {
+      this.degraded = true;
+      return;
+    }
+    try {
+      const ttl = Math.ceil(this.policy.affinity.ttlMs / 1000);
+      const m = this.redis.multi();
+      m.xadd(this.k('log'), 'MAXLEN', '~', String(this.o.logMaxLen), '*', 'b', JSON.stringify({ r: this.replicaId, ev } satisfies Batch));
+      for (const e of ev) if (e.k === 's') m.set(this.k(`s:${e.s}`), `${e.w}\u0000${e.t}`, 'EX', ttl);
+      await m.exec();
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
+  /** Applies other replicas' batches newer than the last seen; resolves to events applied. */
+  async pull(): Promise<number> {
+    if (!this.ready) return 0;
+    let applied = 0;
+    try {
+      for (;;) {
+        const res = (await this.redis.xread('COUNT', 500, 'STREAMS', this.k('log'), this.lastId)) as Array<[string, Array<[string, string[]]>]> | null;
+        const entries = res?.[0]?.[1] ?? [];
+        for (const [id, fields] of entries) {
+          this.lastId = id;
+          const raw = fields[fields.indexOf('b') + 1];
+          if (raw) applied += this.apply(JSON.parse(raw) as Batch);
+        }
+        if (entries.length < 500) break;
+      }
+    } catch (err) {
+      this.fail(err as Error);
+    }
+    return applied;
+  }
+
+  private apply(b: Batch): number {
+    if (b.r === this.replicaId) return 0;
+    const now = Date.now();
+    this.applying = true;
+    try {
+      for (const e of b.ev) {
+        if (e.k === 'i') {
+          this.policy.index.insert(e.w, e.h, false);
+          this.policy.shared.insert(e.h);
+        } else if (e.k === 'e') this.policy.index.evict(e.w, e.h, false);
+        else this.policy.affinity.assign(e.s, e.w, e.t, now, false);
+      }
+    } finally {
+      this.applying = false;
+    }
+    return b.ev.length;
+  }
+
+  /** A session this replica has not seen: adopt the pin another replica stored, if any. */
+  async fetchSession(key: string): Promise<string | undefined> {
+    if (!this.ready) return undefined;
+    try {
+      const v = await this.redis.get(this.k(`s:${key}`));
+      if (!v) return undefined;
+      const [worker, tokens] = v.split('\u0000');
+      if (this.policy.affinity.get(key, Date.now()) !== worker) {
+        // re-published: the pin this replica just made for the "new" session must not win in Redis
+        this.policy.affinity.assign(key, worker, Number(tokens) || 0, Date.now(), true);
+      }
+      return worker;
+    } catch (err) {
+      this.fail(err as Error);
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.flush();
+    this.redis.disconnect();
+  }
+}
+
+/** Replica sharing when a Redis URL is configured; undefined (each replica alone) otherwise. */
+export function shareIndex(policy: CtxgatePolicy, opts: Partial<SharedIndexOptions> & { model: string }): SharedIndexRedis | undefined {
+  if (!opts.redisUrl) return undefined;
+  return new SharedIndexRedis(policy, { ...opts, redisUrl: opts.redisUrl }).start();
+}

@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { blockHashes } from '../../kvplanner/block-hash.ts';
+import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import { SharedIndexRedis, shareIndex } from '../../kvplanner/shared-index-redis.ts';
+import { info, tokens, workers } from './fixtures.ts';
+
+const redisUrl = inject('redisUrl');
+const open: SharedIndexRedis[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.stop()));
+});
+
+function call(session: number, turn: number, sessionId = true) {
+  const ids = tokens(256, session, 64 + turn * 128);
+  return info({ sessionId: sessionId ? `s${session}` : undefined, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+}
+
+async function ready(s: SharedIndexRedis): Promise<void> {
+  for (let i = 0; i < 100 && (s as unknown as { redis: { status: string } }).redis.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('Redis-shared index', () => {
+  it('has a real Redis', () => {
+    expect(redisUrl).toMatch(/^redis:\/\//);
+  });
+
+  it('a second replica sees the first one’s session pins and cached blocks', async () => {
+    const model = `m-${randomUUID()}`;
+    const a = new CtxgatePolicy();
+    const b = new CtxgatePolicy();
+    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A' });
+    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
+    open.push(sa, sb);
+    await Promise.all([ready(sa), ready(sb)]);
+    const ws = workers(4);
+    // pin three sessions on A so the one we check is not simply B's first choice
+    const homes = [0, 1, 2].map((s) => a.select(ws, call(s, 0))!.worker.id);
+    await sa.flush();
+    expect(await sb.pull()).toBeGreaterThan(0);
+    const c = b.select(ws, call(2, 1))!;
+    expect(c.branch).toBe('sticky');
+    expect(c.worker.id).toBe(homes[2]);
+    expect(c.predictedCachedTokens).toBe(256 + 64);
+    // without a session id, B follows A's cached conversation by prefix
+    a.select(ws, call(9, 0, false));
+    const home9 = a.select(ws, call(9, 1, false))!.worker.id;
+    await sa.flush();
+    await sb.pull();
+    expect(b.select(ws, call(9, 2, false))!.worker.id).toBe(home9);
+    expect(sa.degraded || sb.degraded).toBe(false);
+  });
+
+  it('a replica that missed the log adopts a pin on its first miss', async () => {
+    const model = `m-${randomUUID()}`;
+    const a = new CtxgatePolicy();
+    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A' });
+    open.push(sa);
+    await ready(sa);
+    const ws = workers(4);
+    for (let s = 0; s < 4; s++) a.select(ws, call(s, 0));
+    const home3 = a.select(ws, call(3, 1))!.worker.id;
+    await sa.flush();
+    const b = new CtxgatePolicy();
+    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
+    open.push(sb);
+    await ready(sb);
+    b.select(ws, call(3, 2)); // miss here: fetches the pin in the background
+    await sb.fetchSession('t\u0000s3');
+    expect(b.select(ws, call(3, 3))!.worker.id).toBe(home3);
+  });
+
+  it('Redis down: select keeps working and nothing throws', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer();
+      srv.listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const errors: Error[] = [];
+    const p = new CtxgatePolicy();
+    const s = shareIndex(p, { redisUrl: `redis://127.0.0.1:${port}`, model: 'm', onError: (e) => errors.push(e) })!;
+    open.push(s);
+    const ws = workers(2);
+    const first = p.select(ws, call(0, 0))!;
+    await new Promise((r) => setTimeout(r, 150));
+    const c = p.select(ws, call(0, 1))!;
+    expect(c.branch).toBe('sticky');
+    expect(c.worker.id).toBe(first.worker.id);
+    await expect(s.flush()).resolves.toBeUndefined();
+    await expect(s.pull()).resolves.toBe(0);
+    await expect(s.fetchSession('x')).resolves.toBeUndefined();
+    expect(s.degraded).toBe(true);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(shareIndex(p, { model: 'm' })).toBeUndefined();
+  });
+});
