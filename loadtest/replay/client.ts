@@ -11,7 +11,12 @@ export interface SendOptions {
   /** Prefer the worker's modeled ttft (x-sim-timing) over the measured wall time. */
   modeledTtft: boolean;
   dispatcher?: Dispatcher;
+  /** Fallback source of x-sim-timing by request id (see replay/timing-tap.ts). */
+  timing?: (requestId: string) => string | undefined;
 }
+
+let seq = 0;
+const RUN_TAG = Math.floor(Math.random() * 36 ** 6).toString(36);
 
 export function parseSimTiming(header: string | string[] | undefined): Record<string, number> {
   const out: Record<string, number> = {};
@@ -32,7 +37,8 @@ interface UsageBody {
 
 export async function sendCall(body: ChatRequest, session: string, turn: number, o: SendOptions): Promise<CallRecord> {
   const payload = { ...body, model: o.model, stream: false };
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const requestId = `replay-${RUN_TAG}-${++seq}`;
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
   if (o.sessionHeader) headers['x-session-id'] = o.sessionHeader === 'true' ? session : `${o.sessionHeader}${session}`;
   const started = performance.now();
   const rec: CallRecord = { session, turn, ok: false, status: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0 };
@@ -46,7 +52,8 @@ export async function sendCall(body: ChatRequest, session: string, turn: number,
     const headersAt = performance.now();
     rec.status = res.statusCode;
     const json = (await res.body.json().catch(() => ({}))) as UsageBody;
-    const timing = parseSimTiming(res.headers['x-sim-timing']);
+    const relayed = res.headers['x-sim-timing'];
+    const timing = parseSimTiming(relayed ?? (o.modeledTtft ? o.timing?.(requestId) : undefined));
     const worker = res.headers['x-ctxgate-worker'];
     if (typeof worker === 'string') rec.worker = worker;
     if (res.statusCode >= 200 && res.statusCode < 300) {
@@ -54,7 +61,9 @@ export async function sendCall(body: ChatRequest, session: string, turn: number,
       rec.prompt_tokens = json.usage?.prompt_tokens ?? 0;
       rec.cached_tokens = json.usage?.prompt_tokens_details?.cached_tokens ?? 0;
       rec.completion_tokens = json.usage?.completion_tokens ?? 0;
-      rec.ttft_ms = o.modeledTtft && timing.ttft_ms !== undefined ? timing.ttft_ms : headersAt - started;
+      // modeled and measured figures are never mixed: a missing header leaves ttft unset
+      if (!o.modeledTtft) rec.ttft_ms = headersAt - started;
+      else if (timing.ttft_ms !== undefined) rec.ttft_ms = timing.ttft_ms;
     } else {
       rec.error = `HTTP ${res.statusCode}: ${json.error?.message ?? 'no message'}`;
     }

@@ -1,7 +1,87 @@
 // The replay runner's only dependency on the rest of ctxgate: start N reference workers and a
-// gateway in front of them for one configuration; return URLs, per-worker counters and close().
-import type { FleetFactory } from './types.ts';
+// gateway in front of them for one configuration; return URLs, per-worker counters, each
+// request's modeled timing, and close(). Everything in-process, ephemeral ports.
+import { parseConfig } from '../../gateway/config/load.ts';
+import { startGateway, type GatewayDeps } from '../../gateway/server.ts';
+import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
+import { startTimingTap, type TimingTap } from './timing-tap.ts';
+import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
 
-export const startFleet: FleetFactory = async () => {
-  throw new Error('the embedded fleet (reference workers + gateway) is not available in this build yet');
+export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: { mode: 'none' },
+    health: { interval_ms: 0 },
+    upstream: { attempts: 1 },
+    limits: { max_sessions: 100_000 },
+    models: [
+      {
+        name: spec.model,
+        tokenizer: spec.tokenizer,
+        flavor: spec.flavor,
+        layout: spec.layout,
+        policy: spec.policy,
+        block_size: spec.blockSize,
+        ...(spec.budget ? { budget_tokens: spec.budget } : {}),
+        workers: workerUrls.map((url, i) => ({ url, id: `w${i}`, kv_tokens: spec.kvTokens })),
+      },
+    ],
+  };
+}
+
+export const startFleet: FleetFactory = async (spec) => {
+  const workers: SimWorker[] = [];
+  const taps: TimingTap[] = [];
+  let gateway: { url: string; close(): Promise<void> } | undefined;
+  const close = async () => {
+    await gateway?.close();
+    for (const t of taps) await t.close();
+    for (const w of workers) await w.close();
+  };
+  try {
+    for (let i = 0; i < spec.workers; i++) {
+      const w = await startSimWorker({
+        port: 0,
+        model: spec.model,
+        tokenizer: spec.tokenizer,
+        flavor: spec.flavor,
+        kvTokens: spec.kvTokens,
+        blockSize: spec.blockSize,
+        timeScale: spec.timeScale,
+        seed: spec.seed + i,
+      });
+      workers.push(w);
+      taps.push(await startTimingTap(w.url));
+    }
+    const config = parseConfig(gatewayConfigFor(spec, taps.map((t) => t.url)), 'bench replay');
+    const pipelineFor = await pipelineFactory(spec);
+    gateway = await startGateway(config, { logger: false, ...(pipelineFor ? { pipelineFor } : {}) });
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const handle: FleetHandle = {
+    url: gateway.url,
+    model: spec.model,
+    perWorker: async () =>
+      workers.map((w, i) => {
+        const s = w.stats();
+        return { worker: `w${i}`, requests: s.requests, prompt_tokens: s.promptTokens, cached_tokens: s.cachedTokens };
+      }),
+    timing: (id) => {
+      for (const t of taps) {
+        const v = t.take(id);
+        if (v) return v;
+      }
+      return undefined;
+    },
+    close,
+  };
+  return handle;
 };
+
+/** layout=ctxgate needs the context pipeline; passthrough uses the gateway's default. */
+async function pipelineFactory(spec: FleetSpec): Promise<GatewayDeps['pipelineFor']> {
+  if (spec.layout === 'passthrough') return undefined;
+  return undefined;
+}

@@ -32,6 +32,8 @@ export interface FleetHandle {
   url: string;
   model: string;
   perWorker(): Promise<WorkerReport[]>;
+  /** The worker's x-sim-timing for a request id, when the gateway did not relay it. */
+  timing?(requestId: string): string | undefined;
   close(): Promise<void>;
 }
 
