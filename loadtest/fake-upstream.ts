@@ -79,7 +79,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
   const handle = (kind: 'chat' | 'text') => async (req: { body: unknown; raw: { headers: Record<string, unknown> } }, reply: FastifyReply) => {
     const body = req.body as Body;
-    const rawLen = JSON.stringify(body).length;
+    const rawLen = Number(req.raw.headers['content-length'] ?? 0);
     up.received++;
     if (opts.record !== false) up.requests.push(body as Record<string, unknown>);
     const k = up.knobs;

@@ -1,0 +1,52 @@
+// ctxgate bench <name>: one table of sub-benchmarks, each a module exporting `help` and `run(argv)`,
+// loaded lazily so one benchmark's dependencies never slow another down.
+import type { CommandModule } from '../../gateway/cli.ts';
+
+// Modules other parts add are resolved at run time (not by the type checker), so the table can
+// name a benchmark before its module exists; a missing one gets a clear message below.
+const later = (rel: string) => (): Promise<CommandModule> => import(new URL(rel, import.meta.url).href) as Promise<CommandModule>;
+
+const BENCHES: Record<string, () => Promise<CommandModule>> = {
+  overhead: () => import('../bench-overhead.ts'),
+  calibrate: later('../bench-calibrate.ts'),
+  replay: later('../replay/command.ts'),
+  strategies: later('../bench-strategies.ts'),
+  routing: later('../../kvplanner/bench-routing.ts'),
+  middleware: later('../../middleware/bench-middleware.ts'),
+  chaos: later('../bench-chaos.ts'),
+};
+
+export const help = `ctxgate bench <${Object.keys(BENCHES).join('|')}> [options]
+
+Runs one benchmark. ctxgate bench <name> --help shows its options.`;
+
+export async function run(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h') {
+    process.stdout.write(help + '\n');
+    return name ? 0 : 2;
+  }
+  const load = BENCHES[name];
+  if (!load) {
+    process.stderr.write(`ctxgate bench: unknown benchmark '${name}' (known: ${Object.keys(BENCHES).join(', ')})\n`);
+    return 2;
+  }
+  let mod: CommandModule;
+  try {
+    mod = await load();
+  } catch (err) {
+    const e = err as { code?: string; message: string };
+    const missing = e.code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module/.test(e.message);
+    process.stderr.write(
+      missing
+        ? `ctxgate bench: benchmark '${name}' is not available in this build (its module is missing: ${e.message.split('\n')[0]})\n`
+        : `ctxgate bench: benchmark '${name}' failed to load: ${e.message}\n`,
+    );
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(mod.help + '\n');
+    return 0;
+  }
+  return mod.run(rest);
+}
