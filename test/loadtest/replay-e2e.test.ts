@@ -1,0 +1,44 @@
+// End to end: 2 reference workers behind a real gateway, 2 short synthetic sessions.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
+import { replayCommand } from '../../loadtest/replay/command.ts';
+import type { RunSummary } from '../../loadtest/replay/types.ts';
+import { generateSessions } from '../../loadtest/synth/index.ts';
+
+const KEYS = ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors'];
+
+describe('bench replay end to end (reference workers + gateway)', () => {
+  it('--compare --json over 2 workers and 2 synthetic sessions', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'replay-e2e-'));
+    for (const s of generateSessions({ count: 2, seed: 3, minCalls: 6, maxCalls: 8, volatileEvery: 0, elisionEvery: 0 })) {
+      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    }
+    let out = '';
+    let err = '';
+    const code = await replayCommand(
+      [dir, '--workers', '2', '--json', '--compare', 'layout=passthrough,policy=round_robin', 'layout=passthrough,policy=least_load'],
+      { out: (s) => (out += s), err: (s) => (err += s) },
+    );
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const { runs } = JSON.parse(out) as { runs: RunSummary[] };
+    expect(runs.map((r) => r.config.policy)).toEqual(['round_robin', 'least_load']);
+    for (const r of runs) {
+      for (const k of KEYS) expect(r).toHaveProperty(k);
+      expect(r.errors).toBe(0);
+      expect(r.sessions).toBe(2);
+      expect(r.requests).toBeGreaterThanOrEqual(12);
+      expect(r.per_worker).toHaveLength(2);
+      expect(r.per_worker.reduce((a, w) => a + w.requests, 0)).toBe(r.requests);
+      expect(r.prompt_tokens).toBeGreaterThan(r.requests * 500);
+      expect(r.cached_tokens).toBeGreaterThan(0);
+      expect(r.prefill_tokens).toBe(r.prompt_tokens - r.cached_tokens);
+      expect(r.ttft_ms.p50).toBeGreaterThan(0);
+    }
+    // identical traffic: the same prompts were tokenised in both runs
+    expect(runs[1].prompt_tokens).toBe(runs[0].prompt_tokens);
+  });
+});
