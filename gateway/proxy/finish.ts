@@ -1,6 +1,7 @@
 // Accounting once a request is over: the UsageEvent, metrics, feedback to the routing policy and
 // the pipeline, and the request record. Everything here is guarded: it never throws into the
 // request path, and the user hooks (onUsage, observe) run after the response, off the hot path.
+import type { FastifyReply } from 'fastify';
 import type { Choice, RouteInfo } from '../../kvplanner/types.ts';
 import type { ChatMessage, ContextPipeline, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
@@ -34,6 +35,14 @@ export interface Exchange {
   usage?: Usage;
   assistant?: ChatMessage;
   errorCode?: string;
+}
+
+/** The client left: nothing to send; tell Fastify the reply is handled. */
+export function clientGone(reply: FastifyReply, ex: Exchange): void {
+  ex.status = 499;
+  ex.errorCode = 'client_closed';
+  if (!reply.sent) reply.hijack();
+  if (!reply.raw.destroyed) reply.raw.destroy();
 }
 
 export function usageEvent(ex: Exchange): UsageEvent {

@@ -9,7 +9,7 @@ import { GatewayError } from '../errors.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import { upstreamBody } from './body.ts';
 import { dispatch, type Dispatched } from './dispatch.ts';
-import { finish, type Exchange } from './finish.ts';
+import { clientGone, finish, type Exchange } from './finish.ts';
 import { relayJson, relayStream } from './relay.ts';
 
 export type Endpoint = 'chat' | 'completions';
@@ -105,8 +105,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
       );
     } catch (err) {
       if (ac.signal.aborted) {
-        ex.status = 499;
-        ex.errorCode = 'client_closed';
+        clientGone(reply, ex);
         return;
       }
       throw err;

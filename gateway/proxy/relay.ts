@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
 import { GatewayError, streamErrorFrames } from '../errors.ts';
-import type { Exchange } from './finish.ts';
+import { clientGone, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { extractUsage } from './usage.ts';
 
@@ -42,8 +42,7 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
   } catch (err) {
     ex.upstreamWaitMs += performance.now() - t;
     if (signal.aborted) {
-      ex.status = 499;
-      ex.errorCode = 'client_closed';
+      clientGone(reply, ex);
       return;
     }
     const code = (err as { code?: string }).code ?? '';

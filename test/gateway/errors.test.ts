@@ -109,3 +109,17 @@ describe('error registry', () => {
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 });
+
+describe('capacity', () => {
+  it('503 worker_capacity_exhausted when every healthy worker is at max_in_flight', async () => {
+    rig = await startRig({ upstreams: [{ name: 'a', knobs: { hang: true } }], config: { upstream: { max_in_flight: 1 } } });
+    const ac = new AbortController();
+    const first = rig.client().chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal }).catch((e) => e);
+    while (rig.ups[0].received === 0) await new Promise((r) => setTimeout(r, 10));
+    const e = await sdkError(rig.client().chat.completions.create({ model: 'm1', messages: msg }));
+    expect(e.status).toBe(503);
+    expect(e.code).toBe('worker_capacity_exhausted');
+    ac.abort();
+    await first;
+  });
+});
