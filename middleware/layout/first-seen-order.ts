@@ -1,0 +1,66 @@
+// First-seen key order: the session remembers, per JSON object path, the order in which keys
+// first appeared; later calls are rewritten to that order, so a framework that rebuilds its tool
+// schemas from a dict every call still renders byte-identically. Keys never seen before are
+// appended in code-point order (deterministic whatever order they arrive in) and remembered.
+// O(size of the value) per call; the tree holds keys only, never values.
+
+export interface KeyTree {
+  /** Key order of the object at this path (absent for arrays/scalars). */
+  k?: string[];
+  /** Child trees by key (objects) or by index (arrays). */
+  c?: Record<string, KeyTree>;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Returns `value` rewritten to the tree's key order, updating the tree in place with new keys. */
+export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
+  if (Array.isArray(value)) {
+    const c = (tree.c ??= {});
+    return value.map((x, i) => (typeof x === 'object' && x !== null ? applyFirstSeenOrder(x, (c[String(i)] ??= {})) : x));
+  }
+  if (!isPlainObject(value)) return value;
+  const keys = Object.keys(value);
+  let order: string[];
+  if (!tree.k) {
+    order = keys;
+    tree.k = keys.slice();
+  } else {
+    const present = new Set(keys);
+    const known = new Set(tree.k);
+    const fresh = keys.filter((k) => !known.has(k)).sort();
+    order = tree.k.filter((k) => present.has(k)).concat(fresh);
+    if (fresh.length) tree.k.push(...fresh);
+  }
+  const c = (tree.c ??= {});
+  const out: Record<string, unknown> = {};
+  for (const k of order) {
+    const v = value[k];
+    out[k] = typeof v === 'object' && v !== null ? applyFirstSeenOrder(v, (c[k] ??= {})) : v;
+  }
+  if (Object.keys(c).length === 0) delete tree.c;
+  return out;
+}
+
+/** Same value, same key order at every level (cheaper than comparing serialisations twice). */
+export function sameSerialisation(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Orders items by a remembered name list; unseen names go last, sorted, and are remembered. */
+export function applyFirstSeenList<T>(items: readonly T[], nameOf: (t: T) => string, seen: string[]): T[] {
+  if (seen.length === 0) {
+    seen.push(...items.map(nameOf));
+    return items.slice();
+  }
+  const rank = new Map(seen.map((n, i) => [n, i]));
+  const fresh = items.filter((t) => !rank.has(nameOf(t))).sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
+  for (const t of fresh) {
+    rank.set(nameOf(t), seen.length);
+    seen.push(nameOf(t));
+  }
+  // Stable sort keeps duplicates (same name twice) in their arrival order.
+  return items.slice().sort((a, b) => rank.get(nameOf(a))! - rank.get(nameOf(b))!);
+}

@@ -1,0 +1,157 @@
+// The context pipeline (issue 5): session identification, layout stages, leaf note, engine-exact
+// rendering and tokens, block hashes, cache-break diagnostics and receipts.
+//
+// Adding a stage: write a `Stage` (see stage.ts for the contract) and add it to BUILTIN_STAGES
+// below, or pass it in `extraStages` (they run after the built-ins, before the leaf note is
+// placed). Each stage is switched per model by `transforms: { <stage name>: false }`;
+// `layout: passthrough` runs none of them and returns the body untouched (the session id, tokens,
+// block hashes and diagnostics are still computed, for routing and metrics).
+//
+// Per call: one store get + put, stages O(request), rendering incremental (tokens/incremental-
+// render.ts), tokens from the segment cache, block hashes only for the new tail.
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { DEFAULT_BLOCK_SIZE } from '../kvplanner/block-hash.ts';
+import { pushBreak } from './diagnostics/break-ring.ts';
+import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
+import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
+import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
+import { segment } from './layout/segmentation.ts';
+import { identifySession } from './layout/session-id.ts';
+import { volatileStage } from './layout/volatile-stage.ts';
+import { MemorySessionStore } from './session/memory-store.ts';
+import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './session/store.ts';
+import type { RequestView, Stage, StageContext } from './stage.ts';
+import { renderPrompt, type RenderMemo } from './tokens/incremental-render.ts';
+import { extendBlockHashes } from './tokens/prefix-blocks.ts';
+import { loadTokenizer } from './tokens/registry.ts';
+import { tokenizeBySegments } from './tokens/segment-tokens.ts';
+import type { TokenizerHandle } from './tokens/handle.ts';
+import type { ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
+
+/** Built-in layout stages, in order. */
+export const BUILTIN_STAGES: readonly Stage[] = [canonicalToolsStage, volatileStage];
+/** Token ids of previous calls kept in this process for exact break positions. */
+export const DEFAULT_LOCAL_TOKENS = 64_000_000;
+
+export interface PipelineOptions {
+  model: string;
+  tokenizer: string;
+  chatTemplateFile?: string;
+  layout?: 'passthrough' | 'ctxgate';
+  blockSize?: number;
+  transforms?: Record<string, boolean>;
+  store?: SessionStore;
+  extraStages?: Stage[];
+}
+
+interface LocalCall {
+  ids: readonly number[];
+  hashes: readonly string[];
+  blockSize: number;
+  memo?: RenderMemo;
+}
+
+const sha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
+
+function freshState(tenant: string, sessionId: string, model: string, body: ChatRequest): SessionState {
+  const root = { system: body.messages.filter((m) => m.role === 'system' || m.role === 'developer').slice(0, 1), tools: body.tools ?? [] };
+  return { schema: SESSION_SCHEMA_VERSION, tenant, sessionId, model, rootHash: createHash('sha256').update(JSON.stringify(root)).digest('hex'), calls: 0, updatedAt: Date.now() };
+}
+
+export function createPipeline(opts: PipelineOptions): ContextPipeline {
+  const layout = opts.layout ?? 'ctxgate';
+  const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;
+  const transforms = opts.transforms ?? {};
+  const store = opts.store ?? new MemorySessionStore();
+  const stages = [...BUILTIN_STAGES, ...(opts.extraStages ?? [])].filter((s) => transforms[s.name] !== false);
+  const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
+  // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
+  tokenizer.catch(() => undefined);
+  const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: (v) => Math.max(1, v.ids.length) });
+
+  async function process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
+    const tok = await tokenizer;
+    const { id: sessionId } = identifySession(body, ctx);
+    const loaded = await store.get(ctx.tenant, sessionId);
+    const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
+    const receipts: Receipt[] = [];
+    let view: RequestView = { body, segments: segment(body.messages), session: state, notes: [] };
+    const sctx: StageContext = { tenant: ctx.tenant, requestId: ctx.requestId, model: opts.model, sessionId, newSession: !loaded, headers: ctx.headers, tokenizer: tok, blockSize };
+    let out: ChatRequest = body;
+    let stableEnd = body.messages.length;
+    if (layout !== 'passthrough') {
+      for (const stage of stages) {
+        const before = view.body.messages;
+        const r = await stage.run(view, sctx);
+        view = r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages) };
+        for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
+      }
+      out = view.body;
+      if (view.notes.length > 0 && transforms[LEAF_NOTE_STAGE] !== false) {
+        const note = view.notes.join('\n\n');
+        const placed = placeLeafNote(tok, out.messages, note);
+        out = { ...out, messages: placed.messages };
+        stableEnd = placed.stableEnd;
+        receipts.push({ stage: LEAF_NOTE_STAGE, action: 'append', target: placed.target, tokens_before: 0, tokens_after: tok.countTokens(note), reason: 'gateway notes travel after the history, where they cost no cached prefix' });
+      }
+    }
+    const key = `${ctx.tenant}\u0000${sessionId}`;
+    const prevLocal = local.get(key);
+    const segs = segment(out.messages);
+    const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
+    const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
+    const toolsJson = JSON.stringify(tools ?? []);
+    let rendered;
+    try {
+      rendered = renderPrompt(tok, out.messages, segs.messageHashes, segs.root.end, stableEnd, { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) }, prevLocal?.memo);
+    } catch (err) {
+      // An unrenderable request is the upstream's to reject; the pipeline never blocks it.
+      receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${(err as Error).message}` });
+      state.calls++;
+      state.updatedAt = Date.now();
+      await store.put(state);
+      return { body: out, sessionId, receipts };
+    }
+    const stableChars = rendered.memo.textNoGen.length;
+    const toks = tokenizeBySegments(tok, rendered.text, rendered.text.startsWith(rendered.memo.textNoGen) ? stableChars : 0);
+    if (toks.mergedSeams > 0) receipts.push({ stage: 'tokens', action: 'seam_fallback', target: `${toks.mergedSeams} seam(s)`, reason: 'segment ids merged across a seam; re-encoded as whole text there' });
+    const ids = toks.ids;
+    const cur: CallFingerprint = {
+      systemHash: sha1(segs.messageHashes.slice(segs.root.start, segs.root.end).join(',')),
+      toolsHash: sha1(toolsJson),
+      stableHashes: segs.messageHashes.slice(0, stableEnd),
+      promptTokens: toks.tokensBeforeMark,
+    };
+    const prefix = diagnose({
+      prev: loaded ? (state.layout?.prev as CallFingerprint | undefined) : undefined,
+      prevIds: prevLocal?.ids,
+      cur,
+      ids,
+      blockSize,
+      messageAtToken: (t) => messageAtChar(rendered.text, out.messages, tok.decode(ids.slice(0, t)).length),
+    });
+    const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
+    const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common) : 0;
+    const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact);
+    local.set(key, { ids, hashes, blockSize, memo: rendered.memo });
+    state.calls++;
+    state.updatedAt = Date.now();
+    (state.layout ??= {}).prev = cur;
+    pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages: out.messages.length });
+    await store.put(state);
+    return { body: out, sessionId, receipts, prefix, promptTokenIds: ids, blockHashes: hashes };
+  }
+
+  return { process };
+}
+
+/** Common prefix length of a and b, not scanning past `limit`. */
+function lcpUpTo(a: readonly number[], b: readonly number[], limit: number): number {
+  const n = Math.min(a.length, b.length, limit);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+export type { TokenizerHandle };

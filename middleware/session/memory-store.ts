@@ -1,0 +1,74 @@
+// In-memory SessionStore: an LRU bounded by entry count and by serialised bytes, with a TTL.
+// States are kept as JSON strings, so a caller can never mutate stored state by reference (same
+// semantics as the Redis store) and the byte bound is exact. get/put are O(state size).
+import { LRUCache } from 'lru-cache';
+import { canonicalHash } from '../canonical-json.ts';
+import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
+
+export const DEFAULT_MAX_SESSIONS = 10_000;
+export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
+/** Idle sessions expire after this long (agents rarely pause longer between calls). */
+export const DEFAULT_TTL_MS = 6 * 60 * 60 * 1000;
+export const DEFAULT_LIST_LIMIT = 100;
+
+export interface MemoryStoreOptions {
+  maxSessions?: number;
+  maxBytes?: number;
+  ttlMs?: number;
+}
+
+const keyOf = (tenant: string, id: string): string => `${tenant}\u0000${id}`;
+
+export class MemorySessionStore implements SessionStore {
+  private readonly lru: LRUCache<string, string>;
+
+  constructor(opts: MemoryStoreOptions = {}) {
+    this.lru = new LRUCache<string, string>({
+      max: opts.maxSessions ?? DEFAULT_MAX_SESSIONS,
+      maxSize: opts.maxBytes ?? DEFAULT_MAX_BYTES,
+      // UTF-16 code units ≈ bytes for the mostly-ASCII JSON; at least 1 so empty docs count.
+      sizeCalculation: (v, k) => Math.max(1, v.length + k.length),
+      ttl: opts.ttlMs ?? DEFAULT_TTL_MS,
+      updateAgeOnGet: true,
+    });
+  }
+
+  async get(tenant: string, sessionId: string): Promise<SessionState | undefined> {
+    const raw = this.lru.get(keyOf(tenant, sessionId));
+    if (raw === undefined) return undefined;
+    const state = JSON.parse(raw) as SessionState;
+    // A state written by another schema version is not trusted: the session starts afresh.
+    return state.schema === SESSION_SCHEMA_VERSION && state.tenant === tenant ? state : undefined;
+  }
+
+  async put(state: SessionState): Promise<void> {
+    const { checksum: _old, ...rest } = state;
+    void _old;
+    const doc: SessionState = { ...rest, checksum: canonicalHash(rest) };
+    state.checksum = doc.checksum;
+    this.lru.set(keyOf(state.tenant, state.sessionId), JSON.stringify(doc));
+  }
+
+  async delete(tenant: string, sessionId: string): Promise<void> {
+    this.lru.delete(keyOf(tenant, sessionId));
+  }
+
+  async list(tenant: string, limit: number = DEFAULT_LIST_LIMIT): Promise<string[]> {
+    const prefix = tenant + '\u0000';
+    const out: string[] = [];
+    for (const k of this.lru.keys()) {
+      if (out.length >= limit) break;
+      if (k.startsWith(prefix)) out.push(k.slice(prefix.length));
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    this.lru.clear();
+  }
+
+  /** Bytes and entries held (for metrics). */
+  stats(): { sessions: number; bytes: number } {
+    return { sessions: this.lru.size, bytes: this.lru.calculatedSize };
+  }
+}

@@ -1,0 +1,75 @@
+// Stage API of the context pipeline. A stage is a named function
+//   (view: RequestView, ctx: StageContext) => { view: RequestView; receipts: Receipt[] }   (sync or async)
+// that rewrites the request body and says what it did. Stages run in the order listed in
+// pipeline.ts (built-ins first, then `extraStages`), each gated by the model's `transforms` map
+// (`transforms[stage.name] === false` skips it; absent means on). `layout: passthrough` skips all.
+//
+// Rules for stage authors:
+// - Copy-on-write: never mutate `view.body` or its messages in place. Return a new body/messages
+//   array, reusing untouched message objects (unchanged objects keep their cached hashes, and the
+//   caller's request object stays intact for logging and retries).
+// - Anything removed from or added to the prompt gets a Receipt (stage, action, target, reason,
+//   tokens_before/after when known). Nothing the agent sent may disappear silently.
+// - Notes for the model (tombstones, relocated volatile lines) go into `view.notes`: the pipeline
+//   places all of them as ONE leaf note after the history, where it costs no cached prefix.
+// - Per-session memory lives in `view.session` under the stage's own key (`layout`, `ledger`, …);
+//   it is persisted by the pipeline after the call through the SessionStore (JSON only).
+// - Deterministic and idempotent: the same input and state must give byte-identical output.
+import type { SessionState } from './session/store.ts';
+import type { TokenizerHandle } from './tokens/handle.ts';
+import type { ChatRequest, Receipt } from './types.ts';
+
+export type Zone = 'root' | 'trunk' | 'leaf';
+
+/** Message index ranges of the three layout zones (DESIGN §2), end-exclusive. */
+export interface Segments {
+  /** Leading system/developer messages (tools belong to the root too). */
+  root: { start: number; end: number };
+  /** Task and older history. */
+  trunk: { start: number; end: number };
+  /** The newest call's messages: everything after the last assistant message. */
+  leaf: { start: number; end: number };
+  /** Content hash per message (sha1 base64 of its JSON), index-aligned with body.messages. */
+  messageHashes: string[];
+}
+
+export interface RequestView {
+  /** The body being rewritten (copy-on-write, see above). */
+  body: ChatRequest;
+  /** Zone boundaries of `body.messages`; the pipeline recomputes them after every stage that changed messages. */
+  segments: Segments;
+  /** Session state loaded from the SessionStore (created fresh for a new session). */
+  session: SessionState;
+  /** Gateway notes to place in the single leaf note after the history (plain text lines). */
+  notes: string[];
+}
+
+export interface StageContext {
+  tenant: string;
+  requestId: string;
+  model: string;
+  sessionId: string;
+  /** True when the store had no state for this session. */
+  newSession: boolean;
+  headers: Record<string, string | undefined>;
+  tokenizer: TokenizerHandle;
+  blockSize: number;
+}
+
+export interface StageResult {
+  view: RequestView;
+  receipts: Receipt[];
+}
+
+export type StageFn = (view: RequestView, ctx: StageContext) => StageResult | Promise<StageResult>;
+
+export interface Stage {
+  /** Key in the model's `transforms` switch map and in receipts. */
+  name: string;
+  run: StageFn;
+}
+
+/** Helper for stages: a result that changed nothing. */
+export function unchanged(view: RequestView): StageResult {
+  return { view, receipts: [] };
+}

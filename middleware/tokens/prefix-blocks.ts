@@ -1,0 +1,26 @@
+// Block hashes of a prompt, reusing the previous call's chain for the blocks it shares: the chain
+// is a pure function of the ids, so blocks inside the common token prefix hash identically and only
+// the new tail costs SHA-256 work. Uses kvplanner/block-hash.ts (the routing side's definition).
+import { DEFAULT_HASH_SEED, hashBlock } from '../../kvplanner/block-hash.ts';
+
+export function extendBlockHashes(
+  ids: readonly number[],
+  blockSize: number,
+  prev?: { ids: readonly number[]; hashes: readonly string[]; blockSize: number },
+  commonTokens = 0,
+): string[] {
+  const n = Math.floor(ids.length / blockSize);
+  const out = new Array<string>(n);
+  let b = 0;
+  let parent = DEFAULT_HASH_SEED;
+  if (prev && prev.blockSize === blockSize) {
+    const reuse = Math.min(n, prev.hashes.length, Math.floor(commonTokens / blockSize));
+    for (; b < reuse; b++) out[b] = prev.hashes[b];
+    if (b > 0) parent = out[b - 1];
+  }
+  for (; b < n; b++) {
+    parent = hashBlock(parent, ids, b * blockSize, (b + 1) * blockSize);
+    out[b] = parent;
+  }
+  return out;
+}
