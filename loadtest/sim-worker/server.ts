@@ -84,13 +84,17 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
         owed = 0;
       }
       if (res.destroyed) break;
-      res.write(`data: ${JSON.stringify(ev.data)}\n\n`);
+      const line = `data: ${JSON.stringify(ev.data)}\n\n`;
       generated += ev.tokens;
       sent++;
       if (fault.dieAfterChunks > 0 && sent >= fault.dieAfterChunks) {
+        // Let the N-th event reach the client, then cut the connection without a terminator.
+        await new Promise<void>((r) => res.write(line, () => r()));
+        res.socket?.destroy();
         res.destroy();
         break;
       }
+      res.write(line);
     }
     const alive = !res.destroyed;
     if (alive) res.end('data: [DONE]\n\n');
@@ -114,7 +118,8 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
       const text = JSON.stringify(chatCompletion(id, created, model, { content: p.content, toolCalls: p.toolCalls, reasoning: p.reasoning }, p.finishReason, u));
       if (fault.dieAfterChunks > 0) {
         res.writeHead(200, { 'content-type': 'application/json', 'x-sim-timing': timingHeader(a.schedule) });
-        res.write(text.slice(0, text.length >> 1));
+        await new Promise<void>((r) => res.write(text.slice(0, text.length >> 1), () => r()));
+        res.socket?.destroy();
         res.destroy();
         done(a, 0);
         return;
