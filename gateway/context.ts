@@ -1,5 +1,6 @@
 // What the routes share: config, fleet, metrics, auth, the pipeline per model and the hooks
 // callers inject (GatewayDeps). Built once by server.ts.
+import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { Registry } from 'prom-client';
 import type { ContextPipeline } from '../middleware/types.ts';
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   registry?: Registry;
   /** How many request records GET /v1/gateway/requests/:id can serve. */
   requestRecords?: number;
+  /** Extra routes other parts plug in (report, breaks...); they run behind the same auth hook. */
+  registerRoutes?: (app: FastifyInstance, ctx: GatewayContext) => void;
 }
 
 export interface GatewayContext {

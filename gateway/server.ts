@@ -98,6 +98,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   app.post('/v1/chat/completions', (req, reply) => handleProxy(ctx, 'chat', req, reply));
   app.post('/v1/completions', (req, reply) => handleProxy(ctx, 'completions', req, reply));
   registerAdminRoutes(app, ctx);
+  deps.registerRoutes?.(app, ctx);
 
   const workers = allWorkers(fleet);
   const health = startHealthChecks(workers, config.health);
