@@ -1,0 +1,390 @@
+// Batch compaction with watermarks (DESIGN §4–5). When the prompt reaches τ_high·M*, the
+// history between the pinned root/task and the latest K calls is replaced, in one batch, by a
+// checkpoint message whose digest is built cheapest-first (lossless → extraction → pointers →
+// ranges → optional summary) until the prompt fits τ_low·M*. The verbatim set of everything
+// evicted must survive and the checkpoint must pass its audit, or nothing changes (receipt).
+// Between compactions the stored prefix is re-sent byte-identically while the agent's
+// originals for those indices are unchanged (checked by hash; elision markers tolerated).
+// Pure over (messages, state, opts); async only for the artifact store and summariser.
+import type { ChatMessage, Receipt } from '../types.ts';
+import { sha256Hex } from '../canonical-json.ts';
+import type { LedgerState } from '../ledger/types.ts';
+import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
+import { parseExitCode, textModeCommand } from '../ledger/semantics.ts';
+import { isElisionMarker } from '../stabilise/elision.ts';
+import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
+import { losslessText, mergeRange, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
+import { constraintLines, missingFrom, verbatimSet } from './verbatim.ts';
+
+export const DEFAULT_HIGH = 0.8;
+export const DEFAULT_LOW = 0.5;
+export const DEFAULT_KEEP_LAST_CALLS = 4;
+export const MAX_ARTIFACT_REFS = 256;
+/** Share of τ_low the verbatim tail may take before fewer recent calls are kept. */
+export const FIXED_SHARE = 0.8;
+const STAGE = 'compaction';
+
+export interface CompactionOptions {
+  /** Working-set budget M* in tokens; absent or 0 turns compaction off. */
+  budgetTokens?: number;
+  high?: number;
+  low?: number;
+  keepLastCalls?: number;
+  countTokens?: CountTokens;
+  /** Ledger state of this call (exit codes, reads, stale marks). */
+  ledger?: LedgerState;
+  /** Tenant-bound artifact store for full evicted outputs. */
+  artifacts?: { put(content: string): Promise<string>; get(hash: string): Promise<string | undefined> };
+  /** Optional upstream summariser (off by default). */
+  summarise?: (prompt: string) => Promise<string>;
+  checkpointRole?: 'user' | 'system';
+  /** Append the identifiers the digest would otherwise drop (default true). */
+  keepIdentifiersLine?: boolean;
+  /** The agent's own messages (before stabilisation/tombstones), same indices as the input:
+   * the compacted prefix is bound to their hashes. Defaults to the input. */
+  rawInput?: ChatMessage[];
+}
+
+export interface CompactionState {
+  v: 1;
+  n: number;
+  /** Agent message index where the verbatim tail starts. */
+  watermark: number;
+  /** messageHash of the agent's messages [0, watermark). */
+  hashes: string[];
+  /** What replaces messages [0, watermark): pinned head + checkpoint message. */
+  prefix: ChatMessage[];
+  entries: DigestEntry[];
+  /** Absent until the first compaction (a state may only carry a refusal mark). */
+  checkpoint?: Checkpoint;
+  constraints: string[];
+  /** Prompt tokens at the last refusal; no retry until the prompt grows past it. */
+  refusedAt?: number;
+}
+
+export interface CompactionResult {
+  messages: ChatMessage[];
+  state: CompactionState | undefined;
+  receipts: Receipt[];
+  /** Set when a new compaction happened on this call. */
+  compacted?: { watermark: number; tokensBefore: number; tokensAfter: number };
+}
+
+interface CallInfo {
+  id: string;
+  call: number;
+  label: string;
+  thought: string;
+  result?: ChatMessage;
+  assistantIndex: number;
+}
+
+export async function compactMessages(input: ChatMessage[], prev: CompactionState | undefined, opts: CompactionOptions): Promise<CompactionResult> {
+  const count = opts.countTokens ?? approxTokens;
+  const receipts: Receipt[] = [];
+  let st = prev ? structuredClone(prev) : undefined;
+  const raw = opts.rawInput && opts.rawInput.length === input.length ? opts.rawInput : input;
+  if (st && !prefixStillValid(raw, st)) {
+    receipts.push({ stage: STAGE, action: 'reset', reason: `agent history below message ${st.watermark} changed since compaction ${st.n}; compacted prefix dropped` });
+    st = undefined;
+  }
+  const view = st ? [...st.prefix, ...input.slice(st.watermark)] : input;
+  const M = opts.budgetTokens ?? 0;
+  if (!M) return { messages: view, state: st, receipts };
+  const tokens = sumTokens(view, count);
+  const high = (opts.high ?? DEFAULT_HIGH) * M;
+  if (tokens < high) return { messages: view, state: st, receipts };
+  if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M) return { messages: view, state: st, receipts };
+  const r = await compactOnce(input, raw, st, view, tokens, opts, count);
+  receipts.push(...r.receipts);
+  if (!r.state) {
+    const keep: CompactionState = st ? { ...st, refusedAt: tokens } : { v: 1, n: 0, watermark: 0, hashes: [], prefix: [], entries: [], constraints: [], refusedAt: tokens };
+    return { messages: view, state: keep, receipts };
+  }
+  return { messages: r.messages, state: r.state, receipts, compacted: r.compacted };
+}
+
+function prefixStillValid(input: ChatMessage[], st: CompactionState): boolean {
+  if (input.length < st.watermark) return false;
+  for (let i = 0; i < st.watermark; i++) {
+    const h = messageHash(input[i]);
+    if (h === st.hashes[i]) continue;
+    const m = input[i];
+    // Agents eliding outputs we already compacted away change nothing we send.
+    if ((m.role === 'tool' || m.role === 'user') && isElisionMarker(messageText(m)) && i > 1) {
+      st.hashes[i] = h;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+function sumTokens(ms: ChatMessage[], count: CountTokens): number {
+  return ms.reduce((n, m) => n + messageTokens(m, count), 0);
+}
+
+/** Action numbers and labels of every call, in the ledger's numbering. */
+function scanCalls(input: ChatMessage[]): CallInfo[] {
+  const calls: CallInfo[] = [];
+  const byId = new Map<string, CallInfo>();
+  const firstUser = input.findIndex((m) => m.role === 'user');
+  let pendingText: CallInfo | undefined;
+  let n = 0;
+  input.forEach((m, i) => {
+    if (m.role === 'assistant') {
+      const thought = messageText(m).trim().slice(0, THOUGHT_CHARS);
+      if (m.tool_calls?.length) {
+        for (const tc of m.tool_calls) {
+          let label = tc.function?.name ?? '';
+          try {
+            const a = JSON.parse(tc.function?.arguments ?? '{}') as Record<string, unknown>;
+            const c = a.command ?? a.cmd ?? a.input;
+            label = typeof c === 'string' ? c : Array.isArray(c) ? c.map(String).join(' ') : `${label} ${JSON.stringify(a)}`;
+          } catch {
+            label = `${label} ${tc.function?.arguments ?? ''}`;
+          }
+          const info: CallInfo = { id: tc.id, call: ++n, label, thought, assistantIndex: i };
+          calls.push(info);
+          byId.set(tc.id, info);
+        }
+      } else {
+        const cmd = textModeCommand(messageText(m));
+        const info: CallInfo = { id: cmd ? `text-${n + 1}` : `say-${i}`, call: cmd ? ++n : n, label: cmd ?? '', thought, assistantIndex: i };
+        calls.push(info);
+        pendingText = cmd ? info : undefined;
+      }
+    } else if (m.role === 'tool') {
+      const info = byId.get(m.tool_call_id ?? '');
+      if (info) info.result = m;
+    } else if (m.role === 'user' && i > firstUser && pendingText) {
+      pendingText.result = m;
+      pendingText = undefined;
+    }
+  });
+  return calls;
+}
+
+async function compactOnce(
+  input: ChatMessage[],
+  raw: ChatMessage[],
+  st: CompactionState | undefined,
+  view: ChatMessage[],
+  tokensBefore: number,
+  opts: CompactionOptions,
+  count: CountTokens,
+): Promise<{ messages: ChatMessage[]; state?: CompactionState; receipts: Receipt[]; compacted?: CompactionResult['compacted'] }> {
+  const refuse = (reason: string) => ({ messages: view, receipts: [{ stage: STAGE, action: 'refused', tokens_before: tokensBefore, reason }] });
+  const M = opts.budgetTokens!;
+  const target = (opts.low ?? DEFAULT_LOW) * M;
+  const K = Math.max(1, opts.keepLastCalls ?? DEFAULT_KEEP_LAST_CALLS);
+  const firstUser = input.findIndex((m) => m.role === 'user');
+  if (firstUser < 0) return refuse('no user task to pin');
+  const pinnedEnd = firstUser + 1;
+  const start = st && st.n > 0 ? st.watermark : pinnedEnd;
+  const assistants = input.map((m, i) => (m.role === 'assistant' && i >= start ? i : -1)).filter((i) => i >= 0);
+  if (assistants.length <= 1) return refuse('no call to compact since the last compaction point');
+  // Keep the latest K calls verbatim; when they alone exceed the room under τ_low, keep fewer
+  // (never fewer than one) rather than refuse forever.
+  const headTokens = sumTokens(input.slice(0, pinnedEnd), count);
+  let keep = Math.min(K, assistants.length - 1);
+  let W = assistants[assistants.length - keep];
+  let fixedTokens = headTokens + sumTokens(input.slice(W), count);
+  while (keep > 1 && fixedTokens >= FIXED_SHARE * target) {
+    keep--;
+    W = assistants[assistants.length - keep];
+    fixedTokens = headTokens + sumTokens(input.slice(W), count);
+  }
+  if (fixedTokens >= target) return refuse(`pinned root, task and latest ${keep} call(s) alone take ${fixedTokens} tokens ≥ τ_low ${Math.floor(target)}`);
+  const head = input.slice(0, pinnedEnd);
+  const tail = input.slice(W);
+
+  // Build entries for the newly compacted calls; older entries come from the previous batch.
+  const ledger = opts.ledger;
+  const calls = scanCalls(input);
+  const fresh = calls.filter((c) => c.assistantIndex >= start && c.assistantIndex < W);
+  const entries: DigestEntry[] = (st?.entries ?? []).map((e) => ({ ...e }));
+  const seenHash = new Map<string, number>();
+  for (const e of entries) if (e.hash && e.level < 3) seenHash.set(e.hash, e.from);
+  const artifacts: Record<string, string> = { ...(st?.checkpoint?.artifacts ?? {}) };
+  const evictedTexts: string[] = st && st.n > 0 ? [messageText(st.prefix[st.prefix.length - 1])] : [];
+  const regionUserTexts: string[] = [];
+  for (let i = start; i < W; i++) {
+    const m = input[i];
+    if (m.role === 'user' && !fresh.some((c) => c.result === m)) regionUserTexts.push(messageText(m));
+  }
+  for (const c of fresh) {
+    const out = c.result ? messageText(c.result) : '';
+    evictedTexts.push(c.thought, c.label, out);
+    const hash = sha256Hex(out);
+    const obs = ledger?.observations.find((o) => o.id === c.id);
+    let pointer: string | undefined;
+    if (obs?.stale) pointer = `stale: ${obs.stale.reason}${obs.stale.byCall ? ` by call ${obs.stale.byCall}` : ''}`;
+    else if (seenHash.has(hash) && out.length > 80) pointer = `identical to the output of #${seenHash.get(hash)}`;
+    else if (obs && obs.reads.length && obs.writes.length === 0) {
+      const newer = ledger!.observations.find((o) => o.call > obs.call && o.label === obs.label && o.writes.length === 0);
+      if (newer) pointer = `superseded by the same read at #${newer.call}`;
+    }
+    if (!seenHash.has(hash)) seenHash.set(hash, c.call);
+    if (opts.artifacts && out.length > 0) {
+      artifacts[`call:${c.id}`] = await opts.artifacts.put(out);
+    }
+    entries.push({
+      from: c.call,
+      to: c.call,
+      id: c.id,
+      label: shortLabel(c.label),
+      exit: c.result ? parseExitCode(out) : null,
+      level: 0,
+      text: losslessText(out),
+      ...(pointer ? { pointer } : {}),
+      thought: c.thought || undefined,
+      lines: out.split('\n').length,
+      hash,
+      verbatim: verbatimSet(`${c.thought}\n${c.label}\n${out}`),
+    });
+  }
+  for (const u of regionUserTexts) evictedTexts.push(u);
+
+  // Checkpoint: goal, constraints (schema partition: never lossy), milestones, hypothesis.
+  const task = messageText(input[firstUser]);
+  const taskConstraints = constraintLines(task);
+  const constraints = [...new Set([...(st?.constraints ?? []), ...taskConstraints, ...regionUserTexts.flatMap(constraintLines)])];
+  const ledgerCalls = ledger?.calls ?? Object.fromEntries(fresh.filter((c) => c.result).map((c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const));
+  const milestones: Milestone[] = [...(st?.checkpoint?.milestones ?? [])];
+  for (const c of fresh) {
+    const rec = ledgerCalls[c.id];
+    if (!rec) continue;
+    const isMilestone = rec[1] !== null && (rec[1] !== 0 || /\b(pytest|test|make|cargo|go test|npm|tsc|patch|apply|sed -i|>)\b/.test(c.label));
+    if (isMilestone) milestones.push({ id: c.id, call: rec[0], command: shortLabel(c.label).slice(0, 100), exit: rec[1], hash: rec[2] });
+  }
+  const lastThought = [...fresh].reverse().find((c) => c.thought)?.thought ?? st?.checkpoint?.hypothesis ?? '';
+  const refs = Object.entries(artifacts).slice(-MAX_ARTIFACT_REFS);
+  const cp = makeCheckpoint({
+    n: (st?.n ?? 0) + 1,
+    goal: task.split('\n').find((l) => l.trim())?.trim().slice(0, 300) ?? '',
+    goalHash: sha256Hex(task),
+    milestones,
+    hypothesis: lastThought,
+    constraints,
+    artifacts: Object.fromEntries(refs),
+    calls: [entries[0]?.from ?? 1, entries[entries.length - 1]?.to ?? 1],
+  });
+
+  // Fit the digest: downgrade oldest-first, one level at a time, until it fits τ_low.
+  const headerText = renderCheckpoint(cp);
+  const budget = target - fixedTokens - count(headerText) - 16;
+  const cost = (e: DigestEntry): number => count(renderEntry(e)) + 1;
+  let total = entries.reduce((n, e) => n + cost(e), 0);
+  for (const lvl of [1, 2] as const) {
+    for (const e of entries) {
+      if (total <= budget) break;
+      if (e.level >= lvl) continue;
+      const before = cost(e);
+      e.level = lvl;
+      if (lvl === 2) delete e.text;
+      total += cost(e) - before;
+    }
+  }
+  let merged = entries;
+  while (total > budget && merged.filter((e) => e.level >= 2).length > 1) {
+    const low = merged.findIndex((e) => e.level >= 2);
+    let end = low;
+    while (end + 1 < merged.length && merged[end + 1].level >= 2) end++;
+    // Merge the oldest half of the run (at least two) into one range entry.
+    const take = Math.max(2, Math.ceil((end - low + 1) / 2));
+    const run = merged.slice(low, low + take);
+    if (run.length < 2) break;
+    const range = mergeRange(run);
+    total += cost(range) - run.reduce((n, e) => n + cost(e), 0);
+    merged = [...merged.slice(0, low), range, ...merged.slice(low + take)];
+  }
+  let digest = merged.map(renderEntry).join('\n');
+  if (total > budget && opts.summarise) {
+    const summary = (await opts.summarise(summaryPrompt(digest))).trim();
+    const kept = missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary);
+    digest = `Summary (model-written):\n${summary}${kept.length ? `\n  kept: ${kept.join(' | ')}` : ''}`;
+    total = count(digest);
+  }
+  if (total > budget) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
+
+  let cpText = `${headerText}\nHistory:\n${digest}`;
+  const role = opts.checkpointRole ?? 'user';
+  const headOut = view.slice(0, pinnedEnd);
+  const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(fullText).join('\n');
+  const V = new Set(evictedTexts.flatMap((t) => verbatimSet(t)));
+  let missing = missingFrom(V, outText(cpText));
+  if (missing.length && opts.keepIdentifiersLine !== false) {
+    cpText += `\nKept identifiers: ${missing.join(' | ')}`;
+    missing = missingFrom(V, outText(cpText));
+  }
+  if (missing.length) return refuse(`verbatim set would lose ${missing.length} item(s), e.g. ${missing.slice(0, 3).join(', ')}`);
+
+  const audit = await auditCheckpoint(cp, { calls: ledgerCalls, taskConstraints, resolve: opts.artifacts ? (h) => opts.artifacts!.get(h) : undefined });
+  if (!audit.ok) return refuse(`checkpoint audit failed: ${audit.problems.slice(0, 3).join('; ')}`);
+
+  const cpMsg: ChatMessage = { role, content: cpText };
+  const prefix = [...headOut, cpMsg];
+  const messages = [...prefix, ...tail];
+  const tokensAfter = sumTokens(messages, count);
+  if (tokensAfter > target) return refuse(`compacted prompt is ${tokensAfter} tokens > τ_low ${Math.floor(target)}`);
+  const levels = [0, 1, 2, 3].map((l) => merged.filter((e) => e.level === l).length);
+  const state: CompactionState = {
+    v: 1,
+    n: cp.n,
+    watermark: W,
+    hashes: raw.slice(0, W).map(messageHash),
+    prefix,
+    entries: merged,
+    checkpoint: cp,
+    constraints,
+  };
+  return {
+    messages,
+    state,
+    compacted: { watermark: W, tokensBefore, tokensAfter },
+    receipts: [
+      {
+        stage: STAGE,
+        action: 'compacted',
+        target: `messages ${start}–${W - 1}`,
+        tokens_before: tokensBefore,
+        tokens_after: tokensAfter,
+        reason: `τ_high reached; latest ${keep} call(s) kept verbatim${keep < K ? ` (of ${K}: they alone neared τ_low)` : ''}; checkpoint ${cp.n} audited; entries lossless ${levels[0]}, extracted ${levels[1]}, pointer ${levels[2]}, ranges ${levels[3]}; verbatim set ${V.size} kept`,
+      },
+    ],
+  };
+}
+
+function fullText(m: ChatMessage): string {
+  const calls = (m.tool_calls ?? []).map((t) => t.function?.arguments ?? '').join('\n');
+  let args = calls;
+  // Commands are JSON-escaped inside arguments; compare on their decoded form.
+  try {
+    args = (m.tool_calls ?? []).map((t) => JSON.stringify(JSON.parse(t.function?.arguments ?? '{}'))).join('\n') + '\n' + decodeArgs(m);
+  } catch {
+    /* keep raw */
+  }
+  return `${messageText(m)}\n${args}`;
+}
+
+function decodeArgs(m: ChatMessage): string {
+  return (m.tool_calls ?? [])
+    .map((t) => {
+      const a = JSON.parse(t.function?.arguments ?? '{}') as Record<string, unknown>;
+      return Object.values(a).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('\n');
+    })
+    .join('\n');
+}
+
+function summaryPrompt(digest: string): string {
+  return [
+    'Summarise this coding-agent history for the agent itself. Use exactly these sections:',
+    'DONE: (what was changed, with file paths)',
+    'RULED OUT: (what failed or was disproved, with error codes and failing assertions)',
+    'OPEN: (what remains)',
+    'Copy every file path, line number, identifier, hash and error code verbatim. Do not invent anything.',
+    '',
+    digest,
+  ].join('\n');
+}

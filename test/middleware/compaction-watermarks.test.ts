@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { runContextChain, type LedgerBundle } from '../../middleware/ledger/chain.ts';
+import { approxTokens, messageText, messageTokens } from '../../middleware/ledger/message-text.ts';
+import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
+import type { ChatMessage, Receipt } from '../../middleware/types.ts';
+import { buildSession, codeLines, elideLastN, requestsOf, type Step } from './helpers/session-gen.ts';
+
+const M = 3000;
+const tokens = (ms: ChatMessage[]) => ms.reduce((n, m) => n + messageTokens(m, approxTokens), 0);
+
+function steps(n: number): Step[] {
+  const out: Step[] = [];
+  for (let k = 0; k < n; k++) {
+    if (k === 2)
+      out.push({
+        cmd: 'python -m pytest tests/test_auth.py -x',
+        exit: 1,
+        out: [
+          '============================= test session starts ==============================',
+          ...Array.from({ length: 30 }, (_, j) => `collected line ${j} ....`),
+          '_________________________ test_validate_claims __________________________',
+          '    def test_validate_claims():',
+          '>       assert validate_claims(token) == 42',
+          'E       AssertionError: assert None == 42',
+          'services/auth_token.py:142: in validate_claims',
+          "E   TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'",
+          'FAILED tests/test_auth.py::test_validate_claims - AssertionError: assert None == 42',
+          '1 failed in 0.12s',
+        ].join('\n'),
+      });
+    else if (k === 5) out.push({ cmd: 'npx tsc --noEmit', exit: 2, out: `src/api/handler.ts(17,9): error TS2345: Argument of type 'string' is not assignable.\n` + codeLines('noise', 40) });
+    else if (k === 7) out.push({ cmd: 'git log --oneline -3', out: '3f2a9c1e fix auth\n9b8c7d6a add tests\n1a2b3c4d init' });
+    else out.push({ cmd: `sed -n '1,60p' src/mod${k % 5}.py`, out: codeLines(`m${k}`, 60) });
+  }
+  return out;
+}
+
+const TASK = 'Fix the failing auth test.\nDo not modify tests.\nYou must keep the public API unchanged.';
+
+async function replay(reqs: ChatMessage[][], extra: Partial<Parameters<typeof runContextChain>[2]> = {}) {
+  let st: LedgerBundle | undefined;
+  const outs: ChatMessage[][] = [];
+  const rs: Receipt[][] = [];
+  const artifacts = new MemoryArtifactStore();
+  for (const req of reqs) {
+    const r = await runContextChain(req, st, {
+      ledger: { eviction: false },
+      compaction: { budgetTokens: M, artifacts: { put: (c) => artifacts.put('t1', c), get: (h) => artifacts.get('t1', h) } },
+      ...extra,
+    });
+    st = JSON.parse(JSON.stringify(r.state)) as LedgerBundle;
+    outs.push(r.messages);
+    rs.push(r.receipts);
+  }
+  return { outs, rs, st: st!, artifacts };
+}
+
+describe('compaction watermarks', () => {
+  it('compacts only at τ_high, down to τ_low, and re-sends the prefix byte-identically', async () => {
+    const msgs = buildSession(TASK, steps(40));
+    const { outs, rs } = await replay(requestsOf(msgs));
+    let compactions = 0;
+    for (let k = 0; k < outs.length; k++) {
+      const c = rs[k].find((r) => r.action === 'compacted');
+      if (c) {
+        compactions++;
+        expect(c.tokens_before!).toBeGreaterThanOrEqual(0.8 * M);
+        expect(c.tokens_after!).toBeLessThanOrEqual(0.5 * M);
+        expect(tokens(outs[k])).toBeLessThanOrEqual(0.5 * M);
+      } else if (!rs[k].some((r) => r.action === 'refused')) {
+        expect(tokens(outs[k])).toBeLessThan(0.8 * M);
+      }
+      if (k > 0 && !c) {
+        // between compactions: the previous prompt is a message-wise prefix of this one
+        for (let i = 0; i < outs[k - 1].length; i++) expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
+      }
+    }
+    expect(compactions).toBeGreaterThanOrEqual(2);
+  });
+
+  it('keeps the verbatim set and constraints across repeated compactions', async () => {
+    const s = steps(40);
+    const msgs = buildSession(TASK, s);
+    // a later user interjection with a constraint, in text between calls
+    msgs.splice(12, 0, { role: 'user', content: 'Never touch the migrations folder.' });
+    const { outs, rs } = await replay(requestsOf(msgs));
+    expect(rs.flat().filter((r) => r.action === 'compacted').length).toBeGreaterThanOrEqual(2);
+    const final = outs[outs.length - 1].map(messageText).join('\n');
+    for (const v of [
+      'services/auth_token.py:142',
+      'validate_claims',
+      'TypeError',
+      'E       AssertionError: assert None == 42',
+      'FAILED tests/test_auth.py::test_validate_claims - AssertionError: assert None == 42',
+      'TS2345',
+      'src/api/handler.ts',
+      '3f2a9c1e',
+      'Do not modify tests.',
+      'You must keep the public API unchanged.',
+      'Never touch the migrations folder.',
+    ])
+      expect(final).toContain(v);
+    const cp = outs[outs.length - 1].find((m) => String(m.content).startsWith('[ctxgate] checkpoint'));
+    expect(String(cp?.content)).toContain('- Never touch the migrations folder.');
+    expect(String(cp?.content)).toContain('- Do not modify tests.');
+  });
+
+  it('refuses (with a receipt) when the verbatim set cannot be kept', async () => {
+    const msgs = buildSession(TASK, steps(20));
+    const { rs, outs } = await replay(requestsOf(msgs), {
+      compaction: { budgetTokens: M, keepIdentifiersLine: false, low: 0.15 },
+    });
+    const refusals = rs.flat().filter((r) => r.action === 'refused');
+    expect(refusals.some((r) => /verbatim set would lose/.test(r.reason))).toBe(true);
+    expect(rs.flat().some((r) => r.action === 'compacted')).toBe(false);
+    expect(outs[outs.length - 1].some((m) => String(m.content).startsWith('[ctxgate] checkpoint'))).toBe(false);
+  });
+
+  it('with last-n elision: prefix stable until the compaction point, fewer prefilled tokens', async () => {
+    const msgs = buildSession(TASK, steps(40));
+    const reqs = requestsOf(msgs).map((r) => elideLastN(r, 3));
+    const { outs, rs } = await replay(reqs);
+    let prefillOurs = 0;
+    let prefillPass = 0;
+    const common = (a: ChatMessage[], b: ChatMessage[]) => {
+      let i = 0;
+      while (i < a.length && i < b.length && JSON.stringify(a[i]) === JSON.stringify(b[i])) i++;
+      return tokens(b.slice(i));
+    };
+    for (let k = 0; k < outs.length; k++) {
+      prefillOurs += k ? common(outs[k - 1], outs[k]) : tokens(outs[k]);
+      prefillPass += k ? common(reqs[k - 1], reqs[k]) : tokens(reqs[k]);
+      if (k > 0 && !rs[k].some((r) => r.action === 'compacted' || r.action === 'reset'))
+        for (let i = 0; i < outs[k - 1].length; i++) expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
+    }
+    expect(rs.flat().some((r) => r.action === 'reset')).toBe(false);
+    expect(prefillPass / prefillOurs).toBeGreaterThan(1.5);
+  });
+});
