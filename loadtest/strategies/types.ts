@@ -1,0 +1,46 @@
+// A context strategy decides, per call, what of the raw (append-only) history is sent. Each run
+// is stateful over the calls of one session; `origin` maps staged messages back to raw indexes
+// so exposure metrics can tell which raw observations are still in context.
+import type { ChatMessage } from '../../middleware/types.ts';
+
+export interface StagedView {
+  messages: ChatMessage[];
+  /** Raw message index each staged message came from; -1 for messages the strategy wrote. */
+  origin: number[];
+  /** Raw indexes whose content was replaced by a placeholder or pointer (not in context). */
+  hidden: Set<number>;
+}
+
+export interface StrategyContext {
+  budget: number;
+  count(text: string): number;
+}
+
+export interface StrategyRun {
+  /** `reserved`: tokens of the request outside the messages (tool schemas). */
+  stage(raw: ChatMessage[], reserved: number): StagedView;
+}
+
+export interface Strategy {
+  name: string;
+  describe: string;
+  start(ctx: StrategyContext): StrategyRun;
+}
+
+export function identity(raw: ChatMessage[]): StagedView {
+  return { messages: raw, origin: raw.map((_, i) => i), hidden: new Set() };
+}
+
+export function textOf(m: ChatMessage): string {
+  if (typeof m.content === 'string') return m.content;
+  if (Array.isArray(m.content)) return m.content.map((p) => p.text ?? '').join('');
+  return '';
+}
+
+/** Indexes of observations: tool results, or (no tool messages) user messages after the task. */
+export function observationIndexes(messages: ChatMessage[]): number[] {
+  const tool = messages.flatMap((m, i) => (m.role === 'tool' ? [i] : []));
+  if (tool.length) return tool;
+  const firstUser = messages.findIndex((m) => m.role === 'user');
+  return messages.flatMap((m, i) => (m.role === 'user' && i > firstUser ? [i] : []));
+}
