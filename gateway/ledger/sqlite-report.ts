@@ -1,6 +1,6 @@
 // Report aggregation in SQL (GROUP BY) over the SQLite ledger, so a report over millions of rows
 // never materializes the rows in JS. Same semantics as report/aggregate.ts (tested against it).
-// Cost: one indexed MIN/MAX plus five scans of the filtered range; groups/sessions sort in SQLite.
+// Cost: one indexed MIN/MAX, two sorted GROUP BY scans and one unsorted scan of the filtered range.
 import type Database from 'better-sqlite3';
 import { sortGroups } from '../report/aggregate.ts';
 import {
@@ -58,35 +58,64 @@ function where(q: ReportQuery): { sql: string; params: Record<string, string | n
   return { sql: parts.length ? `WHERE ${parts.join(' AND ')}` : '', params };
 }
 
-function ttftCase(): string {
-  const whens = TTFT_EDGES_MS.slice(1).map((edge, i) => `WHEN ttft_ms < ${edge} THEN ${i}`);
-  return `CASE ${whens.join(' ')} ELSE ${TTFT_EDGES_MS.length - 1} END`;
+// TTFT histogram counts folded into the main scan as one SUM per bucket (NULL ttft counts nowhere).
+function ttftSums(): string {
+  return TTFT_EDGES_MS.map((lo, i) => {
+    const hi = TTFT_EDGES_MS[i + 1];
+    return `TOTAL(ttft_ms >= ${lo}${hi === undefined ? '' : ` AND ttft_ms < ${hi}`}) AS tt${i}`;
+  }).join(', ');
 }
+
+type MainRow = SumsRow & { t: number } & Record<string, number | string | null>;
 
 export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData {
   const w = where(q);
-  const all = <T>(sql: string, extra: Record<string, number> = {}): T[] => db.prepare(sql).all({ ...w.params, ...extra }) as T[];
+  const all = <T>(sql: string): T[] => db.prepare(sql).all(w.params) as T[];
 
   const span = all<{ lo: number | null; hi: number | null }>(`SELECT MIN(time) AS lo, MAX(time) AS hi FROM usage ${w.sql}`)[0];
   const first = span?.lo ?? null;
   const last = span?.hi ?? null;
+  // Inlined, not bound: better-sqlite3 binds JS numbers as REAL, which would make `/` a float division.
+  const bucketMs = Math.floor(pickBucketMs(first, last));
+  const top = Math.max(0, Math.floor(q.top ?? DEFAULT_TOP_SESSIONS));
+  const keyOf = (k: string | number | undefined): string => (q.groupBy === 'day' ? dayKey(Number(k) * DAY_MS) : String(k));
 
-  const groupRows = all<SumsRow>(`SELECT ${KEY_SQL[q.groupBy]} AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY k`);
-  const groups: GroupRow[] = groupRows.map((r) => ({ key: q.groupBy === 'day' ? dayKey(Number(r.k) * DAY_MS) : String(r.k), ...toSums(r) }));
+  // SQLite aggregates by sorting, so every GROUP BY scan costs a sort of the range: this plan
+  // uses two sorted scans. Other groupings: one scan by (key, time bucket) yields groups, totals,
+  // series and TTFT; a second ranks sessions. By session: one scan by session, one by bucket.
+  const groupMap = new Map<string, Sums>();
+  const seriesMap = new Map<number, Sums>();
+  const counts = TTFT_EDGES_MS.map(() => 0);
+  const addTo = <K>(m: Map<K, Sums>, k: K, s: Sums): void => {
+    const cur = m.get(k);
+    if (cur) addSums(cur, s);
+    else m.set(k, { ...s });
+  };
+  const addTtft = (r: MainRow): void => TTFT_EDGES_MS.forEach((_, i) => (counts[i] += Number(r[`tt${i}`] ?? 0)));
+  const bucket = `(time / ${bucketMs}) * ${bucketMs}`;
+  let topRows: SumsRow[];
+  if (q.groupBy === 'session') {
+    for (const r of all<SumsRow>(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY session_id`)) groupMap.set(String(r.k), toSums(r));
+    for (const r of all<MainRow>(`SELECT ${bucket} AS t, ${SUMS_SQL}, ${ttftSums()} FROM usage ${w.sql} GROUP BY t`)) {
+      seriesMap.set(Number(r.t), toSums(r));
+      addTtft(r);
+    }
+    topRows = [];
+  } else {
+    for (const r of all<MainRow>(`SELECT ${KEY_SQL[q.groupBy]} AS k, ${bucket} AS t, ${SUMS_SQL}, ${ttftSums()} FROM usage ${w.sql} GROUP BY k, t`)) {
+      const s = toSums(r);
+      addTo(groupMap, keyOf(r.k), s);
+      addTo(seriesMap, Number(r.t), s);
+      addTtft(r);
+    }
+    topRows = top
+      ? all<SumsRow>(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY session_id ORDER BY costNusd DESC, session_id ASC LIMIT ${top}`)
+      : [];
+  }
+  const groups: GroupRow[] = sortGroups([...groupMap].map(([key, s]) => ({ key, ...s })), q.groupBy);
   const totals = emptySums();
   for (const g of groups) addSums(totals, g);
-
-  const top = q.top ?? DEFAULT_TOP_SESSIONS;
-  const sessionRows = all<SumsRow>(
-    `SELECT session_id AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY session_id ORDER BY costNusd DESC, session_id ASC LIMIT ${Math.max(0, Math.floor(top))}`,
-  );
-
-  const bucketMs = pickBucketMs(first, last);
-  const seriesRows = all<SumsRow>(`SELECT (time / @bucket) * @bucket AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY k ORDER BY k`, { bucket: bucketMs });
-
-  const counts = TTFT_EDGES_MS.map(() => 0);
-  const tw = w.sql ? `${w.sql} AND ttft_ms IS NOT NULL` : 'WHERE ttft_ms IS NOT NULL';
-  for (const r of all<{ b: number; n: number }>(`SELECT ${ttftCase()} AS b, COUNT(*) AS n FROM usage ${tw} GROUP BY b`)) counts[r.b] = r.n;
+  const topSessions = q.groupBy === 'session' ? groups.slice(0, top) : topRows.map((r) => ({ key: String(r.k), ...toSums(r) }));
 
   const bw = w.sql ? `${w.sql} AND break_cause IS NOT NULL` : 'WHERE break_cause IS NOT NULL';
   const breaks = all<{ cause: string; count: number }>(`SELECT break_cause AS cause, COUNT(*) AS count FROM usage ${bw} GROUP BY break_cause`).sort(
@@ -99,11 +128,11 @@ export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData 
     firstTime: first,
     lastTime: last,
     totals,
-    groups: sortGroups(groups, q.groupBy),
+    groups,
     bucketMs,
-    series: seriesRows.map((r) => ({ t: Number(r.k), ...toSums(r) })),
+    series: [...seriesMap].sort((a, b) => a[0] - b[0]).map(([t, s]) => ({ t, ...s })),
     ttft: { edgesMs: [...TTFT_EDGES_MS], counts },
-    topSessions: sessionRows.map((r) => ({ key: String(r.k), ...toSums(r) })),
+    topSessions,
     breaks,
   };
 }

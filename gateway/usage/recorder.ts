@@ -33,11 +33,13 @@ export interface UsageRecorder {
   lastRecord(requestId: string): UsageRecord | undefined;
   /** Records lost by the recorder itself or the ledger (queue full, write errors). */
   dropped(): number;
+  /** Supplies the metric handles after construction (the gateway creates them in buildGateway). */
+  attachMetrics(m: RecorderMetrics): void;
   close(): Promise<void>;
 }
 
 export function createUsageRecorder(o: UsageRecorderOptions): UsageRecorder {
-  const m = o.metrics ?? {};
+  let m: RecorderMetrics = o.metrics ?? {};
   const cap = o.lastRecords ?? DEFAULT_LAST_RECORDS;
   const last = new Map<string, UsageRecord>();
   let ownDropped = 0;
@@ -99,6 +101,9 @@ export function createUsageRecorder(o: UsageRecorderOptions): UsageRecorder {
       }
     },
     lastRecord: (id) => last.get(id),
+    attachMetrics(handles) {
+      m = handles;
+    },
     dropped: () => ownDropped + (o.ledger?.stats().dropped ?? 0),
     async close() {
       clearInterval(poll);

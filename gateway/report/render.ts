@@ -1,0 +1,42 @@
+// Builds a report from a ledger (SQL when the store supports it, else a streaming in-memory
+// aggregation) and renders it in the requested format.
+import type { UsageLedger } from '../ledger/types.ts';
+import { aggregateRecords } from './aggregate.ts';
+import { renderCsv, renderJson, renderMarkdown } from './format.ts';
+import { renderHtmlReport } from './html.ts';
+import type { ReportData, ReportFormat, ReportQuery } from './types.ts';
+
+export async function buildReport(ledger: UsageLedger, q: ReportQuery): Promise<ReportData> {
+  if (ledger.report) return ledger.report(q);
+  return aggregateRecords(ledger.query({ since: q.since, until: q.until, tenant: q.tenant }), q);
+}
+
+export const CONTENT_TYPES: Record<ReportFormat, string> = {
+  json: 'application/json; charset=utf-8',
+  csv: 'text/csv; charset=utf-8',
+  md: 'text/markdown; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+};
+
+export function renderReport(d: ReportData, format: ReportFormat): string {
+  switch (format) {
+    case 'json':
+      return renderJson(d);
+    case 'csv':
+      return renderCsv(d);
+    case 'md':
+      return renderMarkdown(d);
+    case 'html':
+      return renderHtmlReport(d);
+  }
+}
+
+/** Parses a time bound: epoch ms, ISO date/time, or a relative `-24h` / `-7d` / `-30m`. */
+export function parseTime(s: string, now = Date.now()): number {
+  const rel = /^-(\d+(?:\.\d+)?)([smhd])$/.exec(s.trim());
+  if (rel) return now - Number(rel[1]) * { s: 1e3, m: 6e4, h: 3.6e6, d: 8.64e7 }[rel[2] as 's' | 'm' | 'h' | 'd'];
+  if (/^\d{10,}$/.test(s.trim())) return Number(s);
+  const t = Date.parse(s);
+  if (Number.isNaN(t)) throw new Error(`invalid time '${s}' (use ISO 8601, epoch ms, or -24h / -7d)`);
+  return t;
+}
