@@ -1,17 +1,17 @@
-// Segment id cache: token ids of a text, keyed by (tokenizer name, sha1 of text). Agents resend the
-// same system prompt, tool schemas and history every call, so nearly every segment is a hit.
-// Cost: sha1 over the text (~0.5 µs/KB) per lookup; memory bounded by total cached ids.
+// Segment id cache: token ids of a text, keyed by (tokenizer name, text). Agents resend the same
+// system prompt, tool schemas and history every call, so nearly every segment is a hit. The text
+// itself is the key (V8 hashes a string once, natively, faster than a sha1 and without collisions);
+// the size bound counts the ids plus the key's characters / 4. `textHash` is the short content hash
+// used where a key must not hold the text (session state).
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 
 /** Total token ids kept across all tokenizers (4 bytes-ish each in a packed array, more in JS). */
 export const DEFAULT_ENCODE_CACHE_TOKENS = 4_000_000;
-/** Texts shorter than this are encoded directly: hashing would cost about as much. */
-const MIN_CACHED_CHARS = 16;
 
 const cache = new LRUCache<string, readonly number[]>({
   maxSize: DEFAULT_ENCODE_CACHE_TOKENS,
-  sizeCalculation: (v) => Math.max(1, v.length),
+  sizeCalculation: (v, k) => Math.max(1, v.length + (k.length >> 2)),
 });
 
 export function textHash(text: string): string {
@@ -19,13 +19,19 @@ export function textHash(text: string): string {
 }
 
 export function encodeCachedWith(name: string, encode: (t: string) => number[], text: string): readonly number[] {
-  if (text.length < MIN_CACHED_CHARS) return encode(text);
-  const key = name + '\u0000' + textHash(text);
+  return lookupEncoded(name, encode, text).ids;
+}
+
+/** Like encodeCachedWith, also saying whether the ids came from the cache. */
+export function lookupEncoded(name: string, encode: (t: string) => number[], text: string): { ids: readonly number[]; hit: boolean } {
+  // Short pieces ("\n", "assistant\n") are cached too: a BPE call costs ~10 µs whatever the length.
+  if (text.length === 0) return { ids: [], hit: true };
+  const key = name + '\u0000' + text;
   const hit = cache.get(key);
-  if (hit) return hit;
+  if (hit) return { ids: hit, hit: true };
   const ids = Object.freeze(encode(text));
   cache.set(key, ids);
-  return ids;
+  return { ids, hit: false };
 }
 
 export function encodeCacheStats(): { entries: number; tokens: number } {

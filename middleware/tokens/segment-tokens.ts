@@ -3,9 +3,11 @@
 // across them), each text segment's ids come from the lru-cache keyed by (tokenizer, content
 // hash), and every seam is verified once by encoding a window around it; a seam that merges is
 // reported and that stretch is re-encoded as whole text. Cost per call: one regex pass + one sha1
-// per segment over the prompt, BPE only for segments never seen before.
+// per segment over the prompt, BPE only for segments never seen before. Seams are verified when a
+// segment is first encoded (a cached segment's seams were checked when it entered the cache).
 import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
+import { lookupEncoded } from './encode-cache.ts';
 
 /** Characters of context on each side of a seam in the verification window. */
 export const SEAM_WINDOW_CHARS = 24;
@@ -58,15 +60,25 @@ export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar:
   let tokensBeforeMark = 0;
   let chars = 0;
   let i = 0;
+  const encode = (t: string): number[] => tok.encode(t);
+  const looked = pieces.map((p) => lookupEncoded(tok.name, encode, p));
   while (i < pieces.length) {
-    // Grow a run while its seams merge: the run is then encoded as one text.
+    // Grow a run while its seams merge: the run is then encoded as one text. Only seams next to a
+    // freshly encoded piece are checked.
     let run = pieces[i];
     let j = i;
-    while (j + 1 < pieces.length && pieces[j + 1] !== '' && run !== '' && !seamOk(tok, run, pieces[j + 1])) {
+    let segIds = looked[i].ids;
+    while (
+      j + 1 < pieces.length &&
+      pieces[j + 1] !== '' &&
+      run !== '' &&
+      (!looked[j].hit || !looked[j + 1].hit || j > i) &&
+      !seamOk(tok, run, pieces[j + 1])
+    ) {
       run += pieces[++j];
       mergedSeams++;
     }
-    const segIds = tok.encodeCached(run);
+    if (j > i) segIds = tok.encodeCached(run);
     for (let k = 0; k < segIds.length; k++) ids.push(segIds[k]);
     chars += run.length;
     if (chars <= markChar) tokensBeforeMark = ids.length;

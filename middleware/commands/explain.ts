@@ -1,0 +1,62 @@
+// `ctxgate explain FILE…`: per-call prefix-cache table for recorded sessions (any format the replay
+// harness reads: request-stream .jsonl, mini-swe-agent .traj.json, SWE-agent .traj, aider). Each
+// call is run through the pipeline and the diagnostics printed: predicted cached tokens and, when
+// the prefix broke, the cause and where.
+import { readSessions } from '../../loadtest/formats/read-sessions.ts';
+import { createPipeline } from '../pipeline.ts';
+import type { PrefixDiagnostics } from '../types.ts';
+
+export const help = `usage: ctxgate explain FILE|DIR… [--tokenizer qwen3] [--layout passthrough|ctxgate] [--block-size 16] [--chat-template FILE]
+
+Replays each recorded session through the context pipeline (no upstream) and prints, per call:
+messages, prompt tokens, predicted cached tokens (longest common token prefix with the previous
+call, whole blocks) and the break cause@token index (message index): new_session, system_changed,
+tools_changed, history_edited, template_rerender, truncated. Default layout: passthrough (the
+session as the agent sent it); --layout ctxgate shows what ctxgate's rewrite would give.`;
+
+function flag(argv: string[], name: string): string | undefined {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+export function formatBreak(p: PrefixDiagnostics | undefined): string {
+  if (!p) return 'unrendered';
+  if (p.break_cause === 'none') return '-';
+  const at = p.break_token_index !== undefined ? `@${p.break_token_index}` : '';
+  const msg = p.break_message_index !== undefined ? ` (msg ${p.break_message_index})` : '';
+  return `${p.break_cause}${at}${msg}`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const valued = new Set(['--tokenizer', '--layout', '--block-size', '--chat-template']);
+  const files = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
+  if (files.length === 0) {
+    process.stderr.write(help + '\n');
+    return 2;
+  }
+  const layout = (flag(argv, '--layout') ?? 'passthrough') as 'passthrough' | 'ctxgate';
+  const sessions = await readSessions(files);
+  for (const s of sessions) {
+    const pipeline = createPipeline({
+      model: 'explain',
+      tokenizer: flag(argv, '--tokenizer') ?? 'qwen3',
+      chatTemplateFile: flag(argv, '--chat-template'),
+      layout,
+      blockSize: Number(flag(argv, '--block-size') ?? 16),
+    });
+    const rows: string[][] = [['call', 'messages', 'prompt tokens', 'predicted cached', 'break cause@index']];
+    let prompt = 0;
+    let cached = 0;
+    for (let i = 0; i < s.calls.length; i++) {
+      const r = await pipeline.process(s.calls[i].body, { tenant: 'explain', requestId: `${s.id}#${i}`, headers: { 'x-session-id': s.id }, model: 'explain' });
+      prompt += r.prefix?.prompt_tokens ?? 0;
+      cached += r.prefix?.predicted_cached_tokens ?? 0;
+      rows.push([String(i + 1), String(r.body.messages.length), String(r.prefix?.prompt_tokens ?? '?'), String(r.prefix?.predicted_cached_tokens ?? '?'), formatBreak(r.prefix)]);
+    }
+    const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
+    process.stdout.write(`session ${s.id} (${s.source}), layout ${layout}\n`);
+    for (const row of rows) process.stdout.write(row.map((v, c) => (c === 4 ? v : v.padStart(widths[c]))).join('  ') + '\n');
+    process.stdout.write(`total: ${prompt} prompt tokens, ${cached} predicted cached (${prompt ? ((100 * cached) / prompt).toFixed(1) : '0.0'}%)\n\n`);
+  }
+  return 0;
+}
