@@ -7,7 +7,8 @@ import { applyProfile, PROFILE_NAMES } from './profiles/index.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from './replay/args.ts';
 import { loadPricing } from './replay/pricing.ts';
 import { fullLog, observationMasking, slidingWindow, DEFAULT_MASK_KEEP } from './strategies/baselines.ts';
-import { ctxgateStrategy, TAU_HIGH, TAU_LOW } from './strategies/ctxgate-strategy.ts';
+import { DEFAULT_HIGH as TAU_HIGH, DEFAULT_LOW as TAU_LOW } from '../middleware/compaction/compact.ts';
+import { ctxgateStrategy } from './strategies/ctxgate-strategy.ts';
 import { StrategyEvaluator, type StrategyResult } from './strategies/evaluate.ts';
 import { formatStrategyTable } from './strategies/table.ts';
 import { TokenModel } from './strategies/token-model.ts';
@@ -31,8 +32,9 @@ Strategies
   sliding-window        system prompt + the newest messages that fit in W tokens (--window, default = budget)
   observation-masking   tool outputs older than the last M (--mask-keep, default ${DEFAULT_MASK_KEEP}) replaced by a placeholder
   ctxgate               root kept; lossless filtering; tombstones for superseded reads (ledger);
-                        at ${TAU_HIGH}·M* compact the oldest observations down to ${TAU_LOW}·M* (structured
-                        extraction, then pointers that keep the verbatim set)
+                        at ${TAU_HIGH}·M* the middleware's batch compaction replaces the history between the
+                        task and the latest calls by an audited checkpoint digest, down to ${TAU_LOW}·M*
+                        (lossless, extraction, pointers that list the verbatim set, ranges)
 
 Metrics (per strategy, over all calls of all sessions)
   staged tokens / call    tokens sent per call (mean, max); calls over budget = staged > --budget
@@ -98,7 +100,8 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
       ctxgateStrategy(),
     ];
     const window = num(args, 'window', budget, 256);
-    const results: StrategyResult[] = strategies.map((s) => (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing).evaluate(s, sessions) : ev.evaluate(s, sessions)));
+    const results: StrategyResult[] = [];
+    for (const s of strategies) results.push(await (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing) : ev).evaluate(s, sessions));
     for (const r of results) r.budget = budget;
     if (bool(args, 'json')) out(JSON.stringify({ budget, window, sessions: sessions.length, strategies: results }, null, 2) + '\n');
     else {

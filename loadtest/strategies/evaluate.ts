@@ -69,7 +69,7 @@ export class StrategyEvaluator {
     return v;
   }
 
-  evaluate(strategy: Strategy, sessions: Session[]): StrategyResult {
+  async evaluate(strategy: Strategy, sessions: Session[]): Promise<StrategyResult> {
     const acc: Acc = { calls: 0, raw: 0, staged: 0, max: 0, over: 0, cached: 0, verbatimSum: 0, compactions: 0, constraintSum: 0, exposed: 0 };
     const count = (t: string) => this.tokens.count(t);
     for (const s of sessions) {
@@ -84,7 +84,7 @@ export class StrategyEvaluator {
       for (const call of s.calls) {
         const raw = call.body.messages;
         truth = applyLedger(raw, truth, { eviction: false, rules: SYNTH_RULES, countTokens: count, now: 0 }).state;
-        const view = run.stage(raw, call.body.tools?.length ? TokenModel.total(this.tokens.sequence([], call.body.tools)) : 0);
+        const view = await run.stage(raw, call.body.tools?.length ? TokenModel.total(this.tokens.sequence([], call.body.tools)) : 0);
         const seq = this.tokens.sequence(view.messages, call.body.tools);
         const staged = TokenModel.total(seq);
         acc.calls++;

@@ -18,7 +18,7 @@ export interface StrategyContext {
 
 export interface StrategyRun {
   /** `reserved`: tokens of the request outside the messages (tool schemas). */
-  stage(raw: ChatMessage[], reserved: number): StagedView;
+  stage(raw: ChatMessage[], reserved: number): StagedView | Promise<StagedView>;
 }
 
 export interface Strategy {
