@@ -3,6 +3,7 @@
 // request's modeled timing, and close(). Everything in-process, ephemeral ports.
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type GatewayDeps } from '../../gateway/server.ts';
+import { createPipeline } from '../../middleware/pipeline.ts';
 import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
 import { startTimingTap, type TimingTap } from './timing-tap.ts';
 import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
@@ -55,7 +56,7 @@ export const startFleet: FleetFactory = async (spec) => {
     }
     const config = parseConfig(gatewayConfigFor(spec, taps.map((t) => t.url)), 'bench replay');
     const pipelineFor = await pipelineFactory(spec);
-    gateway = await startGateway(config, { logger: false, ...(pipelineFor ? { pipelineFor } : {}) });
+    gateway = await startGateway(config, { logger: false, pipelineFor });
   } catch (err) {
     await close();
     throw err;
@@ -80,8 +81,8 @@ export const startFleet: FleetFactory = async (spec) => {
   return handle;
 };
 
-/** layout=ctxgate needs the context pipeline; passthrough uses the gateway's default. */
+/** The model's context pipeline: ctxgate layout stages, or passthrough (body untouched) — both
+ * compute engine-exact tokens and block hashes that prefix-aware routing policies use. */
 async function pipelineFactory(spec: FleetSpec): Promise<GatewayDeps['pipelineFor']> {
-  if (spec.layout === 'passthrough') return undefined;
-  return undefined;
+  return (m) => createPipeline({ model: m.name, tokenizer: spec.tokenizer, layout: spec.layout, blockSize: spec.blockSize });
 }
