@@ -1,7 +1,7 @@
 // First-seen key order: the session remembers, per JSON object path, the order in which keys
 // first appeared; later calls are rewritten to that order, so a framework that rebuilds its tool
-// schemas from a dict every call still renders byte-identically. Keys never seen before are
-// appended in code-point order (deterministic whatever order they arrive in) and remembered.
+// schemas from a dict every call still renders byte-identically. Keys never seen before keep the
+// order they arrive in (first seen) and are appended to the remembered order.
 // O(size of the value) per call; the tree holds keys only, never values.
 
 export interface KeyTree {
@@ -30,7 +30,7 @@ export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
   } else {
     const present = new Set(keys);
     const known = new Set(tree.k);
-    const fresh = keys.filter((k) => !known.has(k)).sort();
+    const fresh = keys.filter((k) => !known.has(k));
     order = tree.k.filter((k) => present.has(k)).concat(fresh);
     if (fresh.length) tree.k.push(...fresh);
   }

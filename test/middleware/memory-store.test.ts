@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
+import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+
+const state = (tenant: string, id: string, pad = ''): SessionState => ({ schema: SESSION_SCHEMA_VERSION, tenant, sessionId: id, model: 'm', rootHash: 'r', calls: 1, updatedAt: 1, layout: { pad } });
+
+describe('MemorySessionStore', () => {
+  it('namespaces by tenant, copies on write, sets a checksum', async () => {
+    const s = new MemorySessionStore();
+    const st = state('A', 's1');
+    await s.put(st);
+    st.calls = 99;
+    const got = await s.get('A', 's1');
+    expect(got?.calls).toBe(1);
+    expect(got?.checksum).toMatch(/^[0-9a-f]{64}$/);
+    expect(await s.get('B', 's1')).toBeUndefined();
+    expect(await s.list('A')).toEqual(['s1']);
+    await s.delete('A', 's1');
+    expect(await s.get('A', 's1')).toBeUndefined();
+  });
+
+  it('evicts least recently used sessions by count and by bytes, and expires by TTL', async () => {
+    const byCount = new MemorySessionStore({ maxSessions: 2 });
+    for (const id of ['a', 'b', 'c']) await byCount.put(state('T', id));
+    expect(await byCount.get('T', 'a')).toBeUndefined();
+    expect(await byCount.get('T', 'c')).toBeDefined();
+    const byBytes = new MemorySessionStore({ maxBytes: 5000 });
+    await byBytes.put(state('T', 'big1', 'x'.repeat(2000)));
+    await byBytes.put(state('T', 'big2', 'x'.repeat(2000)));
+    await byBytes.put(state('T', 'big3', 'x'.repeat(2000)));
+    expect(await byBytes.get('T', 'big1')).toBeUndefined();
+    expect(byBytes.stats().bytes).toBeLessThanOrEqual(5000);
+    const ttl = new MemorySessionStore({ ttlMs: 1 });
+    await ttl.put(state('T', 'x'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await ttl.get('T', 'x')).toBeUndefined();
+  });
+});
