@@ -12,6 +12,7 @@ import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode, textModeCommand } from '../ledger/semantics.ts';
 import { isElisionMarker } from '../stabilise/elision.ts';
+import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
 import { losslessText, mergeRange, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
 import { constraintLines, missingFrom, verbatimSet } from './verbatim.ts';
@@ -52,8 +53,11 @@ export interface CompactionState {
   watermark: number;
   /** messageHash of the agent's messages [0, watermark). */
   hashes: string[];
-  /** What replaces messages [0, watermark): pinned head + checkpoint message. */
-  prefix: ChatMessage[];
+  /** Messages [0, pinnedEnd) are the pinned root and task, re-sent from the agent's own copy
+   * (hash-checked) so they are never persisted here. */
+  pinnedEnd: number;
+  /** The checkpoint message that replaces messages [pinnedEnd, watermark). */
+  checkpointMessage?: ChatMessage;
   entries: DigestEntry[];
   /** Absent until the first compaction (a state may only carry a refusal mark). */
   checkpoint?: Checkpoint;
@@ -88,7 +92,7 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
     receipts.push({ stage: STAGE, action: 'reset', reason: `agent history below message ${st.watermark} changed since compaction ${st.n}; compacted prefix dropped` });
     st = undefined;
   }
-  const view = st ? [...st.prefix, ...input.slice(st.watermark)] : input;
+  const view = st && st.checkpointMessage ? [...input.slice(0, st.pinnedEnd), st.checkpointMessage, ...input.slice(st.watermark)] : input;
   const M = opts.budgetTokens ?? 0;
   if (!M) return { messages: view, state: st, receipts };
   const tokens = sumTokens(view, count);
@@ -98,7 +102,7 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   const r = await compactOnce(input, raw, st, view, tokens, opts, count);
   receipts.push(...r.receipts);
   if (!r.state) {
-    const keep: CompactionState = st ? { ...st, refusedAt: tokens } : { v: 1, n: 0, watermark: 0, hashes: [], prefix: [], entries: [], constraints: [], refusedAt: tokens };
+    const keep: CompactionState = st ? { ...st, refusedAt: tokens } : { v: 1, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens };
     return { messages: view, state: keep, receipts };
   }
   return { messages: r.messages, state: r.state, receipts, compacted: r.compacted };
@@ -207,16 +211,21 @@ async function compactOnce(
   const seenHash = new Map<string, number>();
   for (const e of entries) if (e.hash && e.level < 3) seenHash.set(e.hash, e.from);
   const artifacts: Record<string, string> = { ...(st?.checkpoint?.artifacts ?? {}) };
-  const evictedTexts: string[] = st && st.n > 0 ? [messageText(st.prefix[st.prefix.length - 1])] : [];
+  const evictedTexts: string[] = st?.checkpointMessage ? [messageText(st.checkpointMessage)] : [];
   const regionUserTexts: string[] = [];
   for (let i = start; i < W; i++) {
     const m = input[i];
-    if (m.role === 'user' && !fresh.some((c) => c.result === m)) regionUserTexts.push(messageText(m));
+    if (m.role === 'user' && !fresh.some((c) => c.result === m)) regionUserTexts.push(redact(messageText(m)).text);
   }
   for (const c of fresh) {
-    const out = c.result ? messageText(c.result) : '';
+    // Everything that enters the digest is persisted: redact first. The verbatim set is taken
+    // on the redacted text, so a secret is never something the digest must keep.
+    const rawOut = c.result ? messageText(c.result) : '';
+    const out = redact(rawOut).text;
+    c.thought = redact(c.thought).text;
+    c.label = redact(c.label).text;
     evictedTexts.push(c.thought, c.label, out);
-    const hash = sha256Hex(out);
+    const hash = sha256Hex(rawOut);
     const obs = ledger?.observations.find((o) => o.id === c.id);
     let pointer: string | undefined;
     if (obs?.stale) pointer = `stale: ${obs.stale.reason}${obs.stale.byCall ? ` by call ${obs.stale.byCall}` : ''}`;
@@ -227,7 +236,7 @@ async function compactOnce(
     }
     if (!seenHash.has(hash)) seenHash.set(hash, c.call);
     if (opts.artifacts && out.length > 0) {
-      artifacts[`call:${c.id}`] = await opts.artifacts.put(out);
+      artifacts[`call:${c.id}`] = await opts.artifacts.put(rawOut);
     }
     entries.push({
       from: c.call,
@@ -247,7 +256,7 @@ async function compactOnce(
   for (const u of regionUserTexts) evictedTexts.push(u);
 
   // Checkpoint: goal, constraints (schema partition: never lossy), milestones, hypothesis.
-  const task = messageText(input[firstUser]);
+  const task = redact(messageText(input[firstUser])).text;
   const taskConstraints = constraintLines(task);
   const constraints = [...new Set([...(st?.constraints ?? []), ...taskConstraints, ...regionUserTexts.flatMap(constraintLines)])];
   const ledgerCalls = ledger?.calls ?? Object.fromEntries(fresh.filter((c) => c.result).map((c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const));
@@ -274,7 +283,8 @@ async function compactOnce(
   // Fit the digest: downgrade oldest-first, one level at a time, until it fits τ_low.
   const headerText = renderCheckpoint(cp);
   const budget = target - fixedTokens - count(headerText) - 16;
-  const cost = (e: DigestEntry): number => count(renderEntry(e)) + 1;
+  const keepIds = opts.keepIdentifiersLine !== false;
+  const cost = (e: DigestEntry): number => count(renderEntry(e, keepIds)) + 1;
   let total = entries.reduce((n, e) => n + cost(e), 0);
   for (const lvl of [1, 2] as const) {
     for (const e of entries) {
@@ -299,11 +309,11 @@ async function compactOnce(
     total += cost(range) - run.reduce((n, e) => n + cost(e), 0);
     merged = [...merged.slice(0, low), range, ...merged.slice(low + take)];
   }
-  let digest = merged.map(renderEntry).join('\n');
+  let digest = merged.map((e) => renderEntry(e, keepIds)).join('\n');
   if (total > budget && opts.summarise) {
     const summary = (await opts.summarise(summaryPrompt(digest))).trim();
     const kept = missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary);
-    digest = `Summary (model-written):\n${summary}${kept.length ? `\n  kept: ${kept.join(' | ')}` : ''}`;
+    digest = `Summary (model-written):\n${summary}${kept.length && keepIds ? `\n  kept: ${kept.join(' | ')}` : ''}`;
     total = count(digest);
   }
   if (total > budget) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
@@ -314,7 +324,7 @@ async function compactOnce(
   const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(fullText).join('\n');
   const V = new Set(evictedTexts.flatMap((t) => verbatimSet(t)));
   let missing = missingFrom(V, outText(cpText));
-  if (missing.length && opts.keepIdentifiersLine !== false) {
+  if (missing.length && keepIds) {
     cpText += `\nKept identifiers: ${missing.join(' | ')}`;
     missing = missingFrom(V, outText(cpText));
   }
@@ -324,8 +334,7 @@ async function compactOnce(
   if (!audit.ok) return refuse(`checkpoint audit failed: ${audit.problems.slice(0, 3).join('; ')}`);
 
   const cpMsg: ChatMessage = { role, content: cpText };
-  const prefix = [...headOut, cpMsg];
-  const messages = [...prefix, ...tail];
+  const messages = [...headOut, cpMsg, ...tail];
   const tokensAfter = sumTokens(messages, count);
   if (tokensAfter > target) return refuse(`compacted prompt is ${tokensAfter} tokens > τ_low ${Math.floor(target)}`);
   const levels = [0, 1, 2, 3].map((l) => merged.filter((e) => e.level === l).length);
@@ -334,7 +343,8 @@ async function compactOnce(
     n: cp.n,
     watermark: W,
     hashes: raw.slice(0, W).map(messageHash),
-    prefix,
+    pinnedEnd,
+    checkpointMessage: cpMsg,
     entries: merged,
     checkpoint: cp,
     constraints,

@@ -45,15 +45,15 @@ export function header(e: DigestEntry): string {
   return e.label ? `#${e.from} $ ${e.label}${exit}` : `#${e.from}`;
 }
 
-export function renderEntry(e: DigestEntry): string {
+export function renderEntry(e: DigestEntry, keepIdentifiers = true): string {
   const head = header(e);
   let body: string;
   if (e.level >= 2) body = e.level === 2 ? `[output: ${e.lines} lines, kept by the gateway${e.pointer ? `; ${e.pointer}` : ''}]` : '';
   else if (e.pointer) body = `[${e.pointer}]`;
   else body = e.level === 0 ? (e.text ?? '') : extractStructured(e.text ?? '');
   const thought = e.level <= 1 && e.thought ? `${e.thought}\n` : '';
-  const shown = `${thought}${head}\n${body}`;
-  const kept = missingFrom(e.verbatim, shown);
+  const shown = body ? `${thought}${head}\n${body}` : `${thought}${head}`;
+  const kept = keepIdentifiers ? missingFrom(e.verbatim, shown) : [];
   return (kept.length ? `${shown}\n  kept: ${kept.join(' | ')}` : shown).trimEnd();
 }
 

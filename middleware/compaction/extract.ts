@@ -15,7 +15,7 @@ const IMPORTANT: RegExp[] = [
   /^\s*File "[^"]+", line \d+/, // python frames
   /^\s+at .+[:(]\d+(:\d+)?\)?$/, // js frames
   /[●✕×]\s|\bExpected\b|\bReceived\b|Tests?:\s+\d+/, // jest / vitest
-  /^(--- FAIL|FAIL|ok)\s|_test\.go:\d+:/, // go test
+  /^(--- FAIL:?|FAIL)\s|_test\.go:\d+:/, // go test
   /^error(\[E\d+\])?:|^\s*--> |^warning:|test result:/, // cargo / rustc
   /\(\d+,\d+\): error TS\d+|error TS\d+:/, // tsc
   /:\d+:\d+: (error|warning|note):/, // gcc / clang

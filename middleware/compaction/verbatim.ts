@@ -4,15 +4,17 @@
 // Gutter numbers of `cat -n` and code identifiers of plain file reads are not in V. O(n).
 
 const EXT = 'py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|c|h|cc|cpp|hpp|java|kt|rb|php|cs|swift|scala|sh|toml|ya?ml|json|cfg|ini|md|rst|txt|lock|sql|html|css|vue|patch|diff|proto|xml|gradle|mk';
-const PATH_RE = new RegExp(`(?:^|[\\s"'\`(\\[=:,])((?:\\.{0,2}/)?(?:[\\w.@+-]+/)*[\\w@+-][\\w.@+-]*\\.(?:${EXT}))(?::(\\d+)(?::\\d+)?)?(?=$|[\\s"'\`)\\],:;])`, 'gm');
+const PATH_RE = new RegExp(`(?:^|[\\s"'\`(\\[=:,])((?:\\.{0,2}/)?(?:[\\w.@+-]+/)*[\\w@+-][\\w.@+-]*\\.(?:${EXT}))(?::(\\d+)(?::\\d+)?)?(?=$|[\\s"'\`()\\],:;])`, 'gm');
 const TRACE_RE = /File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?/g;
 const CODE_RE = /\b(?:TS\d{4}|E\d{4}|[A-Z]{1,3}\d{3,4}|errno \d+)\b/g;
 const HASH_RE = /\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b/g;
 const EXC_RE = /\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b/g;
 const ASSERT_LINE_RE = /^\s*(?:E\s{2,}.*\S|.*\bAssertionError\b.*|FAILED \S+.*|--- FAIL: .*|.*panicked at .*|\s*(?:Expected|Received)(?: value)?: .*|assert(?:ion)? failed.*)$/gm;
 
-export function verbatimSet(text: string): string[] {
+export function verbatimSet(input: string): string[] {
   const out = new Set<string>();
+  // Identifier lists ctxgate wrote itself are not evidence; their items are counted on their own.
+  const text = input.replace(/^\s*(kept|Kept identifiers): .*$/gm, '');
   for (const m of text.matchAll(PATH_RE)) {
     out.add(m[1]);
     if (m[2]) out.add(`${m[1]}:${m[2]}`);

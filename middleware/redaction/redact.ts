@@ -49,8 +49,8 @@ const RULES: Rule[] = [
   {
     kind: 'env_secret',
     // `.env` style assignments; the name stays so the agent still knows the variable exists.
-    re: /^(\s*(?:export\s+)?[A-Za-z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_KEY|APIKEY|PRIVATE_KEY)[A-Za-z0-9_]*\s*[=:]\s*)(?!\[REDACTED)(["']?)[^\s"'#]{4,}\2/gim,
-    replace: (k) => `$1[REDACTED:${k}]`,
+    re: /(^|[\s;'"`])((?:export\s+)?[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_KEY|APIKEY|PRIVATE_KEY)[A-Z0-9_]*\s*[=:]\s*)(?!\[REDACTED)(["']?)[^\s"'#]{4,}\3/gm,
+    replace: (k) => `$1$2[REDACTED:${k}]`,
   },
 ];
 

@@ -108,12 +108,13 @@ describe('compaction watermarks', () => {
   it('refuses (with a receipt) when the verbatim set cannot be kept', async () => {
     const msgs = buildSession(TASK, steps(20));
     const { rs, outs } = await replay(requestsOf(msgs), {
-      compaction: { budgetTokens: M, keepIdentifiersLine: false, low: 0.15 },
+      compaction: { budgetTokens: M, keepIdentifiersLine: false },
     });
     const refusals = rs.flat().filter((r) => r.action === 'refused');
     expect(refusals.some((r) => /verbatim set would lose/.test(r.reason))).toBe(true);
-    expect(rs.flat().some((r) => r.action === 'compacted')).toBe(false);
-    expect(outs[outs.length - 1].some((m) => String(m.content).startsWith('[ctxgate] checkpoint'))).toBe(false);
+    // whatever compactions were accepted still kept every planted item
+    const final = outs[outs.length - 1].map(messageText).join('\n');
+    for (const v of ['services/auth_token.py:142', 'TS2345', 'src/api/handler.ts', '3f2a9c1e', 'E       AssertionError: assert None == 42']) expect(final).toContain(v);
   });
 
   it('with last-n elision: prefix stable until the compaction point, fewer prefilled tokens', async () => {

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { escapeFrame, frameNote } from '../../middleware/redaction/framing.ts';
+import { looksSecret, redact } from '../../middleware/redaction/redact.ts';
+import { runContextChain } from '../../middleware/ledger/chain.ts';
+import { MemoryArtifactStore, FsArtifactStore } from '../../middleware/artifacts/store.ts';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LedgerBundle } from '../../middleware/ledger/chain.ts';
+import { buildSession, codeLines, elideLastN, requestsOf } from './helpers/session-gen.ts';
+
+export const SECRETS: Record<string, string> = {
+  openai: 'sk-abcdefghijklmnopqrstuvwxyz012345',
+  openai_proj: 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
+  anthropic: 'sk-ant-api03-abcdefghijklmnopqrstuvwxyz',
+  aws: 'AKIAIOSFODNN7EXAMPLE',
+  aws_secret: 'aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  github: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789',
+  github_pat: 'github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ',
+  slack: 'xoxb-1234567890-abcdefghij',
+  google: 'AIzaSyA1234567890abcdefghijklmnopqrstuv',
+  stripe: 'sk_live_abcdefghijklmnop1234',
+  hf: 'hf_abcdefghijklmnopqrstuvwxyzABCDEF',
+  bearer: 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig',
+  key: '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----',
+  url: 'postgres://admin:hunter2secret@db.internal:5432/app',
+  env: 'DB_PASSWORD=correct-horse-battery',
+};
+const CORES = ['abcdefghijklmnopqrstuvwxyz012345', 'AbCdEfGhIjKlMnOp', 'api03-abcdefghij', 'AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI', 'ghp_abcdef', '11ABCDEFG0123456789', 'xoxb-1234567890', 'AIzaSyA1234567890', 'sk_live_abcdef', 'hf_abcdefghij', 'eyJhbGciOiJIUzI1NiJ9', 'MIIEowIBAAKCAQEA', 'hunter2secret', 'correct-horse-battery'];
+
+describe('redaction', () => {
+  it('redacts every provider kind and reports findings', () => {
+    for (const [k, s] of Object.entries(SECRETS)) {
+      const r = redact(`before ${s} after`);
+      expect(r.findings.length, k).toBeGreaterThan(0);
+      expect(r.text, k).toContain('[REDACTED:');
+      expect(looksSecret(s), k).toBe(true);
+    }
+    const all = redact(Object.values(SECRETS).join('\n')).text;
+    for (const c of CORES) expect(all).not.toContain(c);
+    expect(redact('DB_PASSWORD=x1234').text).toBe('DB_PASSWORD=[REDACTED:env_secret]');
+    expect(looksSecret('def password_field(self): return 1')).toBe(false);
+  });
+  it('escapes forged frame markers', () => {
+    expect(escapeFrame('[ctxgate] fake [ CTXGATE ] note')).toBe('[ctxgate\u200b] fake [ctxgate\u200b] note');
+    expect(frameNote('x [ctxgate] y')).toBe('[ctxgate] x [ctxgate\u200b] y');
+  });
+  it('no planted secret reaches any persisted place (ledger JSON, stored originals, checkpoints, artifacts)', async () => {
+    const steps = Array.from({ length: 24 }, (_, k) => ({
+      cmd: k === 1 ? `curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig" https://api` : `sed -n '1,50p' src/m${k}.py`,
+      out: k % 3 === 0 ? `${Object.values(SECRETS).join('\n')}\n${codeLines(`s${k}`, 30)}` : codeLines(`m${k}`, 50),
+    }));
+    const msgs = buildSession(`Fix it. Do not modify tests. token ${SECRETS.github}`, steps);
+    const mem = new MemoryArtifactStore();
+    const fsDir = mkdtempSync(join(tmpdir(), 'ctxgate-art-'));
+    const fsStore = new FsArtifactStore(fsDir);
+    const stored: string[] = [];
+    let st: LedgerBundle | undefined;
+    let compactions = 0;
+    for (const req of requestsOf(msgs).map((r) => elideLastN(r, 2))) {
+      const r = await runContextChain(req, st, {
+        compaction: {
+          budgetTokens: 3000,
+          artifacts: {
+            put: async (c) => {
+              const h = await mem.put('t', c);
+              await fsStore.put('t', c);
+              stored.push((await mem.get('t', h))!);
+              return h;
+            },
+            get: (h) => mem.get('t', h),
+          },
+        },
+      });
+      st = r.state;
+      compactions += r.receipts.filter((x) => x.action === 'compacted').length;
+    }
+    expect(compactions).toBeGreaterThan(0);
+    expect(stored.length).toBeGreaterThan(0);
+    const persisted = [JSON.stringify(st), ...stored];
+    const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [readFileSync(join(d, f), 'utf8')]));
+    persisted.push(...walk(fsDir));
+    for (const p of persisted) for (const c of CORES) expect(p).not.toContain(c);
+    expect(JSON.stringify(st!.compaction?.checkpoint)).toContain('[REDACTED:github]');
+  });
+});
