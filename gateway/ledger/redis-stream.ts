@@ -14,6 +14,7 @@ export const XRANGE_PAGE = 1_000;
 /** Longest request we expect: the record time is its arrival, the stream id its append. */
 export const RANGE_SLACK_MS = 3_600_000;
 export const READY_TIMEOUT_MS = 5_000;
+export const WRITE_READY_WAIT_MS = 1_000;
 
 export interface RedisStreamLedgerOptions {
   url?: string;
@@ -32,6 +33,7 @@ export class RedisStreamLedger implements UsageLedger {
   readonly key: string;
   private readonly ownsClient: boolean;
   private readonly queue: BatchQueue<UsageRecord>;
+  private down = false;
 
   constructor(o: RedisStreamLedgerOptions) {
     this.ownsClient = !o.client;
@@ -39,6 +41,7 @@ export class RedisStreamLedger implements UsageLedger {
     // and counted, requests are unaffected.
     this.redis = o.client ?? new Redis(o.url ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
     this.redis.on('error', (err) => o.onError?.(err));
+    this.redis.on('ready', () => (this.down = false));
     this.key = o.key ?? DEFAULT_STREAM_KEY;
     const maxLen = String(o.maxLen ?? DEFAULT_STREAM_MAXLEN);
     this.queue = new BatchQueue<UsageRecord>({
@@ -46,7 +49,17 @@ export class RedisStreamLedger implements UsageLedger {
       flushMs: o.flushMs,
       maxQueue: o.maxQueue,
       write: async (batch) => {
-        if (this.redis.status !== 'ready') await this.ready();
+        if (this.redis.status !== 'ready') {
+          // Wait once (start-up connect); while Redis stays down, batches fail at once so a
+          // backlog drains into the drop counter instead of stalling shutdown.
+          if (this.down) throw new Error('redis ledger: not connected');
+          try {
+            await this.ready(WRITE_READY_WAIT_MS);
+          } catch (err) {
+            this.down = true;
+            throw err;
+          }
+        }
         const p = this.redis.pipeline();
         for (const r of batch) p.xadd(this.key, 'MAXLEN', '~', maxLen, '*', 'r', JSON.stringify(r));
         const res = await p.exec();

@@ -1,0 +1,109 @@
+// SQLite ledger: batches persist, survive a restart (close + reopen the file), retention deletes
+// old rows, a full queue or a failing store drops records (counted) without throwing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BatchQueue } from '../../gateway/ledger/batch-queue.ts';
+import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
+import { buildUsageRecord } from '../../gateway/usage/record.ts';
+import type { UsageRecord } from '../../gateway/usage/types.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ctxgate-ledger-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
+
+function rec(i: number, time = Date.now()): UsageRecord {
+  return buildUsageRecord(
+    {
+      time, requestId: `r${i}`, tenant: i % 2 ? 'odd' : 'even', keyId: 'k', sessionId: `s${i % 3}`, model: 'm', worker: 'w',
+      status: 200, stream: false, promptTokens: 1000 + i, cachedTokens: 500, outputTokens: 10, usageReported: true,
+      totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1,
+    },
+    pricing,
+  );
+}
+
+const opts = (path: string) => ({ path, retentionDays: 30, batchSize: 8, flushMs: 20 });
+
+describe('SqliteLedger', () => {
+  it('survives a restart: close, reopen the file, rows still there', async () => {
+    const path = join(dir, 'restart.sqlite');
+    const a = new SqliteLedger(opts(path));
+    const written = Array.from({ length: 25 }, (_, i) => rec(i));
+    for (const r of written) a.append(r);
+    await a.close(); // close flushes what is queued
+    expect(a.stats()).toMatchObject({ appended: 25, written: 25, dropped: 0 });
+
+    const b = new SqliteLedger(opts(path));
+    const rows: UsageRecord[] = [];
+    for await (const r of b.query()) rows.push(r);
+    expect(rows.map((r) => r.requestId)).toEqual(written.map((r) => r.requestId));
+    expect(rows[7]).toEqual(written[7]);
+    const odd: string[] = [];
+    for await (const r of b.query({ tenant: 'odd', limit: 3 })) odd.push(r.requestId);
+    expect(odd).toEqual(['r1', 'r3', 'r5']);
+    expect(b.db.pragma('journal_mode', { simple: true })).toBe('wal');
+    await b.close();
+  });
+
+  it('writes a batch on its own once batch_size records are queued (no flush call)', async () => {
+    const l = new SqliteLedger({ ...opts(join(dir, 'batch.sqlite')), flushMs: 60_000 });
+    for (let i = 0; i < 8; i++) l.append(rec(i));
+    expect(l.count()).toBe(0); // append never writes inline
+    await new Promise((r) => setTimeout(r, 50));
+    expect(l.count()).toBe(8);
+    await l.close();
+  });
+
+  it('retention deletes rows older than retention_days', async () => {
+    const path = join(dir, 'retention.sqlite');
+    const l = new SqliteLedger(opts(path));
+    const now = Date.now();
+    l.append(rec(1, now - 40 * 86_400_000));
+    l.append(rec(2, now - 29 * 86_400_000));
+    l.append(rec(3, now));
+    await l.flush();
+    expect(l.prune(now)).toBe(1);
+    const ids: string[] = [];
+    for await (const r of l.query()) ids.push(r.requestId);
+    expect(ids).toEqual(['r2', 'r3']);
+    await l.close();
+  });
+
+  it('a full queue drops (and counts) instead of blocking or throwing', async () => {
+    const drops: number[] = [];
+    const l = new SqliteLedger({ ...opts(join(dir, 'full.sqlite')), maxQueue: 5, batchSize: 100, flushMs: 60_000, onDrop: (n) => drops.push(n) });
+    for (let i = 0; i < 12; i++) l.append(rec(i));
+    expect(l.stats()).toMatchObject({ appended: 12, dropped: 7, queued: 5 });
+    expect(drops.reduce((a, b) => a + b, 0)).toBe(7);
+    await l.close();
+    expect(l.count).toBeTypeOf('function');
+  });
+
+  it('a failing write drops the batch, counts it, and keeps accepting records', async () => {
+    let fail = true;
+    const stored: number[] = [];
+    const errors: unknown[] = [];
+    const q = new BatchQueue<number>({
+      batchSize: 3,
+      flushMs: 60_000,
+      write: (b) => {
+        if (fail) throw new Error('disk full');
+        stored.push(...b);
+      },
+      onError: (e) => errors.push(e),
+    });
+    [1, 2, 3, 4].forEach((x) => q.push(x));
+    await q.drain();
+    expect(q.stats()).toMatchObject({ dropped: 4, written: 0 });
+    expect(errors).toHaveLength(2);
+    fail = false;
+    q.push(5);
+    await q.close();
+    expect(stored).toEqual([5]);
+    q.push(6); // after close: dropped, not thrown
+    expect(q.stats().dropped).toBe(5);
+  });
+});
