@@ -21,12 +21,13 @@ export interface HtmlPage {
 }
 
 const CSS = `
+*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:0;background:#f9fafb;color:#111827}
 header{padding:20px 28px;background:#111827;color:#f9fafb}header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#9ca3af;font-size:13px}
 .tiles{display:flex;flex-wrap:wrap;gap:12px;padding:16px 28px}.tile{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:10px 16px;min-width:130px}
 .tile .v{font-size:20px;font-weight:600}.tile .l{font-size:12px;color:#6b7280}
-main{display:flex;flex-wrap:wrap;gap:16px;padding:0 28px 28px}section{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;flex:1 1 640px;max-width:100%;overflow-x:auto}
-section.wide{flex-basis:100%}section h2{font-size:14px;margin:0 0 8px}svg.ctx-chart{max-width:100%;height:auto}
+main{display:flex;flex-wrap:wrap;gap:16px;padding:0 28px 28px}section{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;flex:1 1 600px;max-width:100%;overflow-x:auto}
+section.wide{flex-basis:100%}section h2{font-size:14px;margin:0 0 8px}svg.ctx-chart{width:100%;max-width:720px;height:auto}
 table{border-collapse:collapse;font-size:12px;width:100%}th,td{padding:4px 8px;border-bottom:1px solid #f3f4f6;text-align:right}th:first-child,td:first-child{text-align:left}
 th{cursor:pointer;background:#f9fafb;user-select:none}.empty{color:#6b7280;font-size:13px}
 `;
