@@ -1,0 +1,123 @@
+// A SessionStore that never throws into the request path: Redis (or any primary) in front of a
+// bounded local memory store. Every put lands locally first; a failed primary write marks the
+// session dirty and is written back after the primary answers again. Reads race the primary
+// against a short timeout and fall back to the local copy; when both exist the one with more
+// calls (then the newer) wins, so a state written during an outage is not lost on recovery.
+import { MemorySessionStore } from './memory-store.ts';
+import type { SessionState, SessionStore } from './store.ts';
+import type { StoreLog } from './redis-store.ts';
+
+export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
+export const MAX_WRITEBACK_PER_CALL = 16;
+
+export interface ResilientStoreOptions {
+  local?: SessionStore;
+  timeoutMs?: number;
+  log?: StoreLog;
+}
+
+const TIMEOUT = Symbol('timeout');
+
+export class ResilientSessionStore implements SessionStore {
+  private readonly local: SessionStore;
+  private readonly timeoutMs: number;
+  private readonly log: StoreLog;
+  private readonly dirty = new Map<string, { tenant: string; sessionId: string }>();
+  private healthy = true;
+
+  constructor(private readonly primary: SessionStore, opts: ResilientStoreOptions = {}) {
+    this.local = opts.local ?? new MemorySessionStore();
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_PRIMARY_TIMEOUT_MS;
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  /** Whether the last primary operation succeeded. */
+  get primaryHealthy(): boolean {
+    return this.healthy;
+  }
+
+  get pendingWriteBacks(): number {
+    return this.dirty.size;
+  }
+
+  private async tryPrimary<T>(op: string, f: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const p = f();
+      const value = await Promise.race([p, new Promise<typeof TIMEOUT>((res) => (timer = setTimeout(() => res(TIMEOUT), this.timeoutMs)))]);
+      if (value === TIMEOUT) {
+        p.catch(() => undefined);
+        throw new Error(`timed out after ${this.timeoutMs} ms`);
+      }
+      if (!this.healthy) this.log('session store primary is back', { op });
+      this.healthy = true;
+      return { ok: true, value: value as T };
+    } catch (err) {
+      if (this.healthy) this.log('session store primary failed; serving local state', { op, error: String((err as Error)?.message ?? err) });
+      this.healthy = false;
+      return { ok: false };
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  async get(tenant: string, sessionId: string): Promise<SessionState | undefined> {
+    const local = await this.local.get(tenant, sessionId).catch(() => undefined);
+    const r = await this.tryPrimary('get', () => this.primary.get(tenant, sessionId));
+    if (!r.ok) return local;
+    void this.writeBack();
+    const remote = r.value;
+    if (!remote) return local;
+    if (!local) return remote;
+    return newer(local, remote);
+  }
+
+  async put(state: SessionState): Promise<void> {
+    await this.local.put(state).catch(() => undefined);
+    const key = `${state.tenant}\u0000${state.sessionId}`;
+    const r = await this.tryPrimary('put', () => this.primary.put(state));
+    if (r.ok) {
+      this.dirty.delete(key);
+      void this.writeBack();
+    } else this.dirty.set(key, { tenant: state.tenant, sessionId: state.sessionId });
+  }
+
+  async delete(tenant: string, sessionId: string): Promise<void> {
+    this.dirty.delete(`${tenant}\u0000${sessionId}`);
+    await this.local.delete(tenant, sessionId).catch(() => undefined);
+    await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
+  }
+
+  async list(tenant: string, limit?: number): Promise<string[]> {
+    const r = await this.tryPrimary('list', () => this.primary.list(tenant, limit));
+    if (r.ok) return r.value;
+    return this.local.list(tenant, limit).catch(() => []);
+  }
+
+  /** Writes locally-held states back to the primary (bounded per call). */
+  async writeBack(): Promise<number> {
+    let n = 0;
+    for (const [key, { tenant, sessionId }] of [...this.dirty].slice(0, MAX_WRITEBACK_PER_CALL)) {
+      const st = await this.local.get(tenant, sessionId).catch(() => undefined);
+      if (!st) {
+        this.dirty.delete(key);
+        continue;
+      }
+      const r = await this.tryPrimary('writeback', () => this.primary.put(st));
+      if (!r.ok) break;
+      this.dirty.delete(key);
+      n++;
+    }
+    return n;
+  }
+
+  async close(): Promise<void> {
+    await this.primary.close().catch(() => undefined);
+    await this.local.close().catch(() => undefined);
+  }
+}
+
+function newer(a: SessionState, b: SessionState): SessionState {
+  if (a.calls !== b.calls) return a.calls > b.calls ? a : b;
+  return a.updatedAt >= b.updatedAt ? a : b;
+}

@@ -1,0 +1,125 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { RedisSessionStore, redisKey, StateTooLargeError } from '../../middleware/session/redis-store.ts';
+import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
+import { checksumValid } from '../../middleware/session/checksum.ts';
+import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+
+const url = inject('redisUrl');
+const state = (tenant: string, id: string, calls = 1): SessionState => ({
+  schema: SESSION_SCHEMA_VERSION,
+  tenant,
+  sessionId: id,
+  model: 'm',
+  rootHash: 'r'.repeat(64),
+  calls,
+  updatedAt: 1000 + calls,
+  ledger: { observations: { v: 1, seen: 3 }, note: 'ünïcode' },
+});
+
+async function deadPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const p = typeof a === 'object' && a ? a.port : 1;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+const opened: { close(): Promise<void> }[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.close();
+});
+
+describe('RedisSessionStore (real redis)', () => {
+  it('needs a running redis', () => {
+    expect(url).toMatch(/^redis:\/\//);
+  });
+
+  it('round-trips a state with checksum, tenant-scoped keys, TTL and list', async () => {
+    const store = new RedisSessionStore({ url, ttlSeconds: 120 });
+    opened.push(store);
+    const s = state('acme:corp', 'sess-1');
+    await store.put(s);
+    const got = await store.get('acme:corp', 'sess-1');
+    expect(got).toEqual({ ...s, checksum: got?.checksum });
+    expect(checksumValid(got!)).toBe(true);
+    expect(await store.get('acme', 'sess-1')).toBeUndefined();
+    expect(await store.get('other', 'sess-1')).toBeUndefined();
+    const raw = new Redis(url);
+    const ttl = await raw.ttl(redisKey('acme:corp', 'sess-1'));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(120);
+    await store.put(state('acme:corp', 'sess-2'));
+    expect((await store.list('acme:corp')).sort()).toEqual(['sess-1', 'sess-2']);
+    expect(await store.list('acme')).toEqual([]);
+    await store.delete('acme:corp', 'sess-2');
+    expect(await store.get('acme:corp', 'sess-2')).toBeUndefined();
+    await raw.quit();
+  });
+
+  it('treats a checksum mismatch (tampered value) as absent and logs it', async () => {
+    const logs: string[] = [];
+    const store = new RedisSessionStore({ url, log: (m) => logs.push(m) });
+    opened.push(store);
+    await store.put(state('t2', 'x', 5));
+    const raw = new Redis(url);
+    const key = redisKey('t2', 'x');
+    const doc = JSON.parse((await raw.get(key))!) as SessionState;
+    doc.calls = 99; // tamper without fixing the checksum
+    await raw.set(key, JSON.stringify(doc));
+    expect(await store.get('t2', 'x')).toBeUndefined();
+    expect(logs.some((l) => /checksum mismatch/.test(l))).toBe(true);
+    await raw.quit();
+  });
+
+  it('refuses states over maxBytes', async () => {
+    const store = new RedisSessionStore({ url, maxBytes: 200 });
+    opened.push(store);
+    await expect(store.put({ ...state('t3', 'big'), layout: { blob: 'x'.repeat(500) } })).rejects.toBeInstanceOf(StateTooLargeError);
+  });
+});
+
+describe('ResilientSessionStore', () => {
+  it('serves from local state when redis is down, never throwing', async () => {
+    const port = await deadPort();
+    const logs: string[] = [];
+    const store = new ResilientSessionStore(new RedisSessionStore({ url: `redis://127.0.0.1:${port}` }), { log: (m) => logs.push(m) });
+    opened.push(store);
+    await store.put(state('t', 'a', 3));
+    const got = await store.get('t', 'a');
+    expect(got?.calls).toBe(3);
+    expect(await store.list('t')).toEqual(['a']);
+    expect(store.primaryHealthy).toBe(false);
+    expect(store.pendingWriteBacks).toBe(1);
+    expect(logs[0]).toMatch(/primary failed/);
+  });
+
+  it('writes back local states once redis answers, and prefers the newer copy', async () => {
+    const redis = new RedisSessionStore({ url });
+    let down = true;
+    // an outage switch in front of the real store
+    const primary = {
+      get: (t: string, i: string) => (down ? Promise.reject(new Error('ECONNREFUSED')) : redis.get(t, i)),
+      put: (s: SessionState) => (down ? Promise.reject(new Error('ECONNREFUSED')) : redis.put(s)),
+      delete: (t: string, i: string) => redis.delete(t, i),
+      list: (t: string, l?: number) => redis.list(t, l),
+      close: () => redis.close(),
+    };
+    const store = new ResilientSessionStore(primary);
+    opened.push(store);
+    await store.put(state('wb', 's', 7));
+    expect(store.pendingWriteBacks).toBe(1);
+    down = false;
+    expect(await store.writeBack()).toBe(1);
+    const direct = new RedisSessionStore({ url });
+    opened.push(direct);
+    expect((await direct.get('wb', 's'))?.calls).toBe(7);
+    await direct.put(state('wb', 's', 2)); // an older copy in redis loses against local
+    expect((await store.get('wb', 's'))?.calls).toBe(7);
+  });
+});
