@@ -1,17 +1,26 @@
 // Prefix index: which worker probably holds which KV blocks. Per worker an approximate LRU over
-// block hashes (CLOCK / second chance: a touch is one Map.set of a tick, eviction pops the oldest
+// block hashes (CLOCK / second chance: a touch is one Map.set of a stamp, eviction pops the oldest
 // queue entry and re-queues it if it was touched since), capacity = kvTokens / blockSize blocks.
 // Chains are inserted tail-first so that, like vLLM (which frees a request's blocks in reverse),
 // the tail of a prompt is evicted before its root; held blocks then stay a prefix of each chain,
-// which lets matchLength binary-search: O(log n) Map lookups per worker.
-// insert/touch: O(blocks). Feedback: a worker that reports fewer cached tokens than predicted
+// which lets matchLength binary-search: O(log n) Map lookups per worker. A global map block ->
+// holder slots lets matchAll find every worker's depth at once in O(k log n) lookups, k the number
+// of distinct depths (typically 2–3: the shared root on all workers, a conversation on one).
+// insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp. Feedback: a worker that reports fewer cached tokens than predicted
 // loses the missing blocks from its entry, so the next prediction is lower.
+
+const EMPTY: number[] = [];
+/** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
+const TOUCH_SLACK = 0.25;
 
 /** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
 export const DEFAULT_CAPACITY_BLOCKS = 65_536;
 
 interface WorkerEntry {
-  /** hash -> tick of last touch */
+  slot: number;
+  /** logical clock: advances by the blocks inserted on this worker */
+  clock: number;
+  /** hash -> clock at last touch */
   blocks: Map<string, number>;
   /** eviction candidates in (approximate) age order; parallel arrays, head index. */
   qHash: string[];
@@ -40,7 +49,11 @@ export type IndexListener = (ev: IndexEvent) => void;
 
 export class PrefixIndex {
   private readonly workers = new Map<string, WorkerEntry>();
-  private tick = 0;
+  /** block hash -> slots of the workers holding it */
+  private readonly holders = new Map<string, number[]>();
+  private readonly slotIds: string[] = [];
+  private readonly stack: number[] = [];
+  private readonly sets: number[][] = [];
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -52,7 +65,8 @@ export class PrefixIndex {
   private entry(workerId: string): WorkerEntry {
     let e = this.workers.get(workerId);
     if (!e) {
-      e = { blocks: new Map(), qHash: [], qTick: [], head: 0, capacity: this.defaultCapacity, evictions: 0 };
+      e = { slot: this.slotIds.length, clock: 0, blocks: new Map(), qHash: [], qTick: [], head: 0, capacity: this.defaultCapacity, evictions: 0 };
+      this.slotIds.push(workerId);
       this.workers.set(workerId, e);
     }
     return e;
@@ -94,21 +108,86 @@ export class PrefixIndex {
     return lo;
   }
 
-  /** Record that `workerId` now holds the chain `hashes` (touches held blocks, adds new ones). */
-  insert(workerId: string, hashes: readonly string[], notify = true): void {
+  /** Slot of a worker (dense small integer), -1 when the index has never seen it. */
+  slotOf(workerId: string): number {
+    return this.workers.get(workerId)?.slot ?? -1;
+  }
+
+  /**
+   * Depth (blocks held from the start) of `hashes` on every worker, written into `out[slot]`
+   * (zeroed first; size it to slotCount()). Divide and conquer over the nested holder sets.
+   */
+  matchAll(hashes: readonly string[], out: number[]): void {
+    out.fill(0);
+    const n = hashes.length;
+    if (n === 0) return;
+    const first = this.holders.get(hashes[0]) ?? EMPTY;
+    if (first.length === 0) return;
+    const last = n === 1 ? first : (this.holders.get(hashes[n - 1]) ?? EMPTY);
+    for (const s of last) out[s] = n;
+    if (n === 1) return;
+    // explicit stack of [lo, hi] with holder sets g(lo) ⊇ g(hi), g(k) = holders of block k-1
+    const stack = this.stack;
+    const sets = this.sets;
+    stack.length = 0;
+    sets.length = 0;
+    stack.push(1, n);
+    sets.push(first, last);
+    while (stack.length > 0) {
+      const hi = stack.pop()!;
+      const lo = stack.pop()!;
+      const ghi = sets.pop()!;
+      const glo = sets.pop()!;
+      if (glo.length === ghi.length) continue; // nested and equal: nobody stops in between
+      if (hi === lo + 1) {
+        for (const s of glo) if (out[s] === 0 && !ghi.includes(s)) out[s] = lo;
+        continue;
+      }
+      const mid = (lo + hi) >>> 1;
+      const gm = this.holders.get(hashes[mid - 1]) ?? EMPTY;
+      stack.push(lo, mid, mid, hi);
+      sets.push(glo, gm, gm, ghi);
+    }
+  }
+
+  /** Slot of `workerId` (creating its entry), applying its KV budget when known. */
+  prepare(workerId: string, capacityBlocks?: number): number {
+    const e = this.entry(workerId);
+    if (capacityBlocks !== undefined && capacityBlocks > 0 && Math.floor(capacityBlocks) !== e.capacity) this.setCapacity(workerId, capacityBlocks);
+    return e.slot;
+  }
+
+  slotCount(): number {
+    return this.slotIds.length;
+  }
+
+  /**
+   * Record that `workerId` now holds the chain `hashes`: adds the blocks past the held prefix and
+   * re-stamps the held prefix only when its stamp has aged by more than capacity·TOUCH_SLACK new
+   * blocks (recency at that granularity is all eviction needs), so a sticky call costs
+   * O(log n + new blocks) instead of O(n) cache-missing Map writes. `heldHint`: matchLength of
+   * this chain on this worker, when the caller just computed it.
+   */
+  insert(workerId: string, hashes: readonly string[], notify = true, heldHint?: number): void {
     if (hashes.length === 0) return;
     const e = this.entry(workerId);
-    const t = ++this.tick;
+    const held = heldHint ?? this.matchLength(workerId, hashes);
+    const t = e.clock + 1;
     let newFrom = hashes.length;
-    // tail first: within one tick, queue order decides, and the root must outlive the tail
-    for (let i = hashes.length - 1; i >= 0; i--) {
+    // tail first: within one stamp, queue order decides, and the root must outlive the tail
+    for (let i = hashes.length - 1; i >= held; i--) {
       const h = hashes[i];
-      if (!e.blocks.has(h)) {
+      if (e.blocks.get(h) === undefined) {
         e.qHash.push(h);
         e.qTick.push(t);
         newFrom = i;
+        this.addHolder(h, e.slot);
       }
       e.blocks.set(h, t);
+    }
+    e.clock += Math.max(1, hashes.length - held);
+    if (held > 0 && t - (e.blocks.get(hashes[held - 1]) ?? 0) > e.capacity * TOUCH_SLACK) {
+      for (let i = held - 1; i >= 0; i--) e.blocks.set(hashes[i], t);
     }
     this.shrink(e);
     if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
@@ -119,7 +198,12 @@ export class PrefixIndex {
     const e = this.workers.get(workerId);
     if (!e) return 0;
     let n = 0;
-    for (const h of hashes) if (e.blocks.delete(h)) n++;
+    for (const h of hashes) {
+      if (e.blocks.delete(h)) {
+        this.dropHolder(h, e.slot);
+        n++;
+      }
+    }
     e.evictions += n;
     this.compact(e);
     if (notify && n > 0) this.emit({ kind: 'evict', workerId, hashes });
@@ -127,7 +211,30 @@ export class PrefixIndex {
   }
 
   removeWorker(workerId: string): void {
-    this.workers.delete(workerId);
+    const e = this.workers.get(workerId);
+    if (!e) return;
+    for (const h of e.blocks.keys()) this.dropHolder(h, e.slot);
+    e.blocks.clear();
+    e.qHash = [];
+    e.qTick = [];
+    e.head = 0;
+  }
+
+  private addHolder(h: string, slot: number): void {
+    const a = this.holders.get(h);
+    if (a) a.push(slot);
+    else this.holders.set(h, [slot]);
+  }
+
+  private dropHolder(h: string, slot: number): void {
+    const a = this.holders.get(h);
+    if (!a) return;
+    const i = a.indexOf(slot);
+    if (i >= 0) {
+      a[i] = a[a.length - 1];
+      a.pop();
+    }
+    if (a.length === 0) this.holders.delete(h);
   }
 
   workerIds(): string[] {
@@ -164,6 +271,7 @@ export class PrefixIndex {
         continue;
       }
       e.blocks.delete(h);
+      this.dropHolder(h, e.slot);
       e.evictions++;
     }
     this.compact(e);

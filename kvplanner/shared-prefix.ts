@@ -3,7 +3,7 @@
 // a different continuation marks it and all its ancestors shared. Shared-ness is prefix-closed
 // along a chain, so sharedDepth is a binary search. Lets ctxgate tell "this worker holds the
 // common root" (worth little: every worker can cache it) from "this worker holds this
-// conversation" (worth keeping). insert O(new blocks), ancestors marked once; memory bounded by
+// conversation" (worth keeping). insert O(log n + new blocks), ancestors marked once; memory bounded by
 // dropping the oldest-inserted entries past maxBlocks.
 
 export const DEFAULT_TRACKED_BLOCKS = 1_000_000;
@@ -21,9 +21,19 @@ export class SharedPrefixTracker {
   }
 
   insert(hashes: readonly string[]): void {
+    const n = hashes.length;
+    // blocks before the deepest known one were inserted with this same chain (a block's parent is
+    // fixed by its hash), so only the divergence point and the new tail need work: O(log n + new)
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.next.has(hashes[mid - 1])) lo = mid;
+      else hi = mid - 1;
+    }
     let sharedUpTo = -1;
-    for (let i = 0; i < hashes.length; i++) {
-      const cont = i + 1 < hashes.length ? hashes[i + 1] : END;
+    for (let i = Math.max(0, lo - 1); i < n; i++) {
+      const cont = i + 1 < n ? hashes[i + 1] : END;
       const cur = this.next.get(hashes[i]);
       if (cur === undefined) this.next.set(hashes[i], cont);
       else if (cur === SHARED) sharedUpTo = i;

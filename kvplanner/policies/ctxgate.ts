@@ -5,14 +5,16 @@
 //   sticky        the session's worker still has room → keep it (its cache holds the conversation)
 //   overflow      the session's (or best-matching) worker is full → lowest TTFT among the rest
 //   prefix_match  no session pin, but one worker holds a part of this prompt that is not the
-//                 common root (≥ min_unique_blocks beyond what is shared) → that worker
+//                 common root (≥ min_unique_tokens beyond what is shared) → that worker
 //   new_session   new session → the worker with the least live sessions per KV capacity
 //                 (ties: lowest TTFT). A hot shared root thus gets replicated onto every worker
 //                 instead of pulling all sessions onto the first worker that cached it.
 //   balance       no session, nothing unique cached → lowest TTFT
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
-// hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). Cost per decision: O(n log b)
-// index lookups + O(b) index touch for b prompt blocks. Settings: see CTXGATE_DEFAULTS.
+// hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). The index keeps every
+// index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b + new
+// blocks); other branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll).
+// Settings: see CTXGATE_DEFAULTS.
 import { blockHashes, DEFAULT_BLOCK_SIZE, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { boundedCapacity, hasRoom } from '../hash-ring.ts';
 import { PrefixIndex } from '../prefix-index.ts';
@@ -32,7 +34,11 @@ export const CTXGATE_DEFAULTS = {
   /** expected slowdown per request already running on the worker (shared batch), ms */
   inflight_penalty_ms: 2,
   /** blocks a worker must hold beyond the shared root for prefix_match (4 × 16 = 64 tokens) */
-  min_unique_blocks: 4,
+  min_unique_tokens: 64,
+  /** index every Nth block of the chain (N·block_size tokens of depth resolution): an
+   *  overflowing session copies its chain into another worker's entry, and that copy is the
+   *  slowest step of a decision; 4 × 16 = 64-token resolution is plenty for routing */
+  index_stride: 4,
   session_ttl_s: 900,
   /** KV capacity in tokens when a worker reports none */
   default_kv_tokens: 1_048_576,
@@ -43,6 +49,8 @@ export type CtxgateBranch = (typeof CTXGATE_BRANCHES)[number];
 
 /** Text-only requests: 64-character pseudo-blocks ≈ 16 tokens. */
 const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
+/** Requests in flight whose feedback can still be matched to the pick. */
+const MAX_PENDING = 16_384;
 
 interface Pending {
   workerId: string;
@@ -77,11 +85,18 @@ export class CtxgatePolicy implements Policy {
   private readonly tps: (id: string) => number;
   private readonly hidden: number;
   private readonly inflightPenaltyS: number;
-  private readonly minUnique: number;
-  private readonly pending = new WeakMap<RouteInfo, Pending>();
+  private readonly minUniqueTokens: number;
+  private readonly stride: number;
+  /** picks awaiting feedback, keyed by the RouteInfo object the gateway hands back to observe();
+   *  a bounded FIFO (a WeakMap would make every GC walk an ephemeron table of live requests) */
+  private readonly pending = new Map<RouteInfo, Pending>();
   private readonly branches: Record<string, number> = Object.fromEntries(CTXGATE_BRANCHES.map((b) => [b, 0]));
   private readonly feedback = new Map<string, WorkerFeedbackStats>();
   private rot = 0;
+  /** scratch for PrefixIndex.matchAll, indexed by worker slot */
+  private bySlot: number[] = [];
+  private readonly slots: number[] = [];
+  private readonly depth: number[] = [];
   private readonly missListeners: Array<(key: string) => void> = [];
 
   constructor(opts: PolicyOptions = {}) {
@@ -91,13 +106,23 @@ export class CtxgatePolicy implements Policy {
     this.tps = numOrMap(opts, 'prefill_tokens_per_s', d.prefill_tokens_per_s);
     this.hidden = num(opts, 'hidden_size', d.hidden_size, 0);
     this.inflightPenaltyS = num(opts, 'inflight_penalty_ms', d.inflight_penalty_ms, 0) / 1000;
-    this.minUnique = num(opts, 'min_unique_blocks', d.min_unique_blocks, 1);
-    this.index = new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
+    this.minUniqueTokens = num(opts, 'min_unique_tokens', d.min_unique_tokens, 1);
+    this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
+    this.index = new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)));
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1) * 1000);
   }
 
   /** Prompt chain and tokens per block: given hashes, else from token ids, else from text. */
   private chain(info: RouteInfo): { hashes: readonly string[]; blockTokens: number; promptTokens: number } {
+    const c = this.fullChain(info);
+    if (this.stride === 1) return c;
+    // block k·stride−1 stands for the group ending there (its hash covers everything before it)
+    const sampled: string[] = [];
+    for (let i = this.stride - 1; i < c.hashes.length; i += this.stride) sampled.push(c.hashes[i]);
+    return { hashes: sampled, blockTokens: c.blockTokens * this.stride, promptTokens: c.promptTokens };
+  }
+
+  private fullChain(info: RouteInfo): { hashes: readonly string[]; blockTokens: number; promptTokens: number } {
     if (info.blockHashes) {
       return { hashes: info.blockHashes, blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize };
     }
@@ -122,82 +147,120 @@ export class CtxgatePolicy implements Policy {
     const now = Date.now();
     const { hashes, blockTokens, promptTokens } = this.chain(info);
     const cap = boundedCapacity(workers, this.epsilon);
-    const depth = new Array<number>(n);
-    for (let i = 0; i < n; i++) {
-      const w = workers[i];
-      if (w.kvTokens && w.kvTokens > 0) this.index.setCapacity(w.id, w.kvTokens / this.blockSize);
-      depth[i] = this.index.matchLength(w.id, hashes);
-    }
-    const cached = (i: number): number => Math.min(depth[i] * blockTokens, promptTokens);
     const start = this.rot++ % n;
-    /** lowest TTFT among workers with room (all workers when none has room) */
-    const fastest = (): number => {
-      let best = -1;
-      let bestT = Infinity;
-      for (const roomOnly of [true, false]) {
-        for (let k = 0; k < n; k++) {
-          const i = (start + k) % n;
-          if (roomOnly && !hasRoom(workers[i], cap)) continue;
-          const t = this.ttft(workers[i], promptTokens, cached(i));
-          if (t < bestT) {
-            best = i;
-            bestT = t;
-          }
-        }
-        if (best >= 0) return best;
-      }
-      return start;
-    };
-
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
     const pinned = key ? this.affinity.get(key, now) : undefined;
     if (key && pinned === undefined) for (const l of this.missListeners) l(key);
-    const pinnedIdx = pinned === undefined ? -1 : workers.findIndex((w) => w.id === pinned);
+    let pinnedIdx = -1;
+    if (pinned !== undefined) for (let i = 0; i < n && pinnedIdx < 0; i++) if (workers[i].id === pinned) pinnedIdx = i;
+
     let idx: number;
     let branch: CtxgateBranch;
-    if (pinnedIdx >= 0) {
-      if (hasRoom(workers[pinnedIdx], cap)) [idx, branch] = [pinnedIdx, 'sticky'];
-      else [idx, branch] = [fastest(), 'overflow'];
+    let held: number;
+    if (pinnedIdx >= 0 && hasRoom(workers[pinnedIdx], cap)) {
+      // the common case stays O(log n): only the pinned worker's depth is needed
+      idx = pinnedIdx;
+      branch = 'sticky';
+      const w = workers[idx];
+      this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
+      held = this.index.matchLength(w.id, hashes);
     } else {
-      let best = 0;
-      let second = 0;
-      for (let i = 1; i < n; i++) if (depth[i] > depth[best]) best = i;
-      for (let i = 0; i < n; i++) if (i !== best && depth[i] > second) second = depth[i];
-      // what other prompts share is no reason to follow this one: every worker can cache a root
-      const common = Math.max(second, depth[best] > second ? this.shared.commonDepth(hashes, depth[best]) : 0);
-      if (depth[best] - common >= this.minUnique) {
-        if (hasRoom(workers[best], cap)) [idx, branch] = [best, 'prefix_match'];
-        else [idx, branch] = [fastest(), 'overflow'];
-      } else if (key) [idx, branch] = [this.leastSessions(workers, cap, start, promptTokens, cached), 'new_session'];
-      else [idx, branch] = [fastest(), 'balance'];
+      const depth = this.depths(workers, hashes, blockTokens);
+      if (pinnedIdx >= 0) {
+        idx = this.fastest(workers, cap, start, promptTokens, blockTokens);
+        branch = 'overflow';
+      } else {
+        let best = 0;
+        let second = 0;
+        for (let i = 1; i < n; i++) if (depth[i] > depth[best]) best = i;
+        for (let i = 0; i < n; i++) if (i !== best && depth[i] > second) second = depth[i];
+        // what other prompts share is no reason to follow this one: every worker can cache a root
+        const common = Math.max(second, depth[best] > second ? this.shared.commonDepth(hashes, depth[best]) : 0);
+        if ((depth[best] - common) * blockTokens >= this.minUniqueTokens) {
+          const room = hasRoom(workers[best], cap);
+          idx = room ? best : this.fastest(workers, cap, start, promptTokens, blockTokens);
+          branch = room ? 'prefix_match' : 'overflow';
+        } else if (key) {
+          idx = this.leastSessions(workers, cap, start, promptTokens, blockTokens);
+          branch = 'new_session';
+        } else {
+          idx = this.fastest(workers, cap, start, promptTokens, blockTokens);
+          branch = 'balance';
+        }
+      }
+      held = depth[idx];
+      // sticky calls only extend their own chain; branch points show up on the other paths
+      this.shared.insert(hashes);
     }
 
     const worker = workers[idx];
-    const predicted = cached(idx);
-    this.index.insert(worker.id, hashes);
-    this.shared.insert(hashes);
+    const predicted = Math.min(held * blockTokens, promptTokens);
+    this.index.insert(worker.id, hashes, true, held);
     if (key) this.affinity.assign(key, worker.id, promptTokens, now);
-    // keyed by the RouteInfo object the gateway hands back in observe(); collected with it
     this.pending.set(info, { workerId: worker.id, hashes, blockTokens, predicted });
+    if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
   }
 
+  /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */
+  private depths(workers: readonly WorkerView[], hashes: readonly string[], blockTokens: number): number[] {
+    const n = workers.length;
+    const slots = this.slots;
+    slots.length = n;
+    for (let i = 0; i < n; i++) {
+      const w = workers[i];
+      slots[i] = this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
+    }
+    if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
+    this.index.matchAll(hashes, this.bySlot);
+    const depth = this.depth;
+    depth.length = n;
+    for (let i = 0; i < n; i++) depth[i] = this.bySlot[slots[i]];
+    return depth;
+  }
+
+  /** Lowest expected TTFT among workers with room (all workers when none has room). Needs depths(). */
+  private fastest(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number): number {
+    const n = workers.length;
+    for (let pass = 0; pass < 2; pass++) {
+      let best = -1;
+      let bestT = Infinity;
+      for (let k = 0; k < n; k++) {
+        const i = (start + k) % n;
+        if (pass === 0 && !hasRoom(workers[i], cap)) continue;
+        const t = this.ttft(workers[i], prompt, Math.min(this.depth[i] * blockTokens, prompt));
+        if (t < bestT) {
+          best = i;
+          bestT = t;
+        }
+      }
+      if (best >= 0) return best;
+    }
+    return start;
+  }
+
   /** new_session: fewest live sessions per KV capacity among workers with room; ties → their
-   *  tokens per capacity, then TTFT. */
-  private leastSessions(workers: readonly WorkerView[], cap: number, start: number, prompt: number, cached: (i: number) => number): number {
+   *  tokens per capacity, then TTFT. Needs depths(). */
+  private leastSessions(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number): number {
     let best = -1;
-    let bestKey: [number, number, number] = [Infinity, Infinity, Infinity];
+    let b0 = Infinity;
+    let b1 = Infinity;
+    let b2 = Infinity;
     for (let k = 0; k < workers.length; k++) {
       const i = (start + k) % workers.length;
       const w = workers[i];
       if (!hasRoom(w, cap)) continue;
-      const capTokens = Math.max(1, this.index.capacity(w.id) * this.blockSize);
+      const capTokens = Math.max(1, this.index.capacity(w.id) * blockTokens);
       const l = this.affinity.load(w.id);
-      const key: [number, number, number] = [l.sessions / capTokens, l.tokens / capTokens, this.ttft(w, prompt, cached(i))];
-      if (key[0] < bestKey[0] || (key[0] === bestKey[0] && (key[1] < bestKey[1] || (key[1] === bestKey[1] && key[2] < bestKey[2])))) {
+      const k0 = l.sessions / capTokens;
+      const k1 = l.tokens / capTokens;
+      const k2 = this.ttft(w, prompt, Math.min(this.depth[i] * blockTokens, prompt));
+      if (k0 < b0 || (k0 === b0 && (k1 < b1 || (k1 === b1 && k2 < b2)))) {
         best = i;
-        bestKey = key;
+        b0 = k0;
+        b1 = k1;
+        b2 = k2;
       }
     }
     return best >= 0 ? best : start;
@@ -212,8 +275,8 @@ export class CtxgatePolicy implements Policy {
     const p = this.pending.get(fb.info);
     if (p) this.pending.delete(fb.info);
     const workerId = p?.workerId ?? fb.workerId;
-    const hashes = p?.hashes ?? fb.info.blockHashes ?? [];
-    const blockTokens = p?.blockTokens ?? this.blockSize;
+    const hashes = p?.hashes ?? this.chain(fb.info).hashes;
+    const blockTokens = p?.blockTokens ?? this.blockSize * this.stride;
     const predicted = p?.predicted ?? fb.predictedCachedTokens;
     if (predicted === undefined) return;
     const predBlocks = Math.floor(predicted / blockTokens);

@@ -148,6 +148,9 @@ describe('ctxgate feedback', () => {
     const p = new CtxgatePolicy();
     const ws = workers(1, { kvTokens: 1600 });
     for (let s = 0; s < 10; s++) p.select(ws, call(s, 2));
-    expect(p.index.size('w0')).toBe(100);
+    expect(p.index.size('w0')).toBe(1600 / 64); // 16-token blocks, every 4th indexed
+    const fine = new CtxgatePolicy({ index_stride: 1 });
+    for (let s = 0; s < 10; s++) fine.select(ws, call(s, 2));
+    expect(fine.index.size('w0')).toBe(100);
   });
 });
