@@ -6,8 +6,10 @@ import type { Registry } from 'prom-client';
 import type { ContextPipeline } from '../middleware/types.ts';
 import type { Authenticator } from './auth.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
+import type { SpendLookup } from './limits/budget.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RequestRecords } from './request-records.ts';
+import type { Lifecycle, ShutdownHook } from './shutdown.ts';
 import type { Fleet } from './upstream/fleet.ts';
 import type { UsageEvent } from './usage-event.ts';
 
@@ -24,6 +26,8 @@ export interface GatewayDeps {
   requestRecords?: number;
   /** Extra routes other parts plug in (report, breaks...); they run behind the same auth hook. */
   registerRoutes?: (app: FastifyInstance, ctx: GatewayContext) => void;
+  /** USD spent by a tenant since an epoch-ms instant (the usage ledger); enables `budgets`. */
+  spendSince?: SpendLookup;
 }
 
 export interface GatewayContext {
@@ -37,6 +41,10 @@ export interface GatewayContext {
   onUsage?: (ev: UsageEvent) => void;
   /** Set when the gateway is draining: new proxied requests get 503. */
   draining: boolean;
+  /** In-flight requests (stopped at the shutdown deadline) and the close hooks. */
+  lifecycle: Lifecycle;
+  /** Registers a close hook run once at shutdown, after in-flight requests: flush, persist, quit. */
+  onShutdown(fn: ShutdownHook, name?: string): void;
 }
 
 /** Default pipeline: forwards the body unchanged; the session id comes from a header when given. */

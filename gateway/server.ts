@@ -11,9 +11,11 @@ import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { GatewayError, toGatewayError } from './errors.ts';
 import { createMetrics } from './metrics.ts';
+import { installLimits, jsonDepth } from './limits/index.ts';
 import { handleProxy } from './proxy/handle.ts';
 import { RequestRecords } from './request-records.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
 
@@ -31,6 +33,8 @@ declare module 'fastify' {
 /** Routes that answer without a key: probes and scrapers. */
 const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
+/** How long upstream pools get to close gracefully at shutdown before being destroyed. */
+const POOL_CLOSE_MS = 1_000;
 
 export interface BuiltGateway {
   app: FastifyInstance;
@@ -44,6 +48,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   const registry = deps.registry ?? new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: !deps.registry });
   const fleet = createFleet(config, metrics);
+  const lifecycle = new Lifecycle();
   const pipelines = new Map<string, ContextPipeline>();
   for (const m of config.models) pipelines.set(m.name, deps.pipelineFor?.(m as ModelConfig) ?? PASSTHROUGH_PIPELINE);
   const ctx: GatewayContext = {
@@ -56,6 +61,8 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     onUsage: deps.onUsage,
     draining: false,
+    lifecycle,
+    onShutdown: (fn, name) => lifecycle.onShutdown(fn, name),
   };
 
   const app = Fastify({
@@ -71,6 +78,11 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     const buf = body as Buffer;
     req.rawBody = buf;
+    const maxDepth = config.limits.max_json_depth;
+    if (jsonDepth(buf, maxDepth) > maxDepth) {
+      done(new GatewayError('invalid_request', `request body nests deeper than ${maxDepth} levels (limits.max_json_depth)`), undefined);
+      return;
+    }
     try {
       done(null, JSON.parse(buf.toString('utf8')));
     } catch {
@@ -95,6 +107,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     reply.code(404).send(new GatewayError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
   });
 
+  installLimits(app, ctx, deps.spendSince);
   app.post('/v1/chat/completions', (req, reply) => handleProxy(ctx, 'chat', req, reply));
   app.post('/v1/completions', (req, reply) => handleProxy(ctx, 'completions', req, reply));
   registerAdminRoutes(app, ctx);
@@ -107,16 +120,13 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     (closing ??= (async () => {
       ctx.draining = true;
       await health.stop();
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(() => {
-          app.server.closeAllConnections?.();
-          resolve();
-        }, config.shutdown.deadline_ms);
-      });
-      await Promise.race([app.close(), deadline]);
-      clearTimeout(timer);
-      await Promise.all(workers.map((w) => w.close()));
+      const r = await drain(app, lifecycle, config.shutdown.deadline_ms);
+      if (r.aborted) app.log.warn({ aborted: r.aborted }, 'shutdown deadline reached; in-flight requests ended with an error');
+      for (const err of r.hookErrors) app.log.error({ err: err.message }, 'close hook failed');
+      // Aborted upstream requests settle at once; a pool that still waits is destroyed.
+      const pools = Promise.all(workers.map((w) => w.close()));
+      const late = await Promise.race([pools.then(() => false), new Promise<boolean>((res) => setTimeout(() => res(true), POOL_CLOSE_MS).unref())]);
+      if (late) await Promise.all(workers.map((w) => w.pool.destroy().catch(() => undefined)));
     })());
   return { app, ctx, health, close };
 }

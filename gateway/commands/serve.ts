@@ -3,6 +3,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import { startGateway } from '../server.ts';
 
+/** After draining, how long stray handles may keep the process alive before it exits anyway. */
+const EXIT_GRACE_MS = 2_000;
+
 export const help = `ctxgate serve --config FILE [--port N] [--host H]
 
 Runs the OpenAI-compatible gateway described by FILE (YAML, see README "Configuration").
@@ -37,6 +40,9 @@ export async function run(argv: string[]): Promise<number> {
   }
   const gw = await startGateway(config);
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
+  // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) process.on('SIGUSR2', () => gc());
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
       gw.app.log.info({ signal: sig }, 'draining');
@@ -45,5 +51,8 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  gw.app.log.info('drained; exiting');
+  // Everything of ours is closed; a handle some dependency left open must not keep us alive.
+  setTimeout(() => process.exit(0), EXIT_GRACE_MS).unref();
   return 0;
 }

@@ -12,6 +12,8 @@ export const DEFAULT_MAX_MESSAGES = 10_000;
 export const DEFAULT_MAX_SESSIONS = 10_000;
 export const DEFAULT_MAX_SESSION_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 0; // 0 = off
+export const DEFAULT_MAX_TOOL_OUTPUT_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_JSON_DEPTH = 128;
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 10_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 300_000;
@@ -130,12 +132,21 @@ export const ConfigSchema = Type.Object(
         max_messages: PosInt(DEFAULT_MAX_MESSAGES),
         max_sessions: PosInt(DEFAULT_MAX_SESSIONS),
         max_session_bytes: PosInt(DEFAULT_MAX_SESSION_BYTES),
+        /** Longest tool output kept in session state (longer ones are kept truncated). */
+        max_tool_output_bytes: PosInt(DEFAULT_MAX_TOOL_OUTPUT_BYTES),
+        /** Deepest JSON nesting accepted in a request body (arrays + objects). */
+        max_json_depth: PosInt(DEFAULT_MAX_JSON_DEPTH),
         rate_limit: Type.Object(
           { per_minute: NonNegInt(DEFAULT_RATE_LIMIT_PER_MINUTE) },
           { additionalProperties: false, default: {} },
         ),
       },
       { additionalProperties: false, default: {} },
+    ),
+    /** Optional daily spend caps per tenant, checked against the usage ledger. */
+    budgets: Type.Array(
+      Type.Object({ tenant: Type.String({ minLength: 1 }), usd_per_day: Type.Number({ minimum: 0 }) }, { additionalProperties: false }),
+      { default: [] },
     ),
     shutdown: Type.Object({ deadline_ms: NonNegInt(DEFAULT_SHUTDOWN_DEADLINE_MS) }, { additionalProperties: false, default: {} }),
     upstream: Type.Object(

@@ -35,6 +35,8 @@ export interface Exchange {
   usage?: Usage;
   assistant?: ChatMessage;
   errorCode?: string;
+  /** Set when the shutdown deadline ended this request (not the client). */
+  stoppedByShutdown?: boolean;
 }
 
 /** The client left: nothing to send; tell Fastify the reply is handled. */

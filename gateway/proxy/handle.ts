@@ -68,6 +68,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
   const t0 = performance.now();
   const principal = req.principal as Principal;
   const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
+  let untrack: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     const { b, route } = validate(gw, kind, req.body);
@@ -90,6 +91,10 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     ex.info = routeInfo(ex.model, principal.tenant, result, kind, promptTokens);
 
     const ac = new AbortController();
+    untrack = gw.lifecycle.track(() => {
+      ex.stoppedByShutdown = true;
+      ac.abort();
+    });
     const onClose = (): void => {
       if (!reply.raw.writableFinished) ac.abort();
     };
@@ -104,6 +109,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         gw.metrics,
       );
     } catch (err) {
+      if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
       if (ac.signal.aborted) {
         clientGone(reply, ex);
         return;
@@ -136,6 +142,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     ex.errorCode = ge?.code ?? 'internal_error';
     throw err;
   } finally {
+    untrack?.();
     finish(gw, ex);
   }
 }

@@ -8,12 +8,24 @@ import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
-import { GatewayError, streamErrorFrames } from '../errors.ts';
+import { errorBody, GatewayError, streamErrorFrames } from '../errors.ts';
 import { clientGone, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { extractUsage } from './usage.ts';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+/** The stream was cut on our side: by the client leaving, or by the shutdown deadline. */
+function endedEarly(ex: Exchange, out: ServerResponse): void {
+  if (ex.stoppedByShutdown && !out.destroyed) {
+    ex.errorCode = 'shutting_down';
+    const ev = errorBody('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline');
+    out.write(`data: ${JSON.stringify(ev)}\n\ndata: [DONE]\n\n`);
+    return;
+  }
+  ex.status = 499;
+  ex.errorCode = 'client_closed';
+}
 
 function drain(res: ServerResponse): Promise<unknown> {
   return Promise.race([once(res, 'drain'), once(res, 'close')]);
@@ -41,6 +53,7 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
     }
   } catch (err) {
     ex.upstreamWaitMs += performance.now() - t;
+    if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
     if (signal.aborted) {
       clientGone(reply, ex);
       return;
@@ -103,8 +116,7 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
       if (signal.aborted || out.destroyed) break;
     }
     if (signal.aborted || out.destroyed) {
-      ex.status = 499;
-      ex.errorCode = 'client_closed';
+      endedEarly(ex, out);
     } else {
       const tail = relay.flush();
       if (tail) out.write(tail);
@@ -112,8 +124,7 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
     }
   } catch (err) {
     if (signal.aborted || out.destroyed) {
-      ex.status = 499;
-      ex.errorCode = 'client_closed';
+      endedEarly(ex, out);
     } else {
       const code = (err as { code?: string }).code ?? '';
       const msg = `worker stream failed after the first byte (${code || (err as Error).message})`;

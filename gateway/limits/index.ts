@@ -1,0 +1,80 @@
+// Request limits the gateway enforces on the proxy routes once the caller is authenticated:
+// per-tenant rate limit, then per-tenant daily budget. Body size, JSON depth and message count
+// are checked earlier (body parser, validation). Everything here is bounded by config.
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Principal } from '../auth.ts';
+import type { GatewayContext } from '../context.ts';
+import { BudgetGuard, type SpendLookup } from './budget.ts';
+import { createLimiterRedis, registerTenantRateLimit, type TenantLimiter } from './rate-limit.ts';
+
+export { BudgetGuard, utcDayStart, type SpendLookup } from './budget.ts';
+export { capToolOutput, type CappedText } from './tool-output.ts';
+export { jsonDepth } from './json-depth.ts';
+export { TenantQuota, type Evicted, type TenantQuotaOptions } from './tenant-quota.ts';
+
+/** How long startup waits for the limiter's Redis before serving (unlimited until it connects). */
+export const REDIS_READY_WAIT_MS = 1_000;
+
+function waitReady(redis: Redis, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      redis.off('ready', done);
+      resolve();
+    }
+    redis.once('ready', done);
+  });
+}
+
+/** The routes rate limits and budgets apply to (the ones that cost GPU time). */
+export const LIMITED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions']);
+
+export interface InstalledLimits {
+  rateLimit?: TenantLimiter;
+  budget?: BudgetGuard;
+}
+
+export function installLimits(app: FastifyInstance, gw: GatewayContext, spend?: SpendLookup): InstalledLimits {
+  const out: InstalledLimits = {};
+  if (gw.config.limits.rate_limit.per_minute > 0) {
+    const url = gw.config.redis?.url;
+    let lastLog = 0;
+    const redis = url
+      ? createLimiterRedis(url, (err) => {
+          // Redis down is expected during failover; say so at most every 10 s.
+          if (Date.now() - lastLog > 10_000) {
+            lastLog = Date.now();
+            app.log.warn({ err: err.message }, 'rate limit redis unavailable; requests pass unlimited');
+          }
+        })
+      : undefined;
+    if (redis) {
+      gw.onShutdown(() => redis.quit().catch(() => redis.disconnect()), 'rate-limit-redis');
+      // Start counting from the first request when Redis is up; do not hold startup when it is not.
+      app.addHook('onReady', () => waitReady(redis, REDIS_READY_WAIT_MS));
+    }
+    out.rateLimit = registerTenantRateLimit(app, gw, redis);
+  }
+  if (gw.config.budgets.length > 0) {
+    if (spend) {
+      out.budget = new BudgetGuard({
+        budgets: gw.config.budgets,
+        spend,
+        onLookupError: (err) => app.log.warn({ err: (err as Error).message }, 'budget spend lookup failed; request allowed'),
+      });
+    } else {
+      app.log.warn('budgets are configured but no usage ledger provides spend; budgets are not enforced');
+    }
+  }
+  if (!out.rateLimit && !out.budget) return out;
+  app.addHook('preHandler', async (req) => {
+    if (!LIMITED_ROUTES.has(req.routeOptions.url ?? '')) return;
+    await out.rateLimit?.(req);
+    const p = req.principal as Principal | undefined;
+    if (p) await out.budget?.check(p.tenant);
+  });
+  return out;
+}
