@@ -106,6 +106,13 @@ export class SqliteLedger implements UsageLedger {
     return sqliteReport(this.db, q);
   }
 
+  async spendNusd(tenant: string, sinceMs: number): Promise<number> {
+    // Flush first so a burst of queued requests counts against the budget right away.
+    await this.flush();
+    const r = this.db.prepare('SELECT TOTAL(cost_nusd) AS n FROM usage WHERE tenant = ? AND time >= ?').get(tenant, Math.floor(sinceMs)) as { n: number };
+    return r.n;
+  }
+
   count(): number {
     return (this.db.prepare('SELECT COUNT(*) AS n FROM usage').get() as { n: number }).n;
   }

@@ -31,6 +31,8 @@ export interface UsageLedger {
   query(filter?: LedgerFilter): AsyncIterable<UsageRecord>;
   /** Aggregated report computed by the store itself (SQL); absent -> aggregate query() rows. */
   report?(q: ReportQuery): Promise<ReportData>;
+  /** Nano-dollars spent by a tenant with time >= sinceMs, queued records included (budgets). */
+  spendNusd?(tenant: string, sinceMs: number): Promise<number>;
   stats(): LedgerStats;
   /** Flushes and releases the store. */
   close(): Promise<void>;

@@ -107,3 +107,18 @@ describe('SqliteLedger', () => {
     expect(q.stats().dropped).toBe(5);
   });
 });
+
+describe('createSpendLookup', () => {
+  it('sums a tenant’s cost since an instant, queued records included', async () => {
+    const { createSpendLookup } = await import('../../gateway/ledger/spend.ts');
+    const l = new SqliteLedger({ ...opts(join(dir, 'spend.sqlite')), flushMs: 60_000, batchSize: 1000 });
+    const now = Date.now();
+    const rs = [rec(1, now - 2 * 86_400_000), rec(3, now), rec(5, now), rec(2, now)];
+    rs.forEach((r) => l.append(r));
+    const spend = createSpendLookup(l);
+    const want = (rs[1].costNusd + rs[2].costNusd) / 1e9;
+    expect(await spend('odd', now - 86_400_000)).toBeCloseTo(want, 12);
+    expect(await spend('nobody', 0)).toBe(0);
+    await l.close();
+  });
+});
