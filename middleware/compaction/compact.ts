@@ -44,6 +44,8 @@ export interface CompactionOptions {
   /** The agent's own messages (before stabilisation/tombstones), same indices as the input:
    * the compacted prefix is bound to their hashes. Defaults to the input. */
   rawInput?: ChatMessage[];
+  /** Alternatively the hashes of the agent's messages (stabilise state `a`), same indices. */
+  rawHashes?: string[];
 }
 
 export interface CompactionState {
@@ -88,7 +90,8 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   const receipts: Receipt[] = [];
   let st = prev ? structuredClone(prev) : undefined;
   const raw = opts.rawInput && opts.rawInput.length === input.length ? opts.rawInput : input;
-  if (st && !prefixStillValid(raw, st)) {
+  const rawHashes = opts.rawHashes && opts.rawHashes.length === input.length ? opts.rawHashes : undefined;
+  if (st && !prefixStillValid(raw, st, rawHashes)) {
     receipts.push({ stage: STAGE, action: 'reset', reason: `agent history below message ${st.watermark} changed since compaction ${st.n}; compacted prefix dropped` });
     st = undefined;
   }
@@ -99,7 +102,7 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   const high = (opts.high ?? DEFAULT_HIGH) * M;
   if (tokens < high) return { messages: view, state: st, receipts };
   if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M) return { messages: view, state: st, receipts };
-  const r = await compactOnce(input, raw, st, view, tokens, opts, count);
+  const r = await compactOnce(input, raw, rawHashes, st, view, tokens, opts, count);
   receipts.push(...r.receipts);
   if (!r.state) {
     const keep: CompactionState = st ? { ...st, refusedAt: tokens } : { v: 1, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens };
@@ -108,10 +111,10 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   return { messages: r.messages, state: r.state, receipts, compacted: r.compacted };
 }
 
-function prefixStillValid(input: ChatMessage[], st: CompactionState): boolean {
+function prefixStillValid(input: ChatMessage[], st: CompactionState, rawHashes?: string[]): boolean {
   if (input.length < st.watermark) return false;
   for (let i = 0; i < st.watermark; i++) {
-    const h = messageHash(input[i]);
+    const h = rawHashes?.[i] ?? messageHash(input[i]);
     if (h === st.hashes[i]) continue;
     const m = input[i];
     // Agents eliding outputs we already compacted away change nothing we send.
@@ -172,6 +175,7 @@ function scanCalls(input: ChatMessage[]): CallInfo[] {
 async function compactOnce(
   input: ChatMessage[],
   raw: ChatMessage[],
+  rawHashes: string[] | undefined,
   st: CompactionState | undefined,
   view: ChatMessage[],
   tokensBefore: number,
@@ -342,7 +346,7 @@ async function compactOnce(
     v: 1,
     n: cp.n,
     watermark: W,
-    hashes: raw.slice(0, W).map(messageHash),
+    hashes: rawHashes ? rawHashes.slice(0, W) : raw.slice(0, W).map(messageHash),
     pinnedEnd,
     checkpointMessage: cpMsg,
     entries: merged,

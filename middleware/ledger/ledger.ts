@@ -100,7 +100,7 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
 
   // Decide the remedy for each newly stale observation; the anchor is the current leaf.
   const anchor = input.length - 1;
-  if (anchor >= 0) {
+  if (anchor >= 0 && newlyStale.length > 0) {
     const tokensFrom = suffixTokens(input, count);
     for (const o of newlyStale) {
       if (o.handled || o.index > anchor) continue;
