@@ -7,6 +7,8 @@ import { renderHtmlReport } from './html.ts';
 import type { ReportData, ReportFormat, ReportQuery } from './types.ts';
 
 export async function buildReport(ledger: UsageLedger, q: ReportQuery): Promise<ReportData> {
+  // Records still queued in this process belong in the answer (a no-op for read-only ledgers).
+  await ledger.flush();
   if (ledger.report) return ledger.report(q);
   return aggregateRecords(ledger.query({ since: q.since, until: q.until, tenant: q.tenant }), q);
 }
