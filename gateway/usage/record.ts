@@ -7,6 +7,8 @@ import { formatUsdExact, gpuCostNusd, tokenCostNusd } from './money.ts';
 import type { Pricing } from './pricing.ts';
 import type { UsageInput, UsageRecord } from './types.ts';
 
+const NO_BREAK = 'none';
+
 function nn(v: number | undefined): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
 }
@@ -98,7 +100,8 @@ export function buildUsageRecord(ev: UsageInput, pricing: Pricing | undefined): 
     gatewayOverheadMs: ev.gatewayOverheadMs,
     attempts: ev.attempts,
     errorCode: ev.errorCode ?? null,
-    breakCause: ev.breakCause ?? null,
+    // The core reports 'none' for an intact prefix; only real breaks are counted by cause.
+    breakCause: ev.breakCause && ev.breakCause !== NO_BREAK ? ev.breakCause : null,
     prefillMs: optMs(ev.prefillMs),
     decodeMs: optMs(ev.decodeMs),
     pricingKind: pricing ? pricing.kind : 'none',

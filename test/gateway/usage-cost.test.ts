@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
 import { aggregateRecords } from '../../gateway/report/aggregate.ts';
 import { toJsonReport } from '../../gateway/report/format.ts';
-import { extractUsage } from '../../gateway/usage/extract.ts';
+import { extractUsage, parseSimTiming } from '../../gateway/usage/extract.ts';
 import { compilePricing, DEFAULT_PRICING_TABLE, loadPricingTable, type Pricing } from '../../gateway/usage/pricing.ts';
 import { buildUsageRecord, formatCostHeader } from '../../gateway/usage/record.ts';
 import type { UsageInput, UsageRecord } from '../../gateway/usage/types.ts';
@@ -132,6 +132,13 @@ describe('usage record cost', () => {
     expect(r.costOutputNusd).toBe(1_000_000);
     expect(r.cfNoCacheNusd).toBe(625_000 + 1_000_000);
     expect(r.savingsNusd).toBe(375_000);
+  });
+
+  it("a break cause of 'none' is not a cache break; timing from x-sim-timing is kept", () => {
+    expect(buildUsageRecord(event(15, { breakCause: 'none' }), DEFAULT).breakCause).toBeNull();
+    expect(buildUsageRecord(event(16, { breakCause: 'tool_schema_changed' }), DEFAULT).breakCause).toBe('tool_schema_changed');
+    const r = buildUsageRecord(event(17, { ...parseSimTiming('queue_ms=1.000;prefill_ms=12.500;decode_ms=80.000;ttft_ms=13.5') }), DEFAULT);
+    expect([r.prefillMs, r.decodeMs]).toEqual([12.5, 80]);
   });
 
   it('counterfactual for the original layout uses the diagnostics estimate', () => {
