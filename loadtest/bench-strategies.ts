@@ -75,6 +75,10 @@ export interface StrategiesDeps {
 export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {}): Promise<number> {
   const out = deps.out ?? ((s: string) => process.stdout.write(s));
   const err = deps.err ?? ((s: string) => process.stderr.write(s));
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out(help + '\n');
+    return 0;
+  }
   try {
     const args = parseArgs(argv, BOOLEANS, new Set());
     rejectUnknown(args, KNOWN);

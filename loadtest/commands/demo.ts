@@ -23,6 +23,10 @@ Options
   --json            print {"runs": [...], "report", "wall_ms"} instead of the table`;
 
 export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(help + '\n');
+    return 0;
+  }
   try {
     const args = parseArgs(argv, new Set(['json', 'no-report']), new Set());
     rejectUnknown(args, new Set(['sessions', 'seed', 'workers', 'tokenizer', 'out', 'no-report', 'json']));

@@ -89,6 +89,10 @@ export interface ReplayDeps {
 export async function replayCommand(argv: string[], deps: ReplayDeps = {}): Promise<number> {
   const out = deps.out ?? ((s: string) => process.stdout.write(s));
   const err = deps.err ?? ((s: string) => process.stderr.write(s));
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out(help + '\n');
+    return 0;
+  }
   let args;
   try {
     args = parseArgs(argv, BOOLEANS, MULTI);
