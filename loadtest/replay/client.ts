@@ -36,7 +36,13 @@ interface UsageBody {
 }
 
 export async function sendCall(body: ChatRequest, session: string, turn: number, o: SendOptions): Promise<CallRecord> {
-  const payload = { ...body, model: o.model, stream: false };
+  // The body goes out as recorded, model rewritten; a recorded stream is replayed non-streamed
+  // (usage then arrives in the one JSON answer).
+  const payload: ChatRequest = { ...body, model: o.model };
+  if (payload.stream) {
+    payload.stream = false;
+    delete payload.stream_options;
+  }
   const requestId = `replay-${RUN_TAG}-${++seq}`;
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
   if (o.sessionHeader) headers['x-session-id'] = o.sessionHeader === 'true' ? session : `${o.sessionHeader}${session}`;

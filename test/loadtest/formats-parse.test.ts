@@ -156,3 +156,26 @@ describe('request stream and readSessions', () => {
     expect(s.calls[4].body.messages.slice(0, n)).toEqual(s.calls[3].body.messages);
   });
 });
+
+describe('shared trajectories (read in place)', () => {
+  const root = join(process.cwd(), '../shared/trajectories');
+  it.skipIf(!existsSync(join(root, 'aider')))('aider history: 33 calls, each opening with the system prompt', async () => {
+    const [s] = await readSessions([join(root, 'aider')]);
+    expect(s.calls).toHaveLength(33);
+    for (const c of s.calls) {
+      expect(c.body.messages[0].role).toBe('system');
+      expect(c.body.messages[c.body.messages.length - 1].role).toBe('user');
+    }
+  });
+  it.skipIf(!existsSync(join(root, 'swe-agent')))('SWE-agent function calling: every tool result answers a preceding tool call', async () => {
+    const [s] = await readSessions([join(root, 'swe-agent/function_calling_simple.traj')]);
+    expect(s.calls).toHaveLength(5);
+    const last = s.calls[4].body.messages;
+    expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
+    for (let i = 0; i < last.length; i++) {
+      if (last[i].role !== 'tool') continue;
+      expect(last[i].tool_call_id).toBe(last[i - 1].tool_calls?.[0].id);
+      expect(Object.keys(last[i]).sort()).toEqual(['content', 'role', 'tool_call_id']);
+    }
+  });
+});
