@@ -1,9 +1,10 @@
 // ctxgate: route each call to the worker with the lowest expected time to first token,
 //   TTFT(w) = queued prefill tokens(w) / tps(w) + prefill(miss tokens on w) + in-flight penalty,
 // where the miss tokens are the prompt blocks the prefix index says w does not hold, under a
-// bounded load (no worker above ceil((1+ε)·(in-flight+1)/n), Mirrokni et al.). Branches:
+// bounded load (no worker above (1+ε)·mean + 1 in flight, after Mirrokni et al.). Branches:
 //   sticky        the session's worker still has room → keep it (its cache holds the conversation)
-//   overflow      the session's (or best-matching) worker is full → lowest TTFT among the rest
+//   overflow      the session's (or best-matching) worker is full → lowest TTFT among the rest;
+//                 the session stays pinned to its home (a detour, not a move)
 //   prefix_match  no session pin, but one worker holds a part of this prompt that is not the
 //                 common root (≥ min_unique_tokens beyond what is shared) → that worker
 //   new_session   new session → the worker with the least live sessions per KV capacity
@@ -16,7 +17,7 @@
 // blocks); other branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll).
 // Settings: see CTXGATE_DEFAULTS.
 import { blockHashes, DEFAULT_BLOCK_SIZE, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
-import { boundedCapacity, hasRoom } from '../hash-ring.ts';
+import { hasRoom } from '../hash-ring.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import type { PolicyOptions } from '../policy-registry.ts';
 import { num, numOrMap } from '../policy-options.ts';
@@ -146,7 +147,7 @@ export class CtxgatePolicy implements Policy {
     if (n === 0) return null;
     const now = Date.now();
     const { hashes, blockTokens, promptTokens } = this.chain(info);
-    const cap = boundedCapacity(workers, this.epsilon);
+    const cap = this.loadBound(workers);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
     const pinned = key ? this.affinity.get(key, now) : undefined;
@@ -167,7 +168,7 @@ export class CtxgatePolicy implements Policy {
     } else {
       const depth = this.depths(workers, hashes, blockTokens);
       if (pinnedIdx >= 0) {
-        idx = this.fastest(workers, cap, start, promptTokens, blockTokens);
+        idx = this.fastest(workers, cap, start, promptTokens, blockTokens, 0);
         branch = 'overflow';
       } else {
         let best = 0;
@@ -178,13 +179,15 @@ export class CtxgatePolicy implements Policy {
         const common = Math.max(second, depth[best] > second ? this.shared.commonDepth(hashes, depth[best]) : 0);
         if ((depth[best] - common) * blockTokens >= this.minUniqueTokens) {
           const room = hasRoom(workers[best], cap);
-          idx = room ? best : this.fastest(workers, cap, start, promptTokens, blockTokens);
+          idx = room ? best : this.fastest(workers, cap, start, promptTokens, blockTokens, 0);
           branch = room ? 'prefix_match' : 'overflow';
         } else if (key) {
-          idx = this.leastSessions(workers, cap, start, promptTokens, blockTokens);
+          // a shared root counts as cached everywhere: any worker caches it after one call, so
+          // it must not pull every new conversation onto the first worker that holds it
+          idx = this.leastSessions(workers, cap, start, promptTokens, blockTokens, common);
           branch = 'new_session';
         } else {
-          idx = this.fastest(workers, cap, start, promptTokens, blockTokens);
+          idx = this.fastest(workers, cap, start, promptTokens, blockTokens, common);
           branch = 'balance';
         }
       }
@@ -196,11 +199,24 @@ export class CtxgatePolicy implements Policy {
     const worker = workers[idx];
     const predicted = Math.min(held * blockTokens, promptTokens);
     this.index.insert(worker.id, hashes, true, held);
-    if (key) this.affinity.assign(key, worker.id, promptTokens, now);
+    // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
+    if (key) this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
     this.pending.set(info, { workerId: worker.id, hashes, blockTokens, predicted });
     if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
+  }
+
+  /**
+   * Most in-flight requests a worker may have after taking this one: (1+ε)·mean + 1, mean counted
+   * with this request. The +1 (integer slack) keeps a pinned session home at low load, where
+   * ceil((1+ε)·mean) alone would detour it off its cache every time two of a worker's sessions
+   * happen to be active together.
+   */
+  private loadBound(workers: readonly WorkerView[]): number {
+    let total = 0;
+    for (const w of workers) total += w.inFlight;
+    return Math.floor(((1 + this.epsilon) * (total + 1)) / workers.length + 1 + 1e-9);
   }
 
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */
@@ -220,19 +236,27 @@ export class CtxgatePolicy implements Policy {
     return depth;
   }
 
-  /** Lowest expected TTFT among workers with room (all workers when none has room). Needs depths(). */
-  private fastest(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number): number {
+  /**
+   * Lowest expected TTFT among workers with room (all workers when none has room); ties go to the
+   * emptier KV index. Depths below `floor` count as `floor` (a shared root). Needs depths().
+   */
+  private fastest(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number, floor: number): number {
     const n = workers.length;
     for (let pass = 0; pass < 2; pass++) {
       let best = -1;
       let bestT = Infinity;
+      let bestFill = Infinity;
       for (let k = 0; k < n; k++) {
         const i = (start + k) % n;
-        if (pass === 0 && !hasRoom(workers[i], cap)) continue;
-        const t = this.ttft(workers[i], prompt, Math.min(this.depth[i] * blockTokens, prompt));
-        if (t < bestT) {
+        const w = workers[i];
+        if (pass === 0 && !hasRoom(w, cap)) continue;
+        const t = this.ttft(w, prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
+        if (t > bestT) continue;
+        const fill = this.index.size(w.id) / this.index.capacity(w.id);
+        if (t < bestT || fill < bestFill) {
           best = i;
           bestT = t;
+          bestFill = fill;
         }
       }
       if (best >= 0) return best;
@@ -242,7 +266,7 @@ export class CtxgatePolicy implements Policy {
 
   /** new_session: fewest live sessions per KV capacity among workers with room; ties → their
    *  tokens per capacity, then TTFT. Needs depths(). */
-  private leastSessions(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number): number {
+  private leastSessions(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number, floor: number): number {
     let best = -1;
     let b0 = Infinity;
     let b1 = Infinity;
@@ -255,7 +279,7 @@ export class CtxgatePolicy implements Policy {
       const l = this.affinity.load(w.id);
       const k0 = l.sessions / capTokens;
       const k1 = l.tokens / capTokens;
-      const k2 = this.ttft(w, prompt, Math.min(this.depth[i] * blockTokens, prompt));
+      const k2 = this.ttft(w, prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
       if (k0 < b0 || (k0 === b0 && (k1 < b1 || (k1 === b1 && k2 < b2)))) {
         best = i;
         b0 = k0;

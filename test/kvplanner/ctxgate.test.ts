@@ -37,16 +37,30 @@ describe('ctxgate branches', () => {
     expect(p.select(ws, call(7, 0, false))!.branch).toBe('balance');
   });
 
-  it('overflows a pinned session whose worker is over the load bound, then re-pins', () => {
+  it('detours a pinned session whose worker is over the load bound, then returns home', () => {
     const p = new CtxgatePolicy({ epsilon: 0.25 });
     const ws = workers(4);
     const home = p.select(ws, call(0, 0))!.worker;
-    home.inFlight = 4; // total 4 → cap ceil(1.25·5/4) = 2
+    home.inFlight = 2; // total 2: bound floor(1.25·3/4 + 1) = 1.94 → 1 < 3
     const o = p.select(ws, call(0, 1))!;
     expect(o.branch).toBe('overflow');
     expect(o.worker.id).not.toBe(home.id);
+    home.inFlight = 1; // total 1: bound floor(1.25·2/4 + 1) = 1 < 2 → still a detour
+    expect(p.select(ws, call(0, 2))!.branch).toBe('overflow');
     home.inFlight = 0;
-    expect(p.select(ws, call(0, 2))!.worker.id).toBe(o.worker.id);
+    const back = p.select(ws, call(0, 3))!;
+    expect([back.branch, back.worker.id]).toEqual(['sticky', home.id]);
+  });
+
+  it('keeps a session home at low load when one more request stays within (1+ε)·mean + 1', () => {
+    const p = new CtxgatePolicy({ epsilon: 0.25 });
+    const ws = workers(4);
+    const home = p.select(ws, call(0, 0))!.worker;
+    home.inFlight = 2;
+    ws.find((w) => w !== home)!.inFlight = 3; // total 5: bound floor(1.25·6/4 + 1) = 2.875 → 2 < 3
+    expect(p.select(ws, call(0, 1))!.branch).toBe('overflow');
+    ws.find((w) => w !== home && w.inFlight === 0)!.inFlight = 3; // total 8: bound 3.81 ≥ 3
+    expect(p.select(ws, call(0, 2))!.branch).toBe('sticky');
   });
 
   it('balance prefers the worker whose queue clears first', () => {
