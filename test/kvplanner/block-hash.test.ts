@@ -77,3 +77,35 @@ describe('PrefixIndex', () => {
     expect(idx.matchLength('a', chain('s499-', 30))).toBe(30);
   });
 });
+
+describe('PrefixIndex.matchAll', () => {
+  const chain = (tag: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+
+  it('gives every worker the depth matchLength gives', () => {
+    const idx = new PrefixIndex(10_000);
+    const root = chain('r', 8);
+    idx.insert('a', [...root, ...chain('a', 20)]);
+    idx.insert('b', [...root, ...chain('b', 5)]);
+    idx.insert('c', root.slice(0, 3));
+    idx.insert('d', [...root, ...chain('a', 7)]);
+    idx.insert('e', chain('zz', 4));
+    const q = [...root, ...chain('a', 30)];
+    const out = new Array<number>(idx.slotCount()).fill(-1);
+    idx.matchAll(q, out);
+    for (const w of ['a', 'b', 'c', 'd', 'e']) expect(out[idx.slotOf(w)]).toBe(idx.matchLength(w, q));
+    expect(['a', 'b', 'c', 'd', 'e'].map((w) => out[idx.slotOf(w)])).toEqual([28, 8, 3, 15, 0]);
+  });
+
+  it('forgets holders on eviction', () => {
+    const idx = new PrefixIndex(10_000);
+    idx.insert('a', chain('x', 10));
+    idx.insert('b', chain('x', 10));
+    idx.evict('a', chain('x', 10).slice(4));
+    const out = new Array<number>(idx.slotCount()).fill(0);
+    idx.matchAll(chain('x', 10), out);
+    expect([out[idx.slotOf('a')], out[idx.slotOf('b')]]).toEqual([4, 10]);
+    idx.removeWorker('b');
+    idx.matchAll(chain('x', 10), out);
+    expect(out[idx.slotOf('b')]).toBe(0);
+  });
+});
