@@ -285,25 +285,11 @@ export class PrefixIndex {
       e.head = 0;
     }
     if (e.qHash.length - e.head > 4 * e.blocks.size + 1024) {
-      const qh: string[] = [];
-      const qt: number[] = [];
-      for (let i = e.head; i < e.qHash.length; i++) {
-        const cur = e.blocks.get(e.qHash[i]);
-        if (cur !== undefined && cur === e.qTick[i]) {
-          qh.push(e.qHash[i]);
-          qt.push(e.qTick[i]);
-        }
-      }
-      // entries touched since queueing lost their slot above; requeue them in tick order
-      const queued = new Set(qh);
-      const rest: Array<[string, number]> = [];
-      for (const [h, t] of e.blocks) if (!queued.has(h)) rest.push([h, t]);
-      rest.sort((a, b) => a[1] - b[1]);
-      const merged: Array<[string, number]> = qh.map((h, i) => [h, qt[i]]);
-      for (const r of rest) merged.push(r);
-      merged.sort((a, b) => a[1] - b[1]);
-      e.qHash = merged.map((m) => m[0]);
-      e.qTick = merged.map((m) => m[1]);
+      // too many stale entries (evicted or re-queued blocks): rebuild from the live blocks in stamp
+      // order; the sort is stable and a Map iterates in insertion order, so tails stay first
+      const live = [...e.blocks].sort((a, b) => a[1] - b[1]);
+      e.qHash = live.map((x) => x[0]);
+      e.qTick = live.map((x) => x[1]);
       e.head = 0;
     }
   }

@@ -109,3 +109,20 @@ describe('PrefixIndex.matchAll', () => {
     expect(out[idx.slotOf('b')]).toBe(0);
   });
 });
+
+describe('PrefixIndex under churn', () => {
+  it('feedback evictions and re-inserts keep the queue bounded and the LRU order', () => {
+    const idx = new PrefixIndex(64);
+    const chain = (tag: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+    for (let k = 0; k < 3000; k++) {
+      const c = chain(`s${k % 5}-`, 12);
+      idx.insert('a', c);
+      idx.evict('a', c.slice(6));
+    }
+    expect(idx.size('a')).toBeLessThanOrEqual(64);
+    // the five hot chains fit (5 × 12 = 60 ≤ 64) and are still held up to the evicted tail
+    for (let s = 0; s < 5; s++) expect(idx.matchLength('a', chain(`s${s}-`, 12))).toBe(6);
+    const q = (idx as unknown as { workers: Map<string, { qHash: string[]; head: number }> }).workers.get('a')!;
+    expect(q.qHash.length - q.head).toBeLessThan(4 * 64 + 1024 + 12);
+  });
+});
