@@ -9,7 +9,8 @@ generates deterministic synthetic agent sessions (a realistic system prompt and 
 with explicit constraints, 20–60 calls of file reads, edits, test and compiler logs with ANSI
 codes and progress bars, diffs and greps; some sessions with a volatile clock in the system
 prompt or SWE-agent-style elision), replays them passthrough (policy round_robin) and through
-ctxgate (layout ctxgate, policy ctxgate), prints the comparison and writes an HTML report.
+ctxgate (layout ctxgate, policy ctxgate, budget M* = 16,384 tokens), prints the comparison and
+writes an HTML report.
 Figures come from the reference worker (a simulator with a real prefix cache and tokenizer,
 modeled latency), not from a GPU.
 

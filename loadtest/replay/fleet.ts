@@ -3,7 +3,10 @@
 // request's modeled timing, and close(). Everything in-process, ephemeral ports.
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type GatewayDeps } from '../../gateway/server.ts';
+import { createCompactionStage } from '../../middleware/compaction/stage.ts';
+import { createLedgerStage } from '../../middleware/ledger/stage.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
+import { createStabiliseStage } from '../../middleware/stabilise/stage.ts';
 import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
 import { startTimingTap, type TimingTap } from './timing-tap.ts';
 import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
@@ -81,8 +84,16 @@ export const startFleet: FleetFactory = async (spec) => {
   return handle;
 };
 
-/** The model's context pipeline: ctxgate layout stages, or passthrough (body untouched) — both
+/** The model's context pipeline: ctxgate layout stages plus the context chain (stabilise →
+ * ledger → compaction, the latter only with a budget M*), or passthrough (body untouched). Both
  * compute engine-exact tokens and block hashes that prefix-aware routing policies use. */
 async function pipelineFactory(spec: FleetSpec): Promise<GatewayDeps['pipelineFor']> {
-  return (m) => createPipeline({ model: m.name, tokenizer: spec.tokenizer, layout: spec.layout, blockSize: spec.blockSize });
+  return (m) =>
+    createPipeline({
+      model: m.name,
+      tokenizer: spec.tokenizer,
+      layout: spec.layout,
+      blockSize: spec.blockSize,
+      extraStages: [createStabiliseStage(), createLedgerStage(), createCompactionStage({ budgetTokens: spec.budget })],
+    });
 }
