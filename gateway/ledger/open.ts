@@ -18,7 +18,15 @@ export function openLedger(config: Pick<GatewayConfig, 'ledger' | 'redis'>, o: O
   const l = config.ledger;
   const store = o.store ?? (config.redis?.url ? 'redis' : 'sqlite');
   if (store === 'redis') {
-    return new RedisStreamLedger({ url: config.redis?.url, batchSize: l.batch_size, flushMs: l.flush_ms, onDrop: o.onDrop, onError: o.onError });
+    return new RedisStreamLedger({
+      url: config.redis?.url,
+      batchSize: l.batch_size,
+      flushMs: l.flush_ms,
+      // Readers (reports) never trim: retention is the writers' job.
+      retentionDays: o.readonly ? undefined : l.retention_days,
+      onDrop: o.onDrop,
+      onError: o.onError,
+    });
   }
   return new SqliteLedger({
     path: l.path,

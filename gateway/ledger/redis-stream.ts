@@ -1,5 +1,6 @@
 // Shared usage ledger for several gateway replicas: one Redis Stream (`XADD ctxgate:usage
-// MAXLEN ~ N * r <json>`), approximate trimming bounding memory. Replicas append in pipelined
+// MAXLEN ~ N * r <json>`), approximate trimming bounding memory, plus an hourly
+// `XTRIM MINID ~` for retention_days. Replicas append in pipelined
 // batches off the request path; the reporter reads with XRANGE pages and aggregates in memory.
 // Stream ids are assigned by Redis at append time, a little after the record's own time, so a
 // time-bounded read starts RANGE_SLACK_MS early and filters on the record time.
@@ -15,6 +16,7 @@ export const XRANGE_PAGE = 1_000;
 export const RANGE_SLACK_MS = 3_600_000;
 export const READY_TIMEOUT_MS = 5_000;
 export const WRITE_READY_WAIT_MS = 1_000;
+export const RETENTION_SWEEP_MS = 3_600_000;
 
 export interface RedisStreamLedgerOptions {
   url?: string;
@@ -24,6 +26,9 @@ export interface RedisStreamLedgerOptions {
   batchSize: number;
   flushMs: number;
   maxQueue?: number;
+  /** Entries appended more than this many days ago are trimmed (XTRIM MINID) hourly. */
+  retentionDays?: number;
+  retentionSweepMs?: number;
   onDrop?: DropListener;
   onError?: (err: unknown) => void;
 }
@@ -34,6 +39,7 @@ export class RedisStreamLedger implements UsageLedger {
   private readonly ownsClient: boolean;
   private readonly queue: BatchQueue<UsageRecord>;
   private down = false;
+  private readonly sweep: NodeJS.Timeout | null = null;
 
   constructor(o: RedisStreamLedgerOptions) {
     this.ownsClient = !o.client;
@@ -69,6 +75,17 @@ export class RedisStreamLedger implements UsageLedger {
       onDrop: o.onDrop,
       onError: o.onError,
     });
+    if (o.retentionDays !== undefined) {
+      const days = o.retentionDays;
+      this.sweep = setInterval(() => void this.prune(days).catch((err: unknown) => o.onError?.(err)), o.retentionSweepMs ?? RETENTION_SWEEP_MS);
+      this.sweep.unref();
+    }
+  }
+
+  /** Trims entries appended before now − retentionDays (stream ids are append times). */
+  async prune(retentionDays: number, now = Date.now()): Promise<number> {
+    await this.ready();
+    return this.redis.xtrim(this.key, 'MINID', '~', String(Math.max(0, Math.floor(now - retentionDays * 86_400_000))));
   }
 
   append(rec: UsageRecord): void {
@@ -129,6 +146,7 @@ export class RedisStreamLedger implements UsageLedger {
   }
 
   async close(): Promise<void> {
+    if (this.sweep) clearInterval(this.sweep);
     await this.queue.close();
     if (this.ownsClient) this.redis.disconnect();
   }

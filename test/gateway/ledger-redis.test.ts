@@ -58,6 +58,19 @@ describe('RedisStreamLedger', () => {
     await reader.close();
   });
 
+  it('retention trims entries appended before now − retention_days', async () => {
+    const k2 = `${key}:retention`;
+    const l = new RedisStreamLedger({ url, key: k2, batchSize: 10, flushMs: 20 });
+    for (let i = 0; i < 3; i++) l.append(rec(i, 'x', Date.now()));
+    await l.flush();
+    expect(await l.prune(30)).toBe(0);
+    expect(await admin.xlen(k2)).toBe(3);
+    await l.prune(30, Date.now() + 31 * 86_400_000);
+    expect(await admin.xlen(k2)).toBe(0);
+    await l.close();
+    await admin.del(k2);
+  });
+
   it('an unreachable Redis drops and counts records; append never throws', async () => {
     const l = new RedisStreamLedger({ url: 'redis://127.0.0.1:1', key, batchSize: 2, flushMs: 20 });
     l.append(rec(1, 'x', Date.now()));
