@@ -41,6 +41,10 @@ export interface CompactionOptions {
   checkpointRole?: 'user' | 'system';
   /** Append the identifiers the digest would otherwise drop (default true). */
   keepIdentifiersLine?: boolean;
+  /** When τ_low cannot be reached and the prompt is past M*, accept a result up to
+   * (τ_low+τ_high)/2 with a `compacted_above_low` receipt instead of refusing (default true):
+   * a refusal would leave the prompt growing past M* on every later call. */
+  bestEffort?: boolean;
   /** The agent's own messages (before stabilisation/tombstones), same indices as the input:
    * the compacted prefix is bound to their hashes. Defaults to the input. */
   rawInput?: ChatMessage[];
@@ -140,7 +144,8 @@ function scanCalls(input: ChatMessage[]): CallInfo[] {
   let n = 0;
   input.forEach((m, i) => {
     if (m.role === 'assistant') {
-      const thought = messageText(m).trim().slice(0, THOUGHT_CHARS);
+      // Full text: the verbatim set is taken over all of it; the digest shows a bounded head.
+      const thought = messageText(m).trim();
       if (m.tool_calls?.length) {
         for (const tc of m.tool_calls) {
           let label = tc.function?.name ?? '';
@@ -185,6 +190,9 @@ async function compactOnce(
   const refuse = (reason: string) => ({ messages: view, receipts: [{ stage: STAGE, action: 'refused', tokens_before: tokensBefore, reason }] });
   const M = opts.budgetTokens!;
   const target = (opts.low ?? DEFAULT_LOW) * M;
+  // Best effort only once the prompt is past M* itself: between τ_high and M* a refusal still
+  // leaves the prompt within budget, and waiting keeps the cached prefix longer.
+  const ceiling = opts.bestEffort === false || tokensBefore < M ? target : (((opts.low ?? DEFAULT_LOW) + (opts.high ?? DEFAULT_HIGH)) / 2) * M;
   const K = Math.max(1, opts.keepLastCalls ?? DEFAULT_KEEP_LAST_CALLS);
   const firstUser = input.findIndex((m) => m.role === 'user');
   if (firstUser < 0) return refuse('no user task to pin');
@@ -203,7 +211,7 @@ async function compactOnce(
     W = assistants[assistants.length - keep];
     fixedTokens = headTokens + sumTokens(input.slice(W), count);
   }
-  if (fixedTokens >= target) return refuse(`pinned root, task and latest ${keep} call(s) alone take ${fixedTokens} tokens ≥ τ_low ${Math.floor(target)}`);
+  if (fixedTokens >= ceiling) return refuse(`pinned root, task and latest ${keep} call(s) alone take ${fixedTokens} tokens ≥ ${Math.floor(ceiling)}`);
   const head = input.slice(0, pinnedEnd);
   const tail = input.slice(W);
 
@@ -251,7 +259,7 @@ async function compactOnce(
       level: 0,
       text: losslessText(out),
       ...(pointer ? { pointer } : {}),
-      thought: c.thought || undefined,
+      thought: c.thought ? c.thought.slice(0, THOUGHT_CHARS) : undefined,
       lines: out.split('\n').length,
       hash,
       verbatim: verbatimSet(`${c.thought}\n${c.label}\n${out}`),
@@ -271,7 +279,7 @@ async function compactOnce(
     const isMilestone = rec[1] !== null && (rec[1] !== 0 || /\b(pytest|test|make|cargo|go test|npm|tsc|patch|apply|sed -i|>)\b/.test(c.label));
     if (isMilestone) milestones.push({ id: c.id, call: rec[0], command: shortLabel(c.label).slice(0, 100), exit: rec[1], hash: rec[2] });
   }
-  const lastThought = [...fresh].reverse().find((c) => c.thought)?.thought ?? st?.checkpoint?.hypothesis ?? '';
+  const lastThought = [...fresh].reverse().find((c) => c.thought)?.thought.slice(0, THOUGHT_CHARS) ?? st?.checkpoint?.hypothesis ?? '';
   const refs = Object.entries(artifacts).slice(-MAX_ARTIFACT_REFS);
   const cp = makeCheckpoint({
     n: (st?.n ?? 0) + 1,
@@ -320,7 +328,7 @@ async function compactOnce(
     digest = `Summary (model-written):\n${summary}${kept.length && keepIds ? `\n  kept: ${kept.join(' | ')}` : ''}`;
     total = count(digest);
   }
-  if (total > budget) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
+  if (total > budget + (ceiling - target)) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
 
   let cpText = `${headerText}\nHistory:\n${digest}`;
   const role = opts.checkpointRole ?? 'user';
@@ -340,7 +348,8 @@ async function compactOnce(
   const cpMsg: ChatMessage = { role, content: cpText };
   const messages = [...headOut, cpMsg, ...tail];
   const tokensAfter = sumTokens(messages, count);
-  if (tokensAfter > target) return refuse(`compacted prompt is ${tokensAfter} tokens > τ_low ${Math.floor(target)}`);
+  if (tokensAfter > ceiling) return refuse(`compacted prompt is ${tokensAfter} tokens > ${Math.floor(ceiling)}`);
+  const aboveLow = tokensAfter > target;
   const levels = [0, 1, 2, 3].map((l) => merged.filter((e) => e.level === l).length);
   const state: CompactionState = {
     v: 1,
@@ -360,11 +369,11 @@ async function compactOnce(
     receipts: [
       {
         stage: STAGE,
-        action: 'compacted',
+        action: aboveLow ? 'compacted_above_low' : 'compacted',
         target: `messages ${start}–${W - 1}`,
         tokens_before: tokensBefore,
         tokens_after: tokensAfter,
-        reason: `τ_high reached; latest ${keep} call(s) kept verbatim${keep < K ? ` (of ${K}: they alone neared τ_low)` : ''}; checkpoint ${cp.n} audited; entries lossless ${levels[0]}, extracted ${levels[1]}, pointer ${levels[2]}, ranges ${levels[3]}; verbatim set ${V.size} kept`,
+        reason: `τ_high reached${aboveLow ? `; τ_low ${Math.floor(target)} unreachable (pinned root/task/tail), best effort` : ''}; latest ${keep} call(s) kept verbatim${keep < K ? ` (of ${K}: they alone neared τ_low)` : ''}; checkpoint ${cp.n} audited; entries lossless ${levels[0]}, extracted ${levels[1]}, pointer ${levels[2]}, ranges ${levels[3]}; verbatim set ${V.size} kept`,
       },
     ],
   };

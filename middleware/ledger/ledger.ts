@@ -237,16 +237,16 @@ export function invalidate(prev: LedgerState | undefined, uri: string, reason: s
   return st;
 }
 
-/** Stale observations whose result message is still in `out` without a tombstone or eviction. */
-export function staleExposure(st: LedgerState, out: ChatMessage[]): number {
+/** Stale observations still shown verbatim in `out` with no tombstone for them there.
+ * Observations below `compactedBelow` (the compaction watermark) were replaced by the digest,
+ * which marks stale entries itself, and evicted ones are gone: neither is exposed. */
+export function staleExposure(st: LedgerState, out: ChatMessage[], compactedBelow = 0): number {
   const all = out.map(messageText).join('\n');
   let n = 0;
   for (const o of st.observations) {
-    if (!o.stale) continue;
+    if (!o.stale || o.handled === 'evicted' || o.index < compactedBelow) continue;
     const t = st.tombstones.find((x) => x.obs === o.id);
-    if (t && all.includes(t.text)) continue;
-    if (o.handled === 'evicted') continue;
-    n++;
+    if (!t || !all.includes(t.text)) n++;
   }
   return n;
 }

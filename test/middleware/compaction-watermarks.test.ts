@@ -137,4 +137,20 @@ describe('compaction watermarks', () => {
     expect(rs.flat().some((r) => r.action === 'reset')).toBe(false);
     expect(prefillPass / prefillOurs).toBeGreaterThan(1.5);
   });
+
+  it('best effort past M* when τ_low is unreachable (large pinned task); strict mode refuses', async () => {
+    const bigTask = TASK + '\n' + 'Background: '.repeat(300);
+    const msgs = buildSession(bigTask, steps(30));
+    const loose = await replay(requestsOf(msgs));
+    const partial = loose.rs.flat().filter((r) => r.action === 'compacted_above_low');
+    expect(partial.length).toBeGreaterThan(0);
+    for (const r of partial) {
+      expect(r.tokens_before!).toBeGreaterThanOrEqual(M);
+      expect(r.tokens_after!).toBeLessThanOrEqual(0.65 * M);
+      expect(r.reason).toMatch(/τ_low \d+ unreachable/);
+    }
+    const strict = await replay(requestsOf(msgs), { compaction: { budgetTokens: M, bestEffort: false } });
+    expect(strict.rs.flat().some((r) => r.action.startsWith('compacted'))).toBe(false);
+    expect(strict.rs.flat().some((r) => r.action === 'refused')).toBe(true);
+  });
 });
