@@ -23,12 +23,17 @@ export class RequestRecords {
   constructor(max: number) {
     this.cache = new LRUCache({ max });
   }
+  // Keyed by tenant and id: request ids may come from the client (x-request-id), so one tenant
+  // reusing another's id must not overwrite (or read) that tenant's record.
   add(r: RequestRecord): void {
-    this.cache.set(r.id, r);
+    this.cache.set(`${r.tenant}\u0000${r.id}`, r);
   }
-  /** Tenant-scoped: another tenant's record reads as absent (admins see all). */
+  /** Tenant-scoped: another tenant's record reads as absent (admins see all, own tenant first). */
   get(id: string, tenant: string, admin: boolean): RequestRecord | undefined {
-    const r = this.cache.get(id);
-    return r && (admin || r.tenant === tenant) ? r : undefined;
+    const own = this.cache.get(`${tenant}\u0000${id}`);
+    if (own || !admin) return own;
+    // Admin lookups across tenants scan the bounded cache (max entries); they are rare.
+    for (const r of this.cache.values()) if (r.id === id) return r;
+    return undefined;
   }
 }

@@ -17,6 +17,8 @@ export interface DispatchRequest {
   info: RouteInfo;
   prefillTokens: number;
   attempts: number;
+  /** Workers already tried by an earlier dispatch of this request (skipped; tried ones are added). */
+  tried?: Set<Worker>;
 }
 
 export interface Dispatched {
@@ -49,7 +51,8 @@ function candidates(route: ModelRoute, tried: Set<Worker>): { views: WorkerView[
 
 export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics: GatewayMetrics): Promise<Dispatched> {
   const model = route.config.name;
-  const tried = new Set<Worker>();
+  const tried = req.tried ?? new Set<Worker>();
+  const before = tried.size;
   let lastError: GatewayError | undefined;
   let failed: Dispatched['failed'];
   let failedOn: { worker: Worker; choice: Choice } | undefined;
@@ -105,7 +108,7 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
       failed = undefined;
     }
   }
-  if (failed && failedOn) return { ...failedOn, attempts: tried.size, failed, waitMs };
+  if (failed && failedOn) return { ...failedOn, attempts: tried.size - before, failed, waitMs };
   const err = lastError ?? new GatewayError('no_healthy_worker', `no healthy worker for model '${model}'`);
   err.headers['x-ctxgate-attempts'] = String(tried.size);
   throw err;

@@ -7,6 +7,7 @@ import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { GatewayError } from '../errors.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
+import type { Worker } from '../upstream/worker.ts';
 import { upstreamBody } from './body.ts';
 import { dispatch, type Dispatched } from './dispatch.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
@@ -14,6 +15,8 @@ import { relayJson, relayStream } from './relay.ts';
 
 export type Endpoint = 'chat' | 'completions';
 const PATHS: Record<Endpoint, string> = { chat: '/v1/chat/completions', completions: '/v1/completions' };
+/** Non-stream answers that broke while being read: nothing reached the client, so try another worker. */
+const RETRY_BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout']);
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
 
@@ -101,39 +104,54 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     reply.raw.once('close', onClose);
     const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
     if (ex.stream) headers.accept = 'text/event-stream';
-    let d: Dispatched;
+    const tried = new Set<Worker>();
+    const maxAttempts = gw.config.upstream.attempts;
+    let used = 0;
     try {
-      d = await dispatch(
-        route,
-        { path: PATHS[kind], body: up.bytes, headers, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: gw.config.upstream.attempts },
-        gw.metrics,
-      );
-    } catch (err) {
-      if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
-      if (ac.signal.aborted) {
-        clientGone(reply, ex);
-        return;
+      // Loops only when a non-stream answer broke before the client saw a byte: retried elsewhere.
+      for (;;) {
+        let d: Dispatched;
+        try {
+          d = await dispatch(
+            route,
+            { path: PATHS[kind], body: up.bytes, headers, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried },
+            gw.metrics,
+          );
+        } catch (err) {
+          if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
+          if (ac.signal.aborted) {
+            clientGone(reply, ex);
+            return;
+          }
+          throw err;
+        }
+        used += d.attempts;
+        ex.worker = d.worker;
+        ex.attempts = used;
+        ex.choice = d.choice;
+        ex.upstreamWaitMs += d.waitMs;
+        setResponseHeaders(reply, ex);
+        if (d.failed) {
+          ex.status = d.failed.status;
+          ex.errorCode = `upstream_${d.failed.status}`;
+          reply.code(d.failed.status).header('content-type', d.failed.contentType).send(d.failed.body);
+          return;
+        }
+        const res = d.res!;
+        try {
+          const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+          if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal);
+          else await relayJson(gw, ex, res, reply, ac.signal);
+          return;
+        } catch (err) {
+          const retryable = err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;
+          if (!retryable || used >= maxAttempts) throw err;
+          gw.metrics.retries.inc({ model: ex.model });
+        } finally {
+          d.worker.end();
+        }
       }
-      throw err;
-    }
-    ex.worker = d.worker;
-    ex.attempts = d.attempts;
-    ex.choice = d.choice;
-    ex.upstreamWaitMs += d.waitMs;
-    setResponseHeaders(reply, ex);
-    if (d.failed) {
-      ex.status = d.failed.status;
-      ex.errorCode = `upstream_${d.failed.status}`;
-      reply.code(d.failed.status).header('content-type', d.failed.contentType).send(d.failed.body);
-      return;
-    }
-    const res = d.res!;
-    try {
-      const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
-      if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal);
-      else await relayJson(gw, ex, res, reply, ac.signal);
     } finally {
-      d.worker.end();
       reply.raw.off('close', onClose);
     }
   } catch (err) {

@@ -1,0 +1,247 @@
+// ctxgate bench chaos: reference workers (child processes) behind ctxgate (child process) under
+// concurrent synthetic agent sessions, half streaming, while faults hit on a schedule: a worker
+// killed -9 and restarted on the same port, a worker hanging before the first byte, a worker
+// dying mid-stream, 5xx bursts, and (--redis) Redis killed for 10 s. Reports outcomes by kind,
+// retries, p99 latency, and the gateway's RSS and open sockets before and after (after a settle
+// and a GC), so leaks and hangs show.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generateSessions } from './synth/index.ts';
+import { ChaosFleet } from './chaos/fleet.ts';
+import { startGatewayProc, type GatewayProc } from './chaos/gateway-proc.ts';
+import { emptyStats, percentile, runLoad, type LoadStats } from './chaos/load.ts';
+import { freePort, RedisProc } from './chaos/redis-proc.ts';
+
+export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10 } as const;
+const MODEL = 'chaos-model';
+/** Worker sleep = modeled engine time × this: streams last ~a second, as with a real engine. */
+const TIME_SCALE = 0.3;
+const MAX_TOKENS = 48;
+/** A stream with no byte for this long counts as hung (the gateway's body timeout is below it). */
+const IDLE_TIMEOUT_MS = 15_000;
+const WARMUP_MS = 4_000;
+const SETTLE_MS = 3_000;
+/** Past the upstream pools' keep-alive (30 s): idle pooled sockets are gone, leaked ones are not. */
+const IDLE_SETTLE_MS = 32_000;
+const RESTART_AFTER_MS = 2_000;
+const FAULT_MS = 3_000;
+const REDIS_DOWN_MS = 10_000;
+
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--json]
+
+Runs --workers reference workers (child processes) behind ctxgate (child process) and
+--sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
+seconds, injecting faults every --kill-every-s seconds: one worker killed -9 and restarted on
+its port, then in turn a worker hanging before its first byte, a worker dying mid-stream, or a
+burst of 503s. --redis also starts a redis-server for the gateway's rate limiter and kills it
+for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
+event / hung streams / retries / p99 latency / gateway RSS (after warm-up vs after the run,
+each after a GC) and open sockets (at rest before the load vs at rest 32 s after it, once
+pooled keep-alive sockets expired) so leaks show.
+Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
+
+export interface ChaosReport {
+  sent: number;
+  succeeded: number;
+  failed_nonstream: number;
+  failed_stream_clean: number;
+  failed_stream_unclean: number;
+  failed_stream_http: number;
+  hung_streams: number;
+  retries: number;
+  p99_ms: number;
+  p50_ms: number;
+  rss_start_mb: number;
+  rss_end_mb: number;
+  sockets_start: number;
+  sockets_end: number;
+  failures_by_kind: Record<string, number>;
+  faults: string[];
+  gateway_exit_code: number | null;
+}
+
+function gatewayConfig(urls: string[], redisUrl?: string): string {
+  const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
+  return [
+    'listen: { host: 127.0.0.1, port: 0 }',
+    'health: { interval_ms: 500, timeout_ms: 500, eject_after: 2, readmit_after: 1 }',
+    // Fail fast on a dead or hanging worker and try the others: attempts = every worker.
+    `upstream: { connect_timeout_ms: 500, headers_timeout_ms: 4000, body_timeout_ms: 6000, attempts: ${Math.max(2, urls.length)} }`,
+    'shutdown: { deadline_ms: 5000 }',
+    ...(redisUrl ? [`redis: { url: '${redisUrl}' }`, 'limits: { rate_limit: { per_minute: 1000000 } }'] : []),
+    'models:',
+    `  - name: ${MODEL}`,
+    '    layout: passthrough',
+    '    policy: round_robin',
+    '    workers:',
+    workers,
+    '',
+  ].join('\n');
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function settled(gw: GatewayProc, ms = SETTLE_MS): Promise<{ rss: number; sockets: number }> {
+  await sleep(ms);
+  gw.gc();
+  await sleep(500);
+  gw.gc();
+  await sleep(500);
+  return { rss: gw.rssMb(), sockets: gw.sockets() };
+}
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'duration-s': { type: 'string' },
+      sessions: { type: 'string' },
+      workers: { type: 'string' },
+      'kill-every-s': { type: 'string' },
+      redis: { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
+  });
+  const num = (v: string | undefined, d: number, name: string): number => {
+    const n = v === undefined ? d : Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
+    return n;
+  };
+  return {
+    durationS: num(values['duration-s'], DEFAULTS.durationS, 'duration-s'),
+    sessions: Math.round(num(values.sessions, DEFAULTS.sessions, 'sessions')),
+    workers: Math.round(num(values.workers, DEFAULTS.workers, 'workers')),
+    killEveryS: num(values['kill-every-s'], DEFAULTS.killEveryS, 'kill-every-s'),
+    redis: values.redis ?? false,
+    json: values.json ?? false,
+  };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let o: ReturnType<typeof parse>;
+  try {
+    o = parse(argv);
+  } catch (err) {
+    process.stderr.write(`bench chaos: ${(err as Error).message}\n\n${help}\n`);
+    return 2;
+  }
+  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const fleet = new ChaosFleet({ model: MODEL, tokenizer: 'qwen3', timeScale: TIME_SCALE });
+  const redis = o.redis ? new RedisProc(await freePort()) : undefined;
+  let gw: GatewayProc | undefined;
+  const faults: string[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  try {
+    log(`starting ${o.workers} workers${redis ? ' and redis' : ''}...`);
+    await fleet.start(o.workers);
+    await redis?.start();
+    const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
+    const cfg = join(dir, 'gateway.yaml');
+    writeFileSync(cfg, gatewayConfig(fleet.urls(), redis?.url));
+    gw = await startGatewayProc(cfg);
+    const sessions = generateSessions({ count: Math.min(o.sessions, 16), minCalls: 6, maxCalls: 16, model: MODEL });
+
+    // Sockets at rest: listener, health checks, stdio. The end reading waits until pooled
+    // keep-alive sockets expired, so both are "at rest" and any difference is a leak.
+    await sleep(1_000);
+    const socketsStart = gw.sockets();
+    // RSS after a warm-up at full concurrency, so "start" is a warm process, not an empty one.
+    await runLoad({ url: gw.url, model: MODEL, sessions, concurrency: o.sessions, untilMs: Date.now() + WARMUP_MS, idleTimeoutMs: IDLE_TIMEOUT_MS, maxTokens: MAX_TOKENS, stats: emptyStats() });
+    const start = await settled(gw);
+    log(`gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`);
+
+    const t0 = Date.now();
+    const at = (ms: number, what: string, f: () => unknown): void => {
+      timers.push(
+        setTimeout(() => {
+          faults.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${what}`);
+          log(`  ${faults[faults.length - 1]}`);
+          void Promise.resolve(f()).catch((err: Error) => log(`  fault step failed: ${err.message}`));
+        }, ms),
+      );
+    };
+    const period = o.killEveryS * 1000;
+    const kinds = ['hang', 'die-mid-stream', '5xx-burst'] as const;
+    for (let c = 0, base = 0; base + period * 0.3 < o.durationS * 1000; c++, base += period) {
+      const victim = c % o.workers;
+      at(base + period * 0.3, `kill -9 w${victim}`, () => fleet.kill(victim));
+      at(base + period * 0.3 + RESTART_AFTER_MS, `restart w${victim}`, () => fleet.restart(victim));
+      const other = (c + 1) % o.workers;
+      const k = kinds[c % kinds.length];
+      if (o.workers < 2 || base + period * 0.6 + FAULT_MS > o.durationS * 1000) continue;
+      const fault = k === 'hang' ? { hangMs: 8_000 } : k === 'die-mid-stream' ? { dieAfterChunks: 3 } : { failRate: 1, failStatus: 503 };
+      const clear = k === 'hang' ? { hangMs: 0 } : k === 'die-mid-stream' ? { dieAfterChunks: 0 } : { failRate: 0 };
+      at(base + period * 0.6, `${k} on w${other}`, () => fleet.setFault(other, fault));
+      at(base + period * 0.6 + FAULT_MS, `${k} off w${other}`, () => fleet.setFault(other, clear));
+    }
+    if (redis) {
+      const downAt = Math.max(1000, o.durationS * 1000 * 0.4);
+      at(downAt, 'kill -9 redis', () => redis.kill());
+      at(downAt + REDIS_DOWN_MS, 'restart redis', () => redis.start());
+    }
+
+    const stats: LoadStats = emptyStats();
+    await runLoad({ url: gw.url, model: MODEL, sessions, concurrency: o.sessions, untilMs: t0 + o.durationS * 1000, idleTimeoutMs: IDLE_TIMEOUT_MS, maxTokens: MAX_TOKENS, stats });
+    for (const t of timers) clearTimeout(t);
+    // Every worker back before the end reading, so pools look like they did at the start.
+    for (let i = 0; i < o.workers; i++) {
+      fleet.setFault(i, { hangMs: 0, dieAfterChunks: 0, failRate: 0 });
+      await fleet.restart(i);
+    }
+    log(`load done; waiting ${IDLE_SETTLE_MS / 1000} s for keep-alive sockets to expire before the end reading`);
+    const end = await settled(gw, IDLE_SETTLE_MS);
+    const exitCode = await gw.stop();
+    gw = undefined;
+    const report: ChaosReport = {
+      sent: stats.sent,
+      succeeded: stats.succeeded,
+      failed_nonstream: stats.failedNonstream,
+      failed_stream_clean: stats.failedStreamClean,
+      failed_stream_unclean: stats.failedStreamUnclean,
+      failed_stream_http: stats.failedStreamHttp,
+      hung_streams: stats.hungStreams,
+      retries: stats.retries,
+      p99_ms: Math.round(percentile(stats.latenciesMs, 99)),
+      p50_ms: Math.round(percentile(stats.latenciesMs, 50)),
+      rss_start_mb: Number(start.rss.toFixed(1)),
+      rss_end_mb: Number(end.rss.toFixed(1)),
+      sockets_start: socketsStart,
+      sockets_end: end.sockets,
+      failures_by_kind: stats.failuresByKind,
+      faults,
+      gateway_exit_code: exitCode,
+    };
+    if (o.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    else printTable(report);
+    return 0;
+  } finally {
+    for (const t of timers) clearTimeout(t);
+    await gw?.stop().catch(() => undefined);
+    await fleet.close();
+    await redis?.kill();
+  }
+}
+
+function printTable(r: ChaosReport): void {
+  const pct = (a: number, b: number): string => (b ? `${(((a - b) / b) * 100).toFixed(1)}%` : 'n/a');
+  const rows: [string, string][] = [
+    ['sent', String(r.sent)],
+    ['succeeded', String(r.succeeded)],
+    ['failed (non-stream)', String(r.failed_nonstream)],
+    ['streams ended with SSE error event', String(r.failed_stream_clean)],
+    ['streams ended without [DONE] or error event', String(r.failed_stream_unclean)],
+    ['streams refused with an HTTP error', String(r.failed_stream_http)],
+    ['hung streams', String(r.hung_streams)],
+    ['retries (x-ctxgate-attempts - 1)', String(r.retries)],
+    ['latency p50 / p99 (ms)', `${r.p50_ms} / ${r.p99_ms}`],
+    ['gateway RSS start → end (MB)', `${r.rss_start_mb} → ${r.rss_end_mb} (${pct(r.rss_end_mb, r.rss_start_mb)})`],
+    ['gateway sockets start → end', `${r.sockets_start} → ${r.sockets_end}`],
+    ['gateway exit code after SIGTERM', String(r.gateway_exit_code)],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  for (const [k, v] of rows) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
+  const kinds = Object.entries(r.failures_by_kind);
+  if (kinds.length) process.stdout.write(`failures by kind: ${kinds.map(([k, n]) => `${k}=${n}`).join(', ')}\n`);
+}

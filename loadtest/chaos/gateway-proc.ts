@@ -1,0 +1,77 @@
+// ctxgate in its own process for `bench chaos`, so its RSS and open sockets are its own: read
+// from /proc/PID/status (VmRSS) and /proc/PID/fd (links to 'socket:[…]'), no lsof needed.
+// Started with --expose-gc; SIGUSR2 asks it for a full GC before a memory reading.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
+const START_TIMEOUT_MS = 30_000;
+
+export interface GatewayProc {
+  url: string;
+  pid: number;
+  rssMb(): number;
+  sockets(): number;
+  gc(): void;
+  /** SIGTERM, then wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** Lines the gateway logged at warn/error (capped), for the report. */
+  errors: string[];
+}
+
+const MAX_ERROR_LINES = 50;
+
+export async function startGatewayProc(configPath: string): Promise<GatewayProc> {
+  const proc: ChildProcess = spawn(process.execPath, ['--expose-gc', BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const errors: string[] = [];
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    const t = setTimeout(() => reject(new Error('gateway did not start in time')), START_TIMEOUT_MS);
+    proc.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const m = /"url":"(http:[^"]+)"/.exec(line);
+        if (m) {
+          clearTimeout(t);
+          resolve(m[1]);
+        }
+        // pino levels: 40 warn, 50 error
+        if (/"level":(40|50|60)/.test(line) && errors.length < MAX_ERROR_LINES) errors.push(line.slice(0, 400));
+      }
+    });
+    proc.stderr!.on('data', (d: Buffer) => {
+      if (errors.length < MAX_ERROR_LINES) errors.push(d.toString().slice(0, 400));
+    });
+    proc.once('exit', (code) => reject(new Error(`gateway exited during start (${code}): ${errors.join('\n')}`)));
+  });
+  const pid = proc.pid!;
+  return {
+    url,
+    pid,
+    errors,
+    rssMb: () => {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : NaN;
+    },
+    sockets: () => {
+      let n = 0;
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        try {
+          if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++;
+        } catch {
+          // the fd closed between readdir and readlink
+        }
+      }
+      return n;
+    },
+    gc: () => void proc.kill('SIGUSR2'),
+    stop: async () => {
+      proc.kill('SIGTERM');
+      return exit;
+    },
+  };
+}
