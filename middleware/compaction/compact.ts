@@ -167,7 +167,9 @@ function scanCalls(input: ChatMessage[]): CallInfo[] {
         pendingText = cmd ? info : undefined;
       }
     } else if (m.role === 'tool') {
-      const info = byId.get(m.tool_call_id ?? '');
+      // SWE-agent writes `tool_call_ids` (a list) instead of `tool_call_id`.
+      const ids = (m as { tool_call_ids?: unknown }).tool_call_ids;
+      const info = byId.get(m.tool_call_id ?? (Array.isArray(ids) ? String(ids[0]) : ''));
       if (info) info.result = m;
     } else if (m.role === 'user' && i > firstUser && pendingText) {
       pendingText.result = m;

@@ -48,6 +48,19 @@ describe('shell preset', () => {
   });
 });
 
+describe('invalidation semantics', () => {
+  it('file reads, listings (structural writes only) and searches (any write under the dir)', async () => {
+    const { writeInvalidates } = await import('../../middleware/ledger/uri.ts');
+    expect(writeInvalidates({ uri: 'file:///testbed/src/a.py' }, { uri: 'file://src/a.py', effect: 'read' })).toBe(true);
+    expect(writeInvalidates({ uri: 'file://src/b.py' }, { uri: 'file://src/a.py', effect: 'read' })).toBe(false);
+    expect(writeInvalidates({ uri: 'file://src/a.py' }, { uri: 'dir://src', effect: 'list' })).toBe(false);
+    expect(writeInvalidates({ uri: 'file://src/new.py', structural: true }, { uri: 'dir://src', effect: 'list' })).toBe(true);
+    expect(writeInvalidates({ uri: 'file://src/a.py' }, { uri: 'dir://src', effect: 'search' })).toBe(true);
+    expect(writeInvalidates({ uri: 'file://docs/a.md' }, { uri: 'dir://src', effect: 'search' })).toBe(false);
+    expect(writeInvalidates({ uri: 'dir://.', structural: true }, { uri: 'file://src/a.py', effect: 'read' })).toBe(true);
+  });
+});
+
 describe('tool presets', () => {
   const eff = (tool: string, args: Record<string, unknown>) => callEffects({ tool, args }).effects.map((e) => `${e.effect} ${e.uri}`);
   it('str_replace_editor', () => {
