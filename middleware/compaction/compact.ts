@@ -10,7 +10,8 @@ import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
 import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
-import { parseExitCode, textModeCommand } from '../ledger/semantics.ts';
+import { parseExitCode } from '../ledger/semantics.ts';
+import { fullText, scanCalls } from './calls.ts';
 import { isElisionMarker } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
@@ -80,15 +81,6 @@ export interface CompactionResult {
   compacted?: { watermark: number; tokensBefore: number; tokensAfter: number };
 }
 
-interface CallInfo {
-  id: string;
-  call: number;
-  label: string;
-  thought: string;
-  result?: ChatMessage;
-  assistantIndex: number;
-}
-
 export async function compactMessages(input: ChatMessage[], prev: CompactionState | undefined, opts: CompactionOptions): Promise<CompactionResult> {
   const count = opts.countTokens ?? approxTokens;
   const receipts: Receipt[] = [];
@@ -133,50 +125,6 @@ function prefixStillValid(input: ChatMessage[], st: CompactionState, rawHashes?:
 
 function sumTokens(ms: ChatMessage[], count: CountTokens): number {
   return ms.reduce((n, m) => n + messageTokens(m, count), 0);
-}
-
-/** Action numbers and labels of every call, in the ledger's numbering. */
-function scanCalls(input: ChatMessage[]): CallInfo[] {
-  const calls: CallInfo[] = [];
-  const byId = new Map<string, CallInfo>();
-  const firstUser = input.findIndex((m) => m.role === 'user');
-  let pendingText: CallInfo | undefined;
-  let n = 0;
-  input.forEach((m, i) => {
-    if (m.role === 'assistant') {
-      // Full text: the verbatim set is taken over all of it; the digest shows a bounded head.
-      const thought = messageText(m).trim();
-      if (m.tool_calls?.length) {
-        for (const tc of m.tool_calls) {
-          let label = tc.function?.name ?? '';
-          try {
-            const a = JSON.parse(tc.function?.arguments ?? '{}') as Record<string, unknown>;
-            const c = a.command ?? a.cmd ?? a.input;
-            label = typeof c === 'string' ? c : Array.isArray(c) ? c.map(String).join(' ') : `${label} ${JSON.stringify(a)}`;
-          } catch {
-            label = `${label} ${tc.function?.arguments ?? ''}`;
-          }
-          const info: CallInfo = { id: tc.id, call: ++n, label, thought, assistantIndex: i };
-          calls.push(info);
-          byId.set(tc.id, info);
-        }
-      } else {
-        const cmd = textModeCommand(messageText(m));
-        const info: CallInfo = { id: cmd ? `text-${n + 1}` : `say-${i}`, call: cmd ? ++n : n, label: cmd ?? '', thought, assistantIndex: i };
-        calls.push(info);
-        pendingText = cmd ? info : undefined;
-      }
-    } else if (m.role === 'tool') {
-      // SWE-agent writes `tool_call_ids` (a list) instead of `tool_call_id`.
-      const ids = (m as { tool_call_ids?: unknown }).tool_call_ids;
-      const info = byId.get(m.tool_call_id ?? (Array.isArray(ids) ? String(ids[0]) : ''));
-      if (info) info.result = m;
-    } else if (m.role === 'user' && i > firstUser && pendingText) {
-      pendingText.result = m;
-      pendingText = undefined;
-    }
-  });
-  return calls;
 }
 
 async function compactOnce(
@@ -379,27 +327,6 @@ async function compactOnce(
       },
     ],
   };
-}
-
-function fullText(m: ChatMessage): string {
-  const calls = (m.tool_calls ?? []).map((t) => t.function?.arguments ?? '').join('\n');
-  let args = calls;
-  // Commands are JSON-escaped inside arguments; compare on their decoded form.
-  try {
-    args = (m.tool_calls ?? []).map((t) => JSON.stringify(JSON.parse(t.function?.arguments ?? '{}'))).join('\n') + '\n' + decodeArgs(m);
-  } catch {
-    /* keep raw */
-  }
-  return `${messageText(m)}\n${args}`;
-}
-
-function decodeArgs(m: ChatMessage): string {
-  return (m.tool_calls ?? [])
-    .map((t) => {
-      const a = JSON.parse(t.function?.arguments ?? '{}') as Record<string, unknown>;
-      return Object.values(a).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('\n');
-    })
-    .join('\n');
 }
 
 function summaryPrompt(digest: string): string {
