@@ -13,10 +13,10 @@ import type { RouteInfo, WorkerView } from './types.ts';
 
 export const help = `ctxgate bench routing — routing decision time per policy
 
-usage: ctxgate bench routing [--workers 64] [--blocks 100000] [--decisions 20000] [--sessions 400]
+usage: ctxgate bench routing [--workers 64] [--decisions 20000] [--sessions 1000]
                              [--policies a,b,...] [--json]
-Times select() for every policy over the same request stream once ctxgate's index holds
---blocks blocks; prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.`;
+Times select() for every policy over the same request stream after a warm-up of 64 calls per
+session (ctxgate's index then holds > 100k blocks); prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.`;
 
 const ROOT_TOKENS = 512;
 const TURN_TOKENS = 128;
@@ -24,6 +24,8 @@ const MAX_TURNS = 32;
 const BLOCK = 16;
 export const CTXGATE_P99_TARGET_US = 50;
 const IN_FLIGHT_PER_WORKER = 4;
+/** two conversations per session slot before timing: fills ctxgate's index past 100k blocks */
+const WARM_CALLS_PER_SESSION = 64;
 
 interface Row {
   policy: string;
@@ -44,46 +46,60 @@ function quantile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
-/** Session s's full token stream: shared root, then its own turns. */
-function sessionTokens(s: number): number[] {
+/** Conversation c's full token stream: shared root, then its own turns. */
+function sessionTokens(c: number): number[] {
   const out: number[] = [];
   for (let i = 0; i < ROOT_TOKENS; i++) out.push(100 + i);
-  for (let i = 0; i < MAX_TURNS * TURN_TOKENS; i++) out.push(1000 + ((s * 100_003 + i * 7) % 150_000));
+  for (let i = 0; i < MAX_TURNS * TURN_TOKENS; i++) out.push(1000 + ((c * 100_003 + i * 7) % 150_000));
   return out;
 }
 
-function buildStream(sessions: number, n: number, seed: number): RouteInfo[] {
-  const r = rng(seed);
-  const full = Array.from({ length: sessions }, (_, s) => sessionTokens(s));
-  const fullHashes = full.map((t) => blockHashes(t, BLOCK));
-  const fullText = full.map((t) => String.fromCharCode(...t.map((x) => 0x4e00 + (x % 20000))));
-  const turn = new Array<number>(sessions).fill(0);
-  // one shared RouteInfo per (session, turn), built lazily: keeps the bench's own heap (and so GC
-  // pauses inside the timed region) small. promptTokenIds is the session's whole stream: only
-  // prefix_hash reads ids (its first 256, identical for every turn); ctxgate reads blockHashes.
-  const cache = new Map<number, RouteInfo>();
-  const out: RouteInfo[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = Math.floor(r() * sessions);
-    const t = turn[s] % MAX_TURNS;
-    turn[s]++;
-    const len = ROOT_TOKENS + (t + 1) * TURN_TOKENS;
-    let info = cache.get(s * MAX_TURNS + t);
-    if (!info) {
-      info = {
-        model: 'bench',
-        tenant: 't',
-        sessionId: `s${s}`,
-        promptTokenIds: full[s],
-        blockHashes: fullHashes[s].slice(0, Math.floor(len / BLOCK)),
-        text: fullText[s].slice(0, len),
-        promptTokens: len,
-      };
-      cache.set(s * MAX_TURNS + t, info);
-    }
-    out.push(info);
+interface Conversation {
+  tokens: number[];
+  hashes: string[];
+  text: string;
+}
+
+/**
+ * Calls from `slots` concurrent agent sessions: each call extends its session by a turn; a session
+ * that reaches MAX_TURNS ends and a new conversation takes its slot, as in real traffic (prompts
+ * only grow within a session). Deterministic for a given seed.
+ */
+class Traffic {
+  private readonly turn: number[];
+  private readonly gen: number[];
+  private readonly convs = new Map<number, Conversation>();
+  private readonly r: () => number;
+
+  constructor(private readonly slots: number, seed: number) {
+    this.turn = new Array<number>(slots).fill(0);
+    this.gen = new Array<number>(slots).fill(0);
+    this.r = rng(seed);
   }
-  return out;
+
+  next(): RouteInfo {
+    const s = Math.floor(this.r() * this.slots);
+    if (this.turn[s] === MAX_TURNS) {
+      this.convs.delete(this.gen[s] * this.slots + s);
+      this.turn[s] = 0;
+      this.gen[s]++;
+    }
+    const t = this.turn[s]++;
+    const id = this.gen[s] * this.slots + s;
+    let c = this.convs.get(id);
+    if (!c) {
+      const tokens = sessionTokens(id);
+      c = { tokens, hashes: blockHashes(tokens, BLOCK), text: String.fromCharCode(...tokens.map((x) => 0x4e00 + (x % 20000))) };
+      this.convs.set(id, c);
+    }
+    const len = ROOT_TOKENS + (t + 1) * TURN_TOKENS;
+    // promptTokenIds is the conversation's whole stream: only prefix_hash reads ids (its first 256,
+    // the same for every turn); ctxgate reads blockHashes, sglang_cache_aware the text
+    return {
+      model: 'bench', tenant: 't', sessionId: `c${id}`, promptTokenIds: c.tokens,
+      blockHashes: c.hashes.slice(0, Math.floor(len / BLOCK)), text: c.text.slice(0, len), promptTokens: len,
+    };
+  }
 }
 
 function makeWorkers(n: number): WorkerView[] {
@@ -95,16 +111,19 @@ function makeWorkers(n: number): WorkerView[] {
 export async function run(argv: string[]): Promise<number> {
   const { values: v } = parseArgs({
     args: argv,
-    options: { workers: { type: 'string' }, blocks: { type: 'string' }, decisions: { type: 'string' }, sessions: { type: 'string' }, policies: { type: 'string' }, json: { type: 'boolean' } },
+    options: { workers: { type: 'string' }, decisions: { type: 'string' }, sessions: { type: 'string' }, policies: { type: 'string' }, json: { type: 'boolean' } },
     strict: true,
   });
   const nWorkers = Number(v.workers ?? 64);
-  const targetBlocks = Number(v.blocks ?? 100_000);
   const decisions = Number(v.decisions ?? 20_000);
-  const sessions = Number(v.sessions ?? 400);
+  const sessions = Number(v.sessions ?? 1000);
   const policies = v.policies ? v.policies.split(',') : ['round_robin', ...POLICY_NAMES().filter((p) => p !== 'round_robin')];
-  const warm = buildStream(sessions, Math.max(4000, sessions * MAX_TURNS), 1);
-  const stream = buildStream(sessions, decisions, 2);
+  // warm-up: every policy sees the same WARM_CALLS_PER_SESSION calls per session slot, generated
+  // on the fly; the timed stream (the same for every policy) continues those sessions
+  const warmCalls = sessions * WARM_CALLS_PER_SESSION;
+  const streamTraffic = new Traffic(sessions, 1);
+  for (let i = 0; i < warmCalls; i++) streamTraffic.next();
+  const stream = Array.from({ length: decisions }, () => streamTraffic.next());
   const rows: Row[] = [];
   let indexBlocks = 0;
   const branchMix: Record<string, Record<string, { share: number; p50: number; p99: number }>> = {};
@@ -134,12 +153,9 @@ export async function run(argv: string[]): Promise<number> {
       live.push(index.get(c.worker)!);
       complete();
     };
-    for (const info of warm) step(info);
-    if (name === 'ctxgate') {
-      const idx = (policy as CtxgatePolicy).index;
-      for (let k = 0; idx.stats().blocks < targetBlocks && k < 50; k++) for (const info of warm) step(info);
-      indexBlocks = idx.stats().blocks;
-    }
+    const warm = new Traffic(sessions, 1);
+    for (let i = 0; i < warmCalls; i++) step(warm.next());
+    if (name === 'ctxgate') indexBlocks = (policy as CtxgatePolicy).index.stats().blocks;
     const times = new Float64Array(stream.length);
     const cpuTimes = new Float64Array(stream.length);
     const branches = new Map<string, number>();

@@ -52,6 +52,7 @@ export class PrefixIndex {
   /** block hash -> slots of the workers holding it */
   private readonly holders = new Map<string, number[]>();
   private readonly slotIds: string[] = [];
+  private readonly bySlot: WorkerEntry[] = [];
   private readonly stack: number[] = [];
   private readonly sets: number[][] = [];
   private readonly listeners: IndexListener[] = [];
@@ -67,6 +68,7 @@ export class PrefixIndex {
     if (!e) {
       e = { slot: this.slotIds.length, clock: 0, blocks: new Map(), qHash: [], qTick: [], head: 0, capacity: this.defaultCapacity, evictions: 0 };
       this.slotIds.push(workerId);
+      this.bySlot.push(e);
       this.workers.set(workerId, e);
     }
     return e;
@@ -155,6 +157,17 @@ export class PrefixIndex {
     const e = this.entry(workerId);
     if (capacityBlocks !== undefined && capacityBlocks > 0 && Math.floor(capacityBlocks) !== e.capacity) this.setCapacity(workerId, capacityBlocks);
     return e.slot;
+  }
+
+  /** Share of its capacity a worker's entry fills (by slot, no id lookup). */
+  fillOfSlot(slot: number): number {
+    const e = this.bySlot[slot];
+    return e ? e.blocks.size / e.capacity : 0;
+  }
+
+  /** Capacity in blocks (by slot). */
+  capacityOfSlot(slot: number): number {
+    return this.bySlot[slot]?.capacity ?? this.defaultCapacity;
   }
 
   slotCount(): number {

@@ -1,11 +1,14 @@
 // Session affinity: session key -> worker, with idle expiry and per-worker totals (live sessions,
 // their last prompt tokens) so new sessions can be spread by expected KV footprint.
 // Map insertion order doubles as recency order (touch = delete + set), so expiry and the size
-// bound pop from the front: O(1) amortised per operation.
+// bound pop from the front; sweeps run every 1024 assignments: O(1) amortised per operation.
+// Per-worker totals count pinned sessions until they expire or are swept.
 
 /** Idle time after which a session no longer pins a worker (agents pause for tools, not hours). */
 export const DEFAULT_SESSION_TTL_MS = 15 * 60_000;
 export const DEFAULT_MAX_SESSIONS = 200_000;
+/** sweep expired sessions once per 1024 assignments (expiry is also checked on every get) */
+const SWEEP_EVERY_MASK = 1023;
 
 interface Entry {
   worker: string;
@@ -19,6 +22,7 @@ export class SessionAffinity {
   private readonly map = new Map<string, Entry>();
   private readonly perWorker = new Map<string, { sessions: number; tokens: number }>();
   private readonly listeners: AffinityListener[] = [];
+  private ops = 0;
 
   constructor(
     readonly ttlMs: number = DEFAULT_SESSION_TTL_MS,
@@ -50,7 +54,8 @@ export class SessionAffinity {
     const t = this.totals(worker);
     t.sessions++;
     t.tokens += tokens;
-    this.sweep(now);
+    // a sweep walks from the front of the Map, over the holes that touches leave there: amortise it
+    if (this.map.size > this.maxSessions || (++this.ops & SWEEP_EVERY_MASK) === 0) this.sweep(now);
     if (notify) for (const l of this.listeners) l({ key, worker, tokens });
   }
 

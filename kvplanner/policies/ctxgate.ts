@@ -54,6 +54,7 @@ const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
 const MAX_PENDING = 16_384;
 
 interface Pending {
+  seq: number;
   workerId: string;
   hashes: readonly string[];
   blockTokens: number;
@@ -89,8 +90,11 @@ export class CtxgatePolicy implements Policy {
   private readonly minUniqueTokens: number;
   private readonly stride: number;
   /** picks awaiting feedback, keyed by the RouteInfo object the gateway hands back to observe();
-   *  a bounded FIFO (a WeakMap would make every GC walk an ephemeron table of live requests) */
+   *  bounded by a ring of the last MAX_PENDING picks (a WeakMap would make every GC walk an
+   *  ephemeron table; evicting through Map iteration would walk the holes deletes leave) */
   private readonly pending = new Map<RouteInfo, Pending>();
+  private readonly pendingRing = new Array<RouteInfo | undefined>(MAX_PENDING);
+  private pendingSeq = 0;
   private readonly branches: Record<string, number> = Object.fromEntries(CTXGATE_BRANCHES.map((b) => [b, 0]));
   private readonly feedback = new Map<string, WorkerFeedbackStats>();
   private rot = 0;
@@ -201,8 +205,12 @@ export class CtxgatePolicy implements Policy {
     this.index.insert(worker.id, hashes, true, held);
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key) this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
-    this.pending.set(info, { workerId: worker.id, hashes, blockTokens, predicted });
-    if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
+    const seq = ++this.pendingSeq;
+    const slot = seq % MAX_PENDING;
+    const old = this.pendingRing[slot];
+    if (old && this.pending.get(old)?.seq === seq - MAX_PENDING) this.pending.delete(old);
+    this.pendingRing[slot] = info;
+    this.pending.set(info, { workerId: worker.id, hashes, blockTokens, predicted, seq });
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
   }
@@ -252,7 +260,7 @@ export class CtxgatePolicy implements Policy {
         if (pass === 0 && !hasRoom(w, cap)) continue;
         const t = this.ttft(w, prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
         if (t > bestT) continue;
-        const fill = this.index.size(w.id) / this.index.capacity(w.id);
+        const fill = this.index.fillOfSlot(this.slots[i]);
         if (t < bestT || fill < bestFill) {
           best = i;
           bestT = t;
@@ -275,7 +283,7 @@ export class CtxgatePolicy implements Policy {
       const i = (start + k) % workers.length;
       const w = workers[i];
       if (!hasRoom(w, cap)) continue;
-      const capTokens = Math.max(1, this.index.capacity(w.id) * blockTokens);
+      const capTokens = Math.max(1, this.index.capacityOfSlot(this.slots[i]) * blockTokens);
       const l = this.affinity.load(w.id);
       const k0 = l.sessions / capTokens;
       const k1 = l.tokens / capTokens;
