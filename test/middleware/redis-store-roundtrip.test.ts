@@ -41,7 +41,7 @@ describe('RedisSessionStore (real redis)', () => {
   });
 
   it('round-trips a state with checksum, tenant-scoped keys, TTL and list', async () => {
-    const store = new RedisSessionStore({ url, ttlSeconds: 120 });
+    const store = new RedisSessionStore({ url, ttlSeconds: 120, commandTimeoutMs: 5000 });
     opened.push(store);
     const s = state('acme:corp', 'sess-1');
     await store.put(s);
@@ -64,7 +64,7 @@ describe('RedisSessionStore (real redis)', () => {
 
   it('treats a checksum mismatch (tampered value) as absent and logs it', async () => {
     const logs: string[] = [];
-    const store = new RedisSessionStore({ url, log: (m) => logs.push(m) });
+    const store = new RedisSessionStore({ url, log: (m) => logs.push(m), commandTimeoutMs: 5000 });
     opened.push(store);
     await store.put(state('t2', 'x', 5));
     const raw = new Redis(url);
@@ -78,7 +78,7 @@ describe('RedisSessionStore (real redis)', () => {
   });
 
   it('refuses states over maxBytes', async () => {
-    const store = new RedisSessionStore({ url, maxBytes: 200 });
+    const store = new RedisSessionStore({ url, maxBytes: 200, commandTimeoutMs: 5000 });
     opened.push(store);
     await expect(store.put({ ...state('t3', 'big'), layout: { blob: 'x'.repeat(500) } })).rejects.toBeInstanceOf(StateTooLargeError);
   });
@@ -100,7 +100,7 @@ describe('ResilientSessionStore', () => {
   });
 
   it('writes back local states once redis answers, and prefers the newer copy', async () => {
-    const redis = new RedisSessionStore({ url });
+    const redis = new RedisSessionStore({ url, commandTimeoutMs: 5000 });
     let down = true;
     // an outage switch in front of the real store
     const primary = {
@@ -110,13 +110,13 @@ describe('ResilientSessionStore', () => {
       list: (t: string, l?: number) => redis.list(t, l),
       close: () => redis.close(),
     };
-    const store = new ResilientSessionStore(primary);
+    const store = new ResilientSessionStore(primary, { timeoutMs: 5000 });
     opened.push(store);
     await store.put(state('wb', 's', 7));
     expect(store.pendingWriteBacks).toBe(1);
     down = false;
     expect(await store.writeBack()).toBe(1);
-    const direct = new RedisSessionStore({ url });
+    const direct = new RedisSessionStore({ url, commandTimeoutMs: 5000 });
     opened.push(direct);
     expect((await direct.get('wb', 's'))?.calls).toBe(7);
     await direct.put(state('wb', 's', 2)); // an older copy in redis loses against local
