@@ -29,6 +29,7 @@ export function recordSums(r: UsageRecord): Sums {
     costOutputNusd: r.costOutputNusd,
     costNusd: r.costNusd,
     cfNoCacheNusd: r.cfNoCacheNusd,
+    cfOriginalNusd: r.cfOriginalNusd ?? r.costNusd,
     savingsNusd: r.savingsNusd,
     errors: r.status >= 400 ? 1 : 0,
     predictedUsage: r.usageSource === 'predicted' ? 1 : 0,

@@ -16,6 +16,7 @@ export interface JsonSums {
   savings_nusd: number;
   cost_by_kind_usd: { uncached_input: number; cached_input: number; cache_write: number; output: number };
   no_cache_cost_usd: number;
+  original_layout_cost_usd: number;
   errors: number;
   predicted_usage_requests: number;
 }
@@ -52,6 +53,7 @@ export function jsonSums(s: Sums): JsonSums {
       output: nusdToUsd(s.costOutputNusd),
     },
     no_cache_cost_usd: nusdToUsd(s.cfNoCacheNusd),
+    original_layout_cost_usd: nusdToUsd(s.cfOriginalNusd),
     errors: s.errors,
     predicted_usage_requests: s.predictedUsage,
   };
@@ -115,7 +117,7 @@ export function renderMarkdown(d: ReportData): string {
     `- Requests: ${int(t.requests)} (${int(t.errors)} errors, ${int(t.predictedUsage)} priced on predicted usage)`,
     `- Prompt tokens: ${int(t.promptTokens)}, cached: ${int(t.cachedTokens)} (hit rate ${pct(hitRate(t))}), output: ${int(t.outputTokens)}`,
     `- Cost: ${formatUsd(t.costNusd)} (uncached input ${formatUsd(t.costUncachedNusd)}, cached input ${formatUsd(t.costCachedNusd)}, cache write ${formatUsd(t.costWriteNusd)}, output ${formatUsd(t.costOutputNusd)})`,
-    `- Without prefix caching: ${formatUsd(t.cfNoCacheNusd)} · saved ${formatUsd(t.savingsNusd)}`,
+    `- Without prefix caching: ${formatUsd(t.cfNoCacheNusd)} · saved ${formatUsd(t.savingsNusd)} · with the agents' original prompt layout (estimate): ${formatUsd(t.cfOriginalNusd)}`,
     '',
     `## By ${d.query.groupBy}`,
     '',

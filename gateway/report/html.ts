@@ -125,6 +125,7 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
       { label: 'cost', value: formatUsd(t.costNusd) },
       { label: 'saved by caching', value: formatUsd(t.savingsNusd) },
       { label: 'cost without cache', value: formatUsd(t.cfNoCacheNusd) },
+      { label: 'cost with original layout (est.)', value: formatUsd(t.cfOriginalNusd) },
       { label: 'hit rate', value: pct(hitRate(t)) },
       { label: 'prompt tokens', value: t.promptTokens.toLocaleString('en-US') },
       { label: 'output tokens', value: t.outputTokens.toLocaleString('en-US') },

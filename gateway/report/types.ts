@@ -28,6 +28,8 @@ export interface Sums {
   costOutputNusd: number;
   costNusd: number;
   cfNoCacheNusd: number;
+  /** Estimated cost with the agent's original prompt layout (actual cost where no estimate). */
+  cfOriginalNusd: number;
   savingsNusd: number;
   errors: number;
   predictedUsage: number;
@@ -78,6 +80,7 @@ export function emptySums(): Sums {
     costOutputNusd: 0,
     costNusd: 0,
     cfNoCacheNusd: 0,
+    cfOriginalNusd: 0,
     savingsNusd: 0,
     errors: 0,
     predictedUsage: 0,

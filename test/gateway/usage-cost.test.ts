@@ -141,10 +141,14 @@ describe('usage record cost', () => {
     expect([r.prefillMs, r.decodeMs]).toEqual([12.5, 80]);
   });
 
-  it('counterfactual for the original layout uses the diagnostics estimate', () => {
+  it('counterfactual for the original layout uses the diagnostics estimate', async () => {
     const r = buildUsageRecord(event(13, { promptTokens: 10000, cachedTokens: 9000, outputTokens: 0, counterfactualPromptTokensCached: 1000 }), DEFAULT);
     expect(r.cfOriginalNusd).toBe(9000 * 1000 + 1000 * 100);
-    expect(buildUsageRecord(event(14, { promptTokens: 10 }), DEFAULT).cfOriginalNusd).toBeNull();
+    const none = buildUsageRecord(event(14, { promptTokens: 10 }), DEFAULT);
+    expect(none.cfOriginalNusd).toBeNull();
+    // Reports fall back to the actual cost where diagnostics gave no estimate.
+    const d = await aggregateRecords([r, none], { groupBy: 'model' });
+    expect(d.totals.cfOriginalNusd).toBe(r.cfOriginalNusd! + none.costNusd);
   });
 });
 
