@@ -2,8 +2,8 @@
 // select() stays synchronous and local: this module listens to the policy's local changes,
 // batches them (every flushMs) into one XADD on a per-model stream plus SET session keys with a
 // TTL, and feeds other replicas' batches (XREAD every pollMs, from the retained log on start) back
-// into the in-memory index without re-publishing them. A session key unknown locally triggers a
-// GET so the next call of that session finds its worker. Redis down: batches are dropped, reads
+// into the in-memory index without re-publishing them. A session key select() finds unpinned is
+// looked up (GET, on this module's timer, never from select) so its next call finds its worker. Redis down: batches are dropped, reads
 // skipped, `degraded` is set; nothing is thrown towards routing. Stream capped (MAXLEN ~ logMaxLen).
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -22,6 +22,10 @@ export interface SharedIndexOptions {
   maxHashesPerEvent?: number;
   onError?: (err: Error) => void;
 }
+
+/** Bounds on the per-replica bookkeeping (misses awaiting lookup, pins recently published). */
+const MAX_MISSES = 10_000;
+const MAX_PUBLISHED = 100_000;
 
 export const SHARED_INDEX_DEFAULTS = { keyPrefix: 'ctxgate', flushMs: 50, pollMs: 200, logMaxLen: 2000, maxHashesPerEvent: 4096 } as const;
 
@@ -43,6 +47,8 @@ export class SharedIndexRedis {
   private lastId = '0';
   private timers: NodeJS.Timeout[] = [];
   private applying = false;
+  private readonly misses = new Set<string>();
+  private readonly published = new Map<string, { worker: string; at: number }>();
   private stopped = false;
   degraded = false;
 
@@ -70,9 +76,20 @@ export class SharedIndexRedis {
       } else this.queue.push({ k: 'e', w: ev.workerId, h: [...ev.hashes] });
     });
     policy.affinity.onChange((ev) => {
-      if (!this.applying) this.queue.push({ k: 's', s: ev.key, w: ev.worker, t: ev.tokens });
+      if (this.applying) return;
+      // a pin is published when it changes, and refreshed once per quarter TTL while in use
+      const now = Date.now();
+      const last = this.published.get(ev.key);
+      if (last && last.worker === ev.worker && now - last.at < this.policy.affinity.ttlMs / 4) return;
+      this.published.delete(ev.key);
+      this.published.set(ev.key, { worker: ev.worker, at: now });
+      if (this.published.size > MAX_PUBLISHED) this.published.delete(this.published.keys().next().value!);
+      this.queue.push({ k: 's', s: ev.key, w: ev.worker, t: ev.tokens });
     });
-    policy.onSessionMiss((key) => void this.fetchSession(key));
+    // select() only notes the miss; the lookup runs on this module's own timer
+    policy.onSessionMiss((key) => {
+      if (this.misses.size < MAX_MISSES) this.misses.add(key);
+    });
   }
 
   private k(suffix: string): string {
@@ -90,7 +107,10 @@ export class SharedIndexRedis {
 
   /** Starts the periodic flush and poll. */
   start(): this {
-    const flush = setInterval(() => void this.flush(), this.o.flushMs);
+    const flush = setInterval(() => {
+      void this.flush();
+      void this.fetchMisses();
+    }, this.o.flushMs);
     const poll = setInterval(() => void this.pull(), this.o.pollMs);
     flush.unref();
     poll.unref();
@@ -155,6 +175,14 @@ export class SharedIndexRedis {
       this.applying = false;
     }
     return b.ev.length;
+  }
+
+  /** Looks up the sessions select() found unpinned since the last round. */
+  async fetchMisses(): Promise<void> {
+    if (this.misses.size === 0) return;
+    const keys = [...this.misses];
+    this.misses.clear();
+    await Promise.all(keys.map((k) => this.fetchSession(k)));
   }
 
   /** A session this replica has not seen: adopt the pin another replica stored, if any. */

@@ -66,8 +66,8 @@ describe('Redis-shared index', () => {
     const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
     open.push(sb);
     await ready(sb);
-    b.select(ws, call(3, 2)); // miss here: fetches the pin in the background
-    await sb.fetchSession('t\u0000s3');
+    b.select(ws, call(3, 2)); // a miss: noted, looked up on the sync's next round
+    await sb.fetchMisses();
     expect(b.select(ws, call(3, 3))!.worker.id).toBe(home3);
   });
 
@@ -92,6 +92,7 @@ describe('Redis-shared index', () => {
     await expect(s.flush()).resolves.toBeUndefined();
     await expect(s.pull()).resolves.toBe(0);
     await expect(s.fetchSession('x')).resolves.toBeUndefined();
+    await expect(s.fetchMisses()).resolves.toBeUndefined();
     expect(s.degraded).toBe(true);
     expect(errors.length).toBeGreaterThan(0);
     expect(shareIndex(p, { model: 'm' })).toBeUndefined();
