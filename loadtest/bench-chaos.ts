@@ -66,7 +66,9 @@ function gatewayConfig(urls: string[], redisUrl?: string): string {
   const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
   return [
     'listen: { host: 127.0.0.1, port: 0 }',
-    'health: { interval_ms: 500, timeout_ms: 500, eject_after: 2, readmit_after: 1 }',
+    // A generous health timeout: on a saturated box a busy worker answers /health slowly, and
+    // ejecting every busy worker at once would fail calls (dead ones are ejected by requests).
+    'health: { interval_ms: 500, timeout_ms: 2000, eject_after: 3, readmit_after: 1 }',
     // Fail fast on a dead or hanging worker and try the others: attempts = every worker.
     `upstream: { connect_timeout_ms: 500, headers_timeout_ms: 4000, body_timeout_ms: 6000, attempts: ${Math.max(2, urls.length)} }`,
     'shutdown: { deadline_ms: 5000 }',
