@@ -7,7 +7,8 @@
 // skipped, `degraded` is set; nothing is thrown towards routing. Stream capped (MAXLEN ~ logMaxLen).
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { CtxgatePolicy } from './policies/ctxgate.ts';
+import { CtxgatePolicy } from './policies/ctxgate.ts';
+import type { Policy } from './types.ts';
 
 export interface SharedIndexOptions {
   redisUrl: string;
@@ -212,8 +213,11 @@ export class SharedIndexRedis {
   }
 }
 
-/** Replica sharing when a Redis URL is configured; undefined (each replica alone) otherwise. */
-export function shareIndex(policy: CtxgatePolicy, opts: Partial<SharedIndexOptions> & { model: string }): SharedIndexRedis | undefined {
-  if (!opts.redisUrl) return undefined;
+/**
+ * Replica sharing for a model's policy when a Redis URL is configured and the policy is ctxgate;
+ * undefined (each replica routes alone) otherwise. Call stop() on shutdown.
+ */
+export function shareIndex(policy: Policy, opts: Partial<SharedIndexOptions> & { model: string }): SharedIndexRedis | undefined {
+  if (!opts.redisUrl || !(policy instanceof CtxgatePolicy)) return undefined;
   return new SharedIndexRedis(policy, { ...opts, redisUrl: opts.redisUrl }).start();
 }

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { blockHashes } from '../../kvplanner/block-hash.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { SharedIndexRedis, shareIndex } from '../../kvplanner/shared-index-redis.ts';
 import { info, tokens, workers } from './fixtures.ts';
 
@@ -96,5 +97,6 @@ describe('Redis-shared index', () => {
     expect(s.degraded).toBe(true);
     expect(errors.length).toBeGreaterThan(0);
     expect(shareIndex(p, { model: 'm' })).toBeUndefined();
+    expect(shareIndex(createPolicy('round_robin'), { redisUrl, model: 'm' })).toBeUndefined();
   });
 });
