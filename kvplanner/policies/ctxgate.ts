@@ -10,7 +10,10 @@
 //   new_session   new session → the worker with the least live sessions per KV capacity
 //                 (ties: lowest TTFT). A hot shared root thus gets replicated onto every worker
 //                 instead of pulling all sessions onto the first worker that cached it.
-//   balance       no session, nothing unique cached → lowest TTFT
+//   balance       no session, nothing unique cached → lowest TTFT (ties: emptiest index)
+// In new_session and balance a shared root (blocks two prompts share) counts as cached on every
+// worker. Feedback (observe) evicts what a worker turned out not to hold. Without block hashes the
+// chain comes from token ids (hashed here) or, last, from 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). The index keeps every
 // index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b + new
@@ -34,7 +37,7 @@ export const CTXGATE_DEFAULTS = {
   hidden_size: 0,
   /** expected slowdown per request already running on the worker (shared batch), ms */
   inflight_penalty_ms: 2,
-  /** blocks a worker must hold beyond the shared root for prefix_match (4 × 16 = 64 tokens) */
+  /** tokens a worker must hold beyond the shared root for prefix_match */
   min_unique_tokens: 64,
   /** index every Nth block of the chain (N·block_size tokens of depth resolution): an
    *  overflowing session copies its chain into another worker's entry, and that copy is the
