@@ -6,9 +6,16 @@ import { info, tokens, workers } from './fixtures.ts';
 
 const ROOT = 512; // tokens shared by every session (system prompt + tools)
 
+const chains = new Map<string, { ids: number[]; hashes: string[] }>();
 function call(session: number, turn: number, sessionId = true): RouteInfo {
-  const ids = tokens(ROOT, session, 64 + turn * 128);
-  return info({ sessionId: sessionId ? `s${session}` : undefined, promptTokenIds: ids, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+  const k = `${session}/${turn}`;
+  let c = chains.get(k);
+  if (!c) {
+    const ids = tokens(ROOT, session, 64 + turn * 128);
+    c = { ids, hashes: blockHashes(ids, 16) };
+    chains.set(k, c);
+  }
+  return info({ sessionId: sessionId ? `s${session}` : undefined, promptTokenIds: c.ids, blockHashes: c.hashes, promptTokens: c.ids.length });
 }
 
 describe('ctxgate branches', () => {

@@ -46,6 +46,8 @@ export function simulateFleet(policyName: string, o: FleetSimOptions): { hitRate
     for (let i = 0; i < o.turns * o.turnTokens; i++) out.push(1000 + ((k * 7919 + i * 31) % 100_000));
     return out;
   });
+  const hashes = tokens.map((t) => blockHashes(t, 16));
+  const texts = tokens.map((t) => t.map((x) => String.fromCharCode(0x4e00 + (x % 20000))).join(''));
   const turn = new Array<number>(o.sessions).fill(0);
   const inflight: Array<{ session: number; worker: WorkerView; info: RouteInfo; len: number }> = [];
   let prompt = 0;
@@ -72,10 +74,9 @@ export function simulateFleet(policyName: string, o: FleetSimOptions): { hitRate
         const len = o.rootTokens + (turn[k] + 1) * o.turnTokens;
         turn[k]++;
         remaining--;
-        const ids = tokens[k].slice(0, len);
         const info: RouteInfo = {
           model: 'm', tenant: 't', sessionId: o.withSessionIds ? `s${k}` : undefined,
-          promptTokenIds: ids, blockHashes: blockHashes(ids, 16), text: ids.map((x) => String.fromCharCode(0x4e00 + (x % 20000))).join(''), promptTokens: len,
+          promptTokenIds: tokens[k].slice(0, len), blockHashes: hashes[k].slice(0, len / 16), text: texts[k].slice(0, len), promptTokens: len,
         };
         const c = policy.select(ws, info)!;
         c.worker.inFlight++;
