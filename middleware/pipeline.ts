@@ -8,7 +8,10 @@
 // block hashes and diagnostics are still computed, for routing and metrics).
 //
 // Per call: one store get + put, stages O(request), rendering incremental (tokens/incremental-
-// render.ts), tokens from the segment cache, block hashes only for the new tail.
+// render.ts), block hashes only for the new tail. The previous call of a session is kept in this
+// process (LRU `local`): its message objects let message hashes carry over to structurally equal
+// resent messages (no JSON + sha1 of the history each call), and its token ids and cut points let
+// only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE } from '../kvplanner/block-hash.ts';
@@ -16,7 +19,7 @@ import { pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
 import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
-import { segment } from './layout/segmentation.ts';
+import { segment, type HashSource } from './layout/segmentation.ts';
 import { identifySession } from './layout/session-id.ts';
 import { volatileStage } from './layout/volatile-stage.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
@@ -25,9 +28,9 @@ import type { RequestView, Stage, StageContext } from './stage.ts';
 import { renderPrompt, type RenderMemo } from './tokens/incremental-render.ts';
 import { extendBlockHashes } from './tokens/prefix-blocks.ts';
 import { loadTokenizer } from './tokens/registry.ts';
-import { tokenizeBySegments } from './tokens/segment-tokens.ts';
+import { tokenizeBySegments, type TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
-import type { ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
+import type { ChatMessage, ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
 
 /** Built-in layout stages, in order. */
 export const BUILTIN_STAGES: readonly Stage[] = [canonicalToolsStage, volatileStage];
@@ -50,7 +53,15 @@ interface LocalCall {
   hashes: readonly string[];
   blockSize: number;
   memo?: RenderMemo;
+  /** Cut points of `ids` (see segment-tokens.ts), valid when the prompt began with memo.textNoGen. */
+  cuts?: TokenCuts;
+  /** The request's messages as received and as sent on, with their hashes (carried to the next call). */
+  input: HashSource;
+  output: HashSource;
 }
+
+/** LRU weight of a kept call: its ids plus ~a quarter of the characters of its text and messages. */
+const localSize = (v: LocalCall): number => Math.max(1, v.ids.length + ((v.memo?.textNoGen.length ?? 0) >> 1));
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
 
@@ -68,7 +79,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
   tokenizer.catch(() => undefined);
-  const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: (v) => Math.max(1, v.ids.length) });
+  const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: localSize });
 
   async function process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
@@ -76,7 +87,12 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const loaded = await store.get(ctx.tenant, sessionId);
     const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
     const receipts: Receipt[] = [];
-    let view: RequestView = { body, segments: segment(body.messages), session: state, notes: [] };
+    const key = `${ctx.tenant}\u0000${sessionId}`;
+    const prevLocal = local.get(key);
+    const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
+    const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
+    const carried = (v: RequestView): HashSource[] => [{ messages: v.body.messages, hashes: v.segments.messageHashes }, ...(prevLocal ? [prevLocal.output] : [])];
+    let view: RequestView = { body, segments: inSegs, session: state, notes: [] };
     const sctx: StageContext = { tenant: ctx.tenant, requestId: ctx.requestId, model: opts.model, sessionId, newSession: !loaded, headers: ctx.headers, tokenizer: tok, blockSize };
     let out: ChatRequest = body;
     let stableEnd = body.messages.length;
@@ -84,7 +100,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       for (const stage of stages) {
         const before = view.body.messages;
         const r = await stage.run(view, sctx);
-        view = r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages) };
+        view = r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
         for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
       }
       out = view.body;
@@ -96,9 +112,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
         receipts.push({ stage: LEAF_NOTE_STAGE, action: 'append', target: placed.target, tokens_before: 0, tokens_after: tok.countTokens(note), reason: 'gateway notes travel after the history, where they cost no cached prefix' });
       }
     }
-    const key = `${ctx.tenant}\u0000${sessionId}`;
-    const prevLocal = local.get(key);
-    const segs = segment(out.messages);
+    const segs = out.messages === view.body.messages ? view.segments : segment(out.messages, carried(view));
     const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
     const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
     const toolsJson = JSON.stringify(tools ?? []);
@@ -114,7 +128,12 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       return { body: out, sessionId, receipts };
     }
     const stableChars = rendered.memo.textNoGen.length;
-    const toks = tokenizeBySegments(tok, rendered.text, rendered.text.startsWith(rendered.memo.textNoGen) ? stableChars : 0);
+    const stablePrefix = rendered.stablePrefix;
+    // Characters this prompt shares with the previous one: its stable text, when both begin with it.
+    const prevStable = prevLocal?.cuts && prevLocal.memo ? prevLocal.memo.textNoGen : undefined;
+    const shared = prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable)) ? prevStable.length : 0;
+    const reuse = shared > 0 && prevLocal?.cuts ? { ids: prevLocal.ids, cuts: prevLocal.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom } : undefined;
+    const toks = tokenizeBySegments(tok, rendered.text, stablePrefix ? stableChars : 0, reuse);
     if (toks.mergedSeams > 0) receipts.push({ stage: 'tokens', action: 'seam_fallback', target: `${toks.mergedSeams} seam(s)`, reason: 'segment ids merged across a seam; re-encoded as whole text there' });
     const ids = toks.ids;
     const cur: CallFingerprint = {
@@ -126,15 +145,16 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const prefix = diagnose({
       prev: loaded ? (state.layout?.prev as CallFingerprint | undefined) : undefined,
       prevIds: prevLocal?.ids,
+      commonFloor: toks.reusedTokens,
       cur,
       ids,
       blockSize,
       messageAtToken: (t) => messageAtChar(rendered.text, out.messages, tok.decode(ids.slice(0, t)).length),
     });
     const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
-    const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common) : 0;
+    const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
     const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact);
-    local.set(key, { ids, hashes, blockSize, memo: rendered.memo });
+    local.set(key, { ids, hashes, blockSize, memo: rendered.memo, cuts: stablePrefix ? toks.cuts : undefined, input, output: { messages: out.messages, hashes: segs.messageHashes } });
     state.calls++;
     state.updatedAt = Date.now();
     (state.layout ??= {}).prev = cur;
@@ -146,10 +166,10 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   return { process };
 }
 
-/** Common prefix length of a and b, not scanning past `limit`. */
-function lcpUpTo(a: readonly number[], b: readonly number[], limit: number): number {
+/** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */
+function lcpUpTo(a: readonly number[], b: readonly number[], limit: number, from = 0): number {
   const n = Math.min(a.length, b.length, limit);
-  let i = 0;
+  let i = Math.min(from, n);
   while (i < n && a[i] === b[i]) i++;
   return i;
 }

@@ -18,6 +18,8 @@ export interface CallFingerprint {
 export interface BreakInput {
   prev?: CallFingerprint;
   prevIds?: readonly number[];
+  /** Leading ids known equal in prevIds and ids (copied from the previous call); the scan starts there. */
+  commonFloor?: number;
   cur: CallFingerprint;
   ids: readonly number[];
   blockSize: number;
@@ -25,9 +27,9 @@ export interface BreakInput {
   messageAtToken(tokenIndex: number): number | undefined;
 }
 
-export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+export function commonPrefix(a: readonly number[], b: readonly number[], from = 0): number {
   const n = Math.min(a.length, b.length);
-  let i = 0;
+  let i = Math.min(from, n);
   while (i < n && a[i] === b[i]) i++;
   return i;
 }
@@ -57,7 +59,7 @@ export function diagnose(input: BreakInput): PrefixDiagnostics {
     if (!byMessage) return { predicted_cached_tokens: cacheableTokens(prev.promptTokens, promptTokens, blockSize), prompt_tokens: promptTokens, break_cause: 'none' };
     return { predicted_cached_tokens: 0, prompt_tokens: promptTokens, break_cause: byMessage.cause, break_message_index: byMessage.index };
   }
-  const lcp = commonPrefix(prevIds, ids);
+  const lcp = commonPrefix(prevIds, ids, input.commonFloor ?? 0);
   const predicted = cacheableTokens(lcp, promptTokens, blockSize);
   // The previous prompt's stable part fully reused: whatever follows is new, not a break.
   if (lcp >= prev.promptTokens || (!byMessage && lcp >= Math.min(prevIds.length, ids.length))) {

@@ -1,8 +1,9 @@
 // In-memory SessionStore: an LRU bounded by entry count and by serialised bytes, with a TTL.
 // States are kept as JSON strings, so a caller can never mutate stored state by reference (same
-// semantics as the Redis store) and the byte bound is exact. get/put are O(state size).
+// semantics as the Redis store) and the byte bound is exact. get/put are O(state size), native
+// JSON only: no checksum here (nothing crosses a process boundary to corrupt it; the canonical
+// sha256 cost more than the rest of a put). Stores that serialise elsewhere (Redis) checksum.
 import { LRUCache } from 'lru-cache';
-import { canonicalHash } from '../canonical-json.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
 export const DEFAULT_MAX_SESSIONS = 10_000;
@@ -42,11 +43,10 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async put(state: SessionState): Promise<void> {
+    // A checksum read from another store would be stale after the caller's changes: not kept.
     const { checksum: _old, ...rest } = state;
     void _old;
-    const doc: SessionState = { ...rest, checksum: canonicalHash(rest) };
-    state.checksum = doc.checksum;
-    this.lru.set(keyOf(state.tenant, state.sessionId), JSON.stringify(doc));
+    this.lru.set(keyOf(state.tenant, state.sessionId), JSON.stringify(rest));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {

@@ -6,7 +6,13 @@
 // earlier turns, e.g. Qwen3 dropping reasoning once a new query arrives, or grouping consecutive
 // tool turns) the full template is rendered. The shortcut is verified against a full render on its
 // first use per tokenizer/template and every VERIFY_EVERY calls after; one mismatch turns it off for
-// that template. Cost: two renders of ~K+root messages instead of one of all messages.
+// that template.
+// Two more savings, both checked the same way (first use per template, then every VERIFY_EVERY):
+// - the window's own rendering (the `−` term) is the previous call's stable window text when the
+//   window keeps its start, so it is not rendered again until the window exceeds MAX_WINDOW;
+// - when the only message after the stable prefix is the gateway's trailing system note, the
+//   stable rendering is the full one minus the note's probed wrapping (no third render).
+// Cost: usually one render of root + K..MAX_WINDOW + new messages instead of one of all messages.
 import type { TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
 
@@ -14,11 +20,17 @@ import type { ChatMessage, ToolDef } from '../types.ts';
 export const WINDOW_MESSAGES = 8;
 /** A full render cross-checks the shortcut every this many incremental renders. */
 export const VERIFY_EVERY = 64;
+/** Messages a reused window may grow to before it restarts WINDOW_MESSAGES back. */
+export const MAX_WINDOW = 16;
 
 export interface RenderMemo {
   hashes: string[];
   contextKey: string;
   textNoGen: string;
+  /** Rendering (no generation prompt) of root ⊕ messages[start, hashes.length). */
+  window?: { start: number; text: string };
+  /** The last part appended to textNoGen (so its end can be read without flattening it). */
+  lastPart?: string;
 }
 
 export interface RenderResult {
@@ -26,21 +38,58 @@ export interface RenderResult {
   textNoGen: string;
   memo: RenderMemo;
   mode: 'full' | 'incremental' | 'verified';
+  /** Whether text begins with memo.textNoGen (decided on the small new parts when incremental). */
+  stablePrefix: boolean;
+  /**
+   * text.slice(from), built from the parts when `from` lies in the newly rendered end: the prompt
+   * is a concatenation of a ~100 kB history and a small tail, and slicing it whole would copy it.
+   */
+  sliceFrom(from: number): string;
 }
 
 interface TemplateHealth {
   used: number;
   broken: boolean;
+  /** Deriving the stable text by cutting the trailing note off failed a check. */
+  noteCutBroken: boolean;
 }
 const health = new WeakMap<TokenizerHandle, Map<string, TemplateHealth>>();
 const genSuffixes = new WeakMap<TokenizerHandle, Map<string, string | null>>();
+const noteWraps = new WeakMap<TokenizerHandle, Map<string, { head: string; tail: string } | null>>();
 
 function healthOf(tok: TokenizerHandle, key: string): TemplateHealth {
   let m = health.get(tok);
   if (!m) health.set(tok, (m = new Map()));
   let h = m.get(key);
-  if (!h) m.set(key, (h = { used: 0, broken: false }));
+  if (!h) m.set(key, (h = { used: 0, broken: false, noteCutBroken: false }));
   return h;
+}
+
+/**
+ * What a trailing system message adds around its content (null when that is not a constant
+ * wrapping: probed with two different notes after the same history).
+ */
+function noteWrap(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, key: string): { head: string; tail: string } | null {
+  let m = noteWraps.get(tok);
+  if (!m) noteWraps.set(tok, (m = new Map()));
+  let w = m.get(key);
+  if (w === undefined) {
+    w = null;
+    try {
+      const base: ChatMessage[] = [{ role: 'system', content: 'ctxgate-root' }, { role: 'user', content: 'ctxgate-u1' }, { role: 'assistant', content: 'ctxgate-a1' }, { role: 'user', content: 'ctxgate-u2' }];
+      const noGen = tok.renderChat(base, { tools, extra, addGenerationPrompt: false });
+      const wraps = ['ctxgate-note', 'two\nlines {{ }} <x>'].map((note) => {
+        const t = tok.renderChat([...base, { role: 'system', content: note }], { tools, extra, addGenerationPrompt: false });
+        const at = t.lastIndexOf(note);
+        return t.startsWith(noGen) && at >= noGen.length ? { head: t.slice(noGen.length, at), tail: t.slice(at + note.length) } : null;
+      });
+      if (wraps[0] && wraps[1] && wraps[0].head === wraps[1].head && wraps[0].tail === wraps[1].tail) w = wraps[0];
+    } catch {
+      w = null;
+    }
+    m.set(key, w);
+  }
+  return w;
 }
 
 /** The text add_generation_prompt appends (null when the template does not simply append). */
@@ -94,18 +143,35 @@ export function renderPrompt(
     messages.length > p &&
     memo.hashes.every((x, i) => x === hashes[i]);
   if (usable) {
-    const start = Math.max(rootEnd, p - WINDOW_MESSAGES);
+    const keep = memo.window !== undefined && memo.window.start >= rootEnd && memo.window.start <= p && p - memo.window.start <= MAX_WINDOW;
+    const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
     const windowMsgs = messages.slice(0, rootEnd).concat(messages.slice(start, p));
-    const a = r(windowMsgs, false);
+    const a = keep ? memo.window!.text : r(windowMsgs, false);
     const b = r(windowMsgs.concat(messages.slice(p)), true);
-    const c = stableEnd === messages.length ? b.slice(0, b.length - suffix.length) : r(windowMsgs.concat(messages.slice(p, stableEnd)), false);
+    const checkNow = h.used % VERIFY_EVERY === 0;
+    let c: string | undefined;
+    let cut = false;
+    if (stableEnd === messages.length) c = b.slice(0, b.length - suffix.length);
+    else if (!h.noteCutBroken) cut = (c = cutNote(b, messages, stableEnd, suffix, noteWrap(tok, tools, extra, contextKey))) !== undefined;
+    if (c === undefined || (cut && checkNow)) {
+      const real = r(windowMsgs.concat(messages.slice(p, stableEnd)), false);
+      if (cut && real !== c) h.noteCutBroken = true;
+      c = real;
+    }
     if (b.startsWith(a) && c.startsWith(a) && b.endsWith(suffix)) {
-      const text = memo.textNoGen + b.slice(a.length);
+      const base = memo.textNoGen;
+      const added = b.slice(a.length);
+      const stableAdded = c.slice(a.length);
+      const text = base + added;
+      // Where memo.lastPart starts in `base`: slices from there on avoid flattening `base`.
+      const partAt = memo.lastPart !== undefined ? base.length - memo.lastPart.length : base.length;
       const result: RenderResult = {
         text,
-        textNoGen: text.slice(0, text.length - suffix.length),
-        memo: { hashes: stableHashes, contextKey, textNoGen: memo.textNoGen + c.slice(a.length) },
+        textNoGen: base + added.slice(0, added.length - suffix.length),
+        memo: { hashes: stableHashes, contextKey, textNoGen: base + stableAdded, window: { start, text: c }, lastPart: stableAdded },
         mode: 'incremental',
+        stablePrefix: added.startsWith(stableAdded),
+        sliceFrom: (from) => (from >= base.length ? added.slice(from - base.length) : from >= partAt ? memo.lastPart!.slice(from - partAt) + added : text.slice(from)),
       };
       if (h.used++ % VERIFY_EVERY === 0) {
         const full = fullRender(tok, messages, tools, extra, suffix);
@@ -122,6 +188,16 @@ export function renderPrompt(
   return fullResult(full, stableEnd === messages.length ? full.textNoGen : r(messages.slice(0, stableEnd), false));
 
   function fullResult(f: { text: string; textNoGen: string }, stableText: string): RenderResult {
-    return { ...f, memo: { hashes: stableHashes, contextKey, textNoGen: stableText }, mode: 'full' };
+    // No window memo: the next call renders its window afresh.
+    return { ...f, memo: { hashes: stableHashes, contextKey, textNoGen: stableText }, mode: 'full', stablePrefix: f.text.startsWith(stableText), sliceFrom: (from) => f.text.slice(from) };
   }
+}
+
+/** b without its generation prompt and the single trailing system note (undefined when not so). */
+function cutNote(b: string, messages: ChatMessage[], stableEnd: number, suffix: string, wrap: { head: string; tail: string } | null): string | undefined {
+  if (!wrap || stableEnd !== messages.length - 1) return undefined;
+  const note = messages[stableEnd];
+  if (note.role !== 'system' || typeof note.content !== 'string') return undefined;
+  const tail = wrap.head + note.content + wrap.tail + suffix;
+  return b.endsWith(tail) ? b.slice(0, b.length - tail.length) : undefined;
 }

@@ -2,9 +2,12 @@
 // template's special tokens (HF tokenizers split added tokens out before BPE, so nothing merges
 // across them), each text segment's ids come from the lru-cache keyed by (tokenizer, content
 // hash), and every seam is verified once by encoding a window around it; a seam that merges is
-// reported and that stretch is re-encoded as whole text. Cost per call: one regex pass + one sha1
-// per segment over the prompt, BPE only for segments never seen before. Seams are verified when a
-// segment is first encoded (a cached segment's seams were checked when it entered the cache).
+// reported and that stretch is re-encoded as whole text. Seams are verified when a segment is
+// first encoded (a cached segment's seams were checked when it entered the cache).
+// Incremental: given the previous call's ids and its cut points (run ends right after a special
+// token) and how many leading characters the two texts share, the ids up to the last cut inside
+// the shared prefix are copied and only the tail is split and looked up. Cost per call: O(tail)
+// regex + cache lookups + one copy of the prefix ids; the whole text only without a previous call.
 import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
 import { lookupEncoded } from './encode-cache.ts';
@@ -13,6 +16,22 @@ import { lookupEncoded } from './encode-cache.ts';
 export const SEAM_WINDOW_CHARS = 24;
 const seamVerdicts = new LRUCache<string, boolean>({ max: 200_000 });
 const splitters = new WeakMap<TokenizerHandle, RegExp | null>();
+const cutSafe = new WeakMap<TokenizerHandle, boolean>();
+
+/**
+ * Cutting after a special token splits the text the same way as the whole text only if no special
+ * token contains another one (else a longer special could match across the cut). True for every
+ * bundled tokenizer; checked once per handle.
+ */
+function cutsSafe(tok: TokenizerHandle): boolean {
+  let ok = cutSafe.get(tok);
+  if (ok === undefined) {
+    const sp = tok.specialTokens;
+    ok = !sp.some((a) => sp.some((b) => a !== b && b.includes(a)));
+    cutSafe.set(tok, ok);
+  }
+  return ok;
+}
 
 function splitter(tok: TokenizerHandle): RegExp | null {
   let re = splitters.get(tok);
@@ -31,6 +50,24 @@ export interface SegmentTokens {
   mergedSeams: number;
   /** Ids emitted by runs that end at or before `markChar` (a lower bound of the tokens there). */
   tokensBeforeMark: number;
+  /** Run ends right after a special token: character offsets and ids emitted up to there. */
+  cuts: TokenCuts;
+  /** Leading ids copied from the previous call (0 when tokenised from scratch). */
+  reusedTokens: number;
+}
+
+export interface TokenCuts {
+  chars: number[];
+  toks: number[];
+}
+
+/** The previous call's result and how many leading characters its text shares with this one. */
+export interface TokenReuse {
+  ids: readonly number[];
+  cuts: TokenCuts;
+  sharedChars: number;
+  /** text.slice(from) without copying the whole text (RenderResult.sliceFrom); optional. */
+  sliceFrom?: (from: number) => string;
 }
 
 /** Splits text into alternating [text, special, text, special, …] pieces (text may be ''). */
@@ -45,23 +82,73 @@ function seamOk(tok: TokenizerHandle, left: string, right: string): boolean {
   const key = tok.name + '\u0000' + l + '\u0001' + r;
   let ok = seamVerdicts.get(key);
   if (ok === undefined) {
+    // The sides go through the id cache: a whole short piece (a special token, "user\nok") is
+    // usually there already, so a fresh seam costs one BPE call instead of three.
     const whole = tok.encode(l + r);
-    const parts = tok.encode(l).concat(tok.encode(r));
+    const parts = tok.encodeCached(l).concat(tok.encodeCached(r));
     ok = whole.length === parts.length && whole.every((v, i) => v === parts[i]);
     seamVerdicts.set(key, ok);
   }
   return ok;
 }
 
-export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar: number = text.length): SegmentTokens {
-  const pieces = splitAtSpecials(tok, text);
-  const ids: number[] = [];
+export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar: number = text.length, reuse?: TokenReuse): SegmentTokens {
+  if (reuse && cutsSafe(tok)) {
+    // Last cut inside the shared prefix (and not past the mark, whose count the prefix then holds).
+    const limit = Math.min(reuse.sharedChars, markChar, text.length);
+    const { chars, toks } = reuse.cuts;
+    let lo = 0;
+    let hi = chars.length - 1;
+    let k = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (chars[mid] <= limit) (k = mid), (lo = mid + 1);
+      else hi = mid - 1;
+    }
+    if (k >= 0 && toks[k] <= reuse.ids.length) {
+      const at = chars[k];
+      const slice = reuse.sliceFrom ?? ((from: number) => text.slice(from));
+      const seamFrom = Math.max(0, at - SEAM_WINDOW_CHARS);
+      const withBefore = slice(seamFrom);
+      const tail = fromPieces(tok, splitAtSpecials(tok, withBefore.slice(at - seamFrom)), markChar - at, [], at, { chars: [], toks: [] }, withBefore.slice(0, at - seamFrom));
+      if (tail) {
+        // One allocation for the whole id array (a copy of ~100k ids is cheap; growing one is not).
+        const n = toks[k];
+        const ids = new Array<number>(n + tail.ids.length);
+        for (let i = 0; i < n; i++) ids[i] = reuse.ids[i];
+        for (let i = 0; i < tail.ids.length; i++) ids[n + i] = tail.ids[i];
+        const cuts = { chars: chars.slice(0, k + 1).concat(tail.cuts.chars), toks: toks.slice(0, k + 1) };
+        for (const t of tail.cuts.toks) cuts.toks.push(n + t);
+        return { ids, segments: tail.segments, mergedSeams: tail.mergedSeams, tokensBeforeMark: n + tail.tokensBeforeMark, cuts, reusedTokens: n };
+      }
+    }
+  }
+  const r = fromPieces(tok, splitAtSpecials(tok, text), markChar, [], 0, { chars: [], toks: [] }, undefined)!;
+  return { ...r, reusedTokens: 0 };
+}
+
+/**
+ * Runs the segment algorithm over `pieces` (starting with a text piece), appending to `ids`.
+ * `before` is the text just before the pieces when they continue a reused prefix: the seam there
+ * is checked like any other seam next to a fresh piece; undefined is returned when it merges
+ * (the caller then tokenises the whole text).
+ */
+function fromPieces(
+  tok: TokenizerHandle,
+  pieces: string[],
+  markChar: number,
+  ids: number[],
+  base: number,
+  cuts: TokenCuts,
+  before: string | undefined,
+): Omit<SegmentTokens, 'reusedTokens'> | undefined {
   let mergedSeams = 0;
-  let tokensBeforeMark = 0;
+  let tokensBeforeMark = ids.length;
   let chars = 0;
   let i = 0;
   const encode = (t: string): number[] => tok.encode(t);
   const looked = pieces.map((p) => lookupEncoded(tok.name, encode, p));
+  if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0])) return undefined;
   while (i < pieces.length) {
     // Grow a run while its seams merge: the run is then encoded as one text. Only seams next to a
     // freshly encoded piece are checked.
@@ -82,7 +169,12 @@ export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar:
     for (let k = 0; k < segIds.length; k++) ids.push(segIds[k]);
     chars += run.length;
     if (chars <= markChar) tokensBeforeMark = ids.length;
+    // Pieces alternate text/special from a text piece, so an odd last index ends on a special.
+    if (j % 2 === 1 && run !== '') {
+      cuts.chars.push(base + chars);
+      cuts.toks.push(ids.length);
+    }
     i = j + 1;
   }
-  return { ids, segments: pieces.length, mergedSeams, tokensBeforeMark };
+  return { ids, segments: pieces.length, mergedSeams, tokensBeforeMark, cuts };
 }

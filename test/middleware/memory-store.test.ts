@@ -5,14 +5,18 @@ import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/sess
 const state = (tenant: string, id: string, pad = ''): SessionState => ({ schema: SESSION_SCHEMA_VERSION, tenant, sessionId: id, model: 'm', rootHash: 'r', calls: 1, updatedAt: 1, layout: { pad } });
 
 describe('MemorySessionStore', () => {
-  it('namespaces by tenant, copies on write, sets a checksum', async () => {
+  it('namespaces by tenant, copies on write and on read, drops a foreign checksum', async () => {
     const s = new MemorySessionStore();
-    const st = state('A', 's1');
+    const st = { ...state('A', 's1'), checksum: 'stale' };
     await s.put(st);
     st.calls = 99;
+    (st.layout as { pad: string }).pad = 'changed';
     const got = await s.get('A', 's1');
     expect(got?.calls).toBe(1);
-    expect(got?.checksum).toMatch(/^[0-9a-f]{64}$/);
+    expect(got?.layout).toEqual({ pad: '' });
+    expect(got?.checksum).toBeUndefined();
+    got!.calls = 7;
+    expect((await s.get('A', 's1'))?.calls).toBe(1);
     expect(await s.get('B', 's1')).toBeUndefined();
     expect(await s.list('A')).toEqual(['s1']);
     await s.delete('A', 's1');
