@@ -53,6 +53,8 @@ export type CtxgateBranch = (typeof CTXGATE_BRANCHES)[number];
 
 /** Text-only requests: 64-character pseudo-blocks ≈ 16 tokens. */
 const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
+/** Prompt tokens assumed for each request a scraped engine reports waiting. */
+const WAITING_REQUEST_TOKENS = 1024;
 /** Requests in flight whose feedback can still be matched to the pick. */
 const MAX_PENDING = 16_384;
 
@@ -146,7 +148,9 @@ export class CtxgatePolicy implements Policy {
     const tps = this.tps(w.id);
     const miss = Math.max(0, prompt - cached);
     const attn = this.hidden > 0 ? 1 + (cached + miss / 2) / (3 * this.hidden) : 1;
-    return w.queuedPrefillTokens / tps + (miss * attn) / tps + w.inFlight * this.inflightPenaltyS;
+    // the engine's own queue (scraped) also holds other gateways' requests: take the larger view
+    const queued = Math.max(w.queuedPrefillTokens, (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
+    return queued / tps + (miss * attn) / tps + w.inFlight * this.inflightPenaltyS;
   }
 
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {

@@ -79,6 +79,8 @@ describe('ctxgate branches', () => {
     const c = p.select(ws, info({ text: 'no session here' }))!;
     expect([c.branch, c.worker.id]).toEqual(['balance', 'w1']);
     expect(p.ttft(ws[1], 1000, 0)).toBeCloseTo(1.1, 5);
+    ws[1].engine = { waiting: 8 }; // 8 × 1024 assumed tokens queued inside the engine
+    expect(p.select(ws, info({ text: 'no session here' }))!.worker.id).toBe('w2');
   });
 });
 
