@@ -1,7 +1,8 @@
 // ctxgate serve --config FILE: load and validate the config, start the gateway, drain on SIGTERM.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.ts';
-import { startGateway } from '../server.ts';
+import { startAssembledGateway } from '../assemble.ts';
+import { PricingError } from '../usage/pricing.ts';
 
 /** After draining, how long stray handles may keep the process alive before it exits anyway. */
 const EXIT_GRACE_MS = 2_000;
@@ -38,7 +39,16 @@ export async function run(argv: string[]): Promise<number> {
     // The loaded config is frozen; overrides build a new listen section.
     config = { ...config, listen: { host: values.host ?? config.listen.host, port: values.port ? Number(values.port) : config.listen.port } };
   }
-  const gw = await startGateway(config);
+  let gw;
+  try {
+    gw = await startAssembledGateway(config);
+  } catch (err) {
+    if (err instanceof PricingError) {
+      process.stderr.write(`ctxgate serve: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
   // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
   const gc = (globalThis as { gc?: () => void }).gc;

@@ -32,6 +32,7 @@ export const DEFAULT_CAPTURE_SAMPLE_RATE = 0;
 export const DEFAULT_CAPTURE_MAX_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_CAPTURE_DIR = 'ctxgate-capture';
 export const DEFAULT_REQUEST_RECORDS = 1_000;
+export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 
 const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
 const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
@@ -66,6 +67,8 @@ export const ModelSchema = Type.Object(
     /** Name sent upstream when the worker serves the model under another name. */
     upstream_model: Type.Optional(Type.String({ minLength: 1 })),
     tokenizer: Type.Optional(Type.String()),
+    /** Jinja chat-template file overriding (or supplying) the tokenizer's own template. */
+    chat_template: Type.Optional(Type.String({ minLength: 1 })),
     workers: Type.Array(WorkerSchema, { minItems: 1 }),
     layout: Type.Union([Type.Literal('passthrough'), Type.Literal('ctxgate')], { default: DEFAULT_LAYOUT }),
     policy: Type.String({ default: DEFAULT_POLICY }),
@@ -117,6 +120,11 @@ export const ConfigSchema = Type.Object(
     auth: AuthSchema,
     models: Type.Array(ModelSchema, { minItems: 1 }),
     redis: Type.Optional(Type.Object({ url: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    /** Content-addressed store of full outputs evicted by compaction (redacted). No dir: bounded memory. */
+    artifacts: Type.Object(
+      { dir: Type.Optional(Type.String({ minLength: 1 })), max_bytes: PosInt(DEFAULT_ARTIFACT_MAX_BYTES) },
+      { additionalProperties: false, default: {} },
+    ),
     ledger: Type.Object(
       {
         path: Type.String({ default: DEFAULT_LEDGER_PATH }),
