@@ -137,7 +137,8 @@ export class CtxgatePolicy implements Policy {
       return { hashes: info.blockHashes, blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize };
     }
     if (info.promptTokenIds) {
-      return { hashes: blockHashes(info.promptTokenIds, this.blockSize, info.model), blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
+      // default seed, as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
+      return { hashes: blockHashes(info.promptTokenIds, this.blockSize), blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
     }
     const text = info.text ?? '';
     return { hashes: textBlockHashes(text, TEXT_BLOCK_CHARS, info.model), blockTokens: TEXT_BLOCK_TOKENS, promptTokens: info.promptTokens ?? Math.ceil(text.length / 4) };
