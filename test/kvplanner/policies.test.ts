@@ -45,6 +45,15 @@ describe('session_hash', () => {
     expect(c.worker.id).not.toBe(home.worker.id);
   });
 
+  it('every worker at its maxInFlight: the least loaded queues it (saturated)', () => {
+    const p = createPolicy('session_hash');
+    const ws = workers(3, { maxInFlight: 2, inFlight: 2 });
+    ws[1].inFlight = 1;
+    ws[1].maxInFlight = 1;
+    const c = p.select(ws, info({ sessionId: 'x' }))!;
+    expect([c.branch, c.worker.id]).toEqual(['saturated', 'w1']);
+  });
+
   it('spreads sessions', () => {
     const p = createPolicy('session_hash');
     const ws = workers(4);
