@@ -125,6 +125,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     pipelineFor,
     onUsage: reporting?.deps.onUsage,
     spendSince: reporting?.deps.spendSince,
+    responseHeaders: reporting ? (ev) => reporting.headersFor(ev) : undefined,
     registerRoutes,
   };
   return { deps, store, artifacts, reporting, captures, close };

@@ -26,6 +26,8 @@ export interface GatewayDeps {
   requestRecords?: number;
   /** Extra routes other parts plug in (report, breaks...); they run behind the same auth hook. */
   registerRoutes?: (app: FastifyInstance, ctx: GatewayContext) => void;
+  /** Headers for a finished non-stream answer, computed before it is sent (x-ctxgate-cost-usd…). */
+  responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   /** USD spent by a tenant since an epoch-ms instant (the usage ledger); enables `budgets`. */
   spendSince?: SpendLookup;
 }
@@ -39,6 +41,7 @@ export interface GatewayContext {
   pipelines: Map<string, ContextPipeline>;
   records: RequestRecords;
   onUsage?: (ev: UsageEvent) => void;
+  responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   /** Set when the gateway is draining: new proxied requests get 503. */
   draining: boolean;
   /** In-flight requests (stopped at the shutdown deadline) and the close hooks. */

@@ -60,6 +60,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     onUsage: deps.onUsage,
+    responseHeaders: deps.responseHeaders,
     draining: false,
     lifecycle,
     onShutdown: (fn, name) => lifecycle.onShutdown(fn, name),

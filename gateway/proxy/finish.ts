@@ -60,7 +60,8 @@ export function usageEvent(ex: Exchange): UsageEvent {
     worker: ex.worker?.id ?? '',
     status: ex.status,
     stream: ex.stream,
-    promptTokens: ex.usage?.promptTokens ?? 0,
+    // No usage from the worker: the pipeline's engine-exact count, else the estimate (flagged by usageReported).
+    promptTokens: ex.usage?.promptTokens ?? ex.result?.promptTokenIds?.length ?? ex.estimatedPromptTokens ?? 0,
     cachedTokens: ex.usage?.cachedTokens ?? 0,
     outputTokens: ex.usage?.completionTokens ?? 0,
     usageReported: ex.usage !== undefined,

@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
 import { errorBody, GatewayError, streamErrorFrames } from '../errors.ts';
-import { clientGone, type Exchange } from './finish.ts';
+import { clientGone, usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { extractUsage } from './usage.ts';
 
@@ -81,6 +81,14 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
     ex.errorCode = `upstream_${res.statusCode}`;
   }
   worker.recordSuccess(false);
+  if (gw.responseHeaders && ex.usage) {
+    try {
+      reply.headers(gw.responseHeaders(usageEvent(ex)));
+    } catch (err) {
+      // Accounting must never fail an answer the worker already gave.
+      process.emitWarning(`ctxgate: responseHeaders threw: ${(err as Error).message}`);
+    }
+  }
   reply
     .code(res.statusCode)
     .header('content-type', String(res.headers['content-type'] ?? 'application/json'))

@@ -76,6 +76,9 @@ describe('assembled gateway', () => {
       cached.push(data.usage?.prompt_tokens_details?.cached_tokens ?? 0);
       ids.push(response.headers.get('x-request-id') ?? '');
       expect(response.headers.get('x-ctxgate-session')).toBe('sess-1');
+      // Cost headers agree with the worker's usage: cached tokens counted once, price positive.
+      expect(Number(response.headers.get('x-ctxgate-cached-tokens'))).toBe(data.usage?.prompt_tokens_details?.cached_tokens ?? 0);
+      expect(Number(response.headers.get('x-ctxgate-cost-usd'))).toBeGreaterThan(0);
     }
     // The clock changed every call, yet after the first call the prefix did not break.
     expect(prefixes[2]).toMatch(/break=none/);
