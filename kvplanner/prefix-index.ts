@@ -12,6 +12,8 @@
 const EMPTY: number[] = [];
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
+/** Held-prefix stamps checked per insert (plus the first block). */
+const STALE_SAMPLES = 8;
 
 /** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
 export const DEFAULT_CAPACITY_BLOCKS = 65_536;
@@ -199,11 +201,26 @@ export class PrefixIndex {
       e.blocks.set(h, t);
     }
     e.clock += Math.max(1, hashes.length - held);
-    if (held > 0 && t - (e.blocks.get(hashes[held - 1]) ?? 0) > e.capacity * TOUCH_SLACK) {
+    if (held > 0 && this.staleWithin(e, hashes, held, t)) {
       for (let i = held - 1; i >= 0; i--) e.blocks.set(hashes[i], t);
     }
     this.shrink(e);
     if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
+  }
+
+  /**
+   * Whether some block of the held prefix is due a re-stamp. Stamps rise along a chain's own blocks
+   * (each call stamps only its new tail) while a shared root is refreshed by other chains, so the
+   * oldest block can sit anywhere: nine evenly spaced samples find it to within 1/8 of the chain,
+   * well inside the 3/4-capacity margin left before eviction reaches it.
+   */
+  private staleWithin(e: WorkerEntry, hashes: readonly string[], held: number, now: number): boolean {
+    const limit = e.capacity * TOUCH_SLACK;
+    for (let k = 0; k <= STALE_SAMPLES; k++) {
+      const i = Math.min(held - 1, Math.floor((k * (held - 1)) / STALE_SAMPLES));
+      if (now - (e.blocks.get(hashes[i]) ?? 0) > limit) return true;
+    }
+    return false;
   }
 
   /** Forget the given blocks on one worker (feedback correction or a remote eviction). */

@@ -126,3 +126,19 @@ describe('PrefixIndex under churn', () => {
     expect(q.qHash.length - q.head).toBeLessThan(4 * 64 + 1024 + 12);
   });
 });
+
+describe('PrefixIndex recency of a growing chain', () => {
+  it('a conversation that keeps growing keeps its early blocks while others churn the worker', () => {
+    const idx = new PrefixIndex(100);
+    const a = Array.from({ length: 60 }, (_, i) => `a${i}`);
+    let lost = 0;
+    for (let turn = 1; turn <= 60; turn++) {
+      // what the conversation's next call finds: everything its previous call left
+      if (idx.matchLength('w', a.slice(0, turn)) < turn - 1) lost++;
+      idx.insert('w', a.slice(0, turn)); // the conversation: one more block per call
+      idx.insert('w', Array.from({ length: 5 }, (_, i) => `f${turn}-${i}`)); // one-off traffic
+    }
+    expect(lost).toBe(0);
+    expect(idx.size('w')).toBe(100);
+  });
+});
