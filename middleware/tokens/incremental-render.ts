@@ -65,6 +65,27 @@ function healthOf(tok: TokenizerHandle, key: string): TemplateHealth {
   return h;
 }
 
+const assistantProbes = new WeakMap<TokenizerHandle, Map<string, boolean>>();
+
+/** Whether an assistant turn renders the same when it is the last message as when a user turn follows. */
+function lastAssistantStable(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, key: string): boolean {
+  let m = assistantProbes.get(tok);
+  if (!m) assistantProbes.set(tok, (m = new Map()));
+  let ok = m.get(key);
+  if (ok === undefined) {
+    try {
+      const base: ChatMessage[] = [{ role: 'system', content: 'ctxgate-root' }, { role: 'user', content: 'ctxgate-u1' }, { role: 'assistant', content: 'ctxgate-a1' }];
+      const last = tok.renderChat(base, { tools, extra, addGenerationPrompt: false });
+      const followed = tok.renderChat([...base, { role: 'user', content: 'ctxgate-u2' }], { tools, extra, addGenerationPrompt: false });
+      ok = followed.startsWith(last);
+    } catch {
+      ok = false;
+    }
+    m.set(key, ok);
+  }
+  return ok;
+}
+
 /**
  * What a trailing system message adds around its content (null when that is not a constant
  * wrapping: probed with two different notes after the same history).
@@ -141,6 +162,9 @@ export function renderPrompt(
     p > rootEnd &&
     stableEnd >= p &&
     messages.length > p &&
+    // A memo ending on an assistant turn rendered it as the last message, which some templates mark
+    // (Qwen3 adds an empty think block) in ways a window without the user query cannot see.
+    (messages[p - 1].role !== 'assistant' || lastAssistantStable(tok, tools, extra, contextKey)) &&
     memo.hashes.every((x, i) => x === hashes[i]);
   if (usable) {
     const keep = memo.window !== undefined && memo.window.start >= rootEnd && memo.window.start <= p && p - memo.window.start <= MAX_WINDOW;
