@@ -1,7 +1,8 @@
 // `ctxgate bench middleware` (npm run bench:middleware): CPU per call of the ctxgate pipeline on a
 // 32k-token, 100-message agent session where each call appends one step, p50/p95 over many
 // calls, printed beside a whole-prompt render + tokenisation of the same requests in the same run.
-// Target: ≤ 2 ms p50 per call (segment id cache + incremental rendering + incremental block hashes).
+// Target: ≤ 2 ms p50 per call (hashes carried from the previous call, ids reused up to the last
+// shared cut, windowed incremental rendering, incremental block hashes).
 import { createPipeline } from './pipeline.ts';
 import { loadTokenizer } from './tokens/registry.ts';
 import type { ChatMessage, ChatRequest, ToolDef } from './types.ts';
