@@ -107,6 +107,8 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     const tried = new Set<Worker>();
     const maxAttempts = gw.config.upstream.attempts;
     let used = 0;
+    // A broken answer being retried: if no other worker is left, the client gets this error, not 503.
+    let bodyError: GatewayError | undefined;
     try {
       // Loops only when a non-stream answer broke before the client saw a byte: retried elsewhere.
       for (;;) {
@@ -123,6 +125,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
             clientGone(reply, ex);
             return;
           }
+          if (bodyError && err instanceof GatewayError && err.code === 'no_healthy_worker') throw bodyError;
           throw err;
         }
         used += d.attempts;
@@ -146,6 +149,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         } catch (err) {
           const retryable = err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;
           if (!retryable || used >= maxAttempts) throw err;
+          bodyError = err;
           gw.metrics.retries.inc({ model: ex.model });
         } finally {
           d.worker.end();
