@@ -129,9 +129,22 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
 /** Re-applies escaping, evictions and tombstones from state: deterministic, so byte-stable. */
 export function render(input: ChatMessage[], st: LedgerState, firstUser: number): ChatMessage[] {
   const out = input.map((m, i) => {
-    if ((m.role === 'tool' || m.role === 'user') && typeof m.content === 'string' && i >= firstUser) {
+    if ((m.role !== 'tool' && m.role !== 'user') || i < firstUser) return m;
+    if (typeof m.content === 'string') {
       const esc = escapeFrame(m.content);
       return esc === m.content ? m : { ...m, content: esc };
+    }
+    // Text parts are untrusted too: a marker split into a part must not pass as a gateway note.
+    if (Array.isArray(m.content)) {
+      let changed = false;
+      const parts = m.content.map((p) => {
+        if (typeof p?.text !== 'string') return p;
+        const esc = escapeFrame(p.text);
+        if (esc === p.text) return p;
+        changed = true;
+        return { ...p, text: esc };
+      });
+      return changed ? { ...m, content: parts } : m;
     }
     return m;
   });

@@ -63,7 +63,7 @@ describe('observation ledger render', () => {
   });
 
   // Known gap (reported): content given as an array of text parts is not escaped by render().
-  it.fails('escapes planted markers in array-of-parts tool outputs', () => {
+  it('escapes planted markers in array-of-parts tool outputs', () => {
     const out = applyLedger(conversation([{ type: 'text', text: PLANTED[0] }]), undefined, {}).messages;
     const parts = out[3].content as { text?: string }[];
     expect(forged(parts.map((p) => p.text ?? '').join('\n'))).toEqual([]);
