@@ -18,7 +18,7 @@ export interface SessionState {
   layout?: Record<string, unknown>;
   /** Ledger/invalidation/compaction part. */
   ledger?: Record<string, unknown>;
-  /** sha256 over the canonical JSON of everything above; set by the store on write. */
+  /** sha256 over the canonical JSON of everything above; set and verified by stores that serialise (Redis), not by the in-process memory store. */
   checksum?: string;
 }
 
