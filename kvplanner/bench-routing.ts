@@ -126,36 +126,47 @@ export async function run(argv: string[]): Promise<number> {
   const stream = Array.from({ length: decisions }, () => streamTraffic.next());
   const rows: Row[] = [];
   let indexBlocks = 0;
+  let observeMeanUs = 0;
   const branchMix: Record<string, Record<string, { share: number; p50: number; p99: number }>> = {};
   for (const name of policies) {
     const policy = createPolicy(name);
     const ws = makeWorkers(nWorkers);
     const r = rng(3);
-    // in-flight requests (worker index each); a completion finishes a random one, so busy workers
-    // drain in proportion to their load, holding ~IN_FLIGHT_PER_WORKER per worker on average
-    const live: number[] = [];
+    // in-flight requests; a completion finishes a random one, so busy workers drain in proportion
+    // to their load, holding ~IN_FLIGHT_PER_WORKER per worker on average. A completion reports to
+    // observe() as the gateway does after a response (untimed: off the request path there too).
+    const live: Array<{ worker: WorkerView; info: RouteInfo }> = [];
+    let timing = false;
+    let observeUs = 0;
+    let observed = 0;
     const complete = (): void => {
       while (live.length > nWorkers * IN_FLIGHT_PER_WORKER) {
         const k = Math.floor(r() * live.length);
-        const w = ws[live[k]];
+        const { worker, info } = live[k];
         live[k] = live[live.length - 1];
         live.pop();
-        w.inFlight--;
-        w.queuedPrefillTokens = Math.max(0, w.queuedPrefillTokens - 2048);
+        worker.inFlight--;
+        worker.queuedPrefillTokens = Math.max(0, worker.queuedPrefillTokens - 2048);
+        const t0 = process.hrtime.bigint();
+        policy.observe?.({ workerId: worker.id, info, ok: true });
+        if (timing) {
+          observeUs += Number(process.hrtime.bigint() - t0) / 1000;
+          observed++;
+        }
       }
     };
-    const index = new Map(ws.map((w, i) => [w, i]));
     const step = (info: RouteInfo): void => {
       const c = policy.select(ws, info);
       if (!c) return;
       c.worker.inFlight++;
       c.worker.queuedPrefillTokens += (info.promptTokens ?? 0) - (c.predictedCachedTokens ?? 0);
-      live.push(index.get(c.worker)!);
+      live.push({ worker: c.worker, info });
       complete();
     };
     const warm = new Traffic(sessions, 1);
     for (let i = 0; i < warmCalls; i++) step(warm.next());
     if (name === 'ctxgate') indexBlocks = (policy as CtxgatePolicy).index.stats().blocks;
+    timing = true;
     const times = new Float64Array(stream.length);
     const cpuTimes = new Float64Array(stream.length);
     const branches = new Map<string, number>();
@@ -171,9 +182,10 @@ export async function run(argv: string[]): Promise<number> {
       branches.set(c.branch, (branches.get(c.branch) ?? 0) + 1);
       branchOf[i] = c.branch;
       c.worker.inFlight++;
-      live.push(index.get(c.worker)!);
+      live.push({ worker: c.worker, info: stream[i] });
       complete();
     }
+    if (name === 'ctxgate') observeMeanUs = observed ? observeUs / observed : 0;
     branchMix[name] = Object.fromEntries(
       [...branches].map(([b, k]) => {
         const t = Float64Array.from(times.filter((_, i) => branchOf[i] === b)).sort();
@@ -192,7 +204,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const base = rows.find((x) => x.policy === 'round_robin');
   if (v.json) {
-    process.stdout.write(JSON.stringify({ workers: nWorkers, indexBlocks, decisions, rows, branchMix }, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ workers: nWorkers, indexBlocks, decisions, rows, branchMix, ctxgateObserveMeanUs: observeMeanUs }, null, 2) + '\n');
     return 0;
   }
   const lines = [`routing decision time: ${nWorkers} workers, ctxgate index ${indexBlocks.toLocaleString('en-US')} blocks, ${decisions} decisions per policy`, ''];
@@ -205,6 +217,7 @@ export async function run(argv: string[]): Promise<number> {
   if (branchMix.ctxgate) {
     lines.push('', 'ctxgate by branch: ' + Object.entries(branchMix.ctxgate).map(([b, x]) => `${b} ${(100 * x.share).toFixed(1)}% p50 ${x.p50.toFixed(1)} µs p99 ${x.p99.toFixed(1)} µs`).join('; '));
   }
+  if (cg) lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
   if (cg) {
     const verdict = (x: number): string => (x <= CTXGATE_P99_TARGET_US ? 'met' : 'NOT met');
     lines.push(`ctxgate p99 ${cg.p99.toFixed(1)} µs wall (${verdict(cg.p99)}), ${cg.cpuP99.toFixed(0)} µs CPU (${verdict(cg.cpuP99)}); target ≤ ${CTXGATE_P99_TARGET_US} µs`);

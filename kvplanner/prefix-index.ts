@@ -13,7 +13,7 @@ const EMPTY: number[] = [];
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
 /** Held-prefix stamps checked per insert (plus the first block). */
-const STALE_SAMPLES = 8;
+const STALE_SAMPLES = 4;
 
 /** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
 export const DEFAULT_CAPACITY_BLOCKS = 65_536;
@@ -211,8 +211,8 @@ export class PrefixIndex {
   /**
    * Whether some block of the held prefix is due a re-stamp. Stamps rise along a chain's own blocks
    * (each call stamps only its new tail) while a shared root is refreshed by other chains, so the
-   * oldest block can sit anywhere: nine evenly spaced samples find it to within 1/8 of the chain,
-   * well inside the 3/4-capacity margin left before eviction reaches it.
+   * oldest block can sit anywhere: five evenly spaced samples find it to within 1/4 of the chain,
+   * inside the 3/4-capacity margin left before eviction reaches it.
    */
   private staleWithin(e: WorkerEntry, hashes: readonly string[], held: number, now: number): boolean {
     const limit = e.capacity * TOUCH_SLACK;

@@ -12,12 +12,14 @@
 //                 instead of pulling all sessions onto the first worker that cached it.
 //   balance       no session, nothing unique cached → lowest TTFT (ties: emptiest index)
 // In new_session and balance a shared root (blocks two prompts share) counts as cached on every
-// worker. Feedback (observe) evicts what a worker turned out not to hold. Without block hashes the
+// worker. select() only reads the index; observe() (after the response) records the chain on the
+// worker that served it, or evicts what the worker turned out not to hold. Without block hashes the
 // chain comes from token ids (hashed here) or, last, from 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). The index keeps every
-// index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b + new
-// blocks); other branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll).
+// index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b); other
+// branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
+// O(log b + new blocks).
 // Settings: see CTXGATE_DEFAULTS.
 import { blockHashes, DEFAULT_BLOCK_SIZE, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
@@ -204,13 +206,15 @@ export class CtxgatePolicy implements Policy {
         }
       }
       held = depth[idx];
-      // sticky calls only extend their own chain; branch points show up on the other paths
-      this.shared.insert(hashes);
+      // pinned calls (sticky or a detour) only extend their own chain; branch points between
+      // prompts show up on the unpinned paths, the only ones that ask the tracker
+      if (pinnedIdx < 0) this.shared.insert(hashes);
     }
 
     const worker = workers[idx];
     const predicted = Math.min(held * blockTokens, promptTokens);
-    this.index.insert(worker.id, hashes, true, held);
+    // the index learns what the worker holds in observe(), after the response: off the request's
+    // path, and only for calls that completed
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key) this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
     const seq = ++this.pendingSeq;
@@ -311,32 +315,34 @@ export class CtxgatePolicy implements Policy {
     this.missListeners.push(fn);
   }
 
+  /**
+   * After the call: the worker now holds the prompt's chain, unless it reported fewer cached
+   * tokens than predicted, which says it lost blocks the index still lists; those (from the first
+   * missing one) are evicted instead, so the next prediction for this prefix there is lower.
+   */
   observe(fb: RouteFeedback): void {
+    if (!fb.ok) return; // a failed call leaves nothing new cached
     const p = this.pending.get(fb.info);
     if (p) this.pending.delete(fb.info);
     const workerId = p?.workerId ?? fb.workerId;
     const hashes = p?.hashes ?? this.chain(fb.info).hashes;
     const blockTokens = p?.blockTokens ?? this.blockSize * this.stride;
     const predicted = p?.predicted ?? fb.predictedCachedTokens;
-    if (predicted === undefined) return;
-    const predBlocks = Math.floor(predicted / blockTokens);
-    if (!fb.ok) {
-      // the optimistic insert of this prompt's new blocks did not happen
-      this.index.evict(workerId, hashes.slice(predBlocks));
-      return;
+    if (predicted !== undefined && fb.reportedCachedTokens !== undefined) {
+      const s = this.feedbackStats(workerId);
+      s.calls++;
+      s.predictedTokens += predicted;
+      s.reportedTokens += fb.reportedCachedTokens;
+      const reportedBlocks = Math.floor(fb.reportedCachedTokens / blockTokens);
+      // one block of slack: vLLM recomputes the last token of a fully cached prompt. Everything
+      // from the first missing block on goes, so held blocks stay a prefix of the chain.
+      if (reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
+        s.corrections++;
+        s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
+        return;
+      }
     }
-    if (fb.reportedCachedTokens === undefined) return;
-    const s = this.feedbackStats(workerId);
-    s.calls++;
-    s.predictedTokens += predicted;
-    s.reportedTokens += fb.reportedCachedTokens;
-    const reportedBlocks = Math.floor(fb.reportedCachedTokens / blockTokens);
-    // one block of slack: vLLM recomputes the last token of a fully cached prompt. Everything from
-    // the first missing block on goes, so held blocks stay a prefix of the chain.
-    if (reportedBlocks < predBlocks - 1) {
-      s.corrections++;
-      s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
-    }
+    this.index.insert(workerId, hashes);
   }
 
   private feedbackStats(id: string): WorkerFeedbackStats {

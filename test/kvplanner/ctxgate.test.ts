@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { blockHashes } from '../../kvplanner/block-hash.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
-import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { info, tokens, workers } from './fixtures.ts';
+
+/** select, then report the call done (what the gateway does after the response) */
+function route(p: CtxgatePolicy, ws: WorkerView[], req: RouteInfo): Choice {
+  const c = p.select(ws, req)!;
+  p.observe({ workerId: c.worker.id, info: req, ok: true });
+  return c;
+}
 
 const ROOT = 512; // tokens shared by every session (system prompt + tools)
 
@@ -22,10 +29,10 @@ describe('ctxgate branches', () => {
   it('new sessions spread, later turns stick and predict their cached prefix', () => {
     const p = new CtxgatePolicy();
     const ws = workers(4);
-    const first = [0, 1, 2, 3].map((s) => p.select(ws, call(s, 0))!);
+    const first = [0, 1, 2, 3].map((s) => route(p, ws, call(s, 0)));
     expect(first.map((c) => c.branch)).toEqual(['new_session', 'new_session', 'new_session', 'new_session']);
     expect(new Set(first.map((c) => c.worker.id)).size).toBe(4);
-    const next = p.select(ws, call(2, 1))!;
+    const next = route(p, ws, call(2, 1));
     expect(next.branch).toBe('sticky');
     expect(next.worker.id).toBe(first[2].worker.id);
     expect(next.predictedCachedTokens).toBe(ROOT + 64);
@@ -34,40 +41,40 @@ describe('ctxgate branches', () => {
   it('prefix_match follows a conversation without a session id, but not the shared root alone', () => {
     const p = new CtxgatePolicy();
     const ws = workers(4);
-    const a = p.select(ws, call(0, 0, false))!;
+    const a = route(p, ws, call(0, 0, false));
     expect(a.branch).toBe('balance');
-    p.select(ws, call(1, 0, false)); // a second prompt through the root marks it shared
-    const cont = p.select(ws, call(0, 2, false))!;
+    route(p, ws, call(1, 0, false)); // a second prompt through the root marks it shared
+    const cont = route(p, ws, call(0, 2, false));
     expect(cont.branch).toBe('prefix_match');
     expect(cont.worker.id).toBe(a.worker.id);
     // a third conversation holds only the shared root anywhere → balance, not prefix_match
-    expect(p.select(ws, call(7, 0, false))!.branch).toBe('balance');
+    expect(route(p, ws, call(7, 0, false)).branch).toBe('balance');
   });
 
   it('detours a pinned session whose worker is over the load bound, then returns home', () => {
     const p = new CtxgatePolicy({ epsilon: 0.25 });
     const ws = workers(4);
-    const home = p.select(ws, call(0, 0))!.worker;
+    const home = route(p, ws, call(0, 0)).worker;
     home.inFlight = 2; // total 2: bound floor(1.25·3/4 + 1) = 1.94 → 1 < 3
-    const o = p.select(ws, call(0, 1))!;
+    const o = route(p, ws, call(0, 1));
     expect(o.branch).toBe('overflow');
     expect(o.worker.id).not.toBe(home.id);
     home.inFlight = 1; // total 1: bound floor(1.25·2/4 + 1) = 1 < 2 → still a detour
-    expect(p.select(ws, call(0, 2))!.branch).toBe('overflow');
+    expect(route(p, ws, call(0, 2)).branch).toBe('overflow');
     home.inFlight = 0;
-    const back = p.select(ws, call(0, 3))!;
+    const back = route(p, ws, call(0, 3));
     expect([back.branch, back.worker.id]).toEqual(['sticky', home.id]);
   });
 
   it('keeps a session home at low load when one more request stays within (1+ε)·mean + 1', () => {
     const p = new CtxgatePolicy({ epsilon: 0.25 });
     const ws = workers(4);
-    const home = p.select(ws, call(0, 0))!.worker;
+    const home = route(p, ws, call(0, 0)).worker;
     home.inFlight = 2;
     ws.find((w) => w !== home)!.inFlight = 3; // total 5: bound floor(1.25·6/4 + 1) = 2.875 → 2 < 3
-    expect(p.select(ws, call(0, 1))!.branch).toBe('overflow');
+    expect(route(p, ws, call(0, 1)).branch).toBe('overflow');
     ws.find((w) => w !== home && w.inFlight === 0)!.inFlight = 3; // total 8: bound 3.81 ≥ 3
-    expect(p.select(ws, call(0, 2))!.branch).toBe('sticky');
+    expect(route(p, ws, call(0, 2)).branch).toBe('sticky');
   });
 
   it('balance prefers the worker whose queue clears first', () => {
@@ -124,7 +131,7 @@ describe('ctxgate bounded load', () => {
   it('never puts more than maxInFlight on a worker while another has room', () => {
     const p = new CtxgatePolicy();
     const ws: WorkerView[] = workers(2, { maxInFlight: 2 });
-    for (let i = 0; i < 4; i++) p.select(ws, call(0, i))!.worker.inFlight++;
+    for (let i = 0; i < 4; i++) route(p, ws, call(0, i)).worker.inFlight++;
     expect(ws.map((w) => w.inFlight)).toEqual([2, 2]);
   });
 });
@@ -133,7 +140,7 @@ describe('ctxgate feedback', () => {
   it('fewer reported cached tokens than predicted evicts the missing blocks', () => {
     const p = new CtxgatePolicy();
     const ws = workers(2);
-    p.select(ws, call(0, 0));
+    route(p, ws, call(0, 0));
     const req = call(0, 3);
     const c = p.select(ws, req)!;
     expect(c.predictedCachedTokens).toBe(ROOT + 64);
@@ -150,30 +157,43 @@ describe('ctxgate feedback', () => {
   it('a report within one block of the prediction is not a correction', () => {
     const p = new CtxgatePolicy();
     const ws = workers(2);
-    p.select(ws, call(0, 0));
+    route(p, ws, call(0, 0));
     const req = call(0, 1);
     const c = p.select(ws, req)!;
     p.observe({ workerId: c.worker.id, info: req, ok: true, reportedCachedTokens: c.predictedCachedTokens! - 16 });
     expect(p.stats().feedback[c.worker.id].corrections).toBe(0);
   });
 
-  it('a failed call forgets the blocks it optimistically added', () => {
+  it('the index learns from completed calls only, after the response', () => {
     const p = new CtxgatePolicy();
     const ws = workers(1);
-    const req = call(0, 0);
-    const c = p.select(ws, req)!;
-    expect(p.index.size('w0')).toBeGreaterThan(0);
-    p.observe({ workerId: c.worker.id, info: req, ok: false });
+    const failed = call(0, 0);
+    const c = p.select(ws, failed)!;
+    expect(p.index.size('w0')).toBe(0); // select only reads the index
+    p.observe({ workerId: c.worker.id, info: failed, ok: false });
     expect(p.index.size('w0')).toBe(0);
+    const done = call(0, 0);
+    p.observe({ workerId: p.select(ws, done)!.worker.id, info: done, ok: true, reportedCachedTokens: 0 });
+    expect(p.index.size('w0')).toBe(Math.floor((ROOT + 64) / 64));
+  });
+
+  it('feedback without the RouteInfo object of the pick still corrects (predictedCachedTokens)', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(1);
+    route(p, ws, call(0, 3));
+    const c = p.select(ws, call(0, 3))!;
+    expect(c.predictedCachedTokens).toBe(ROOT + 64 + 384);
+    p.observe({ workerId: 'w0', info: call(0, 3), ok: true, reportedCachedTokens: 256, predictedCachedTokens: c.predictedCachedTokens });
+    expect(p.select(ws, call(0, 3))!.predictedCachedTokens).toBe(256);
   });
 
   it('the KV budget bounds the index (kvTokens / block size)', () => {
     const p = new CtxgatePolicy();
     const ws = workers(1, { kvTokens: 1600 });
-    for (let s = 0; s < 10; s++) p.select(ws, call(s, 2));
+    for (let s = 0; s < 10; s++) route(p, ws, call(s, 2));
     expect(p.index.size('w0')).toBe(1600 / 64); // 16-token blocks, every 4th indexed
     const fine = new CtxgatePolicy({ index_stride: 1 });
-    for (let s = 0; s < 10; s++) fine.select(ws, call(s, 2));
+    for (let s = 0; s < 10; s++) route(fine, ws, call(s, 2));
     expect(fine.index.size('w0')).toBe(100);
   });
 });

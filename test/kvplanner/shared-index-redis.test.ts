@@ -5,7 +5,15 @@ import { blockHashes } from '../../kvplanner/block-hash.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { SharedIndexRedis, shareIndex } from '../../kvplanner/shared-index-redis.ts';
+import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { info, tokens, workers } from './fixtures.ts';
+
+/** select, then report the call done (what the gateway does after the response) */
+function route(p: CtxgatePolicy, ws: WorkerView[], req: RouteInfo): Choice {
+  const c = p.select(ws, req)!;
+  p.observe({ workerId: c.worker.id, info: req, ok: true });
+  return c;
+}
 
 const redisUrl = inject('redisUrl');
 const open: SharedIndexRedis[] = [];
@@ -37,19 +45,19 @@ describe('Redis-shared index', () => {
     await Promise.all([ready(sa), ready(sb)]);
     const ws = workers(4);
     // pin three sessions on A so the one we check is not simply B's first choice
-    const homes = [0, 1, 2].map((s) => a.select(ws, call(s, 0))!.worker.id);
+    const homes = [0, 1, 2].map((s) => route(a, ws, call(s, 0)).worker.id);
     await sa.flush();
     expect(await sb.pull()).toBeGreaterThan(0);
-    const c = b.select(ws, call(2, 1))!;
+    const c = route(b, ws, call(2, 1));
     expect(c.branch).toBe('sticky');
     expect(c.worker.id).toBe(homes[2]);
     expect(c.predictedCachedTokens).toBe(256 + 64);
     // without a session id, B follows A's cached conversation by prefix
-    a.select(ws, call(9, 0, false));
-    const home9 = a.select(ws, call(9, 1, false))!.worker.id;
+    route(a, ws, call(9, 0, false));
+    const home9 = route(a, ws, call(9, 1, false)).worker.id;
     await sa.flush();
     await sb.pull();
-    expect(b.select(ws, call(9, 2, false))!.worker.id).toBe(home9);
+    expect(route(b, ws, call(9, 2, false)).worker.id).toBe(home9);
     expect(sa.degraded || sb.degraded).toBe(false);
   });
 
@@ -60,16 +68,16 @@ describe('Redis-shared index', () => {
     open.push(sa);
     await ready(sa);
     const ws = workers(4);
-    for (let s = 0; s < 4; s++) a.select(ws, call(s, 0));
-    const home3 = a.select(ws, call(3, 1))!.worker.id;
+    for (let s = 0; s < 4; s++) route(a, ws, call(s, 0));
+    const home3 = route(a, ws, call(3, 1)).worker.id;
     await sa.flush();
     const b = new CtxgatePolicy();
     const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
     open.push(sb);
     await ready(sb);
-    b.select(ws, call(3, 2)); // a miss: noted, looked up on the sync's next round
+    route(b, ws, call(3, 2)); // a miss: noted, looked up on the sync's next round
     await sb.fetchMisses();
-    expect(b.select(ws, call(3, 3))!.worker.id).toBe(home3);
+    expect(route(b, ws, call(3, 3)).worker.id).toBe(home3);
   });
 
   it('Redis down: select keeps working and nothing throws', async () => {
@@ -85,9 +93,9 @@ describe('Redis-shared index', () => {
     const s = shareIndex(p, { redisUrl: `redis://127.0.0.1:${port}`, model: 'm', onError: (e) => errors.push(e) })!;
     open.push(s);
     const ws = workers(2);
-    const first = p.select(ws, call(0, 0))!;
+    const first = route(p, ws, call(0, 0));
     await new Promise((r) => setTimeout(r, 150));
-    const c = p.select(ws, call(0, 1))!;
+    const c = route(p, ws, call(0, 1));
     expect(c.branch).toBe('sticky');
     expect(c.worker.id).toBe(first.worker.id);
     await expect(s.flush()).resolves.toBeUndefined();
