@@ -6,13 +6,14 @@
 // which lets matchLength binary-search: O(log n) Map lookups per worker. A global map block ->
 // holder slots lets matchAll find every worker's depth at once in O(k log n) lookups, k the number
 // of distinct depths (typically 2–3: the shared root on all workers, a conversation on one).
-// insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp. Feedback: a worker that reports fewer cached tokens than predicted
-// loses the missing blocks from its entry, so the next prediction is lower.
+// insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp. evict(): the
+// feedback path (a worker that reported fewer cached tokens than predicted loses the missing
+// blocks). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
 
 const EMPTY: number[] = [];
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
-/** Held-prefix stamps checked per insert (plus the first block). */
+/** Evenly spaced held-prefix stamps checked per insert (plus the first block). */
 const STALE_SAMPLES = 4;
 
 /** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
