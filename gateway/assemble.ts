@@ -15,6 +15,8 @@ import { MemorySessionStore } from '../middleware/session/memory-store.ts';
 import { RedisSessionStore } from '../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../middleware/session/resilient-store.ts';
 import type { SessionStore } from '../middleware/session/store.ts';
+import { startScraper } from '../kvplanner/load-signals.ts';
+import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
 import type { Stage } from '../middleware/stage.ts';
 import type { ContextPipeline } from '../middleware/types.ts';
@@ -116,6 +118,15 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       await registerInvalidateRoutes(scope, { store, authTenant: tenantOf });
       await registerArtifactRoutes(scope, { artifacts, authTenant: tenantOf });
     });
+    for (const [model, route] of ctx.fleet) {
+      // Replicas sharing Redis learn each other's prefix index and session homes (ctxgate policy).
+      const shared = config.redis?.url ? shareIndex(route.policy, { redisUrl: config.redis.url, model }) : undefined;
+      if (shared) ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
+      if (route.config.scrape_metrics_ms > 0) {
+        const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms);
+        ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
+      }
+    }
     ctx.onShutdown(() => close(), 'assemble');
   };
 

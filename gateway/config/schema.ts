@@ -32,6 +32,7 @@ export const DEFAULT_CAPTURE_SAMPLE_RATE = 0;
 export const DEFAULT_CAPTURE_MAX_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_CAPTURE_DIR = 'ctxgate-capture';
 export const DEFAULT_REQUEST_RECORDS = 1_000;
+export const DEFAULT_SCRAPE_METRICS_MS = 0;
 export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 
 const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
@@ -74,6 +75,8 @@ export const ModelSchema = Type.Object(
     policy: Type.String({ default: DEFAULT_POLICY }),
     policy_options: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     budget_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Scrape each worker's /metrics every N ms for engine load (queue, KV usage); 0 = off. */
+    scrape_metrics_ms: NonNegInt(DEFAULT_SCRAPE_METRICS_MS),
     block_size: PosInt(DEFAULT_BLOCK_SIZE),
     flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang')])),
     pricing: Type.Optional(Type.Union([TokenPricing, GpuPricing])),

@@ -22,7 +22,10 @@ export class Worker {
   readonly pool: Pool;
   readonly maxInFlight: number;
   readonly apiKey?: string;
-  readonly kvTokens?: number;
+  /** From config, or filled in by the engine-metrics scraper (vLLM cache_config_info). */
+  kvTokens?: number;
+  /** Engine-reported load (scraped /metrics), when scraping is on. */
+  engine?: WorkerView['engine'];
   /** Path prefix of the worker URL (a worker may live under e.g. /vllm). */
   readonly basePath: string;
   healthy = true;
@@ -70,6 +73,7 @@ export class Worker {
       queuedPrefillTokens: this.queuedPrefillTokens,
       maxInFlight: this.maxInFlight,
       kvTokens: this.kvTokens,
+      engine: this.engine,
     };
   }
 
