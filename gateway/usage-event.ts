@@ -11,8 +11,11 @@ export interface UsageEvent {
   worker: string;
   status: number;
   stream: boolean;
+  /** Worker-reported prompt tokens, or the gateway's own count when usageReported is false. */
   promptTokens: number;
+  /** Worker-reported cached prompt tokens: a SUBSET of promptTokens, never added on top. */
   cachedTokens: number;
+  /** The router's / pipeline's prediction of the cached prefix (tokens). */
   predictedCachedTokens?: number;
   outputTokens: number;
   /** False when the upstream sent no usage block (token fields are then 0 or estimates). */
@@ -24,5 +27,6 @@ export interface UsageEvent {
   attempts: number;
   errorCode?: string;
   breakCause?: string;
+  /** Tokens the agent's original (unrewritten) layout would have had cached, from diagnostics. */
   counterfactualPromptTokensCached?: number;
 }

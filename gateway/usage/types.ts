@@ -1,33 +1,8 @@
-// The input and output shapes of usage accounting. `UsageInput` is the gateway's UsageEvent
-// (gateway/usage-event.ts) plus optional fields only this module reads; it is declared
-// structurally so the recorder accepts the core's event without importing the server.
+// The input and output shapes of usage accounting. `UsageInput` is the gateway's UsageEvent plus
+// optional fields only this module reads (GPU-time pricing, provider cache writes).
+import type { UsageEvent } from '../usage-event.ts';
 
-export interface UsageInput {
-  time: number;
-  requestId: string;
-  tenant: string;
-  keyId: string;
-  sessionId: string;
-  model: string;
-  worker: string;
-  status: number;
-  stream: boolean;
-  /** Worker-reported prompt tokens, or the gateway's own count when usageReported is false. */
-  promptTokens: number;
-  /** Worker-reported cached prompt tokens: a SUBSET of promptTokens. */
-  cachedTokens: number;
-  /** The router's prediction of the cached prefix (tokens). */
-  predictedCachedTokens?: number;
-  outputTokens: number;
-  usageReported: boolean;
-  ttftMs?: number;
-  totalMs: number;
-  gatewayOverheadMs: number;
-  attempts: number;
-  errorCode?: string;
-  breakCause?: string;
-  /** Tokens the agent's original (unrewritten) layout would have had cached, from diagnostics. */
-  counterfactualPromptTokensCached?: number;
+export interface UsageInput extends UsageEvent {
   /** Worker-modeled or measured prefill / decode time (reference worker: `x-sim-timing`). */
   prefillMs?: number;
   decodeMs?: number;
