@@ -1,12 +1,9 @@
 // The replay runner's only dependency on the rest of ctxgate: start N reference workers and a
-// gateway in front of them for one configuration; return URLs, per-worker counters, each
-// request's modeled timing, and close(). Everything in-process, ephemeral ports.
+// gateway in front of them for one configuration (assembled as `ctxgate serve` does: layout
+// stages, context chain, compaction when a budget M* is set); return URLs, per-worker counters,
+// each request's modeled timing, and close(). Everything in-process, ephemeral ports.
 import { parseConfig } from '../../gateway/config/load.ts';
-import { startGateway, type GatewayDeps } from '../../gateway/server.ts';
-import { createCompactionStage } from '../../middleware/compaction/stage.ts';
-import { createLedgerStage } from '../../middleware/ledger/stage.ts';
-import { createPipeline } from '../../middleware/pipeline.ts';
-import { createStabiliseStage } from '../../middleware/stabilise/stage.ts';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
 import { startTimingTap, type TimingTap } from './timing-tap.ts';
 import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
@@ -58,8 +55,9 @@ export const startFleet: FleetFactory = async (spec) => {
       taps.push(await startTimingTap(w.url));
     }
     const config = parseConfig(gatewayConfigFor(spec, taps.map((t) => t.url)), 'bench replay');
-    const pipelineFor = await pipelineFactory(spec);
-    gateway = await startGateway(config, { logger: false, pipelineFor });
+    // The product as `ctxgate serve` assembles it (pipeline, context chain with M*, stores),
+    // minus usage accounting: replay reports its own figures.
+    gateway = await startAssembledGateway(config, { logger: false, reporting: false });
   } catch (err) {
     await close();
     throw err;
@@ -83,17 +81,3 @@ export const startFleet: FleetFactory = async (spec) => {
   };
   return handle;
 };
-
-/** The model's context pipeline: ctxgate layout stages plus the context chain (stabilise →
- * ledger → compaction, the latter only with a budget M*), or passthrough (body untouched). Both
- * compute engine-exact tokens and block hashes that prefix-aware routing policies use. */
-async function pipelineFactory(spec: FleetSpec): Promise<GatewayDeps['pipelineFor']> {
-  return (m) =>
-    createPipeline({
-      model: m.name,
-      tokenizer: spec.tokenizer,
-      layout: spec.layout,
-      blockSize: spec.blockSize,
-      extraStages: [createStabiliseStage(), createLedgerStage(), createCompactionStage({ budgetTokens: spec.budget })],
-    });
-}
