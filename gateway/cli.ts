@@ -3,6 +3,8 @@
 export interface CommandModule {
   /** One paragraph shown by `ctxgate help NAME` and `ctxgate NAME --help`. */
   help: string;
+  /** True when the command dispatches to subcommands that show their own --help. */
+  subcommands?: boolean;
   /** Runs the command; resolves to the process exit code. */
   run(argv: string[]): Promise<number>;
 }
@@ -55,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`ctxgate: command '${name}' is not available: ${(err as Error).message}\n`);
     return 2;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
+  if ((rest.includes('--help') || rest.includes('-h')) && !(mod.subcommands && rest[0] && !rest[0].startsWith('-'))) {
     process.stdout.write(mod.help + '\n');
     return 0;
   }

@@ -32,6 +32,8 @@ export const DEFAULT_CAPTURE_SAMPLE_RATE = 0;
 export const DEFAULT_CAPTURE_MAX_BYTES = 256 * 1024 * 1024;
 export const DEFAULT_CAPTURE_DIR = 'ctxgate-capture';
 export const DEFAULT_REQUEST_RECORDS = 1_000;
+// The reference worker's modeled timing; real engines send none of these, so nothing leaks by default.
+export const DEFAULT_FORWARD_RESPONSE_HEADERS = ['x-sim-timing'] as const;
 export const DEFAULT_SCRAPE_METRICS_MS = 0;
 export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 
@@ -167,6 +169,8 @@ export const ConfigSchema = Type.Object(
         body_timeout_ms: PosInt(DEFAULT_BODY_TIMEOUT_MS),
         attempts: PosInt(DEFAULT_ATTEMPTS),
         max_in_flight: NonNegInt(DEFAULT_MAX_IN_FLIGHT),
+        /** Worker response headers copied to the client (lower-case names). */
+        forward_response_headers: Type.Array(Type.String({ pattern: '^[a-z0-9-]+$' }), { default: [...DEFAULT_FORWARD_RESPONSE_HEADERS] }),
       },
       { additionalProperties: false, default: {} },
     ),

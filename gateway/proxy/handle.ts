@@ -141,6 +141,10 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
           return;
         }
         const res = d.res!;
+        for (const h of gw.config.upstream.forward_response_headers) {
+          const v = res.headers[h];
+          if (v !== undefined) reply.header(h, v);
+        }
         try {
           const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
           if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal);

@@ -2,19 +2,17 @@
 // loaded lazily so one benchmark's dependencies never slow another down.
 import type { CommandModule } from '../../gateway/cli.ts';
 
-// Modules other parts add are resolved at run time (not by the type checker), so the table can
-// name a benchmark before its module exists; a missing one gets a clear message below.
-const later = (rel: string) => (): Promise<CommandModule> => import(new URL(rel, import.meta.url).href) as Promise<CommandModule>;
-
 const BENCHES: Record<string, () => Promise<CommandModule>> = {
   overhead: () => import('../bench-overhead.ts'),
-  calibrate: later('../bench-calibrate.ts'),
-  replay: later('../replay/command.ts'),
-  strategies: later('../bench-strategies.ts'),
-  routing: later('../../kvplanner/bench-routing.ts'),
-  middleware: later('../../middleware/bench-middleware.ts'),
-  chaos: later('../bench-chaos.ts'),
+  calibrate: () => import('../bench-calibrate.ts'),
+  replay: () => import('../replay/command.ts'),
+  strategies: () => import('../bench-strategies.ts'),
+  routing: () => import('../../kvplanner/bench-routing.ts'),
+  middleware: () => import('../../middleware/bench-middleware.ts'),
+  chaos: () => import('../bench-chaos.ts'),
 };
+
+export const subcommands = true;
 
 export const help = `ctxgate bench <${Object.keys(BENCHES).join('|')}> [options]
 
