@@ -8,11 +8,9 @@ export interface SendOptions {
   url: string;
   model: string;
   sessionHeader?: string;
-  /** Prefer the worker's modeled ttft (x-sim-timing) over the measured wall time. */
+  /** Report the worker's modeled ttft (x-sim-timing, relayed by the gateway) instead of the measured wall time. */
   modeledTtft: boolean;
   dispatcher?: Dispatcher;
-  /** Fallback source of x-sim-timing by request id (see replay/timing-tap.ts). */
-  timing?: (requestId: string) => string | undefined;
 }
 
 let seq = 0;
@@ -58,8 +56,7 @@ export async function sendCall(body: ChatRequest, session: string, turn: number,
     const headersAt = performance.now();
     rec.status = res.statusCode;
     const json = (await res.body.json().catch(() => ({}))) as UsageBody;
-    const relayed = res.headers['x-sim-timing'];
-    const timing = parseSimTiming(relayed ?? (o.modeledTtft ? o.timing?.(requestId) : undefined));
+    const timing = parseSimTiming(res.headers['x-sim-timing']);
     const worker = res.headers['x-ctxgate-worker'];
     if (typeof worker === 'string') rec.worker = worker;
     if (res.statusCode >= 200 && res.statusCode < 300) {

@@ -1,5 +1,8 @@
 // `ctxgate bench replay`: replays recorded agent sessions through a fresh fleet of reference
 // workers behind a ctxgate instance, once per configuration, and prints them side by side.
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { readSessions } from '../formats/read-sessions.ts';
 import { applyProfile, PROFILE_NAMES, profileHelp } from '../profiles/index.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from './args.ts';
@@ -18,6 +21,23 @@ export const DEFAULT_TOKENIZER = 'qwen3';
 export const DEFAULT_SEED = 1;
 export const DEFAULT_PROFILE = 'append-only';
 export const DEFAULT_SERVED_MODEL = 'replay-model';
+/**
+ * Chat templates used when --chat-template is not given, per tokenizer. The template bundled with
+ * the DeepSeek-V3 tokenizer drops the tools list (and tool calls that come with content), which
+ * hides every effect that lives in the tools (tool-shuffle); this one renders them as DeepSeek does.
+ */
+export const DEFAULT_CHAT_TEMPLATES: Readonly<Record<string, string>> = { deepseek_v3: 'configs/templates/deepseek-v3-tools.jinja' };
+
+/** --chat-template, else the tokenizer's default above (resolved from the repository root), else none. */
+export function chatTemplateFor(tokenizer: string, given: string | undefined): string | undefined {
+  if (given === 'none') return undefined;
+  if (given) {
+    if (!existsSync(given)) throw new Error(`--chat-template: no such file '${given}'`);
+    return resolve(given);
+  }
+  const def = DEFAULT_CHAT_TEMPLATES[tokenizer];
+  return def ? resolve(dirname(fileURLToPath(import.meta.url)), '../..', def) : undefined;
+}
 
 export const help = `ctxgate bench replay [options] PATH...
 
@@ -44,6 +64,10 @@ Fleet
   --kv-tokens N             KV capacity per worker in tokens (default ${DEFAULT_KV_TOKENS})
   --block-size N            KV block size (default ${DEFAULT_BLOCK_SIZE})
   --tokenizer NAME          qwen3 | llama3_1 | deepseek_v3 | o200k_base | cl100k_base (default ${DEFAULT_TOKENIZER})
+  --chat-template FILE      jinja chat template for workers and gateway alike (none = the tokenizer's
+                            own). Default: the tokenizer's own, except deepseek_v3, which gets
+                            configs/templates/deepseek-v3-tools.jinja (renders the tools list and tool
+                            calls as DeepSeek does; the bundled template drops the tools)
   --time-scale X            0 (default): no sleeping, TTFT modeled by the worker (x-sim-timing);
                             > 0: workers sleep, TTFT measured
 
@@ -77,7 +101,7 @@ const MULTI = new Set(['compare']);
 const KNOWN = new Set([
   ...BOOLEANS, ...MULTI, 'layout', 'policy', 'budget', 'workers', 'flavor', 'kv-tokens', 'block-size', 'tokenizer',
   'time-scale', 'profile', 'last-n', 'condense-max', 'seed', 'concurrency', 'think-ms', 'max-sessions', 'max-calls',
-  'pricing', 'model',
+  'pricing', 'model', 'chat-template',
 ]);
 
 export interface ReplayDeps {
@@ -113,12 +137,15 @@ export async function replayCommand(argv: string[], deps: ReplayDeps = {}): Prom
     if (flavor !== 'vllm' && flavor !== 'sglang') throw new Error(`--flavor must be vllm or sglang`);
     const layout = str(args, 'layout') ?? 'ctxgate';
     if (layout !== 'ctxgate' && layout !== 'passthrough') throw new Error(`--layout must be passthrough or ctxgate`);
+    const tokenizer = str(args, 'tokenizer') ?? DEFAULT_TOKENIZER;
+    const chatTemplate = chatTemplateFor(tokenizer, str(args, 'chat-template'));
     const base: FleetSpec = {
       workers: num(args, 'workers', DEFAULT_WORKERS, 1),
       flavor,
       kvTokens: num(args, 'kv-tokens', DEFAULT_KV_TOKENS, 1),
       blockSize: num(args, 'block-size', DEFAULT_BLOCK_SIZE, 1),
-      tokenizer: str(args, 'tokenizer') ?? DEFAULT_TOKENIZER,
+      tokenizer,
+      chatTemplate,
       timeScale: num(args, 'time-scale', 0, 0),
       seed: num(args, 'seed', DEFAULT_SEED),
       layout,

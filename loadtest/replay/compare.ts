@@ -37,7 +37,7 @@ export async function runComparison(sessions: Session[], configs: RunConfig[], o
       const s = cfg.spec;
       out.push(
         summarise(
-          { label: cfg.label, layout: s.layout, policy: s.policy, budget: s.budget, workers: s.workers, flavor: s.flavor, kv_tokens: s.kvTokens, block_size: s.blockSize, tokenizer: s.tokenizer, profile: o.profile },
+          { label: cfg.label, layout: s.layout, policy: s.policy, budget: s.budget, workers: s.workers, flavor: s.flavor, kv_tokens: s.kvTokens, block_size: s.blockSize, tokenizer: s.tokenizer, ...(s.chatTemplate ? { chat_template: s.chatTemplate } : {}), profile: o.profile },
           sessions,
           records,
           await fleet.perWorker(),

@@ -1,11 +1,11 @@
 // The replay runner's only dependency on the rest of ctxgate: start N reference workers and a
 // gateway in front of them for one configuration (assembled as `ctxgate serve` does: layout
-// stages, context chain, compaction when a budget M* is set); return URLs, per-worker counters,
-// each request's modeled timing, and close(). Everything in-process, ephemeral ports.
+// stages, context chain, compaction when a budget M* is set); return URLs, per-worker counters
+// and close(). Modeled timing reaches the client in the gateway's relayed x-sim-timing header
+// (upstream.forward_response_headers). Everything in-process, ephemeral ports.
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
-import { startTimingTap, type TimingTap } from './timing-tap.ts';
 import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
 
 export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown {
@@ -13,12 +13,14 @@ export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown
     listen: { host: '127.0.0.1', port: 0 },
     auth: { mode: 'none' },
     health: { interval_ms: 0 },
-    upstream: { attempts: 1 },
+    // explicit: replay's modeled TTFT comes from this relayed header
+    upstream: { attempts: 1, forward_response_headers: ['x-sim-timing'] },
     limits: { max_sessions: 100_000 },
     models: [
       {
         name: spec.model,
         tokenizer: spec.tokenizer,
+        ...(spec.chatTemplate ? { chat_template: spec.chatTemplate } : {}),
         flavor: spec.flavor,
         layout: spec.layout,
         policy: spec.policy,
@@ -32,11 +34,9 @@ export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown
 
 export const startFleet: FleetFactory = async (spec) => {
   const workers: SimWorker[] = [];
-  const taps: TimingTap[] = [];
   let gateway: { url: string; close(): Promise<void> } | undefined;
   const close = async () => {
     await gateway?.close();
-    for (const t of taps) await t.close();
     for (const w of workers) await w.close();
   };
   try {
@@ -45,6 +45,7 @@ export const startFleet: FleetFactory = async (spec) => {
         port: 0,
         model: spec.model,
         tokenizer: spec.tokenizer,
+        chatTemplate: spec.chatTemplate,
         flavor: spec.flavor,
         kvTokens: spec.kvTokens,
         blockSize: spec.blockSize,
@@ -52,9 +53,8 @@ export const startFleet: FleetFactory = async (spec) => {
         seed: spec.seed + i,
       });
       workers.push(w);
-      taps.push(await startTimingTap(w.url));
     }
-    const config = parseConfig(gatewayConfigFor(spec, taps.map((t) => t.url)), 'bench replay');
+    const config = parseConfig(gatewayConfigFor(spec, workers.map((w) => w.url)), 'bench replay');
     // The product as `ctxgate serve` assembles it (pipeline, context chain with M*, stores),
     // minus usage accounting: replay reports its own figures.
     gateway = await startAssembledGateway(config, { logger: false, reporting: false });
@@ -70,13 +70,6 @@ export const startFleet: FleetFactory = async (spec) => {
         const s = w.stats();
         return { worker: `w${i}`, requests: s.requests, prompt_tokens: s.promptTokens, cached_tokens: s.cachedTokens };
       }),
-    timing: (id) => {
-      for (const t of taps) {
-        const v = t.take(id);
-        if (v) return v;
-      }
-      return undefined;
-    },
     close,
   };
   return handle;

@@ -35,7 +35,6 @@ export async function replaySessions(sessions: Session[], fleet: FleetHandle, o:
           sessionHeader: o.sessionHeader,
           modeledTtft: o.modeledTtft,
           dispatcher,
-          timing: fleet.timing?.bind(fleet),
         });
         records.push(rec);
         o.onCall?.(rec);

@@ -9,6 +9,8 @@ export interface FleetSpec {
   kvTokens: number;
   blockSize: number;
   tokenizer: string;
+  /** Jinja chat template file used by workers and gateway alike; undefined = the tokenizer's own. */
+  chatTemplate?: string;
   /** 0 = no sleeping, latency modeled and reported in x-sim-timing. */
   timeScale: number;
   seed: number;
@@ -32,8 +34,6 @@ export interface FleetHandle {
   url: string;
   model: string;
   perWorker(): Promise<WorkerReport[]>;
-  /** The worker's x-sim-timing for a request id, when the gateway did not relay it. */
-  timing?(requestId: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -72,7 +72,7 @@ export interface SessionSummary {
 }
 
 export interface RunSummary {
-  config: { label: string; layout: Layout; policy: string; budget?: number; workers: number; flavor: Flavor; kv_tokens: number; block_size: number; tokenizer: string; profile: string };
+  config: { label: string; layout: Layout; policy: string; budget?: number; workers: number; flavor: Flavor; kv_tokens: number; block_size: number; tokenizer: string; chat_template?: string; profile: string };
   requests: number;
   sessions: number;
   prompt_tokens: number;
