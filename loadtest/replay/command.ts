@@ -89,6 +89,7 @@ Output
   --json                    one JSON object per configuration; with --compare {"runs":[…]} in order.
                             Keys: config, requests, sessions, prompt_tokens, cached_tokens, hit_rate,
                             prefill_tokens (prompt − cached), completion_tokens, cost_usd,
+                            input_cost_usd (prompt side only: uncached + cached input),
                             ttft_ms {p50,p95,p99}, ttft_source, imbalance (max ÷ mean requests per
                             worker), per_worker[], per_session[] {session, requests, hit_rate,
                             recorded_hit_rate when the recording kept usage}, errors, error_samples, wall_ms

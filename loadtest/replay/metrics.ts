@@ -1,7 +1,7 @@
 // Turns the call records of one run into the documented summary: totals, hit rate, prefill,
 // cost, TTFT percentiles (nearest rank), imbalance (max ÷ mean requests per worker).
 import type { Session } from '../formats/types.ts';
-import { costUsd } from './pricing.ts';
+import { costUsd, inputCostUsd } from './pricing.ts';
 import type { CallRecord, Percentiles, Pricing, RunSummary, SessionSummary, WorkerReport } from './types.ts';
 
 export function percentile(sorted: number[], q: number): number {
@@ -82,6 +82,7 @@ export function summarise(
     prefill_tokens: prompt - cached,
     completion_tokens: completion,
     cost_usd: Math.round(costUsd(pricing, prompt, cached, completion) * 1e6) / 1e6,
+    input_cost_usd: Math.round(inputCostUsd(pricing, prompt, cached) * 1e6) / 1e6,
     ttft_ms: percentiles(ok.flatMap((r) => (r.ttft_ms === undefined ? [] : [r.ttft_ms]))),
     ttft_source: ttftSource,
     imbalance: imbalance(perWorker),

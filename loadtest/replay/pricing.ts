@@ -6,6 +6,11 @@ import type { Pricing } from './types.ts';
 
 export const DEFAULT_PRICING: Pricing = { input_per_mtok: 1, cached_input_per_mtok: 0.1, output_per_mtok: 4 };
 
+/** Input side only (uncached + cached prompt tokens): output is the same whatever the layout, so it hides the ratio. */
+export function inputCostUsd(p: Pricing, prompt: number, cached: number): number {
+  return ((prompt - cached) * p.input_per_mtok + cached * p.cached_input_per_mtok) / 1e6;
+}
+
 export function costUsd(p: Pricing, prompt: number, cached: number, completion: number): number {
   return ((prompt - cached) * p.input_per_mtok + cached * p.cached_input_per_mtok + completion * p.output_per_mtok) / 1e6;
 }

@@ -20,6 +20,7 @@ const ROWS: Row[] = [
   { name: 'cached tokens', get: (r) => r.cached_tokens, fmt: int, ratio: true },
   { name: 'hit rate', get: (r) => r.hit_rate, fmt: pct, ratio: true },
   { name: 'prefill tokens', get: (r) => r.prefill_tokens, fmt: int, ratio: true },
+  { name: 'input cost', get: (r) => r.input_cost_usd, fmt: usd, ratio: true },
   { name: 'cost', get: (r) => r.cost_usd, fmt: usd, ratio: true },
   { name: 'ttft p50', get: (r) => r.ttft_ms.p50, fmt: ms, ratio: true },
   { name: 'ttft p95', get: (r) => r.ttft_ms.p95, fmt: ms, ratio: true },

@@ -81,6 +81,8 @@ export interface RunSummary {
   prefill_tokens: number;
   completion_tokens: number;
   cost_usd: number;
+  /** Prompt side of cost_usd: uncached × input price + cached × cached-input price. */
+  input_cost_usd: number;
   ttft_ms: Percentiles;
   ttft_source: 'modeled' | 'measured';
   imbalance: number;

@@ -43,7 +43,7 @@ describe('bench replay (stand-in fleet)', () => {
     expect([...log.bodies[0]].sort()).toEqual([...log.bodies[1]].sort());
     for (const b of log.bodies[0]) expect(JSON.parse(b).model).toBe('replay-model');
     for (const r of runs) {
-      for (const k of ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors']) expect(r).toHaveProperty(k);
+      for (const k of ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'input_cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors']) expect(r).toHaveProperty(k);
       expect(r.requests).toBe(15);
       expect(r.sessions).toBe(3);
       expect(r.prefill_tokens).toBe(r.prompt_tokens - r.cached_tokens);
@@ -56,6 +56,7 @@ describe('bench replay (stand-in fleet)', () => {
       expect(r.ttft_source).toBe('modeled');
       expect(r.ttft_ms.p50).toBeGreaterThan(0);
       expect(r.cost_usd).toBeCloseTo(((r.prompt_tokens - r.cached_tokens) * 1 + r.cached_tokens * 0.1 + r.completion_tokens * 4) / 1e6, 6);
+      expect(r.input_cost_usd).toBeCloseTo(((r.prompt_tokens - r.cached_tokens) * 1 + r.cached_tokens * 0.1) / 1e6, 6);
     }
   });
 
