@@ -19,6 +19,8 @@ Options
   --seed N          generator seed (default ${DEMO_SEED})
   --workers N       reference workers (default ${DEMO_WORKERS})
   --tokenizer NAME  qwen3 | llama3_1 | deepseek_v3 | o200k_base | cl100k_base (default ${DEMO_TOKENIZER})
+  --chat-template F jinja chat template for workers and gateway (default: the tokenizer's own;
+                    deepseek_v3: configs/templates/deepseek-v3-tools.jinja; none = the tokenizer's own)
   --out FILE        HTML report path (default ./${DEMO_REPORT})
   --no-report       do not write the HTML report
   --json            print {"runs": [...], "report", "wall_ms"} instead of the table`;
@@ -30,12 +32,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   try {
     const args = parseArgs(argv, new Set(['json', 'no-report']), new Set());
-    rejectUnknown(args, new Set(['sessions', 'seed', 'workers', 'tokenizer', 'out', 'no-report', 'json']));
+    rejectUnknown(args, new Set(['sessions', 'seed', 'workers', 'tokenizer', 'chat-template', 'out', 'no-report', 'json']));
     const r = await runDemo({
       sessions: num(args, 'sessions', DEMO_SESSIONS, 1),
       seed: num(args, 'seed', DEMO_SEED),
       workers: num(args, 'workers', DEMO_WORKERS, 1),
       tokenizer: str(args, 'tokenizer') ?? DEMO_TOKENIZER,
+      chatTemplate: str(args, 'chat-template'),
       out: bool(args, 'no-report') ? null : (str(args, 'out') ?? DEMO_REPORT),
       json: bool(args, 'json'),
       progress: true,

@@ -4,6 +4,7 @@
 // under 60 s on 2 cores (12 sessions × 20–60 calls, qwen3 tokenizer).
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { chatTemplateFor } from '../replay/chat-template.ts';
 import { runComparison } from '../replay/compare.ts';
 import { parseConfigSpec } from '../replay/config-spec.ts';
 import { DEFAULT_PRICING } from '../replay/pricing.ts';
@@ -29,6 +30,8 @@ export interface DemoOptions {
   seed: number;
   workers: number;
   tokenizer: string;
+  /** Chat template file for workers and gateway; undefined = the tokenizer's default (see replay/chat-template.ts). */
+  chatTemplate?: string;
   out: string | null;
   json: boolean;
   progress: boolean;
@@ -51,7 +54,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const sessions = generateSessions({ count: o.sessions, seed: o.seed, minCalls: o.minCalls, maxCalls: o.maxCalls });
   const calls = sessions.reduce((a, s) => a + s.calls.length, 0);
   if (!o.json) write(`ctxgate demo: ${sessions.length} synthetic agent sessions (${calls} calls), ${o.workers} reference workers, tokenizer ${o.tokenizer}; ctxgate with M* = ${DEMO_BUDGET.toLocaleString('en-US')} tokens\n`);
-  const base: FleetSpec = { workers: o.workers, flavor: 'vllm', kvTokens: DEMO_KV_TOKENS, blockSize: 16, tokenizer: o.tokenizer, timeScale: 0, seed: o.seed, layout: 'ctxgate', policy: 'ctxgate', model: 'demo-agent-model' };
+  const base: FleetSpec = { workers: o.workers, flavor: 'vllm', kvTokens: DEMO_KV_TOKENS, blockSize: 16, tokenizer: o.tokenizer, chatTemplate: chatTemplateFor(o.tokenizer, o.chatTemplate), timeScale: 0, seed: o.seed, layout: 'ctxgate', policy: 'ctxgate', model: 'demo-agent-model' };
   const configs = DEMO_CONFIGS.map((c) => parseConfigSpec(c, base));
   const startFleet = o.startFleet ?? (await import('../replay/fleet.ts')).startFleet;
   const progress = createProgress(o.progress && !o.json);

@@ -1,11 +1,9 @@
 // `ctxgate bench replay`: replays recorded agent sessions through a fresh fleet of reference
 // workers behind a ctxgate instance, once per configuration, and prints them side by side.
-import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { readSessions } from '../formats/read-sessions.ts';
 import { applyProfile, PROFILE_NAMES, profileHelp } from '../profiles/index.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from './args.ts';
+import { chatTemplateFor } from './chat-template.ts';
 import { runComparison } from './compare.ts';
 import { parseConfigSpec, type RunConfig } from './config-spec.ts';
 import { loadPricing } from './pricing.ts';
@@ -21,23 +19,6 @@ export const DEFAULT_TOKENIZER = 'qwen3';
 export const DEFAULT_SEED = 1;
 export const DEFAULT_PROFILE = 'append-only';
 export const DEFAULT_SERVED_MODEL = 'replay-model';
-/**
- * Chat templates used when --chat-template is not given, per tokenizer. The template bundled with
- * the DeepSeek-V3 tokenizer drops the tools list (and tool calls that come with content), which
- * hides every effect that lives in the tools (tool-shuffle); this one renders them as DeepSeek does.
- */
-export const DEFAULT_CHAT_TEMPLATES: Readonly<Record<string, string>> = { deepseek_v3: 'configs/templates/deepseek-v3-tools.jinja' };
-
-/** --chat-template, else the tokenizer's default above (resolved from the repository root), else none. */
-export function chatTemplateFor(tokenizer: string, given: string | undefined): string | undefined {
-  if (given === 'none') return undefined;
-  if (given) {
-    if (!existsSync(given)) throw new Error(`--chat-template: no such file '${given}'`);
-    return resolve(given);
-  }
-  const def = DEFAULT_CHAT_TEMPLATES[tokenizer];
-  return def ? resolve(dirname(fileURLToPath(import.meta.url)), '../..', def) : undefined;
-}
 
 export const help = `ctxgate bench replay [options] PATH...
 

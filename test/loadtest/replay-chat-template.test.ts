@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { chainStages } from '../../gateway/assemble.ts';
 import { applyProfile } from '../../loadtest/profiles/index.ts';
-import { chatTemplateFor, DEFAULT_CHAT_TEMPLATES } from '../../loadtest/replay/command.ts';
+import { chatTemplateFor, DEFAULT_CHAT_TEMPLATES } from '../../loadtest/replay/chat-template.ts';
 import { loadWorkerTokenizer, type ChatMessage } from '../../loadtest/sim-worker/tokenize.ts';
 import { generateSessions } from '../../loadtest/synth/index.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
