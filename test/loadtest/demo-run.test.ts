@@ -1,12 +1,22 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../loadtest/demo/run-demo.ts';
+
+const tempDirs: string[] = [];
+const tempDir = (prefix: string): string => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
 
 describe('ctxgate demo', () => {
   it('replays synthetic sessions passthrough and through ctxgate, prints the comparison, writes a self-contained report', async () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'demo-')), 'report.html');
+    const out = join(tempDir('demo-'), 'report.html');
     let text = '';
     const r = await runDemo({ sessions: 2, seed: 42, workers: 2, tokenizer: 'qwen3', out, json: false, progress: false, minCalls: 8, maxCalls: 10, write: (s) => (text += s) });
     expect(r.runs.map((x) => [x.config.layout, x.config.policy])).toEqual([

@@ -1,13 +1,23 @@
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseAiderHistory } from '../../loadtest/formats/aider.ts';
 import { parseMiniSweTraj } from '../../loadtest/formats/mini-swe-agent.ts';
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { parseSweAgentTraj } from '../../loadtest/formats/swe-agent.ts';
+
+const tempDirs: string[] = [];
+const tempDir = (prefix: string): string => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
 
 const bashTool = { type: 'function', function: { name: 'bash', parameters: { type: 'object' } } };
 const call = (id: string, cmd: string) => ({ id, type: 'function', index: 0, function: { name: 'bash', arguments: JSON.stringify({ command: cmd }) } });
@@ -126,7 +136,7 @@ describe('aider', () => {
 
 describe('request stream and readSessions', () => {
   it('reads .jsonl and .jsonl.gz from a folder, strips _meta, keeps recorded usage', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'fmt-'));
+    const dir = tempDir('fmt-');
     const b1 = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
     const b2 = { model: 'm', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }, { role: 'user', content: 'more' }] };
     const text =

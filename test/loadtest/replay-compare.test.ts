@@ -1,13 +1,23 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
 import { parseConfigSpec } from '../../loadtest/replay/config-spec.ts';
 import { percentiles } from '../../loadtest/replay/metrics.ts';
 import type { FleetSpec, RunSummary } from '../../loadtest/replay/types.ts';
 import { standinFleet, type StandinLog } from './replay-standin-fleet.ts';
+
+const tempDirs: string[] = [];
+const tempDir = (prefix: string): string => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
 
 function writeSessions(dir: string, n: number, turns: number): void {
   for (let s = 0; s < n; s++) {
@@ -23,7 +33,7 @@ function writeSessions(dir: string, n: number, turns: number): void {
 
 describe('bench replay (stand-in fleet)', () => {
   it('--compare runs each configuration over identical traffic, in order, with documented JSON keys', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+    const dir = tempDir('replay-');
     writeSessions(dir, 3, 5);
     const log: StandinLog = { specs: [], bodies: [] };
     let stdout = '';
@@ -61,7 +71,7 @@ describe('bench replay (stand-in fleet)', () => {
   });
 
   it('prints a side-by-side table with ratios to the first configuration', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+    const dir = tempDir('replay-');
     writeSessions(dir, 2, 3);
     let stdout = '';
     const code = await replayCommand([dir, '--workers', '1', '--compare', 'name=A,layout=passthrough', 'name=B,policy=least_load'], {

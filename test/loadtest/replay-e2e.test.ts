@@ -1,18 +1,28 @@
 // End to end: 2 reference workers behind a real gateway, 2 short synthetic sessions.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
 import type { RunSummary } from '../../loadtest/replay/types.ts';
 import { generateSessions } from '../../loadtest/synth/index.ts';
 
+const tempDirs: string[] = [];
+const tempDir = (prefix: string): string => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
 const KEYS = ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors'];
 
 describe('bench replay end to end (reference workers + gateway)', () => {
   it('--compare --json over 2 workers and 2 synthetic sessions', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'replay-e2e-'));
+    const dir = tempDir('replay-e2e-');
     for (const s of generateSessions({ count: 2, seed: 3, minCalls: 6, maxCalls: 8, volatileEvery: 0, elisionEvery: 0 })) {
       writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
     }
