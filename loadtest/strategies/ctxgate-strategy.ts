@@ -1,16 +1,13 @@
-// ctxgate's own strategy, token-level, built from the middleware's pure stages: the observation
-// ledger (middleware/ledger) appends a tombstone when a read is superseded (prefix untouched);
-// batch compaction (middleware/compaction/compact) replaces the history between the pinned
-// root/task and the latest calls by an audited checkpoint with a digest built cheapest-first
-// when the prompt reaches τ_high·M*, down to τ_low·M*; observations still verbatim are
-// lossless-filtered (ANSI, progress bars, diff context) the first time they are staged, so
-// their bytes never change afterwards. Settings: M* = budget minus the tool schemas, the
-// middleware's defaults otherwise. O(messages) per call plus memoised transforms.
-import { compactMessages, type CompactionState } from '../../middleware/compaction/compact.ts';
-import { losslessFilter } from '../../middleware/compaction/lossless.ts';
-import { applyLedger, type LedgerOptions } from '../../middleware/ledger/ledger.ts';
-import type { LedgerState } from '../../middleware/ledger/types.ts';
-import type { ChatMessage } from '../../middleware/types.ts';
+// ctxgate's own strategy, token-level: the product's context chain exactly as `ctxgate serve`
+// assembles it for a model with a budget (middleware/ledger/chain.ts): the stabiliser keeps
+// re-sending outputs the agent elided (until they are compacted), the observation ledger
+// appends a tombstone when a read is superseded (prefix untouched), and batch compaction
+// replaces the history between the pinned root/task and the latest calls by an audited
+// checkpoint digest when the prompt reaches τ_high·M*, down to τ_low·M*, keeping the verbatim
+// set of everything it evicts. Settings: M* = budget minus the tool schemas, the middleware's
+// defaults otherwise (tombstones only, no hard eviction). O(messages) per call.
+import { runContextChain, type LedgerBundle } from '../../middleware/ledger/chain.ts';
+import type { LedgerOptions } from '../../middleware/ledger/ledger.ts';
 import { messageKey } from './token-model.ts';
 import { type Strategy } from './types.ts';
 
@@ -23,39 +20,25 @@ export const SYNTH_RULES: NonNullable<LedgerOptions['rules']> = [
 export function ctxgateStrategy(): Strategy {
   return {
     name: 'ctxgate',
-    describe: 'root kept; lossless filtering; tombstones for superseded reads; audited watermark compaction into a checkpoint digest within M*',
+    describe: 'root kept; stabilised history (agent elisions deferred); tombstones for superseded reads; audited watermark compaction into a checkpoint digest within M*',
     start(ctx) {
-      let ledger: LedgerState | undefined;
-      let compaction: CompactionState | undefined;
-      const memo = new Map<string, string>();
-      const lossless = (t: string) => {
-        let v = memo.get(t);
-        if (v === undefined) memo.set(t, (v = losslessFilter(t)));
-        return v;
-      };
+      let bundle: LedgerBundle | undefined;
       return {
         async stage(raw, reserved) {
-          const l = applyLedger(raw, ledger, { eviction: false, rules: SYNTH_RULES, countTokens: ctx.count, now: 0 });
-          ledger = l.state;
-          const c = await compactMessages(l.messages, compaction, {
-            budgetTokens: Math.max(1, ctx.budget - reserved),
-            countTokens: ctx.count,
-            ledger: l.state,
-            rawInput: raw,
+          const c = await runContextChain(raw, bundle, {
+            ledger: { eviction: false, rules: SYNTH_RULES, countTokens: ctx.count, now: 0 },
+            compaction: { budgetTokens: Math.max(1, ctx.budget - reserved), countTokens: ctx.count },
           });
-          compaction = c.state;
-          const watermark = c.state?.watermark ?? 0;
+          bundle = c.state;
+          const cp = bundle.compaction;
+          const watermark = cp?.checkpointMessage ? cp.watermark : 0;
           const headLen = c.messages.length - (raw.length - watermark);
           const rawKeys = raw.slice(0, watermark).map(messageKey);
           const origin = c.messages.map((m, j) => (j >= headLen ? watermark + (j - headLen) : rawKeys.indexOf(messageKey(m))));
           const kept = new Set(origin);
           const hidden = new Set<number>();
           for (let i = 0; i < watermark; i++) if (!kept.has(i)) hidden.add(i);
-          const firstUser = raw.findIndex((m) => m.role === 'user');
-          const messages = c.messages.map((m: ChatMessage, j) =>
-            origin[j] > firstUser && (m.role === 'tool' || m.role === 'user') && typeof m.content === 'string' ? { ...m, content: lossless(m.content) } : m,
-          );
-          return { messages, origin, hidden };
+          return { messages: c.messages, origin, hidden };
         },
       };
     },

@@ -2,9 +2,11 @@
 // without a model (DESIGN §8): staged tokens, compression ratio, prefix-cache hit rate and
 // prefill, input cost, verbatim retention, constraint retention across compactions, stale
 // exposure. Ground truth for staleness is the observation ledger over the raw history.
-// O(calls × messages) per strategy with memoised tokenisation and verbatim sets.
-import { losslessFilter } from '../../middleware/compaction/lossless.ts';
-import { constraintLines, verbatimSet } from '../../middleware/compaction/verbatim.ts';
+// Verbatim retention uses compaction's own definition (middleware/compaction/verbatim.ts): the
+// items of every raw message as first sent, present (occursIn) in the staged prompt's text.
+// O(calls × messages) per strategy with memoised tokenisation, verbatim sets and per-message
+// item hits (each staged message is tested once per new item).
+import { constraintLines, messageVerbatim, occursIn, shownText } from '../../middleware/compaction/verbatim.ts';
 import { applyLedger } from '../../middleware/ledger/ledger.ts';
 import type { LedgerState } from '../../middleware/ledger/types.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
@@ -60,11 +62,11 @@ export class StrategyEvaluator {
   ) {}
 
   private verbatimOf(m: ChatMessage): string[] {
-    const t = textOf(m);
-    let v = this.vMemo.get(t);
+    const k = messageKey(m);
+    let v = this.vMemo.get(k);
     if (!v) {
-      v = verbatimSet(losslessFilter(t));
-      this.vMemo.set(t, v);
+      v = messageVerbatim(m);
+      this.vMemo.set(k, v);
     }
     return v;
   }
@@ -77,7 +79,7 @@ export class StrategyEvaluator {
       let truth: LedgerState | undefined;
       let prevSeq: (readonly number[])[] | undefined;
       let prevKeys: string[] | undefined;
-      const rawV = new Set<string>();
+      const rawV = new RetainedItems();
       let rawSeen = 0;
       const task = s.calls[0]?.body.messages.find((m) => m.role === 'user');
       const constraints = task ? constraintLines(textOf(task)) : [];
@@ -96,18 +98,14 @@ export class StrategyEvaluator {
         prevSeq = seq;
         // verbatim retention against everything the raw history has shown so far
         if (rawSeen > raw.length) rawSeen = 0;
-        for (let i = rawSeen; i < raw.length; i++) for (const v of this.verbatimOf(raw[i])) rawV.add(v);
+        for (let i = rawSeen; i < raw.length; i++) rawV.add(this.verbatimOf(raw[i]));
         rawSeen = raw.length;
-        const stagedV = new Set<string>();
-        for (const m of view.messages) for (const v of this.verbatimOf(m)) stagedV.add(v);
-        let kept = 0;
-        for (const v of rawV) if (stagedV.has(v)) kept++;
-        acc.verbatimSum += rawV.size ? kept / rawV.size : 1;
+        acc.verbatimSum += rawV.size ? rawV.retainedBy(view.messages) / rawV.size : 1;
         // a compaction: the staged history is no longer an extension of the previous one
         const keys = view.messages.map(messageKey);
         if (prevKeys && (keys.length < prevKeys.length || prevKeys.some((k, i) => keys[i] !== k))) {
           acc.compactions++;
-          const text = view.messages.map(textOf).join('\n');
+          const text = view.messages.map(shownText).join('\n');
           acc.constraintSum += constraints.length ? constraints.filter((c) => text.includes(c)).length / constraints.length : 1;
         }
         prevKeys = keys;
@@ -149,5 +147,41 @@ export class StrategyEvaluator {
       if (!tomb || !text.includes(tomb.text)) return true;
     }
     return false;
+  }
+}
+
+/** The raw history's verbatim items of one session, and which staged messages hold each. */
+class RetainedItems {
+  private readonly items: string[] = [];
+  private readonly seen = new Set<string>();
+  /** Per staged message (by key): how many items were tested, which indexes it holds. */
+  private readonly hits = new Map<string, { tested: number; found: number[] }>();
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  add(vs: readonly string[]): void {
+    for (const v of vs) {
+      if (this.seen.has(v)) continue;
+      this.seen.add(v);
+      this.items.push(v);
+    }
+  }
+
+  retainedBy(messages: ChatMessage[]): number {
+    const kept = new Set<number>();
+    for (const m of messages) {
+      const key = messageKey(m);
+      let h = this.hits.get(key);
+      if (!h) this.hits.set(key, (h = { tested: 0, found: [] }));
+      if (h.tested < this.items.length) {
+        const text = shownText(m);
+        for (let i = h.tested; i < this.items.length; i++) if (occursIn(this.items[i], text)) h.found.push(i);
+        h.tested = this.items.length;
+      }
+      for (const i of h.found) kept.add(i);
+    }
+    return kept.size;
   }
 }

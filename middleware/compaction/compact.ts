@@ -11,12 +11,12 @@ import { sha256Hex } from '../canonical-json.ts';
 import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode } from '../ledger/semantics.ts';
-import { fullText, scanCalls } from './calls.ts';
+import { scanCalls } from './calls.ts';
 import { isElisionMarker } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
 import { losslessText, mergeRange, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
-import { constraintLines, missingFrom, verbatimSet } from './verbatim.ts';
+import { constraintLines, missingFrom, shownText, verbatimSet } from './verbatim.ts';
 
 export const DEFAULT_HIGH = 0.8;
 export const DEFAULT_LOW = 0.5;
@@ -283,7 +283,7 @@ async function compactOnce(
   let cpText = `${headerText}\nHistory:\n${digest}`;
   const role = opts.checkpointRole ?? 'user';
   const headOut = view.slice(0, pinnedEnd);
-  const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(fullText).join('\n');
+  const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(shownText).join('\n');
   const V = new Set(evictedTexts.flatMap((t) => verbatimSet(t)));
   let missing = missingFrom(V, outText(cpText));
   if (missing.length && keepIds) {
