@@ -31,10 +31,10 @@ Strategies
   full-log              every message, every call (what agents send by default)
   sliding-window        system prompt + the newest messages that fit in W tokens (--window, default = budget)
   observation-masking   tool outputs older than the last M (--mask-keep, default ${DEFAULT_MASK_KEEP}) replaced by a placeholder
-  ctxgate               root kept; lossless filtering; tombstones for superseded reads (ledger);
-                        at ${TAU_HIGH}·M* the middleware's batch compaction replaces the history between the
-                        task and the latest calls by an audited checkpoint digest, down to ${TAU_LOW}·M*
-                        (lossless, extraction, pointers that list the verbatim set, ranges)
+  ctxgate               the product's chain: stabiliser (agent elisions deferred), tombstones for
+                        superseded reads (ledger); at ${TAU_HIGH}·M* batch compaction replaces the history between
+                        the task and the latest calls by an audited checkpoint digest, down to ${TAU_LOW}·M*
+                        (lossless, extraction, pointers, ranges; one deduplicated list keeps the verbatim set)
 
 Metrics (per strategy, over all calls of all sessions)
   staged tokens / call    tokens sent per call (mean, max); calls over budget = staged > --budget
@@ -42,9 +42,10 @@ Metrics (per strategy, over all calls of all sessions)
   hit rate                cached ÷ staged tokens under the prefix-cache model above
   prefilled tokens        staged − cached: what the engine computes again
   input cost              prefilled × input price + cached × cached price (outputs are the same for all strategies)
-  verbatim retention      share of the raw history's verbatim set so far (file paths, file:line refs, line
-                          numbers, error codes, exception names, hashes, failing assertion lines) still present
-                          in the staged prompt, averaged over calls
+  verbatim retention      share of the raw history's verbatim set so far (file paths, file:line refs, traceback
+                          line numbers, error codes, hashes, exception and traceback function names, failing
+                          assertion lines; compaction's own extractor) present in the staged prompt, averaged
+                          over calls (README-bench.md §strategies defines "present")
   compactions             calls where the staged history stops being an extension of the previous call's
   constraint retention    share of the task's constraint lines ("do not …", "must …") still present after
                           each compaction, averaged over compactions (n/a when nothing was ever removed)

@@ -10,6 +10,8 @@ import { redactDeep } from '../redaction/redact.ts';
 export const CHECKPOINT_SCHEMA = 1;
 export const MAX_HYPOTHESIS_CHARS = 400;
 export const MAX_MILESTONES = 40;
+/** Milestones shown in the header (the record keeps MAX_MILESTONES for the audit). */
+export const MAX_RENDERED_MILESTONES = 10;
 
 export interface Milestone {
   /** Tool call id. */
@@ -86,14 +88,31 @@ export async function auditCheckpoint(cp: Checkpoint, x: AuditInput): Promise<Au
   return { ok: problems.length === 0, problems };
 }
 
+export interface RenderOptions {
+  /** Text the prompt already shows verbatim (the pinned task): constraints found there are
+   * not repeated; the record still holds all of them for the audit. */
+  shown?: string;
+  maxMilestones?: number;
+}
+
 /** The checkpoint header as the model sees it (the history digest follows it). */
-export function renderCheckpoint(cp: Checkpoint): string {
+export function renderCheckpoint(cp: Checkpoint, o: RenderOptions = {}): string {
   const lines = [
     frameNote(`checkpoint ${cp.n}: calls ${cp.calls[0]}–${cp.calls[1]} compacted; ${Object.keys(cp.artifacts).length} full outputs kept by the gateway`),
     `Goal: ${cp.goal}`,
   ];
-  if (cp.constraints.length) lines.push('Constraints:', ...cp.constraints.map((c) => `- ${c}`));
-  if (cp.milestones.length) lines.push('Milestones:', ...cp.milestones.map((m) => `- #${m.call} \`${m.command}\` → exit ${m.exit ?? '?'}`));
+  const extra = o.shown ? cp.constraints.filter((c) => !o.shown!.includes(c)) : cp.constraints;
+  const pinned = cp.constraints.length - extra.length;
+  if (cp.constraints.length) {
+    lines.push(pinned ? `Constraints: the ${pinned} stated in the task above still hold${extra.length ? '; also:' : '.'}` : 'Constraints:');
+    lines.push(...extra.map((c) => `- ${c}`));
+  }
+  const max = o.maxMilestones ?? MAX_RENDERED_MILESTONES;
+  if (cp.milestones.length) {
+    const shownMs = cp.milestones.slice(-max);
+    const older = cp.milestones.length - shownMs.length;
+    lines.push(`Milestones${older ? ` (latest ${shownMs.length}; ${older} earlier in the record)` : ''}:`, ...shownMs.map((m) => `- #${m.call} \`${m.command}\` → exit ${m.exit ?? '?'}`));
+  }
   if (cp.hypothesis) lines.push(`Hypothesis: ${cp.hypothesis}`);
   return lines.join('\n');
 }

@@ -15,8 +15,8 @@ import { scanCalls } from './calls.ts';
 import { isElisionMarker } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
-import { losslessText, mergeRange, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
-import { constraintLines, missingFrom, shownText, verbatimSet } from './verbatim.ts';
+import { losslessText, mergeRange, renderDigest, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
+import { constraintLines, keptList, KEPT_SEP, missingFrom, occursIn, shownText, verbatimSet } from './verbatim.ts';
 
 export const DEFAULT_HIGH = 0.8;
 export const DEFAULT_LOW = 0.5;
@@ -24,6 +24,8 @@ export const DEFAULT_KEEP_LAST_CALLS = 4;
 export const MAX_ARTIFACT_REFS = 256;
 /** Share of τ_low the verbatim tail may take before fewer recent calls are kept. */
 export const FIXED_SHARE = 0.8;
+/** Share of M* from which a compaction that cannot reach τ_low is accepted up to τ_high. */
+export const BEST_EFFORT_FROM = 0.9;
 const STAGE = 'compaction';
 
 export interface CompactionOptions {
@@ -42,9 +44,9 @@ export interface CompactionOptions {
   checkpointRole?: 'user' | 'system';
   /** Append the identifiers the digest would otherwise drop (default true). */
   keepIdentifiersLine?: boolean;
-  /** When τ_low cannot be reached and the prompt is past M*, accept a result up to
-   * (τ_low+τ_high)/2 with a `compacted_above_low` receipt instead of refusing (default true):
-   * a refusal would leave the prompt growing past M* on every later call. */
+  /** When τ_low cannot be reached and the prompt is at BEST_EFFORT_FROM·M* or more, accept a
+   * result up to τ_high with a `compacted_above_low` receipt instead of refusing (default
+   * true): a refusal would leave the prompt growing past M* on every later call. */
   bestEffort?: boolean;
   /** The agent's own messages (before stabilisation/tombstones), same indices as the input:
    * the compacted prefix is bound to their hashes. Defaults to the input. */
@@ -69,6 +71,8 @@ export interface CompactionState {
   /** Absent until the first compaction (a state may only carry a refusal mark). */
   checkpoint?: Checkpoint;
   constraints: string[];
+  /** Items of the checkpoint's own `Kept identifiers:` line (owed again at the next compaction). */
+  kept?: string[];
   /** Prompt tokens at the last refusal; no retry until the prompt grows past it. */
   refusedAt?: number;
 }
@@ -140,9 +144,10 @@ async function compactOnce(
   const refuse = (reason: string) => ({ messages: view, receipts: [{ stage: STAGE, action: 'refused', tokens_before: tokensBefore, reason }] });
   const M = opts.budgetTokens!;
   const target = (opts.low ?? DEFAULT_LOW) * M;
-  // Best effort only once the prompt is past M* itself: between τ_high and M* a refusal still
-  // leaves the prompt within budget, and waiting keeps the cached prefix longer.
-  const ceiling = opts.bestEffort === false || tokensBefore < M ? target : (((opts.low ?? DEFAULT_LOW) + (opts.high ?? DEFAULT_HIGH)) / 2) * M;
+  // Best effort only once the prompt nears M* itself (a refusal at τ_high retries at
+  // τ_high + 0.1·M*): below that a refusal still leaves the prompt within budget and waiting
+  // keeps the cached prefix longer; past it, anything under τ_high beats growing past M*.
+  const ceiling = opts.bestEffort === false || tokensBefore < BEST_EFFORT_FROM * M ? target : (opts.high ?? DEFAULT_HIGH) * M;
   const K = Math.max(1, opts.keepLastCalls ?? DEFAULT_KEEP_LAST_CALLS);
   const firstUser = input.findIndex((m) => m.role === 'user');
   if (firstUser < 0) return refuse('no user task to pin');
@@ -242,11 +247,17 @@ async function compactOnce(
     calls: [entries[0]?.from ?? 1, entries[entries.length - 1]?.to ?? 1],
   });
 
-  // Fit the digest: downgrade oldest-first, one level at a time, until it fits τ_low.
-  const headerText = renderCheckpoint(cp);
+  // Fit the digest: downgrade oldest-first, one level at a time, until it fits τ_low. An
+  // identifier the pinned task, the verbatim tail or the header shows needs no kept entry.
+  const role = opts.checkpointRole ?? 'user';
+  const headOut = view.slice(0, pinnedEnd);
+  const headShown = headOut.map(shownText).join('\n');
+  const headerText = renderCheckpoint(cp, { shown: headShown });
+  const around = `${headShown}\n${tail.map(shownText).join('\n')}\n${headerText}`;
+  const elsewhere = (v: string): boolean => occursIn(v, around);
   const budget = target - fixedTokens - count(headerText) - 16;
   const keepIds = opts.keepIdentifiersLine !== false;
-  const cost = (e: DigestEntry): number => count(renderEntry(e, keepIds)) + 1;
+  const cost = (e: DigestEntry): number => count(renderEntry(e, keepIds, elsewhere)) + 1;
   let total = entries.reduce((n, e) => n + cost(e), 0);
   for (const lvl of [1, 2] as const) {
     for (const e of entries) {
@@ -271,23 +282,28 @@ async function compactOnce(
     total += cost(range) - run.reduce((n, e) => n + cost(e), 0);
     merged = [...merged.slice(0, low), range, ...merged.slice(low + take)];
   }
-  let digest = merged.map((e) => renderEntry(e, keepIds)).join('\n');
+  // Entry costs above are upper bounds; the rendered digest also drops identifiers an earlier
+  // entry already listed.
+  let digest = renderDigest(merged, keepIds, elsewhere);
+  total = count(digest);
   if (total > budget && opts.summarise) {
     const summary = (await opts.summarise(summaryPrompt(digest))).trim();
-    const kept = missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary);
-    digest = `Summary (model-written):\n${summary}${kept.length && keepIds ? `\n  kept: ${kept.join(' | ')}` : ''}`;
+    const kept = keptList(missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary).filter((v) => !elsewhere(v)));
+    digest = `Summary (model-written):\n${summary}${kept.length && keepIds ? `\n  kept: ${kept.join(KEPT_SEP)}` : ''}`;
     total = count(digest);
   }
   if (total > budget + (ceiling - target)) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
 
   let cpText = `${headerText}\nHistory:\n${digest}`;
-  const role = opts.checkpointRole ?? 'user';
-  const headOut = view.slice(0, pinnedEnd);
   const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(shownText).join('\n');
-  const V = new Set(evictedTexts.flatMap((t) => verbatimSet(t)));
+  // Owed: the verbatim set of everything evicted now, of the previous checkpoint, and the
+  // items the previous checkpoint itself listed (its kept lines are not re-extracted).
+  const V = new Set([...evictedTexts.flatMap((t) => verbatimSet(t)), ...(st?.kept ?? [])]);
   let missing = missingFrom(V, outText(cpText));
+  let keptExtra: string[] = [];
   if (missing.length && keepIds) {
-    cpText += `\nKept identifiers: ${missing.join(' | ')}`;
+    keptExtra = keptList(missing);
+    cpText += `\nKept identifiers: ${keptExtra.join(KEPT_SEP)}`;
     missing = missingFrom(V, outText(cpText));
   }
   if (missing.length) return refuse(`verbatim set would lose ${missing.length} item(s), e.g. ${missing.slice(0, 3).join(', ')}`);
@@ -311,6 +327,7 @@ async function compactOnce(
     entries: merged,
     checkpoint: cp,
     constraints,
+    ...(keptExtra.length ? { kept: keptExtra } : {}),
   };
   return {
     messages,

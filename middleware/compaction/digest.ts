@@ -4,7 +4,7 @@
 // levels list the identifiers their text no longer shows. O(entries × entry text).
 import { extractStructured } from './extract.ts';
 import { losslessFilter } from './lossless.ts';
-import { missingFrom } from './verbatim.ts';
+import { keptList, KEPT_SEP, missingFrom, occursIn } from './verbatim.ts';
 
 export const THOUGHT_CHARS = 240;
 export const LABEL_CHARS = 160;
@@ -45,7 +45,10 @@ export function header(e: DigestEntry): string {
   return e.label ? `#${e.from} $ ${e.label}${exit}` : `#${e.from}`;
 }
 
-export function renderEntry(e: DigestEntry, keepIdentifiers = true): string {
+/** Is an item already shown elsewhere in the prompt (pinned head, verbatim tail, header)? */
+export type ShownElsewhere = (item: string) => boolean;
+
+export function renderEntry(e: DigestEntry, keepIdentifiers = true, elsewhere?: ShownElsewhere): string {
   const head = header(e);
   let body: string;
   if (e.level >= 2) body = e.level === 2 ? `[output: ${e.lines} lines, kept by the gateway${e.pointer ? `; ${e.pointer}` : ''}]` : '';
@@ -53,8 +56,27 @@ export function renderEntry(e: DigestEntry, keepIdentifiers = true): string {
   else body = e.level === 0 ? (e.text ?? '') : extractStructured(e.text ?? '');
   const thought = e.level <= 1 && e.thought ? `${e.thought}\n` : '';
   const shown = body ? `${thought}${head}\n${body}` : `${thought}${head}`;
-  const kept = keepIdentifiers ? missingFrom(e.verbatim, shown) : [];
-  return (kept.length ? `${shown}\n  kept: ${kept.join(' | ')}` : shown).trimEnd();
+  let kept = keepIdentifiers ? missingFrom(e.verbatim, shown) : [];
+  if (elsewhere) kept = kept.filter((v) => !elsewhere(v));
+  kept = keptList(kept);
+  return (kept.length ? `${shown}\n  kept: ${kept.join(KEPT_SEP)}` : shown).trimEnd();
+}
+
+/**
+ * The digest text: entries in order, each listing only the identifiers that neither its own
+ * text, the rest of the prompt (`elsewhere`) nor an earlier entry of the digest already shows.
+ * O(entries × digest length).
+ */
+export function renderDigest(entries: DigestEntry[], keepIdentifiers = true, elsewhere?: ShownElsewhere): string {
+  let acc = '';
+  const parts: string[] = [];
+  for (const e of entries) {
+    const seen = acc;
+    const part = renderEntry(e, keepIdentifiers, (v) => (elsewhere?.(v) ?? false) || occursIn(v, seen));
+    parts.push(part);
+    acc += `\n${part}`;
+  }
+  return parts.join('\n');
 }
 
 /** Merges consecutive entries (all level ≥ 2) into one range entry. */

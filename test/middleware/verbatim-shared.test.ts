@@ -33,3 +33,15 @@ describe('verbatim presence (one definition for compaction and benches)', () => 
     expect(verbatimSet('kept: a/b.py | E501')).toEqual([]);
   });
 });
+
+describe('digest kept lists', () => {
+  it('lists an identifier once across entries and not at all when the prompt shows it elsewhere', async () => {
+    const { renderDigest } = await import('../../middleware/compaction/digest.ts');
+    const entry = (n: number, verbatim: string[]) => ({ from: n, to: n, id: `c${n}`, label: `pytest -x #${n}`, exit: 1, level: 2 as const, lines: 40, hash: `h${n}`, verbatim });
+    const d = renderDigest([entry(1, ['src/a.py:3', 'src/a.py', 'KeyError']), entry(2, ['src/a.py:3', 'E501', 'KeyError'])], true, (v) => v === 'E501');
+    expect(d.match(/src\/a\.py:3/g)?.length).toBe(1);
+    expect(d.match(/KeyError/g)?.length).toBe(1);
+    expect(d).not.toContain('E501');
+    expect(missingFrom(['src/a.py', 'src/a.py:3', 'KeyError'], d)).toEqual([]);
+  });
+});
