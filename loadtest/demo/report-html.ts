@@ -17,6 +17,7 @@ function comparisonTable(runs: RunSummary[]): string {
     ['cached tokens', (r) => r.cached_tokens, int],
     ['hit rate', (r) => r.hit_rate, pct],
     ['prefilled tokens', (r) => r.prefill_tokens, int],
+    ['input cost (USD)', (r) => r.input_cost_usd, (n) => `$${n.toFixed(4)}`],
     ['cost (USD)', (r) => r.cost_usd, (n) => `$${n.toFixed(4)}`],
     ['TTFT p50 (ms, modeled)', (r) => r.ttft_ms.p50, (n) => n.toFixed(1)],
     ['TTFT p95 (ms, modeled)', (r) => r.ttft_ms.p95, (n) => n.toFixed(1)],
@@ -46,7 +47,7 @@ export function renderDemoReport(runs: RunSummary[], meta: { sessions: number; c
     { title: 'Prompt tokens: cached vs prefilled', html: stackedBarChart({ title: 'Prompt tokens', labels, stacks: [{ name: 'cached', values: runs.map((r) => r.cached_tokens), color: '#16a34a' }, { name: 'prefilled', values: runs.map((r) => r.prefill_tokens), color: '#dc2626' }], yFormat: compact }) },
     { title: 'Prefix-cache hit rate', html: barChart({ title: 'Hit rate', bars: runs.map((r, i) => ({ label: r.config.label, value: r.hit_rate * 100, color: i ? '#2563eb' : '#9ca3af' })), yFormat: (v) => `${v.toFixed(0)}%` }) },
     { title: 'Modeled TTFT percentiles (ms)', html: lineChart({ title: 'TTFT', labels: ['p50', 'p95', 'p99'], series: runs.map((r) => ({ name: r.config.label, values: [r.ttft_ms.p50, r.ttft_ms.p95, r.ttft_ms.p99] })), yFormat: (v) => `${v.toFixed(0)} ms` }) },
-    { title: 'Cost (USD, default pricing)', html: barChart({ title: 'Cost', bars: runs.map((r, i) => ({ label: r.config.label, value: r.cost_usd, color: i ? '#2563eb' : '#9ca3af' })), yFormat: (v) => `$${v.toFixed(2)}` }) },
+    { title: 'Input cost (USD, default pricing; outputs are the same in both runs)', html: barChart({ title: 'Input cost', bars: runs.map((r, i) => ({ label: r.config.label, value: r.input_cost_usd, color: i ? '#2563eb' : '#9ca3af' })), yFormat: (v) => `$${v.toFixed(2)}` }) },
     { title: 'Hit rate per session', wide: true, html: lineChart({ title: 'Per-session hit rate', labels: sessionIds, series: runs.map((r) => ({ name: r.config.label, values: r.per_session.map((p) => p.hit_rate * 100) })), yMax: 100, yFormat: (v) => `${v.toFixed(0)}%` }) },
     { title: 'Requests per worker', html: lineChart({ title: 'Requests per worker', labels: workerIds, series: runs.map((r) => ({ name: r.config.label, values: r.per_worker.map((w) => w.requests) })), yFormat: (v) => v.toFixed(0) }) },
   ];
@@ -56,6 +57,7 @@ export function renderDemoReport(runs: RunSummary[], meta: { sessions: number; c
     tiles: [
       { label: 'hit rate', value: `${pct(runs[0].hit_rate)} → ${pct(runs[runs.length - 1].hit_rate)}` },
       { label: 'prefilled tokens saved', value: pct(s.prefillSaved) },
+      { label: 'input cost saved', value: pct(s.inputCostSaved) },
       { label: 'cost saved', value: pct(s.costSaved) },
       { label: 'TTFT p95 (modeled)', value: `${runs[0].ttft_ms.p95.toFixed(0)} → ${runs[runs.length - 1].ttft_ms.p95.toFixed(0)} ms` },
     ],
