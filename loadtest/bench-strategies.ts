@@ -39,7 +39,8 @@ Strategies
 Metrics (per strategy, over all calls of all sessions)
   staged tokens / call    tokens sent per call (mean, max); calls over budget = staged > --budget
   compression ratio       raw history tokens ÷ staged tokens (C_r of DESIGN §8)
-  hit rate                cached ÷ staged tokens under the prefix-cache model above
+  hit rate                cached ÷ staged tokens under the prefix-cache model above; also over the calls
+                          that extend the previous call's prompt only ("between compactions")
   prefilled tokens        staged − cached: what the engine computes again
   input cost              prefilled × input price + cached × cached price (outputs are the same for all strategies)
   verbatim retention      share of the raw history's verbatim set so far (file paths, file:line refs, traceback
@@ -58,6 +59,8 @@ Options
   --mask-keep M         observation-masking window (default ${DEFAULT_MASK_KEEP})
   --tokenizer NAME      qwen3 | llama3_1 | deepseek_v3 | o200k_base | cl100k_base (default ${DEFAULT_TOKENIZER})
   --block-size N        KV block size of the cache model (default ${DEFAULT_BLOCK_SIZE})
+  --cache-completions   the cache also holds the previous call's completion (engines keep the blocks
+                        they decoded, vLLM and SGLang both); default: previous prompt only
   --sessions N          synthetic sessions when no PATH is given (default ${DEFAULT_SYNTH_SESSIONS})
   --seed N              synthetic seed (default 42)
   --profile NAME        agent behaviour applied to the inputs first (${PROFILE_NAMES.join(', ')})
@@ -65,8 +68,8 @@ Options
   --pricing FILE        {input_per_mtok, cached_input_per_mtok, output_per_mtok} (default 1 / 0.10 / 4)
   --json                {"strategies": [ … ]} with the keys of the table`;
 
-const BOOLEANS = new Set(['json']);
-const KNOWN = new Set(['json', 'budget', 'window', 'mask-keep', 'tokenizer', 'block-size', 'sessions', 'seed', 'profile', 'max-sessions', 'max-calls', 'pricing']);
+const BOOLEANS = new Set(['json', 'cache-completions']);
+const KNOWN = new Set(['json', 'cache-completions', 'budget', 'window', 'mask-keep', 'tokenizer', 'block-size', 'sessions', 'seed', 'profile', 'max-sessions', 'max-calls', 'pricing']);
 
 export interface StrategiesDeps {
   out?: (s: string) => void;
@@ -97,7 +100,8 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     if (!sessions.length) throw new Error('no sessions');
     const tk = await loadTokenizer(str(args, 'tokenizer') ?? DEFAULT_TOKENIZER);
     const model = new TokenModel({ encode: (t) => tk.encodeCached(t) }, num(args, 'block-size', DEFAULT_BLOCK_SIZE, 1));
-    const ev = new StrategyEvaluator(model, budget, await loadPricing(str(args, 'pricing')));
+    const evOpts = { cacheCompletions: bool(args, 'cache-completions') };
+    const ev = new StrategyEvaluator(model, budget, await loadPricing(str(args, 'pricing')), evOpts);
     const strategies = [
       fullLog,
       slidingWindow(),
@@ -106,7 +110,7 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     ];
     const window = num(args, 'window', budget, 256);
     const results: StrategyResult[] = [];
-    for (const s of strategies) results.push(await (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing) : ev).evaluate(s, sessions));
+    for (const s of strategies) results.push(await (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing, evOpts) : ev).evaluate(s, sessions));
     for (const r of results) r.budget = budget;
     if (bool(args, 'json')) out(JSON.stringify({ budget, window, sessions: sessions.length, strategies: results }, null, 2) + '\n');
     else {

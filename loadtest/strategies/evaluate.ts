@@ -29,6 +29,8 @@ export interface StrategyResult {
   compression_ratio: number;
   cached_tokens: number;
   hit_rate: number;
+  /** Hit rate over calls that extend the previous call's staged prompt (between compactions). */
+  hit_rate_between_compactions: number;
   prefill_tokens: number;
   cost_usd: number;
   verbatim_retention: number;
@@ -38,7 +40,14 @@ export interface StrategyResult {
   stale_exposure_rate: number;
 }
 
+export interface EvaluatorOptions {
+  /** Count the previous call's completion as cached (engines keep decoded blocks; default off). */
+  cacheCompletions?: boolean;
+}
+
 interface Acc {
+  betweenCached: number;
+  betweenStaged: number;
   calls: number;
   raw: number;
   staged: number;
@@ -59,6 +68,7 @@ export class StrategyEvaluator {
     private readonly tokens: TokenModel,
     private readonly budget: number,
     readonly pricing: Pricing,
+    private readonly opts: EvaluatorOptions = {},
   ) {}
 
   private verbatimOf(m: ChatMessage): string[] {
@@ -72,13 +82,14 @@ export class StrategyEvaluator {
   }
 
   async evaluate(strategy: Strategy, sessions: Session[]): Promise<StrategyResult> {
-    const acc: Acc = { calls: 0, raw: 0, staged: 0, max: 0, over: 0, cached: 0, verbatimSum: 0, compactions: 0, constraintSum: 0, exposed: 0 };
+    const acc: Acc = { betweenCached: 0, betweenStaged: 0, calls: 0, raw: 0, staged: 0, max: 0, over: 0, cached: 0, verbatimSum: 0, compactions: 0, constraintSum: 0, exposed: 0 };
     const count = (t: string) => this.tokens.count(t);
     for (const s of sessions) {
       const run = strategy.start({ budget: this.budget, count });
       let truth: LedgerState | undefined;
       let prevSeq: (readonly number[])[] | undefined;
       let prevKeys: string[] | undefined;
+      let prevRawLen = 0;
       const rawV = new RetainedItems();
       let rawSeen = 0;
       const task = s.calls[0]?.body.messages.find((m) => m.role === 'user');
@@ -94,8 +105,14 @@ export class StrategyEvaluator {
         acc.staged += staged;
         acc.max = Math.max(acc.max, staged);
         if (staged > this.budget) acc.over++;
-        acc.cached += this.tokens.cachedTokens(prevSeq, seq);
+        // Engines also cache the blocks they decoded: the previous call's completion (the
+        // assistant message this request adds right after the previous prompt) when asked to.
+        const completion = this.opts.cacheCompletions && prevSeq ? raw[prevRawLen] : undefined;
+        const prevFull = prevSeq && completion?.role === 'assistant' ? [...prevSeq, this.tokens.ids(messageKey(completion))] : prevSeq;
+        const cached = this.tokens.cachedTokens(prevFull, seq);
+        acc.cached += cached;
         prevSeq = seq;
+        prevRawLen = raw.length;
         // verbatim retention against everything the raw history has shown so far
         if (rawSeen > raw.length) rawSeen = 0;
         for (let i = rawSeen; i < raw.length; i++) rawV.add(this.verbatimOf(raw[i]));
@@ -103,7 +120,12 @@ export class StrategyEvaluator {
         acc.verbatimSum += rawV.size ? rawV.retainedBy(view.messages) / rawV.size : 1;
         // a compaction: the staged history is no longer an extension of the previous one
         const keys = view.messages.map(messageKey);
-        if (prevKeys && (keys.length < prevKeys.length || prevKeys.some((k, i) => keys[i] !== k))) {
+        const compacted = prevKeys !== undefined && (keys.length < prevKeys.length || prevKeys.some((k, i) => keys[i] !== k));
+        if (prevKeys && !compacted) {
+          acc.betweenCached += cached;
+          acc.betweenStaged += staged;
+        }
+        if (compacted) {
           acc.compactions++;
           const text = view.messages.map(shownText).join('\n');
           acc.constraintSum += constraints.length ? constraints.filter((c) => text.includes(c)).length / constraints.length : 1;
@@ -125,6 +147,7 @@ export class StrategyEvaluator {
       compression_ratio: r4(acc.raw / Math.max(1, acc.staged)),
       cached_tokens: cached,
       hit_rate: r4(cached / Math.max(1, acc.staged)),
+      hit_rate_between_compactions: r4(acc.betweenCached / Math.max(1, acc.betweenStaged)),
       prefill_tokens: acc.staged - cached,
       cost_usd: Math.round(costUsd(this.pricing, acc.staged, cached, 0) * 1e6) / 1e6,
       verbatim_retention: r4(acc.verbatimSum / Math.max(1, acc.calls)),

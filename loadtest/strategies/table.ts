@@ -11,6 +11,7 @@ const ROWS: [string, (r: StrategyResult) => string][] = [
   ['calls over budget', (r) => int(r.over_budget_calls)],
   ['compression ratio', (r) => `${r.compression_ratio.toFixed(2)}×`],
   ['hit rate', (r) => pct(r.hit_rate)],
+  ['hit rate between compactions', (r) => pct(r.hit_rate_between_compactions)],
   ['prefilled tokens', (r) => int(r.prefill_tokens)],
   ['input cost', (r) => `$${r.cost_usd.toFixed(4)}`],
   ['verbatim retention', (r) => pct(r.verbatim_retention)],

@@ -41,3 +41,16 @@ describe('strategy verbatim retention', () => {
     expect(partial.verbatim_retention).toBeCloseTo((1 + 0.25) / 2, 4);
   });
 });
+
+describe('strategy cache model', () => {
+  it('can count the previous completion as cached (engines keep decoded blocks)', async () => {
+    const { fullLog } = await import('../../loadtest/strategies/baselines.ts');
+    const three: Session = { ...session, calls: [...session.calls, { body: { model: 'm', messages: [...raw, { role: 'assistant', content: 'done, see /app/svc/auth.py' }, { role: 'user', content: 'ok' }] } }] };
+    const plain = await new StrategyEvaluator(new TokenModel(charEncoder, 4), 10_000, pricing).evaluate(fullLog, [three]);
+    const withOut = await new StrategyEvaluator(new TokenModel(charEncoder, 4), 10_000, pricing, { cacheCompletions: true }).evaluate(fullLog, [three]);
+    expect(withOut.cached_tokens).toBeGreaterThan(plain.cached_tokens);
+    // the full log only ever extends itself: every call after the first is between compactions
+    expect(plain.compactions).toBe(0);
+    expect(plain.hit_rate_between_compactions).toBeGreaterThan(plain.hit_rate);
+  });
+});
