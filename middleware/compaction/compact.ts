@@ -24,6 +24,8 @@ export const DEFAULT_KEEP_LAST_CALLS = 4;
 export const MAX_ARTIFACT_REFS = 256;
 /** Share of τ_low the verbatim tail may take before fewer recent calls are kept. */
 export const FIXED_SHARE = 0.8;
+/** Milestones shown in the header when the pinned part and tail already fill τ_low. */
+export const TIGHT_MILESTONES = 3;
 /** Share of M* from which a compaction that cannot reach τ_low is accepted up to τ_high. */
 export const BEST_EFFORT_FROM = 0.9;
 const STAGE = 'compaction';
@@ -101,7 +103,10 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   const tokens = sumTokens(view, count);
   const high = (opts.high ?? DEFAULT_HIGH) * M;
   if (tokens < high) return { messages: view, state: st, receipts };
-  if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M) return { messages: view, state: st, receipts };
+  // After a refusal, wait for 0.1·M* of growth — except near M*, where every call tries again
+  // (best effort): waiting there would let the prompt grow past M*.
+  const nearM = opts.bestEffort !== false && tokens >= BEST_EFFORT_FROM * M;
+  if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M && !nearM) return { messages: view, state: st, receipts };
   const r = await compactOnce(input, raw, rawHashes, st, view, tokens, opts, count);
   receipts.push(...r.receipts);
   if (!r.state) {
@@ -252,7 +257,10 @@ async function compactOnce(
   const role = opts.checkpointRole ?? 'user';
   const headOut = view.slice(0, pinnedEnd);
   const headShown = headOut.map(shownText).join('\n');
-  const headerText = renderCheckpoint(cp, { shown: headShown });
+  let headerText = renderCheckpoint(cp, { shown: headShown });
+  // No room left under τ_low: the header shows only the latest few milestones (the digest's
+  // entries still name every call and its exit; the record keeps them all for the audit).
+  if (target - fixedTokens - count(headerText) < 0) headerText = renderCheckpoint(cp, { shown: headShown, maxMilestones: TIGHT_MILESTONES });
   const around = `${headShown}\n${tail.map(shownText).join('\n')}\n${headerText}`;
   const elsewhere = (v: string): boolean => occursIn(v, around);
   const budget = target - fixedTokens - count(headerText) - 16;

@@ -3,7 +3,7 @@ import { runContextChain, type LedgerBundle } from '../../middleware/ledger/chai
 import { approxTokens, messageText, messageTokens } from '../../middleware/ledger/message-text.ts';
 import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
 import type { ChatMessage, Receipt } from '../../middleware/types.ts';
-import { BEST_EFFORT_FROM, DEFAULT_HIGH } from '../../middleware/compaction/compact.ts';
+import { BEST_EFFORT_FROM, compactMessages, DEFAULT_HIGH } from '../../middleware/compaction/compact.ts';
 import { buildSession, codeLines, elideLastN, requestsOf, type Step } from './helpers/session-gen.ts';
 
 const M = 3000;
@@ -152,8 +152,25 @@ describe('compaction watermarks', () => {
       expect(r.tokens_after!).toBeLessThanOrEqual(DEFAULT_HIGH * M);
       expect(r.reason).toMatch(/τ_low \d+ unreachable/);
     }
+    // every call after the first compaction stays within M* (a refusal near M* is retried)
+    const first = loose.rs.findIndex((r) => r.some((x) => x.action.startsWith('compacted')));
+    for (const o of loose.outs.slice(first)) expect(tokens(o)).toBeLessThanOrEqual(M);
     const strict = await replay(requestsOf(msgs), { compaction: { budgetTokens: M, bestEffort: false } });
     expect(strict.rs.flat().some((r) => r.action.startsWith('compacted'))).toBe(false);
     expect(strict.rs.flat().some((r) => r.action === 'refused')).toBe(true);
+  });
+
+  it('near M* a recent refusal does not hold back the next attempt', async () => {
+    const msgs = buildSession(TASK, steps(30));
+    const req = requestsOf(msgs).find((r) => tokens(r) >= 0.92 * M && tokens(r) < M)!;
+    expect(req).toBeDefined();
+    const refused = { v: 1 as const, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens(req) - 10 };
+    const r = await compactMessages(req, refused, { budgetTokens: M });
+    expect(r.compacted).toBeDefined();
+    expect(r.compacted!.tokensAfter).toBeLessThanOrEqual(DEFAULT_HIGH * M);
+    // below the best-effort zone the refusal still spaces attempts by 0.1·M*
+    const early = requestsOf(msgs).find((r2) => tokens(r2) >= DEFAULT_HIGH * M && tokens(r2) < 0.85 * M)!;
+    const held = await compactMessages(early, { ...refused, refusedAt: tokens(early) - 10 }, { budgetTokens: M });
+    expect(held.compacted).toBeUndefined();
   });
 });
