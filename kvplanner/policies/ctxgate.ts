@@ -1,10 +1,16 @@
 // ctxgate: route each call to the worker with the lowest expected time to first token,
 //   TTFT(w) = queued prefill tokens(w) / tps(w) + prefill(miss tokens on w) + in-flight penalty,
 // where the miss tokens are the prompt blocks the prefix index says w does not hold, under a
-// bounded load (no worker above (1+ε)·mean + 1 in flight, after Mirrokni et al.). Branches:
+// bounded load (no worker above (1+ε)·mean + 1 in flight, after Mirrokni et al.; a session's
+// home up to sticky_slack more). Branches:
 //   sticky        the session's worker still has room → keep it (its cache holds the conversation)
+//                 It stays there up to sticky_slack requests past the bound while it is still
+//                 the faster start (the detour re-prefills the conversation; a few extra
+//                 requests hardly queue on a batching engine).
 //   overflow      the session's (or best-matching) worker is full → lowest TTFT among the rest;
 //                 the session stays pinned to its home (a detour, not a move)
+//   migrate       as overflow, but the target already holds ≥ half of what the home holds of
+//                 this conversation (an earlier detour): the pin moves instead of bouncing
 //   prefix_match  no session pin, but one worker holds a part of this prompt that is not the
 //                 common root (≥ min_unique_tokens beyond what is shared) → that worker
 //   new_session   new session → the worker with the least live sessions per KV capacity
@@ -39,6 +45,9 @@ export const CTXGATE_DEFAULTS = {
   hidden_size: 0,
   /** expected slowdown per request already running on the worker (shared batch), ms */
   inflight_penalty_ms: 2,
+  /** in-flight requests a pinned session's home may take beyond the load bound while it is
+   *  still the faster place to start (its cache beats the detour's re-prefill); 0 = hard bound */
+  sticky_slack: 2,
   /** tokens a worker must hold beyond the shared root for prefix_match */
   min_unique_tokens: 64,
   /** index every Nth block of the chain (N·block_size tokens of depth resolution): an
@@ -50,13 +59,15 @@ export const CTXGATE_DEFAULTS = {
   default_kv_tokens: 1_048_576,
 } as const;
 
-export const CTXGATE_BRANCHES = ['sticky', 'overflow', 'prefix_match', 'new_session', 'balance'] as const;
+export const CTXGATE_BRANCHES = ['sticky', 'overflow', 'migrate', 'prefix_match', 'new_session', 'balance'] as const;
 export type CtxgateBranch = (typeof CTXGATE_BRANCHES)[number];
 
 /** Text-only requests: 64-character pseudo-blocks ≈ 16 tokens. */
 const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
 /** Prompt tokens assumed for each request a scraped engine reports waiting. */
 const WAITING_REQUEST_TOKENS = 1024;
+/** Share of the home's cached conversation a detour target must hold for the session to move there. */
+const MIGRATE_SHARE = 0.5;
 /** Requests in flight whose feedback can still be matched to the pick. */
 const MAX_PENDING = 16_384;
 
@@ -96,6 +107,7 @@ export class CtxgatePolicy implements Policy {
   private readonly inflightPenaltyS: number;
   private readonly minUniqueTokens: number;
   private readonly stride: number;
+  private readonly stickySlack: number;
   /** picks awaiting feedback, keyed by the RouteInfo object the gateway hands back to observe();
    *  bounded by a ring of the last MAX_PENDING picks (a WeakMap would make every GC walk an
    *  ephemeron table; evicting through Map iteration would walk the holes deletes leave) */
@@ -120,6 +132,7 @@ export class CtxgatePolicy implements Policy {
     this.inflightPenaltyS = num(opts, 'inflight_penalty_ms', d.inflight_penalty_ms, 0) / 1000;
     this.minUniqueTokens = num(opts, 'min_unique_tokens', d.min_unique_tokens, 1);
     this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
+    this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
     this.index = new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)));
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1) * 1000);
   }
@@ -148,11 +161,14 @@ export class CtxgatePolicy implements Policy {
 
   /** Expected seconds to first token on `w` if it already holds `cached` of `prompt` tokens. */
   ttft(w: WorkerView, prompt: number, cached: number): number {
+    // the engine's own queue (scraped) also holds other gateways' requests: take the larger view
+    return this.startSeconds(w, prompt, cached, Math.max(w.queuedPrefillTokens, (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS));
+  }
+
+  private startSeconds(w: WorkerView, prompt: number, cached: number, queued: number): number {
     const tps = this.tps(w.id);
     const miss = Math.max(0, prompt - cached);
     const attn = this.hidden > 0 ? 1 + (cached + miss / 2) / (3 * this.hidden) : 1;
-    // the engine's own queue (scraped) also holds other gateways' requests: take the larger view
-    const queued = Math.max(w.queuedPrefillTokens, (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
     return queued / tps + (miss * attn) / tps + w.inFlight * this.inflightPenaltyS;
   }
 
@@ -183,7 +199,14 @@ export class CtxgatePolicy implements Policy {
       const depth = this.depths(workers, hashes, blockTokens);
       if (pinnedIdx >= 0) {
         idx = this.fastest(workers, cap, start, promptTokens, blockTokens, 0);
-        branch = 'overflow';
+        // a home that stays over the bound would bounce the session between two caches, paying
+        // each one's missing tail every trip: once a detour target already holds most of what
+        // the home holds (an earlier detour put it there), the session moves instead
+        branch = this.movable(depth[idx], depth[pinnedIdx], hashes, blockTokens) ? 'migrate' : 'overflow';
+        if (idx !== pinnedIdx && this.worthStaying(workers[pinnedIdx], workers[idx], cap, promptTokens, depth[pinnedIdx] * blockTokens, depth[idx] * blockTokens)) {
+          idx = pinnedIdx;
+          branch = 'sticky';
+        }
       } else {
         let best = 0;
         let second = 0;
@@ -237,6 +260,28 @@ export class CtxgatePolicy implements Policy {
     let total = 0;
     for (const w of workers) total += w.inFlight;
     return Math.floor(((1 + this.epsilon) * (total + 1)) / workers.length + 1 + 1e-9);
+  }
+
+  /**
+   * A home over the bound keeps its session while it is within sticky_slack more requests and
+   * still the faster place to start: few requests in flight hardly queue on a batching engine,
+   * while the detour re-prefills the whole conversation. O(1).
+   */
+  private worthStaying(home: WorkerView, alt: WorkerView, cap: number, prompt: number, homeHeld: number, altHeld: number): boolean {
+    if (this.stickySlack === 0 || !hasRoom(home, cap + this.stickySlack)) return false;
+    // the gateway's queued figure counts whole prompts, cached ones included: the home's own
+    // sessions would make it look busiest exactly when its cache saves the most. Only a queue
+    // the engine reports (scraped) counts here.
+    const t = (w: WorkerView, held: number): number => this.startSeconds(w, prompt, Math.min(held, prompt), (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
+    return t(home, homeHeld) <= t(alt, altHeld);
+  }
+
+  /** migrate: the detour target holds ≥ min_unique_tokens and ≥ MIGRATE_SHARE of the home's
+   *  blocks of this prompt beyond the shared root. O(log b). */
+  private movable(target: number, home: number, hashes: readonly string[], blockTokens: number): boolean {
+    const root = this.shared.sharedDepth(hashes, Math.max(target, home));
+    const mine = target - root;
+    return mine * blockTokens >= this.minUniqueTokens && mine >= MIGRATE_SHARE * (home - root);
   }
 
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */

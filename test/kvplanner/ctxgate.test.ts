@@ -51,23 +51,35 @@ describe('ctxgate branches', () => {
     expect(route(p, ws, call(7, 0, false)).branch).toBe('balance');
   });
 
-  it('detours a pinned session whose worker is over the load bound, then returns home', () => {
-    const p = new CtxgatePolicy({ epsilon: 0.25 });
+  it('detours a pinned session whose worker is over the load bound, then moves it once the detour holds its conversation', () => {
+    const p = new CtxgatePolicy({ epsilon: 0.25, sticky_slack: 0 });
     const ws = workers(4);
     const home = route(p, ws, call(0, 0)).worker;
     home.inFlight = 2; // total 2: bound floor(1.25·3/4 + 1) = 1.94 → 1 < 3
     const o = route(p, ws, call(0, 1));
     expect(o.branch).toBe('overflow');
     expect(o.worker.id).not.toBe(home.id);
-    home.inFlight = 1; // total 1: bound floor(1.25·2/4 + 1) = 1 < 2 → still a detour
-    expect(route(p, ws, call(0, 2)).branch).toBe('overflow');
+    home.inFlight = 1; // total 1: bound floor(1.25·2/4 + 1) = 1 < 2 → over again
+    // the first detour left the conversation on o.worker: the session moves rather than bounce
+    expect([route(p, ws, call(0, 2)).branch, route(p, ws, call(0, 2)).worker.id]).toEqual(['migrate', o.worker.id]);
     home.inFlight = 0;
-    const back = route(p, ws, call(0, 3));
-    expect([back.branch, back.worker.id]).toEqual(['sticky', home.id]);
+    const next = route(p, ws, call(0, 3));
+    expect([next.branch, next.worker.id]).toEqual(['sticky', o.worker.id]);
+  });
+
+  it('a detour to a worker holding none of the conversation keeps the home pin', () => {
+    const p = new CtxgatePolicy({ epsilon: 0.25, sticky_slack: 0 });
+    const ws = workers(4);
+    const home = route(p, ws, call(0, 0)).worker;
+    home.inFlight = 2;
+    const o = p.select(ws, call(0, 1))!; // not observed: the target learns nothing
+    expect(o.branch).toBe('overflow');
+    home.inFlight = 0;
+    expect(route(p, ws, call(0, 2)).worker.id).toBe(home.id);
   });
 
   it('keeps a session home at low load when one more request stays within (1+ε)·mean + 1', () => {
-    const p = new CtxgatePolicy({ epsilon: 0.25 });
+    const p = new CtxgatePolicy({ epsilon: 0.25, sticky_slack: 0 });
     const ws = workers(4);
     const home = route(p, ws, call(0, 0)).worker;
     home.inFlight = 2;
@@ -75,6 +87,21 @@ describe('ctxgate branches', () => {
     expect(route(p, ws, call(0, 1)).branch).toBe('overflow');
     ws.find((w) => w !== home && w.inFlight === 0)!.inFlight = 3; // total 8: bound 3.81 ≥ 3
     expect(route(p, ws, call(0, 2)).branch).toBe('sticky');
+  });
+
+  it('sticky_slack: the home keeps its session past the bound while it starts faster, up to the slack', () => {
+    const p = new CtxgatePolicy({ epsilon: 0.25, sticky_slack: 2 });
+    const ws = workers(4);
+    const home = route(p, ws, call(0, 0)).worker;
+    home.inFlight = 3; // total 3: bound floor(1.25·4/4 + 1) = 2; 4 ≤ 2 + 2 → within the slack
+    expect([route(p, ws, call(0, 1)).branch, route(p, ws, call(0, 1)).worker.id]).toEqual(['sticky', home.id]);
+    // the engine reports a queue at home: the detour starts sooner despite the re-prefill
+    home.engine = { waiting: 4 };
+    expect(route(p, ws, call(0, 2)).branch).not.toBe('sticky');
+    home.engine = undefined;
+    home.inFlight = 4; // total 4: bound floor(1.25·5/4 + 1) = 2; 5 > 2 + 2 → past the slack
+    const far = p.select(ws, call(0, 3))!;
+    expect(far.worker.id).not.toBe(home.id);
   });
 
   it('balance prefers the worker whose queue clears first', () => {
