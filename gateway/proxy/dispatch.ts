@@ -31,6 +31,8 @@ export interface Dispatched {
   failed?: { status: number; contentType: string; body: Buffer };
   /** ms spent waiting on upstreams before the final response's headers. */
   waitMs: number;
+  /** Prefill tokens added to the worker's queue (released at the first byte via prefillDone). */
+  queuedPrefill?: number;
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
@@ -69,7 +71,9 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
     tried.add(worker);
     metrics.routingDecisions.inc({ model, policy: route.policy.name, branch: choice.branch });
     if (attempt > 1) metrics.retries.inc({ model });
-    worker.begin(req.prefillTokens);
+    // Queued prefill is what the worker must compute: the prompt minus what the policy expects cached.
+    const queued = Math.max(0, req.prefillTokens - (choice.predictedCachedTokens ?? 0));
+    worker.begin(queued);
     const t = performance.now();
     try {
       const res = await worker.pool.request({
@@ -82,7 +86,7 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
       waitMs += performance.now() - t;
       if (res.statusCode >= 500) {
         const body = Buffer.from(await res.body.arrayBuffer());
-        worker.prefillDone(req.prefillTokens);
+        worker.prefillDone(queued);
         worker.end();
         worker.recordFailure(`HTTP ${res.statusCode}`);
         metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: '5xx' });
@@ -92,10 +96,10 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
         continue;
       }
       metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: res.statusCode < 300 ? 'ok' : '4xx' });
-      return { worker, choice, attempts: attempt, res, waitMs };
+      return { worker, choice, attempts: attempt, res, waitMs, queuedPrefill: queued };
     } catch (err) {
       waitMs += performance.now() - t;
-      worker.prefillDone(req.prefillTokens);
+      worker.prefillDone(queued);
       worker.end();
       if (req.signal.aborted) throw err; // the client left; nothing to retry for
       const code = (err as { code?: string }).code ?? '';

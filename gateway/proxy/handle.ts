@@ -132,6 +132,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         ex.worker = d.worker;
         ex.attempts = used;
         ex.choice = d.choice;
+        ex.queuedPrefill = d.queuedPrefill;
         ex.upstreamWaitMs += d.waitMs;
         setResponseHeaders(reply, ex);
         if (d.failed) {

@@ -47,7 +47,7 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
     for await (const c of res.body) {
       if (chunks.length === 0) {
         ex.ttftAt = performance.now();
-        worker.prefillDone(ex.estimatedPromptTokens ?? 0);
+        worker.prefillDone(ex.queuedPrefill ?? 0);
       }
       chunks.push(c as Buffer);
     }
@@ -116,7 +116,7 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
       const p0 = performance.now();
       if (first) {
         first = false;
-        worker.prefillDone(ex.estimatedPromptTokens ?? 0);
+        worker.prefillDone(ex.queuedPrefill ?? 0);
       }
       const text = relay.push(chunk as string);
       if (text && !out.write(text)) await drain(out);

@@ -38,6 +38,8 @@ export function registerAdminRoutes(app: FastifyInstance, gw: GatewayContext): v
       models: [...gw.fleet.values()].map((r) => ({
         name: r.config.name,
         policy: r.policy.name,
+        // Index size, evictions, branch counts, predicted vs reported cached tokens (ctxgate).
+        policy_stats: r.policy.stats?.(),
         workers: r.workers.map((w) => w.snapshot()),
       })),
     };

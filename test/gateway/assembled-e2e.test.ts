@@ -111,6 +111,13 @@ describe('assembled gateway', () => {
       .chat.completions.create({ model: 'qwen3-32b', messages: history(1) as never, tools, max_tokens: 8 }, { headers: { 'x-session-id': 'sess-1' } })
       .withResponse();
     expect(rb.headers.get('x-ctxgate-prefix')).toMatch(/break=new_session/);
+
+    // Once everything answered, no worker holds in-flight requests or queued prefill tokens, and
+    // the ctxgate policy has learned blocks from the workers' feedback.
+    const adm = await fetch(`${gw.url}/v1/gateway/workers`, { headers: { authorization: `Bearer ${KEY_ADMIN}` } });
+    const fleet = (await adm.json()) as { models: { policy_stats?: { indexSize?: number }; workers: { inFlight: number; queuedPrefillTokens: number }[] }[] };
+    for (const w of fleet.models[0].workers) expect([w.inFlight, w.queuedPrefillTokens]).toEqual([0, 0]);
+    expect(JSON.stringify(fleet.models[0].policy_stats)).toMatch(/\d/);
   });
 
   it('writes every request to the usage ledger and reports per tenant', async () => {
