@@ -7,8 +7,9 @@
 // `layout: passthrough` runs none of them and returns the body untouched (the session id, tokens,
 // block hashes and diagnostics are still computed, for routing and metrics).
 //
-// Per call: one store get + put, stages O(request), rendering incremental (tokens/incremental-
-// render.ts), block hashes only for the new tail. The previous call of a session is kept in this
+// Per call: one store get + put (one more get on the call where a derived id forks), stages
+// O(request), rendering incremental (tokens/incremental-render.ts), block hashes only for the new
+// tail. The previous call of a session is kept in this
 // process (LRU `local`): its message objects let message hashes carry over to structurally equal
 // resent messages (no JSON + sha1 of the history each call), and its token ids and cut points let
 // only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
@@ -70,6 +71,21 @@ function freshState(tenant: string, sessionId: string, model: string, body: Chat
   return { schema: SESSION_SCHEMA_VERSION, tenant, sessionId, model, rootHash: createHash('sha256').update(JSON.stringify(root)).digest('hex'), calls: 0, updatedAt: Date.now() };
 }
 
+/**
+ * State for a derived session id seen for the first time that forks from `parent` (see
+ * layout/session-id.ts): a copy of the parent's state, taken only when the parent's last call led
+ * with the same messages as this request, so call 2 keeps call 1's work and diagnostics. Each of
+ * several parallel conversations forking from one parent gets its own copy; the parent is untouched.
+ */
+async function forkSeed(store: SessionStore, tenant: string, parent: string, lead: string | undefined, sessionId: string): Promise<SessionState | undefined> {
+  const p = await store.get(tenant, parent);
+  if (!p || lead === undefined || p.layout?.lead !== lead) return undefined;
+  const seed = structuredClone(p);
+  seed.sessionId = sessionId;
+  delete seed.checksum;
+  return seed;
+}
+
 export function createPipeline(opts: PipelineOptions): ContextPipeline {
   const layout = opts.layout ?? 'ctxgate';
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;
@@ -83,12 +99,22 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
 
   async function process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
-    const { id: sessionId } = identifySession(body, ctx);
-    const loaded = await store.get(ctx.tenant, sessionId);
-    const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
-    const receipts: Receipt[] = [];
+    const ident = identifySession(body, ctx);
+    const sessionId = ident.id;
     const key = `${ctx.tenant}\u0000${sessionId}`;
-    const prevLocal = local.get(key);
+    let loaded = await store.get(ctx.tenant, sessionId);
+    let prevLocal = local.get(key);
+    // A fork this process already served whose state is gone was not new: no stale seed for it.
+    if (!loaded && !prevLocal && ident.parent) {
+      const seed = await forkSeed(store, ctx.tenant, ident.parent, ident.lead, sessionId);
+      if (seed) {
+        loaded = seed;
+        prevLocal = local.get(`${ctx.tenant}\u0000${ident.parent}`);
+      }
+    }
+    const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
+    if (ident.lead !== undefined) (state.layout ??= {}).lead = ident.lead;
+    const receipts: Receipt[] = [];
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
     const carried = (v: RequestView): HashSource[] => [{ messages: v.body.messages, hashes: v.segments.messageHashes }, ...(prevLocal ? [prevLocal.output] : [])];

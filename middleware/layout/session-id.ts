@@ -1,24 +1,73 @@
 // Session identification (layout step 1), in order: `x-session-id` header, `prompt_cache_key`,
-// `user`, else a hash of (tenant, model, root, first user message) computed after volatile spans
-// and digits are removed from the root and with tool names sorted, so a clock line or a tool
-// reshuffle cannot split one agent's session into many. O(root + first user message).
+// `user`, else a derived id. The derived id is a hash of (tenant, model, root, first user message)
+// computed after volatile spans and digits are removed from the root and with tool names sorted,
+// so a clock line or a tool reshuffle cannot split one agent's session into many.
+//
+// Parallel agents on the same task (evaluation harnesses, best-of-n) send the same root and task,
+// so that hash alone would put two conversations into one session. Once a request carries an
+// assistant turn, the derived id also hashes the FIRST assistant message (reasoning and <think>
+// blocks dropped, tool-call ids ignored, arguments canonicalised, since agents commonly strip or
+// re-serialise those): the id forks where the conversations diverge and then stays fixed for the
+// rest of the conversation, because later calls resend that message unchanged. `parent` names the
+// pre-assistant id so the pipeline can seed the fork with call 1's state (see pipeline.ts), and
+// `lead` fingerprints the non-root messages before the first assistant turn, so the seed is only
+// taken when the parent's last call is a prefix of this request.
+//
+// Consequences: the id a client sees changes once, between call 1 and call 2 (the fork carries
+// call 1's state, breaks included). An agent that rewrites or drops its first assistant message
+// (e.g. compaction that elides the earliest turns) gets a new derived id from then on, seeded from
+// the pre-assistant state. Two agents whose first replies are identical (greedy decoding) still
+// share a session until nothing tells them apart; their prompts are identical up to there anyway.
+// O(root + first user message + first assistant message).
 import { createHash } from 'node:crypto';
-import type { ChatRequest, PipelineContext } from '../types.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import type { ChatMessage, ChatRequest, PipelineContext } from '../types.ts';
 import { flattenContent } from '../tokens/template-input.ts';
 import { isRootRole } from './segmentation.ts';
 import { sessionRootKey } from './volatile-spans.ts';
 
 export type SessionSource = 'header' | 'prompt_cache_key' | 'user' | 'hash';
 
+export interface SessionIdentity {
+  id: string;
+  source: SessionSource;
+  /** Derived ids of requests with an assistant turn: the pre-assistant id this one forks from. */
+  parent?: string;
+  /** Derived ids only: fingerprint of the non-root messages before the first assistant turn. */
+  lead?: string;
+}
+
 /** Longest client-supplied id kept verbatim; longer ones are hashed (bounded store keys). */
 export const MAX_CLIENT_SESSION_ID = 128;
+/** Hex characters of a derived id (after the `s_` prefix). */
+const DERIVED_ID_HEX = 32;
 
 function clientId(v: unknown): string | undefined {
   if (typeof v !== 'string' || v.length === 0) return undefined;
   return v.length <= MAX_CLIENT_SESSION_ID ? v : 'h_' + createHash('sha256').update(v).digest('hex').slice(0, 32);
 }
 
-export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 'tenant' | 'headers'>): { id: string; source: SessionSource } {
+const THINK_BLOCK = /<think>[\s\S]*?<\/think>/g;
+const THINK_TAIL = /^[\s\S]*?<\/think>/;
+
+function canonicalArgs(args: unknown): string {
+  if (typeof args !== 'string') return canonicalJson(args ?? null);
+  try {
+    return canonicalJson(JSON.parse(args));
+  } catch {
+    return args;
+  }
+}
+
+/** What identifies an assistant turn across resends: visible text and tool calls, not reasoning or call ids. */
+export function assistantKey(m: ChatMessage): string {
+  // Templates that open <think> in the generation prompt leave only the closing tag in the content.
+  const text = flattenContent(m.content).replace(THINK_BLOCK, '').replace(THINK_TAIL, '').trim();
+  const calls = (m.tool_calls ?? []).map((c) => `${c.function?.name ?? ''}\u0001${canonicalArgs(c.function?.arguments)}`);
+  return `${text}\u0000${calls.join('\u0002')}`;
+}
+
+export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 'tenant' | 'headers'>): SessionIdentity {
   const header = clientId(ctx.headers['x-session-id']);
   if (header) return { id: header, source: 'header' };
   const pck = clientId(body.prompt_cache_key);
@@ -28,13 +77,26 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
   const h = createHash('sha256');
   h.update(ctx.tenant).update('\u0000').update(body.model ?? '').update('\u0000');
   const messages = Array.isArray(body.messages) ? body.messages : [];
+  let rootEnd = 0;
   for (const m of messages) {
     if (!isRootRole(m.role)) break;
     h.update(m.role).update('\u0001').update(sessionRootKey(flattenContent(m.content))).update('\u0000');
+    rootEnd++;
   }
   const names = (body.tools ?? []).map((t) => t.function?.name ?? '').sort();
   h.update(names.join('\u0001')).update('\u0000');
   const firstUser = messages.find((m) => m.role === 'user');
   if (firstUser) h.update(flattenContent(firstUser.content));
-  return { id: 's_' + h.digest('hex').slice(0, 32), source: 'hash' };
+  const base = h.digest('hex');
+  const baseId = 's_' + base.slice(0, DERIVED_ID_HEX);
+
+  const lead = createHash('sha256');
+  let a = rootEnd;
+  for (; a < messages.length && messages[a].role !== 'assistant'; a++) lead.update(messages[a].role).update('\u0001').update(flattenContent(messages[a].content)).update('\u0000');
+  const leadHex = lead.digest('hex').slice(0, DERIVED_ID_HEX);
+  // An assistant message that ends the request is a prefill of the reply being generated, not a
+  // turn the conversation has taken: it does not fork.
+  if (a >= messages.length - 1) return { id: baseId, source: 'hash', lead: leadHex };
+  const fork = createHash('sha256').update(base).update('\u0002').update(assistantKey(messages[a])).digest('hex');
+  return { id: 's_' + fork.slice(0, DERIVED_ID_HEX), source: 'hash', parent: baseId, lead: leadHex };
 }
