@@ -151,7 +151,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       state.calls++;
       state.updatedAt = Date.now();
       await store.put(state);
-      return { body: out, sessionId, receipts };
+      return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
     const stableChars = rendered.memo.textNoGen.length;
     const stablePrefix = rendered.stablePrefix;
@@ -186,7 +186,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     (state.layout ??= {}).prev = cur;
     pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages: out.messages.length });
     await store.put(state);
-    return { body: out, sessionId, receipts, prefix, promptTokenIds: ids, blockHashes: hashes };
+    return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts, prefix, promptTokenIds: ids, blockHashes: hashes };
   }
 
   return { process };

@@ -83,6 +83,8 @@ export interface PipelineResult {
   /** The body to send upstream (the same object when layout is passthrough). */
   body: ChatRequest;
   sessionId: string;
+  /** Key routing keeps sticky: the session's first-call id, stable across a fork (defaults to sessionId). */
+  affinityKey?: string;
   receipts: Receipt[];
   prefix?: PrefixDiagnostics;
   /** Engine-exact prompt token ids when the pipeline rendered them (for routing and metrics). */

@@ -55,7 +55,7 @@ function routeInfo(model: string, tenant: string, result: PipelineResult, kind: 
   return {
     model,
     tenant,
-    sessionId: result.sessionId || undefined,
+    sessionId: result.affinityKey || result.sessionId || undefined,
     promptTokenIds: result.promptTokenIds,
     blockHashes: result.blockHashes,
     promptTokens,
