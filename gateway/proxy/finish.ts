@@ -79,6 +79,9 @@ export function usageEvent(ex: Exchange): UsageEvent {
   return ev;
 }
 
+/** Bounded label set for ctxgate_compactions_total{outcome}. */
+const COMPACTION_OUTCOMES = new Set(['compacted', 'compacted_above_low', 'refused', 'reset']);
+
 function safe(gw: GatewayContext, what: string, f: () => void): void {
   try {
     f();
@@ -108,6 +111,13 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
     if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
     const cause = ex.result?.prefix?.break_cause;
     if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
+    for (const r of ex.result?.receipts ?? []) {
+      if (r.stage === 'ledger' && r.action === 'tombstone') m.tombstones.inc({ model });
+      else if (r.stage === 'compaction' && COMPACTION_OUTCOMES.has(r.action)) {
+        m.compactions.inc({ model, outcome: r.action });
+        if (r.tokens_before !== undefined && r.tokens_after !== undefined) m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
+      }
+    }
   });
   const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
   setImmediate(() => {

@@ -89,6 +89,10 @@ describe('assembled gateway', () => {
     const rec = await fetch(`${gw.url}/v1/gateway/requests/${ids[1]}`, { headers: { authorization: `Bearer ${KEY_A}` } });
     expect(rec.status).toBe(200);
     const body = (await rec.json()) as { receipts: { stage: string; action: string; target?: string }[] };
+    const tombstones = body.receipts.filter((r) => r.stage === 'ledger' && r.action === 'tombstone').length;
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const m = /^ctxgate_tombstones_total\{model="qwen3-32b"\} (\d+)/m.exec(metrics);
+    expect(Number(m?.[1] ?? 0)).toBe(tombstones);
     const other = await fetch(`${gw.url}/v1/gateway/requests/${ids[1]}`, { headers: { authorization: `Bearer ${KEY_B}` } });
     expect(other.status).toBe(404);
     expect(body.receipts.some((r) => r.stage === 'ledger' && (r.action === 'tombstone' || r.action === 'evict') && (r.target ?? '').includes('src/app.py'))).toBe(true);
