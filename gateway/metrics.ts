@@ -31,7 +31,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     cachedTokens: counter('cached_tokens_total', 'Prompt tokens served from the worker prefix cache', ['model', 'tenant'] as const),
     predictedCachedTokens: counter('predicted_cached_tokens_total', 'Prompt tokens the gateway predicted cached', ['model', 'tenant'] as const),
     outputTokens: counter('output_tokens_total', 'Completion tokens reported by workers', ['model', 'tenant'] as const),
-    costUsd: counter('cost_usd_total', 'Cost in USD by kind (input, cached_input, output, cache_write, gpu)', ['model', 'tenant', 'kind'] as const),
+    costUsd: counter('cost_usd_total', 'Cost in USD by kind (uncached_input, cached_input, cache_write, output)', ['model', 'tenant', 'kind'] as const),
     savingsUsd: counter('savings_usd_total', 'USD saved by cached prompt tokens', ['model', 'tenant'] as const),
     workerCacheHitRatio: gauge('worker_cache_hit_ratio', 'Cached / prompt tokens of the last requests on the worker', ['model', 'worker'] as const),
     routingDecisions: counter('routing_decisions_total', 'Routing decisions by policy branch', ['model', 'policy', 'branch'] as const),
