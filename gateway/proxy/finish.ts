@@ -91,6 +91,19 @@ function safe(gw: GatewayContext, what: string, f: () => void): void {
   }
 }
 
+/**
+ * Drops the exchange's links to the request body once nothing needs them. Request-scoped objects
+ * that a young-generation GC happened to promote stay in old space, dead, until the next full GC,
+ * and V8 treats what they point to as live meanwhile: each kept ~64 KB body, promoted in turn, made
+ * full GCs (5-14 ms pauses, the p99) several times a second under load.
+ */
+function release(ex: Exchange): void {
+  ex.result = undefined;
+  ex.info = undefined;
+  ex.pctx = undefined;
+  ex.assistant = undefined;
+}
+
 export function finish(gw: GatewayContext, ex: Exchange): void {
   if (ex.status === 0) ex.status = 500;
   const ev = usageEvent(ex);
@@ -149,5 +162,6 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       usage: ev,
     });
     if (gw.onUsage) safe(gw, 'onUsage', () => gw.onUsage!(ev));
+    release(ex);
   });
 }

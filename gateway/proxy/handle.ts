@@ -171,6 +171,9 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
   } finally {
     untrack?.();
     finish(gw, ex);
+    // See release() in finish.ts: a promoted, dead request must not hold the body.
+    req.body = undefined;
+    req.rawBody = undefined;
   }
 }
 
