@@ -2,6 +2,7 @@
 // tool calls. Text is made of real tokens of the served tokenizer (encode a seeded word
 // stream, keep exactly N ids, decode them). Tool calls carry JSON arguments holding every
 // key the tool's schema requires, with values of the declared type.
+import { mulberry32 } from '../profiles/rng.ts';
 import type { WorkerTokenizer } from './tokenize.ts';
 
 export const DEFAULT_MIN_OUTPUT = 20;
@@ -15,17 +16,8 @@ const WORDS = (
   'value state check merge path hit miss count time first next plan run step output'
 ).split(' ');
 
-/** mulberry32: small, fast, good enough for reproducible simulation choices. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded choices: the same mulberry32 the profiles and the synthetic generator use. */
+export const rng = mulberry32;
 
 export function hashIds(ids: ArrayLike<number>, seed = 0): number {
   let h = (0x811c9dc5 ^ seed) >>> 0;
