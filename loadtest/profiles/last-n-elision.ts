@@ -11,7 +11,7 @@ export function elidedText(lines: number): string {
   return `Old environment output: (${lines} lines omitted)`;
 }
 
-function text(m: ChatMessage): string {
+export function messageTextOf(m: ChatMessage): string {
   if (typeof m.content === 'string') return m.content;
   if (Array.isArray(m.content)) return m.content.map((p) => p.text ?? '').join('');
   return '';
@@ -29,7 +29,7 @@ export function elideMessages(messages: ChatMessage[], n: number): ChatMessage[]
   const old = obs.slice(0, Math.max(0, obs.length - n));
   if (!old.length) return messages;
   const out = messages.slice();
-  for (const i of old) out[i] = { ...out[i], content: elidedText(text(out[i]).split('\n').length) };
+  for (const i of old) out[i] = { ...out[i], content: elidedText(messageTextOf(out[i]).split('\n').length) };
   return out;
 }
 

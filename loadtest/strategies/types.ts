@@ -31,16 +31,5 @@ export function identity(raw: ChatMessage[]): StagedView {
   return { messages: raw, origin: raw.map((_, i) => i), hidden: new Set() };
 }
 
-export function textOf(m: ChatMessage): string {
-  if (typeof m.content === 'string') return m.content;
-  if (Array.isArray(m.content)) return m.content.map((p) => p.text ?? '').join('');
-  return '';
-}
-
-/** Indexes of observations: tool results, or (no tool messages) user messages after the task. */
-export function observationIndexes(messages: ChatMessage[]): number[] {
-  const tool = messages.flatMap((m, i) => (m.role === 'tool' ? [i] : []));
-  if (tool.length) return tool;
-  const firstUser = messages.findIndex((m) => m.role === 'user');
-  return messages.flatMap((m, i) => (m.role === 'user' && i > firstUser ? [i] : []));
-}
+// One definition of message text and of what counts as an observation, shared with the profiles.
+export { messageTextOf as textOf, observationIndexes } from '../profiles/last-n-elision.ts';
