@@ -1,12 +1,14 @@
 // HTTP surface of the reference worker (node:http, no framework, so faults can cut sockets
 // at exact points): OpenAI chat/completions (stream and not), /v1/models, /health, /metrics,
-// vLLM /tokenize and /reset_prefix_cache, SGLang /generate, /flush_cache, /get_server_info.
+// vLLM /tokenize and /reset_prefix_cache, SGLang /generate (stream and not), /flush_cache,
+// /get_server_info.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, type Admission, type Prepared, type SimEngine } from './engine.ts';
 import type { FaultInjector, RequestFault } from './faults.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { chatChunk, chatCompletion, errorBody, textChunk, textCompletion, textDeltas, usage, usageChunk } from './openai-shapes.ts';
+import { finishReason, generateEvents, generateMeta } from './sglang-shapes.ts';
 import { timingHeader } from './timing.ts';
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -166,22 +168,20 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     await stream(res, a, events, fault);
   }
 
-  async function sglangGenerate(body: Record<string, unknown>, res: ServerResponse): Promise<void> {
+  async function sglangGenerate(body: Record<string, unknown>, res: ServerResponse, fault: RequestFault): Promise<void> {
     const p = engine.prepareText({ ...body, model: undefined }, body.input_ids ?? body.text);
     const t = performance.now();
     const a = await runAdmission(p);
+    const id = randomUUID().replace(/-/g, '');
+    if (body.stream === true) {
+      sseHead(res, a);
+      const deltas = textDeltas(engine.tok.decode, p.contentIds, p.content ?? '');
+      await stream(res, a, generateEvents(id, p, a.lease.cachedTokens, deltas, engine.tok.eosId, t), fault);
+      return;
+    }
     await sleep(a.schedule.decodeS * 1000 * o.timeScale);
-    sendJson(res, 200, {
-      text: p.content ?? '',
-      meta_info: {
-        id: randomUUID().replace(/-/g, ''),
-        finish_reason: p.finishReason === 'length' ? { type: 'length', length: p.outputIds.length } : { type: 'stop', matched: engine.tok.eosId },
-        prompt_tokens: p.promptIds.length,
-        completion_tokens: p.outputIds.length,
-        cached_tokens: a.lease.cachedTokens,
-        e2e_latency: (performance.now() - t) / 1000,
-      },
-    }, { 'x-sim-timing': timingHeader(a.schedule) });
+    const meta = generateMeta(id, p, a.lease.cachedTokens, p.outputIds.length, finishReason(p, engine.tok.eosId), t);
+    sendJson(res, 200, { text: p.content ?? '', meta_info: meta }, { 'x-sim-timing': timingHeader(a.schedule) });
     done(a);
   }
 
@@ -234,7 +234,7 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     if (path === '/v1/chat/completions') return chat(body, res, fault);
     if (path === '/v1/completions') return completion(body, res, fault);
     if (path === '/tokenize') return tokenize(body, res);
-    return sglangGenerate(body, res);
+    return sglangGenerate(body, res, fault);
   }
 
   return (req, res) => {

@@ -139,6 +139,32 @@ describe('sim-worker API', () => {
     expect(r3.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
   });
 
+  it('SGLang /generate streams cumulative text with meta_info and ends with [DONE]', async () => {
+    const req = { text: 'stream me a few tokens, stream me a few tokens', sampling_params: { max_new_tokens: 6 } };
+    const plain = await (await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify(req) })).json() as { text: string; meta_info: { prompt_tokens: number } };
+    const res = await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify({ ...req, stream: true }) });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const raw = await res.text();
+    expect(raw.endsWith('data: [DONE]\n\n')).toBe(true);
+    const events = raw.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as {
+      text: string;
+      meta_info: { prompt_tokens: number; completion_tokens: number; cached_tokens: number; finish_reason: { type: string; length?: number } | null };
+    });
+    expect(events.length).toBeGreaterThan(1);
+    for (let i = 1; i < events.length; i++) {
+      expect(events[i].text.startsWith(events[i - 1].text)).toBe(true); // cumulative, not deltas
+      expect(events[i].meta_info.completion_tokens).toBeGreaterThanOrEqual(events[i - 1].meta_info.completion_tokens);
+    }
+    const last = events[events.length - 1];
+    expect(events.slice(0, -1).every((e) => e.meta_info.finish_reason === null)).toBe(true);
+    expect(last.meta_info.finish_reason).toEqual({ type: 'length', length: 6 });
+    expect(last.text).toBe(plain.text);
+    expect(last.meta_info.completion_tokens).toBe(6);
+    expect(last.meta_info.prompt_tokens).toBe(plain.meta_info.prompt_tokens);
+    // The same prompt just ran: the radix cache serves all but the last prompt token.
+    expect(last.meta_info.cached_tokens).toBe(plain.meta_info.prompt_tokens - 1);
+  });
+
   it('flushCache empties the vLLM cache', async () => {
     await client.chat.completions.create({ model: 'sim', messages: history, max_tokens: 2 });
     vllm.flushCache();
