@@ -15,13 +15,15 @@ import { MemorySessionStore } from '../middleware/session/memory-store.ts';
 import { RedisSessionStore } from '../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../middleware/session/resilient-store.ts';
 import type { SessionStore } from '../middleware/session/store.ts';
+import { TenantQuotaStore } from '../middleware/session/tenant-quota-store.ts';
 import { startScraper } from '../kvplanner/load-signals.ts';
 import { shareIndex } from '../kvplanner/shared-index-redis.ts';
+import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
 import type { Stage } from '../middleware/stage.ts';
-import type { ContextPipeline } from '../middleware/types.ts';
+import type { ChatRequest, ContextPipeline, PipelineOutcome, PipelineResult } from '../middleware/types.ts';
 import type { Principal } from './auth.ts';
-import { createCapture, type Capture } from './capture/index.ts';
+import { createCapture, type Capture, type CaptureMeta } from './capture/index.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { startGateway } from './server.ts';
@@ -50,30 +52,75 @@ export interface Assembled {
 
 const tenantOf = (req: FastifyRequest): string | undefined => (req as FastifyRequest & { principal?: Principal }).principal?.tenant;
 
+/** Tenants sessions can belong to: the configured keys' tenants, or the one open tenant. */
+export function tenantCount(config: GatewayConfig): number {
+  return config.auth.mode === 'keys' ? new Set(config.auth.keys.map((k) => k.tenant)).size : 1;
+}
+
+/**
+ * limits.max_sessions and limits.max_session_bytes are per tenant (TenantQuotaStore, LRU within
+ * the tenant). The local memory store holds the sum of all quotas, so its own overall LRU never
+ * evicts one tenant's session to make room for another's: memory stays bounded by config
+ * (quota × configured tenants), never by what a caller sends.
+ */
 function openStore(config: GatewayConfig): SessionStore {
-  const local = new MemorySessionStore({ maxSessions: config.limits.max_sessions, maxBytes: config.limits.max_session_bytes });
+  const tenants = tenantCount(config);
+  const { max_sessions: maxSessions, max_session_bytes: maxBytes } = config.limits;
+  const local = new MemorySessionStore({ maxSessions: maxSessions * tenants, maxBytes: maxBytes * tenants });
   const url = config.redis?.url;
-  if (!url) return local;
-  return new ResilientSessionStore(new RedisSessionStore({ url }), { local });
+  const inner = url ? new ResilientSessionStore(new RedisSessionStore({ url }), { local }) : local;
+  return new TenantQuotaStore(inner, { maxSessions, maxBytes, maxTenants: tenants });
+}
+
+export interface ChainLimits {
+  /** limits.max_tool_output_bytes: no stored tool output (stabilise originals) is longer. */
+  maxToolOutputBytes?: number;
 }
 
 /** Context-chain stages after the layout stages; compaction only where the model has a budget M*. */
-export function chainStages(m: Pick<ModelConfig, 'budget_tokens'>, artifacts?: ArtifactStore): Stage[] {
-  const stages: Stage[] = [createStabiliseStage(), createLedgerStage()];
+export function chainStages(m: Pick<ModelConfig, 'budget_tokens'>, artifacts?: ArtifactStore, limits: ChainLimits = {}): Stage[] {
+  // Stabilise bounds its stored originals per session and never keeps (nor truncates: a cut
+  // original could not be re-sent) one longer than the cap, so the config cap is its cap too.
+  const maxOriginal = Math.min(DEFAULT_MAX_ORIGINAL_BYTES, limits.maxToolOutputBytes ?? Infinity);
+  const stages: Stage[] = [createStabiliseStage({ maxBytes: maxOriginal }), createLedgerStage()];
   if (m.budget_tokens) stages.push(createCompactionStage({ budgetTokens: m.budget_tokens, artifacts }));
   return stages;
 }
 
-/** Records the agent's original body (before any rewrite) under the session the pipeline chose. */
+/**
+ * Records the agent's original body (before any rewrite) under the session the pipeline chose,
+ * once the worker answered, so the line carries the worker's usage as `_meta.recorded_usage`.
+ * The original body rides from process() to observe() in a WeakMap keyed by the result object
+ * (the gateway hands observe the very object process returned): nothing to bound, and an
+ * exchange that never reaches observe leaves nothing behind. Lines are written in completion
+ * order, which is turn order for an agent that waits for each answer.
+ */
 function withCapture(inner: ContextPipeline, capture: Capture): ContextPipeline {
+  const originals = new WeakMap<PipelineResult, ChatRequest>();
   return {
     async process(body, ctx) {
       const result = await inner.process(body, ctx);
-      capture.record(ctx.tenant, result.sessionId, body);
+      originals.set(result, body);
       return result;
     },
-    observe: inner.observe?.bind(inner),
+    observe(result, outcome, ctx) {
+      try {
+        inner.observe?.(result, outcome, ctx);
+      } finally {
+        const body = originals.get(result);
+        if (body) {
+          originals.delete(result);
+          capture.record(ctx.tenant, result.sessionId, body, recordedUsage(outcome));
+        }
+      }
+    },
   };
+}
+
+/** The worker's usage when it reported any (a failed or usage-less answer records none). */
+function recordedUsage(o: PipelineOutcome): CaptureMeta | undefined {
+  if (o.promptTokens === undefined) return undefined;
+  return { recorded_usage: { prompt_tokens: o.promptTokens, cached_tokens: o.cachedTokens ?? 0, completion_tokens: o.completionTokens ?? 0 } };
 }
 
 export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Assembled {
@@ -93,7 +140,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       blockSize: m.block_size,
       transforms: m.transforms,
       store,
-      extraStages: m.layout === 'ctxgate' ? chainStages(m, artifacts) : [],
+      extraStages: m.layout === 'ctxgate' ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes }) : [],
     });
     if (m.capture.enabled && m.capture.sample_rate > 0) {
       const capture = createCapture({ dir: m.capture.dir, sampleRate: m.capture.sample_rate, maxBytes: m.capture.max_bytes });

@@ -100,6 +100,8 @@ export interface PipelineOutcome {
   assistant?: ChatMessage;
   promptTokens?: number;
   cachedTokens?: number;
+  /** Output tokens the worker reported (absent when it reported no usage). */
+  completionTokens?: number;
   worker?: string;
 }
 

@@ -143,7 +143,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       safe(gw, 'pipeline.observe', () =>
         ex.pipeline!.observe!(
           ex.result!,
-          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, worker: ex.worker?.id },
+          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, completionTokens: ex.usage?.completionTokens, worker: ex.worker?.id },
           ex.pctx!,
         ),
       );
