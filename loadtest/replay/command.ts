@@ -33,7 +33,9 @@ prefilled tokens, TTFT and cost per configuration. PATH: files or folders of
 Configurations
   --compare SPEC...         several runs over identical traffic, fresh fleet (cold caches) each,
                             e.g. --compare "layout=passthrough,policy=round_robin" "layout=ctxgate,policy=ctxgate"
-                            keys: layout, policy, budget, workers, flavor, kv_tokens, block_size, name
+                            keys: layout, policy, budget, workers, flavor, kv_tokens, block_size, name,
+                            and policy.NAME=VALUE for the policy's options (numbers and true/false parsed),
+                            e.g. "layout=ctxgate,policy=ctxgate,policy.sticky_slack=0"
   --layout passthrough|ctxgate   single run (default ctxgate); passthrough = body reaches the worker unchanged
   --policy NAME             routing policy (round_robin, least_load, session_hash, sglang_cache_aware,
                             prefix_hash, ctxgate; default ctxgate)
@@ -73,7 +75,10 @@ Output
                             input_cost_usd (prompt side only: uncached + cached input),
                             ttft_ms {p50,p95,p99}, ttft_source, imbalance (max ÷ mean requests per
                             worker), per_worker[], per_session[] {session, requests, hit_rate,
-                            recorded_hit_rate when the recording kept usage}, errors, error_samples, wall_ms
+                            recorded_hit_rate when the recording kept usage}, errors, error_samples, wall_ms,
+                            policy_stats (the gateway's GET /v1/gateway/workers models[].policy_stats
+                            at the end of the run: ctxgate's branch counts, index size, feedback);
+                            config.policy_options when a spec set policy.NAME keys
 
 Figures come from the reference worker (a simulator with a real prefix cache and a latency
 model), not from a GPU.`;

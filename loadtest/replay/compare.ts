@@ -1,5 +1,6 @@
 // Runs several fleet configurations over the same (already profiled) traffic, one fresh fleet
-// per configuration so every run starts with cold caches, in the order given.
+// per configuration so every run starts with cold caches, in the order given. The policy's own
+// counters are read from the fleet before it closes.
 import type { Session } from '../formats/types.ts';
 import type { RunConfig } from './config-spec.ts';
 import { summarise } from './metrics.ts';
@@ -35,17 +36,17 @@ export async function runComparison(sessions: Session[], configs: RunConfig[], o
       });
       const wall = performance.now() - t0;
       const s = cfg.spec;
-      out.push(
-        summarise(
-          { label: cfg.label, layout: s.layout, policy: s.policy, budget: s.budget, workers: s.workers, flavor: s.flavor, kv_tokens: s.kvTokens, block_size: s.blockSize, tokenizer: s.tokenizer, ...(s.chatTemplate ? { chat_template: s.chatTemplate } : {}), profile: o.profile },
-          sessions,
-          records,
-          await fleet.perWorker(),
-          o.pricing,
-          modeled ? 'modeled' : 'measured',
-          wall,
-        ),
+      const policyStats = await fleet.policyStats?.();
+      const summary = summarise(
+        { label: cfg.label, layout: s.layout, policy: s.policy, ...(s.policyOptions ? { policy_options: s.policyOptions } : {}), budget: s.budget, workers: s.workers, flavor: s.flavor, kv_tokens: s.kvTokens, block_size: s.blockSize, tokenizer: s.tokenizer, ...(s.chatTemplate ? { chat_template: s.chatTemplate } : {}), profile: o.profile },
+        sessions,
+        records,
+        await fleet.perWorker(),
+        o.pricing,
+        modeled ? 'modeled' : 'measured',
+        wall,
       );
+      out.push(policyStats ? { ...summary, policy_stats: policyStats } : summary);
     } finally {
       await fleet.close();
     }

@@ -24,12 +24,25 @@ export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown
         flavor: spec.flavor,
         layout: spec.layout,
         policy: spec.policy,
+        ...(spec.policyOptions ? { policy_options: spec.policyOptions } : {}),
         block_size: spec.blockSize,
         ...(spec.budget ? { budget_tokens: spec.budget } : {}),
         workers: workerUrls.map((url, i) => ({ url, id: `w${i}`, kv_tokens: spec.kvTokens })),
       },
     ],
   };
+}
+
+interface WorkersRoute {
+  models?: { name: string; policy_stats?: Record<string, unknown> }[];
+}
+
+/** The gateway's policy counters for one model; auth mode none makes every caller admin. */
+async function readPolicyStats(gatewayUrl: string, model: string): Promise<Record<string, unknown> | undefined> {
+  const res = await fetch(`${gatewayUrl}/v1/gateway/workers`);
+  if (!res.ok) throw new Error(`GET /v1/gateway/workers: HTTP ${res.status}`);
+  const body = (await res.json()) as WorkersRoute;
+  return body.models?.find((m) => m.name === model)?.policy_stats;
 }
 
 export const startFleet: FleetFactory = async (spec) => {
@@ -70,6 +83,7 @@ export const startFleet: FleetFactory = async (spec) => {
         const s = w.stats();
         return { worker: `w${i}`, requests: s.requests, prompt_tokens: s.promptTokens, cached_tokens: s.cachedTokens };
       }),
+    policyStats: () => readPolicyStats(gateway!.url, spec.model),
     close,
   };
   return handle;

@@ -2,6 +2,7 @@
 // summary `bench replay --json` prints (documented keys; see command.ts help).
 export type Layout = 'passthrough' | 'ctxgate';
 export type Flavor = 'vllm' | 'sglang';
+export type PolicyOptionValue = string | number | boolean;
 
 export interface FleetSpec {
   workers: number;
@@ -16,6 +17,8 @@ export interface FleetSpec {
   seed: number;
   layout: Layout;
   policy: string;
+  /** The model's `policy_options` (e.g. ctxgate's sticky_slack); undefined = the policy's defaults. */
+  policyOptions?: Record<string, PolicyOptionValue>;
   /** M*, the middleware's working-set budget; undefined = the middleware default. */
   budget?: number;
   /** Model name the fleet serves; requests are rewritten to it. */
@@ -34,6 +37,8 @@ export interface FleetHandle {
   url: string;
   model: string;
   perWorker(): Promise<WorkerReport[]>;
+  /** The gateway's policy counters (`GET /v1/gateway/workers` → models[].policy_stats), read before close. */
+  policyStats?(): Promise<Record<string, unknown> | undefined>;
   close(): Promise<void>;
 }
 
@@ -72,7 +77,7 @@ export interface SessionSummary {
 }
 
 export interface RunSummary {
-  config: { label: string; layout: Layout; policy: string; budget?: number; workers: number; flavor: Flavor; kv_tokens: number; block_size: number; tokenizer: string; chat_template?: string; profile: string };
+  config: { label: string; layout: Layout; policy: string; policy_options?: Record<string, PolicyOptionValue>; budget?: number; workers: number; flavor: Flavor; kv_tokens: number; block_size: number; tokenizer: string; chat_template?: string; profile: string };
   requests: number;
   sessions: number;
   prompt_tokens: number;
@@ -88,6 +93,8 @@ export interface RunSummary {
   imbalance: number;
   per_worker: WorkerReport[];
   per_session: SessionSummary[];
+  /** The routing policy's own counters at the end of the run, when the fleet exposes them. */
+  policy_stats?: Record<string, unknown>;
   errors: number;
   error_samples: string[];
   wall_ms: number;

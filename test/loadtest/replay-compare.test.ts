@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
 import { parseConfigSpec } from '../../loadtest/replay/config-spec.ts';
+import { gatewayConfigFor } from '../../loadtest/replay/fleet.ts';
 import { percentiles } from '../../loadtest/replay/metrics.ts';
 import type { FleetSpec, RunSummary } from '../../loadtest/replay/types.ts';
 import { standinFleet, type StandinLog } from './replay-standin-fleet.ts';
@@ -90,6 +92,20 @@ describe('bench replay (stand-in fleet)', () => {
     expect(await replayCommand(['x', '--bogus', '1'], { err: (s) => (e += s) })).toBe(2);
     expect(e).toContain('unknown option --bogus');
     expect(() => parseConfigSpec('layout=weird', {} as FleetSpec)).toThrow(/layout/);
+  });
+
+  it('policy.NAME keys become policy_options (numbers and booleans parsed) and reach the gateway config', () => {
+    const base = { layout: 'passthrough', policy: 'round_robin', policyOptions: { keep: 'x' } } as unknown as FleetSpec;
+    const c = parseConfigSpec('layout=ctxgate,policy=ctxgate,policy.sticky_slack=0,policy.use-feedback=false,policy.mode=fast', base);
+    expect(c.spec.policyOptions).toEqual({ keep: 'x', sticky_slack: 0, use_feedback: false, mode: 'fast' });
+    expect(base.policyOptions).toEqual({ keep: 'x' }); // the base spec is not mutated
+    expect(c.label).toBe('ctxgate/ctxgate(keep=x,sticky_slack=0,use_feedback=false,mode=fast)');
+    expect(() => parseConfigSpec('policy.=1', base)).toThrow(/policy\.NAME/);
+    const spec = { ...c.spec, model: 'm', tokenizer: 'qwen3', flavor: 'vllm', blockSize: 16, kvTokens: 1000 } as FleetSpec;
+    const parsed = parseConfig(gatewayConfigFor(spec, ['http://127.0.0.1:1']), 't');
+    expect(parsed.models[0].policy_options).toEqual({ keep: 'x', sticky_slack: 0, use_feedback: false, mode: 'fast' });
+    const plain = parseConfig(gatewayConfigFor({ ...spec, policyOptions: undefined }, ['http://127.0.0.1:1']), 't');
+    expect(plain.models[0].policy_options).toEqual({});
   });
 
   it('nearest-rank percentiles', () => {

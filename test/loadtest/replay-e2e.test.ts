@@ -51,4 +51,23 @@ describe('bench replay end to end (reference workers + gateway)', () => {
     // identical traffic: the same prompts were tokenised in both runs
     expect(runs[1].prompt_tokens).toBe(runs[0].prompt_tokens);
   });
+
+  it('a spec with policy options runs, and --json carries the gateway policy_stats', async () => {
+    const dir = tempDir('replay-e2e-');
+    for (const s of generateSessions({ count: 2, seed: 5, minCalls: 4, maxCalls: 5, volatileEvery: 0, elisionEvery: 0 })) {
+      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    }
+    let out = '';
+    let err = '';
+    const code = await replayCommand([dir, '--workers', '2', '--json', '--compare', 'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0'], { out: (s) => (out += s), err: (s) => (err += s) });
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const r = JSON.parse(out) as RunSummary;
+    expect(r.errors).toBe(0);
+    expect(r.config.policy_options).toEqual({ sticky_slack: 0 });
+    const stats = r.policy_stats as { sessions: number; branches: Record<string, number> };
+    expect(stats.sessions).toBe(2);
+    // every routed request went through exactly one branch of the ctxgate policy
+    expect(Object.values(stats.branches).reduce((a, b) => a + b, 0)).toBe(r.requests);
+  });
 });
