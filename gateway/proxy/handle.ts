@@ -157,6 +157,9 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
           bodyError = err;
           gw.metrics.retries.inc({ model: ex.model });
         } finally {
+          // No body byte ever came (empty body, reset, timeout, client gone): release the queue here.
+          if (ex.queuedPrefill) d.worker.prefillDone(ex.queuedPrefill);
+          ex.queuedPrefill = 0;
           d.worker.end();
         }
       }

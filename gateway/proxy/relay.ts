@@ -48,6 +48,7 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
       if (chunks.length === 0) {
         ex.ttftAt = performance.now();
         worker.prefillDone(ex.queuedPrefill ?? 0);
+        ex.queuedPrefill = 0;
       }
       chunks.push(c as Buffer);
     }
@@ -117,6 +118,7 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
       if (first) {
         first = false;
         worker.prefillDone(ex.queuedPrefill ?? 0);
+        ex.queuedPrefill = 0;
       }
       const text = relay.push(chunk as string);
       if (text && !out.write(text)) await drain(out);
