@@ -20,6 +20,8 @@ const RETRY_BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout'])
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
 
+const isObject = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v);
+
 function validate(gw: GatewayContext, kind: Endpoint, body: unknown): { b: Record<string, unknown>; route: ModelRoute } {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'request body must be a JSON object');
   const b = body as Record<string, unknown>;
@@ -29,8 +31,18 @@ function validate(gw: GatewayContext, kind: Endpoint, body: unknown): { b: Recor
     if (!Array.isArray(m) || m.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
     if (m.length > gw.config.limits.max_messages) throw new GatewayError('invalid_messages', `'messages' has more than ${gw.config.limits.max_messages} entries`, 'messages');
     for (let i = 0; i < m.length; i++) {
-      const x = m[i] as { role?: unknown } | null;
+      const x = m[i] as { role?: unknown; content?: unknown; tool_calls?: unknown } | null;
       if (!x || typeof x !== 'object' || typeof x.role !== 'string') throw new GatewayError('invalid_messages', `messages[${i}] must be an object with a string 'role'`, `messages[${i}].role`);
+      const c = x.content;
+      if (c !== undefined && c !== null && typeof c !== 'string' && !(Array.isArray(c) && c.every(isObject))) {
+        throw new GatewayError('invalid_messages', `messages[${i}].content must be a string, null or an array of content parts`, `messages[${i}].content`);
+      }
+      if (x.tool_calls !== undefined && x.tool_calls !== null && !(Array.isArray(x.tool_calls) && x.tool_calls.every(isObject))) {
+        throw new GatewayError('invalid_messages', `messages[${i}].tool_calls must be an array of objects`, `messages[${i}].tool_calls`);
+      }
+    }
+    if (b.tools !== undefined && b.tools !== null && !(Array.isArray(b.tools) && b.tools.every(isObject))) {
+      throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
     }
   } else if (typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
     throw new GatewayError('invalid_prompt', "'prompt' is required (string or array)", 'prompt');

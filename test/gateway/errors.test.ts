@@ -123,3 +123,25 @@ describe('capacity', () => {
     await first;
   });
 });
+
+describe('malformed message shapes are client errors', () => {
+  let r: Awaited<ReturnType<typeof startRig>> | undefined;
+  afterEach(async () => {
+    await r?.close();
+    r = undefined;
+  });
+  it.each([
+    [{ messages: [{ role: 'user', content: { foo: 1 } }] }, 'messages[0].content'],
+    [{ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content'],
+    [{ messages: [{ role: 'user', content: [null] }] }, 'messages[0].content'],
+    [{ messages: [{ role: 'assistant', content: '', tool_calls: [null] }] }, 'messages[0].tool_calls'],
+    [{ messages: [{ role: 'user', content: 'hi' }], tools: {} }, 'tools'],
+    [{ messages: [{ role: 'user', content: 'hi' }], tools: [null] }, 'tools'],
+  ])('400 for %j', async (extra, param) => {
+    r = await startRig({ upstreams: [{ name: 'a' }], model: { tokenizer: 'qwen3', layout: 'ctxgate' } });
+    const res = await fetch(`${r.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', ...extra }) });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { param: string; type: string } };
+    expect(body.error.param).toBe(param);
+  });
+});
