@@ -34,10 +34,15 @@ export function trailingSystemWorks(tok: TokenizerHandle): boolean {
 }
 
 export function placeLeafNote(tok: TokenizerHandle, messages: ChatMessage[], note: string): { messages: ChatMessage[]; stableEnd: number; target: string } {
-  if (trailingSystemWorks(tok)) return { messages: [...messages, { role: 'system', content: note }], stableEnd: messages.length, target: 'trailing system message' };
+  // A final assistant message is a prefill the model continues (continue_final_message): it must stay last.
+  const prefill = messages[messages.length - 1]?.role === 'assistant';
+  if (!prefill && trailingSystemWorks(tok)) return { messages: [...messages, { role: 'system', content: note }], stableEnd: messages.length, target: 'trailing system message' };
   let i = messages.length - 1;
   while (i >= 0 && messages[i].role !== 'user' && messages[i].role !== 'tool') i--;
-  if (i < 0) return { messages: [...messages, { role: 'user', content: note }], stableEnd: messages.length, target: 'trailing user message' };
+  if (i < 0) {
+    const at = prefill ? messages.length - 1 : messages.length;
+    return { messages: [...messages.slice(0, at), { role: 'user', content: note }, ...messages.slice(at)], stableEnd: at, target: 'user message before the leaf' };
+  }
   const m = messages[i];
   const content: ChatMessage['content'] = Array.isArray(m.content)
     ? [...(m.content as ContentPart[]), { type: 'text', text: '\n\n' + note }]
