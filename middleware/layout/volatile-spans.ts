@@ -24,24 +24,69 @@ export interface VolatileLine {
   index: number;
   text: string;
   reason: 'pattern' | 'changed';
-  /** Set when only part of a long line is volatile: the span moved out of it. */
-  span?: { start: number; end: number };
+  /** Set when only parts of the line are volatile: these spans leave the root, the rest stays. */
+  spans?: { start: number; end: number }[];
   pattern?: string;
 }
+
+/**
+ * At most this many words beside the volatile spans make the line a label ("Current date: …",
+ * "Today is …"): it moves whole. More words are an instruction that must stay in the root.
+ */
+export const LABEL_MAX_WORDS = 3;
 
 /** Digits and long ids normalised away: two lines with the same shape differ only in values. */
 export function lineShape(line: string): string {
   return line.replace(/[0-9a-f]{6,}/gi, '#').replace(/\d+/g, '#').trim();
 }
 
-function firstPatternSpan(line: string): { start: number; end: number; name: string } | undefined {
-  let best: { start: number; end: number; name: string } | undefined;
+/** Every pattern match of the line, merged where they overlap, in order. */
+function patternSpans(line: string): { start: number; end: number; name: string }[] {
+  const all: { start: number; end: number; name: string }[] = [];
   for (const { name, re } of PATTERNS) {
     re.lastIndex = 0;
-    const m = re.exec(line);
-    if (m && m[0].trim().length > 0 && (!best || m.index < best.start)) best = { start: m.index, end: m.index + m[0].length, name };
+    for (let m = re.exec(line); m; m = re.exec(line)) {
+      if (m[0].trim().length > 0) all.push({ start: m.index, end: m.index + m[0].length, name });
+      if (m[0].length === 0) re.lastIndex++;
+    }
   }
-  return best;
+  all.sort((a, b) => a.start - b.start || b.end - a.end);
+  const merged: typeof all = [];
+  for (const sp of all) {
+    const last = merged[merged.length - 1];
+    if (last && sp.start <= last.end) last.end = Math.max(last.end, sp.end);
+    else merged.push({ ...sp });
+  }
+  return merged;
+}
+
+function cut(line: string, spans: readonly { start: number; end: number }[]): string {
+  let out = '';
+  let at = 0;
+  for (const sp of spans) {
+    out += line.slice(at, sp.start);
+    at = sp.end;
+  }
+  return (out + line.slice(at)).replace(/ {2,}/g, ' ').trimEnd();
+}
+
+/**
+ * How a volatile line leaves the root. Only its volatile spans, when what stays is an instruction
+ * (more than LABEL_MAX_WORDS words) that can no longer change between calls (no digits or id-like
+ * runs left: a line of the same shape differs only there), or when the line is long; else the
+ * whole line. The note carries the line as written (or the spans of a long line), for context.
+ */
+export function volatileEntry(index: number, line: string, reason: VolatileLine['reason']): VolatileLine {
+  const spans = patternSpans(line);
+  const pattern = spans[0]?.name;
+  if (spans.length > 0) {
+    const rest = cut(line, spans);
+    const stableRest = !/\d/.test(rest) && !/[0-9a-f]{6,}/i.test(rest);
+    const words = rest.split(/\s+/).filter((w) => /\w/.test(w)).length;
+    if (line.length > WHOLE_LINE_MAX_CHARS) return { index, text: spans.map((sp) => line.slice(sp.start, sp.end)).join(' '), reason, pattern, spans };
+    if (stableRest && words > LABEL_MAX_WORDS) return { index, text: line, reason, pattern, spans };
+  }
+  return reason === 'pattern' ? { index, text: line, reason, pattern } : { index, text: line, reason };
 }
 
 /**
@@ -56,13 +101,10 @@ export function findVolatileLines(lines: readonly string[], prevShapes: Readonly
     const shape = lineShape(line);
     const changed = learned.has(shape) || (prevShapes !== undefined && prevShapes.has(shape) && prevShapes.get(shape) !== line);
     if (changed) {
-      out.push({ index: i, text: line, reason: 'changed' });
+      out.push(volatileEntry(i, line, 'changed'));
       continue;
     }
-    const span = firstPatternSpan(line);
-    if (!span) continue;
-    if (line.length <= WHOLE_LINE_MAX_CHARS) out.push({ index: i, text: line, reason: 'pattern', pattern: span.name });
-    else out.push({ index: i, text: line.slice(span.start, span.end), reason: 'pattern', pattern: span.name, span });
+    if (patternSpans(line).length > 0) out.push(volatileEntry(i, line, 'pattern'));
   }
   return out;
 }
@@ -74,7 +116,7 @@ export function stripVolatile(lines: readonly string[], found: readonly Volatile
   for (let i = 0; i < lines.length; i++) {
     const v = byIndex.get(i);
     if (!v) kept.push(lines[i]);
-    else if (v.span) kept.push((lines[i].slice(0, v.span.start) + lines[i].slice(v.span.end)).replace(/ {2,}/g, ' '));
+    else if (v.spans) kept.push(cut(lines[i], v.spans));
   }
   return kept.join('\n');
 }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
-import { findVolatileLines, lineShape, stripVolatile, type VolatileLine } from './volatile-spans.ts';
+import { findVolatileLines, lineShape, stripVolatile, volatileEntry, type VolatileLine } from './volatile-spans.ts';
 
 export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
@@ -57,7 +57,7 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
         const before = prevShapes?.[shape];
         if (learned.has(shape) || (before !== undefined && before !== line)) {
           learned.add(shape);
-          byIndex.set(i, { index: i, text: lines[i], reason: 'changed' });
+          byIndex.set(i, volatileEntry(i, lines[i], 'changed'));
         }
       }
       if (byIndex.size === 0) return text;
