@@ -83,7 +83,9 @@ export class SseRelay {
     if (this.clientWantsUsage || !('usage' in obj)) return raw;
     if (choices.length === 0 && obj.usage) return ''; // the usage-only chunk the client did not ask for
     delete obj.usage;
-    return `data: ${JSON.stringify(obj)}\n\n`;
+    // Only the data line changes: event:, id: and comment lines of the frame travel as they came.
+    const lineEnd = raw.indexOf('\n', dataAt);
+    return raw.slice(0, dataAt) + `data: ${JSON.stringify(obj)}` + raw.slice(lineEnd);
   }
 
   private learn(c: ChunkChoice): void {
