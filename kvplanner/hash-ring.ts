@@ -7,6 +7,16 @@ import type { WorkerView } from './types.ts';
 /** Virtual nodes per worker: enough for ±10% key share with 4–64 workers. */
 export const DEFAULT_VNODES = 160;
 
+/** murmur3's 32-bit finaliser: spreads FNV's clustered low bits over the whole word. */
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 /** 32-bit FNV-1a with a murmur3 finaliser (FNV alone clusters short keys on a ring). */
 export function hash32(s: string): number {
   let h = 0x811c9dc5;
@@ -14,12 +24,7 @@ export function hash32(s: string): number {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h);
 }
 
 /** Same mix over token ids (no string building). */
@@ -32,12 +37,7 @@ export function hashTokens(ids: readonly number[], count: number): number {
     h ^= ids[i] >>> 16;
     h = Math.imul(h, 0x01000193);
   }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h);
 }
 
 export class HashRing {

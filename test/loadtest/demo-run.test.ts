@@ -1,18 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runDemo } from '../../loadtest/demo/run-demo.ts';
+import { useTempDirs } from '../helpers/temp-dirs.ts';
 
-const tempDirs: string[] = [];
-const tempDir = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 describe('ctxgate demo', () => {
   it('replays synthetic sessions passthrough and through ctxgate, prints the comparison, writes a self-contained report', async () => {

@@ -1,23 +1,15 @@
-import { mkdtempSync, writeFileSync, existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseAiderHistory } from '../../loadtest/formats/aider.ts';
 import { parseMiniSweTraj } from '../../loadtest/formats/mini-swe-agent.ts';
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { parseSweAgentTraj } from '../../loadtest/formats/swe-agent.ts';
+import { useTempDirs } from '../helpers/temp-dirs.ts';
 
-const tempDirs: string[] = [];
-const tempDir = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 const bashTool = { type: 'function', function: { name: 'bash', parameters: { type: 'object' } } };
 const call = (id: string, cmd: string) => ({ id, type: 'function', index: 0, function: { name: 'bash', arguments: JSON.stringify({ command: cmd }) } });

@@ -1,7 +1,6 @@
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
@@ -10,16 +9,9 @@ import { gatewayConfigFor } from '../../loadtest/replay/fleet.ts';
 import { percentiles } from '../../loadtest/replay/metrics.ts';
 import type { FleetSpec, RunSummary } from '../../loadtest/replay/types.ts';
 import { standinFleet, type StandinLog } from './replay-standin-fleet.ts';
+import { useTempDirs } from '../helpers/temp-dirs.ts';
 
-const tempDirs: string[] = [];
-const tempDir = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 function writeSessions(dir: string, n: number, turns: number): void {
   for (let s = 0; s < n; s++) {

@@ -1,22 +1,14 @@
 // End to end: 2 reference workers behind a real gateway, 2 short synthetic sessions.
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
 import type { RunSummary } from '../../loadtest/replay/types.ts';
 import { generateSessions } from '../../loadtest/synth/index.ts';
+import { useTempDirs } from '../helpers/temp-dirs.ts';
 
-const tempDirs: string[] = [];
-const tempDir = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs();
 
 const KEYS = ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors'];
 

@@ -1,5 +1,6 @@
 // Generates mini-swe-agent-shaped sessions (one `bash` tool, <returncode>/<output> results)
 // with reads and later writes of the same files, for ledger/stabilise/compaction tests.
+import { mulberry32 } from '../../../loadtest/profiles/rng.ts';
 import type { ChatMessage } from '../../../middleware/types.ts';
 
 export interface Step {
@@ -33,17 +34,8 @@ export function requestsOf(msgs: ChatMessage[]): ChatMessage[][] {
   return out;
 }
 
-/** Deterministic pseudo-random generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic pseudo-random generator: the project's mulberry32. */
+export const rng = mulberry32;
 
 export function codeLines(name: string, n: number, start = 1): string {
   return Array.from({ length: n }, (_, k) => `${start + k}\tdef ${name}_${k}(x):  # line ${start + k} of ${name}`).join('\n');
