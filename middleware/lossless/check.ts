@@ -1,0 +1,306 @@
+// Lossless checker: does the body ctxgate sent upstream keep every line the agent sent?
+//
+//   checkLossless({ clientBody, upstreamBody, priorClientBodies?, receipts? }) → LosslessReport
+//   createLosslessTracker() → { check(clientBody, upstreamBody, receipts?) }   (one per session,
+//     keeps the session's earlier client bodies compactly: per message index, its distinct texts)
+//
+// The promise checked: every non-empty line of every message the agent sent reaches the model
+// verbatim (byte for byte: whitespace, indentation, Unicode) either in place (in the upstream
+// message aligned with it) or whole inside a gateway note block (a `[ctxgate]` line and the
+// lines after it up to the next empty line: the leaf note, tombstones). Exceptions, each counted
+// as allowed rather than missing:
+// - a budgeted compaction removed it and a `compaction` receipt (`compacted`,
+//   `compacted_above_low`) names its message range (`messages A–B`); pass the session's receipts
+//   so far, since the compacted prefix is re-sent without a new receipt;
+// - the message is sent as an earlier version the agent itself sent at the same position
+//   (stabilise re-sends an output the agent later elided: the model sees more, never less);
+// - `[ctxgate]` inside untrusted text escaped with a zero-width space (framing.ts).
+// An upstream line of an aligned message that is neither a copy of an agent line, nor a gateway
+// line, nor a placeholder line whose full line is in a note, is `altered` (a silent cut). Tool
+// definitions and tool-call arguments are compared as JSON values (key order may be canonicalised).
+// `first_call_changed` is 1 when there are no prior bodies (the session's first call) and the
+// messages or tools are not byte-identical as JSON (escaping aside), unless a compaction receipt
+// explains it. Reports counts plus details (message index, line). O(total lines) with hashing.
+import { escapeFrame, isFramedNote } from '../redaction/framing.ts';
+import type { ChatMessage, ChatRequest, ContentPart, Receipt } from '../types.ts';
+import { placeholderMatches, VOLATILE_PLACEHOLDER } from './placeholder.ts';
+
+export type LosslessKind = 'missing' | 'altered' | 'first_call_changed';
+
+export interface LosslessDetail {
+  kind: LosslessKind;
+  /** Client message index (missing), upstream message index (altered), or -1 for the body (tools). */
+  message: number;
+  role?: string;
+  /** The line concerned (truncated to 200 characters), or what differed. */
+  line: string;
+}
+
+export interface LosslessReport {
+  /** Agent lines that reached the model neither in place nor in a note, nor under a compaction receipt. */
+  missing: number;
+  /** Upstream lines (or tool calls / tool definitions) that are altered copies of the agent's. */
+  altered: number;
+  /** 1 when this is the session's first call and it did not pass unchanged, else 0. */
+  first_call_changed: number;
+  /** Agent lines found whole in a note instead of in place (allowed). */
+  moved: number;
+  /** Messages sent as an earlier version the agent sent at the same position (allowed). */
+  restored: number;
+  /** Agent messages removed under a compaction receipt (allowed). */
+  compacted: number;
+  details: LosslessDetail[];
+}
+
+export interface LosslessInput {
+  clientBody: ChatRequest;
+  upstreamBody: ChatRequest;
+  /** The session's earlier client bodies, oldest first; empty or absent means this is its first call. */
+  priorClientBodies?: readonly ChatRequest[];
+  /** Receipts of the session so far (this call's included). */
+  receipts?: readonly Receipt[];
+}
+
+/** Details kept per report; counts are always complete. */
+export const MAX_DETAILS = 50;
+
+const clip = (s: string): string => (s.length > 200 ? s.slice(0, 197) + '…' : s);
+
+export function textOf(content: ChatMessage['content']): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((p: ContentPart) => (typeof p?.text === 'string' ? p.text : '')).join('\n');
+}
+
+/** JSON with object keys sorted: equal for values that differ only in key order. */
+export function sortedJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(sortedJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v) ?? 'null';
+}
+
+function argsKey(args: unknown): string {
+  if (typeof args !== 'string') return sortedJson(args);
+  try {
+    return sortedJson(JSON.parse(args));
+  } catch {
+    return args;
+  }
+}
+
+function callsKey(m: ChatMessage): string {
+  return (m.tool_calls ?? []).map((c) => `${c.id ?? ''}\u0000${c.function?.name ?? ''}\u0000${argsKey(c.function?.arguments)}`).join('\u0001');
+}
+
+/** Compaction receipts' message ranges, as a set of client message indices. */
+export function compactedIndices(receipts: readonly Receipt[] | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const r of receipts ?? []) {
+    if (r.stage !== 'compaction' || !/^compacted/.test(r.action) || !r.target) continue;
+    const m = /messages (\d+)\s*[–-]\s*(\d+)/.exec(r.target);
+    if (!m) continue;
+    for (let i = Number(m[1]); i <= Number(m[2]); i++) out.add(i);
+  }
+  return out;
+}
+
+/** Lines of a gateway note block: a framed line and the lines after it up to an empty line. */
+function splitGateway(lines: readonly string[]): { own: string[]; note: string[]; framed: number } {
+  const own: string[] = [];
+  const note: string[] = [];
+  let inBlock = false;
+  let framed = 0;
+  for (const l of lines) {
+    if (isFramedNote(l)) {
+      inBlock = true;
+      framed++;
+      continue;
+    }
+    if (l === '') {
+      inBlock = false;
+      continue;
+    }
+    (inBlock ? note : own).push(l);
+  }
+  return { own, note, framed };
+}
+
+const isInserted = (m: ChatMessage): boolean => {
+  const first = textOf(m.content).split('\n').find((l) => l !== '');
+  return first !== undefined && isFramedNote(first);
+};
+
+function bump(map: Map<string, number>, k: string, d: number): void {
+  const n = (map.get(k) ?? 0) + d;
+  if (n === 0) map.delete(k);
+  else map.set(k, n);
+}
+
+/**
+ * Per-session history of client message texts, keyed by index: what `restored` accepts. Keeps
+ * each distinct text once (a text seen at index i on any earlier call).
+ */
+export interface PriorVersions {
+  at(index: number): ReadonlySet<string> | undefined;
+}
+
+export function priorVersionsOf(bodies: readonly ChatRequest[]): PriorVersions & { add(body: ChatRequest): void } {
+  const byIndex: Set<string>[] = [];
+  const add = (body: ChatRequest): void => {
+    body.messages.forEach((m, i) => (byIndex[i] ??= new Set()).add(textOf(m.content)));
+  };
+  bodies.forEach(add);
+  return { at: (i) => byIndex[i], add };
+}
+
+export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, prior: PriorVersions, firstCall: boolean, receipts: readonly Receipt[] = []): LosslessReport {
+  const rep: LosslessReport = { missing: 0, altered: 0, first_call_changed: 0, moved: 0, restored: 0, compacted: 0, details: [] };
+  const note = (kind: LosslessKind, message: number, line: string, role?: string): void => {
+    if (kind !== 'first_call_changed') rep[kind]++;
+    if (rep.details.length < MAX_DETAILS) rep.details.push({ kind, message, ...(role ? { role } : {}), line: clip(line) });
+  };
+  const C = clientBody.messages ?? [];
+  const U = upstreamBody.messages ?? [];
+  const removed = compactedIndices(receipts);
+
+  // Note lines anywhere upstream (moved whole), as a multiset.
+  const upLines = U.map((m) => splitGateway(textOf(m.content).split('\n')));
+  const noteLines = new Map<string, number>();
+  for (const s of upLines) for (const l of s.note) bump(noteLines, l, 1);
+
+  // Align client messages with upstream ones in order: compacted ones are skipped, inserted
+  // gateway messages (checkpoint, a note message) are skipped, a mismatch is a missing message.
+  const pairs: [number, number][] = [];
+  let j = 0;
+  for (let i = 0; i < C.length; i++) {
+    if (removed.has(i)) {
+      rep.compacted++;
+      continue;
+    }
+    const sameKey = (m: ChatMessage): boolean => m.role === C[i].role && (m.tool_call_id ?? '') === (C[i].tool_call_id ?? '');
+    // An inserted-looking message is this agent message when it leads with a frame itself or was empty.
+    while (j < U.length && isInserted(U[j]) && !(sameKey(U[j]) && (isInserted(C[i]) || textOf(C[i].content) === ''))) j++;
+    if (j < U.length && sameKey(U[j])) {
+      pairs.push([i, j++]);
+      continue;
+    }
+    for (const l of textOf(C[i].content).split('\n')) if (l !== '') note('missing', i, l, C[i].role);
+    if (C[i].tool_calls?.length) note('missing', i, `tool_calls of message ${i}`, C[i].role);
+  }
+  for (; j < U.length; j++) {
+    if (isInserted(U[j])) continue;
+    for (const l of upLines[j].own) note('altered', j, l, U[j].role);
+  }
+
+  for (const [i, k] of pairs) {
+    const c = C[i];
+    const u = U[k];
+    const cText = textOf(c.content);
+    if (callsKey(c) !== callsKey(u)) note('altered', k, `tool_calls of message ${i} differ`, u.role);
+    if ((c.reasoning_content ?? '') !== (u.reasoning_content ?? '')) note('altered', k, `reasoning_content of message ${i} differs`, u.role);
+    const own = upLines[k].own;
+    // Restored: the upstream text (less gateway notes) is an earlier version the agent sent here.
+    const ownText = own.join('\n');
+    const versions = prior.at(i);
+    if (ownText !== nonEmpty(cText) && versions && [...versions].some((v) => nonEmpty(v) === ownText || nonEmpty(escapeFrame(v)) === ownText)) {
+      rep.restored++;
+      continue;
+    }
+    const avail = new Map<string, number>();
+    for (const l of own) bump(avail, l, 1);
+    const unplaced: string[] = [];
+    for (const l of cText.split('\n')) {
+      if (l === '') continue;
+      const esc = escapeFrame(l);
+      if (avail.has(l)) bump(avail, l, -1);
+      else if (esc !== l && avail.has(esc)) bump(avail, esc, -1);
+      else unplaced.push(l);
+    }
+    // Leftover upstream lines: a placeholder line standing for an unplaced line that sits in a note.
+    for (const [l, n] of avail) {
+      for (let r = 0; r < n; r++) {
+        const at = l.includes(VOLATILE_PLACEHOLDER) ? unplaced.findIndex((o) => placeholderMatches(l, o) && noteLines.has(o)) : -1;
+        if (at >= 0) {
+          const [o] = unplaced.splice(at, 1);
+          bump(noteLines, o, -1);
+          rep.moved++;
+        } else note('altered', k, l, u.role);
+      }
+    }
+    for (const l of unplaced) {
+      if (noteLines.has(l)) {
+        bump(noteLines, l, -1);
+        rep.moved++;
+      } else note('missing', i, l, c.role);
+    }
+  }
+
+  if (sortedToolSet(clientBody.tools) !== sortedToolSet(upstreamBody.tools)) note('altered', -1, 'tools differ (as JSON values, any order)');
+  if (firstCall && removed.size === 0) {
+    const same = C.length === U.length && C.every((m, i) => sameMessage(m, U[i]));
+    if (!same || JSON.stringify(clientBody.tools ?? null) !== JSON.stringify(upstreamBody.tools ?? null)) {
+      rep.first_call_changed = 1;
+      const at = C.findIndex((m, i) => !U[i] || !sameMessage(m, U[i]));
+      note('first_call_changed', at, at < 0 ? 'tools changed' : `message ${at} changed`);
+    }
+  }
+  return rep;
+}
+
+const nonEmpty = (t: string): string => t.split('\n').filter((l) => l !== '').join('\n');
+
+function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
+  if (JSON.stringify(a) === JSON.stringify(b)) return true;
+  // Escaping the frame marker inside untrusted text is the only change allowed on a first call.
+  const ea = { ...a, content: typeof a.content === 'string' ? escapeFrame(a.content) : a.content };
+  return JSON.stringify(ea) === JSON.stringify(b);
+}
+
+function sortedToolSet(tools: unknown): string {
+  if (!Array.isArray(tools) || tools.length === 0) return '[]';
+  return tools.map(sortedJson).sort().join('\n');
+}
+
+export function checkLossless(input: LosslessInput): LosslessReport {
+  const prior = input.priorClientBodies ?? [];
+  return checkWith(input.clientBody, input.upstreamBody, priorVersionsOf(prior), prior.length === 0, input.receipts);
+}
+
+export interface LosslessTracker {
+  /** Check one call of the session, then remember its client body and receipts. */
+  check(clientBody: ChatRequest, upstreamBody: ChatRequest, receipts?: readonly Receipt[]): LosslessReport;
+}
+
+/** One per session: keeps the earlier bodies' texts per index and the receipts so far. */
+export function createLosslessTracker(): LosslessTracker {
+  const prior = priorVersionsOf([]);
+  const seen: Receipt[] = [];
+  let calls = 0;
+  return {
+    check(clientBody, upstreamBody, receipts = []) {
+      for (const r of receipts) if (r.stage === 'compaction') seen.push(r);
+      const rep = checkWith(clientBody, upstreamBody, prior, calls === 0, seen);
+      prior.add(clientBody);
+      calls++;
+      return rep;
+    },
+  };
+}
+
+/** Sum of reports (counts only; the first details up to MAX_DETAILS). */
+export function sumReports(reps: readonly LosslessReport[]): LosslessReport {
+  const out: LosslessReport = { missing: 0, altered: 0, first_call_changed: 0, moved: 0, restored: 0, compacted: 0, details: [] };
+  for (const r of reps) {
+    out.missing += r.missing;
+    out.altered += r.altered;
+    out.first_call_changed += r.first_call_changed;
+    out.moved += r.moved;
+    out.restored += r.restored;
+    out.compacted += r.compacted;
+    for (const d of r.details) if (out.details.length < MAX_DETAILS) out.details.push(d);
+  }
+  return out;
+}
