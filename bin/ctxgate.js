@@ -4,6 +4,6 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('../gateway/cli.ts');
+const { main } = await import('../cli/main.ts');
 const code = await main(process.argv.slice(2));
 if (typeof code === 'number') process.exitCode = code;

@@ -1,13 +1,6 @@
 // ctxgate command line: one table of subcommands, each loaded lazily from the file that owns it,
 // so `ctxgate --help` never pays for the tokenizers or the server.
-export interface CommandModule {
-  /** One paragraph shown by `ctxgate help NAME` and `ctxgate NAME --help`. */
-  help: string;
-  /** True when the command dispatches to subcommands that show their own --help. */
-  subcommands?: boolean;
-  /** Runs the command; resolves to the process exit code. */
-  run(argv: string[]): Promise<number>;
-}
+import type { CommandModule } from './command.ts';
 
 interface CommandEntry {
   summary: string;
@@ -18,12 +11,12 @@ const COMMANDS: Record<string, CommandEntry> = {
   serve: { summary: 'run the gateway: ctxgate serve --config FILE', load: () => import('./commands/serve.ts') },
   'sim-worker': {
     summary: 'run a reference worker (vLLM/SGLang stand-in with a real prefix cache)',
-    load: () => import('../loadtest/commands/sim-worker.ts'),
+    load: () => import('./commands/sim-worker.ts'),
   },
-  demo: { summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)', load: () => import('../loadtest/commands/demo.ts') },
-  bench: { summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos', load: () => import('../loadtest/commands/bench.ts') },
-  explain: { summary: 'per-call prefix-cache table for a recorded session', load: () => import('../middleware/commands/explain.ts') },
-  plan: { summary: 'KV capacity planning for a model on a GPU', load: () => import('../kvplanner/commands/plan.ts') },
+  demo: { summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)', load: () => import('./commands/demo.ts') },
+  bench: { summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos', load: () => import('./commands/bench.ts') },
+  explain: { summary: 'per-call prefix-cache table for a recorded session', load: () => import('./commands/explain.ts') },
+  plan: { summary: 'KV capacity planning for a model on a GPU', load: () => import('./commands/plan.ts') },
   report: { summary: 'FinOps report from the usage ledger', load: () => import('./commands/report.ts') },
 };
 

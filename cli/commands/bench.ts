@@ -1,15 +1,15 @@
 // ctxgate bench <name>: one table of sub-benchmarks, each a module exporting `help` and `run(argv)`,
 // loaded lazily so one benchmark's dependencies never slow another down.
-import type { CommandModule } from '../../gateway/cli.ts';
+import type { CommandModule } from '../command.ts';
 
 const BENCHES: Record<string, () => Promise<CommandModule>> = {
-  overhead: () => import('../bench-overhead.ts'),
-  calibrate: () => import('../bench-calibrate.ts'),
-  replay: () => import('../replay/command.ts'),
-  strategies: () => import('../bench-strategies.ts'),
+  overhead: () => import('../../loadtest/bench-overhead.ts'),
+  calibrate: () => import('../../loadtest/bench-calibrate.ts'),
+  replay: () => import('../../loadtest/replay/command.ts'),
+  strategies: () => import('../../loadtest/bench-strategies.ts'),
   routing: () => import('../../kvplanner/bench-routing.ts'),
   middleware: () => import('../../middleware/bench-middleware.ts'),
-  chaos: () => import('../bench-chaos.ts'),
+  chaos: () => import('../../loadtest/bench-chaos.ts'),
 };
 
 export const subcommands = true;

@@ -1,6 +1,6 @@
 // `ctxgate demo` / `npm run demo`: see loadtest/demo/run-demo.ts.
-import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
-import { DEMO_REPORT, DEMO_SEED, DEMO_SESSIONS, DEMO_TOKENIZER, DEMO_WORKERS, runDemo } from '../demo/run-demo.ts';
+import { bool, num, parseArgs, rejectUnknown, str } from '../../loadtest/replay/args.ts';
+import { DEMO_REPORT, DEMO_SEED, DEMO_SESSIONS, DEMO_TOKENIZER, DEMO_WORKERS, runDemo } from '../../loadtest/demo/run-demo.ts';
 
 export const help = `ctxgate demo [options]
 

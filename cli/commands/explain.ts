@@ -3,8 +3,8 @@
 // call is run through the pipeline and the diagnostics printed: predicted cached tokens and, when
 // the prefix broke, the cause and where.
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
-import { createPipeline } from '../pipeline.ts';
-import type { PrefixDiagnostics } from '../types.ts';
+import { createPipeline } from '../../middleware/pipeline.ts';
+import type { PrefixDiagnostics } from '../../middleware/types.ts';
 
 export const help = `usage: ctxgate explain FILE|DIR… [--tokenizer qwen3] [--layout passthrough|ctxgate] [--block-size 16] [--chat-template FILE]
 

@@ -1,7 +1,7 @@
 // `ctxgate plan`: KV capacity and prefill-time planning for a model on a GPU (kvplanner/capacity.ts).
 import { parseArgs } from 'node:util';
-import { plan, type Plan } from '../capacity.ts';
-import { DTYPE_BYTES, GPU_PRESETS, gpuPreset, MODEL_PRESETS, modelPreset, type Attention, type GpuSpec, type ModelSpec } from '../presets.ts';
+import { plan, type Plan } from '../../kvplanner/capacity.ts';
+import { DTYPE_BYTES, GPU_PRESETS, gpuPreset, MODEL_PRESETS, modelPreset, type Attention, type GpuSpec, type ModelSpec } from '../../kvplanner/presets.ts';
 
 export const help = `ctxgate plan — KV cache capacity and prefill planning
 

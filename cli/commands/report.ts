@@ -1,14 +1,14 @@
 // ctxgate report: the FinOps report from the usage ledger, in md, csv, json or html.
 import { writeFileSync, existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/load.ts';
-import { DEFAULT_LEDGER_BATCH_SIZE, DEFAULT_LEDGER_FLUSH_MS, DEFAULT_LEDGER_PATH, DEFAULT_LEDGER_RETENTION_DAYS } from '../config/schema.ts';
-import { openLedger } from '../ledger/open.ts';
-import { RedisStreamLedger } from '../ledger/redis-stream.ts';
-import { SqliteLedger } from '../ledger/sqlite.ts';
-import type { UsageLedger } from '../ledger/types.ts';
-import { buildReport, parseTime, renderReport } from '../report/render.ts';
-import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../report/types.ts';
+import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
+import { DEFAULT_LEDGER_BATCH_SIZE, DEFAULT_LEDGER_FLUSH_MS, DEFAULT_LEDGER_PATH, DEFAULT_LEDGER_RETENTION_DAYS } from '../../gateway/config/schema.ts';
+import { openLedger } from '../../gateway/ledger/open.ts';
+import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
+import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
+import type { UsageLedger } from '../../gateway/ledger/types.ts';
+import { buildReport, parseTime, renderReport } from '../../gateway/report/render.ts';
+import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../../gateway/report/types.ts';
 
 export const help = `ctxgate report [--ledger PATH | --config FILE | --redis URL] [options]
 

@@ -1,8 +1,8 @@
 // ctxgate serve --config FILE: load and validate the config, start the gateway, drain on SIGTERM.
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/load.ts';
-import { startAssembledGateway } from '../assemble.ts';
-import { PricingError } from '../usage/pricing.ts';
+import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { PricingError } from '../../gateway/usage/pricing.ts';
 
 /** After draining, how long stray handles may keep the process alive before it exits anyway. */
 const EXIT_GRACE_MS = 2_000;

@@ -1,6 +1,6 @@
 // `ctxgate sim-worker`: runs one reference worker until SIGINT/SIGTERM.
-import { startSimWorker } from '../sim-worker/index.ts';
-import { OPTIONS_HELP, parseWorkerArgs } from '../sim-worker/options.ts';
+import { startSimWorker } from '../../loadtest/sim-worker/index.ts';
+import { OPTIONS_HELP, parseWorkerArgs } from '../../loadtest/sim-worker/options.ts';
 
 export const help = `ctxgate sim-worker [options]
 Runs a reference worker: a vLLM/SGLang stand-in with the engines' API, a real prefix cache

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../../gateway/config/load.ts';
 import { DEFAULT_ATTEMPTS, DEFAULT_LAYOUT, DEFAULT_MAX_BODY_BYTES } from '../../gateway/config/schema.ts';
-import { run as serve } from '../../gateway/commands/serve.ts';
+import { run as serve } from '../../cli/commands/serve.ts';
 
 const worker = { url: 'http://127.0.0.1:9001' };
 const model = { name: 'm', workers: [worker] };

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queryFromArgs } from '../../gateway/commands/report.ts';
+import { queryFromArgs } from '../../cli/commands/report.ts';
 import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
 import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
 import { buildUsageRecord } from '../../gateway/usage/record.ts';

@@ -1,7 +1,7 @@
 // The worked examples of DESIGN.md §7.
 import { describe, expect, it } from 'vitest';
 import { capacity, GIB, kvBytesPerToken, maxPromptForTtft, plan, prefillFlops, prefillSeconds } from '../../kvplanner/capacity.ts';
-import { run } from '../../kvplanner/commands/plan.ts';
+import { run } from '../../cli/commands/plan.ts';
 import { gpuPreset, modelPreset, type ModelSpec } from '../../kvplanner/presets.ts';
 
 const L32: ModelSpec = { name: 'l32', layers: 32, hidden: 4096, kvHeads: 8, headDim: 128, attention: 'gqa', params: 8e9, activeParams: 8e9, weightBytes: 2, kvBytes: 2 };
