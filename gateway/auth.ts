@@ -3,7 +3,7 @@
 // the time taken does not depend on which key matched or how close a wrong key came.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { GatewayConfig } from './config/schema.ts';
-import { GatewayError } from './errors.ts';
+import { GatewayError } from '../middleware/errors.ts';
 
 export interface Principal {
   tenant: string;

@@ -9,7 +9,7 @@ import { createAuthenticator, type Principal } from './auth.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
-import { GatewayError, toGatewayError } from './errors.ts';
+import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
 import { installLimits, jsonDepth } from './limits/index.ts';
 import { handleProxy } from './proxy/handle.ts';

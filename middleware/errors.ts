@@ -1,5 +1,6 @@
-// The one registry of errors the gateway answers with. Every code is stable (clients and tests
-// match on it) and every body is OpenAI-shaped: {"error":{"message","type","code","param"}}.
+// The one registry of errors ctxgate answers with (gateway routes and the middleware admin routes alike; it sits
+// in middleware/ so both layers import it downward). Every code is stable (clients and tests match on it) and every
+// body is OpenAI-shaped: {"error":{"message","type","code","param"}}.
 
 export interface ErrorSpec {
   status: number;

@@ -5,7 +5,7 @@
 // lookup lets calls through (a ledger outage must not take the gateway down) and is reported.
 // Settings: budgets: [{tenant, usd_per_day}].
 import type { GatewayConfig } from '../config/schema.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 
 /** How long a tenant's looked-up spend is trusted. */
 export const DEFAULT_BUDGET_CACHE_MS = 5_000;

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 
 export const RATE_WINDOW_MS = 60_000;
 /** Redis key namespace of the per-tenant windows. */

@@ -4,7 +4,7 @@
 // healthy, untried, not-full workers and the model's policy picks one.
 import type { Dispatcher } from 'undici';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';

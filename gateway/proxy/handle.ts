@@ -5,7 +5,7 @@ import type { RouteInfo } from '../../kvplanner/types.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
 import { upstreamBody } from './body.ts';

@@ -8,7 +8,7 @@ import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
-import { errorBody, GatewayError, streamErrorFrames } from '../errors.ts';
+import { errorBody, GatewayError, streamErrorFrames } from '../../middleware/errors.ts';
 import { clientGone, usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { extractUsage } from './usage.ts';

@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireAdmin, type Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 
 const STARTED = Math.floor(Date.now() / 1000);
 

@@ -2,7 +2,7 @@
 // An admin sees every tenant (and may narrow with ?tenant=); any other key sees only its own
 // tenant's rows, whatever it asks for. Errors are OpenAI-shaped.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, toGatewayError } from '../errors.ts';
+import { GatewayError, toGatewayError } from '../../middleware/errors.ts';
 import type { UsageLedger } from '../ledger/types.ts';
 import { buildReport, CONTENT_TYPES, parseTime, renderReport } from '../report/render.ts';
 import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../report/types.ts';

@@ -2,7 +2,7 @@
 // sha256. Tenant-scoped: the store is namespaced by the caller's tenant, so another tenant's
 // hash is simply not found. Served as text/plain with an immutable cache header.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody } from '../../gateway/errors.ts';
+import { errorBody } from '../errors.ts';
 import { isArtifactHash, type ArtifactStore } from '../artifacts/store.ts';
 
 export interface ArtifactRouteDeps {

@@ -2,7 +2,7 @@
 // BREAK_RING_SIZE per session, newest last), tenant-scoped: the caller's tenant namespaces the
 // store lookup, so another tenant's session id simply does not exist. Registered by the gateway.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody } from '../../gateway/errors.ts';
+import { errorBody } from '../errors.ts';
 import { readBreaks } from '../diagnostics/break-ring.ts';
 import type { SessionStore } from '../session/store.ts';
 

@@ -3,7 +3,7 @@
 // session's next call: every live observation of that URI (or under that dir) gets one
 // tombstone at the leaf. Tenant-scoped: the caller's tenant namespaces the store lookup.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody } from '../../gateway/errors.ts';
+import { errorBody } from '../errors.ts';
 import type { LedgerBundle } from '../ledger/chain.ts';
 import { invalidate } from '../ledger/ledger.ts';
 import { fileUri } from '../ledger/uri.ts';
