@@ -1,6 +1,6 @@
 // Reading per-policy settings from the free-form config object: typed getters that fail loudly
 // on a wrong type instead of silently routing with a default.
-import type { PolicyOptions } from './policy-registry.ts';
+import type { PolicyOptions } from './types.ts';
 
 export function num(opts: PolicyOptions, key: string, dflt: number, min = -Infinity, max = Infinity): number {
   const v = opts[key];

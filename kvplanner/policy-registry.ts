@@ -5,12 +5,7 @@ import { PREFIX_HASH_BRANCHES, PrefixHashPolicy } from './policies/prefix-hash.t
 import { RoundRobinPolicy } from './policies/round-robin.ts';
 import { SESSION_HASH_BRANCHES, SessionHashPolicy } from './policies/session-hash.ts';
 import { SGLANG_BRANCHES, SglangCacheAwarePolicy } from './policies/sglang-cache-aware.ts';
-import type { Policy } from './types.ts';
-
-export interface PolicyOptions {
-  /** Free-form per-policy settings from the config (validated by the policy's own factory). */
-  [k: string]: unknown;
-}
+import type { Policy, PolicyOptions } from './types.ts';
 
 type Factory = (opts: PolicyOptions) => Policy;
 

@@ -57,3 +57,8 @@ export interface Policy {
   /** In-memory statistics (index size, evictions, predicted vs reported cached tokens). */
   stats?(): object;
 }
+
+export interface PolicyOptions {
+  /** Free-form per-policy settings from the config (validated by the policy's own factory). */
+  [k: string]: unknown;
+}

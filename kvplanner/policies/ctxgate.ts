@@ -30,11 +30,10 @@
 import { blockHashes, DEFAULT_BLOCK_SIZE, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { PrefixIndex } from '../prefix-index.ts';
-import type { PolicyOptions } from '../policy-registry.ts';
 import { num, numOrMap } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
 import { SharedPrefixTracker } from '../shared-prefix.ts';
-import type { Choice, Policy, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
+import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
 export const CTXGATE_DEFAULTS = {
   epsilon: 0.25,

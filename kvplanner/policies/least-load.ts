@@ -2,9 +2,8 @@
 // prefill plus a token-equivalent per in-flight request (decode slots and engine queue). O(n).
 // Settings: request_token_equiv (default 512), uses scraped engine.waiting when present.
 // Ties rotate so equal workers share traffic instead of the first one taking it all.
-import type { PolicyOptions } from '../policy-registry.ts';
 import { num } from '../policy-options.ts';
-import type { Choice, Policy, RouteInfo, WorkerView } from '../types.ts';
+import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
 /** Token-equivalent cost of one in-flight request (≈ a short prompt's prefill). */
 export const DEFAULT_REQUEST_TOKEN_EQUIV = 512;

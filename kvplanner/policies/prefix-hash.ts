@@ -4,9 +4,8 @@
 // worker that passes that check, else the ring owner anyway. O(prefix) hash + O(log(n·v)) + O(n).
 // Without token ids it hashes the first 1024 characters of the text (≈256 tokens).
 import { hash32, hashTokens, HashRing } from '../hash-ring.ts';
-import type { PolicyOptions } from '../policy-registry.ts';
 import { num } from '../policy-options.ts';
-import type { Choice, Policy, RouteInfo, WorkerView } from '../types.ts';
+import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
 /** sgl-model-gateway PrefixHashConfig::default(): prefix_token_count 256, load_factor 1.25. */
 export const DEFAULT_PREFIX_TOKENS = 256;

@@ -4,9 +4,8 @@
 // Settings: epsilon (default 0.25), vnodes (160). Requests without a session key hash the tenant
 // plus the first 256 characters of the text, so anonymous traffic still spreads deterministically.
 import { boundedCapacity, hash32, hasRoom, HashRing } from '../hash-ring.ts';
-import type { PolicyOptions } from '../policy-registry.ts';
 import { num } from '../policy-options.ts';
-import type { Choice, Policy, RouteInfo, WorkerView } from '../types.ts';
+import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
 export const DEFAULT_EPSILON = 0.25;
 export const SESSION_HASH_BRANCHES = ['home', 'overflow', 'saturated'] as const;

@@ -14,9 +14,8 @@
 // 10000; pass those as options to compare. The eviction runs lazily inside select (no timer thread).
 // Cost: O(text length) per decision + O(n) load scan.
 import { ApproxRadixTree } from '../approx-radix-tree.ts';
-import type { PolicyOptions } from '../policy-registry.ts';
 import { num } from '../policy-options.ts';
-import type { Choice, Policy, RouteInfo, WorkerView } from '../types.ts';
+import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
 export const SGLANG_DEFAULTS = {
   cache_threshold: 0.5,
