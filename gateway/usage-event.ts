@@ -29,4 +29,13 @@ export interface UsageEvent {
   breakCause?: string;
   /** Tokens the agent's original (unrewritten) layout would have had cached, from diagnostics. */
   counterfactualPromptTokensCached?: number;
+  /** Cached tokens expected on a uniformly chosen healthy worker, from the policy's index. */
+  uniformCachedTokens?: number;
+  /** Prefill / decode time the engine reported (reference worker: `x-sim-timing`) or modelled. */
+  prefillMs?: number;
+  decodeMs?: number;
+  /** Where prefillMs / decodeMs come from. */
+  timingSource?: 'reported' | 'modelled';
+  /** Uncached prompt tokens written to a provider cache at the cache-write price. */
+  cacheWriteTokens?: number;
 }

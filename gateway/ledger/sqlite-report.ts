@@ -23,7 +23,9 @@ const SUMS_SQL = `COUNT(*) AS requests, SUM(prompt_tokens) AS promptTokens, SUM(
   SUM(cost_uncached_nusd) AS costUncachedNusd, SUM(cost_cached_nusd) AS costCachedNusd, SUM(cost_write_nusd) AS costWriteNusd,
   SUM(cost_output_nusd) AS costOutputNusd, SUM(cost_nusd) AS costNusd, SUM(cf_nocache_nusd) AS cfNoCacheNusd,
   SUM(COALESCE(cf_original_nusd, cost_nusd)) AS cfOriginalNusd,
-  SUM(savings_nusd) AS savingsNusd, SUM(status >= 400) AS errors, SUM(usage_source = 'predicted') AS predictedUsage`;
+  SUM(savings_nusd) AS savingsNusd, SUM(savings_layout_nusd) AS savingsLayoutNusd, SUM(savings_routing_nusd) AS savingsRoutingNusd,
+  SUM(savings_engine_nusd) AS savingsEngineNusd, SUM(status >= 400) AS errors, SUM(billing = 'billed_failure') AS billedFailures,
+  SUM(usage_source = 'predicted') AS predictedUsage`;
 
 const KEY_SQL: Record<GroupBy, string> = {
   tenant: 'tenant',

@@ -3,7 +3,7 @@
 // and retention; (tenant, time) serves tenant-scoped reports.
 import type { UsageRecord } from '../usage/types.ts';
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const COLUMNS = [
   'time', 'request_id', 'tenant', 'key_id', 'session_id', 'model', 'worker', 'status', 'stream', 'usage_source',
@@ -11,7 +11,20 @@ export const COLUMNS = [
   'ttft_ms', 'total_ms', 'overhead_ms', 'attempts', 'error_code', 'break_cause', 'prefill_ms', 'decode_ms', 'pricing_kind',
   'cost_uncached_nusd', 'cost_cached_nusd', 'cost_write_nusd', 'cost_output_nusd', 'cost_nusd',
   'cf_nocache_nusd', 'cf_original_nusd', 'savings_nusd',
+  'savings_layout_nusd', 'savings_routing_nusd', 'savings_engine_nusd', 'billing', 'timing_source',
 ] as const;
+
+/** Columns added after version 1, with the DDL that adds them to an older file (old rows: all
+ *  savings credited to the engine, billed, no timing source). */
+export const MIGRATIONS: readonly { column: string; ddl: string }[] = [
+  { column: 'savings_layout_nusd', ddl: 'ALTER TABLE usage ADD COLUMN savings_layout_nusd INTEGER NOT NULL DEFAULT 0' },
+  { column: 'savings_routing_nusd', ddl: 'ALTER TABLE usage ADD COLUMN savings_routing_nusd INTEGER NOT NULL DEFAULT 0' },
+  { column: 'savings_engine_nusd', ddl: 'ALTER TABLE usage ADD COLUMN savings_engine_nusd INTEGER' },
+  { column: 'billing', ddl: "ALTER TABLE usage ADD COLUMN billing TEXT NOT NULL DEFAULT 'billed'" },
+  { column: 'timing_source', ddl: 'ALTER TABLE usage ADD COLUMN timing_source TEXT' },
+];
+/** Runs after MIGRATIONS: rows from version 1 credit their whole saving to the engine. */
+export const BACKFILL_SQL = 'UPDATE usage SET savings_engine_nusd = savings_nusd WHERE savings_engine_nusd IS NULL';
 
 export const DDL = `
 CREATE TABLE IF NOT EXISTS usage (
@@ -25,7 +38,9 @@ CREATE TABLE IF NOT EXISTS usage (
   error_code TEXT, break_cause TEXT, prefill_ms REAL, decode_ms REAL, pricing_kind TEXT NOT NULL,
   cost_uncached_nusd INTEGER NOT NULL, cost_cached_nusd INTEGER NOT NULL, cost_write_nusd INTEGER NOT NULL,
   cost_output_nusd INTEGER NOT NULL, cost_nusd INTEGER NOT NULL,
-  cf_nocache_nusd INTEGER NOT NULL, cf_original_nusd INTEGER, savings_nusd INTEGER NOT NULL
+  cf_nocache_nusd INTEGER NOT NULL, cf_original_nusd INTEGER, savings_nusd INTEGER NOT NULL,
+  savings_layout_nusd INTEGER NOT NULL DEFAULT 0, savings_routing_nusd INTEGER NOT NULL DEFAULT 0,
+  savings_engine_nusd INTEGER, billing TEXT NOT NULL DEFAULT 'billed', timing_source TEXT
 );
 CREATE INDEX IF NOT EXISTS usage_time ON usage(time);
 CREATE INDEX IF NOT EXISTS usage_tenant_time ON usage(tenant, time);
@@ -48,6 +63,8 @@ export function toRow(r: UsageRecord): Row {
     cost_uncached_nusd: r.costUncachedInputNusd, cost_cached_nusd: r.costCachedInputNusd, cost_write_nusd: r.costCacheWriteNusd,
     cost_output_nusd: r.costOutputNusd, cost_nusd: r.costNusd,
     cf_nocache_nusd: r.cfNoCacheNusd, cf_original_nusd: r.cfOriginalNusd, savings_nusd: r.savingsNusd,
+    savings_layout_nusd: r.savingsLayoutNusd, savings_routing_nusd: r.savingsRoutingNusd, savings_engine_nusd: r.savingsEngineNusd,
+    billing: r.billing, timing_source: r.timingSource,
   };
 }
 
@@ -67,5 +84,9 @@ export function fromRow(w: Row): UsageRecord {
     costUncachedInputNusd: n(w.cost_uncached_nusd), costCachedInputNusd: n(w.cost_cached_nusd), costCacheWriteNusd: n(w.cost_write_nusd),
     costOutputNusd: n(w.cost_output_nusd), costNusd: n(w.cost_nusd),
     cfNoCacheNusd: n(w.cf_nocache_nusd), cfOriginalNusd: on(w.cf_original_nusd), savingsNusd: n(w.savings_nusd),
+    savingsLayoutNusd: n(w.savings_layout_nusd), savingsRoutingNusd: n(w.savings_routing_nusd),
+    savingsEngineNusd: w.savings_engine_nusd === null ? n(w.savings_nusd) : n(w.savings_engine_nusd),
+    billing: w.billing === 'billed_failure' || w.billing === 'unbilled_failure' ? w.billing : 'billed',
+    timingSource: w.timing_source === 'reported' || w.timing_source === 'modelled' ? w.timing_source : null,
   };
 }

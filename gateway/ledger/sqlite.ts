@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import type { ReportData, ReportQuery } from '../report/types.ts';
 import type { UsageRecord } from '../usage/types.ts';
 import { BatchQueue } from './batch-queue.ts';
-import { DDL, INSERT_SQL, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
+import { BACKFILL_SQL, DDL, INSERT_SQL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
 
@@ -42,7 +42,7 @@ export class SqliteLedger implements UsageLedger {
       // WAL + NORMAL: a crash can lose the last batch, never corrupt the file.
       this.db.pragma('synchronous = NORMAL');
       this.db.exec(DDL);
-      this.db.prepare('INSERT OR IGNORE INTO meta (k, v) VALUES (?, ?)').run('schema_version', String(SCHEMA_VERSION));
+      this.migrate();
     }
     const insert = o.readonly ? null : this.db.prepare(INSERT_SQL);
     const insertMany = this.db.transaction((batch: UsageRecord[]) => {
@@ -64,6 +64,17 @@ export class SqliteLedger implements UsageLedger {
       this.sweep = setInterval(() => this.prune(), o.retentionSweepMs ?? DEFAULT_RETENTION_SWEEP_MS);
       this.sweep.unref();
     }
+  }
+
+  /** Adds the columns a version-1 file lacks (CREATE TABLE IF NOT EXISTS left it as it was). */
+  private migrate(): void {
+    const have = new Set((this.db.prepare('PRAGMA table_info(usage)').all() as { name: string }[]).map((c) => c.name));
+    this.db.transaction(() => {
+      const added = MIGRATIONS.filter((m) => !have.has(m.column));
+      for (const m of added) this.db.exec(m.ddl);
+      if (added.length) this.db.exec(BACKFILL_SQL);
+      this.db.prepare('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)').run('schema_version', String(SCHEMA_VERSION));
+    })();
   }
 
   append(rec: UsageRecord): void {

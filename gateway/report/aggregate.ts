@@ -31,7 +31,11 @@ export function recordSums(r: UsageRecord): Sums {
     cfNoCacheNusd: r.cfNoCacheNusd,
     cfOriginalNusd: r.cfOriginalNusd ?? r.costNusd,
     savingsNusd: r.savingsNusd,
+    savingsLayoutNusd: r.savingsLayoutNusd,
+    savingsRoutingNusd: r.savingsRoutingNusd,
+    savingsEngineNusd: r.savingsEngineNusd,
     errors: r.status >= 400 ? 1 : 0,
+    billedFailures: r.billing === 'billed_failure' ? 1 : 0,
     predictedUsage: r.usageSource === 'predicted' ? 1 : 0,
   };
 }

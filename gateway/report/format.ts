@@ -14,10 +14,13 @@ export interface JsonSums {
   predicted_cached_tokens: number;
   cost_nusd: number;
   savings_nusd: number;
+  savings_by_cause_usd: { layout: number; routing: number; engine: number };
+  savings_by_cause_nusd: { layout: number; routing: number; engine: number };
   cost_by_kind_usd: { uncached_input: number; cached_input: number; cache_write: number; output: number };
   no_cache_cost_usd: number;
   original_layout_cost_usd: number;
   errors: number;
+  billed_failures: number;
   predicted_usage_requests: number;
 }
 
@@ -46,6 +49,8 @@ export function jsonSums(s: Sums): JsonSums {
     predicted_cached_tokens: s.predictedCachedTokens,
     cost_nusd: s.costNusd,
     savings_nusd: s.savingsNusd,
+    savings_by_cause_usd: { layout: nusdToUsd(s.savingsLayoutNusd), routing: nusdToUsd(s.savingsRoutingNusd), engine: nusdToUsd(s.savingsEngineNusd) },
+    savings_by_cause_nusd: { layout: s.savingsLayoutNusd, routing: s.savingsRoutingNusd, engine: s.savingsEngineNusd },
     cost_by_kind_usd: {
       uncached_input: nusdToUsd(s.costUncachedNusd),
       cached_input: nusdToUsd(s.costCachedNusd),
@@ -55,6 +60,7 @@ export function jsonSums(s: Sums): JsonSums {
     no_cache_cost_usd: nusdToUsd(s.cfNoCacheNusd),
     original_layout_cost_usd: nusdToUsd(s.cfOriginalNusd),
     errors: s.errors,
+    billed_failures: s.billedFailures,
     predicted_usage_requests: s.predictedUsage,
   };
 }
@@ -78,7 +84,8 @@ export function renderJson(d: ReportData): string {
 
 const CSV_HEADER = [
   'key', 'requests', 'prompt_tokens', 'cached_tokens', 'output_tokens', 'hit_rate', 'cost_usd', 'uncached_input_usd',
-  'cached_input_usd', 'cache_write_usd', 'output_usd', 'no_cache_cost_usd', 'savings_usd', 'errors',
+  'cached_input_usd', 'cache_write_usd', 'output_usd', 'no_cache_cost_usd', 'savings_usd', 'savings_layout_usd', 'savings_routing_usd',
+  'savings_engine_usd', 'errors', 'billed_failures',
 ];
 
 function csvCell(v: string | number): string {
@@ -90,7 +97,8 @@ function csvRow(key: string, s: Sums): string {
   const j = jsonSums(s);
   return [
     key, j.requests, j.prompt_tokens, j.cached_tokens, j.output_tokens, j.hit_rate, j.cost_usd, j.cost_by_kind_usd.uncached_input,
-    j.cost_by_kind_usd.cached_input, j.cost_by_kind_usd.cache_write, j.cost_by_kind_usd.output, j.no_cache_cost_usd, j.savings_usd, j.errors,
+    j.cost_by_kind_usd.cached_input, j.cost_by_kind_usd.cache_write, j.cost_by_kind_usd.output, j.no_cache_cost_usd, j.savings_usd,
+    j.savings_by_cause_usd.layout, j.savings_by_cause_usd.routing, j.savings_by_cause_usd.engine, j.errors, j.billed_failures,
   ]
     .map(csvCell)
     .join(',');
@@ -114,10 +122,10 @@ export function renderMarkdown(d: ReportData): string {
     '',
     `Range: ${range}${d.query.tenant ? ` · tenant: ${d.query.tenant}` : ''} · grouped by ${d.query.groupBy}`,
     '',
-    `- Requests: ${int(t.requests)} (${int(t.errors)} errors, ${int(t.predictedUsage)} priced on predicted usage)`,
+    `- Requests: ${int(t.requests)} (${int(t.errors)} errors, ${int(t.billedFailures)} of them billed on the worker's usage; ${int(t.predictedUsage)} priced on predicted usage)`,
     `- Prompt tokens: ${int(t.promptTokens)}, cached: ${int(t.cachedTokens)} (hit rate ${pct(hitRate(t))}), output: ${int(t.outputTokens)}`,
     `- Cost: ${formatUsd(t.costNusd)} (uncached input ${formatUsd(t.costUncachedNusd)}, cached input ${formatUsd(t.costCachedNusd)}, cache write ${formatUsd(t.costWriteNusd)}, output ${formatUsd(t.costOutputNusd)})`,
-    `- Without prefix caching: ${formatUsd(t.cfNoCacheNusd)} · saved ${formatUsd(t.savingsNusd)} · with the agents' original prompt layout (estimate): ${formatUsd(t.cfOriginalNusd)}`,
+    `- Without prefix caching: ${formatUsd(t.cfNoCacheNusd)} · saved ${formatUsd(t.savingsNusd)} (layout ${formatUsd(t.savingsLayoutNusd)}, routing ${formatUsd(t.savingsRoutingNusd)}, engine ${formatUsd(t.savingsEngineNusd)}) · with the agents' original prompt layout (estimate): ${formatUsd(t.cfOriginalNusd)}`,
     '',
     `## By ${d.query.groupBy}`,
     '',

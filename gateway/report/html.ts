@@ -69,10 +69,11 @@ export function groupTable(rows: GroupRow[], keyName: string): string {
       (g) =>
         `<tr><td>${esc(g.key || '(none)')}</td>${td(g.requests, g.requests.toLocaleString('en-US'))}${td(g.promptTokens, g.promptTokens.toLocaleString('en-US'))}` +
         `${td(g.cachedTokens, g.cachedTokens.toLocaleString('en-US'))}${td(hitRate(g), pct(hitRate(g)))}${td(g.outputTokens, g.outputTokens.toLocaleString('en-US'))}` +
-        `${td(g.costNusd, formatUsd(g.costNusd))}${td(g.savingsNusd, formatUsd(g.savingsNusd))}</tr>`,
+        `${td(g.costNusd, formatUsd(g.costNusd))}${td(g.savingsNusd, formatUsd(g.savingsNusd))}${td(g.savingsLayoutNusd, formatUsd(g.savingsLayoutNusd))}` +
+        `${td(g.savingsRoutingNusd, formatUsd(g.savingsRoutingNusd))}${td(g.savingsEngineNusd, formatUsd(g.savingsEngineNusd))}</tr>`,
     )
     .join('');
-  return `<table class="sortable"><thead><tr><th>${esc(keyName)}</th><th>requests</th><th>prompt</th><th>cached</th><th>hit rate</th><th>output</th><th>cost</th><th>saved</th></tr></thead><tbody>${body}</tbody></table>`;
+  return `<table class="sortable"><thead><tr><th>${esc(keyName)}</th><th>requests</th><th>prompt</th><th>cached</th><th>hit rate</th><th>output</th><th>cost</th><th>saved</th><th>by layout</th><th>by routing</th><th>by engine</th></tr></thead><tbody>${body}</tbody></table>`;
 }
 
 export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): string {
@@ -104,6 +105,18 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
         ],
       })
     : empty('cost');
+  // What ctxgate's own actions saved (layout, routing) next to what the engine's cache gives anyway.
+  const causes = t.savingsNusd > 0
+    ? barChart({
+        title: 'Saved by cause',
+        yFormat: usdFmt,
+        bars: [
+          { label: 'layout', value: usd(t.savingsLayoutNusd), color: PALETTE[0] },
+          { label: 'routing', value: usd(t.savingsRoutingNusd), color: PALETTE[1] },
+          { label: 'engine', value: usd(t.savingsEngineNusd), color: PALETTE[5] },
+        ],
+      })
+    : empty('savings');
   const ttftTotal = d.ttft.counts.reduce((a, b) => a + b, 0);
   const ttft = ttftTotal ? histogram({ title: 'Time to first token (ms)', edges: d.ttft.edgesMs, counts: d.ttft.counts }) : empty('TTFT samples');
   const top = d.topSessions.length
@@ -124,6 +137,9 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
       { label: 'requests', value: t.requests.toLocaleString('en-US') },
       { label: 'cost', value: formatUsd(t.costNusd) },
       { label: 'saved by caching', value: formatUsd(t.savingsNusd) },
+      { label: 'saved by layout', value: formatUsd(t.savingsLayoutNusd) },
+      { label: 'saved by routing', value: formatUsd(t.savingsRoutingNusd) },
+      { label: 'saved by the engine anyway', value: formatUsd(t.savingsEngineNusd) },
       { label: 'cost without cache', value: formatUsd(t.cfNoCacheNusd) },
       { label: 'cost with original layout (est.)', value: formatUsd(t.cfOriginalNusd) },
       { label: 'hit rate', value: pct(hitRate(t)) },
@@ -133,6 +149,7 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
     sections: [
       { title: 'Hit rate', html: hit },
       { title: 'Cost', html: cost },
+      { title: 'Savings by cause', html: causes },
       { title: 'TTFT distribution', html: ttft },
       { title: 'Top sessions', html: top },
       { title: 'Cache breaks', html: breaks },

@@ -31,7 +31,13 @@ export interface Sums {
   /** Estimated cost with the agent's original prompt layout (actual cost where no estimate). */
   cfOriginalNusd: number;
   savingsNusd: number;
+  /** savingsNusd by cause (sum to savingsNusd). */
+  savingsLayoutNusd: number;
+  savingsRoutingNusd: number;
+  savingsEngineNusd: number;
   errors: number;
+  /** Failed requests billed because the worker reported usage for them. */
+  billedFailures: number;
   predictedUsage: number;
 }
 
@@ -82,7 +88,11 @@ export function emptySums(): Sums {
     cfNoCacheNusd: 0,
     cfOriginalNusd: 0,
     savingsNusd: 0,
+    savingsLayoutNusd: 0,
+    savingsRoutingNusd: 0,
+    savingsEngineNusd: 0,
     errors: 0,
+    billedFailures: 0,
     predictedUsage: 0,
   };
 }

@@ -1,16 +1,13 @@
-// The input and output shapes of usage accounting. `UsageInput` is the gateway's UsageEvent plus
-// optional fields only this module reads (GPU-time pricing, provider cache writes).
+// The input and output shapes of usage accounting. `UsageInput` is the gateway's UsageEvent.
 import type { UsageEvent } from '../usage-event.ts';
 
-export interface UsageInput extends UsageEvent {
-  /** Worker-modeled or measured prefill / decode time (reference worker: `x-sim-timing`). */
-  prefillMs?: number;
-  decodeMs?: number;
-  /** Uncached prompt tokens written to a provider cache at the cache-write price. */
-  cacheWriteTokens?: number;
-}
+export type UsageInput = UsageEvent;
 
 export type UsageSource = 'reported' | 'predicted';
+/** What a record was billed on: a success, or a failed request the worker still reported work for. */
+export type Billing = 'billed' | 'billed_failure' | 'unbilled_failure';
+export const SAVINGS_CAUSES = ['layout', 'routing', 'engine'] as const;
+export type SavingsCause = (typeof SAVINGS_CAUSES)[number];
 export type PricingKind = 'token' | 'gpu' | 'none';
 
 /** One finished request, priced. All money is integer nano-dollars (`*Nusd`). */
@@ -51,6 +48,14 @@ export interface UsageRecord {
   cfOriginalNusd: number | null;
   /** cfNoCacheNusd − costNusd. */
   savingsNusd: number;
+  /** savingsNusd split by cause; the three always sum to savingsNusd exactly. */
+  savingsLayoutNusd: number;
+  savingsRoutingNusd: number;
+  savingsEngineNusd: number;
+  /** Failed requests cost nothing unless the worker reported usage for work it did. */
+  billing: Billing;
+  /** Where prefillMs / decodeMs come from (null: none known). */
+  timingSource: 'reported' | 'modelled' | null;
 }
 
 export const COST_KINDS = ['uncached_input', 'cached_input', 'cache_write', 'output'] as const;

@@ -44,6 +44,8 @@ beforeAll(async () => {
         gatewayOverheadMs: 0.2,
         attempts: 1,
         breakCause: i % 7 === 0 ? ['tool_schema_changed', 'system_prompt_changed'][i % 2] : undefined,
+        counterfactualPromptTokensCached: i % 3 === 0 ? (i * 13) % prompt : undefined,
+        uniformCachedTokens: i % 5 === 0 ? (i * 7) % prompt : undefined,
       },
       pricing,
     );
