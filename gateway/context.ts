@@ -10,6 +10,7 @@ import type { SpendLookup } from './limits/budget.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { RequestRecords } from './request-records.ts';
 import type { Lifecycle, ShutdownHook } from './shutdown.ts';
+import type { CacheSalts } from './tenancy/cache-salt.ts';
 import type { Fleet } from './upstream/fleet.ts';
 import type { UsageEvent } from './usage-event.ts';
 
@@ -40,6 +41,8 @@ export interface GatewayContext {
   authenticate: Authenticator;
   pipelines: Map<string, ContextPipeline>;
   records: RequestRecords;
+  /** Per-tenant prefix-cache salts (sent upstream as cache_salt, seeding the block hashes). */
+  salts: CacheSalts;
   onUsage?: (ev: UsageEvent) => void;
   responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   /** Set when the gateway is draining: new proxied requests get 503. */

@@ -18,6 +18,7 @@ import { registerAdminRoutes } from './routes/admin.ts';
 import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
+import { createCacheSalts } from './tenancy/cache-salt.ts';
 
 export type { GatewayDeps } from './context.ts';
 export type { GatewayConfig, ModelConfig } from './config/schema.ts';
@@ -59,6 +60,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     authenticate: createAuthenticator(config.auth),
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
+    salts: createCacheSalts(config.tenancy),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
     draining: false,

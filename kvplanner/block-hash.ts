@@ -17,6 +17,12 @@ export const TEXT_BLOCK_CHARS = 64;
 
 const HEX_CHARS = 16;
 
+/** Root seed of a salted chain (a tenant's cache_salt): like vLLM, the salt only enters the first
+ *  block's hash, and through the chain every later one. */
+export function hashSeed(cacheSalt?: string): string {
+  return cacheSalt ? `${DEFAULT_HASH_SEED}\u0000${cacheSalt}` : DEFAULT_HASH_SEED;
+}
+
 /** Hash of one block given its parent's hash (hex) and its token ids. */
 export function hashBlock(parent: string, tokenIds: readonly number[], start: number, end: number): string {
   const buf = Buffer.allocUnsafe((end - start) * 4);

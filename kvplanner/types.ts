@@ -21,6 +21,9 @@ export interface WorkerView {
 export interface RouteInfo {
   model: string;
   tenant: string;
+  /** Prefix-cache namespace of the request (the tenant's cache_salt); chains and keys derived
+   *  here from ids or text are seeded with it, as the middleware's block hashes are. */
+  cacheSalt?: string;
   sessionId?: string;
   /** The prompt as text (for text-based baselines such as the SGLang router). */
   text?: string;

@@ -15,7 +15,7 @@
 // only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { DEFAULT_BLOCK_SIZE } from '../kvplanner/block-hash.ts';
+import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import { pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
@@ -179,7 +179,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     });
     const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
-    const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact);
+    const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact, hashSeed(ctx.cacheSalt));
     local.set(key, { ids, hashes, blockSize, memo: rendered.memo, cuts: stablePrefix ? toks.cuts : undefined, input, output: { messages: out.messages, hashes: segs.messageHashes } });
     state.calls++;
     state.updatedAt = Date.now();

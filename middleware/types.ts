@@ -77,6 +77,9 @@ export interface PipelineContext {
   headers: Record<string, string | undefined>;
   /** Model name as configured (the served name the client asked for). */
   model: string;
+  /** The tenant's prefix-cache salt: seeds the block hashes, so equal prompts of two tenants
+   *  never share a chain (the worker gets it as `cache_salt`). */
+  cacheSalt?: string;
 }
 
 export interface PipelineResult {

@@ -37,7 +37,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.port || values.host) {
     // The loaded config is frozen; overrides build a new listen section.
-    config = { ...config, listen: { host: values.host ?? config.listen.host, port: values.port ? Number(values.port) : config.listen.port } };
+    config = { ...config, listen: { ...config.listen, host: values.host ?? config.listen.host, port: values.port ? Number(values.port) : config.listen.port } };
   }
   let gw;
   try {

@@ -88,6 +88,20 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
     });
   });
 
+  const secret = config.tenancy.cache_salt_secret;
+  if (secret?.startsWith('env:')) {
+    const v = env[secret.slice(4)];
+    if (!v || v.length < 16) fail('/tenancy/cache_salt_secret', `environment variable ${secret.slice(4)} is not set or shorter than 16 characters`, secret, source);
+    config.tenancy.cache_salt_secret = v;
+  }
+  const grouped = new Set<string>();
+  config.tenancy.cache_groups.forEach((g, i) => {
+    g.tenants.forEach((t, j) => {
+      if (grouped.has(t)) fail(`/tenancy/cache_groups/${i}/tenants/${j}`, 'a tenant can be in one cache group only', t, source);
+      grouped.add(t);
+    });
+  });
+
   if (config.auth.mode === 'keys') {
     const hashes = new Set<string>();
     config.auth.keys.forEach((k, i) => {

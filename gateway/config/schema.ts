@@ -36,6 +36,15 @@ export const DEFAULT_REQUEST_RECORDS = 1_000;
 export const DEFAULT_FORWARD_RESPONSE_HEADERS = ['x-sim-timing'] as const;
 export const DEFAULT_SCRAPE_METRICS_MS = 0;
 export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
+/** Longest prompt (characters of all message text) the gateway renders and forwards. */
+export const DEFAULT_MAX_PROMPT_CHARS = 4_000_000;
+export const DEFAULT_MAX_CONCURRENT_PER_TENANT = 0; // 0 = unlimited
+/** Whole request (headers and body) must arrive within this (Node's requestTimeout). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+/** Request headers must arrive within this (Node's headersTimeout; slowloris). */
+export const DEFAULT_HEADERS_TIMEOUT_MS_SERVER = 10_000;
+/** Open client connections the server accepts at once; more are closed on arrival. */
+export const DEFAULT_MAX_CONNECTIONS = 4_096;
 
 const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
 const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
@@ -119,7 +128,29 @@ export const AuthSchema = Type.Union(
 export const ConfigSchema = Type.Object(
   {
     listen: Type.Object(
-      { host: Type.String({ default: DEFAULT_HOST }), port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_PORT }) },
+      {
+        host: Type.String({ default: DEFAULT_HOST }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_PORT }),
+        request_timeout_ms: PosInt(DEFAULT_REQUEST_TIMEOUT_MS),
+        headers_timeout_ms: PosInt(DEFAULT_HEADERS_TIMEOUT_MS_SERVER),
+        max_connections: PosInt(DEFAULT_MAX_CONNECTIONS),
+        /** `auth: none` on an address other than loopback is refused unless this is true. */
+        allow_unauthenticated: Type.Boolean({ default: false }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    /** Per-tenant prefix-cache isolation (cache_salt). */
+    tenancy: Type.Object(
+      {
+        /** Server secret the per-tenant salts derive from (`env:NAME` or literal); else env
+         *  CTXGATE_CACHE_SALT_SECRET; else one generated per process (salts change on restart). */
+        cache_salt_secret: Type.Optional(Type.String({ minLength: 16 })),
+        /** Tenants that deliberately share one salt (one cache namespace): see the README trade-off. */
+        cache_groups: Type.Array(
+          Type.Object({ name: Type.String({ minLength: 1 }), tenants: Type.Array(Type.String({ minLength: 1 }), { minItems: 2 }) }, { additionalProperties: false }),
+          { default: [] },
+        ),
+      },
       { additionalProperties: false, default: {} },
     ),
     auth: AuthSchema,
@@ -149,6 +180,10 @@ export const ConfigSchema = Type.Object(
         max_tool_output_bytes: PosInt(DEFAULT_MAX_TOOL_OUTPUT_BYTES),
         /** Deepest JSON nesting accepted in a request body (arrays + objects). */
         max_json_depth: PosInt(DEFAULT_MAX_JSON_DEPTH),
+        /** Longest prompt, in characters of message/prompt text; longer gets 413. */
+        max_prompt_chars: PosInt(DEFAULT_MAX_PROMPT_CHARS),
+        /** Requests one tenant may have in flight at once (0 = unlimited); more get 429. */
+        max_concurrent_per_tenant: NonNegInt(DEFAULT_MAX_CONCURRENT_PER_TENANT),
         rate_limit: Type.Object(
           { per_minute: NonNegInt(DEFAULT_RATE_LIMIT_PER_MINUTE) },
           { additionalProperties: false, default: {} },

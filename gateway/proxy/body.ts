@@ -1,8 +1,10 @@
-// Builds the bytes sent upstream with as little work as possible: the client's raw bytes when the
-// body is unchanged, a splice of `stream_options` into the raw bytes for streams that lack it, and
-// one JSON.stringify only when the pipeline or the config changed the body.
+// Builds the bytes sent upstream with as little work as possible: a splice into the client's raw
+// bytes (the tenant's `cache_salt`, and `stream_options` for streams that lack it) when the body is
+// otherwise unchanged, and one JSON.stringify only when the pipeline or the config changed the
+// body or the client sent a `cache_salt` of its own (always replaced: a tenant must not pick
+// another tenant's cache namespace).
 
-const INCLUDE_USAGE = ',"stream_options":{"include_usage":true}}';
+const INCLUDE_USAGE = ',"stream_options":{"include_usage":true}';
 
 export interface UpstreamBody {
   bytes: Buffer | string;
@@ -21,17 +23,23 @@ export function upstreamBody(
   body: Record<string, unknown>,
   stream: boolean,
   upstreamModel: string | undefined,
+  cacheSalt?: string,
 ): UpstreamBody {
   const so = body.stream_options as StreamOptions | undefined | null;
   const clientWantsUsage = stream && !!so && so.include_usage === true;
-  const changed = body !== parsed || (upstreamModel !== undefined && upstreamModel !== body.model);
-  if (!changed && (!stream || clientWantsUsage)) return { bytes: raw, clientWantsUsage };
-  if (!changed && so === undefined) {
+  const changed = body !== parsed || (upstreamModel !== undefined && upstreamModel !== body.model) || Object.hasOwn(parsed, 'cache_salt');
+  const needUsage = stream && !clientWantsUsage;
+  if (!changed && !needUsage && cacheSalt === undefined) return { bytes: raw, clientWantsUsage };
+  if (!changed && (!needUsage || so === undefined)) {
     const end = raw.lastIndexOf(0x7d); // the closing brace of the top-level object
-    if (end > 0) return { bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(INCLUDE_USAGE), raw.subarray(end + 1)]), clientWantsUsage };
+    if (end > 0) {
+      const add = (needUsage ? INCLUDE_USAGE : '') + (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '');
+      return { bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add + '}'), raw.subarray(end + 1)]), clientWantsUsage };
+    }
   }
   const out: Record<string, unknown> = { ...body };
   if (upstreamModel !== undefined) out.model = upstreamModel;
-  if (stream && !clientWantsUsage) out.stream_options = { ...(so ?? {}), include_usage: true };
+  if (needUsage) out.stream_options = { ...(so ?? {}), include_usage: true };
+  if (cacheSalt !== undefined) out.cache_salt = cacheSalt;
   return { bytes: JSON.stringify(out), clientWantsUsage };
 }

@@ -61,12 +61,13 @@ function messageText(messages: ChatMessage[]): string {
   return s;
 }
 
-function routeInfo(model: string, tenant: string, result: PipelineResult, kind: Endpoint, promptTokens: number): RouteInfo {
+function routeInfo(model: string, tenant: string, cacheSalt: string, result: PipelineResult, kind: Endpoint, promptTokens: number): RouteInfo {
   let text: string | undefined;
   const body = result.body as ChatRequest & { prompt?: unknown };
   return {
     model,
     tenant,
+    cacheSalt,
     sessionId: result.affinityKey || result.sessionId || undefined,
     promptTokenIds: result.promptTokenIds,
     blockHashes: result.blockHashes,
@@ -90,7 +91,8 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     ex.model = route.config.name;
     ex.route = route;
     ex.stream = b.stream === true;
-    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers: req.headers as Record<string, string | undefined>, model: ex.model };
+    const cacheSalt = gw.salts.saltOf(principal.tenant);
+    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers: req.headers as Record<string, string | undefined>, model: ex.model, cacheSalt };
     ex.pctx = pctx;
     const pipeline = kind === 'chat' ? gw.pipelines.get(ex.model) : undefined;
     const result: PipelineResult = pipeline
@@ -99,11 +101,11 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
     ex.result = result;
     ex.pipeline = pipeline;
     const raw = req.rawBody as Buffer;
-    const up = upstreamBody(raw, b, result.body, ex.stream, route.config.upstream_model);
+    const up = upstreamBody(raw, b, result.body, ex.stream, route.config.upstream_model, cacheSalt);
     ex.clientWantsUsage = up.clientWantsUsage;
     const promptTokens = result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
-    ex.info = routeInfo(ex.model, principal.tenant, result, kind, promptTokens);
+    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, kind, promptTokens);
 
     const ac = new AbortController();
     untrack = gw.lifecycle.track(() => {

@@ -27,7 +27,7 @@
 // branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
 // O(log b + new blocks).
 // Settings: see CTXGATE_DEFAULTS.
-import { blockHashes, DEFAULT_BLOCK_SIZE, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
+import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
@@ -151,11 +151,11 @@ export class CtxgatePolicy implements Policy {
       return { hashes: info.blockHashes, blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize };
     }
     if (info.promptTokenIds) {
-      // default seed, as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
-      return { hashes: blockHashes(info.promptTokenIds, this.blockSize), blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
+      // seeded as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
+      return { hashes: blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt)), blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
     }
     const text = info.text ?? '';
-    return { hashes: textBlockHashes(text, TEXT_BLOCK_CHARS, info.model), blockTokens: TEXT_BLOCK_TOKENS, promptTokens: info.promptTokens ?? Math.ceil(text.length / 4) };
+    return { hashes: textBlockHashes(text, TEXT_BLOCK_CHARS, info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model), blockTokens: TEXT_BLOCK_TOKENS, promptTokens: info.promptTokens ?? Math.ceil(text.length / 4) };
   }
 
   /** Expected seconds to first token on `w` if it already holds `cached` of `prompt` tokens. */

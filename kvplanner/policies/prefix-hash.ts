@@ -38,6 +38,8 @@ export class PrefixHashPolicy implements Policy {
     let key: number | undefined;
     if (info.promptTokenIds && info.promptTokenIds.length > 0) key = hashTokens(info.promptTokenIds, this.prefixTokens);
     else if (info.text) key = hash32(info.text.slice(0, this.prefixTokens * CHARS_PER_TOKEN));
+    // a tenant's salt moves its ring position: equal prefixes of two tenants land independently
+    if (key !== undefined && info.cacheSalt) key = (key ^ hash32(info.cacheSalt)) >>> 0;
     const leastLoaded = (filter: (w: WorkerView) => boolean): WorkerView | undefined => {
       let best: WorkerView | undefined;
       for (const w of workers) if (filter(w) && (!best || w.inFlight < best.inFlight)) best = w;

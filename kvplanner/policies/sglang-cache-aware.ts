@@ -53,7 +53,8 @@ export class SglangCacheAwarePolicy implements Policy {
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
     if (workers.length === 0) return null;
     if (this.evictionMs > 0 && Date.now() - this.lastEviction >= this.evictionMs) this.evict();
-    const text = info.text ?? '';
+    // the tenant's cache salt leads, so the tree is per tenant like the workers' caches
+    const text = info.cacheSalt ? `${info.cacheSalt}\u0000${info.text ?? ''}` : (info.text ?? '');
     let min = workers[0];
     let maxLoad = workers[0].inFlight;
     for (const w of workers) {

@@ -4,7 +4,9 @@
 // token. Blocks of running requests are referenced; unreferenced blocks sit in a free queue
 // and are evicted least-recently-freed first, the tail of a sequence before its head (vLLM
 // frees a request's blocks in reverse order). When every block is referenced, new blocks
-// simply go uncached. Cost: O(prompt/blockSize) map operations per request.
+// simply go uncached. A request's `cache_salt` is mixed into its first block's key only (as vLLM
+// does), so the whole chain of a salted prompt differs from the same prompt under another salt.
+// Cost: O(prompt/blockSize) map operations per request.
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 
 export const DEFAULT_BLOCK_SIZE = 16;
@@ -41,6 +43,9 @@ export function blockKey(parent: string, ids: ArrayLike<number>, from: number, t
   return (h1 >>> 0).toString(36) + '.' + (h2 >>> 0).toString(36) + '.' + (to - from);
 }
 
+/** Parent key of the first block: empty, or the salt (vLLM hashes it into block 0's extra keys). */
+const rootKey = (salt: string | undefined): string => (salt ? `salt:${salt}` : '');
+
 export class BlockCache implements PrefixCache {
   readonly kind = 'block' as const;
   private readonly blocks = new Map<string, Block>();
@@ -58,10 +63,10 @@ export class BlockCache implements PrefixCache {
     this.capacityBlocks = Math.max(1, Math.floor(capacityTokens / blockSize));
   }
 
-  begin(prompt: ArrayLike<number>): CacheLease {
+  begin(prompt: ArrayLike<number>, salt?: string): CacheLease {
     const bs = this.blockSize;
     const limitBlocks = Math.floor(maxCacheable(prompt.length) / bs);
-    let parent = '';
+    let parent = rootKey(salt);
     let hitBlocks = 0;
     const held: Block[] = [];
     const fullBlocks = Math.floor(prompt.length / bs);
@@ -125,8 +130,8 @@ export class BlockCache implements PrefixCache {
     return this.blocks.size;
   }
 
-  has(prefix: ArrayLike<number>): number {
-    let parent = '';
+  has(prefix: ArrayLike<number>, salt?: string): number {
+    let parent = rootKey(salt);
     let n = 0;
     for (let b = 0; b < Math.floor(prefix.length / this.blockSize); b++) {
       parent = blockKey(parent, prefix, b * this.blockSize, (b + 1) * this.blockSize);

@@ -31,6 +31,8 @@ export interface ForcedOutput {
 
 export interface Prepared {
   promptIds: number[];
+  /** vLLM `cache_salt` (SGLang also `extra_key`): the prefix-cache namespace of this request. */
+  salt?: string;
   content: string | null;
   toolCalls: ToolCall[];
   reasoning?: string;
@@ -58,6 +60,14 @@ function startsWith(a: number[], prefix: number[]): boolean {
   if (a.length < prefix.length) return false;
   for (let i = 0; i < prefix.length; i++) if (a[i] !== prefix[i]) return false;
   return true;
+}
+
+/** vLLM rejects a cache_salt that is not a non-empty string; SGLang's native field is extra_key. */
+function saltOf(body: Record<string, unknown>, flavor: string): string | undefined {
+  const v = body.cache_salt ?? (flavor === 'sglang' ? body.extra_key : undefined);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length === 0) throw new HttpError(400, 'cache_salt must be a non-empty string', 'cache_salt');
+  return v;
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
@@ -144,7 +154,7 @@ export class SimEngine {
     }
     const outputIds = this.answerIds(body, promptIds, { content, toolCalls, contentIds }, finishReason === 'length');
     const withReasoning = reasoning ? [...this.tok.encodeCached(reasoning), ...outputIds] : outputIds;
-    return { promptIds, content, toolCalls, reasoning, contentIds, outputIds: withReasoning, finishReason };
+    return { promptIds, salt: saltOf(body, this.opts.flavor), content, toolCalls, reasoning, contentIds, outputIds: withReasoning, finishReason };
   }
 
   /** The ids of the answer as the template renders it after the prompt; text ids if it does not extend. */
@@ -171,7 +181,7 @@ export class SimEngine {
     const maxTokens = maxTokensOf(body) ?? (body.max_tokens === undefined && body.sampling_params === undefined ? 16 : undefined);
     this.checkLength(promptIds.length, maxTokens);
     const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens });
-    return { promptIds, content: g.content, toolCalls: [], contentIds: g.contentIds, outputIds: g.contentIds, finishReason: g.finishReason };
+    return { promptIds, salt: saltOf(body, this.opts.flavor), content: g.content, toolCalls: [], contentIds: g.contentIds, outputIds: g.contentIds, finishReason: g.finishReason };
   }
 
   /** Modeled "now" in seconds: wall time, stretched by 1/timeScale when sleeping is scaled. */
@@ -181,7 +191,7 @@ export class SimEngine {
   }
 
   admit(prepared: Prepared): Admission {
-    const lease = this.cache.begin(prepared.promptIds);
+    const lease = this.cache.begin(prepared.promptIds, prepared.salt);
     const schedule = this.clock.schedule(this.modeledNow(), prepared.promptIds.length, lease.cachedTokens, prepared.outputIds.length);
     this.totals.requests++;
     this.totals.promptTokens += prepared.promptIds.length;

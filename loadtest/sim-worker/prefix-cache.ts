@@ -17,7 +17,9 @@ export interface PrefixCacheStats {
 
 export interface PrefixCache {
   readonly kind: 'block' | 'radix';
-  begin(prompt: ArrayLike<number>): CacheLease;
+  /** `salt` namespaces the prompt (vLLM `cache_salt`, SGLang `extra_key`): equal prompts under
+   *  different salts never share cached tokens. */
+  begin(prompt: ArrayLike<number>, salt?: string): CacheLease;
   /** `output` is the generated ids; the engine keeps all but the last (never fed back). */
   finish(lease: CacheLease, output: ArrayLike<number>): void;
   /** Fraction of capacity holding tokens (cached or running), 0..1. */

@@ -2,7 +2,9 @@
 // node where the prompt diverges mid-edge, so shared prefixes become shared nodes. Running
 // requests lock their path (reference counts up to the root); locked nodes are never
 // evicted. At capacity, unlocked leaves are evicted least-recently-used first (a parent whose
-// last child goes becomes a leaf candidate). A hit never covers the last prompt token.
+// last child goes becomes a leaf candidate). A hit never covers the last prompt token. A salted
+// request (`cache_salt`; SGLang's RadixKey `extra_key`) matches and inserts under its own root, so
+// equal token ids under different salts never share a node.
 // Cost: O(prompt) per match/insert, O(leaves·log) per eviction round.
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 
@@ -17,6 +19,7 @@ export interface RadixNode {
 interface RadixLease extends CacheLease {
   prompt: ArrayLike<number>;
   locked: RadixNode;
+  root: RadixNode;
   done: boolean;
 }
 
@@ -27,6 +30,8 @@ function newNode(key: number[], parent: RadixNode | undefined, tick: number): Ra
 export class RadixCache implements PrefixCache {
   readonly kind = 'radix' as const;
   readonly root: RadixNode = newNode([], undefined, 0);
+  /** One root per salt (the unsalted namespace is `root`); a root without children is dropped. */
+  private readonly salted = new Map<string, RadixNode>();
   private tokens = 0;
   private tick = 0;
   private runningUncached = 0;
@@ -35,9 +40,9 @@ export class RadixCache implements PrefixCache {
   constructor(readonly capacityTokens: number) {}
 
   /** Longest cached prefix of `ids` (first `limit` tokens); splits the node it ends inside. */
-  match(ids: ArrayLike<number>, limit = ids.length): { length: number; node: RadixNode } {
+  match(ids: ArrayLike<number>, limit = ids.length, root: RadixNode = this.root): { length: number; node: RadixNode } {
     const now = ++this.tick;
-    let node = this.root;
+    let node = root;
     let i = 0;
     node.lastAccess = now;
     while (i < limit) {
@@ -58,8 +63,8 @@ export class RadixCache implements PrefixCache {
   }
 
   /** Inserts `ids` (evicting as needed); returns the node holding the deepest inserted token. */
-  insert(ids: ArrayLike<number>): RadixNode {
-    const { length, node } = this.match(ids);
+  insert(ids: ArrayLike<number>, root: RadixNode = this.root): RadixNode {
+    const { length, node } = this.match(ids, ids.length, root);
     if (length >= ids.length) return node;
     let room = this.capacityTokens - this.tokens - this.runningUncached;
     const want = ids.length - length;
@@ -78,13 +83,21 @@ export class RadixCache implements PrefixCache {
     return leaf;
   }
 
-  begin(prompt: ArrayLike<number>): CacheLease {
-    const hit = this.match(prompt, maxCacheable(prompt.length)).length;
-    const node = this.insert(prompt);
+  private rootFor(salt: string | undefined): RadixNode {
+    if (!salt) return this.root;
+    let r = this.salted.get(salt);
+    if (!r) this.salted.set(salt, (r = newNode([], undefined, this.tick)));
+    return r;
+  }
+
+  begin(prompt: ArrayLike<number>, salt?: string): CacheLease {
+    const root = this.rootFor(salt);
+    const hit = this.match(prompt, maxCacheable(prompt.length), root).length;
+    const node = this.insert(prompt, root);
     this.lock(node);
     this.counters.queries += prompt.length;
     this.counters.hits += hit;
-    const lease: RadixLease = { cachedTokens: hit, prompt, locked: node, done: false };
+    const lease: RadixLease = { cachedTokens: hit, prompt, locked: node, root, done: false };
     return lease;
   }
 
@@ -97,27 +110,27 @@ export class RadixCache implements PrefixCache {
     for (let i = 0; i < l.prompt.length; i++) seq[i] = l.prompt[i];
     for (let i = l.prompt.length; i < seqLen; i++) seq[i] = output[i - l.prompt.length];
     // Lock the new tail before releasing the old one so the path cannot be evicted in between.
-    const tail = this.insert(seq);
+    const tail = this.insert(seq, l.root);
     this.lock(tail);
     this.unlock(l.locked);
     this.unlock(tail);
   }
 
   lock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n && n !== this.root; n = n.parent) n.lockRef++;
+    for (let n: RadixNode | undefined = node; n && n.parent; n = n.parent) n.lockRef++;
   }
 
   unlock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n && n !== this.root; n = n.parent) n.lockRef--;
+    for (let n: RadixNode | undefined = node; n && n.parent; n = n.parent) n.lockRef--;
   }
 
   /** Evicts at least `needed` tokens from unlocked leaves, least recently used first. */
   evict(needed: number): number {
     const leaves: RadixNode[] = [];
-    const stack = [this.root];
+    const stack = [this.root, ...this.salted.values()];
     while (stack.length) {
       const n = stack.pop()!;
-      if (n.children.size === 0 && n !== this.root && n.lockRef === 0) leaves.push(n);
+      if (n.children.size === 0 && n.parent && n.lockRef === 0) leaves.push(n);
       for (const c of n.children.values()) stack.push(c);
     }
     leaves.sort((a, b) => b.lastAccess - a.lastAccess); // pop() takes the oldest
@@ -129,13 +142,14 @@ export class RadixCache implements PrefixCache {
       freed += leaf.key.length;
       this.tokens -= leaf.key.length;
       this.counters.evictions++;
-      if (parent !== this.root && parent.children.size === 0 && parent.lockRef === 0) {
+      if (parent.parent && parent.children.size === 0 && parent.lockRef === 0) {
         // Insert keeping the oldest-last order (rare path; linear insert is fine).
         let at = leaves.length;
         while (at > 0 && leaves[at - 1].lastAccess < parent.lastAccess) at--;
         leaves.splice(at, 0, parent);
       }
     }
+    for (const [salt, r] of this.salted) if (r.children.size === 0) this.salted.delete(salt);
     return freed;
   }
 

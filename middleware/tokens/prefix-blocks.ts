@@ -2,17 +2,20 @@
 // is a pure function of the ids, so blocks inside the common token prefix hash identically and only
 // the new tail costs SHA-256 work. Uses kvplanner/block-hash.ts (the routing side's definition).
 import { DEFAULT_HASH_SEED, hashBlock } from '../../kvplanner/block-hash.ts';
+// `seed` is hashSeed(cache salt): the previous call reused must be of the same tenant (it is: the
+// pipeline keeps previous calls per tenant and session).
 
 export function extendBlockHashes(
   ids: readonly number[],
   blockSize: number,
   prev?: { ids: readonly number[]; hashes: readonly string[]; blockSize: number },
   commonTokens = 0,
+  seed: string = DEFAULT_HASH_SEED,
 ): string[] {
   const n = Math.floor(ids.length / blockSize);
   const out = new Array<string>(n);
   let b = 0;
-  let parent = DEFAULT_HASH_SEED;
+  let parent = seed;
   if (prev && prev.blockSize === blockSize) {
     const reuse = Math.min(n, prev.hashes.length, Math.floor(commonTokens / blockSize));
     for (; b < reuse; b++) out[b] = prev.hashes[b];

@@ -96,3 +96,24 @@ describe('SGLang radix cache', () => {
     expect(c.evict(100)).toBeGreaterThan(0);
   });
 });
+
+describe('cache_salt namespaces', () => {
+  const prompt = Array.from({ length: 40 }, (_, i) => i + 1);
+  it('vLLM blocks: the salt enters the first block, so nothing is shared across salts', () => {
+    const c = new BlockCache(10_000, 4);
+    c.finish(c.begin(prompt, 'tenant-a'), []);
+    expect(c.begin(prompt, 'tenant-a').cachedTokens).toBe(36);
+    expect(c.begin(prompt, 'tenant-b').cachedTokens).toBe(0);
+    expect(c.begin(prompt).cachedTokens).toBe(0);
+  });
+  it('SGLang radix: one root per salt; eviction still frees salted entries', () => {
+    const c = new RadixCache(100);
+    c.finish(c.begin(prompt, 'tenant-a'), []);
+    expect(c.begin(prompt, 'tenant-a').cachedTokens).toBe(39);
+    const b = c.begin(prompt, 'tenant-b');
+    expect(b.cachedTokens).toBe(0);
+    c.finish(b, []);
+    c.flush();
+    expect(c.size()).toBe(40); // tenant-a's second lease is still running (locked)
+  });
+});
