@@ -44,7 +44,8 @@ export interface PipelineOptions {
   chatTemplateFile?: string;
   layout?: 'passthrough' | 'ctxgate';
   blockSize?: number;
-  transforms?: Record<string, boolean>;
+  /** Stage name → false (off), true (on, the default) or a mode (`volatile: 'eager'`). */
+  transforms?: Readonly<Record<string, boolean | 'eager'>>;
   store?: SessionStore;
   extraStages?: Stage[];
 }
@@ -119,7 +120,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
     const carried = (v: RequestView): HashSource[] => [{ messages: v.body.messages, hashes: v.segments.messageHashes }, ...(prevLocal ? [prevLocal.output] : [])];
     let view: RequestView = { body, segments: inSegs, session: state, notes: [] };
-    const sctx: StageContext = { tenant: ctx.tenant, requestId: ctx.requestId, model: opts.model, sessionId, newSession: !loaded, headers: ctx.headers, tokenizer: tok, blockSize };
+    const sctx: StageContext = { tenant: ctx.tenant, requestId: ctx.requestId, model: opts.model, sessionId, newSession: !loaded, headers: ctx.headers, tokenizer: tok, blockSize, transforms };
     let out: ChatRequest = body;
     let stableEnd = body.messages.length;
     if (layout !== 'passthrough') {

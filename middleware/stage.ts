@@ -54,6 +54,8 @@ export interface StageContext {
   headers: Record<string, string | undefined>;
   tokenizer: TokenizerHandle;
   blockSize: number;
+  /** The model's `transforms` map: a stage may read its own setting (e.g. `volatile: 'eager'`). */
+  transforms?: Readonly<Record<string, boolean | 'eager'>>;
 }
 
 export interface StageResult {

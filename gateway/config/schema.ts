@@ -91,7 +91,8 @@ export const ModelSchema = Type.Object(
     block_size: PosInt(DEFAULT_BLOCK_SIZE),
     flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang')])),
     pricing: Type.Optional(Type.Union([TokenPricing, GpuPricing])),
-    transforms: Type.Record(Type.String(), Type.Boolean(), { default: {} }),
+    /** Stage name → on/off; `volatile` also takes `eager` (move label lines such as `Current date: …` on first sight). */
+    transforms: Type.Object({ volatile: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('eager')])) }, { additionalProperties: Type.Boolean(), default: {} }),
     capture: Type.Object(
       {
         enabled: Type.Boolean({ default: false }),

@@ -1,25 +1,46 @@
-// Volatile relocation (DESIGN §2): volatile lines of the root (clock, request ids, counters, lines
-// that change between calls) leave the system prompt and travel in the single leaf note after the
-// history, so the root stays byte-stable and cached. Nothing is dropped: the note carries every
-// moved line verbatim. O(root length) per call; session state keeps only line-shape hashes.
+// Volatile relocation: root lines (system prompt) SEEN changing between calls of a session leave
+// the root's cached prefix and travel verbatim in the single leaf note after the history.
+// - Learned, never guessed (default): call 1 passes unchanged. Each root line is keyed by its
+//   shape (value runs normalised) and rank among lines of that shape; when the line under a key
+//   differs from the previous call's, the value runs that differed are learned as its changing
+//   spans (widened to a whole date/clock/id by the patterns). Words that change are a prompt
+//   edit, not volatility: they stay (diagnosed as `system_changed`).
+// - A label line (≤ LABEL_MAX_WORDS words beside its changing spans) moves whole; any other line
+//   stays in place with each changing span replaced by VOLATILE_PLACEHOLDER, the full line in the
+//   note. A root message is never emptied: then its label lines keep a placeholder too.
+// - `transforms: { volatile: eager }` also moves whole label lines a pattern marks as volatile
+//   ("Current date: …") on first sight, the first call included.
+// Byte for byte: a line either stays as sent, stays with whole spans replaced by the placeholder,
+// or is removed whole; the note carries every affected line as sent. O(root length) per call;
+// the state holds hashes only (line, its runs), never prompt text.
 import { createHash } from 'node:crypto';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
-import { findVolatileLines, lineShape, stripVolatile, volatileEntry, type VolatileLine } from './volatile-spans.ts';
+import { changingSpans, eagerLabelSpans, LABEL_MAX_WORDS, lineShape, valueRuns, withPlaceholders, wordsOutside, type Span } from './volatile-spans.ts';
 
 export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
 
 interface VolatileState {
-  /** shape hash → line hash of the previous call's root lines. */
-  prev: Record<string, string>;
-  /** Shape hashes already seen changing in this session. */
-  learned: string[];
+  v: 2;
+  /** line key → hash of the line, then a short hash per value run (previous call). */
+  prev: Record<string, string[]>;
+  /** line key → indices of value runs seen changing (-1: the whole line). */
+  learned: Record<string, number[]>;
 }
 
-const h = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 12);
+interface Moved {
+  text: string;
+  /** Spans replaced by the placeholder in the root; absent: the whole line left. */
+  spans?: Span[];
+  /** The changing spans: what keeps a placeholder when moving the line whole would empty the root. */
+  values: Span[];
+  why: string;
+}
 
-function textOf(m: ChatMessage): string[] | undefined {
+const h = (s: string, n = 12): string => createHash('sha1').update(s).digest('base64').slice(0, n);
+
+function textsOf(m: ChatMessage): string[] | undefined {
   if (typeof m.content === 'string') return [m.content];
   if (Array.isArray(m.content)) return m.content.map((p: ContentPart) => (typeof p.text === 'string' ? p.text : ''));
   return undefined;
@@ -33,55 +54,107 @@ function withTexts(m: ChatMessage, texts: string[]): ChatMessage {
 
 export function relocateVolatile(view: RequestView, ctx: StageContext): StageResult {
   const layout = (view.session.layout ??= {});
-  const state = (layout.volatile as VolatileState | undefined) ?? { prev: {}, learned: [] };
-  const prevShapes = ctx.newSession || Object.keys(state.prev).length === 0 ? undefined : state.prev;
-  const learned = new Set(state.learned);
-  const nextPrev: Record<string, string> = {};
-  const moved: VolatileLine[] = [];
-  const receipts: Receipt[] = [];
+  const old = layout.volatile as Partial<VolatileState> | undefined;
+  const state: VolatileState = old?.v === 2 ? (old as VolatileState) : { v: 2, prev: {}, learned: {} };
+  const eager = ctx.transforms?.[VOLATILE_STAGE] === 'eager';
+  const prev = ctx.newSession ? {} : state.prev;
+  const learned: Record<string, number[]> = ctx.newSession ? {} : { ...state.learned };
+  const nextPrev: Record<string, string[]> = {};
+  const moved: Moved[] = [];
   const messages = view.body.messages.slice();
-  for (let mi = view.segments.root.start; mi < view.segments.root.end; mi++) {
-    const texts = textOf(messages[mi]);
-    if (!texts) continue;
-    let changedHere = false;
-    const newTexts = texts.map((text) => {
-      const lines = text.split('\n');
-      const byIndex = new Map<number, VolatileLine>();
-      for (const v of findVolatileLines(lines, undefined, new Set())) byIndex.set(v.index, v);
-      // Changed-line detection compares hashes: the state never holds the prompt text itself.
-      for (let i = 0; i < lines.length; i++) {
-        if (lines[i].trim().length === 0) continue;
-        const shape = h(lineShape(lines[i]));
-        const line = h(lines[i]);
-        nextPrev[shape] = line;
-        const before = prevShapes?.[shape];
-        if (learned.has(shape) || (before !== undefined && before !== line)) {
-          learned.add(shape);
-          byIndex.set(i, volatileEntry(i, lines[i], 'changed'));
+  const { start, end } = view.segments.root;
+
+  // Rank of each line among the root's lines of the same shape (and how many there are): the key.
+  const shapeCount = new Map<string, number>();
+  const all: { mi: number; ti: number; li: number; line: string; shape: string }[] = [];
+  const texts = messages.map((m, mi) => (mi >= start && mi < end ? textsOf(m) : undefined));
+  texts.forEach((ts, mi) =>
+    ts?.forEach((t, ti) =>
+      t.split('\n').forEach((line, li) => {
+        if (line.trim() === '') return;
+        const shape = h(lineShape(line));
+        shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
+        all.push({ mi, ti, li, line, shape });
+      }),
+    ),
+  );
+  const rank = new Map<string, number>();
+  const edits = new Map<string, Map<number, Moved>>(); // `${mi}/${ti}` → line index → decision
+  for (const { mi, ti, li, line, shape } of all) {
+    const r = rank.get(shape) ?? 0;
+    rank.set(shape, r + 1);
+    const key = `${shape}#${r}/${shapeCount.get(shape)}`;
+    const runs = valueRuns(line);
+    const cur = [h(line), ...runs.map((sp) => h(line.slice(sp.start, sp.end), 4))];
+    nextPrev[key] = cur;
+    const before = prev[key];
+    if (before && before[0] !== cur[0]) {
+      const seen = new Set(learned[key] ?? []);
+      let any = false;
+      for (let k = 0; k < runs.length; k++) {
+        if (before[k + 1] !== cur[k + 1]) {
+          seen.add(k);
+          any = true;
         }
       }
-      if (byIndex.size === 0) return text;
-      const found = [...byIndex.values()].sort((a, b) => a.index - b.index);
-      moved.push(...found);
-      changedHere = true;
-      return stripVolatile(lines, found);
-    });
-    if (changedHere) messages[mi] = withTexts(messages[mi], newTexts);
+      if (!any) seen.add(-1); // only whitespace around the line changed: the line as a whole
+      learned[key] = [...seen].sort((a, b) => a - b);
+    }
+    let decision: Moved | undefined;
+    const known = learned[key];
+    if (known?.length) {
+      if (known.includes(-1) || known.some((k) => k >= runs.length)) decision = { text: line, values: [trimSpan(line, { start: 0, end: line.length })], why: 'line changes between calls of this session' };
+      else {
+        const spans = changingSpans(line, known.map((k) => runs[k]));
+        decision = wordsOutside(line, spans) <= LABEL_MAX_WORDS ? { text: line, values: spans, why: 'label line changes between calls of this session' } : { text: line, spans, values: spans, why: 'values in this line change between calls of this session' };
+      }
+    } else if (eager) {
+      const spans = eagerLabelSpans(line);
+      if (spans) decision = { text: line, values: spans, why: 'looks volatile (eager mode)' };
+    }
+    if (!decision) continue;
+    const at = `${mi}/${ti}`;
+    if (!edits.has(at)) edits.set(at, new Map());
+    edits.get(at)!.set(li, decision);
   }
-  layout.volatile = { prev: nextPrev, learned: [...learned].sort() } satisfies VolatileState;
-  if (moved.length === 0) return { view, receipts };
-  for (const v of moved) {
-    receipts.push({
-      stage: VOLATILE_STAGE,
-      action: 'relocate',
-      target: v.text.length > 80 ? v.text.slice(0, 77) + '…' : v.text,
-      tokens_before: ctx.tokenizer.countTokens(v.text),
-      tokens_after: 0,
-      reason: v.reason === 'changed' ? 'line changes between calls of this session' : `looks volatile (${v.pattern})`,
+  layout.volatile = { v: 2, prev: nextPrev, learned } satisfies VolatileState;
+  if (edits.size === 0) return { view, receipts: [] };
+
+  for (const [at, byLine] of edits) {
+    const [mi, ti] = at.split('/').map(Number);
+    const ts = texts[mi]!.slice();
+    const lines = ts[ti].split('\n');
+    // Never empty a root text: if every non-empty line would leave, whole moves keep a placeholder.
+    const leavesNothing = lines.every((l, li) => l.trim() === '' || (byLine.has(li) && !byLine.get(li)!.spans));
+    const kept: string[] = [];
+    lines.forEach((l, li) => {
+      const d = byLine.get(li);
+      if (!d) return void kept.push(l);
+      if (!d.spans && leavesNothing) d.spans = d.values;
+      moved.push(d);
+      if (d.spans) kept.push(withPlaceholders(l, d.spans));
     });
+    ts[ti] = kept.join('\n');
+    texts[mi] = ts;
+    messages[mi] = withTexts(messages[mi], ts);
   }
+  const receipts: Receipt[] = moved.map((v) => ({
+    stage: VOLATILE_STAGE,
+    action: v.spans ? 'placeholder' : 'relocate',
+    target: v.text.length > 80 ? v.text.slice(0, 77) + '…' : v.text,
+    tokens_before: ctx.tokenizer.countTokens(v.text),
+    tokens_after: 0,
+    reason: v.spans ? `${v.why}; the line stays with a placeholder, in full in the leaf note` : `${v.why}; moved whole to the leaf note`,
+  }));
   const note = [VOLATILE_NOTE_HEADER, ...moved.map((v) => v.text)].join('\n');
   return { view: { ...view, body: { ...view.body, messages }, notes: [...view.notes, note] }, receipts };
+}
+
+/** The span without the line's leading/trailing whitespace (indentation stays in the root). */
+function trimSpan(line: string, sp: Span): Span {
+  const lead = line.length - line.trimStart().length;
+  const trail = line.length - line.trimEnd().length;
+  return { start: sp.start + lead, end: Math.max(sp.start + lead, sp.end - trail) };
 }
 
 export const volatileStage: Stage = { name: VOLATILE_STAGE, run: relocateVolatile };

@@ -1,7 +1,7 @@
 // Observation ledger core: turns new tool results into observations bound to their sources,
 // marks earlier reads stale on write-after-read / TTL / external invalidation, and emits ONE
-// tombstone per stale observation, appended at the leaf (or a hard eviction when the cost
-// model says so). Tombstones live in state keyed by anchor index and are re-appended
+// tombstone per stale observation, appended at the leaf (a hard eviction only when the caller
+// passes a cost model: the pipeline never does). Tombstones live in state keyed by anchor index and are re-appended
 // identically on every later call, so the prefix never changes. Pure: (messages, state, opts)
 // → { messages, state, receipts }. O(new messages × live observations) per call.
 import type { ChatMessage, Receipt } from '../types.ts';
@@ -24,7 +24,8 @@ export interface LedgerOptions {
   rules?: SemanticsRule[];
   /** Unix seconds (injected for purity and tests). */
   now?: number;
-  /** `false` disables hard eviction (tombstones only). */
+  /** A cost model enables hard eviction where it says re-prefilling is cheaper; absent or `false`
+   * (the default, and what the pipeline uses): tombstones only, nothing the agent sent is removed. */
   eviction?: EvictionCostModel | false;
   maxObservations?: number;
 }
@@ -105,7 +106,7 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
     for (const o of newlyStale) {
       if (o.handled || o.index > anchor) continue;
       const text = tombstoneText(o, opts.cwd);
-      const evictable = opts.eviction !== false && !st.evictions.some((e) => e.index === o.index);
+      const evictable = !!opts.eviction && !st.evictions.some((e) => e.index === o.index);
       const d = decideEviction(
         { tokensAfter: tokensFrom[o.index + 1] ?? 0, staleTokens: o.tokens, tombstoneTokens: count(text), callsSoFar: st.actions },
         opts.eviction || DEFAULT_EVICTION_COST_MODEL,

@@ -32,6 +32,8 @@ describe('incremental reuse', () => {
         if (i === 25) expect([r.prefix?.break_cause, r.prefix?.break_message_index]).toEqual(['history_edited', 4]);
         else if (i === 26) expect(r.prefix?.break_cause).toBe('history_edited');
         else if (i === 32) expect(r.prefix?.break_cause).toBe('truncated');
+        // Call 2 breaks once where the clock line changed (learned, not guessed); then it stays cached.
+        else if (i === 1) expect(r.prefix?.break_cause).toBe('system_changed');
         else if (i > 0 && i !== 33) expect(r.prefix?.break_cause).toBe('none');
       }
     });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_EVICTION_COST_MODEL } from '../../middleware/ledger/cost-model.ts';
 import { applyLedger, invalidate, staleExposure } from '../../middleware/ledger/ledger.ts';
 import type { LedgerState } from '../../middleware/ledger/types.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
@@ -67,8 +68,14 @@ describe('tombstones', () => {
     expect(r.state.tombstones.map((t) => t.text)).toEqual(['[ctxgate] the read of src/util.py at call 2 is stale: changed outside the session (git pull) — re-read before relying on it']);
   });
 
-  it('hard eviction when the cost model prefers it (short session), with a receipt', () => {
-    const { outs, state, receipts } = replay(session, { eviction: undefined });
+  it('never hard-evicts without a cost model (the default)', () => {
+    const { state, receipts } = replay(session, { eviction: undefined });
+    expect(receipts.some((r) => r.action === 'evict')).toBe(false);
+    expect(state.evictions).toHaveLength(0);
+  });
+
+  it('hard eviction when a passed cost model prefers it (short session), with a receipt', () => {
+    const { outs, state, receipts } = replay(session, { eviction: DEFAULT_EVICTION_COST_MODEL });
     const ev = receipts.find((r) => r.action === 'evict');
     expect(ev?.reason).toMatch(/evict \d+ vs carry \d+/);
     expect(state.evictions).toHaveLength(1);

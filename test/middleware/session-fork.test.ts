@@ -61,16 +61,18 @@ describe('derived session ids fork at the first assistant turn', () => {
         [ra[i], soloA[i], ra[i - 1]],
         [rb[i], soloB[i], rb[i - 1]],
       ] as const) {
-        // Not `history_edited` from the other agent, not `new_session` on call 2.
-        expect(mine.prefix?.break_cause).toBe('none');
+        // Not `history_edited` from the other agent, not `new_session` on call 2: call 2 breaks
+        // once where the clock line was seen changing, as it would alone.
+        expect(mine.prefix?.break_cause).toBe(i === 1 ? 'system_changed' : 'none');
         expect(mine.prefix?.predicted_cached_tokens).toBe(alone.prefix?.predicted_cached_tokens);
-        expect(mine.prefix!.predicted_cached_tokens).toBeGreaterThan(prev.prefix!.prompt_tokens - 64);
+        if (i > 1) expect(mine.prefix!.predicted_cached_tokens).toBeGreaterThan(prev.prefix!.prompt_tokens - 64);
         expect(JSON.stringify(mine.body)).toBe(JSON.stringify(alone.body));
         expect(mine.receipts).toEqual(alone.receipts);
       }
     }
     // The solo runs agree: call 2 of a single session continues call 1.
-    expect(soloA[1].prefix?.break_cause).toBe('none');
+    expect(soloA[1].prefix?.break_cause).toBe('system_changed');
+    expect(soloA[2].prefix?.break_cause).toBe('none');
     expect(soloA[1].sessionId).toBe(ra[1].sessionId);
   });
 
@@ -156,10 +158,14 @@ describe('fork seeding through a shared Redis store', () => {
     const r1 = await replica1.process(A[0], ctx(0, tenant));
     const r2 = await replica2.process(A[1], ctx(1, tenant));
     expect(r2.sessionId).not.toBe(r1.sessionId);
-    expect(r2.prefix?.break_cause).toBe('none');
-    expect(r2.prefix!.predicted_cached_tokens).toBeGreaterThan(0);
+    // Seeded: the clock line's first change breaks at the system prompt, not as a new session.
+    expect(r2.prefix?.break_cause).toBe('system_changed');
+    const r3 = await replica1.process(A[2], ctx(2, tenant));
+    expect(r3.sessionId).toBe(r2.sessionId);
+    expect(r3.prefix?.break_cause).toBe('none');
+    expect(r3.prefix!.predicted_cached_tokens).toBeGreaterThan(0);
     const check = open();
-    expect((await check.get(tenant, r2.sessionId))?.calls).toBe(2);
+    expect((await check.get(tenant, r2.sessionId))?.calls).toBe(3);
     expect((await check.get(tenant, r1.sessionId))?.sessionId).toBe(r1.sessionId);
   });
 });

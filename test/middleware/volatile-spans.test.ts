@@ -1,42 +1,36 @@
-// Volatile relocation moves a label line whole, but only the volatile spans of an instruction line:
-// the instruction stays in the root, where the agent put it.
+// Volatile relocation learns from what changes: the first call passes unchanged, a line seen
+// changing leaves the root (a label line whole; an instruction line keeps its place with a
+// placeholder where its changing values were), and the root is byte-stable from then on.
 import { describe, expect, it } from 'vitest';
-import { findVolatileLines, stripVolatile } from '../../middleware/layout/volatile-spans.ts';
+import { changingSpans, lineShape, valueRuns, withPlaceholders } from '../../middleware/layout/volatile-spans.ts';
+import { VOLATILE_PLACEHOLDER } from '../../middleware/lossless/placeholder.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import type { ChatRequest } from '../../middleware/types.ts';
 
-const strip = (text: string) => {
-  const lines = text.split('\n');
-  const found = findVolatileLines(lines, undefined, new Set());
-  return { root: stripVolatile(lines, found), moved: found.map((f) => f.text) };
-};
-
 describe('volatile spans', () => {
-  it('moves a clock label line whole', () => {
-    expect(strip('Current date: 2026-11-30T03:10:00Z\nYou are a careful agent.')).toEqual({
-      root: 'You are a careful agent.',
-      moved: ['Current date: 2026-11-30T03:10:00Z'],
-    });
+  it('lines that differ only in values share a shape', () => {
+    expect(lineShape('Step 1 of 3: run 7f3a9c21e0')).toBe(lineShape('Step 2 of 3: run 0b8e2c5d11'));
+    expect(lineShape('Step 1 of 3')).not.toBe(lineShape('Stage 1 of 3'));
   });
 
-  it('keeps the instruction of a line and moves only its timestamp', () => {
-    const r = strip('You are a helpful assistant. Time: 2024-01-01T10:00:00Z');
-    expect(r.root).toBe('You are a helpful assistant. Time:');
-    expect(r.moved).toEqual(['You are a helpful assistant. Time: 2024-01-01T10:00:00Z']);
+  it('widens an observed changing run to the date or clock around it, byte for byte elsewhere', () => {
+    const line = '  Plan around 2026-03-05T10:04:00Z,  step 4.';
+    const runs = valueRuns(line);
+    const minute = runs.findIndex((r) => line.slice(r.start, r.end) === '04' && r.start > 20);
+    const spans = changingSpans(line, [runs[minute]]);
+    expect(withPlaceholders(line, spans)).toBe(`  Plan around ${VOLATILE_PLACEHOLDER},  step 4.`);
+    // A run outside any pattern is only itself.
+    const last = changingSpans(line, [runs[runs.length - 1]]);
+    expect(withPlaceholders(line, last)).toBe(`  Plan around 2026-03-05T10:04:00Z,  step ${VOLATILE_PLACEHOLDER}.`);
   });
 
-  it('moves a line whole when digits would stay behind', () => {
-    const r = strip('You are agent 7 of the fleet, started 2024-01-01T10:00:00Z');
-    expect(r.root).toBe('');
-    expect(r.moved).toHaveLength(1);
-  });
-
-  it('keeps such a session cached call after call through the pipeline', async () => {
+  it('keeps such a session cached from its third call on, the instruction in place', async () => {
     const p = createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate' });
     const ctx = (i: number) => ({ tenant: 't', requestId: `r${i}`, headers: { 'x-session-id': 's' }, model: 'm' });
     const causes: string[] = [];
     const bodies: ChatRequest[] = [];
-    for (let i = 0; i < 3; i++) {
+    const reqs: ChatRequest[] = [];
+    for (let i = 0; i < 4; i++) {
       const req: ChatRequest = {
         model: 'm',
         messages: [
@@ -48,12 +42,14 @@ describe('volatile spans', () => {
           ]).flat(),
         ],
       };
+      reqs.push(structuredClone(req));
       const r = await p.process(req, ctx(i));
       causes.push(r.prefix?.break_cause ?? '?');
       bodies.push(r.body);
     }
-    expect(causes.slice(1)).toEqual(['none', 'none']);
-    for (const b of bodies) expect(b.messages[0].content).toBe('You are a helpful assistant. Time:');
-    expect(JSON.stringify(bodies[2].messages.at(-1))).toContain('Time: 2024-01-01T10:02:00Z');
+    expect(causes).toEqual(['new_session', 'system_changed', 'none', 'none']);
+    expect(JSON.stringify(bodies[0])).toBe(JSON.stringify(reqs[0]));
+    for (const b of bodies.slice(1)) expect(b.messages[0].content).toBe(`You are a helpful assistant. Time: ${VOLATILE_PLACEHOLDER}`);
+    expect(JSON.stringify(bodies[3].messages.at(-1))).toContain('Time: 2024-01-01T10:03:00Z');
   });
 });
