@@ -17,6 +17,7 @@ import { ResilientSessionStore } from '../middleware/session/resilient-store.ts'
 import type { SessionStore } from '../middleware/session/store.ts';
 import { TenantQuotaStore } from '../middleware/session/tenant-quota-store.ts';
 import { startScraper } from '../kvplanner/load-signals.ts';
+import { engineOf } from './upstream/engines.ts';
 import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
@@ -170,7 +171,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       const shared = config.redis?.url ? shareIndex(route.policy, { redisUrl: config.redis.url, model }) : undefined;
       if (shared) ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
       if (route.config.scrape_metrics_ms > 0) {
-        const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms);
+        const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, { names: engineOf(route.config).metrics });
         ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
       }
     }

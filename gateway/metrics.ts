@@ -18,7 +18,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ctxgate_process_' });
 
   return {
-    requests: counter('requests_total', 'Requests answered, by status class', ['model', 'tenant', 'status'] as const),
+    requests: counter('requests_total', 'Requests answered, by status class and ingress API', ['model', 'tenant', 'status', 'api'] as const),
     ttft: histogram('ttft_seconds', 'Request arrival to first content/tool-call delta (or first body byte)', ['model'] as const, LATENCY_BUCKETS),
     requestDuration: histogram('request_duration_seconds', 'Request arrival to last byte', ['model'] as const, LATENCY_BUCKETS),
     gatewayOverhead: histogram('gateway_overhead_seconds', 'Request time not spent waiting on the upstream', ['model'] as const, OVERHEAD_BUCKETS),

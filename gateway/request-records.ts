@@ -6,6 +6,8 @@ import type { UsageEvent } from './usage-event.ts';
 
 export interface RequestRecord {
   id: string;
+  /** Ingress API the request came in by (openai-chat, anthropic-messages...). */
+  api: string;
   tenant: string;
   model: string;
   sessionId: string;

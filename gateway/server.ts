@@ -12,9 +12,12 @@ import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './c
 import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
 import { installLimits, jsonDepth } from './limits/index.ts';
-import { handleProxy } from './proxy/handle.ts';
+import { createAdapters } from './ingress/index.ts';
+import { openaiErrorBody } from './ingress/openai-chat.ts';
+import { createResponseStore } from './ingress/responses-store.ts';
 import { RequestRecords } from './request-records.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { registerIngressRoutes, type ErrorShaper } from './routes/ingress.ts';
 import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
@@ -29,6 +32,11 @@ declare module 'fastify' {
     rawBody?: Buffer;
     principal?: Principal;
   }
+}
+
+/** Anthropic clients send their key as `x-api-key`; it is checked like a bearer key. */
+function apiKeyHeader(v: string | string[] | undefined): string | undefined {
+  return typeof v === 'string' && v ? `Bearer ${v}` : undefined;
 }
 
 /** Routes that answer without a key: probes and scrapers. */
@@ -97,22 +105,32 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     reply.header('x-request-id', req.id);
     const url = req.routeOptions.url;
     if (url === undefined || OPEN_ROUTES.has(url)) return;
-    req.principal = ctx.authenticate(req.headers.authorization);
+    req.principal = ctx.authenticate(req.headers.authorization ?? apiKeyHeader(req.headers['x-api-key']));
   });
 
+  // Errors answer in the API of the route they happened on (Anthropic's shape on /v1/messages...).
+  let shapers = new Map<string, ErrorShaper>();
   app.setErrorHandler((err, req, reply) => {
     const ge = toGatewayError(err);
     if (ge.status >= 500 && ge.code === 'internal_error') req.log.error({ err }, 'internal error');
     for (const [k, v] of Object.entries(ge.headers)) reply.header(k, v);
-    reply.code(ge.status).send(ge.toBody());
+    reply.code(ge.status).send((shapers.get(req.routeOptions.url ?? '') ?? openaiErrorBody)(ge));
   });
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send(new GatewayError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
   });
 
-  installLimits(app, ctx, deps.spendSince);
-  app.post('/v1/chat/completions', (req, reply) => handleProxy(ctx, 'chat', req, reply));
-  app.post('/v1/completions', (req, reply) => handleProxy(ctx, 'completions', req, reply));
+  const r = config.responses;
+  const responses = createResponseStore({ ttlSeconds: r.ttl_s, maxEntryBytes: r.max_entry_bytes, maxBytes: r.max_bytes }, config.redis?.url);
+  lifecycle.onShutdown(() => responses.close(), 'responses-store');
+  const adapters = createAdapters(responses);
+  installLimits(
+    app,
+    ctx,
+    adapters.map((a) => a.path),
+    deps.spendSince,
+  );
+  shapers = registerIngressRoutes(app, ctx, adapters, responses);
   registerAdminRoutes(app, ctx);
   deps.registerRoutes?.(app, ctx);
 

@@ -7,6 +7,8 @@ export interface UsageEvent {
   keyId: string;
   sessionId: string;
   model: string;
+  /** Ingress API (openai-chat, openai-completions, anthropic-messages, openai-responses). */
+  api?: string;
   /** Worker id that answered ('' when none was reached). */
   worker: string;
   status: number;

@@ -17,9 +17,23 @@ export interface EngineSignals {
   kvTokens?: number;
 }
 
-const WAITING = new Set(['vllm:num_requests_waiting', 'sglang:num_queue_reqs']);
-const RUNNING = new Set(['vllm:num_requests_running', 'sglang:num_running_reqs']);
-const USAGE = new Set(['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc', 'sglang:token_usage']);
+export interface LoadMetricNames {
+  waiting: readonly string[];
+  running: readonly string[];
+  kvUsage: readonly string[];
+}
+
+/** Per engine; the gateway's engine adapters (gateway/upstream/engines.ts) pick one by flavor. */
+export const ENGINE_LOAD_METRICS: Readonly<Record<'vllm' | 'sglang', LoadMetricNames>> = Object.freeze({
+  vllm: { waiting: ['vllm:num_requests_waiting'], running: ['vllm:num_requests_running'], kvUsage: ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'] },
+  sglang: { waiting: ['sglang:num_queue_reqs'], running: ['sglang:num_running_reqs'], kvUsage: ['sglang:token_usage'] },
+});
+
+const all = (k: keyof LoadMetricNames): Set<string> => new Set(Object.values(ENGINE_LOAD_METRICS).flatMap((n) => n[k]));
+/** Without a flavor, any engine's names are read (one port serves one engine, so they never mix). */
+const WAITING = all('waiting');
+const RUNNING = all('running');
+const USAGE = all('kvUsage');
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)/;
 
 function labelValue(labels: string, name: string): string | undefined {
@@ -27,7 +41,11 @@ function labelValue(labels: string, name: string): string | undefined {
   return m?.[1];
 }
 
-export function parseEngineMetrics(text: string): EngineSignals {
+/** `names`: one engine's series (its adapter's); default: any engine's. */
+export function parseEngineMetrics(text: string, names?: LoadMetricNames): EngineSignals {
+  const waiting = names ? new Set(names.waiting) : WAITING;
+  const running = names ? new Set(names.running) : RUNNING;
+  const usage = names ? new Set(names.kvUsage) : USAGE;
   const out: EngineSignals = {};
   for (const raw of text.split('\n')) {
     const line = raw.trim();
@@ -37,9 +55,9 @@ export function parseEngineMetrics(text: string): EngineSignals {
     const [, name, labels = '', valueText] = m;
     const value = Number(valueText);
     if (!Number.isFinite(value)) continue;
-    if (WAITING.has(name)) out.waiting = (out.waiting ?? 0) + value;
-    else if (RUNNING.has(name)) out.running = (out.running ?? 0) + value;
-    else if (USAGE.has(name)) out.kvUsage = Math.max(out.kvUsage ?? 0, value);
+    if (waiting.has(name)) out.waiting = (out.waiting ?? 0) + value;
+    else if (running.has(name)) out.running = (out.running ?? 0) + value;
+    else if (usage.has(name)) out.kvUsage = Math.max(out.kvUsage ?? 0, value);
     else if (name === 'vllm:cache_config_info') {
       const blocks = Number(labelValue(labels, 'num_gpu_blocks'));
       const size = Number(labelValue(labels, 'block_size'));
@@ -51,6 +69,8 @@ export function parseEngineMetrics(text: string): EngineSignals {
 
 export interface ScraperOptions {
   path?: string;
+  /** The engine's load-signal series (default: any engine's). */
+  names?: LoadMetricNames;
   timeoutMs?: number;
   onError?: (worker: WorkerView, err: Error) => void;
 }
@@ -74,7 +94,7 @@ export function startScraper(workers: readonly WorkerView[] | (() => readonly Wo
       const res = await request(new URL(path, w.url), { method: 'GET', headersTimeout: timeout, bodyTimeout: timeout });
       const body = await res.body.text();
       if (res.statusCode !== 200) throw new Error(`GET ${path}: HTTP ${res.statusCode}`);
-      const s = parseEngineMetrics(body);
+      const s = parseEngineMetrics(body, o.names);
       w.engine = { waiting: s.waiting, running: s.running, kvUsage: s.kvUsage };
       if (!configuredKv.has(w.id)) configuredKv.set(w.id, w.kvTokens !== undefined);
       if (s.kvTokens !== undefined && !configuredKv.get(w.id)) w.kvTokens = s.kvTokens;

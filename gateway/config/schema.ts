@@ -45,6 +45,9 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS_SERVER = 10_000;
 /** Open client connections the server accepts at once; more are closed on arrival. */
 export const DEFAULT_MAX_CONNECTIONS = 4_096;
+export const DEFAULT_RESPONSES_TTL_S = 24 * 60 * 60;
+export const DEFAULT_RESPONSES_MAX_ENTRY_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_RESPONSES_MAX_BYTES = 256 * 1024 * 1024;
 
 const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
 const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
@@ -89,7 +92,8 @@ export const ModelSchema = Type.Object(
     /** Scrape each worker's /metrics every N ms for engine load (queue, KV usage); 0 = off. */
     scrape_metrics_ms: NonNegInt(DEFAULT_SCRAPE_METRICS_MS),
     block_size: PosInt(DEFAULT_BLOCK_SIZE),
-    flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang')])),
+    /** Engine behind the workers: vllm (default), sglang, or openai (any OpenAI-compatible server). */
+    flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang'), Type.Literal('openai')])),
     pricing: Type.Optional(Type.Union([TokenPricing, GpuPricing])),
     /** Stage name → on/off; `volatile` also takes `eager` (move label lines such as `Current date: …` on first sight). */
     transforms: Type.Object({ volatile: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('eager')])) }, { additionalProperties: Type.Boolean(), default: {} }),
@@ -157,6 +161,17 @@ export const ConfigSchema = Type.Object(
     auth: AuthSchema,
     models: Type.Array(ModelSchema, { minItems: 1 }),
     redis: Type.Optional(Type.Object({ url: Type.Optional(Type.String()) }, { additionalProperties: false })),
+    /** Stored OpenAI Responses (previous_response_id, GET/DELETE /v1/responses/{id}); Redis when redis.url is set. */
+    responses: Type.Object(
+      {
+        ttl_s: PosInt(DEFAULT_RESPONSES_TTL_S),
+        /** A larger response (its whole conversation) is not stored; a follow-up naming it gets 404. */
+        max_entry_bytes: PosInt(DEFAULT_RESPONSES_MAX_ENTRY_BYTES),
+        /** Memory store only: total bytes kept (least recently used go first). */
+        max_bytes: PosInt(DEFAULT_RESPONSES_MAX_BYTES),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** Content-addressed store of full outputs evicted by compaction (redacted). No dir: bounded memory. */
     artifacts: Type.Object(
       { dir: Type.Optional(Type.String({ minLength: 1 })), max_bytes: PosInt(DEFAULT_ARTIFACT_MAX_BYTES) },

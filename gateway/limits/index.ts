@@ -29,15 +29,14 @@ function waitReady(redis: Redis, ms: number): Promise<void> {
   });
 }
 
-/** The routes rate limits and budgets apply to (the ones that cost GPU time). */
-export const LIMITED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions']);
-
 export interface InstalledLimits {
   rateLimit?: TenantLimiter;
   budget?: BudgetGuard;
 }
 
-export function installLimits(app: FastifyInstance, gw: GatewayContext, spend?: SpendLookup): InstalledLimits {
+/** `paths`: the routes limits apply to, the ones that cost GPU time (the ingress adapters' routes). */
+export function installLimits(app: FastifyInstance, gw: GatewayContext, paths: readonly string[], spend?: SpendLookup): InstalledLimits {
+  const limited = new Set(paths);
   const out: InstalledLimits = {};
   if (gw.config.limits.rate_limit.per_minute > 0) {
     const url = gw.config.redis?.url;
@@ -71,7 +70,7 @@ export function installLimits(app: FastifyInstance, gw: GatewayContext, spend?: 
   }
   if (!out.rateLimit && !out.budget) return out;
   app.addHook('preHandler', async (req) => {
-    if (!LIMITED_ROUTES.has(req.routeOptions.url ?? '')) return;
+    if (!limited.has(req.routeOptions.url ?? '')) return;
     await out.rateLimit?.(req);
     const p = req.principal as Principal | undefined;
     if (p) await out.budget?.check(p.tenant);

@@ -18,7 +18,8 @@ interface StreamOptions {
 }
 
 export function upstreamBody(
-  raw: Buffer,
+  /** The client's bytes when they are the upstream body's source; undefined when an adapter translated. */
+  raw: Buffer | undefined,
   parsed: Record<string, unknown>,
   body: Record<string, unknown>,
   stream: boolean,
@@ -27,10 +28,10 @@ export function upstreamBody(
 ): UpstreamBody {
   const so = body.stream_options as StreamOptions | undefined | null;
   const clientWantsUsage = stream && !!so && so.include_usage === true;
-  const changed = body !== parsed || (upstreamModel !== undefined && upstreamModel !== body.model) || Object.hasOwn(parsed, 'cache_salt');
+  const changed = !raw || body !== parsed || (upstreamModel !== undefined && upstreamModel !== body.model) || Object.hasOwn(parsed, 'cache_salt');
   const needUsage = stream && !clientWantsUsage;
-  if (!changed && !needUsage && cacheSalt === undefined) return { bytes: raw, clientWantsUsage };
-  if (!changed && (!needUsage || so === undefined)) {
+  if (raw && !changed && !needUsage && cacheSalt === undefined) return { bytes: raw, clientWantsUsage };
+  if (raw && !changed && (!needUsage || so === undefined)) {
     const end = raw.lastIndexOf(0x7d); // the closing brace of the top-level object
     if (end > 0) {
       const add = (needUsage ? INCLUDE_USAGE : '') + (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '');

@@ -6,6 +6,7 @@ import type { Choice, RouteInfo } from '../../kvplanner/types.ts';
 import type { ChatMessage, ContextPipeline, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
+import type { ApiName } from '../ingress/types.ts';
 import { statusClass } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
@@ -17,6 +18,8 @@ export interface Exchange {
   time: number;
   requestId: string;
   principal: Principal;
+  /** Ingress API (bounded metrics label). */
+  api: ApiName;
   model: string;
   stream: boolean;
   status: number;
@@ -59,13 +62,14 @@ export function usageEvent(ex: Exchange): UsageEvent {
     keyId: ex.principal.keyId,
     sessionId: ex.result?.sessionId ?? '',
     model: ex.model,
+    api: ex.api,
     worker: ex.worker?.id ?? '',
     status: ex.status,
     stream: ex.stream,
     // No usage from the worker: the pipeline's engine-exact count, else the estimate (flagged by usageReported).
     promptTokens: ex.usage?.promptTokens ?? ex.result?.promptTokenIds?.length ?? ex.estimatedPromptTokens ?? 0,
     cachedTokens: ex.usage?.cachedTokens ?? 0,
-    outputTokens: ex.usage?.completionTokens ?? 0,
+    outputTokens: ex.usage?.outputTokens ?? 0,
     usageReported: ex.usage !== undefined,
     totalMs,
     gatewayOverheadMs: Math.max(0, totalMs - ex.upstreamWaitMs),
@@ -110,7 +114,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
   const m = gw.metrics;
   const model = ex.model || 'unknown';
   safe(gw, 'metrics', () => {
-    m.requests.inc({ model, tenant: ev.tenant, status: ex.status === 499 ? '499' : statusClass(ex.status) });
+    m.requests.inc({ model, tenant: ev.tenant, status: ex.status === 499 ? '499' : statusClass(ex.status), api: ex.api });
     m.requestDuration.observe({ model }, ev.totalMs / 1000);
     m.gatewayOverhead.observe({ model }, ev.gatewayOverheadMs / 1000);
     if (ev.ttftMs !== undefined) m.ttft.observe({ model }, ev.ttftMs / 1000);
@@ -143,13 +147,14 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       safe(gw, 'pipeline.observe', () =>
         ex.pipeline!.observe!(
           ex.result!,
-          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, completionTokens: ex.usage?.completionTokens, worker: ex.worker?.id },
+          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, completionTokens: ex.usage?.outputTokens, worker: ex.worker?.id },
           ex.pctx!,
         ),
       );
     }
     gw.records.add({
       id: ex.requestId,
+      api: ex.api,
       tenant: ev.tenant,
       model,
       sessionId: ev.sessionId,

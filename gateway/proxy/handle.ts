@@ -1,56 +1,24 @@
-// POST /v1/chat/completions and /v1/completions: validate, run the context pipeline, route with
-// failover, relay the answer (streaming or not), then account for it (finish.ts).
+// One proxied request for any ingress API: the adapter validates and translates to the canonical
+// chat form, the context pipeline runs, the request is routed with failover, the answer is relayed
+// (and translated back by the adapter), then accounted for (finish.ts). Nothing here is API-shaped.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteInfo } from '../../kvplanner/types.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { GatewayError } from '../../middleware/errors.ts';
-import type { ModelRoute } from '../upstream/fleet.ts';
+import { harnessHeaders } from '../ingress/harness-session.ts';
+import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import type { Worker } from '../upstream/worker.ts';
 import { upstreamBody } from './body.ts';
 import { dispatch, type Dispatched } from './dispatch.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
-import { relayJson, relayStream } from './relay.ts';
+import { relayJson, relayStream, sendUpstreamFailure } from './relay.ts';
 
-export type Endpoint = 'chat' | 'completions';
-const PATHS: Record<Endpoint, string> = { chat: '/v1/chat/completions', completions: '/v1/completions' };
 /** Non-stream answers that broke while being read: nothing reached the client, so try another worker. */
 const RETRY_BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout']);
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
-
-const isObject = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-function validate(gw: GatewayContext, kind: Endpoint, body: unknown): { b: Record<string, unknown>; route: ModelRoute } {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new GatewayError('invalid_request', 'request body must be a JSON object');
-  const b = body as Record<string, unknown>;
-  if (typeof b.model !== 'string' || !b.model) throw new GatewayError('invalid_model', "'model' is required and must be a non-empty string", 'model');
-  if (kind === 'chat') {
-    const m = b.messages;
-    if (!Array.isArray(m) || m.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
-    if (m.length > gw.config.limits.max_messages) throw new GatewayError('invalid_messages', `'messages' has more than ${gw.config.limits.max_messages} entries`, 'messages');
-    for (let i = 0; i < m.length; i++) {
-      const x = m[i] as { role?: unknown; content?: unknown; tool_calls?: unknown } | null;
-      if (!x || typeof x !== 'object' || typeof x.role !== 'string') throw new GatewayError('invalid_messages', `messages[${i}] must be an object with a string 'role'`, `messages[${i}].role`);
-      const c = x.content;
-      if (c !== undefined && c !== null && typeof c !== 'string' && !(Array.isArray(c) && c.every(isObject))) {
-        throw new GatewayError('invalid_messages', `messages[${i}].content must be a string, null or an array of content parts`, `messages[${i}].content`);
-      }
-      if (x.tool_calls !== undefined && x.tool_calls !== null && !(Array.isArray(x.tool_calls) && x.tool_calls.every(isObject))) {
-        throw new GatewayError('invalid_messages', `messages[${i}].tool_calls must be an array of objects`, `messages[${i}].tool_calls`);
-      }
-    }
-    if (b.tools !== undefined && b.tools !== null && !(Array.isArray(b.tools) && b.tools.every(isObject))) {
-      throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
-    }
-  } else if (typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
-    throw new GatewayError('invalid_prompt', "'prompt' is required (string or array)", 'prompt');
-  }
-  const route = gw.fleet.get(b.model);
-  if (!route) throw new GatewayError('model_not_found', `model '${b.model}' does not exist (see GET /v1/models)`, 'model');
-  return { b, route };
-}
 
 function messageText(messages: ChatMessage[]): string {
   let s = '';
@@ -61,7 +29,7 @@ function messageText(messages: ChatMessage[]): string {
   return s;
 }
 
-function routeInfo(model: string, tenant: string, cacheSalt: string, result: PipelineResult, kind: Endpoint, promptTokens: number): RouteInfo {
+function routeInfo(model: string, tenant: string, cacheSalt: string, result: PipelineResult, promptTokens: number): RouteInfo {
   let text: string | undefined;
   const body = result.body as ChatRequest & { prompt?: unknown };
   return {
@@ -74,38 +42,44 @@ function routeInfo(model: string, tenant: string, cacheSalt: string, result: Pip
     promptTokens,
     // Lazy: only text-based policies pay for concatenating a large prompt.
     get text() {
-      text ??= kind === 'chat' ? messageText(body.messages) : typeof body.prompt === 'string' ? body.prompt : JSON.stringify(body.prompt);
+      text ??= Array.isArray(body.messages) ? messageText(body.messages) : typeof body.prompt === 'string' ? body.prompt : JSON.stringify(body.prompt);
       return text;
     },
   };
 }
 
-export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const t0 = performance.now();
   const principal = req.principal as Principal;
-  const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
+  const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, api: adapter.api, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
   let untrack: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
-    const { b, route } = validate(gw, kind, req.body);
+    const parsed = await adapter.parse(req.body, { tenant: principal.tenant, maxMessages: gw.config.limits.max_messages });
+    const route = gw.fleet.get(parsed.model);
+    if (!route) throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
     ex.model = route.config.name;
     ex.route = route;
-    ex.stream = b.stream === true;
+    ex.stream = parsed.stream;
     const cacheSalt = gw.salts.saltOf(principal.tenant);
-    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers: req.headers as Record<string, string | undefined>, model: ex.model, cacheSalt };
+    const headers = harnessHeaders(req.headers as Record<string, string | undefined>);
+    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers, model: ex.model, cacheSalt };
     ex.pctx = pctx;
-    const pipeline = kind === 'chat' ? gw.pipelines.get(ex.model) : undefined;
+    const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     const result: PipelineResult = pipeline
-      ? await pipeline.process(b as ChatRequest, pctx)
-      : { body: b as ChatRequest, sessionId: String(req.headers['x-ctxgate-session'] ?? ''), receipts: [] };
+      ? await pipeline.process(parsed.body, pctx)
+      : { body: parsed.body, sessionId: String(headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? ''), receipts: [] };
+    if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
     const raw = req.rawBody as Buffer;
-    const up = upstreamBody(raw, b, result.body, ex.stream, route.config.upstream_model, cacheSalt);
+    // Translating adapters built a new body: the client's bytes are not the upstream's.
+    const up = upstreamBody(adapter.toResponse ? undefined : raw, parsed.body, result.body, ex.stream, route.config.upstream_model, cacheSalt);
     ex.clientWantsUsage = up.clientWantsUsage;
     const promptTokens = result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
-    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, kind, promptTokens);
+    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens);
+    const answer: AnswerContext = { requestId: req.id, tenant: principal.tenant, promptTokens, state: parsed.state };
 
     const ac = new AbortController();
     untrack = gw.lifecycle.track(() => {
@@ -116,8 +90,8 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
       if (!reply.raw.writableFinished) ac.abort();
     };
     reply.raw.once('close', onClose);
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
-    if (ex.stream) headers.accept = 'text/event-stream';
+    const upHeaders: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
+    if (ex.stream) upHeaders.accept = 'text/event-stream';
     const tried = new Set<Worker>();
     const maxAttempts = gw.config.upstream.attempts;
     let used = 0;
@@ -130,7 +104,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         try {
           d = await dispatch(
             route,
-            { path: PATHS[kind], body: up.bytes, headers, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried },
+            { path: adapter.upstreamPath, body: up.bytes, headers: upHeaders, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried },
             gw.metrics,
           );
         } catch (err) {
@@ -152,7 +126,7 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         if (d.failed) {
           ex.status = d.failed.status;
           ex.errorCode = `upstream_${d.failed.status}`;
-          reply.code(d.failed.status).header('content-type', d.failed.contentType).send(d.failed.body);
+          sendUpstreamFailure(adapter, reply, d.failed);
           return;
         }
         const res = d.res!;
@@ -162,8 +136,8 @@ export async function handleProxy(gw: GatewayContext, kind: Endpoint, req: Fasti
         }
         try {
           const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
-          if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal);
-          else await relayJson(gw, ex, res, reply, ac.signal);
+          if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal, adapter, answer);
+          else await relayJson(gw, ex, res, reply, ac.signal, adapter, answer);
           return;
         } catch (err) {
           const retryable = err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;

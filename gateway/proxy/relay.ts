@@ -1,14 +1,17 @@
 // Relays the upstream answer to the client. Non-stream: the body is read once, parsed once (for
 // usage and the assistant message) and sent as the original bytes. Stream: frames are forwarded
 // as they arrive, honouring the client's backpressure; an upstream failure after the first byte
-// ends the stream with the documented SSE error event.
+// ends the stream with the documented SSE error event. Translating adapters (Anthropic Messages,
+// OpenAI Responses) get the parsed answer (toResponse) or each parsed chunk (their stream
+// translator) and shape the worker's errors in their API; OpenAI clients get the worker's bytes.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
-import { errorBody, GatewayError, streamErrorFrames } from '../../middleware/errors.ts';
+import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
+import type { AnswerContext, IngressAdapter, ShapedError } from '../ingress/types.ts';
 import { clientGone, usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { extractUsage } from './usage.ts';
@@ -16,11 +19,10 @@ import { extractUsage } from './usage.ts';
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
 /** The stream was cut on our side: by the client leaving, or by the shutdown deadline. */
-function endedEarly(ex: Exchange, out: ServerResponse): void {
+function endedEarly(ex: Exchange, out: ServerResponse, relay: SseRelay): void {
   if (ex.stoppedByShutdown && !out.destroyed) {
     ex.errorCode = 'shutting_down';
-    const ev = errorBody('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline');
-    out.write(`data: ${JSON.stringify(ev)}\n\ndata: [DONE]\n\n`);
+    out.write(relay.errorFrames(new GatewayError('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline')));
     return;
   }
   ex.status = 499;
@@ -31,6 +33,26 @@ function drain(res: ServerResponse): Promise<unknown> {
   return Promise.race([once(res, 'drain'), once(res, 'close')]);
 }
 
+/** A worker's error (5xx after every attempt, or a 4xx) in the client's API shape; OpenAI clients get the bytes. */
+export function upstreamErrorBody(adapter: IngressAdapter, status: number, body: Buffer): { body: Buffer | string; json: boolean } {
+  if (!adapter.toResponse) return { body, json: false };
+  let message = `worker answered HTTP ${status}`;
+  try {
+    const o = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } | string; message?: unknown };
+    const m = typeof o.error === 'object' ? o.error?.message : (o.error ?? o.message);
+    if (typeof m === 'string' && m) message = m;
+  } catch {
+    // not JSON: the status line says enough
+  }
+  const err: ShapedError = { status, type: status >= 500 ? 'upstream_error' : 'invalid_request_error', code: `upstream_${status}`, message, param: null };
+  return { body: JSON.stringify(adapter.errorBody(err)), json: true };
+}
+
+export function sendUpstreamFailure(adapter: IngressAdapter, reply: FastifyReply, failed: { status: number; contentType: string; body: Buffer }): void {
+  const e = upstreamErrorBody(adapter, failed.status, failed.body);
+  reply.code(failed.status).header('content-type', e.json ? 'application/json' : failed.contentType).send(e.body);
+}
+
 function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[] }): ChatMessage | undefined {
   const c = Array.isArray(obj.choices) ? obj.choices[0] : undefined;
   if (!c) return undefined;
@@ -39,7 +61,15 @@ function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[]
   return undefined;
 }
 
-export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatcher.ResponseData, reply: FastifyReply, signal: AbortSignal): Promise<void> {
+export async function relayJson(
+  gw: GatewayContext,
+  ex: Exchange,
+  res: Dispatcher.ResponseData,
+  reply: FastifyReply,
+  signal: AbortSignal,
+  adapter: IngressAdapter,
+  answer: AnswerContext,
+): Promise<void> {
   const worker = ex.worker!;
   const chunks: Buffer[] = [];
   const t = performance.now();
@@ -65,7 +95,8 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
     throw new GatewayError('upstream_bad_response', `worker connection failed mid-response (${code || 'error'})`);
   }
   ex.upstreamWaitMs += performance.now() - t;
-  const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  let buf: Buffer | string = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  let contentType = String(res.headers['content-type'] ?? 'application/json');
   ex.status = res.statusCode;
   if (res.statusCode < 300) {
     let obj: unknown;
@@ -78,8 +109,15 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
     if (!obj || typeof obj !== 'object') throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
     ex.usage = extractUsage(obj);
     ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
+    if (adapter.toResponse) {
+      buf = JSON.stringify(await adapter.toResponse(obj as Record<string, unknown>, ex.usage, answer));
+      contentType = 'application/json';
+    }
   } else {
     ex.errorCode = `upstream_${res.statusCode}`;
+    const e = upstreamErrorBody(adapter, res.statusCode, buf);
+    buf = e.body;
+    if (e.json) contentType = 'application/json';
   }
   worker.recordSuccess(false);
   if (gw.responseHeaders && ex.usage) {
@@ -90,13 +128,18 @@ export async function relayJson(gw: GatewayContext, ex: Exchange, res: Dispatche
       process.emitWarning(`ctxgate: responseHeaders threw: ${(err as Error).message}`);
     }
   }
-  reply
-    .code(res.statusCode)
-    .header('content-type', String(res.headers['content-type'] ?? 'application/json'))
-    .send(buf);
+  reply.code(res.statusCode).header('content-type', contentType).send(buf);
 }
 
-export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatcher.ResponseData, reply: FastifyReply, signal: AbortSignal): Promise<void> {
+export async function relayStream(
+  gw: GatewayContext,
+  ex: Exchange,
+  res: Dispatcher.ResponseData,
+  reply: FastifyReply,
+  signal: AbortSignal,
+  adapter: IngressAdapter,
+  answer: AnswerContext,
+): Promise<void> {
   const worker = ex.worker!;
   reply.hijack();
   const out = reply.raw;
@@ -106,7 +149,7 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
-  const relay = new SseRelay(ex.clientWantsUsage ?? false);
+  const relay = new SseRelay(ex.clientWantsUsage ?? false, adapter.streamer?.(answer));
   res.body.setEncoding('utf8');
   ex.status = 200;
   const start = performance.now();
@@ -126,22 +169,22 @@ export async function relayStream(gw: GatewayContext, ex: Exchange, res: Dispatc
       if (signal.aborted || out.destroyed) break;
     }
     if (signal.aborted || out.destroyed) {
-      endedEarly(ex, out);
+      endedEarly(ex, out, relay);
     } else {
-      const tail = relay.flush();
+      const tail = await relay.end();
       if (tail) out.write(tail);
       worker.recordSuccess(false);
     }
   } catch (err) {
     if (signal.aborted || out.destroyed) {
-      endedEarly(ex, out);
+      endedEarly(ex, out, relay);
     } else {
       const code = (err as { code?: string }).code ?? '';
       const msg = `worker stream failed after the first byte (${code || (err as Error).message})`;
       worker.recordFailure(msg);
       gw.metrics.streamErrors.inc({ model: ex.model });
       ex.errorCode = 'upstream_stream_failed';
-      out.write(streamErrorFrames(msg));
+      out.write(relay.errorFrames({ status: 502, type: 'upstream_error', code: STREAM_ERROR_CODE, message: msg, param: null }));
     }
   } finally {
     ex.upstreamWaitMs += performance.now() - start - processing;

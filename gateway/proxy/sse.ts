@@ -2,8 +2,12 @@
 // content/tool-call delta (TTFT), the usage block, and the assistant message (for the pipeline).
 // Frames are forwarded as the original bytes unless they must change: when the client did not ask
 // for usage, the usage-only final chunk is dropped and `usage` keys are removed from other chunks.
+// With a stream translator (Anthropic Messages, OpenAI Responses) each parsed chunk is handed to
+// it and only its events reach the client; `[DONE]`, comments and non-JSON frames are not forwarded.
 // Cost: one JSON.parse per frame (frames are small); O(frame) re-serialisation only when edited.
 import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
+import { STREAM_ERROR_CODE, streamErrorFrames } from '../../middleware/errors.ts';
+import type { ShapedError, StreamTranslator } from '../ingress/types.ts';
 import { extractUsage, type Usage } from './usage.ts';
 
 const FRAME_END = '\n\n';
@@ -18,7 +22,7 @@ interface ToolCallDelta {
 interface ChunkChoice {
   index?: number;
   text?: string;
-  delta?: { role?: string; content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallDelta[] };
+  delta?: { role?: string; content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: ToolCallDelta[] };
 }
 
 export class SseRelay {
@@ -31,7 +35,10 @@ export class SseRelay {
   private reasoning = '';
   private readonly toolCalls: ToolCall[] = [];
 
-  constructor(private readonly clientWantsUsage: boolean) {}
+  constructor(
+    private readonly clientWantsUsage: boolean,
+    private readonly translator?: StreamTranslator,
+  ) {}
 
   /** Feeds upstream bytes; returns what to write to the client now ('' when nothing). */
   push(chunk: string): string {
@@ -57,29 +64,43 @@ export class SseRelay {
     return rest.trim() ? this.frame(rest.endsWith('\n') ? rest + '\n' : rest + FRAME_END) : '';
   }
 
+  /** What ends a stream the upstream finished: the unterminated remainder, then the API's closing events. */
+  async end(): Promise<string> {
+    const rest = this.flush();
+    return this.translator ? rest + (await this.translator.done()) : rest;
+  }
+
+  /** The frames that end a stream the upstream broke (or the gateway stopped), in the client's API. */
+  errorFrames(err: ShapedError): string {
+    if (this.translator) return this.translator.error(err);
+    if (err.code === STREAM_ERROR_CODE) return streamErrorFrames(err.message);
+    return `data: ${JSON.stringify({ error: { message: err.message, type: err.type, code: err.code, param: err.param } })}\n\ndata: [DONE]\n\n`;
+  }
+
   private frame(raw: string): string {
     // A frame may hold comment lines or several data lines; only a single `data: {...}` is inspected.
     let dataAt = 0;
     if (!raw.startsWith('data:')) {
       dataAt = raw.indexOf('\ndata:') + 1;
-      if (dataAt === 0) return raw;
+      if (dataAt === 0) return this.translator ? '' : raw;
     }
     const payload = raw.slice(dataAt + 5, raw.indexOf('\n', dataAt)).trim();
     if (payload === '[DONE]') {
       this.sawDone = true;
-      return raw;
+      return this.translator ? '' : raw;
     }
     let obj: { choices?: ChunkChoice[]; usage?: unknown };
     try {
       obj = JSON.parse(payload);
     } catch {
-      return raw; // not JSON: not ours to judge, forward untouched
+      return this.translator ? '' : raw; // not JSON: not ours to judge, forwarded untouched to OpenAI clients
     }
-    if (!obj || typeof obj !== 'object') return raw;
+    if (!obj || typeof obj !== 'object') return this.translator ? '' : raw;
     const u = extractUsage(obj);
     if (u) this.usage = u;
     const choices = Array.isArray(obj.choices) ? obj.choices : [];
     for (const c of choices) this.learn(c);
+    if (this.translator) return this.translator.chunk(obj as Record<string, unknown>);
     if (this.clientWantsUsage || !('usage' in obj)) return raw;
     if (choices.length === 0 && obj.usage) return ''; // the usage-only chunk the client did not ask for
     delete obj.usage;
@@ -100,9 +121,10 @@ export class SseRelay {
     }
     if (!d) return;
     // Reasoning tokens are generated tokens too: they count for time to first token.
-    if (d.content || d.reasoning_content || d.tool_calls?.length) this.firstTokenAt ??= performance.now();
+    const reasoning = d.reasoning_content ?? d.reasoning;
+    if (d.content || reasoning || d.tool_calls?.length) this.firstTokenAt ??= performance.now();
     if (d.content) this.content += d.content;
-    if (d.reasoning_content) this.reasoning += d.reasoning_content;
+    if (reasoning) this.reasoning += reasoning;
     for (const t of d.tool_calls ?? []) {
       const i = t.index ?? this.toolCalls.length;
       const tc = (this.toolCalls[i] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });

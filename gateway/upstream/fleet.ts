@@ -3,6 +3,7 @@ import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import type { Policy } from '../../kvplanner/types.ts';
 import type { GatewayConfig, ModelConfig } from '../config/schema.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import { engineOf } from './engines.ts';
 import { Worker } from './worker.ts';
 
 export interface ModelRoute {
@@ -17,7 +18,9 @@ export type Fleet = Map<string, ModelRoute>;
 export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fleet {
   const fleet: Fleet = new Map();
   for (const m of config.models) {
+    const engine = engineOf(m);
     const workers = m.workers.map((w) => new Worker(m.name, w, config.upstream, config.health, metrics));
+    for (const w of workers) w.healthPath = engine.healthPath;
     fleet.set(m.name, {
       config: m,
       workers,

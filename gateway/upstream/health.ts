@@ -1,4 +1,4 @@
-// Active health checks: GET <worker>/health every interval; a non-2xx, an error or a timeout is a
+// Active health checks: GET <worker><health path> (the engine adapter's) every interval; a non-2xx, an error or a timeout is a
 // failure. Runs on its own small Agent so a saturated request pool cannot fail a healthy worker.
 import { Agent, request } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
@@ -12,7 +12,7 @@ export interface HealthChecker {
 
 export async function checkWorker(worker: Worker, agent: Agent, timeoutMs: number): Promise<boolean> {
   try {
-    const res = await request(`${worker.url}/health`, {
+    const res = await request(`${worker.url}${worker.healthPath}`, {
       method: 'GET',
       dispatcher: agent,
       headersTimeout: timeoutMs,

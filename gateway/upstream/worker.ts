@@ -28,6 +28,8 @@ export class Worker {
   engine?: WorkerView['engine'];
   /** Path prefix of the worker URL (a worker may live under e.g. /vllm). */
   readonly basePath: string;
+  /** GET path of the active health check (the engine adapter's). */
+  healthPath = '/health';
   healthy = true;
   inFlight = 0;
   queuedPrefillTokens = 0;

@@ -115,7 +115,7 @@ describe('gateway proxy (openai SDK client)', () => {
 
   it('exposes ctxgate_ metrics', async () => {
     const text = await fetch(`${rig.gw.url}/metrics`).then((r) => r.text());
-    expect(text).toMatch(/ctxgate_requests_total\{model="m1",tenant="default",status="2xx"\} \d+/);
+    expect(text).toMatch(/ctxgate_requests_total\{model="m1",tenant="default",status="2xx",api="openai-chat"\} \d+/);
     expect(text).toContain('ctxgate_ttft_seconds_bucket');
     expect(text).toMatch(/ctxgate_routing_decisions_total\{model="m1",policy="round_robin",branch="rotate"\}/);
   });

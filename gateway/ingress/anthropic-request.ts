@@ -1,0 +1,153 @@
+// Anthropic Messages request -> canonical chat request. O(body). Every text reaches the canonical
+// form verbatim: system blocks become one system message (blocks joined by a newline, as engines
+// render content parts), thinking becomes reasoning_content, tool_use becomes tool_calls (input as
+// JSON), tool_result blocks become tool messages placed before the rest of their user turn (the
+// order the chat templates expect). cache_control is accepted and not forwarded: the engines cache
+// by prefix, and ctxgate's layout is what keeps the prefix stable. Server tools (web search, code
+// execution...) have no engine equivalent and are refused rather than silently dropped.
+import type { ChatMessage, ChatRequest, ContentPart, ToolCall, ToolDef } from '../../middleware/types.ts';
+import { GatewayError } from '../../middleware/errors.ts';
+import { isObject, requireModel, requireObject } from './openai-chat.ts';
+import type { IngressRequest, ParseContext } from './types.ts';
+
+type Block = Record<string, unknown>;
+
+export interface AnthropicState {
+  /** The model name the client asked for (answers echo it). */
+  model: string;
+}
+
+const bad = (message: string, param: string): GatewayError => new GatewayError('invalid_request', message, param);
+
+function blocksOf(content: unknown, where: string): Block[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content) || !content.every(isObject)) throw bad(`${where} must be a string or an array of content blocks`, where);
+  return content;
+}
+
+function text(b: Block, where: string): string {
+  if (typeof b.text !== 'string') throw bad(`${where}.text must be a string`, `${where}.text`);
+  return b.text;
+}
+
+function image(b: Block, where: string): ContentPart {
+  const s = b.source as Block | undefined;
+  if (isObject(s) && s.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') {
+    return { type: 'image_url', image_url: { url: `data:${s.media_type};base64,${s.data}` } };
+  }
+  if (isObject(s) && s.type === 'url' && typeof s.url === 'string') return { type: 'image_url', image_url: { url: s.url } };
+  throw bad(`${where}.source must be a base64 or url image source`, `${where}.source`);
+}
+
+/** Text-only parts collapse to one string (what engines render anyway); images keep the parts array. */
+function collapse(parts: ContentPart[]): string | ContentPart[] {
+  if (parts.every((p) => p.type === 'text')) return parts.map((p) => p.text as string).join('\n');
+  return parts;
+}
+
+function toolResult(b: Block, where: string): ChatMessage {
+  if (typeof b.tool_use_id !== 'string') throw bad(`${where}.tool_use_id must be a string`, `${where}.tool_use_id`);
+  const parts: ContentPart[] = [];
+  if (b.content !== undefined && b.content !== null) {
+    const inner = blocksOf(b.content, `${where}.content`);
+    inner.forEach((x, j) => parts.push(x.type === 'image' ? image(x, `${where}.content[${j}]`) : { type: 'text', text: text(x, `${where}.content[${j}]`) }));
+  }
+  const m: ChatMessage = { role: 'tool', tool_call_id: b.tool_use_id, content: parts.length ? collapse(parts) : '' };
+  // The chat form has no error flag; a failed tool keeps its text and says so in the content.
+  if (b.is_error === true) m.content = typeof m.content === 'string' ? `[tool error] ${m.content}` : [{ type: 'text', text: '[tool error]' }, ...(m.content as ContentPart[])];
+  return m;
+}
+
+function userTurn(content: unknown, where: string, out: ChatMessage[]): void {
+  const parts: ContentPart[] = [];
+  blocksOf(content, where).forEach((b, j) => {
+    const w = `${where}[${j}]`;
+    if (b.type === 'text') parts.push({ type: 'text', text: text(b, w) });
+    else if (b.type === 'image') parts.push(image(b, w));
+    else if (b.type === 'tool_result') out.push(toolResult(b, w));
+    else if (b.type === 'document') throw bad(`${w}: document blocks are not supported by the engines`, w);
+    else throw bad(`${w}.type '${String(b.type)}' is not a user content block`, `${w}.type`);
+  });
+  if (parts.length) out.push({ role: 'user', content: collapse(parts) });
+}
+
+function assistantTurn(content: unknown, where: string, out: ChatMessage[]): void {
+  const texts: string[] = [];
+  let reasoning = '';
+  const calls: ToolCall[] = [];
+  blocksOf(content, where).forEach((b, j) => {
+    const w = `${where}[${j}]`;
+    if (b.type === 'text') texts.push(text(b, w));
+    else if (b.type === 'thinking') reasoning += typeof b.thinking === 'string' ? b.thinking : '';
+    else if (b.type === 'redacted_thinking') return; // opaque to engines: nothing to render
+    else if (b.type === 'tool_use') {
+      if (typeof b.id !== 'string' || typeof b.name !== 'string') throw bad(`${w} needs a string id and name`, w);
+      calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+    } else throw bad(`${w}.type '${String(b.type)}' is not an assistant content block`, `${w}.type`);
+  });
+  const m: ChatMessage = { role: 'assistant', content: texts.length ? texts.join('\n') : calls.length ? null : '' };
+  if (reasoning) m.reasoning_content = reasoning;
+  if (calls.length) m.tool_calls = calls;
+  out.push(m);
+}
+
+function tools(list: unknown): ToolDef[] {
+  if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
+  return list.map((t, i) => {
+    if (t.type !== undefined && t.type !== 'custom') throw bad(`tools[${i}]: server tool '${String(t.type)}' is not available on self-hosted engines`, `tools[${i}].type`);
+    if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    const fn: ToolDef['function'] = { name: t.name, parameters: t.input_schema ?? { type: 'object', properties: {} } };
+    if (typeof t.description === 'string') fn.description = t.description;
+    return { type: 'function', function: fn };
+  });
+}
+
+function toolChoice(tc: Block, out: ChatRequest): void {
+  if (tc.type === 'auto') out.tool_choice = 'auto';
+  else if (tc.type === 'any') out.tool_choice = 'required';
+  else if (tc.type === 'none') out.tool_choice = 'none';
+  else if (tc.type === 'tool' && typeof tc.name === 'string') out.tool_choice = { type: 'function', function: { name: tc.name } };
+  else throw bad("'tool_choice' must be {type: auto|any|none} or {type: tool, name}", 'tool_choice');
+  if (tc.disable_parallel_tool_use === true) out.parallel_tool_calls = false;
+}
+
+export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest {
+  const b = requireObject(body);
+  const model = requireModel(b);
+  if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1) throw bad("'max_tokens' is required and must be a positive integer", 'max_tokens');
+  const msgs = b.messages;
+  if (!Array.isArray(msgs) || msgs.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
+  if (msgs.length > ctx.maxMessages) throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
+  const messages: ChatMessage[] = [];
+  if (b.system !== undefined && b.system !== null) {
+    const sys = blocksOf(b.system, 'system').map((x, j) => text(x, `system[${j}]`));
+    messages.push({ role: 'system', content: sys.join('\n') });
+  }
+  msgs.forEach((m, i) => {
+    const w = `messages[${i}]`;
+    if (!isObject(m)) throw new GatewayError('invalid_messages', `${w} must be an object`, w);
+    if (m.role === 'user') userTurn(m.content, `${w}.content`, messages);
+    else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages);
+    else throw new GatewayError('invalid_messages', `${w}.role must be 'user' or 'assistant'`, `${w}.role`);
+  });
+  const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
+  if (b.tools !== undefined && b.tools !== null) out.tools = tools(b.tools);
+  if (isObject(b.tool_choice)) toolChoice(b.tool_choice, out);
+  if (b.stop_sequences !== undefined) {
+    if (!Array.isArray(b.stop_sequences) || !b.stop_sequences.every((s) => typeof s === 'string')) throw bad("'stop_sequences' must be an array of strings", 'stop_sequences');
+    if (b.stop_sequences.length) out.stop = b.stop_sequences;
+  }
+  for (const k of ['temperature', 'top_p', 'top_k'] as const) {
+    if (b[k] === undefined) continue;
+    if (typeof b[k] !== 'number') throw bad(`'${k}' must be a number`, k);
+    out[k] = b[k];
+  }
+  // Extended thinking maps to the templates' switch (Qwen3, DeepSeek, GLM read enable_thinking).
+  if (isObject(b.thinking) && (b.thinking.type === 'enabled' || b.thinking.type === 'disabled')) {
+    out.chat_template_kwargs = { enable_thinking: b.thinking.type === 'enabled' };
+  }
+  const stream = b.stream === true;
+  if (stream) out.stream = true;
+  const state: AnthropicState = { model };
+  return { model, stream, body: out, state };
+}

@@ -1,0 +1,174 @@
+// OpenAI Responses request -> canonical chat request. O(body + stored conversation).
+// `instructions` become the system message (never carried over from a previous response, as the
+// API documents); `previous_response_id` prepends the stored conversation of that response (same
+// tenant only); input items map one to one: messages, function_call (assistant tool_calls, merged
+// into the preceding assistant turn), function_call_output (tool messages), reasoning (kept as the
+// next assistant turn's reasoning_content when it carries text, dropped with a receipt when it is
+// only encrypted content). Tools other than `function` (hosted web search, file search, computer
+// use...) have no engine equivalent and are refused, not dropped.
+import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
+import { GatewayError } from '../../middleware/errors.ts';
+import { isObject, requireModel, requireObject } from './openai-chat.ts';
+import type { ResponseStore } from './responses-store.ts';
+import type { IngressRequest, ParseContext } from './types.ts';
+
+type Obj = Record<string, unknown>;
+
+/** Request fields a Response object echoes back. */
+const ECHOED = ['instructions', 'tools', 'tool_choice', 'temperature', 'top_p', 'max_output_tokens', 'previous_response_id', 'metadata', 'parallel_tool_calls', 'text', 'reasoning', 'prompt_cache_key', 'user'] as const;
+
+export interface ResponsesState {
+  model: string;
+  id: string;
+  createdAt: number;
+  store: boolean;
+  echo: Obj;
+  /** The conversation without instructions (stored for previous_response_id). */
+  conversation: ChatMessage[];
+}
+
+const bad = (message: string, param: string): GatewayError => new GatewayError('invalid_request', message, param);
+
+function partsOf(content: unknown, where: string): ContentPart[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content) || !content.every(isObject)) throw bad(`${where} must be a string or an array of content parts`, where);
+  return content.map((p, j) => {
+    const w = `${where}[${j}]`;
+    if (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text') {
+      if (typeof p.text !== 'string') throw bad(`${w}.text must be a string`, `${w}.text`);
+      return { type: 'text', text: p.text };
+    }
+    if (p.type === 'refusal' && typeof p.refusal === 'string') return { type: 'text', text: p.refusal };
+    if (p.type === 'input_image' && typeof p.image_url === 'string') {
+      const image_url: Obj = { url: p.image_url };
+      if (typeof p.detail === 'string') image_url.detail = p.detail;
+      return { type: 'image_url', image_url };
+    }
+    throw bad(`${w}.type '${String(p.type)}' is not supported (input_text, output_text, input_image with image_url)`, `${w}.type`);
+  });
+}
+
+function collapse(parts: ContentPart[]): string | ContentPart[] {
+  return parts.every((p) => p.type === 'text') ? parts.map((p) => p.text as string).join('') : parts;
+}
+
+function reasoningText(item: Obj): string {
+  const pick = (v: unknown): string =>
+    Array.isArray(v) ? v.map((x) => (isObject(x) && typeof x.text === 'string' ? x.text : '')).join('\n') : '';
+  return pick(item.content) || pick(item.summary);
+}
+
+function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): void {
+  let reasoning = '';
+  const lastAssistant = (): ChatMessage | undefined => {
+    const m = out.at(-1);
+    return m?.role === 'assistant' ? m : undefined;
+  };
+  const takeReasoning = (m: ChatMessage): void => {
+    if (reasoning) m.reasoning_content = (m.reasoning_content ?? '') + reasoning;
+    reasoning = '';
+  };
+  items.forEach((it, i) => {
+    const w = `input[${i}]`;
+    if (!isObject(it)) throw bad(`${w} must be an object`, w);
+    const type = it.type ?? (typeof it.role === 'string' ? 'message' : undefined);
+    if (type === 'message') {
+      const role = it.role;
+      if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer') throw bad(`${w}.role must be user, assistant, system or developer`, `${w}.role`);
+      const m: ChatMessage = { role, content: collapse(partsOf(it.content, `${w}.content`)) };
+      if (role === 'assistant') takeReasoning(m);
+      out.push(m);
+    } else if (type === 'function_call') {
+      if (typeof it.call_id !== 'string' || typeof it.name !== 'string') throw bad(`${w} needs a string call_id and name`, w);
+      const call = { id: it.call_id, type: 'function', function: { name: it.name, arguments: typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}) } };
+      let m = lastAssistant();
+      if (!m) {
+        m = { role: 'assistant', content: null };
+        out.push(m);
+      }
+      takeReasoning(m);
+      (m.tool_calls ??= []).push(call);
+    } else if (type === 'function_call_output') {
+      if (typeof it.call_id !== 'string') throw bad(`${w}.call_id must be a string`, `${w}.call_id`);
+      const content = typeof it.output === 'string' ? it.output : collapse(partsOf(it.output, `${w}.output`));
+      out.push({ role: 'tool', tool_call_id: it.call_id, content });
+    } else if (type === 'reasoning') {
+      const text = reasoningText(it);
+      if (text) reasoning += text;
+      else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: 'reasoning item carries no readable text (encrypted content only); engines cannot use it' });
+    } else {
+      throw bad(`${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, reasoning)`, `${w}.type`);
+    }
+  });
+  if (reasoning) receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: 'input', reason: 'reasoning item not followed by an assistant turn' });
+}
+
+function tools(list: unknown): ToolDef[] {
+  if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
+  return list.map((t, i) => {
+    if (t.type !== 'function') throw bad(`tools[${i}]: tool type '${String(t.type)}' is not available on self-hosted engines (only 'function')`, `tools[${i}].type`);
+    if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    const fn: ToolDef['function'] = { name: t.name, parameters: t.parameters ?? { type: 'object', properties: {} } };
+    if (typeof t.description === 'string') fn.description = t.description;
+    if (typeof t.strict === 'boolean') fn.strict = t.strict;
+    return { type: 'function', function: fn };
+  });
+}
+
+function toolChoice(tc: unknown): unknown {
+  if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
+  if (isObject(tc) && tc.type === 'function' && typeof tc.name === 'string') return { type: 'function', function: { name: tc.name } };
+  throw bad("'tool_choice' must be auto, none, required or {type: function, name}", 'tool_choice');
+}
+
+function responseFormat(text: unknown): unknown {
+  const f = isObject(text) ? text.format : undefined;
+  if (!isObject(f) || f.type === 'text') return undefined;
+  if (f.type === 'json_object') return { type: 'json_object' };
+  if (f.type === 'json_schema') return { type: 'json_schema', json_schema: { name: f.name, schema: f.schema, ...(typeof f.strict === 'boolean' ? { strict: f.strict } : {}) } };
+  throw bad(`text.format.type '${String(f.type)}' is not supported`, 'text.format.type');
+}
+
+export async function parseResponses(body: unknown, ctx: ParseContext, store: ResponseStore, newId: () => string): Promise<IngressRequest> {
+  const b = requireObject(body);
+  const model = requireModel(b);
+  const receipts: Receipt[] = [];
+  const conversation: ChatMessage[] = [];
+  if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
+    if (typeof b.previous_response_id !== 'string') throw bad("'previous_response_id' must be a string", 'previous_response_id');
+    const prev = await store.get(ctx.tenant, b.previous_response_id);
+    if (!prev) throw new GatewayError('not_found', `previous response '${b.previous_response_id}' not found (expired, deleted, stored with store: false, or another tenant's)`, 'previous_response_id');
+    conversation.push(...prev.messages);
+  }
+  if (typeof b.input === 'string') conversation.push({ role: 'user', content: b.input });
+  else if (Array.isArray(b.input)) inputItems(b.input, conversation, receipts);
+  else throw bad("'input' is required: a string or an array of input items", 'input');
+  if (conversation.length === 0) throw bad("'input' must not be empty", 'input');
+  if (conversation.length > ctx.maxMessages) throw new GatewayError('invalid_messages', `the conversation has more than ${ctx.maxMessages} messages`, 'input');
+  if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string') throw bad("'instructions' must be a string", 'instructions');
+  const messages = b.instructions ? [{ role: 'system', content: b.instructions } as ChatMessage, ...conversation] : conversation.slice();
+  const out: ChatRequest = { model, messages };
+  if (b.tools !== undefined && b.tools !== null) out.tools = tools(b.tools);
+  if (b.tool_choice !== undefined && b.tool_choice !== null) out.tool_choice = toolChoice(b.tool_choice);
+  if (b.max_output_tokens !== undefined && b.max_output_tokens !== null) {
+    if (typeof b.max_output_tokens !== 'number' || !Number.isInteger(b.max_output_tokens) || b.max_output_tokens < 1) throw bad("'max_output_tokens' must be a positive integer", 'max_output_tokens');
+    out.max_tokens = b.max_output_tokens;
+  }
+  for (const k of ['temperature', 'top_p'] as const) {
+    if (b[k] === undefined || b[k] === null) continue;
+    if (typeof b[k] !== 'number') throw bad(`'${k}' must be a number`, k);
+    out[k] = b[k];
+  }
+  if (typeof b.parallel_tool_calls === 'boolean') out.parallel_tool_calls = b.parallel_tool_calls;
+  if (isObject(b.reasoning) && typeof b.reasoning.effort === 'string') out.reasoning_effort = b.reasoning.effort;
+  const rf = responseFormat(b.text);
+  if (rf) out.response_format = rf;
+  // The session key of the context pipeline (session-id.ts reads prompt_cache_key).
+  if (typeof b.prompt_cache_key === 'string' && b.prompt_cache_key) out.prompt_cache_key = b.prompt_cache_key;
+  const stream = b.stream === true;
+  if (stream) out.stream = true;
+  const echo: Obj = {};
+  for (const k of ECHOED) echo[k] = b[k] ?? null;
+  const state: ResponsesState = { model, id: newId(), createdAt: Math.floor(Date.now() / 1000), store: b.store !== false, echo, conversation };
+  return { model, stream, body: out, receipts, state };
+}
