@@ -124,8 +124,9 @@ describe('POST /v1/messages (Anthropic SDK)', () => {
 
   it('answers errors in the Anthropic shape with the right status', async () => {
     const client = rig.anthropic();
-    const expectError = async (p: Promise<unknown>, cls: new (...a: never[]) => Anthropic.APIError, status: number, type: string): Promise<void> => {
-      const err = (await p.catch((e: unknown) => e)) as Anthropic.APIError;
+    type ApiError = InstanceType<typeof Anthropic.APIError>;
+    const expectError = async (p: Promise<unknown>, cls: new (...a: never[]) => ApiError, status: number, type: string): Promise<void> => {
+      const err = (await p.catch((e: unknown) => e)) as ApiError;
       expect(err).toBeInstanceOf(cls);
       expect(err.status).toBe(status);
       expect((err.error as { type: string; error: { type: string; message: string } }).type).toBe('error');

@@ -48,7 +48,7 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
   it('does not store a response created with store: false', async () => {
     const client = rig.openai();
     const r = await client.responses.create({ model: MODEL, input: 'ephemeral', store: false, max_output_tokens: 4 });
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
     await expect(client.responses.retrieve(r.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(client.responses.create({ model: MODEL, previous_response_id: r.id, input: 'x' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
