@@ -22,7 +22,7 @@ import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
 import type { Stage } from '../middleware/stage.ts';
-import type { ChatRequest, ContextPipeline, PipelineOutcome, PipelineResult } from '../middleware/types.ts';
+import type { ChatRequest, ContextPipeline, PipelineContext, PipelineOutcome, PipelineResult } from '../middleware/types.ts';
 import type { Principal } from './auth.ts';
 import { createCapture, type Capture, type CaptureMeta } from './capture/index.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
@@ -39,6 +39,9 @@ export interface AssembleOptions {
   /** Share one session store (tests of restart equality pass their own). */
   store?: SessionStore;
   artifacts?: ArtifactStore;
+  /** Sees each pipeline run: the client's body and what goes upstream (benchmarks check them with
+   * middleware/lossless/check.ts). Called synchronously; must not throw or mutate. */
+  tap?: (clientBody: ChatRequest, result: PipelineResult, ctx: PipelineContext) => void;
 }
 
 export interface Assembled {
@@ -118,6 +121,17 @@ function withCapture(inner: ContextPipeline, capture: Capture): ContextPipeline 
   };
 }
 
+function withTap(inner: ContextPipeline, tap: NonNullable<AssembleOptions['tap']>): ContextPipeline {
+  return {
+    async process(body, ctx) {
+      const result = await inner.process(body, ctx);
+      tap(body, result, ctx);
+      return result;
+    },
+    observe: inner.observe ? (result, outcome, ctx) => inner.observe!(result, outcome, ctx) : undefined,
+  };
+}
+
 /** The worker's usage when it reported any (a failed or usage-less answer records none). */
 function recordedUsage(o: PipelineOutcome): CaptureMeta | undefined {
   if (o.promptTokens === undefined) return undefined;
@@ -143,6 +157,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       store,
       extraStages: m.layout === 'ctxgate' ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes }) : [],
     });
+    if (opts.tap) p = withTap(p, opts.tap);
     if (m.capture.enabled && m.capture.sample_rate > 0) {
       const capture = createCapture({ dir: m.capture.dir, sampleRate: m.capture.sample_rate, maxBytes: m.capture.max_bytes });
       captures.set(m.name, capture);

@@ -45,7 +45,7 @@ export async function sendCall(body: ChatRequest, session: string, turn: number,
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
   if (o.sessionHeader) headers['x-session-id'] = o.sessionHeader === 'true' ? session : `${o.sessionHeader}${session}`;
   const started = performance.now();
-  const rec: CallRecord = { session, turn, ok: false, status: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0 };
+  const rec: CallRecord = { session, turn, ok: false, status: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0, request_id: requestId };
   try {
     const res = await request(`${o.url.replace(/\/$/, '')}/v1/chat/completions`, {
       method: 'POST',

@@ -76,6 +76,9 @@ Output
                             ttft_ms {p50,p95,p99}, ttft_source, imbalance (max ÷ mean requests per
                             worker), per_worker[], per_session[] {session, requests, hit_rate,
                             recorded_hit_rate when the recording kept usage}, errors, error_samples, wall_ms,
+                            lossless {missing, altered, first_call_changed, checked, samples}: the
+                            lossless checker over every call (agent lines that did not reach the
+                            worker verbatim, altered copies, sessions whose first call changed),
                             policy_stats (the gateway's GET /v1/gateway/workers models[].policy_stats
                             at the end of the run: ctxgate's branch counts, index size, feedback);
                             config.policy_options when a spec set policy.NAME keys

@@ -6,7 +6,7 @@
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { startSimWorker, type SimWorker } from '../sim-worker/index.ts';
-import type { FleetFactory, FleetHandle, FleetSpec } from './types.ts';
+import type { Exchange, FleetFactory, FleetHandle, FleetSpec } from './types.ts';
 
 export function gatewayConfigFor(spec: FleetSpec, workerUrls: string[]): unknown {
   return {
@@ -48,6 +48,8 @@ async function readPolicyStats(gatewayUrl: string, model: string): Promise<Recor
 export const startFleet: FleetFactory = async (spec) => {
   const workers: SimWorker[] = [];
   let gateway: { url: string; close(): Promise<void> } | undefined;
+  // Each pipeline run, by request id, until the runner takes it for the lossless check.
+  const exchanges = new Map<string, Exchange>();
   const close = async () => {
     await gateway?.close();
     for (const w of workers) await w.close();
@@ -70,7 +72,11 @@ export const startFleet: FleetFactory = async (spec) => {
     const config = parseConfig(gatewayConfigFor(spec, workers.map((w) => w.url)), 'bench replay');
     // The product as `ctxgate serve` assembles it (pipeline, context chain with M*, stores),
     // minus usage accounting: replay reports its own figures.
-    gateway = await startAssembledGateway(config, { logger: false, reporting: false });
+    gateway = await startAssembledGateway(config, {
+      logger: false,
+      reporting: false,
+      tap: (client, result, ctx) => void exchanges.set(ctx.requestId, { client, upstream: result.body, receipts: result.receipts }),
+    });
   } catch (err) {
     await close();
     throw err;
@@ -84,6 +90,11 @@ export const startFleet: FleetFactory = async (spec) => {
         return { worker: `w${i}`, requests: s.requests, prompt_tokens: s.promptTokens, cached_tokens: s.cachedTokens };
       }),
     policyStats: () => readPolicyStats(gateway!.url, spec.model),
+    takeExchange: (id) => {
+      const ex = exchanges.get(id);
+      exchanges.delete(id);
+      return ex;
+    },
     close,
   };
   return handle;

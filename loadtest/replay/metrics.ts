@@ -2,7 +2,7 @@
 // cost, TTFT percentiles (nearest rank), imbalance (max ÷ mean requests per worker).
 import type { Session } from '../formats/types.ts';
 import { costUsd, inputCostUsd } from './pricing.ts';
-import type { CallRecord, Percentiles, Pricing, RunSummary, SessionSummary, WorkerReport } from './types.ts';
+import type { CallRecord, LosslessTotals, Percentiles, Pricing, RunSummary, SessionSummary, WorkerReport } from './types.ts';
 
 export function percentile(sorted: number[], q: number): number {
   if (!sorted.length) return 0;
@@ -91,5 +91,20 @@ export function summarise(
     errors: errs.length,
     error_samples: [...new Set(errs.map((r) => r.error ?? `HTTP ${r.status}`))].slice(0, 5),
     wall_ms: Math.round(wallMs),
+    ...losslessTotals(records),
   };
+}
+
+/** Sum of the calls' lossless checks; absent when no call was checked. */
+function losslessTotals(records: CallRecord[]): { lossless?: LosslessTotals } {
+  const checked = records.filter((r) => r.lossless);
+  if (!checked.length) return {};
+  const t: LosslessTotals = { missing: 0, altered: 0, first_call_changed: 0, checked: checked.length, samples: [] };
+  for (const r of checked) {
+    t.missing += r.lossless!.missing;
+    t.altered += r.lossless!.altered;
+    t.first_call_changed += r.lossless!.first_call_changed;
+    for (const x of r.lossless!.samples) if (t.samples.length < 5) t.samples.push(x);
+  }
+  return { lossless: t };
 }

@@ -2,6 +2,7 @@
 // sessions at once, optional think time between calls. O(total calls) requests.
 import { Agent } from 'undici';
 import type { Session } from '../formats/types.ts';
+import { createLosslessTracker } from '../../middleware/lossless/check.ts';
 import { sendCall } from './client.ts';
 import type { CallRecord, FleetHandle } from './types.ts';
 
@@ -27,6 +28,8 @@ export async function replaySessions(sessions: Session[], fleet: FleetHandle, o:
       const idx = next++;
       if (idx >= sessions.length) return;
       const s = sessions[idx];
+      // Lossless check of every call the gateway's pipeline ran, against the session's earlier calls.
+      const tracker = createLosslessTracker();
       for (let turn = 0; turn < s.calls.length; turn++) {
         if (turn > 0 && o.thinkMs > 0) await sleep(o.thinkMs);
         const rec = await sendCall(s.calls[turn].body, s.id, turn, {
@@ -36,6 +39,12 @@ export async function replaySessions(sessions: Session[], fleet: FleetHandle, o:
           modeledTtft: o.modeledTtft,
           dispatcher,
         });
+        const ex = rec.request_id ? fleet.takeExchange?.(rec.request_id) : undefined;
+        if (ex) {
+          const r = tracker.check(ex.client, ex.upstream, ex.receipts);
+          const samples = r.details.filter((d) => d.kind !== 'first_call_changed' || r.first_call_changed).slice(0, 3).map((d) => `${s.id}#${turn} ${d.kind} m${d.message}: ${d.line}`);
+          rec.lossless = { missing: r.missing, altered: r.altered, first_call_changed: r.first_call_changed, samples };
+        }
         records.push(rec);
         o.onCall?.(rec);
       }

@@ -4,6 +4,7 @@ import type { RunSummary } from './types.ts';
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
 const usd = (n: number) => `$${n < 1 ? n.toFixed(4) : n.toFixed(2)}`;
+const intOrNa = (n: number) => (Number.isNaN(n) ? 'n/a' : int(n));
 const ms = (n: number) => `${n.toFixed(n < 10 ? 1 : 0)} ms`;
 
 interface Row {
@@ -27,6 +28,9 @@ const ROWS: Row[] = [
   { name: 'ttft p99', get: (r) => r.ttft_ms.p99, fmt: ms, ratio: true },
   { name: 'imbalance', get: (r) => r.imbalance, fmt: (n) => n.toFixed(2), ratio: false },
   { name: 'errors', get: (r) => r.errors, fmt: int, ratio: false },
+  { name: 'lossless: missing lines', get: (r) => r.lossless?.missing ?? NaN, fmt: intOrNa, ratio: false },
+  { name: 'lossless: altered lines', get: (r) => r.lossless?.altered ?? NaN, fmt: intOrNa, ratio: false },
+  { name: 'lossless: first calls changed', get: (r) => r.lossless?.first_call_changed ?? NaN, fmt: intOrNa, ratio: false },
 ];
 
 export function formatTable(runs: RunSummary[]): string {
@@ -51,6 +55,8 @@ export function formatTable(runs: RunSummary[]): string {
   out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   const ttft = runs[0].ttft_source === 'modeled' ? 'TTFT modeled by the reference worker (x-sim-timing), not measured on a GPU' : 'TTFT measured end to end';
   out.push('', `ratios (×) are to the first column; ${ttft}.`);
+  const lost = runs.flatMap((r) => (r.lossless?.samples ?? []).map((e) => `  ${r.config.label}: ${e}`));
+  if (lost.length) out.push('lossless findings:', ...lost);
   const errs = runs.flatMap((r) => r.error_samples.map((e) => `  ${r.config.label}: ${e}`));
   if (errs.length) out.push('errors:', ...errs);
   return out.join('\n');

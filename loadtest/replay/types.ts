@@ -1,5 +1,6 @@
 // Shapes of a replay run: what a fleet is asked for, what it hands back, and the per-config
 // summary `bench replay --json` prints (documented keys; see command.ts help).
+import type { ChatRequest, Receipt } from '../../middleware/types.ts';
 export type Layout = 'passthrough' | 'ctxgate';
 export type Flavor = 'vllm' | 'sglang';
 export type PolicyOptionValue = string | number | boolean;
@@ -39,7 +40,26 @@ export interface FleetHandle {
   perWorker(): Promise<WorkerReport[]>;
   /** The gateway's policy counters (`GET /v1/gateway/workers` → models[].policy_stats), read before close. */
   policyStats?(): Promise<Record<string, unknown> | undefined>;
+  /** What the pipeline got and sent upstream for a request id (taken once), for the lossless check. */
+  takeExchange?(requestId: string): Exchange | undefined;
   close(): Promise<void>;
+}
+
+export interface Exchange {
+  client: ChatRequest;
+  upstream: ChatRequest;
+  receipts: Receipt[];
+}
+
+/** Lossless check totals (middleware/lossless/check.ts): lines missing or altered, sessions whose first call changed. */
+export interface LosslessTotals {
+  missing: number;
+  altered: number;
+  first_call_changed: number;
+  /** Calls checked (those whose exchange the fleet exposed). */
+  checked: number;
+  /** A few of the findings, for a first look. */
+  samples: string[];
 }
 
 export type FleetFactory = (spec: FleetSpec) => Promise<FleetHandle>;
@@ -61,6 +81,9 @@ export interface CallRecord {
   ttft_ms?: number;
   worker?: string;
   error?: string;
+  request_id?: string;
+  /** This call's lossless check, when the fleet exposed its exchange. */
+  lossless?: { missing: number; altered: number; first_call_changed: number; samples: string[] };
 }
 
 export interface Percentiles {
@@ -98,4 +121,5 @@ export interface RunSummary {
   errors: number;
   error_samples: string[];
   wall_ms: number;
+  lossless?: LosslessTotals;
 }

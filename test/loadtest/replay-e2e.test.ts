@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { replayCommand } from '../../loadtest/replay/command.ts';
-import type { RunSummary } from '../../loadtest/replay/types.ts';
+import { startFleet } from '../../loadtest/replay/fleet.ts';
+import type { FleetFactory, RunSummary } from '../../loadtest/replay/types.ts';
 import { generateSessions } from '../../loadtest/synth/index.ts';
 import { useTempDirs } from '../helpers/temp-dirs.ts';
 
@@ -61,5 +62,39 @@ describe('bench replay end to end (reference workers + gateway)', () => {
     expect(stats.sessions).toBe(2);
     // every routed request went through exactly one branch of the ctxgate policy
     expect(Object.values(stats.branches).reduce((a, b) => a + b, 0)).toBe(r.requests);
+  });
+
+  it('--json carries the lossless check of every call: 0/0/0 through ctxgate, and a dropped line is counted', async () => {
+    const dir = tempDir('replay-lossless-');
+    for (const s of generateSessions({ count: 2, seed: 9, minCalls: 5, maxCalls: 6, volatileEvery: 1, elisionEvery: 1 })) {
+      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    }
+    const run = async (startFleet?: FleetFactory): Promise<RunSummary> => {
+      let out = '';
+      const code = await replayCommand([dir, '--workers', '2', '--json', '--budget', '4096'], { out: (s) => (out += s), err: () => undefined, startFleet });
+      expect(code).toBe(0);
+      return JSON.parse(out) as RunSummary;
+    };
+    const r = await run();
+    expect(r.lossless).toMatchObject({ missing: 0, altered: 0, first_call_changed: 0, checked: r.requests });
+    // The same run with one upstream line dropped from every call's last message: the check sees it.
+    const lossy: FleetFactory = async (spec) => {
+      const f = await startFleet(spec);
+      return {
+        ...f,
+        takeExchange: (id) => {
+          const ex = f.takeExchange!(id);
+          if (!ex) return ex;
+          const msgs = ex.upstream.messages.slice();
+          const last = msgs[msgs.length - 1];
+          msgs[msgs.length - 1] = { ...last, content: String(last.content).split('\n').slice(1).join('\n') };
+          return { ...ex, upstream: { ...ex.upstream, messages: msgs } };
+        },
+      };
+    };
+    const bad = await run(lossy);
+    expect(bad.lossless!.missing).toBeGreaterThanOrEqual(bad.requests);
+    expect(bad.lossless!.first_call_changed).toBe(2);
+    expect(bad.lossless!.samples.length).toBeGreaterThan(0);
   });
 });
