@@ -4,8 +4,9 @@
 // JSON), tool_result blocks become tool messages placed before the rest of their user turn (the
 // order the chat templates expect). cache_control is accepted and not forwarded: the engines cache
 // by prefix, and ctxgate's layout is what keeps the prefix stable. Server tools (web search, code
-// execution...) have no engine equivalent and are refused rather than silently dropped.
-import type { ChatMessage, ChatRequest, ContentPart, ToolCall, ToolDef } from '../../middleware/types.ts';
+// execution...) have no engine equivalent: they are left out with a receipt, so an agent that
+// offers one keeps working without it.
+import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolCall, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
@@ -91,15 +92,20 @@ function assistantTurn(content: unknown, where: string, out: ChatMessage[]): voi
   out.push(m);
 }
 
-function tools(list: unknown): ToolDef[] {
+function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
   if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
-  return list.map((t, i) => {
-    if (t.type !== undefined && t.type !== 'custom') throw bad(`tools[${i}]: server tool '${String(t.type)}' is not available on self-hosted engines`, `tools[${i}].type`);
+  const out: ToolDef[] = [];
+  list.forEach((t, i) => {
+    if (t.type !== undefined && t.type !== null && t.type !== 'custom') {
+      receipts.push({ stage: 'ingress', action: 'tool_dropped', target: `tools[${i}]`, reason: `server tool '${String(t.type)}' has no equivalent on self-hosted engines` });
+      return;
+    }
     if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
     const fn: ToolDef['function'] = { name: t.name, parameters: t.input_schema ?? { type: 'object', properties: {} } };
     if (typeof t.description === 'string') fn.description = t.description;
-    return { type: 'function', function: fn };
+    out.push({ type: 'function', function: fn });
   });
+  return out;
 }
 
 function toolChoice(tc: Block, out: ChatRequest): void {
@@ -131,8 +137,12 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
     else throw new GatewayError('invalid_messages', `${w}.role must be 'user' or 'assistant'`, `${w}.role`);
   });
   const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
-  if (b.tools !== undefined && b.tools !== null) out.tools = tools(b.tools);
-  if (isObject(b.tool_choice)) toolChoice(b.tool_choice, out);
+  const receipts: Receipt[] = [];
+  if (b.tools !== undefined && b.tools !== null) {
+    const list = tools(b.tools, receipts);
+    if (list.length) out.tools = list;
+  }
+  if (isObject(b.tool_choice) && out.tools) toolChoice(b.tool_choice, out);
   if (b.stop_sequences !== undefined) {
     if (!Array.isArray(b.stop_sequences) || !b.stop_sequences.every((s) => typeof s === 'string')) throw bad("'stop_sequences' must be an array of strings", 'stop_sequences');
     if (b.stop_sequences.length) out.stop = b.stop_sequences;
@@ -149,5 +159,5 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
   const stream = b.stream === true;
   if (stream) out.stream = true;
   const state: AnthropicState = { model };
-  return { model, stream, body: out, state };
+  return { model, stream, body: out, receipts, state };
 }

@@ -1,14 +1,15 @@
 // Chat completion -> OpenAI Response object, whole or as the Responses event stream
 // (response.created, response.in_progress, output_item.added/done, content_part.added/done,
 // output_text.delta/done, reasoning_text.delta/done, function_call_arguments.delta/done,
+// custom_tool_call_input.done (freeform tools),
 // response.completed or response.incomplete; `error` when the upstream fails). A completed answer
 // is stored (unless `store: false`) before its last event is sent, so a follow-up naming it by
 // previous_response_id always finds it. O(answer) whole; O(chunk) per stream chunk.
 import { randomBytes } from 'node:crypto';
 import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
 import { extractUsage, type ExtractedUsage } from '../usage/extract.ts';
-import { choiceView, firstChoice, reasoningOf, sseEvent, type ChoiceView, type ChunkDelta } from './chat-answer.ts';
-import type { ResponsesState } from './responses-request.ts';
+import { argumentsObject, choiceView, firstChoice, reasoningOf, sseEvent, type ChoiceView, type ChunkDelta } from './chat-answer.ts';
+import { CUSTOM_TOOL_INPUT, type ResponsesState } from './responses-request.ts';
 import type { ResponseStore } from './responses-store.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
 
@@ -31,11 +32,18 @@ const textPart = (text: string): Obj => ({ type: 'output_text', text, annotation
 const messageItem = (id: string, text: string, status: string): Obj => ({ type: 'message', id, status, role: 'assistant', content: status === 'completed' ? [textPart(text)] : [] });
 const callItem = (id: string, c: ToolCall, status: string): Obj => ({ type: 'function_call', id, call_id: c.id, name: c.function.name, arguments: c.function.arguments, status });
 
-function outputItems(v: ChoiceView): Obj[] {
+/** A freeform tool's call: its `input` string back out of the function form's arguments. */
+function customInput(args: string): string {
+  const v = argumentsObject(args)[CUSTOM_TOOL_INPUT];
+  return typeof v === 'string' ? v : args;
+}
+const customItem = (id: string, c: ToolCall, status: string): Obj => ({ type: 'custom_tool_call', id, call_id: c.id, name: c.function.name, input: customInput(c.function.arguments), status });
+
+function outputItems(v: ChoiceView, custom: string[]): Obj[] {
   const out: Obj[] = [];
   if (v.reasoning) out.push(reasoningItem(newId('rs'), v.reasoning));
   if (v.content) out.push(messageItem(newId('msg'), v.content, 'completed'));
-  for (const c of v.toolCalls) out.push(callItem(newId('fc'), c, 'completed'));
+  for (const c of v.toolCalls) out.push(custom.includes(c.function.name) ? customItem(newId('ctc'), c, 'completed') : callItem(newId('fc'), c, 'completed'));
   return out;
 }
 
@@ -62,7 +70,8 @@ async function keep(store: ResponseStore, ctx: AnswerContext, v: ChoiceView, res
 
 export async function toResponseObject(store: ResponseStore, obj: Obj, usage: ExtractedUsage | undefined, ctx: AnswerContext): Promise<Obj> {
   const v = choiceView(obj);
-  const r = finalResponse(ctx.state as ResponsesState, v, outputItems(v), usage, ctx.promptTokens);
+  const s = ctx.state as ResponsesState;
+  const r = finalResponse(s, v, outputItems(v, s.customTools), usage, ctx.promptTokens);
   await keep(store, ctx, v, r);
   return r;
 }
@@ -117,6 +126,10 @@ export class ResponsesStream implements StreamTranslator {
       item = messageItem(o.id, o.text, 'completed');
       out += this.ev('response.output_text.done', { ...at, content_index: 0, text: o.text, logprobs: [] });
       out += this.ev('response.content_part.done', { ...at, content_index: 0, part: textPart(o.text) });
+    } else if (this.s.customTools.includes(o.call.function.name)) {
+      // The function form's arguments are JSON around the input: it is only whole at the end.
+      item = customItem(o.id, o.call, 'completed');
+      out += this.ev('response.custom_tool_call_input.done', { ...at, input: item.input });
     } else {
       item = callItem(o.id, o.call, 'completed');
       out += this.ev('response.function_call_arguments.done', { ...at, name: o.call.function.name, arguments: o.call.function.arguments });
@@ -166,15 +179,16 @@ export class ResponsesStream implements StreamTranslator {
       let o = this.calls.get(ti);
       if (!o) {
         const call: ToolCall = { id: t.id ?? newId('call'), type: 'function', function: { name: t.function?.name ?? '', arguments: '' } };
-        o = { kind: 'call', id: newId('fc'), index: this.items.length + (this.open ? 1 : 0), call };
+        const custom = this.s.customTools.includes(call.function.name);
+        o = { kind: 'call', id: newId(custom ? 'ctc' : 'fc'), index: this.items.length + (this.open ? 1 : 0), call };
         this.calls.set(ti, o);
         this.view.toolCalls.push(call);
-        out += this.openItem(o, callItem(o.id, call, 'in_progress'));
+        out += this.openItem(o, custom ? { ...customItem(o.id, call, 'in_progress'), input: '' } : callItem(o.id, call, 'in_progress'));
       }
       const args = t.function?.arguments;
       if (args) {
         o.call.function.arguments += args;
-        out += this.ev('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: args });
+        if (!this.s.customTools.includes(o.call.function.name)) out += this.ev('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: args });
       }
     }
     return out;

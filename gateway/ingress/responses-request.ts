@@ -4,8 +4,10 @@
 // tenant only); input items map one to one: messages, function_call (assistant tool_calls, merged
 // into the preceding assistant turn), function_call_output (tool messages), reasoning (kept as the
 // next assistant turn's reasoning_content when it carries text, dropped with a receipt when it is
-// only encrypted content). Tools other than `function` (hosted web search, file search, computer
-// use...) have no engine equivalent and are refused, not dropped.
+// only encrypted content). Freeform `custom` tools (Codex's apply_patch) become functions taking one
+// string `input`, and their calls come back as custom_tool_call items. Hosted tools (web search,
+// file search, code interpreter...) have no engine equivalent: they are left out with a receipt
+// (an agent keeps working without them) rather than failing the whole request.
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
@@ -25,7 +27,12 @@ export interface ResponsesState {
   echo: Obj;
   /** The conversation without instructions (stored for previous_response_id). */
   conversation: ChatMessage[];
+  /** Names of freeform (`custom`) tools: their calls are answered as custom_tool_call items. */
+  customTools: string[];
 }
+
+/** The one parameter a freeform tool's function form takes. */
+export const CUSTOM_TOOL_INPUT = 'input';
 
 const bad = (message: string, param: string): GatewayError => new GatewayError('invalid_request', message, param);
 
@@ -88,7 +95,17 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
       }
       takeReasoning(m);
       (m.tool_calls ??= []).push(call);
-    } else if (type === 'function_call_output') {
+    } else if (type === 'custom_tool_call') {
+      if (typeof it.call_id !== 'string' || typeof it.name !== 'string') throw bad(`${w} needs a string call_id and name`, w);
+      const call = { id: it.call_id, type: 'function', function: { name: it.name, arguments: JSON.stringify({ [CUSTOM_TOOL_INPUT]: typeof it.input === 'string' ? it.input : '' }) } };
+      let m = lastAssistant();
+      if (!m) {
+        m = { role: 'assistant', content: null };
+        out.push(m);
+      }
+      takeReasoning(m);
+      (m.tool_calls ??= []).push(call);
+    } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       if (typeof it.call_id !== 'string') throw bad(`${w}.call_id must be a string`, `${w}.call_id`);
       const content = typeof it.output === 'string' ? it.output : collapse(partsOf(it.output, `${w}.output`));
       out.push({ role: 'tool', tool_call_id: it.call_id, content });
@@ -97,27 +114,37 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
       if (text) reasoning += text;
       else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: 'reasoning item carries no readable text (encrypted content only); engines cannot use it' });
     } else {
-      throw bad(`${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, reasoning)`, `${w}.type`);
+      throw bad(`${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`, `${w}.type`);
     }
   });
   if (reasoning) receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: 'input', reason: 'reasoning item not followed by an assistant turn' });
 }
 
-function tools(list: unknown): ToolDef[] {
+function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] {
   if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
-  return list.map((t, i) => {
-    if (t.type !== 'function') throw bad(`tools[${i}]: tool type '${String(t.type)}' is not available on self-hosted engines (only 'function')`, `tools[${i}].type`);
+  const out: ToolDef[] = [];
+  list.forEach((t, i) => {
+    if (t.type !== 'function' && t.type !== 'custom') {
+      receipts.push({ stage: 'ingress', action: 'tool_dropped', target: `tools[${i}]`, reason: `hosted tool '${String(t.type)}' has no equivalent on self-hosted engines` });
+      return;
+    }
     if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
-    const fn: ToolDef['function'] = { name: t.name, parameters: t.parameters ?? { type: 'object', properties: {} } };
+    let parameters = t.parameters ?? { type: 'object', properties: {} };
+    if (t.type === 'custom') {
+      custom.push(t.name);
+      parameters = { type: 'object', properties: { [CUSTOM_TOOL_INPUT]: { type: 'string', description: 'The raw input of the tool.' } }, required: [CUSTOM_TOOL_INPUT] };
+    }
+    const fn: ToolDef['function'] = { name: t.name, parameters };
     if (typeof t.description === 'string') fn.description = t.description;
     if (typeof t.strict === 'boolean') fn.strict = t.strict;
-    return { type: 'function', function: fn };
+    out.push({ type: 'function', function: fn });
   });
+  return out;
 }
 
 function toolChoice(tc: unknown): unknown {
   if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
-  if (isObject(tc) && tc.type === 'function' && typeof tc.name === 'string') return { type: 'function', function: { name: tc.name } };
+  if (isObject(tc) && (tc.type === 'function' || tc.type === 'custom') && typeof tc.name === 'string') return { type: 'function', function: { name: tc.name } };
   throw bad("'tool_choice' must be auto, none, required or {type: function, name}", 'tool_choice');
 }
 
@@ -148,8 +175,12 @@ export async function parseResponses(body: unknown, ctx: ParseContext, store: Re
   if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string') throw bad("'instructions' must be a string", 'instructions');
   const messages = b.instructions ? [{ role: 'system', content: b.instructions } as ChatMessage, ...conversation] : conversation.slice();
   const out: ChatRequest = { model, messages };
-  if (b.tools !== undefined && b.tools !== null) out.tools = tools(b.tools);
-  if (b.tool_choice !== undefined && b.tool_choice !== null) out.tool_choice = toolChoice(b.tool_choice);
+  const customTools: string[] = [];
+  if (b.tools !== undefined && b.tools !== null) {
+    const list = tools(b.tools, customTools, receipts);
+    if (list.length) out.tools = list;
+  }
+  if (b.tool_choice !== undefined && b.tool_choice !== null && out.tools) out.tool_choice = toolChoice(b.tool_choice);
   if (b.max_output_tokens !== undefined && b.max_output_tokens !== null) {
     if (typeof b.max_output_tokens !== 'number' || !Number.isInteger(b.max_output_tokens) || b.max_output_tokens < 1) throw bad("'max_output_tokens' must be a positive integer", 'max_output_tokens');
     out.max_tokens = b.max_output_tokens;
@@ -169,6 +200,6 @@ export async function parseResponses(body: unknown, ctx: ParseContext, store: Re
   if (stream) out.stream = true;
   const echo: Obj = {};
   for (const k of ECHOED) echo[k] = b[k] ?? null;
-  const state: ResponsesState = { model, id: newId(), createdAt: Math.floor(Date.now() / 1000), store: b.store !== false, echo, conversation };
+  const state: ResponsesState = { model, id: newId(), createdAt: Math.floor(Date.now() / 1000), store: b.store !== false, echo, conversation, customTools };
   return { model, stream, body: out, receipts, state };
 }

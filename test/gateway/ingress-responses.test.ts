@@ -103,6 +103,42 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     expect(follow.output[0].type).toBe('message');
   });
 
+  it('serves freeform (custom) tools as custom_tool_call items, whole and streamed, and leaves hosted tools out with a receipt', async () => {
+    const client = rig.openai();
+    const patch = { type: 'custom' as const, name: 'apply_patch', description: 'Apply a patch' };
+    const { data: r, response } = await client.responses
+      .create({ model: MODEL, input: 'Fix the typo', tools: [patch, { type: 'web_search' }], tool_choice: { type: 'custom', name: 'apply_patch' } })
+      .withResponse();
+    expect(response.headers.get('x-ctxgate-receipt')).toContain('ingress:tool_dropped');
+    const call = r.output.find((o): o is OpenAI.Responses.ResponseCustomToolCall => o.type === 'custom_tool_call')!;
+    expect(call.name).toBe('apply_patch');
+    expect(typeof call.input).toBe('string');
+    expect(call.input.length).toBeGreaterThan(0);
+
+    const stream = await client.responses.create({ model: MODEL, input: 'Fix it again', tools: [patch], tool_choice: 'required', stream: true });
+    let input: string | undefined;
+    let item: OpenAI.Responses.ResponseOutputItem | undefined;
+    for await (const ev of stream) {
+      if (ev.type === 'response.custom_tool_call_input.done') input = ev.input;
+      if (ev.type === 'response.output_item.done') item = ev.item;
+    }
+    expect(item?.type).toBe('custom_tool_call');
+    expect((item as OpenAI.Responses.ResponseCustomToolCall).input).toBe(input);
+
+    const follow = await client.responses.create({
+      model: MODEL,
+      tools: [patch],
+      tool_choice: 'none',
+      input: [
+        { role: 'user', content: 'Fix the typo' },
+        { type: 'custom_tool_call', call_id: call.call_id, name: 'apply_patch', input: call.input },
+        { type: 'custom_tool_call_output', call_id: call.call_id, output: 'Done!' },
+      ],
+      max_output_tokens: 4,
+    });
+    expect(follow.output[0].type).toBe('message');
+  });
+
   it("keys the session by Codex's session_id header; drops encrypted-only reasoning with a receipt", async () => {
     const res = await fetch(`${rig.url}/v1/responses`, {
       method: 'POST',
@@ -129,9 +165,9 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     const err = (await client.responses.create({ model: 'no-such-model', input: 'x' }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.code).toBe('model_not_found');
-    const bad = (await client.responses.create({ model: MODEL, input: 'x', tools: [{ type: 'web_search' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const bad = (await client.responses.create({ model: MODEL, input: [{ type: 'item_reference', id: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(bad.param).toBe('tools[0].type');
+    expect(bad.param).toBe('input[0].type');
     const noInput = (await client.responses.create({ model: MODEL } as OpenAI.Responses.ResponseCreateParamsNonStreaming).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(noInput.status).toBe(400);
     expect(noInput.param).toBe('input');
