@@ -176,13 +176,17 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
   const pairs: [number, number][] = [];
   let j = 0;
   for (let i = 0; i < C.length; i++) {
-    if (removed.has(i)) {
-      rep.compacted++;
-      continue;
-    }
     const sameKey = (m: ChatMessage): boolean => m.role === C[i].role && (m.tool_call_id ?? '') === (C[i].tool_call_id ?? '');
     // An inserted-looking message is this agent message when it leads with a frame itself or was empty.
     while (j < U.length && isInserted(U[j]) && !(sameKey(U[j]) && (isInserted(C[i]) || textOf(C[i].content) === ''))) j++;
+    // A compaction receipt allows the message to be absent; after a reset it is sent again.
+    if (removed.has(i)) {
+      const own = j < U.length ? upLines[j].own.join('\n') : undefined;
+      if (!(j < U.length && sameKey(U[j]) && own === nonEmpty(textOf(C[i].content)) && callsKey(U[j]) === callsKey(C[i]))) {
+        rep.compacted++;
+        continue;
+      }
+    }
     if (j < U.length && sameKey(U[j])) {
       pairs.push([i, j++]);
       continue;
