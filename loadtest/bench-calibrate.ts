@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readSessions } from './formats/read-sessions.ts';
+import { recordedAnswer } from './formats/recorded-answer.ts';
 import type { Session } from './formats/types.ts';
 import { startSimWorker } from './sim-worker/index.ts';
 import { parseWorkerArgs, OPTIONS_HELP, type SimWorkerOptions } from './sim-worker/options.ts';
@@ -66,15 +67,6 @@ function summarise(session: string, requests: number, rp: number, rc: number, sp
     recorded_prompt_tokens: rp, recorded_cached_tokens: rc, simulated_prompt_tokens: sp, simulated_cached_tokens: sc,
     recorded_hit_rate: recorded, simulated_hit_rate: simulated, abs_diff_points: points(recorded, simulated), prompt_token_ratio: rate(sp, rp),
   };
-}
-
-/** The answer the provider gave to call k: the assistant message call k+1 repeats. */
-function recordedAnswer(s: Session, k: number): Record<string, unknown> | undefined {
-  const next = s.calls[k + 1];
-  if (!next) return undefined;
-  const m = next.body.messages[s.calls[k].body.messages.length] as unknown as Record<string, unknown> | undefined;
-  if (!m || m.role !== 'assistant') return undefined;
-  return { content: m.content ?? null, tool_calls: m.tool_calls ?? [], reasoning_content: m.reasoning_content };
 }
 
 export async function runCalibration(opts: CalibrationOptions): Promise<CalibrationResult> {

@@ -2,6 +2,7 @@
 // read back the worker-reported usage and modeled timing. No retries: an error is a result.
 import { request, type Dispatcher } from 'undici';
 import type { ChatRequest } from '../../middleware/types.ts';
+import type { RecordedAnswer } from '../formats/recorded-answer.ts';
 import type { CallRecord } from './types.ts';
 
 export interface SendOptions {
@@ -11,6 +12,8 @@ export interface SendOptions {
   /** Report the worker's modeled ttft (x-sim-timing, relayed by the gateway) instead of the measured wall time. */
   modeledTtft: boolean;
   dispatcher?: Dispatcher;
+  /** The recorded answer to this call, sent as the reference worker's `sim_output` extension. */
+  answer?: RecordedAnswer;
 }
 
 let seq = 0;
@@ -36,7 +39,8 @@ interface UsageBody {
 export async function sendCall(body: ChatRequest, session: string, turn: number, o: SendOptions): Promise<CallRecord> {
   // The body goes out as recorded, model rewritten; a recorded stream is replayed non-streamed
   // (usage then arrives in the one JSON answer).
-  const payload: ChatRequest = { ...body, model: o.model };
+  const payload: ChatRequest & { sim_output?: RecordedAnswer } = { ...body, model: o.model };
+  if (o.answer) payload.sim_output = o.answer;
   if (payload.stream) {
     payload.stream = false;
     delete payload.stream_options;

@@ -95,6 +95,7 @@ export const startFleet: FleetFactory = async (spec) => {
       exchanges.delete(id);
       return ex;
     },
+    recordedAnswers: true,
     close,
   };
   return handle;

@@ -1,6 +1,9 @@
 // Replays sessions against one fleet: calls inside a session in order, up to `concurrency`
-// sessions at once, optional think time between calls. O(total calls) requests.
+// sessions at once, optional think time between calls. O(total calls) requests. Where the fleet's
+// workers take it, each call carries the answer the agent actually got (the next call's assistant
+// turn), so the engines cache what the agent really continues from.
 import { Agent } from 'undici';
+import { recordedAnswer } from '../formats/recorded-answer.ts';
 import type { Session } from '../formats/types.ts';
 import { createLosslessTracker } from '../../middleware/lossless/check.ts';
 import { sendCall } from './client.ts';
@@ -38,6 +41,7 @@ export async function replaySessions(sessions: Session[], fleet: FleetHandle, o:
           sessionHeader: o.sessionHeader,
           modeledTtft: o.modeledTtft,
           dispatcher,
+          answer: fleet.recordedAnswers ? recordedAnswer(s, turn) : undefined,
         });
         const ex = rec.request_id ? fleet.takeExchange?.(rec.request_id) : undefined;
         if (ex) {

@@ -42,6 +42,8 @@ export interface FleetHandle {
   policyStats?(): Promise<Record<string, unknown> | undefined>;
   /** What the pipeline got and sent upstream for a request id (taken once), for the lossless check. */
   takeExchange?(requestId: string): Exchange | undefined;
+  /** The workers take the reference worker's `sim_output` extension: replay sends each call's recorded answer. */
+  recordedAnswers?: boolean;
   close(): Promise<void>;
 }
 

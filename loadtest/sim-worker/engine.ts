@@ -8,9 +8,10 @@ import { BlockCache } from './block-cache.ts';
 import { RadixCache } from './radix-cache.ts';
 import type { CacheLease, PrefixCache } from './prefix-cache.ts';
 import { BatchClock, type Schedule } from './timing.ts';
-import { generate, type ToolCall, type ToolSpec } from './generate.ts';
+import { generate, toolTurnsOf, type GenerateRequest, type ToolCall, type ToolSpec } from './generate.ts';
 import type { ChatMessage, WorkerTokenizer } from './tokenize.ts';
 import type { SimWorkerOptions } from './options.ts';
+import { workspaceOf } from './workspace.ts';
 
 export class HttpError extends Error {
   constructor(
@@ -68,6 +69,31 @@ function saltOf(body: Record<string, unknown>, flavor: string): string | undefin
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || v.length === 0) throw new HttpError(400, 'cache_salt must be a non-empty string', 'cache_salt');
   return v;
+}
+
+/** Text of the messages (string content and text parts), where an agent names its workspace. */
+function promptText(messages: ChatMessage[]): string {
+  const parts: string[] = [];
+  for (const m of messages) {
+    const c = m.content;
+    if (typeof c === 'string') parts.push(c);
+    else if (Array.isArray(c)) for (const p of c) if (p && typeof (p as { text?: unknown }).text === 'string') parts.push((p as { text: string }).text);
+  }
+  return parts.join('\n');
+}
+
+function nonNegInt(body: Record<string, unknown>, key: string): number | undefined {
+  const sp = body.sampling_params as Record<string, unknown> | undefined;
+  const v = body[key] ?? (key === 'min_tokens' ? sp?.min_new_tokens : undefined);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new HttpError(400, `${key} must be a non-negative integer`, key);
+  return v;
+}
+
+/** Sampling knobs every generate call honours: vLLM ignore_eos / min_tokens (SGLang's in sampling_params). */
+function lengthParams(body: Record<string, unknown>): Pick<GenerateRequest, 'ignoreEos' | 'minTokens'> {
+  const sp = body.sampling_params as Record<string, unknown> | undefined;
+  return { ignoreEos: body.ignore_eos === true || sp?.ignore_eos === true, minTokens: nonNegInt(body, 'min_tokens') };
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
@@ -149,7 +175,13 @@ export class SimEngine {
       contentIds = content ? this.tok.encodeCached(content) : [];
       finishReason = toolCalls.length ? 'tool_calls' : 'stop';
     } else {
-      const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens, tools, toolChoice: body.tool_choice, toolCallRate: this.opts.toolCallRate });
+      const messages = body.messages as ChatMessage[];
+      const g = generate(this.tok, {
+        promptIds, seed: this.opts.seed, maxTokens, contextLeft: this.opts.maxModelLen - promptIds.length, ...lengthParams(body),
+        tools, toolChoice: body.tool_choice, toolCallRate: this.opts.toolCallRate,
+        toolTurns: toolTurnsOf(messages), maxToolTurns: this.opts.maxToolTurns,
+        workspace: tools?.length ? workspaceOf(promptText(messages), this.opts.workspaceRoots) : undefined,
+      });
       ({ content, toolCalls, contentIds, finishReason } = g);
     }
     const outputIds = this.answerIds(body, promptIds, { content, toolCalls, contentIds }, finishReason === 'length');
@@ -180,7 +212,7 @@ export class SimEngine {
     if (promptIds.length === 0) throw new HttpError(400, 'prompt is empty', 'prompt');
     const maxTokens = maxTokensOf(body) ?? (body.max_tokens === undefined && body.sampling_params === undefined ? 16 : undefined);
     this.checkLength(promptIds.length, maxTokens);
-    const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens });
+    const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens, contextLeft: this.opts.maxModelLen - promptIds.length, ...lengthParams(body) });
     return { promptIds, salt: saltOf(body, this.opts.flavor), content: g.content, toolCalls: [], contentIds: g.contentIds, outputIds: g.contentIds, finishReason: g.finishReason };
   }
 

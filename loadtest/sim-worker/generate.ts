@@ -1,14 +1,27 @@
 // Deterministic completions: the same seed + prompt always yields the same text, length and
 // tool calls. Text is made of real tokens of the served tokenizer (encode a seeded word
-// stream, keep exactly N ids, decode them). Tool calls carry JSON arguments holding every
-// key the tool's schema requires, with values of the declared type.
+// stream, keep exactly N ids, decode them). The answer's length is drawn from a log-normal
+// (median DEFAULT_OUTPUT_MEDIAN tokens) as a model's answers are, and `max_tokens` only caps
+// it: `finish_reason: length` only when the cap cuts. vLLM's `ignore_eos` (generate exactly
+// the cap) and `min_tokens` are honoured. With tools offered and `tool_choice` allowing, a
+// share of answers are tool calls whose arguments validate against the offered schema
+// (tool-args.ts), preferring read-only tools on files of the agent's workspace; after
+// `maxToolTurns` tool calls since the last user message the answer is plain text, so an
+// agent loop finishes. O(prompt + output) per call.
 import { mulberry32 } from '../profiles/rng.ts';
+import { argumentsFor, toolKind, type JsonSchema, type ToolKind } from './tool-args.ts';
 import type { WorkerTokenizer } from './tokenize.ts';
+import type { Workspace } from './workspace.ts';
 
 export const DEFAULT_MIN_OUTPUT = 20;
-export const DEFAULT_MAX_OUTPUT = 200;
+export const DEFAULT_MAX_OUTPUT = 2048;
+/** Median answer length in tokens; log-normal spread DEFAULT_OUTPUT_SIGMA. */
+export const DEFAULT_OUTPUT_MEDIAN = 96;
+export const DEFAULT_OUTPUT_SIGMA = 0.8;
 /** Share of `tool_choice: auto` calls answered with a tool call. */
 export const DEFAULT_TOOL_CALL_RATE = 0.5;
+/** Tool calls in a row (since the last user message) after which an `auto` answer is text. */
+export const DEFAULT_MAX_TOOL_TURNS = 4;
 
 const WORDS = (
   'the cache prefix block token worker request model batch prefill decode queue latency ' +
@@ -29,13 +42,6 @@ export interface ToolSpec {
   type?: string;
   function: { name: string; description?: string; parameters?: JsonSchema };
 }
-interface JsonSchema {
-  type?: string | string[];
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  enum?: unknown[];
-  items?: JsonSchema;
-}
 
 export interface ToolCall {
   id: string;
@@ -43,40 +49,24 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
-export function sampleValue(schema: JsonSchema | undefined, rand: () => number): unknown {
-  if (schema?.enum && schema.enum.length) return schema.enum[Math.floor(rand() * schema.enum.length)];
-  const type = Array.isArray(schema?.type) ? schema?.type[0] : schema?.type;
-  switch (type) {
-    case 'integer':
-      return Math.floor(rand() * 100);
-    case 'number':
-      return Math.round(rand() * 1000) / 10;
-    case 'boolean':
-      return rand() < 0.5;
-    case 'array':
-      return [sampleValue(schema?.items, rand)];
-    case 'object':
-      return sampleArguments(schema, rand);
-    case 'null':
-      return null;
-    default:
-      return Array.from({ length: 1 + Math.floor(rand() * 4) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
-  }
-}
-
-export function sampleArguments(schema: JsonSchema | undefined, rand: () => number): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of schema?.required ?? []) out[key] = sampleValue(schema?.properties?.[key], rand);
-  return out;
-}
-
 export interface GenerateRequest {
   promptIds: ArrayLike<number>;
   seed: number;
+  /** The cap (`max_tokens`); undefined = no cap but the context left (`contextLeft`). */
   maxTokens?: number;
+  /** Tokens left in the context window; caps an uncapped answer as the engines do. */
+  contextLeft?: number;
+  /** vLLM `ignore_eos`: generate exactly the cap. */
+  ignoreEos?: boolean;
+  /** vLLM `min_tokens` / SGLang `min_new_tokens`. */
+  minTokens?: number;
   tools?: ToolSpec[];
   toolChoice?: unknown;
   toolCallRate?: number;
+  /** Tool calls since the last user message (see toolTurnsOf). */
+  toolTurns?: number;
+  maxToolTurns?: number;
+  workspace?: Workspace;
 }
 
 export interface Generated {
@@ -87,34 +77,63 @@ export interface Generated {
   finishReason: 'stop' | 'length' | 'tool_calls';
 }
 
+/** Assistant turns with tool calls since the last user message. */
+export function toolTurnsOf(messages: readonly { role?: unknown; tool_calls?: unknown }[]): number {
+  let n = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === 'user') break;
+    if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length) n++;
+  }
+  return n;
+}
+
+const SAFE_KINDS: readonly ToolKind[] = ['read', 'list', 'glob', 'grep', 'shell'];
+
 /** Picks the tool to call, or undefined for a plain text answer. */
 export function chooseTool(req: GenerateRequest, rand: () => number): ToolSpec | undefined {
-  const tools = req.tools ?? [];
+  const tools = (req.tools ?? []).filter((t) => t && typeof t.function?.name === 'string');
   if (!tools.length || req.toolChoice === 'none') return undefined;
   const choice = req.toolChoice as { function?: { name?: string } } | string | undefined;
   if (choice && typeof choice === 'object' && choice.function?.name) {
     return tools.find((t) => t.function.name === choice.function!.name);
   }
   const forced = choice === 'required';
+  if (!forced && (req.toolTurns ?? 0) >= (req.maxToolTurns ?? DEFAULT_MAX_TOOL_TURNS)) return undefined;
   if (!forced && rand() >= (req.toolCallRate ?? DEFAULT_TOOL_CALL_RATE)) return undefined;
-  return tools[Math.floor(rand() * tools.length)];
+  // Read-only tools on the workspace first: a simulated model must not make the agent write,
+  // delete or reach the network. Without any, any offered tool (synthetic benchmarks).
+  const safe = tools.filter((t) => SAFE_KINDS.includes(toolKind(t.function.name, t.function.parameters)));
+  const pool = safe.length ? safe : tools;
+  return pool[Math.floor(rand() * pool.length)];
+}
+
+/** Answer length: log-normal around the median, clamped, then capped by max_tokens / context. */
+export function answerLength(req: GenerateRequest, rand: () => number): { n: number; cut: boolean } {
+  const cap = Math.max(0, Math.min(req.maxTokens ?? Infinity, req.contextLeft ?? Infinity));
+  if (req.ignoreEos && Number.isFinite(cap)) return { n: cap, cut: true };
+  // Box-Muller from two seeded uniforms (1 - u keeps log() finite).
+  const z = Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
+  let want = Math.round(DEFAULT_OUTPUT_MEDIAN * Math.exp(DEFAULT_OUTPUT_SIGMA * z));
+  want = Math.min(DEFAULT_MAX_OUTPUT, Math.max(DEFAULT_MIN_OUTPUT, want, req.minTokens ?? 0));
+  return want > cap ? { n: cap, cut: true } : { n: want, cut: false };
 }
 
 export function generate(tok: WorkerTokenizer, req: GenerateRequest): Generated {
   const rand = rng(hashIds(req.promptIds, req.seed));
   const tool = chooseTool(req, rand);
   if (tool) {
-    const args = sampleArguments(tool.function.parameters, rand);
+    const kind = toolKind(tool.function.name, tool.function.parameters);
+    const args = argumentsFor(tool.function.parameters, kind, req.workspace ?? { files: [] }, rand);
     const id = 'call_' + Math.floor(rand() * 2 ** 48).toString(16).padStart(12, '0');
     return { content: null, toolCalls: [{ id, type: 'function', function: { name: tool.function.name, arguments: JSON.stringify(args) } }], contentIds: [], finishReason: 'tool_calls' };
   }
-  const capped = req.maxTokens !== undefined;
-  const n = capped ? Math.max(0, req.maxTokens!) : DEFAULT_MIN_OUTPUT + Math.floor(rand() * (DEFAULT_MAX_OUTPUT - DEFAULT_MIN_OUTPUT + 1));
+  const { n, cut } = answerLength(req, rand);
   const ids: number[] = [];
   while (ids.length < n) {
     const words = Array.from({ length: 64 }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
     ids.push(...tok.encode((ids.length ? ' ' : '') + words + '.'));
   }
   ids.length = n;
-  return { content: tok.decode(ids), toolCalls: [], contentIds: ids, finishReason: capped ? 'length' : 'stop' };
+  return { content: tok.decode(ids), toolCalls: [], contentIds: ids, finishReason: cut ? 'length' : 'stop' };
 }

@@ -2,6 +2,7 @@
 // `ctxgate sim-worker` and `ctxgate bench calibrate`.
 import { DEFAULT_BLOCK_SIZE } from './block-cache.ts';
 import { DEFAULT_FAULTS, type FaultConfig } from './faults.ts';
+import { DEFAULT_MAX_TOOL_TURNS, DEFAULT_TOOL_CALL_RATE } from './generate.ts';
 import { DEFAULT_MFU, DEFAULT_PRESET, PRESETS, type TimingModel } from './timing.ts';
 
 export type Flavor = 'vllm' | 'sglang';
@@ -25,6 +26,10 @@ export interface SimWorkerOptions {
   maxModelLen: number;
   /** Share of tool-enabled `auto` calls that answer with a tool call. */
   toolCallRate: number;
+  /** Tool calls in a row after which an `auto` answer is plain text (ends an agent loop). */
+  maxToolTurns: number;
+  /** Directories whose files tool-call arguments may name (listed from disk); none = paths from the prompt only. */
+  workspaceRoots: string[];
   faults: FaultConfig;
 }
 
@@ -41,7 +46,9 @@ export const DEFAULT_OPTIONS: SimWorkerOptions = {
   timeScale: 0,
   seed: 0,
   maxModelLen: 131_072,
-  toolCallRate: 0.5,
+  toolCallRate: DEFAULT_TOOL_CALL_RATE,
+  maxToolTurns: DEFAULT_MAX_TOOL_TURNS,
+  workspaceRoots: [],
   faults: DEFAULT_FAULTS,
 };
 
@@ -63,6 +70,9 @@ export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; d
   --max-running N     batch slots (default 64)
   --time-scale F      sleep modeled time × F (default 0 = no sleeping)
   --seed N            output seed (default 0)
+  --tool-call-rate F  share of tool-enabled auto calls answered with a tool call (default ${DEFAULT_TOOL_CALL_RATE})
+  --max-tool-turns N  tool calls in a row before a plain text answer (default ${DEFAULT_MAX_TOOL_TURNS})
+  --workspace-root D  tool arguments may name files listed under D (repeatable; default: only paths in the prompt)
   --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults`;
 
 /** Parses `--name value` pairs into options; unknown flags are returned in `rest`. */
@@ -117,6 +127,9 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
       case '--max-running': opts.maxRunning = num(flag, take()); break;
       case '--time-scale': opts.timeScale = num(flag, take()); break;
       case '--seed': opts.seed = num(flag, take()); break;
+      case '--tool-call-rate': opts.toolCallRate = num(flag, take()); break;
+      case '--max-tool-turns': opts.maxToolTurns = num(flag, take()); break;
+      case '--workspace-root': opts.workspaceRoots = [...(opts.workspaceRoots ?? []), take()]; break;
       case '--fail-rate': faults.failRate = num(flag, take()); break;
       case '--fail-status': faults.failStatus = num(flag, take()); break;
       case '--hang-ms': faults.hangMs = num(flag, take()); break;
