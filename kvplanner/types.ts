@@ -57,6 +57,9 @@ export interface Policy {
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null;
   /** Learn from what happened (cache index updates, feedback correction). */
   observe?(feedback: RouteFeedback): void;
+  /** Cached tokens a uniformly chosen one of `workers` would hold of this prompt, by the policy's
+   *  index (savings attribution: what routing added beyond chance). Read-only; absent without an index. */
+  expectedCachedTokens?(workers: readonly WorkerView[], info: RouteInfo): number;
   /** In-memory statistics (index size, evictions, predicted vs reported cached tokens). */
   stats?(): object;
 }

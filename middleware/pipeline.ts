@@ -18,6 +18,7 @@ import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import { pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
+import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
 import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
@@ -177,6 +178,15 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       ids,
       blockSize,
       messageAtToken: (t) => messageAtChar(rendered.text, out.messages, tok.decode(ids.slice(0, t)).length),
+    });
+    prefix.original_cached_tokens = originalCachedTokens({
+      prevHashes: prevLocal?.input.hashes,
+      curHashes: inSegs.messageHashes,
+      predicted: prefix.predicted_cached_tokens,
+      text: rendered.text,
+      messages: out.messages,
+      cuts: toks.cuts,
+      blockSize,
     });
     const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;

@@ -67,6 +67,8 @@ export interface PrefixDiagnostics {
   break_token_index?: number;
   /** Message index of the first differing message, when known. */
   break_message_index?: number;
+  /** Estimate of the cached tokens the agent's original (unrewritten) layout would have had. */
+  original_cached_tokens?: number;
 }
 
 /** Per-request context the gateway hands to the pipeline. */

@@ -38,6 +38,8 @@ export interface Exchange {
   choice?: Choice;
   ttftAt?: number;
   usage?: Usage;
+  /** Prefill / decode time the engine reported for the answer (reference worker: x-sim-timing). */
+  timing?: { prefillMs?: number; decodeMs?: number };
   assistant?: ChatMessage;
   errorCode?: string;
   /** Set when the shutdown deadline ended this request (not the client). */
@@ -80,6 +82,13 @@ export function usageEvent(ex: Exchange): UsageEvent {
   if (ex.ttftAt !== undefined) ev.ttftMs = ex.ttftAt - ex.t0;
   if (ex.errorCode) ev.errorCode = ex.errorCode;
   if (prefix) ev.breakCause = prefix.break_cause;
+  if (prefix?.original_cached_tokens !== undefined) ev.counterfactualPromptTokensCached = prefix.original_cached_tokens;
+  if (ex.usage?.cacheWriteTokens) ev.cacheWriteTokens = ex.usage.cacheWriteTokens;
+  if (ex.timing?.prefillMs !== undefined || ex.timing?.decodeMs !== undefined) {
+    ev.prefillMs = ex.timing.prefillMs;
+    ev.decodeMs = ex.timing.decodeMs;
+    ev.timingSource = 'reported';
+  }
   return ev;
 }
 
@@ -138,6 +147,13 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
   });
   const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
   setImmediate(() => {
+    // Before observe(): the index must not yet hold this prompt on the chosen worker.
+    if (ex.worker && ex.info && ex.route?.policy.expectedCachedTokens) {
+      safe(gw, 'policy.expectedCachedTokens', () => {
+        const views = ex.route!.workers.filter((w) => w.healthy).map((w) => w.view());
+        if (views.length) ev.uniformCachedTokens = Math.round(ex.route!.policy.expectedCachedTokens!(views, ex.info!));
+      });
+    }
     if (ex.worker && ex.info && ex.route?.policy.observe) {
       safe(gw, 'policy.observe', () =>
         ex.route!.policy.observe!({ workerId: ex.worker!.id, info: ex.info!, reportedCachedTokens: ex.usage?.cachedTokens, promptTokens: ex.usage?.promptTokens, ok }),

@@ -10,6 +10,7 @@ import { GatewayError } from '../../middleware/errors.ts';
 import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import type { Worker } from '../upstream/worker.ts';
+import { parseSimTiming } from '../usage/extract.ts';
 import { upstreamBody } from './body.ts';
 import { dispatch, type Dispatched } from './dispatch.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
@@ -130,6 +131,8 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
           return;
         }
         const res = d.res!;
+        const timing = res.headers['x-sim-timing'];
+        if (timing !== undefined) ex.timing = parseSimTiming(Array.isArray(timing) ? timing[0] : timing);
         for (const h of gw.config.upstream.forward_response_headers) {
           const v = res.headers[h];
           if (v !== undefined) reply.header(h, v);

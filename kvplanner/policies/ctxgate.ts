@@ -284,6 +284,14 @@ export class CtxgatePolicy implements Policy {
   }
 
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */
+  expectedCachedTokens(workers: readonly WorkerView[], info: RouteInfo): number {
+    if (workers.length === 0) return 0;
+    const { hashes, blockTokens, promptTokens } = this.chain(info);
+    let sum = 0;
+    for (const d of this.depths(workers, hashes, blockTokens)) sum += Math.min(d * blockTokens, promptTokens);
+    return sum / workers.length;
+  }
+
   private depths(workers: readonly WorkerView[], hashes: readonly string[], blockTokens: number): number[] {
     const n = workers.length;
     const slots = this.slots;

@@ -76,6 +76,15 @@ export class SglangCacheAwarePolicy implements Policy {
     return this.pick(smallest, 'smallest_tree', text, info, this.tree.matchFor(text, smallest.id));
   }
 
+  expectedCachedTokens(workers: readonly WorkerView[], info: RouteInfo): number {
+    const text = info.text ?? '';
+    if (workers.length === 0 || text.length === 0) return 0;
+    const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
+    let sum = 0;
+    for (const w of workers) sum += Math.floor((tokens * this.tree.matchFor(text, w.id)) / text.length);
+    return sum / workers.length;
+  }
+
   private pick(w: WorkerView, branch: string, text: string, info: RouteInfo, matchedChars: number): Choice {
     this.tree.insert(text, w.id);
     const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
