@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // the data tier (full recorded runs, $CTXGATE_TRAJECTORIES) runs as `npm run test:data`
+    exclude: ['test/data/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

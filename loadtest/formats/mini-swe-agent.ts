@@ -1,9 +1,10 @@
 // mini-swe-agent `*.traj.json`: the request for assistant message i is every message before it
 // with `extra` removed, `tools: [bash_tool.json]` (the file next to the trajectory), the model from
 // info.config.model.model_name; usage recorded on messages[i].extra.response.usage. The closing
-// `role: "exit"` message was never sent. O(calls × history) objects, shared message copies.
+// `role: "exit"` message was never sent. A `.traj.json.gz` is read the same after gunzip (the test fixtures). O(calls × history) objects, shared message copies.
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import type { ChatMessage, ChatRequest, ToolDef } from '../../middleware/types.ts';
 import { isObject, sessionIdFromPath, usageFrom, type JsonObject, type Session, type SessionCall } from './types.ts';
 
@@ -50,7 +51,8 @@ export function parseMiniSweTraj(doc: unknown, source: string, tools?: ToolDef[]
 }
 
 export async function readMiniSweTraj(path: string): Promise<Session> {
-  const doc = JSON.parse(await readFile(path, 'utf8')) as unknown;
+  const raw = await readFile(path);
+  const doc = JSON.parse((path.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8')) as unknown;
   let tools: ToolDef[] | undefined;
   try {
     const t = JSON.parse(await readFile(join(dirname(path), MINI_SWE_TOOL_FILE), 'utf8')) as unknown;

@@ -12,7 +12,7 @@ export type FormatName = 'request-stream' | 'mini-swe-agent' | 'swe-agent' | 'ai
 
 export function detectFormat(path: string): FormatName | undefined {
   if (path.endsWith('.jsonl') || path.endsWith('.jsonl.gz')) return 'request-stream';
-  if (path.endsWith('.traj.json')) return 'mini-swe-agent';
+  if (path.endsWith('.traj.json') || path.endsWith('.traj.json.gz')) return 'mini-swe-agent';
   if (path.endsWith('.traj')) return 'swe-agent';
   if (path.endsWith('.llm.history')) return 'aider';
   return undefined;
@@ -42,7 +42,7 @@ export async function readSession(path: string): Promise<Session> {
     case 'aider':
       return readAiderHistory(path);
     default:
-      throw new Error(`${path}: unknown trajectory format (expected .jsonl[.gz], .traj.json, .traj or .llm.history)`);
+      throw new Error(`${path}: unknown trajectory format (expected .jsonl[.gz], .traj.json[.gz], .traj or .llm.history)`);
   }
 }
 

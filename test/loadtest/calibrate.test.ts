@@ -1,16 +1,18 @@
 // One calibration run on two short recorded DeepSeek sessions: the simulated hit rate must
-// stay within ±5 points of what the provider reported, per session.
-import { existsSync } from 'node:fs';
+// stay within ±5 points of what the provider reported, per session. The sessions are the attributed
+// excerpts under test/fixtures/trajectories (messages and recorded usage as the agent logged them).
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCalibration, trajectoriesRoot } from '../../loadtest/bench-calibrate.ts';
+import { runCalibration } from '../../loadtest/bench-calibrate.ts';
+import { FIXTURE_TRAJECTORIES } from '../fixtures/trajectories.ts';
 
-const dir = resolve(trajectoriesRoot(), 'mini-swe-agent-deepseek');
-const files = ['deepseek_chat_test_1-100_django__django-14752.traj.json', 'deepseek_reasoner_dev_sqlfluff__sqlfluff-1625.traj.json'].map((f) => resolve(dir, f));
+const dir = resolve(FIXTURE_TRAJECTORIES, 'mini-swe-agent');
+const files = ['deepseek_chat_test_1-100_django__django-14752.traj.json.gz', 'deepseek_reasoner_dev_sqlfluff__sqlfluff-1625.traj.json.gz'].map((f) =>
+  resolve(dir, f),
+);
 
 describe('bench calibrate', () => {
   it('replays two recorded sessions within ±5 points of the recorded hit rate', async () => {
-    expect(files.every((f) => existsSync(f)), `recorded trajectories missing under ${dir} (set CTXGATE_TRAJECTORIES)`).toBe(true);
     const r = await runCalibration({ trajectories: files });
     expect(r.per_session).toHaveLength(2);
     expect(r.requests).toBe(31 + 47);

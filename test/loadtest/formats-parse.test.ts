@@ -1,4 +1,4 @@
-import { writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { parseMiniSweTraj } from '../../loadtest/formats/mini-swe-agent.ts';
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
 import { parseSweAgentTraj } from '../../loadtest/formats/swe-agent.ts';
+import { FIXTURE_TRAJECTORIES as FIXTURES } from '../fixtures/trajectories.ts';
 import { useTempDirs } from '../helpers/temp-dirs.ts';
 
 const tempDir = useTempDirs();
@@ -146,31 +147,32 @@ describe('request stream and readSessions', () => {
     expect(ss[1].calls).toHaveLength(1);
   });
 
-  const shared = join(process.cwd(), '../shared/trajectories/mini-swe-agent-deepseek');
-  it.skipIf(!existsSync(shared))('reads a shared mini-swe-agent run with its bash tool and usage', async () => {
-    const [s] = await readSessions([join(shared, 'deepseek_chat_test_1-100_django__django-14752.traj.json')]);
-    expect(s.calls.length).toBeGreaterThan(10);
+  it('reads a recorded mini-swe-agent run with its bash tool and usage (gzipped fixture)', async () => {
+    const [s] = await readSessions([join(FIXTURES, 'mini-swe-agent/deepseek_chat_test_1-100_django__django-14752.traj.json.gz')]);
+    expect(s.id).toBe('deepseek_chat_test_1-100_django__django-14752');
+    expect(s.calls).toHaveLength(31);
     expect(s.calls[0].body.tools?.[0].function.name).toBe('bash');
     const withUsage = s.calls.filter((c) => c.recordedUsage).length;
     expect(withUsage).toBe(s.calls.length);
     // append-only: each call extends the previous one by the previous reply and its tool output
-    const n = s.calls[3].body.messages.length;
-    expect(s.calls[4].body.messages.slice(0, n)).toEqual(s.calls[3].body.messages);
+    for (let i = 1; i < s.calls.length; i++) {
+      const prev = s.calls[i - 1].body.messages;
+      expect(s.calls[i].body.messages.slice(0, prev.length)).toEqual(prev);
+    }
   });
 });
 
-describe('shared trajectories (read in place)', () => {
-  const root = join(process.cwd(), '../shared/trajectories');
-  it.skipIf(!existsSync(join(root, 'aider')))('aider history: 33 calls, each opening with the system prompt', async () => {
-    const [s] = await readSessions([join(root, 'aider')]);
-    expect(s.calls).toHaveLength(33);
+describe('recorded runs of other agents (excerpts under test/fixtures/trajectories)', () => {
+  it('aider history: one call per TO LLM block, each opening with the system prompt', async () => {
+    const [s] = await readSessions([join(FIXTURES, 'aider')]);
+    expect(s.calls).toHaveLength(3);
     for (const c of s.calls) {
       expect(c.body.messages[0].role).toBe('system');
       expect(c.body.messages[c.body.messages.length - 1].role).toBe('user');
     }
   });
-  it.skipIf(!existsSync(join(root, 'swe-agent')))('SWE-agent function calling: every tool result answers a preceding tool call', async () => {
-    const [s] = await readSessions([join(root, 'swe-agent/function_calling_simple.traj')]);
+  it('SWE-agent function calling: every tool result answers a preceding tool call', async () => {
+    const [s] = await readSessions([join(FIXTURES, 'swe-agent/function_calling_simple.traj')]);
     expect(s.calls).toHaveLength(5);
     const last = s.calls[4].body.messages;
     expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
