@@ -8,6 +8,7 @@ interface CommandEntry {
 }
 
 const COMMANDS: Record<string, CommandEntry> = {
+  up: { summary: 'reference workers + gateway in one command: ctxgate up [--workers N] [--port P]', load: () => import('./commands/up.ts') },
   serve: { summary: 'run the gateway: ctxgate serve --config FILE', load: () => import('./commands/serve.ts') },
   'sim-worker': {
     summary: 'run a reference worker (vLLM/SGLang stand-in with a real prefix cache)',

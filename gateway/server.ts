@@ -135,7 +135,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   deps.registerRoutes?.(app, ctx);
 
   const workers = allWorkers(fleet);
-  const health = startHealthChecks(workers, config.health);
+  const health = startHealthChecks(workers, config.health, app.log);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {

@@ -10,12 +10,15 @@ const STARTED = Math.floor(Date.now() / 1000);
 export function registerAdminRoutes(app: FastifyInstance, gw: GatewayContext): void {
   app.get('/health', async () => ({ status: 'ok' }));
 
+  // Ready once every model has a worker that has answered (a passed health check or a served request) and is
+  // not ejected: before the first check round nothing is known, so the answer is 503, not an optimistic 200.
   app.get('/ready', async (_req, reply) => {
-    const models: Record<string, { healthy: number; workers: number }> = {};
+    const models: Record<string, { healthy: number; workers: number; unchecked: number }> = {};
     let ready = !gw.draining;
     for (const [name, r] of gw.fleet) {
-      const healthy = r.workers.filter((w) => w.healthy).length;
-      models[name] = { healthy, workers: r.workers.length };
+      const healthy = r.workers.filter((w) => w.healthy && w.verified).length;
+      const unchecked = r.workers.filter((w) => !w.verified).length;
+      models[name] = { healthy, workers: r.workers.length, unchecked };
       if (healthy === 0) ready = false;
     }
     reply.code(ready ? 200 : 503);

@@ -1,5 +1,7 @@
 // Active health checks: GET <worker><health path> (the engine adapter's) every interval; a non-2xx, an error or a timeout is a
 // failure. Runs on its own small Agent so a saturated request pool cannot fail a healthy worker.
+// Each change of a worker's state is logged once (warn when it stops answering or is ejected, info
+// when it answers again), never once per round, so a dead worker cannot flood the log.
 import { Agent, request } from 'undici';
 import type { GatewayConfig } from '../config/schema.ts';
 import type { Worker } from './worker.ts';
@@ -31,11 +33,41 @@ export async function checkWorker(worker: Worker, agent: Agent, timeoutMs: numbe
   return false;
 }
 
-export function startHealthChecks(workers: Worker[], cfg: GatewayConfig['health']): HealthChecker {
+/** The two levels the checker logs at (pino's logger fits). */
+export interface HealthLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+interface Seen {
+  answered?: boolean;
+  healthy: boolean;
+}
+
+function logChange(w: Worker, answered: boolean, seen: Seen, log: HealthLog): void {
+  const who = { model: w.model, worker: w.id };
+  if (answered !== seen.answered) {
+    if (!answered) log.warn({ ...who, url: w.url, error: w.lastErrors[w.lastErrors.length - 1]?.message }, 'worker unreachable');
+    else if (seen.answered === false) log.info(who, 'worker answers again');
+  }
+  if (w.healthy !== seen.healthy) {
+    if (!w.healthy) log.warn({ ...who, consecutive_failures: w.consecutiveFailures }, 'worker ejected: no requests are routed to it');
+    else log.info(who, 'worker re-admitted');
+  }
+  seen.answered = answered;
+  seen.healthy = w.healthy;
+}
+
+export function startHealthChecks(workers: Worker[], cfg: GatewayConfig['health'], log?: HealthLog): HealthChecker {
   const agent = new Agent({ connections: 1, keepAliveTimeout: 10_000, connect: { timeout: cfg.timeout_ms } });
+  const seen = new Map<Worker, Seen>(workers.map((w) => [w, { healthy: w.healthy }]));
   let running: Promise<void> | undefined;
+  const checkOne = async (w: Worker): Promise<void> => {
+    const answered = await checkWorker(w, agent, cfg.timeout_ms);
+    if (log) logChange(w, answered, seen.get(w)!, log);
+  };
   const checkAll = (): Promise<void> => {
-    running ??= Promise.all(workers.map((w) => checkWorker(w, agent, cfg.timeout_ms))).then(() => {
+    running ??= Promise.all(workers.map(checkOne)).then(() => {
       running = undefined;
     });
     return running;

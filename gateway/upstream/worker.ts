@@ -30,7 +30,10 @@ export class Worker {
   readonly basePath: string;
   /** GET path of the active health check (the engine adapter's). */
   healthPath = '/health';
+  /** Routable (optimistic from the start: requests may try a worker before its first check). */
   healthy = true;
+  /** Answered at least once (a health check, or a request): /ready waits for this, not for `healthy`. */
+  verified = false;
   inFlight = 0;
   queuedPrefillTokens = 0;
   consecutiveFailures = 0;
@@ -97,6 +100,7 @@ export class Worker {
 
   recordSuccess(fromHealthCheck: boolean): void {
     this.consecutiveFailures = 0;
+    this.verified = true;
     if (this.healthy) return;
     // Requests never reach an ejected worker; only health checks re-admit it.
     if (!fromHealthCheck) return;

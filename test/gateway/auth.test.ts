@@ -56,6 +56,7 @@ describe('auth', () => {
 
   it('probes are open; request records are tenant-scoped', async () => {
     expect((await fetch(`${rig.gw.url}/health`)).status).toBe(200);
+    await rig.gw.checkHealth();
     expect((await fetch(`${rig.gw.url}/ready`)).status).toBe(200);
     const { response } = await rig.client('sk-tenant-a').chat.completions.create({ model: 'm1', messages: msg }).withResponse();
     const id = response.headers.get('x-request-id')!;
