@@ -1,10 +1,13 @@
 // Policy registry: config name -> Policy instance. The gateway creates one policy per model.
 import { CTXGATE_BRANCHES, CtxgatePolicy } from './policies/ctxgate.ts';
+import { DYNAMO_BRANCHES, DynamoKvPolicy } from './policies/dynamo-kv.ts';
 import { LEAST_LOAD_BRANCHES, LeastLoadPolicy } from './policies/least-load.ts';
+import { LLMD_BRANCHES, LlmdPrecisePolicy } from './policies/llmd-precise.ts';
 import { PREFIX_HASH_BRANCHES, PrefixHashPolicy } from './policies/prefix-hash.ts';
 import { RoundRobinPolicy } from './policies/round-robin.ts';
 import { SESSION_HASH_BRANCHES, SessionHashPolicy } from './policies/session-hash.ts';
 import { SGLANG_BRANCHES, SglangCacheAwarePolicy } from './policies/sglang-cache-aware.ts';
+import { SMG_BRANCHES, SmgCacheAwarePolicy } from './policies/smg-cache-aware.ts';
 import type { Policy, PolicyOptions } from './types.ts';
 
 type Factory = (opts: PolicyOptions) => Policy;
@@ -15,6 +18,9 @@ const FACTORIES: Record<string, Factory> = {
   session_hash: (o) => new SessionHashPolicy(o),
   prefix_hash: (o) => new PrefixHashPolicy(o),
   sglang_cache_aware: (o) => new SglangCacheAwarePolicy(o),
+  smg_cache_aware: (o) => new SmgCacheAwarePolicy(o),
+  dynamo_kv: (o) => new DynamoKvPolicy(o),
+  llmd_precise: (o) => new LlmdPrecisePolicy(o),
   ctxgate: (o) => new CtxgatePolicy(o),
 };
 
@@ -25,6 +31,9 @@ export const POLICY_BRANCHES: Record<string, readonly string[]> = {
   session_hash: SESSION_HASH_BRANCHES,
   prefix_hash: PREFIX_HASH_BRANCHES,
   sglang_cache_aware: SGLANG_BRANCHES,
+  smg_cache_aware: SMG_BRANCHES,
+  dynamo_kv: DYNAMO_BRANCHES,
+  llmd_precise: LLMD_BRANCHES,
   ctxgate: CTXGATE_BRANCHES,
 };
 

@@ -31,6 +31,9 @@ export interface RouteInfo {
   /** vLLM-style block hash chain of the prompt (hex), from the middleware. */
   blockHashes?: readonly string[];
   promptTokens?: number;
+  /** Clock for time-based state (session TTLs, eviction intervals), ms; Date.now() when absent.
+   *  The fleet simulator sets its virtual time here. */
+  nowMs?: number;
 }
 
 export interface Choice {

@@ -34,7 +34,7 @@ export class SglangCacheAwarePolicy implements Policy {
   private readonly relThreshold: number;
   private readonly evictionMs: number;
   private readonly maxTreeSize: number;
-  private lastEviction = Date.now();
+  private lastEviction = -1;
 
   constructor(opts: PolicyOptions = {}) {
     this.cacheThreshold = num(opts, 'cache_threshold', SGLANG_DEFAULTS.cache_threshold, 0, 1);
@@ -45,14 +45,16 @@ export class SglangCacheAwarePolicy implements Policy {
   }
 
   /** One eviction cycle now (what SGLang's background thread does every interval). */
-  evict(): number {
-    this.lastEviction = Date.now();
+  evict(now: number = Date.now()): number {
+    this.lastEviction = now;
     return this.tree.evictBySize(this.maxTreeSize);
   }
 
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
     if (workers.length === 0) return null;
-    if (this.evictionMs > 0 && Date.now() - this.lastEviction >= this.evictionMs) this.evict();
+    const now = info.nowMs ?? Date.now();
+    if (this.lastEviction < 0) this.lastEviction = now;
+    if (this.evictionMs > 0 && now - this.lastEviction >= this.evictionMs) this.evict(now);
     // the tenant's cache salt leads, so the tree is per tenant like the workers' caches
     const text = info.cacheSalt ? `${info.cacheSalt}\u0000${info.text ?? ''}` : (info.text ?? '');
     let min = workers[0];

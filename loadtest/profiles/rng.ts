@@ -2,16 +2,8 @@
 // deterministic for a given --seed. O(1) per draw.
 export type Rng = () => number;
 
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// one generator for the whole project (kvplanner's, below everything that imports it)
+export { mulberry32 } from '../../kvplanner/rng.ts';
 
 /** FNV-1a of a string, to derive per-session / per-call seeds from ids. */
 export function hashString(s: string, seed = 0x811c9dc5): number {

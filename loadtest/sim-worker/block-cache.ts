@@ -6,15 +6,14 @@
 // frees a request's blocks in reverse order). When every block is referenced, new blocks
 // simply go uncached. A request's `cache_salt` is mixed into its first block's key only (as vLLM
 // does), so the whole chain of a salted prompt differs from the same prompt under another salt.
+// The block bookkeeping is BlockPool's (shared with the fleet simulator).
 // Cost: O(prompt/blockSize) map operations per request.
+import { BlockPool, type BlockPoolEvents, type PoolBlock } from './block-pool.ts';
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 
 export const DEFAULT_BLOCK_SIZE = 16;
 
-interface Block {
-  key: string;
-  refs: number;
-}
+type Block = PoolBlock<string>;
 
 interface BlockLease extends CacheLease {
   prompt: ArrayLike<number>;
@@ -22,6 +21,8 @@ interface BlockLease extends CacheLease {
   held: Block[];
   /** Chain key of the last held block ('' = root). */
   tailKey: string;
+  /** The private block holding a trailing partial prompt block, when one was free. */
+  partial: Block | undefined;
   done: boolean;
 }
 
@@ -48,19 +49,16 @@ const rootKey = (salt: string | undefined): string => (salt ? `salt:${salt}` : '
 
 export class BlockCache implements PrefixCache {
   readonly kind = 'block' as const;
-  private readonly blocks = new Map<string, Block>();
-  /** Unreferenced cached blocks; Map insertion order = eviction order (front first). */
-  private readonly free = new Map<string, Block>();
-  private readonly capacityBlocks: number;
-  private partialRunning = 0;
+  readonly pool: BlockPool<string>;
   private counters: PrefixCacheStats = { queries: 0, hits: 0, evictions: 0 };
 
   constructor(
     capacityTokens: number,
     readonly blockSize: number = DEFAULT_BLOCK_SIZE,
+    events: BlockPoolEvents<string> = {},
   ) {
     if (!(blockSize >= 1)) throw new Error('block size must be >= 1');
-    this.capacityBlocks = Math.max(1, Math.floor(capacityTokens / blockSize));
+    this.pool = new BlockPool<string>(Math.max(1, Math.floor(capacityTokens / blockSize)), events);
   }
 
   begin(prompt: ArrayLike<number>, salt?: string): CacheLease {
@@ -73,22 +71,22 @@ export class BlockCache implements PrefixCache {
     let hitting = true;
     for (let b = 0; b < fullBlocks; b++) {
       const key = blockKey(parent, prompt, b * bs, (b + 1) * bs);
-      let block = this.blocks.get(key);
+      let block = this.pool.get(key);
       if (block && hitting && b < limitBlocks) hitBlocks++;
       else hitting = false;
-      if (block) this.ref(block);
+      if (block) this.pool.ref(block);
       else {
-        block = this.allocate(key);
+        block = this.pool.allocate(key);
         if (!block) break; // cache full of running blocks: the rest runs uncached
       }
       held.push(block);
       parent = key;
     }
-    if (prompt.length % bs) this.partialRunning++;
+    const partial = prompt.length % bs ? this.pool.allocate() : undefined;
     const cachedTokens = hitBlocks * bs;
     this.counters.queries += prompt.length;
     this.counters.hits += cachedTokens;
-    const lease: BlockLease = { cachedTokens, prompt, held, tailKey: parent, done: false };
+    const lease: BlockLease = { cachedTokens, prompt, held, tailKey: parent, partial, done: false };
     return lease;
   }
 
@@ -96,7 +94,7 @@ export class BlockCache implements PrefixCache {
     const l = lease as BlockLease;
     if (l.done) return;
     l.done = true;
-    if (l.prompt.length % this.blockSize) this.partialRunning--;
+    if (l.partial) this.pool.unref(l.partial);
     const bs = this.blockSize;
     // The sequence whose KV exists: prompt + every output token except the last.
     const seqLen = l.prompt.length + Math.max(0, output.length - 1);
@@ -108,26 +106,25 @@ export class BlockCache implements PrefixCache {
       for (let b = l.held.length; b < Math.floor(seqLen / bs); b++) {
         for (let i = b * bs; i < (b + 1) * bs; i++) view[i] = seq(i);
         const key = blockKey(parent, view, b * bs, (b + 1) * bs);
-        let block = this.blocks.get(key);
-        if (block) this.ref(block);
-        else block = this.allocate(key);
+        let block = this.pool.get(key);
+        if (block) this.pool.ref(block);
+        else block = this.pool.allocate(key);
         if (!block) break;
         l.held.push(block);
         parent = key;
       }
     }
-    for (let i = l.held.length - 1; i >= 0; i--) this.unref(l.held[i]);
+    for (let i = l.held.length - 1; i >= 0; i--) this.pool.unref(l.held[i]);
     l.held = [];
   }
 
   usage(): number {
-    const used = this.blocks.size - this.free.size + this.partialRunning;
-    return Math.min(1, used / this.capacityBlocks);
+    return Math.min(1, this.pool.usedBlocks() / this.pool.capacity);
   }
 
   /** Cached blocks currently stored (referenced or not). */
   size(): number {
-    return this.blocks.size;
+    return this.pool.cachedBlocks();
   }
 
   has(prefix: ArrayLike<number>, salt?: string): number {
@@ -135,41 +132,17 @@ export class BlockCache implements PrefixCache {
     let n = 0;
     for (let b = 0; b < Math.floor(prefix.length / this.blockSize); b++) {
       parent = blockKey(parent, prefix, b * this.blockSize, (b + 1) * this.blockSize);
-      if (!this.blocks.has(parent)) break;
+      if (!this.pool.get(parent)) break;
       n++;
     }
     return n;
   }
 
   flush(): void {
-    for (const [key] of this.free) this.blocks.delete(key);
-    this.free.clear();
+    this.pool.flush();
   }
 
   stats(): PrefixCacheStats {
-    return { ...this.counters };
-  }
-
-  private ref(block: Block): void {
-    if (block.refs === 0) this.free.delete(block.key);
-    block.refs++;
-  }
-
-  private unref(block: Block): void {
-    block.refs--;
-    if (block.refs === 0) this.free.set(block.key, block);
-  }
-
-  private allocate(key: string): Block | undefined {
-    if (this.blocks.size + this.partialRunning >= this.capacityBlocks) {
-      const victim = this.free.values().next();
-      if (victim.done) return undefined;
-      this.free.delete(victim.value.key);
-      this.blocks.delete(victim.value.key);
-      this.counters.evictions++;
-    }
-    const block: Block = { key, refs: 1 };
-    this.blocks.set(key, block);
-    return block;
+    return { ...this.counters, evictions: this.pool.evictions };
   }
 }

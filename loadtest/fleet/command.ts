@@ -1,0 +1,141 @@
+// `ctxgate bench fleet`: every policy over identical arrivals on a simulated fleet (virtual clock,
+// vLLM engine models), one row each; --json for the documented shape. Policy settings a deployer
+// would configure (block size, prefill throughput, KV budget) are derived from the run's options.
+import { POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
+import type { PolicyOptions } from '../../kvplanner/types.ts';
+import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
+import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
+import { createProgress } from '../replay/progress.ts';
+import { simulateFleet } from './simulator.ts';
+import { formatFleetTable, summarize, type FleetRunSummary } from './summary.ts';
+import { loadFleetInputs } from './inputs.ts';
+
+export const DEFAULT_FLEET_WORKERS = 8;
+/** KV budget per worker, tokens: Qwen3-32B on one H200 holds ~230k after weights; 200k leaves headroom. */
+export const DEFAULT_FLEET_KV_TOKENS = 200_000;
+export const DEFAULT_FLEET_PRESET = 'qwen3-32b-h200';
+export const DEFAULT_FLEET_POLICIES = [
+  'round_robin', 'least_load', 'session_hash', 'prefix_hash', 'sglang_cache_aware', 'smg_cache_aware', 'dynamo_kv', 'llmd_precise', 'ctxgate',
+];
+
+export const help = `ctxgate bench fleet TRACE... [options]
+
+Discrete-event simulation of a fleet of vLLM engines (virtual clock: continuous batching,
+chunked prefill, prefix cache, KV admission and preemption) behind each routing policy, the
+same arrivals for every policy. TRACE: Mooncake JSONL (timestamp, input_length, output_length,
+hash_ids of 512-token blocks), or request-stream captures / replay formats (tokenised).
+
+  --workers N           engines (default ${DEFAULT_FLEET_WORKERS})
+  --kv-tokens N         KV capacity per engine, tokens (default ${DEFAULT_FLEET_KV_TOKENS})
+  --block-size N        engine KV block size; must divide the trace's block (default: the trace's,
+                        512 for Mooncake, whose hash ids carry no finer reuse information)
+  --preset NAME         timing model: ${Object.keys(PRESETS).join(', ')} (default ${DEFAULT_FLEET_PRESET})
+  --rate-scale X        arrivals X times faster (default 1)
+  --duration-s S        only arrivals in the first S seconds (after scaling)
+  --policies a,b,...    default: ${DEFAULT_FLEET_POLICIES.join(',')}
+  --index approx|precise  approx (default): each policy learns from its own decisions;
+                        precise: policies with a block index read the engines' KV events
+  --opt POLICY.KEY=VALUE  a policy option, repeatable (e.g. --opt ctxgate.epsilon=0.5)
+  --max-batched-tokens N  chunked-prefill token budget per step (default 8192)
+  --max-seqs N          running requests per engine (default 256)
+  --seed N              seed for the policies that sample (default 1)
+  --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
+                        e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, ...}]}`;
+
+function parseOpts(vals: string[], policies: string[]): Map<string, PolicyOptions> {
+  const out = new Map<string, PolicyOptions>();
+  for (const v of vals) {
+    const m = /^([a-z_]+)\.([a-z_]+)=(.*)$/.exec(v);
+    if (!m || !policies.includes(m[1])) throw new Error(`--opt ${v}: expected POLICY.KEY=VALUE with POLICY one of ${policies.join(', ')}`);
+    const raw = m[3];
+    const val: unknown = raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
+    (out.get(m[1]) ?? out.set(m[1], {}).get(m[1])!)[m[2]] = val;
+  }
+  return out;
+}
+
+/** What a deployer would tell each policy about this fleet. */
+export function fleetPolicyOptions(policy: string, t: TimingModel, blockTokens: number, kvTokens: number, seed: number): PolicyOptions {
+  switch (policy) {
+    case 'ctxgate':
+      return { block_size: blockTokens, index_stride: 1, prefill_tokens_per_s: Math.round((t.mfu * t.peakFlops) / (2 * t.params)), default_kv_tokens: kvTokens };
+    case 'dynamo_kv':
+    case 'llmd_precise':
+      return { block_size: blockTokens, seed };
+    case 'prefix_hash':
+      // its 256-token window falls inside the first trace block: the block's text code (8 chars = 2 "tokens")
+      return { prefix_token_count: 2 };
+    default:
+      return {};
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const known = new Set(['workers', 'kv-tokens', 'block-size', 'preset', 'rate-scale', 'duration-s', 'policies', 'index', 'opt', 'max-batched-tokens', 'max-seqs', 'seed', 'json']);
+  let a;
+  try {
+    a = parseArgs(argv, new Set(['json']), new Set());
+    rejectUnknown(a, known);
+  } catch (err) {
+    process.stderr.write(`ctxgate bench fleet: ${(err as Error).message}\n`);
+    return 2;
+  }
+  try {
+    if (a.positional.length === 0) throw new Error('give at least one TRACE file');
+    const json = bool(a, 'json');
+    const workers = Math.floor(num(a, 'workers', DEFAULT_FLEET_WORKERS, 1));
+    const kvTokens = Math.floor(num(a, 'kv-tokens', DEFAULT_FLEET_KV_TOKENS, 1));
+    const presetName = str(a, 'preset') ?? DEFAULT_FLEET_PRESET;
+    const timing = PRESETS[presetName];
+    if (!timing) throw new Error(`unknown --preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
+    const rateScale = num(a, 'rate-scale', 1, 1e-9);
+    const durationS = str(a, 'duration-s') !== undefined ? num(a, 'duration-s', 0, 0) : undefined;
+    const index = str(a, 'index') ?? 'approx';
+    if (index !== 'approx' && index !== 'precise') throw new Error(`--index must be approx or precise, got '${index}'`);
+    const policies = (str(a, 'policies') ?? DEFAULT_FLEET_POLICIES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
+    for (const p of policies) if (!POLICY_NAMES().includes(p)) throw new Error(`unknown policy '${p}' (known: ${POLICY_NAMES().join(', ')})`);
+    const opts = parseOpts(a.flags.get('opt') ?? [], policies);
+    const seed = Math.floor(num(a, 'seed', 1, 0));
+    const reqs = await loadFleetInputs(a.positional, { rateScale, durationS });
+    if (reqs.length === 0) throw new Error('the traces hold no requests');
+    const traceBlock = reqs[0].blockTokens;
+    const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
+    const maxBatchedTokens = Math.floor(num(a, 'max-batched-tokens', 8192, 1));
+    const maxSeqs = Math.floor(num(a, 'max-seqs', 256, 1));
+
+    const progress = createProgress(!json);
+    const runs: FleetRunSummary[] = [];
+    for (const policy of policies) {
+      progress.start(reqs.length, policy);
+      let shown = 0;
+      const t0 = performance.now();
+      const res = simulateFleet(
+        reqs,
+        {
+          policy, policyOptions: { ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed), ...opts.get(policy) }, workers, kvTokens, blockSize, timing,
+          maxBatchedTokens, maxSeqs, index,
+        },
+        (done) => {
+          while (shown < done) {
+            progress.tick();
+            shown++;
+          }
+        },
+      );
+      progress.stop();
+      runs.push(summarize(res, { preset: presetName, rateScale, index, wallS: (performance.now() - t0) / 1000, requests: reqs.length }));
+    }
+    if (json) process.stdout.write(JSON.stringify({ runs }, null, 2) + '\n');
+    else {
+      process.stdout.write(
+        `fleet: ${reqs.length} requests, ${workers} × ${presetName}, kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
+          'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
+      );
+      process.stdout.write(formatFleetTable(runs) + '\n');
+    }
+    return 0;
+  } catch (err) {
+    process.stderr.write(`ctxgate bench fleet: ${(err as Error).message}\n`);
+    return 2;
+  }
+}

@@ -1,0 +1,235 @@
+// Discrete-event fleet simulation on a virtual clock: the same arrivals go through one routing
+// policy object from kvplanner (the select/observe code serve runs) to N engine models. Events:
+// arrivals (in trace order) and engine step ends (a min-heap); at equal times step ends go
+// first, so a worker's state is current when the router looks. The router's view of a worker is
+// what the gateway keeps (in-flight requests, predicted prefill still queued) plus the engine
+// signals a scraper would read (waiting, running, KV usage), taken fresh. observe() runs when a
+// request finishes, with the cached tokens the engine reported at admission.
+// Cost: O((arrivals + steps) · log N) plus the policies' own cost.
+import { createPolicy } from '../../kvplanner/policy-registry.ts';
+import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+import type { TimingModel } from '../sim-worker/timing.ts';
+import { EngineModel, type SimRequest, type StepResult } from './engine-model.ts';
+import type { FleetRequest } from './trace.ts';
+
+export interface FleetConfig {
+  policy: string;
+  policyOptions?: PolicyOptions;
+  workers: number;
+  kvTokens: number;
+  blockSize: number;
+  timing: TimingModel;
+  maxBatchedTokens?: number;
+  maxSeqs?: number;
+  model?: string;
+  /** approx: policies learn from their own decisions; precise: from the engines' KV events */
+  index?: 'approx' | 'precise';
+}
+
+export interface RequestOutcome {
+  id: number;
+  worker: number;
+  arrivalMs: number;
+  firstScheduledMs: number;
+  firstTokenMs: number;
+  finishMs: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  predictedCachedTokens: number | undefined;
+  branch: string;
+  prefilled: number;
+  preemptions: number;
+  /** The prompt has no full KV block: nothing of it can ever be served from cache. */
+  subBlockPrefix: boolean;
+}
+
+export interface FleetResult {
+  config: FleetConfig;
+  outcomes: RequestOutcome[];
+  /** Arrival times in the order the policy saw them (identical for every policy). */
+  arrivals: number[];
+  perWorker: Array<{ requests: number; peakUsedBlocks: number; capacityBlocks: number; preemptions: number; prefillTokens: number }>;
+  /** Times any request finished more than once (an invariant: 0). */
+  duplicateFinishes: number;
+  /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
+   *  engine refuses a sequence longer than its cache (they would preempt themselves forever). */
+  rejected: number;
+  policyStats?: object;
+}
+
+/** Binary min-heap of (time, worker) step ends. */
+class StepHeap {
+  private readonly t: number[] = [];
+  private readonly w: number[] = [];
+
+  get size(): number {
+    return this.t.length;
+  }
+
+  peekTime(): number {
+    return this.t.length ? this.t[0] : Infinity;
+  }
+
+  push(time: number, worker: number): void {
+    const t = this.t;
+    const w = this.w;
+    let i = t.length;
+    t.push(time);
+    w.push(worker);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (t[p] < time || (t[p] === time && w[p] <= worker)) break;
+      t[i] = t[p];
+      w[i] = w[p];
+      i = p;
+    }
+    t[i] = time;
+    w[i] = worker;
+  }
+
+  pop(): [number, number] {
+    const t = this.t;
+    const w = this.w;
+    const top: [number, number] = [t[0], w[0]];
+    const lt = t.pop()!;
+    const lw = w.pop()!;
+    const n = t.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= n) break;
+        const r = l + 1;
+        const c = r < n && (t[r] < t[l] || (t[r] === t[l] && w[r] < w[l])) ? r : l;
+        if (t[c] > lt || (t[c] === lt && w[c] >= lw)) break;
+        t[i] = t[c];
+        w[i] = w[c];
+        i = c;
+      }
+      t[i] = lt;
+      w[i] = lw;
+    }
+    return top;
+  }
+}
+
+interface Inflight {
+  sim: SimRequest;
+  info: RouteInfo;
+  predicted: number | undefined;
+  branch: string;
+  prefillLeft: number;
+}
+
+export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, onProgress?: (done: number) => void): FleetResult {
+  const policy: Policy = createPolicy(cfg.policy, cfg.policyOptions ?? {});
+  const n = cfg.workers;
+  const engines = Array.from({ length: n }, () => new EngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing, maxBatchedTokens: cfg.maxBatchedTokens, maxSeqs: cfg.maxSeqs }));
+  const views: WorkerView[] = engines.map((_, i) => ({
+    id: `w${i}`, url: `sim://w${i}`, healthy: true, inFlight: 0, queuedPrefillTokens: 0, maxInFlight: 0, kvTokens: cfg.kvTokens,
+    engine: { waiting: 0, running: 0, kvUsage: 0 },
+  }));
+  const busy = new Array<boolean>(n).fill(false);
+  const pending = new Array<StepResult | null>(n).fill(null);
+  const heap = new StepHeap();
+  const inflight = new Map<SimRequest, Inflight>();
+  const outcomes: RequestOutcome[] = [];
+  const arrivals: number[] = [];
+  const finishedIds = new Set<number>();
+  const requestsPerWorker = new Array<number>(n).fill(0);
+  let duplicateFinishes = 0;
+  const model = cfg.model ?? cfg.timing.name;
+
+  const refresh = (i: number): void => {
+    const e = engines[i];
+    const v = views[i].engine!;
+    v.waiting = e.waiting.length;
+    v.running = e.running.length;
+    v.kvUsage = e.kvUsage();
+  };
+  const kick = (i: number, now: number): void => {
+    if (busy[i]) return;
+    const res = engines[i].step(now);
+    refresh(i);
+    if (!res) return;
+    busy[i] = true;
+    pending[i] = res;
+    heap.push(now + res.durationS * 1000, i);
+  };
+  /** A step's outcomes become visible when it ends. */
+  const land = (i: number): void => {
+    const res = pending[i]!;
+    pending[i] = null;
+    for (const r of res.firstTokens) {
+      const f = inflight.get(r)!;
+      views[i].queuedPrefillTokens -= f.prefillLeft;
+      f.prefillLeft = 0;
+    }
+    for (const r of res.finished) finish(i, r);
+    refresh(i);
+  };
+  const finish = (i: number, r: SimRequest): void => {
+    const f = inflight.get(r)!;
+    inflight.delete(r);
+    if (finishedIds.has(r.req.id)) duplicateFinishes++;
+    finishedIds.add(r.req.id);
+    views[i].inFlight--;
+    outcomes.push({
+      id: r.req.id, worker: i, arrivalMs: r.req.arrivalMs, firstScheduledMs: r.firstScheduledMs, firstTokenMs: r.firstTokenMs, finishMs: r.finishMs,
+      inputTokens: r.req.inputTokens, outputTokens: r.req.outputTokens, cachedTokens: r.cachedTokens, predictedCachedTokens: f.predicted,
+      branch: f.branch, prefilled: r.prefilled, preemptions: r.preemptions, subBlockPrefix: r.keys.length === 0,
+    });
+    policy.observe?.({ workerId: views[i].id, info: f.info, reportedCachedTokens: r.cachedTokens, promptTokens: r.req.inputTokens, ok: true, predictedCachedTokens: f.predicted });
+  };
+  let rejected = 0;
+  const capacityTokens = Math.floor(cfg.kvTokens / cfg.blockSize) * cfg.blockSize;
+  const arrive = (req: FleetRequest): void => {
+    arrivals.push(req.arrivalMs);
+    if (req.inputTokens + req.outputTokens > capacityTokens) {
+      rejected++;
+      return;
+    }
+    const info: RouteInfo = {
+      model, tenant: 'fleet', sessionId: req.sessionId, text: req.text, blockHashes: req.hashes, promptTokens: req.inputTokens, nowMs: req.arrivalMs,
+    };
+    const choice = policy.select(views, info);
+    if (!choice) throw new Error(`policy ${cfg.policy} returned no worker for request ${req.id}`);
+    const i = views.indexOf(choice.worker);
+    if (i < 0) throw new Error(`policy ${cfg.policy} returned a worker outside the fleet`);
+    const sim = engines[i].add(req);
+    const prefillLeft = Math.max(0, req.inputTokens - (choice.predictedCachedTokens ?? 0));
+    inflight.set(sim, { sim, info, predicted: choice.predictedCachedTokens, branch: choice.branch, prefillLeft });
+    views[i].inFlight++;
+    views[i].queuedPrefillTokens += prefillLeft;
+    requestsPerWorker[i]++;
+    refresh(i);
+    kick(i, req.arrivalMs);
+  };
+
+  let next = 0;
+  while (next < reqs.length || heap.size > 0) {
+    const tStep = heap.peekTime();
+    if (next < reqs.length && reqs[next].arrivalMs < tStep) {
+      arrive(reqs[next++]);
+      if (onProgress && (next & 255) === 0) onProgress(next);
+      continue;
+    }
+    const [t, i] = heap.pop();
+    land(i);
+    busy[i] = false;
+    kick(i, t);
+  }
+  onProgress?.(reqs.length);
+  return {
+    config: cfg,
+    outcomes,
+    arrivals,
+    perWorker: engines.map((e, i) => ({
+      requests: requestsPerWorker[i], peakUsedBlocks: e.peakUsedBlocks, capacityBlocks: e.pool.capacity, preemptions: e.preemptions, prefillTokens: e.prefillTokens,
+    })),
+    duplicateFinishes,
+    rejected,
+    policyStats: policy.stats?.(),
+  };
+}

@@ -1,0 +1,121 @@
+// One fleet run reduced to the documented JSON row: hit rate (cached ÷ prompt tokens, counted at
+// each request's first admission), prefill tokens the engines computed (recomputation after a
+// preemption included), TTFT / end-to-end / queue-wait percentiles (nearest rank, ms), output
+// throughput over the makespan, imbalance (max ÷ mean requests per worker), preemptions, and the
+// attribution counters (predicted vs reported cached tokens). Also the text table. O(n log n).
+import { percentile } from '../replay/metrics.ts';
+import type { FleetResult } from './simulator.ts';
+
+export interface Pcts {
+  p50: number;
+  p90: number;
+  p95: number;
+  p99: number;
+}
+
+export interface FleetRunSummary {
+  config: { policy: string; workers: number; kv_tokens: number; block_size: number; preset: string; rate_scale: number; index: string };
+  requests: number;
+  completed: number;
+  /** refused: prompt + output larger than one engine's KV capacity */
+  rejected: number;
+  hit_rate: number;
+  prefill_tokens: number;
+  ttft_ms: Pcts;
+  e2e_ms: Pcts;
+  queue_wait_ms: Pcts;
+  throughput_tok_s: number;
+  imbalance: number;
+  preemptions: number;
+  /** Σ predicted cached tokens ÷ Σ reported, over decisions with a prediction (null: none made). */
+  predicted_over_reported: number | null;
+  /** Requests whose reusable prefix was shorter than one KV block (nothing an engine can reuse). */
+  sub_block_prefix_requests: number;
+  wall_s: number;
+}
+
+function pcts(values: number[]): Pcts {
+  const s = values.slice().sort((a, b) => a - b);
+  const r = (x: number): number => Math.round(x * 10) / 10;
+  return { p50: r(percentile(s, 0.5)), p90: r(percentile(s, 0.9)), p95: r(percentile(s, 0.95)), p99: r(percentile(s, 0.99)) };
+}
+
+export interface SummaryContext {
+  preset: string;
+  rateScale: number;
+  index: string;
+  wallS: number;
+  requests: number;
+}
+
+export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummary {
+  const o = res.outcomes;
+  let prompt = 0;
+  let cached = 0;
+  let output = 0;
+  let predicted = 0;
+  let reported = 0;
+  let withPrediction = 0;
+  let subBlock = 0;
+  let t0 = Infinity;
+  let t1 = 0;
+  for (const x of o) {
+    prompt += x.inputTokens;
+    cached += Math.max(0, x.cachedTokens);
+    output += x.outputTokens;
+    if (x.predictedCachedTokens !== undefined) {
+      predicted += x.predictedCachedTokens;
+      reported += Math.max(0, x.cachedTokens);
+      withPrediction++;
+    }
+    if (x.subBlockPrefix) subBlock++;
+    t0 = Math.min(t0, x.arrivalMs);
+    t1 = Math.max(t1, x.finishMs);
+  }
+  const counts = res.perWorker.map((w) => w.requests);
+  const mean = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
+  const span = (t1 - t0) / 1000;
+  return {
+    config: {
+      policy: res.config.policy, workers: res.config.workers, kv_tokens: res.config.kvTokens, block_size: res.config.blockSize,
+      preset: ctx.preset, rate_scale: ctx.rateScale, index: ctx.index,
+    },
+    requests: ctx.requests,
+    completed: o.length,
+    rejected: res.rejected,
+    hit_rate: prompt > 0 ? Math.round((cached / prompt) * 10_000) / 10_000 : 0,
+    prefill_tokens: res.perWorker.reduce((a, w) => a + w.prefillTokens, 0),
+    ttft_ms: pcts(o.map((x) => x.firstTokenMs - x.arrivalMs)),
+    e2e_ms: pcts(o.map((x) => x.finishMs - x.arrivalMs)),
+    queue_wait_ms: pcts(o.map((x) => x.firstScheduledMs - x.arrivalMs)),
+    throughput_tok_s: span > 0 ? Math.round(output / span) : 0,
+    imbalance: mean > 0 ? Math.round((Math.max(...counts) / mean) * 1000) / 1000 : 0,
+    preemptions: res.perWorker.reduce((a, w) => a + w.preemptions, 0),
+    predicted_over_reported: withPrediction > 0 && reported > 0 ? Math.round((predicted / reported) * 1000) / 1000 : null,
+    sub_block_prefix_requests: subBlock,
+    wall_s: Math.round(ctx.wallS * 100) / 100,
+  };
+}
+
+const COLS: Array<[string, (r: FleetRunSummary) => string]> = [
+  ['policy', (r) => r.config.policy],
+  ['done', (r) => `${r.completed}/${r.requests}`],
+  ['hit', (r) => (r.hit_rate * 100).toFixed(1) + '%'],
+  ['ttft p50', (r) => (r.ttft_ms.p50 / 1000).toFixed(2) + 's'],
+  ['ttft p90', (r) => (r.ttft_ms.p90 / 1000).toFixed(2) + 's'],
+  ['ttft p99', (r) => (r.ttft_ms.p99 / 1000).toFixed(2) + 's'],
+  ['e2e p90', (r) => (r.e2e_ms.p90 / 1000).toFixed(1) + 's'],
+  ['tok/s', (r) => String(r.throughput_tok_s)],
+  ['imbal', (r) => r.imbalance.toFixed(2)],
+  ['preempt', (r) => String(r.preemptions)],
+  ['p90 vs rr', () => ''],
+];
+
+export function formatFleetTable(runs: FleetRunSummary[]): string {
+  const rr = runs.find((r) => r.config.policy === 'round_robin');
+  const rows = runs.map((r) => COLS.map(([name, f]) => (name === 'p90 vs rr' ? (rr && rr.ttft_ms.p90 > 0 ? (r.ttft_ms.p90 / rr.ttft_ms.p90).toFixed(2) + '×' : '-') : f(r))));
+  const head = COLS.map(([n]) => n);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,178 @@
+// Fleet simulator invariants on small generated Mooncake-format traces: every request completes
+// exactly once, no engine ever holds more KV blocks than it has, every policy sees the same
+// arrivals, and the engine model's admission / preemption / prefix cache behave as vLLM's do.
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_FLEET_POLICIES, fleetPolicyOptions } from '../../loadtest/fleet/command.ts';
+import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
+import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
+import { summarize } from '../../loadtest/fleet/summary.ts';
+import { arrange, ChainInterner, fromMooncake, parseMooncake, type FleetRequest, type MooncakeRecord } from '../../loadtest/fleet/trace.ts';
+import { mulberry32 } from '../../kvplanner/rng.ts';
+import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
+
+const timing = PRESETS['qwen3-32b-h200'];
+
+/** Conversations over a shared 1-block root: turn k of a session extends turn k−1 by 1–3 blocks. */
+function conversationTrace(sessions: number, turns: number, seed: number, gapMs = 400): MooncakeRecord[] {
+  const rnd = mulberry32(seed);
+  const out: MooncakeRecord[] = [];
+  let nextId = 1;
+  for (let s = 0; s < sessions; s++) {
+    const ids = [0];
+    let t = s * gapMs * 0.7;
+    for (let k = 0; k < turns; k++) {
+      const grow = 1 + Math.floor(rnd() * 3);
+      for (let g = 0; g < grow; g++) ids.push(nextId++);
+      const partial = Math.floor(rnd() * 400) + 50;
+      out.push({ timestamp: Math.round(t), input_length: (ids.length - 1) * 512 + partial, output_length: 20 + Math.floor(rnd() * 200), hash_ids: [...ids] });
+      t += gapMs * (2 + rnd() * 6);
+    }
+  }
+  return out;
+}
+
+function load(recs: MooncakeRecord[], rateScale = 1): FleetRequest[] {
+  const chain = new ChainInterner();
+  return arrange(recs.map((r, i) => fromMooncake(r, i, chain)), rateScale);
+}
+
+function cfg(policy: string, over: Partial<FleetConfig> = {}): FleetConfig {
+  const kvTokens = over.kvTokens ?? 60_000;
+  return { policy, policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1), workers: 4, kvTokens, blockSize: 512, timing, ...over };
+}
+
+describe('fleet trace input', () => {
+  it('parses Mooncake lines and keys blocks by their whole prefix', () => {
+    const chain = new ChainInterner();
+    const text = [
+      '{"timestamp": 0, "input_length": 1100, "output_length": 5, "hash_ids": [7, 8, 9]}',
+      '{"timestamp": 10, "input_length": 600, "output_length": 5, "hash_ids": [8, 9]}',
+      '{"timestamp": 20, "input_length": 1024, "output_length": 5, "hash_ids": [7, 8]}',
+    ].join('\n');
+    const [a, b, c] = parseMooncake(text, 'mem', chain);
+    expect(a.keys.length).toBe(2); // the third block is partial (76 tokens): never a cache key
+    expect(b.keys[0]).not.toBe(a.keys[1]); // id 8 after nothing is not id 8 after 7
+    expect(Array.from(c.keys)).toEqual(Array.from(a.keys));
+    expect(() => parseMooncake('{"timestamp": 0}', 'bad.jsonl', chain)).toThrow(/bad.jsonl:1: not a Mooncake record/);
+    expect(() => parseMooncake('nope', 'bad.jsonl', chain)).toThrow(/bad.jsonl:1: not JSON/);
+  });
+
+  it('rate scale compresses arrivals and duration cuts them', () => {
+    const reqs = load(conversationTrace(3, 3, 1));
+    const fast = arrange(reqs, 2);
+    expect(fast.at(-1)!.arrivalMs).toBeCloseTo(reqs.at(-1)!.arrivalMs / 2);
+    const cut = arrange(reqs, 1, 1);
+    expect(cut.every((r) => r.arrivalMs <= 1000)).toBe(true);
+    expect(cut.length).toBeLessThan(reqs.length);
+  });
+});
+
+describe('fleet simulator invariants', () => {
+  const reqs = load(conversationTrace(24, 6, 7), 3);
+
+  it.each(DEFAULT_FLEET_POLICIES)('%s: every request completes exactly once, KV never over capacity', (policy) => {
+    const res = simulateFleet(reqs, cfg(policy));
+    expect(res.rejected).toBe(0);
+    expect(res.outcomes.length).toBe(reqs.length);
+    expect(new Set(res.outcomes.map((o) => o.id)).size).toBe(reqs.length);
+    expect(res.duplicateFinishes).toBe(0);
+    for (const w of res.perWorker) expect(w.peakUsedBlocks).toBeLessThanOrEqual(w.capacityBlocks);
+    for (const o of res.outcomes) {
+      expect(o.firstTokenMs).toBeGreaterThanOrEqual(o.firstScheduledMs);
+      expect(o.firstScheduledMs).toBeGreaterThanOrEqual(o.arrivalMs);
+      expect(o.finishMs).toBeGreaterThanOrEqual(o.firstTokenMs);
+      expect(o.cachedTokens).toBeLessThan(o.inputTokens); // the last prompt token is always computed
+      expect(o.cachedTokens % 512).toBe(0);
+    }
+  });
+
+  it('every policy sees identical arrivals', () => {
+    const seen = DEFAULT_FLEET_POLICIES.map((p) => simulateFleet(reqs, cfg(p)).arrivals);
+    for (const a of seen) expect(a).toEqual(reqs.map((r) => r.arrivalMs));
+  });
+
+  it('a cache-aware policy reuses more than round robin on conversations', () => {
+    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
+    const cg = summarize(simulateFleet(reqs, cfg('ctxgate')), { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
+    expect(cg.hit_rate).toBeGreaterThan(rr.hit_rate + 0.1);
+    expect(cg.prefill_tokens).toBeLessThan(rr.prefill_tokens);
+  });
+
+  it('a tight KV budget preempts (vLLM recompute) and still completes everything within capacity', () => {
+    const res = simulateFleet(reqs, cfg('round_robin', { kvTokens: 12 * 512, workers: 2 }));
+    expect(res.perWorker.reduce((a, w) => a + w.preemptions, 0)).toBeGreaterThan(0);
+    expect(res.outcomes.length + res.rejected).toBe(reqs.length);
+    for (const w of res.perWorker) expect(w.peakUsedBlocks).toBeLessThanOrEqual(w.capacityBlocks);
+    // a request bigger than an engine is refused, not left waiting forever
+    expect(res.rejected).toBe(reqs.filter((r) => r.inputTokens + r.outputTokens > 12 * 512).length);
+  });
+
+  it('is deterministic', () => {
+    const a = simulateFleet(reqs, cfg('dynamo_kv'));
+    const b = simulateFleet(reqs, cfg('dynamo_kv'));
+    expect(a.outcomes).toEqual(b.outcomes);
+  });
+});
+
+describe('engine model', () => {
+  const chain = new ChainInterner();
+  const req = (id: number, ids: number[], input: number, output = 4): FleetRequest =>
+    fromMooncake({ timestamp: 0, input_length: input, output_length: output, hash_ids: ids }, id, chain);
+
+  function drain(e: EngineModel): number {
+    let t = 0;
+    for (let guard = 0; guard < 10_000; guard++) {
+      const r = e.step(t);
+      if (!r) return t;
+      t += r.durationS * 1000;
+    }
+    throw new Error('engine did not drain');
+  }
+
+  it('serves a repeated prefix from cache, never the last token', () => {
+    const e = new EngineModel({ kvTokens: 64 * 512, blockSize: 512, timing });
+    const a = e.add(req(0, [1, 2, 3], 3 * 512));
+    drain(e);
+    expect(a.cachedTokens).toBe(0);
+    const b = e.add(req(1, [1, 2, 3], 3 * 512)); // identical prompt: the last block holds the last token
+    drain(e);
+    expect(b.cachedTokens).toBe(2 * 512);
+    const c = e.add(req(2, [1, 2, 3, 4], 3 * 512 + 100));
+    drain(e);
+    expect(c.cachedTokens).toBe(3 * 512);
+  });
+
+  it('chunked prefill: a prompt longer than the token budget takes several steps', () => {
+    const e = new EngineModel({ kvTokens: 64 * 512, blockSize: 512, timing, maxBatchedTokens: 512 });
+    const a = e.add(req(3, [11, 12, 13, 14], 4 * 512, 1));
+    let steps = 0;
+    for (let t = 0; e.step(t); t += 1) steps++;
+    expect(steps).toBe(4);
+    expect(a.prefilled).toBe(4 * 512);
+  });
+
+  it('waits when blocks run short instead of over-committing', () => {
+    const e = new EngineModel({ kvTokens: 6 * 512, blockSize: 512, timing });
+    const a = e.add(req(4, [21, 22, 23, 24], 4 * 512, 2));
+    const b = e.add(req(5, [31, 32, 33, 34], 4 * 512, 2));
+    e.step(0);
+    expect(e.running).toEqual([a]);
+    expect(e.waiting).toEqual([b]);
+    drain(e);
+    expect(b.finishMs).toBeGreaterThan(a.finishMs);
+    expect(e.peakUsedBlocks).toBeLessThanOrEqual(6);
+  });
+
+  it('preempts the latest running request when decode runs out of blocks, then recomputes it', () => {
+    const e = new EngineModel({ kvTokens: 5 * 512, blockSize: 512, timing });
+    const a = e.add(req(6, [41, 42], 2 * 512 - 1, 600));
+    const b = e.add(req(7, [51, 52], 2 * 512 - 1, 600));
+    drain(e);
+    expect(a.finishMs).toBeGreaterThan(0);
+    expect(b.finishMs).toBeGreaterThan(0);
+    expect(e.preemptions).toBeGreaterThan(0);
+    expect(b.preemptions).toBeGreaterThan(0);
+    expect(a.preemptions).toBe(0);
+    expect(e.peakUsedBlocks).toBeLessThanOrEqual(5);
+  });
+});
