@@ -18,8 +18,10 @@
 //                 instead of pulling all sessions onto the first worker that cached it.
 //   balance       no session, nothing unique cached → lowest TTFT (ties: emptiest index)
 // In new_session and balance a shared root (blocks two prompts share) counts as cached on every
-// worker. select() only reads the index; observe() (after the response) records the chain on the
-// worker that served it, or evicts what the worker turned out not to hold. Without block hashes the
+// worker. select() records the chain on the chosen worker (engines cache while they prefill, and
+// the next turn may come before this one ends); observe() (after the response) evicts what the
+// worker turned out not to hold, or what a failed call added. With a precise index (option
+// kv_index, fed by engine KV events) routing only reads it. Without block hashes the
 // chain comes from token ids (hashed here) or, last, from 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). The index keeps every
@@ -29,6 +31,7 @@
 // Settings: see CTXGATE_DEFAULTS.
 import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
+import { preciseIndexOption } from '../kv-events/event-index.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
@@ -73,6 +76,8 @@ const MAX_PENDING = 16_384;
 interface Pending {
   seq: number;
   workerId: string;
+  /** blocks of the chain the worker held before this call added the rest */
+  held: number;
   hashes: readonly string[];
   blockTokens: number;
   predicted: number;
@@ -97,6 +102,8 @@ export interface CtxgateStats {
 export class CtxgatePolicy implements Policy {
   readonly name = 'ctxgate';
   readonly index: PrefixIndex;
+  /** engine KV events feed the index (option kv_index): routing only reads it */
+  private readonly precise: boolean;
   readonly affinity: SessionAffinity;
   readonly shared = new SharedPrefixTracker();
   private readonly epsilon: number;
@@ -132,7 +139,10 @@ export class CtxgatePolicy implements Policy {
     this.minUniqueTokens = num(opts, 'min_unique_tokens', d.min_unique_tokens, 1);
     this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
     this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
-    this.index = new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)));
+    const events = preciseIndexOption(opts);
+    if (events && this.stride !== 1) throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
+    this.precise = events !== undefined;
+    this.index = events?.index ?? new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)));
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1) * 1000);
   }
 
@@ -174,7 +184,7 @@ export class CtxgatePolicy implements Policy {
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
     const n = workers.length;
     if (n === 0) return null;
-    const now = Date.now();
+    const now = info.nowMs ?? Date.now();
     const { hashes, blockTokens, promptTokens } = this.chain(info);
     const cap = this.loadBound(workers);
     const start = this.rot++ % n;
@@ -192,7 +202,7 @@ export class CtxgatePolicy implements Policy {
       idx = pinnedIdx;
       branch = 'sticky';
       const w = workers[idx];
-      this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
+      if (!this.precise) this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
       held = this.index.matchLength(w.id, hashes);
     } else {
       const depth = this.depths(workers, hashes, blockTokens);
@@ -235,8 +245,11 @@ export class CtxgatePolicy implements Policy {
 
     const worker = workers[idx];
     const predicted = Math.min(held * blockTokens, promptTokens);
-    // the index learns what the worker holds in observe(), after the response: off the request's
-    // path, and only for calls that completed
+    // the chain goes into the index now, not after the response: the engine caches a prompt's
+    // blocks as it prefills them, and the next turn of a conversation (or another request with
+    // this prefix) often arrives before this one completes. observe() corrects it from what the
+    // worker reports.
+    if (!this.precise) this.index.insert(worker.id, hashes, true, held);
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key) this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
     const seq = ++this.pendingSeq;
@@ -244,7 +257,7 @@ export class CtxgatePolicy implements Policy {
     const old = this.pendingRing[slot];
     if (old && this.pending.get(old)?.seq === seq - MAX_PENDING) this.pending.delete(old);
     this.pendingRing[slot] = info;
-    this.pending.set(info, { workerId: worker.id, hashes, blockTokens, predicted, seq });
+    this.pending.set(info, { workerId: worker.id, held, hashes, blockTokens, predicted, seq });
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
   }
@@ -298,7 +311,7 @@ export class CtxgatePolicy implements Policy {
     slots.length = n;
     for (let i = 0; i < n; i++) {
       const w = workers[i];
-      slots[i] = this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
+      slots[i] = this.index.prepare(w.id, this.precise ? undefined : w.kvTokens ? w.kvTokens / blockTokens : undefined);
     }
     if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
     this.index.matchAll(hashes, this.bySlot);
@@ -373,9 +386,13 @@ export class CtxgatePolicy implements Policy {
    * missing one) are evicted instead, so the next prediction for this prefix there is lower.
    */
   observe(fb: RouteFeedback): void {
-    if (!fb.ok) return; // a failed call leaves nothing new cached
     const p = this.pending.get(fb.info);
     if (p) this.pending.delete(fb.info);
+    if (!fb.ok) {
+      // a failed call leaves nothing new cached: take back what select() added for it
+      if (p && !this.precise && p.held < p.hashes.length) this.index.evict(p.workerId, p.hashes.slice(p.held));
+      return;
+    }
     const workerId = p?.workerId ?? fb.workerId;
     const hashes = p?.hashes ?? this.chain(fb.info).hashes;
     const blockTokens = p?.blockTokens ?? this.blockSize * this.stride;
@@ -388,13 +405,13 @@ export class CtxgatePolicy implements Policy {
       const reportedBlocks = Math.floor(fb.reportedCachedTokens / blockTokens);
       // one block of slack: vLLM recomputes the last token of a fully cached prompt. Everything
       // from the first missing block on goes, so held blocks stay a prefix of the chain.
-      if (reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
+      if (!this.precise && reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
         s.corrections++;
         s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
         return;
       }
     }
-    this.index.insert(workerId, hashes);
+    if (!this.precise) this.index.insert(workerId, hashes);
   }
 
   private feedbackStats(id: string): WorkerFeedbackStats {
