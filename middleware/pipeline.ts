@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import { pushBreak } from './diagnostics/break-ring.ts';
+import { escapeRequest } from './redaction/framing.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
@@ -99,8 +100,11 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   tokenizer.catch(() => undefined);
   const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: localSize });
 
-  async function process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
+  async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
+    // Gateway notes are framed by a marker; no text the agent sent may carry one, whatever stages
+    // run. Passthrough adds no notes and forwards the body as received.
+    const body = layout === 'passthrough' ? received : escapeRequest(received);
     const ident = identifySession(body, ctx);
     const sessionId = ident.id;
     const key = `${ctx.tenant}\u0000${sessionId}`;

@@ -6,7 +6,7 @@
 // → { messages, state, receipts }. O(new messages × live observations) per call.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
-import { escapeFrame, frameNote } from '../redaction/framing.ts';
+import { frameNote } from '../redaction/framing.ts';
 import { redact } from '../redaction/redact.ts';
 import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
 import { appendNote, approxTokens, messageText, messageTokens, withText, type CountTokens } from './message-text.ts';
@@ -124,31 +124,13 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
     }
   }
   trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS);
-  return { messages: render(input, st, firstUser), state: st, receipts };
+  return { messages: render(input, st), state: st, receipts };
 }
 
-/** Re-applies escaping, evictions and tombstones from state: deterministic, so byte-stable. */
-export function render(input: ChatMessage[], st: LedgerState, firstUser: number): ChatMessage[] {
-  const out = input.map((m, i) => {
-    if ((m.role !== 'tool' && m.role !== 'user') || i < firstUser) return m;
-    if (typeof m.content === 'string') {
-      const esc = escapeFrame(m.content);
-      return esc === m.content ? m : { ...m, content: esc };
-    }
-    // Text parts are untrusted too: a marker split into a part must not pass as a gateway note.
-    if (Array.isArray(m.content)) {
-      let changed = false;
-      const parts = m.content.map((p) => {
-        if (typeof p?.text !== 'string') return p;
-        const esc = escapeFrame(p.text);
-        if (esc === p.text) return p;
-        changed = true;
-        return { ...p, text: esc };
-      });
-      return changed ? { ...m, content: parts } : m;
-    }
-    return m;
-  });
+/** Re-applies evictions and tombstones from state: deterministic, so byte-stable. (Frame escaping
+ *  of untrusted text happens once for the whole request, before any stage: pipeline.ts.) */
+export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
+  const out = input.slice();
   for (const e of st.evictions) {
     if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash) out[e.index] = withText(out[e.index], e.text);
   }

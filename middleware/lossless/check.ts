@@ -14,14 +14,15 @@
 //   so far, since the compacted prefix is re-sent without a new receipt;
 // - the message is sent as an earlier version the agent itself sent at the same position
 //   (stabilise re-sends an output the agent later elided: the model sees more, never less);
-// - `[ctxgate]` inside untrusted text escaped with a zero-width space (framing.ts).
+// - marker look-alikes inside the agent's text escaped (framing.ts escapeMessage: contents,
+//   reasoning, tool-call names and arguments): the client side is escaped before comparing.
 // An upstream line of an aligned message that is neither a copy of an agent line, nor a gateway
 // line, nor a placeholder line whose full line is in a note, is `altered` (a silent cut). Tool
 // definitions and tool-call arguments are compared as JSON values (key order may be canonicalised).
 // `first_call_changed` is 1 when there are no prior bodies (the session's first call) and the
 // messages or tools are not byte-identical as JSON (escaping aside), unless a compaction receipt
 // explains it. Reports counts plus details (message index, line). O(total lines) with hashing.
-import { escapeFrame, isFramedNote } from '../redaction/framing.ts';
+import { escapeFrame, escapeMessage, isFramedNote } from '../redaction/framing.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt } from '../types.ts';
 import { placeholderMatches, VOLATILE_PLACEHOLDER } from './placeholder.ts';
 
@@ -162,7 +163,8 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
     if (kind !== 'first_call_changed') rep[kind]++;
     if (rep.details.length < MAX_DETAILS) rep.details.push({ kind, message, ...(role ? { role } : {}), line: clip(line) });
   };
-  const C = clientBody.messages ?? [];
+  // Frame escaping (framing.ts) is the one change allowed everywhere: compare with its result.
+  const C = (clientBody.messages ?? []).map(escapeMessage);
   const U = upstreamBody.messages ?? [];
   const removed = compactedIndices(receipts);
 
