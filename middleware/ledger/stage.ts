@@ -20,8 +20,7 @@ export function createLedgerStage(opts: Omit<LedgerOptions, 'countTokens'> = {})
       view.session.ledger = { ...bundle, observations: r.state } as Record<string, unknown>;
       let { messages, receipts } = r;
       if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
-        const firstUser = input.findIndex((m) => m.role === 'user');
-        messages = render(input, { ...r.state, tombstones: [], evictions: [] }, firstUser);
+        messages = render(input, { ...r.state, tombstones: [], evictions: [] });
         receipts = receipts.map((x) => (x.action === 'tombstone' || x.action === 'evict' ? { ...x, reason: `${x.reason}; placed from the next call on (a first call passes unchanged)` } : x));
       }
       const changed = messages.some((m, i) => m !== input[i]);
