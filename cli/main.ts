@@ -16,6 +16,10 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   demo: { summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)', load: () => import('./commands/demo.ts') },
   bench: { summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos', load: () => import('./commands/bench.ts') },
+  loadtest: {
+    summary: 'multi-turn agent sessions through autocannon against a live endpoint: req/s, latency, TTFT, hit rate',
+    load: () => import('./commands/loadtest.ts'),
+  },
   explain: { summary: 'per-call prefix-cache table for a recorded session', load: () => import('./commands/explain.ts') },
   plan: { summary: 'KV capacity planning for a model on a GPU', load: () => import('./commands/plan.ts') },
   report: { summary: 'FinOps report from the usage ledger', load: () => import('./commands/report.ts') },

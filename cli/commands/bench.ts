@@ -11,6 +11,7 @@ const BENCHES: Record<string, () => Promise<CommandModule>> = {
   middleware: () => import('../../middleware/bench-middleware.ts'),
   chaos: () => import('../../loadtest/bench-chaos.ts'),
   fleet: () => import('../../loadtest/fleet/command.ts'),
+  loadgen: () => import('../../loadtest/load/bench-loadgen.ts'),
 };
 
 export const subcommands = true;
