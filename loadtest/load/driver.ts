@@ -10,6 +10,9 @@ import type { Session } from '../formats/types.ts';
 import { buildRequest, parseAnswer, type ApiName } from './protocols.ts';
 import { SessionQueue, type SessionPlayer } from './traffic.ts';
 
+/** After Ctrl-C, how long requests in flight may take before the run is cut. */
+export const ABORT_GRACE_S = 10;
+
 export interface LoadOptions {
   target: string;
   api: ApiName;
@@ -163,7 +166,8 @@ export async function runLoad(o: LoadOptions, stop?: AbortSignal): Promise<LoadR
   let sent = 0;
   let idle = 0;
   let inst: autocannon.Instance | undefined;
-  const mayStart = () => (o.requests ? sent < o.requests : performance.now() < deadline);
+  let draining = false;
+  const mayStart = () => !draining && (o.requests ? sent < o.requests : performance.now() < deadline);
   const goIdle = () => {
     if (++idle === o.connections) inst?.stop();
   };
@@ -215,9 +219,11 @@ export async function runLoad(o: LoadOptions, stop?: AbortSignal): Promise<LoadR
   };
   const t0 = performance.now();
   let stoppedEarly = false;
+  // Ctrl-C: no new requests; the ones in flight are answered and counted, within a grace period
   const onAbort = () => {
     stoppedEarly = true;
-    inst?.stop();
+    draining = true;
+    setTimeout(() => inst?.stop(), Math.min(o.timeoutS, ABORT_GRACE_S) * 1000).unref();
   };
   stop?.addEventListener('abort', onAbort, { once: true });
   try {

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { useTempDirs } from '../helpers/temp-dirs.ts';
 import { runLoad, type LoadOptions } from '../../loadtest/load/driver.ts';
 import { run } from '../../cli/commands/loadtest.ts';
 import { summariseLoad } from '../../loadtest/load/summary.ts';
@@ -10,6 +13,7 @@ import type { ChatMessage } from '../../middleware/types.ts';
 const sessions = generateSessions({ count: 3, seed: 7, minCalls: 4, maxCalls: 6, volatileEvery: 0, elisionEvery: 0 });
 const calls = new Map(sessions.map((s) => [s.id, s.calls.length]));
 const ups: FakeUpstream[] = [];
+const tempDir = useTempDirs();
 afterEach(async () => {
   for (const u of ups.splice(0)) await u.close();
   vi.restoreAllMocks();
@@ -68,7 +72,8 @@ describe('ctxgate loadtest against live targets', () => {
   it('--compare sends identical traffic to both targets and prints ratios', async () => {
     const a = await fake({ name: 'a' });
     const b = await fake({ name: 'b' });
-    const { rc, out } = await captureStdout(() => run(['--target', a.url, '--compare', b.url, '--model', 'm', '--requests', '5', '--connections', '1', '--sessions', '2', '--json']));
+    const html = join(tempDir('loadtest-'), 'r.html');
+    const { rc, out } = await captureStdout(() => run(['--target', a.url, '--compare', b.url, '--model', 'm', '--requests', '5', '--connections', '1', '--sessions', '2', '--json', '--out', html]));
     expect(rc).toBe(0);
     const j = JSON.parse(out);
     expect(j.runs.map((x: { target: string }) => x.target)).toEqual([a.url, b.url]);
@@ -76,6 +81,10 @@ describe('ctxgate loadtest against live targets', () => {
     expect(j.runs[1].requests).toBe(5);
     expect(Object.keys(j.ratios)).toEqual(expect.arrayContaining(['rps', 'latency_p50', 'hit_rate']));
     expect(a.requests).toEqual(b.requests);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain(a.url);
+    expect(page).toContain(b.url);
+    expect(page).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
   });
 
   it('counts errors by status', async () => {
