@@ -1,4 +1,4 @@
-// ctxgate report: the FinOps report from the usage ledger, in md, csv, json or html.
+// ctxgate report: the FinOps report from the usage ledger, in md, csv, json, html or FOCUS CSV.
 import { writeFileSync, existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
@@ -7,7 +7,7 @@ import { openLedger } from '../../gateway/ledger/open.ts';
 import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
 import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
 import type { UsageLedger } from '../../gateway/ledger/types.ts';
-import { buildReport, parseTime, renderReport } from '../../gateway/report/render.ts';
+import { parseTime, produceReport } from '../../gateway/report/render.ts';
 import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../../gateway/report/types.ts';
 
 export const help = `ctxgate report [--ledger PATH | --config FILE | --redis URL] [options]
@@ -25,7 +25,9 @@ no cache hit minus actual cost) and hit rate, per group.
   --group-by KEY    tenant | model | session | worker | day (default: tenant)
   --tenant T        only this tenant's rows
   --top N           sessions listed under "top sessions" (default 10)
-  --format F        md | csv | json | html (default: md)
+  --format F        md | csv | json | html | focus (default: md); focus: FOCUS 1.2 cost and usage
+                    rows (CSV, one per hour, tenant, session, model, worker and SKU) that sum to
+                    the json report of the same range
   --out FILE        write to FILE instead of stdout (html is one self-contained file)
 
 Benchmark (1M rows, median of 3): npx tsx gateway/report/bench-report.ts [--rows N]`;
@@ -100,7 +102,7 @@ export async function run(argv: string[]): Promise<number> {
     ({ values: v } = parseArgs({ args: argv, options: OPTIONS, strict: true }));
     const { query, format } = queryFromArgs(v);
     ledger = openFromArgs(v);
-    const text = renderReport(await buildReport(ledger, query), format);
+    const text = await produceReport(ledger, query, format);
     if (v.out) {
       writeFileSync(v.out, text);
       process.stderr.write(`ctxgate report: wrote ${v.out}\n`);

@@ -14,7 +14,7 @@ import { DDL, INSERT_SQL, toRow } from '../ledger/sqlite-schema.ts';
 import { SqliteLedger } from '../ledger/sqlite.ts';
 import { compilePricing, DEFAULT_PRICING_TABLE } from '../usage/pricing.ts';
 import { buildUsageRecord } from '../usage/record.ts';
-import { buildReport, renderReport } from './render.ts';
+import { produceReport } from './render.ts';
 import type { ReportFormat } from './types.ts';
 
 const DEFAULT_ROWS = 1_000_000;
@@ -93,7 +93,7 @@ async function inProcess(path: string, format: ReportFormat): Promise<Timing> {
   const t = performance.now();
   const c = process.cpuUsage();
   const ledger = new SqliteLedger({ path, retentionDays: 3650, batchSize: 256, flushMs: 1000, readonly: true });
-  const text = renderReport(await buildReport(ledger, { groupBy: 'model' }), format);
+  const text = await produceReport(ledger, { groupBy: 'model' }, format);
   await ledger.close();
   if (text.length < 100) throw new Error('report unexpectedly short');
   const d = process.cpuUsage(c);

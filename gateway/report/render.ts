@@ -3,6 +3,7 @@
 import type { UsageLedger } from '../ledger/types.ts';
 import { aggregateRecords } from './aggregate.ts';
 import { renderCsv, renderJson, renderMarkdown } from './format.ts';
+import { renderFocus } from './focus.ts';
 import { renderHtmlReport } from './html.ts';
 import type { ReportData, ReportFormat, ReportQuery } from './types.ts';
 
@@ -18,9 +19,16 @@ export const CONTENT_TYPES: Record<ReportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
   md: 'text/markdown; charset=utf-8',
   html: 'text/html; charset=utf-8',
+  focus: 'text/csv; charset=utf-8',
 };
 
-export function renderReport(d: ReportData, format: ReportFormat): string {
+/** The report of `q` in `format`: FOCUS rows come from the records, every other format from the aggregate. */
+export async function produceReport(ledger: UsageLedger, q: ReportQuery, format: ReportFormat): Promise<string> {
+  if (format === 'focus') return renderFocus(ledger, q);
+  return renderReport(await buildReport(ledger, q), format);
+}
+
+export function renderReport(d: ReportData, format: Exclude<ReportFormat, 'focus'>): string {
   switch (format) {
     case 'json':
       return renderJson(d);

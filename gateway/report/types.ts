@@ -3,7 +3,7 @@
 
 export const GROUP_BY = ['tenant', 'model', 'session', 'worker', 'day'] as const;
 export type GroupBy = (typeof GROUP_BY)[number];
-export const REPORT_FORMATS = ['md', 'csv', 'json', 'html'] as const;
+export const REPORT_FORMATS = ['md', 'csv', 'json', 'html', 'focus'] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
 
 export interface ReportQuery {

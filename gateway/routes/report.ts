@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, toGatewayError } from '../../middleware/errors.ts';
 import type { UsageLedger } from '../ledger/types.ts';
-import { buildReport, CONTENT_TYPES, parseTime, renderReport } from '../report/render.ts';
+import { CONTENT_TYPES, parseTime, produceReport } from '../report/render.ts';
 import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../report/types.ts';
 
 export const DEFAULT_ROUTE_FORMAT: ReportFormat = 'json';
@@ -66,9 +66,9 @@ export async function reportRoutes(app: FastifyInstance, opts: ReportRouteOption
     try {
       const caller = opts.authorize(req);
       const { query, format } = parseReportQuery(req.query ?? {}, caller);
-      const data = await buildReport(opts.ledger, query);
+      const text = await produceReport(opts.ledger, query, format);
       reply.header('content-type', CONTENT_TYPES[format]).header('cache-control', 'no-store');
-      return reply.send(renderReport(data, format));
+      return reply.send(text);
     } catch (err) {
       const ge = toGatewayError(err);
       if (ge.code === 'internal_error') req.log.error({ err }, 'report failed');
