@@ -1,0 +1,169 @@
+// Conformance of the reference worker's caches and the fleet simulator's engine model with the
+// engines they stand in for: scenarios ported from vLLM's tests/v1/core/test_prefix_caching.py
+// (block size 16, a pool of 10 usable blocks: vLLM's 11 minus its null block) and SGLang's
+// test/registered/unit/mem_cache/test_radix_cache_unit.py. Each case names the upstream test.
+import { describe, expect, it } from 'vitest';
+import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
+import { ChainInterner, fromMooncake } from '../../loadtest/fleet/trace.ts';
+import { BlockCache } from '../../loadtest/sim-worker/block-cache.ts';
+import { RadixCache } from '../../loadtest/sim-worker/radix-cache.ts';
+import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
+
+const BS = 16;
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
+/** vLLM's common prefix: 3 full blocks, [0]*16 + [1]*16 + [2]*16. */
+const COMMON = [0, 1, 2].flatMap((b) => new Array<number>(BS).fill(b));
+
+describe('vLLM prefix caching (tests/v1/core/test_prefix_caching.py) on the reference worker', () => {
+  it('test_prefill: a miss, hits on the common prefix while in use and after free, eviction by a 10-block miss', () => {
+    const c = new BlockCache(10 * BS, BS);
+    const req0 = c.begin([...COMMON, ...new Array(7).fill(3)]);
+    expect(req0.cachedTokens).toBe(0);
+    // cache hit in the common prefix when the original block is still in use
+    const req1 = c.begin([...COMMON, ...new Array(5).fill(3)]);
+    expect(req1.cachedTokens).toBe(3 * BS);
+    expect(c.pool.availableBlocks()).toBe(5); // "we should have 5 free blocks left"
+    c.finish(req0, []);
+    c.finish(req1, []);
+    expect(c.pool.availableBlocks()).toBe(10); // "all blocks should be available"
+    // cache hit in the common prefix when the original block is already free
+    const req2 = c.begin([...COMMON, ...new Array(6).fill(3)]);
+    expect(req2.cachedTokens).toBe(3 * BS);
+    c.finish(req2, []);
+    // cache miss and eviction: [99]*160 takes every block, the common prefix included
+    const req3 = c.begin(new Array(16 * 10).fill(99));
+    expect(req3.cachedTokens).toBe(0);
+    expect(c.pool.availableBlocks()).toBe(0);
+    c.finish(req3, []);
+    expect(c.begin([...COMMON, 3]).cachedTokens).toBe(0);
+  });
+
+  it('test_evict: freed blocks go least-recently-freed first, a request tail before its head', () => {
+    const c = new BlockCache(10 * BS, BS);
+    const last = 5 * 16 + 7;
+    const req0 = c.begin(range(0, last)); // 5 full + 1 partial
+    const req1 = c.begin(range(last, last + 3 * 16)); // 3 blocks
+    expect(c.pool.availableBlocks()).toBe(1);
+    c.finish(req0, []);
+    c.finish(req1, []);
+    expect(c.pool.availableBlocks()).toBe(10);
+    // "req0's first 2 blocks + 3 tokens" hits 2 blocks, as upstream
+    const req2 = c.begin(range(0, 2 * 16 + 3));
+    expect(req2.cachedTokens).toBe(2 * BS);
+    c.finish(req2, []);
+    // free queue now: req0's 5, 4, 3 | req1's 3, 2, 1 | req0's 2, 1 (touched by req2). A 7-block
+    // miss takes the 2 never-used blocks, then evicts 5 from the front: req0's 5, 4, 3 and
+    // req1's 3, 2 — tails first, so both requests keep their roots
+    c.finish(c.begin(range(1000, 1000 + 7 * 16)), []);
+    expect(c.has(range(0, 5 * 16))).toBe(2);
+    expect(c.has(range(last, last + 3 * 16))).toBe(1);
+  });
+
+  it('test_hash_block_correct_reuse / chaining: a block only hits under its whole prefix', () => {
+    // cache [0..7] (two blocks of 4), then send [4,5,6,7,...]: its first block equals the second
+    // cached block's tokens, but not its prefix — 0 cached. Breaks if keys stop chaining.
+    const c = new BlockCache(64, 4);
+    c.finish(c.begin([0, 1, 2, 3, 4, 5, 6, 7, 8]), []);
+    expect(c.begin([4, 5, 6, 7, 8, 9, 10, 11, 12]).cachedTokens).toBe(0);
+    expect(c.begin([0, 1, 2, 3, 4, 5, 6, 7, 99]).cachedTokens).toBe(8);
+  });
+
+  it('test_prefill_not_enough_free_blocks: referenced blocks are never evicted; the rest runs uncached', () => {
+    const c = new BlockCache(4 * BS, BS);
+    const a = c.begin(range(0, 3 * BS + 1)); // 3 keyed + 1 partial: the pool is full
+    const b = c.begin(range(500, 500 + 3 * BS + 1));
+    expect(b.cachedTokens).toBe(0);
+    expect(c.has(range(0, 3 * BS))).toBe(3); // a's blocks untouched
+    c.finish(a, []);
+    c.finish(b, []);
+  });
+});
+
+describe('vLLM prefix caching on the fleet engine model (same block pool)', () => {
+  const timing = PRESETS['qwen3-32b-h200'];
+  const chain = new ChainInterner();
+  const req = (id: number, ids: number[], input: number) => fromMooncake({ timestamp: 0, input_length: input, output_length: 1, hash_ids: ids }, id, chain);
+  function run(e: EngineModel): void {
+    for (let t = 0, r = e.step(0); r; r = e.step(t)) t += r.durationS * 1000;
+  }
+
+  it('test_prefill: hit on the common prefix, eviction order, then a miss', () => {
+    const e = new EngineModel({ kvTokens: 10 * 512, blockSize: 512, timing });
+    const a = e.add(req(0, [1, 2, 3, 4], 3 * 512 + 7));
+    run(e);
+    const b = e.add(req(1, [1, 2, 3, 5], 3 * 512 + 5));
+    run(e);
+    expect([a.cachedTokens, b.cachedTokens]).toEqual([0, 3 * 512]);
+    e.add(req(2, range(100, 110), 10 * 512));
+    run(e);
+    const c = e.add(req(3, [1, 2, 3, 6], 3 * 512 + 6));
+    run(e);
+    expect(c.cachedTokens).toBe(0);
+  });
+
+  it('chaining: cache hash ids [0..7], then send [4,5,6,7,…]: 0 cached', () => {
+    const e = new EngineModel({ kvTokens: 64 * 512, blockSize: 512, timing });
+    e.add(req(4, range(0, 8), 8 * 512 + 1));
+    run(e);
+    const shifted = e.add(req(5, [4, 5, 6, 7, 8, 9], 6 * 512));
+    const same = e.add(req(6, [...range(0, 8), 50], 8 * 512 + 10));
+    run(e);
+    expect(shifted.cachedTokens).toBe(0);
+    expect(same.cachedTokens).toBe(8 * 512);
+  });
+
+  it('sub-blocks: --block-size 128 re-cuts a 512-token trace block into 4 chained keys', () => {
+    const e = new EngineModel({ kvTokens: 64 * 512, blockSize: 128, timing });
+    e.add(req(7, [70, 71], 2 * 512));
+    run(e);
+    const b = e.add(req(8, [70, 72], 2 * 512));
+    run(e);
+    expect(b.cachedTokens).toBe(512);
+  });
+});
+
+describe('SGLang radix cache (test/registered/unit/mem_cache/test_radix_cache_unit.py) on the reference worker', () => {
+  it('test_insert_and_match_basic / test_total_size', () => {
+    const c = new RadixCache(1000);
+    c.insert([1, 2, 3]);
+    expect(c.size()).toBe(3);
+    expect(c.match([1, 2, 3]).length).toBe(3);
+    expect(c.match([1, 2]).length).toBe(2);
+    c.insert([4, 5]);
+    expect(c.size()).toBe(5);
+  });
+
+  it('test_advanced_prefix_match_with_node_splits: a match ending inside an edge splits it', () => {
+    const c = new RadixCache(1000);
+    c.insert([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(c.match([1, 2, 3, 10, 11]).length).toBe(3);
+    c.insert([1, 2, 3, 10, 11]);
+    expect(c.size()).toBe(10); // 8 + the 2 new tokens; the split shares [1, 2, 3]
+    expect(c.match([1, 2, 3, 4, 5, 6, 7, 8]).length).toBe(8);
+    expect(c.match([1, 2, 3, 10, 11, 12]).length).toBe(5);
+    expect(c.root.children.get(1)!.key).toEqual([1, 2, 3]);
+  });
+
+  it('test_lock_ref_operations / test_evict_functionality: locked paths survive, unlocked leaves go LRU first', () => {
+    const c = new RadixCache(1000);
+    const locked = c.insert([1, 2, 3]);
+    c.lock(locked);
+    c.insert([4, 5]);
+    c.insert([6, 7]);
+    c.match([4, 5]); // touch: [6, 7] is now the least recently used
+    expect(c.evict(2)).toBeGreaterThanOrEqual(2);
+    expect(c.match([6, 7]).length).toBe(0);
+    expect(c.match([4, 5]).length).toBe(2);
+    c.evict(1000);
+    expect(c.match([1, 2, 3]).length).toBe(3); // locked
+    c.unlock(locked);
+    c.evict(1000);
+    expect(c.size()).toBe(0);
+  });
+
+  it('a hit never covers the last prompt token (the engine must compute its logits)', () => {
+    const c = new RadixCache(1000);
+    c.finish(c.begin([1, 2, 3, 4]), []);
+    expect(c.begin([1, 2, 3, 4]).cachedTokens).toBe(3);
+  });
+});
