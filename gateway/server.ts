@@ -18,6 +18,7 @@ import { createResponseStore } from './ingress/responses-store.ts';
 import { RequestRecords } from './request-records.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
 import { registerIngressRoutes, type ErrorShaper } from './routes/ingress.ts';
+import { lap, tick } from '../middleware/perf/stage-timers.ts';
 import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
@@ -87,6 +88,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const t = tick();
     const buf = body as Buffer;
     req.rawBody = buf;
     const maxDepth = config.limits.max_json_depth;
@@ -94,11 +96,15 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
       done(new GatewayError('invalid_request', `request body nests deeper than ${maxDepth} levels (limits.max_json_depth)`), undefined);
       return;
     }
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(buf.toString('utf8')));
+      parsed = JSON.parse(buf.toString('utf8'));
     } catch {
       done(new GatewayError('invalid_json', 'request body is not valid JSON'), undefined);
+      return;
     }
+    lap('body_parse', t);
+    done(null, parsed);
   });
 
   app.addHook('onRequest', async (req, reply) => {

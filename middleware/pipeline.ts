@@ -25,6 +25,7 @@ import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { identifySession } from './layout/session-id.ts';
 import { volatileStage } from './layout/volatile-stage.ts';
+import { lap, tick } from './perf/stage-timers.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './session/store.ts';
 import type { RequestView, Stage, StageContext } from './stage.ts';
@@ -95,6 +96,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   const transforms = opts.transforms ?? {};
   const store = opts.store ?? new MemorySessionStore();
   const stages = [...BUILTIN_STAGES, ...(opts.extraStages ?? [])].filter((s) => transforms[s.name] !== false);
+  const stageLabels = stages.map((s) => `stage:${s.name}`);
   const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
   tokenizer.catch(() => undefined);
@@ -102,9 +104,11 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
 
   async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
+    let t = tick();
     // Gateway notes are framed by a marker; no text the agent sent may carry one, whatever stages
     // run. Passthrough adds no notes and forwards the body as received.
     const body = layout === 'passthrough' ? received : escapeRequest(received);
+    t = lap('escape', t);
     const ident = identifySession(body, ctx);
     const sessionId = ident.id;
     const key = `${ctx.tenant}\u0000${sessionId}`;
@@ -121,7 +125,9 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
     if (ident.lead !== undefined) (state.layout ??= {}).lead = ident.lead;
     const receipts: Receipt[] = [];
+    t = lap('session', t);
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
+    t = lap('message_hashes', t);
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
     const carried = (v: RequestView): HashSource[] => [{ messages: v.body.messages, hashes: v.segments.messageHashes }, ...(prevLocal ? [prevLocal.output] : [])];
     let view: RequestView = { body, segments: inSegs, session: state, notes: [] };
@@ -129,11 +135,13 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     let out: ChatRequest = body;
     let stableEnd = body.messages.length;
     if (layout !== 'passthrough') {
-      for (const stage of stages) {
+      for (let i = 0; i < stages.length; i++) {
+        const stage = stages[i];
         const before = view.body.messages;
         const r = await stage.run(view, sctx);
         view = r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
         for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
+        t = lap(stageLabels[i], t);
       }
       out = view.body;
       if (view.notes.length > 0 && transforms[LEAF_NOTE_STAGE] !== false) {
@@ -145,6 +153,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       }
     }
     const segs = out.messages === view.body.messages ? view.segments : segment(out.messages, carried(view));
+    t = lap('leaf_note', t);
     const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
     const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
     const toolsJson = JSON.stringify(tools ?? []);
@@ -159,6 +168,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       await store.put(state);
       return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
+    t = lap('render', t);
     const stableChars = rendered.memo.textNoGen.length;
     const stablePrefix = rendered.stablePrefix;
     // Characters this prompt shares with the previous one: its stable text, when both begin with it.
@@ -168,6 +178,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const toks = tokenizeBySegments(tok, rendered.text, stablePrefix ? stableChars : 0, reuse);
     if (toks.mergedSeams > 0) receipts.push({ stage: 'tokens', action: 'seam_fallback', target: `${toks.mergedSeams} seam(s)`, reason: 'segment ids merged across a seam; re-encoded as whole text there' });
     const ids = toks.ids;
+    t = lap('tokens', t);
     const cur: CallFingerprint = {
       systemHash: sha1(segs.messageHashes.slice(segs.root.start, segs.root.end).join(',')),
       toolsHash: sha1(toolsJson),
@@ -194,13 +205,16 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     });
     const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
+    t = lap('diagnose', t);
     const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact, hashSeed(ctx.cacheSalt));
+    t = lap('block_hashes', t);
     local.set(key, { ids, hashes, blockSize, memo: rendered.memo, cuts: stablePrefix ? toks.cuts : undefined, input, output: { messages: out.messages, hashes: segs.messageHashes } });
     state.calls++;
     state.updatedAt = Date.now();
     (state.layout ??= {}).prev = cur;
     pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages: out.messages.length });
     await store.put(state);
+    lap('store_put', t);
     return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts, prefix, promptTokenIds: ids, blockHashes: hashes };
   }
 

@@ -5,6 +5,7 @@
 import type { Dispatcher } from 'undici';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
+import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
@@ -60,8 +61,10 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
   let failedOn: { worker: Worker; choice: Choice } | undefined;
   let waitMs = 0;
   for (let attempt = 1; attempt <= req.attempts; attempt++) {
+    const t0 = tick();
     const { views, full } = candidates(route, tried);
     const choice = views.length ? route.policy.select(views, req.info) : null;
+    lap('routing', t0);
     const worker = choice ? route.byId.get(choice.worker.id) : undefined;
     if (!choice || !worker) {
       if (attempt === 1 && full) throw new GatewayError('worker_capacity_exhausted', `all workers of '${model}' are at max_in_flight`, null, { 'retry-after': '1' });

@@ -7,6 +7,7 @@ import type { ChatMessage, ContextPipeline, PipelineContext, PipelineResult } fr
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import type { ApiName } from '../ingress/types.ts';
+import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import { statusClass } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
@@ -119,6 +120,7 @@ function release(ex: Exchange): void {
 
 export function finish(gw: GatewayContext, ex: Exchange): void {
   if (ex.status === 0) ex.status = 500;
+  const t0 = tick();
   const ev = usageEvent(ex);
   const m = gw.metrics;
   const model = ex.model || 'unknown';
@@ -145,8 +147,10 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       }
     }
   });
+  lap('metrics', t0);
   const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
   setImmediate(() => {
+    let t = tick();
     // Before observe(): the index must not yet hold this prompt on the chosen worker.
     if (ex.worker && ex.info && ex.route?.policy.expectedCachedTokens) {
       safe(gw, 'policy.expectedCachedTokens', () => {
@@ -154,11 +158,13 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
         if (views.length) ev.uniformCachedTokens = Math.round(ex.route!.policy.expectedCachedTokens!(views, ex.info!));
       });
     }
+    t = lap('routing_expected', t);
     if (ex.worker && ex.info && ex.route?.policy.observe) {
       safe(gw, 'policy.observe', () =>
         ex.route!.policy.observe!({ workerId: ex.worker!.id, info: ex.info!, reportedCachedTokens: ex.usage?.cachedTokens, promptTokens: ex.usage?.promptTokens, ok }),
       );
     }
+    t = lap('routing_observe', t);
     if (ex.pipeline?.observe && ex.result && ex.pctx) {
       safe(gw, 'pipeline.observe', () =>
         ex.pipeline!.observe!(
@@ -168,6 +174,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
         ),
       );
     }
+    t = lap('pipeline_observe', t);
     gw.records.add({
       id: ex.requestId,
       api: ex.api,
@@ -183,6 +190,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       usage: ev,
     });
     if (gw.onUsage) safe(gw, 'onUsage', () => gw.onUsage!(ev));
+    lap('usage_ledger', t);
     release(ex);
   });
 }

@@ -3,6 +3,7 @@
 // (and translated back by the adapter), then accounted for (finish.ts). Nothing here is API-shaped.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteInfo } from '../../kvplanner/types.ts';
+import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
@@ -56,9 +57,11 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
   let untrack: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
+    let t = tick();
     const parsed = await adapter.parse(req.body, { tenant: principal.tenant, maxMessages: gw.config.limits.max_messages });
     const route = gw.fleet.get(parsed.model);
     if (!route) throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
+    t = lap('validate', t);
     ex.model = route.config.name;
     ex.route = route;
     ex.stream = parsed.stream;
@@ -73,6 +76,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
+    t = tick();
     const raw = req.rawBody as Buffer;
     // Translating adapters built a new body: the client's bytes are not the upstream's.
     const up = upstreamBody(adapter.toResponse ? undefined : raw, parsed.body, result.body, ex.stream, route.config.upstream_model, cacheSalt);
@@ -81,6 +85,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     ex.estimatedPromptTokens = promptTokens;
     ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens);
     const answer: AnswerContext = { requestId: req.id, tenant: principal.tenant, promptTokens, state: parsed.state };
+    lap('upstream_body', t);
 
     const ac = new AbortController();
     untrack = gw.lifecycle.track(() => {

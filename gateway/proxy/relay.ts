@@ -14,6 +14,7 @@ import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
 import type { AnswerContext, IngressAdapter, ShapedError } from '../ingress/types.ts';
 import { clientGone, usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
+import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import { extractUsage } from './usage.ts';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
@@ -95,6 +96,7 @@ export async function relayJson(
     throw new GatewayError('upstream_bad_response', `worker connection failed mid-response (${code || 'error'})`);
   }
   ex.upstreamWaitMs += performance.now() - t;
+  const t1 = tick();
   let buf: Buffer | string = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
   let contentType = String(res.headers['content-type'] ?? 'application/json');
   ex.status = res.statusCode;
@@ -128,6 +130,7 @@ export async function relayJson(
       process.emitWarning(`ctxgate: responseHeaders threw: ${(err as Error).message}`);
     }
   }
+  lap('response', t1);
   reply.code(res.statusCode).header('content-type', contentType).send(buf);
 }
 
