@@ -1,24 +1,39 @@
-// ctxgate bench overhead: what the gateway adds on top of a bare reverse proxy. One run measures,
-// with autocannon, the same chat bodies (~1k and ~16k tokens, stream and not) sent directly to a
-// zero-latency upstream, through a bare @fastify/http-proxy, and through ctxgate (passthrough).
-// Upstream and proxies run in child processes so the load generator does not share their loop.
-// Settings: duration per run (default 3 s), connections (default 8).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+// ctxgate bench overhead: what the gateway adds on top of its upstream, beside a bare reverse proxy
+// and a peer gateway, in one run against one zero-latency upstream (loadtest/fake-upstream.ts).
+// Growing sessions (loadtest/overhead/growing-sessions.ts: each call resends the session plus one
+// ~550-token tool output, ~1k to ~17k tokens, a new session after 30 calls) go directly, through a
+// bare @fastify/http-proxy, through the Portkey gateway (non-stream: its stream path fails on
+// Node 20) and through ctxgate's default pipeline (layout ctxgate, qwen3 tokenizer, policy
+// ctxgate), with 1 connection (latency without queueing) and 16 (throughput). Then, as before,
+// fixed ~1k/~16k-token bodies, stream and not, direct / bare proxy / ctxgate passthrough. The
+// gateway's stage timers (middleware/perf/stage-timers.ts) give its time per request by stage
+// on the 1-connection growing run. Upstream, proxies and Portkey run in child processes so the
+// load generator does not share their loop. Settings: --duration per run (default 3 s),
+// --connections of the fixed-body runs (default 8), --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
+import { BENCH_MODEL, PASSTHROUGH_MODEL } from './overhead/models.ts';
+import { GrowingTraffic } from './overhead/growing-sessions.ts';
+import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
+import { formatStageTable, perRequest } from './overhead/stage-table.ts';
 
 export const DEFAULT_DURATION_S = 3;
 export const DEFAULT_CONNECTIONS = 8;
+/** Latency is measured on one connection, throughput on this many. */
+export const THROUGHPUT_CONNECTIONS = 16;
 const WARMUP_S = 1;
 const BYTES_PER_TOKEN = 4;
 
+export type Target = 'direct' | 'bare_proxy' | 'portkey' | 'ctxgate' | 'ctxgate_passthrough';
+
 export interface OverheadCase {
   name: string;
-  target: 'direct' | 'bare_proxy' | 'ctxgate';
-  tokens: number;
+  traffic: 'growing' | 'fixed';
+  target: Target;
+  tokens?: number;
   stream: boolean;
+  connections: number;
   p50_ms: number;
   p99_ms: number;
   rps: number;
@@ -27,22 +42,46 @@ export interface OverheadCase {
 
 export interface OverheadResult {
   cases: OverheadCase[];
-  /** ctxgate minus bare proxy, 16k-token non-stream case. */
-  added_p50_ms: number;
-  added_p99_ms: number;
-  throughput_ratio_vs_bare_proxy: number;
+  growing?: {
+    /** ctxgate (default pipeline) minus direct, 1 connection. */
+    added_p50_ms: number;
+    added_p99_ms: number;
+    /** Same for Portkey and the bare proxy, from the same run. */
+    portkey_added_p50_ms?: number;
+    portkey_added_p99_ms?: number;
+    bare_added_p50_ms: number;
+    bare_added_p99_ms: number;
+    /** req/s at 16 connections, ctxgate over Portkey and over the bare proxy. */
+    throughput_ratio_vs_portkey?: number;
+    throughput_ratio_vs_bare_proxy: number;
+    /** Gateway ms per request by stage (1-connection run). */
+    stages: Record<string, number>;
+  };
+  fixed?: {
+    /** ctxgate passthrough minus bare proxy, 16k-token non-stream case. */
+    added_p50_ms: number;
+    added_p99_ms: number;
+    throughput_ratio_vs_bare_proxy: number;
+  };
   duration_s: number;
   connections: number;
+  sessions: number;
 }
 
 export interface OverheadOptions {
   durationS?: number;
   connections?: number;
+  sessions?: number;
+  only?: 'growing' | 'fixed';
+  /** Skip the Portkey baseline. */
+  noPortkey?: boolean;
+  /** Directory for a V8 CPU profile of the gateway process (`--cpu-prof`). */
+  cpuProfDir?: string;
   log?: (line: string) => void;
 }
 
 /** A chat body of about `tokens` tokens: an agent-like history of tool outputs. */
-export function chatBody(tokens: number, stream: boolean): string {
+export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MODEL): string {
   const line = 'src/service/handler.ts:142 validate_claims() returned status=ok elapsed=12ms\n';
   const chunk = line.repeat(Math.ceil((tokens * BYTES_PER_TOKEN) / 4 / line.length));
   const messages = [
@@ -53,134 +92,181 @@ export function chatBody(tokens: number, stream: boolean): string {
     { role: 'assistant', content: chunk },
     { role: 'user', content: chunk },
   ];
-  return JSON.stringify({ model: 'bench-model', messages, max_tokens: 16, temperature: 0, ...(stream ? { stream: true } : {}) });
+  return JSON.stringify({ model, messages, max_tokens: 16, temperature: 0, ...(stream ? { stream: true } : {}) });
 }
 
-async function child(file: string, args: string[]): Promise<{ proc: ChildProcess; line: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(file, import.meta.url)), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let buf = '';
-  proc.stdout!.setEncoding('utf8');
-  const line = await new Promise<string>((resolve, reject) => {
-    proc.once('exit', (code) => reject(new Error(`${file} exited (${code}) before it was ready`)));
-    proc.stdout!.on('data', (d: string) => {
-      buf += d;
-      const i = buf.indexOf('\n');
-      if (i >= 0) resolve(buf.slice(0, i));
-    });
-  });
-  return { proc, line };
-}
-
-interface LoadResult {
-  p50: number;
-  p99: number;
-  rps: number;
-  errors: number;
-}
-
-function percentile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-
-/** autocannon's own histogram keeps whole milliseconds; per-response times keep the fraction. */
-function load(url: string, body: string, durationS: number, connections: number): Promise<LoadResult> {
-  const times: number[] = [];
-  return new Promise((resolve, reject) => {
-    const inst = autocannon(
-      {
-        url: `${url}/v1/chat/completions`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
-        body,
-        connections,
-        duration: durationS,
-      },
-      (err, r) => {
-        if (err) return reject(err);
-        const sorted = Float64Array.from(times).sort();
-        resolve({ p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), rps: times.length / durationS, errors: r.errors + r.non2xx });
-      },
-    );
-    inst.on('response', (_client, _status, _bytes, responseTime) => times.push(responseTime));
-  });
-}
+const fmtCase = (c: OverheadCase): string =>
+  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s${c.errors ? `  errors ${c.errors}` : ''}`;
 
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
   const durationS = opts.durationS ?? DEFAULT_DURATION_S;
   const connections = opts.connections ?? DEFAULT_CONNECTIONS;
+  const sessions = opts.sessions ?? 2 * THROUGHPUT_CONNECTIONS + 2;
   const log = opts.log ?? (() => undefined);
-  const up = await child('./fake-upstream.ts', ['0']);
-  const children = [up.proc];
+  const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
+  const stops: (() => Promise<void>)[] = [];
   try {
-    const px = await child('./overhead-proxies.ts', [up.line.trim()]);
-    children.push(px.proc);
+    const up = await child(here('./fake-upstream.ts'), ['0']);
+    stops.push(up.stop);
+    const upstream = up.line.trim();
+    const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
+    const px: Child = await child(here('./overhead-proxies.ts'), [upstream], { [STAGE_TIMERS_ENV]: '1' }, nodeArgs);
+    stops.unshift(px.stop);
     const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
-    const targets = { direct: up.line.trim(), bare_proxy: urls.bare, ctxgate: urls.ctxgate } as const;
     const cases: OverheadCase[] = [];
-    for (const tokens of [1000, 16000]) {
-      for (const stream of [false, true]) {
-        const body = chatBody(tokens, stream);
-        for (const target of ['direct', 'bare_proxy', 'ctxgate'] as const) {
-          await load(targets[target], body, WARMUP_S, connections);
-          const r = await load(targets[target], body, durationS, connections);
-          const c: OverheadCase = {
-            name: `${target} ${tokens / 1000}k ${stream ? 'stream' : 'non-stream'}`,
-            target,
-            tokens,
-            stream,
-            p50_ms: r.p50,
-            p99_ms: r.p99,
-            rps: r.rps,
-            errors: r.errors,
-          };
-          cases.push(c);
-          log(`${c.name.padEnd(28)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s${c.errors ? `  errors ${c.errors}` : ''}`);
+    const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
+    const measure = async (c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>, url: string, body: string | (() => string), headers?: Record<string, string>, before?: () => Promise<unknown>): Promise<LoadResult> => {
+      await load({ url, body, durationS: WARMUP_S, connections: c.connections, headers });
+      await before?.();
+      const r = await load({ url, body, durationS, connections: c.connections, headers });
+      const oc: OverheadCase = { ...c, p50_ms: r.p50, p99_ms: r.p99, rps: r.rps, errors: r.errors };
+      cases.push(oc);
+      log(fmtCase(oc));
+      return r;
+    };
+
+    if (opts.only !== 'fixed') {
+      let portkey: Portkey | undefined;
+      if (!opts.noPortkey) {
+        portkey = await startPortkey(upstream);
+        stops.unshift(portkey.stop);
+      }
+      const traffic = new GrowingTraffic({ slots: sessions, model: BENCH_MODEL });
+      const targets: [Target, string, Record<string, string>?][] = [
+        ['direct', upstream],
+        ['bare_proxy', urls.bare],
+        ...(portkey ? [['portkey', portkey.url, portkey.headers] as [Target, string, Record<string, string>]] : []),
+        ['ctxgate', urls.ctxgate],
+      ];
+      log(`growing sessions (${sessions} concurrent, ${traffic.calls} calls each, ~1k to ~17k tokens), non-stream:`);
+      let stages: Record<string, StageTime> = {};
+      let gwRequests = 0;
+      for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
+        for (const [target, url, headers] of targets) {
+          traffic.renew();
+          // Each session's earlier calls first, so the target sees every measured call's history.
+          const primer = traffic.prime();
+          let p = 0;
+          await load({ url, body: () => primer[p++] ?? traffic.next(), durationS, amount: primer.length, connections: conns, headers });
+          const isGw = target === 'ctxgate' && conns === 1;
+          const r = await measure({ name: `${target} growing c${conns}`, traffic: 'growing', target, stream: false, connections: conns }, url, () => traffic.next(), headers, isGw ? () => px.ask('reset') : undefined);
+          if (isGw) {
+            stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
+            gwRequests = r.requests;
+          }
         }
       }
+      const g = (t: Target, c: number) => cases.find((x) => x.traffic === 'growing' && x.target === t && x.connections === c);
+      const d1 = g('direct', 1)!;
+      const gw1 = g('ctxgate', 1)!;
+      const bare1 = g('bare_proxy', 1)!;
+      const pk1 = g('portkey', 1);
+      const gw16 = g('ctxgate', THROUGHPUT_CONNECTIONS)!;
+      const pk16 = g('portkey', THROUGHPUT_CONNECTIONS);
+      const bare16 = g('bare_proxy', THROUGHPUT_CONNECTIONS)!;
+      res.growing = {
+        added_p50_ms: gw1.p50_ms - d1.p50_ms,
+        added_p99_ms: gw1.p99_ms - d1.p99_ms,
+        portkey_added_p50_ms: pk1 ? pk1.p50_ms - d1.p50_ms : undefined,
+        portkey_added_p99_ms: pk1 ? pk1.p99_ms - d1.p99_ms : undefined,
+        bare_added_p50_ms: bare1.p50_ms - d1.p50_ms,
+        bare_added_p99_ms: bare1.p99_ms - d1.p99_ms,
+        throughput_ratio_vs_portkey: pk16 && pk16.rps > 0 ? gw16.rps / pk16.rps : undefined,
+        throughput_ratio_vs_bare_proxy: bare16.rps > 0 ? gw16.rps / bare16.rps : 0,
+        stages: perRequest(stages, gwRequests),
+      };
+      log('');
+      log(formatStageTable(res.growing.stages));
+      log('');
     }
-    const pick = (t: OverheadCase['target']) => cases.find((c) => c.target === t && c.tokens === 16000 && !c.stream)!;
-    const bare = pick('bare_proxy');
-    const gw = pick('ctxgate');
-    return {
-      cases,
-      added_p50_ms: gw.p50_ms - bare.p50_ms,
-      added_p99_ms: gw.p99_ms - bare.p99_ms,
-      throughput_ratio_vs_bare_proxy: bare.rps > 0 ? gw.rps / bare.rps : 0,
-      duration_s: durationS,
-      connections,
-    };
+
+    if (opts.only !== 'growing') {
+      const targets: [Target, string][] = [
+        ['direct', upstream],
+        ['bare_proxy', urls.bare],
+        ['ctxgate_passthrough', urls.ctxgate],
+      ];
+      log(`fixed bodies, ${connections} connections (ctxgate: layout passthrough, a labelled extra):`);
+      for (const tokens of [1000, 16000]) {
+        for (const stream of [false, true]) {
+          const body = chatBody(tokens, stream);
+          for (const [target, url] of targets) {
+            await measure({ name: `${target} ${tokens / 1000}k ${stream ? 'stream' : 'non-stream'}`, traffic: 'fixed', target, tokens, stream, connections }, url, body);
+          }
+        }
+      }
+      const pick = (t: Target) => cases.find((c) => c.traffic === 'fixed' && c.target === t && c.tokens === 16000 && !c.stream)!;
+      const bare = pick('bare_proxy');
+      const gw = pick('ctxgate_passthrough');
+      res.fixed = { added_p50_ms: gw.p50_ms - bare.p50_ms, added_p99_ms: gw.p99_ms - bare.p99_ms, throughput_ratio_vs_bare_proxy: bare.rps > 0 ? gw.rps / bare.rps : 0 };
+    }
+    return res;
   } finally {
-    for (const p of children) {
-      p.kill('SIGTERM');
-      if (p.exitCode === null) await once(p, 'exit').catch(() => undefined);
-    }
+    for (const stop of stops) await stop();
   }
 }
 
-export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N]
+export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|fixed] [--no-portkey] [--cpu-prof DIR]
 
-Measures the latency and throughput ctxgate adds over a bare @fastify/http-proxy: ~1k and ~16k-token
-chat bodies, streaming and not, sent directly to a zero-latency upstream, through the bare proxy
-and through ctxgate (layout passthrough). Prints p50/p99 and req/s of each, and ctxgate's added
-p50/p99 and throughput ratio for the 16k non-stream case. Targets: +p50 <= 1 ms, +p99 <= 5 ms,
-throughput >= 0.7x the bare proxy. About a minute with the defaults (${DEFAULT_DURATION_S} s per run).`;
+What ctxgate adds over a zero-latency upstream, beside a bare @fastify/http-proxy and the Portkey
+gateway (@portkey-ai/gateway), in one run. Growing agent sessions (--sessions concurrent, each call
+one ~550-token tool output longer, ~1k to ~17k tokens, a new session after 30 calls), non-stream,
+through ctxgate's default pipeline (layout ctxgate, qwen3 tokenizer, policy ctxgate) on 1
+connection (latency) and ${THROUGHPUT_CONNECTIONS} (throughput); the gateway's time per request by stage; then
+fixed ~1k/~16k-token bodies, stream and not, through ctxgate passthrough (a labelled extra).
+Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
+connections: req/s >= Portkey's. --cpu-prof DIR writes a V8 CPU profile of the gateway process.
+About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
+its load; compare the ratios from one run.`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { json: { type: 'boolean' }, duration: { type: 'string' }, connections: { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      json: { type: 'boolean' },
+      duration: { type: 'string' },
+      connections: { type: 'string' },
+      sessions: { type: 'string' },
+      only: { type: 'string' },
+      'no-portkey': { type: 'boolean' },
+      'cpu-prof': { type: 'string' },
+    },
+  });
+  if (values.only !== undefined && values.only !== 'growing' && values.only !== 'fixed') {
+    process.stderr.write(`bench overhead: --only must be growing or fixed\n\n${help}\n`);
+    return 2;
+  }
   const res = await runOverheadBench({
     durationS: values.duration ? Number(values.duration) : undefined,
     connections: values.connections ? Number(values.connections) : undefined,
+    sessions: values.sessions ? Number(values.sessions) : undefined,
+    only: values.only as OverheadOptions['only'],
+    noPortkey: values['no-portkey'],
+    cpuProfDir: values['cpu-prof'],
     log: values.json ? undefined : (l) => process.stdout.write(l + '\n'),
   });
   if (values.json) {
     process.stdout.write(JSON.stringify(res, null, 2) + '\n');
-  } else {
+    return 0;
+  }
+  const f = (n: number | undefined, d = 2): string => (n === undefined ? 'n/a' : n.toFixed(d));
+  const gr = res.growing;
+  if (gr) {
+    const ok = (b: boolean): string => (b ? 'met' : 'NOT met');
     process.stdout.write(
-      `\nctxgate vs bare proxy (16k non-stream): added p50 ${res.added_p50_ms.toFixed(2)} ms, added p99 ${res.added_p99_ms.toFixed(2)} ms, ` +
-        `throughput ${res.throughput_ratio_vs_bare_proxy.toFixed(2)}x\n`,
+      `growing sessions, 1 connection, added over direct: ctxgate p50 ${f(gr.added_p50_ms)} ms / p99 ${f(gr.added_p99_ms)} ms ` +
+        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}); Portkey ${f(gr.portkey_added_p50_ms)} / ${f(gr.portkey_added_p99_ms)} ms; ` +
+        `bare proxy ${f(gr.bare_added_p50_ms)} / ${f(gr.bare_added_p99_ms)} ms\n`,
+    );
+    process.stdout.write(
+      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections: ctxgate throughput ${f(gr.throughput_ratio_vs_portkey)}x Portkey's ` +
+        `(target >= 1: ${gr.throughput_ratio_vs_portkey === undefined ? 'n/a' : ok(gr.throughput_ratio_vs_portkey >= 1)}), ${f(gr.throughput_ratio_vs_bare_proxy)}x the bare proxy's\n`,
+    );
+  }
+  const fx = res.fixed;
+  if (fx) {
+    process.stdout.write(
+      `fixed 16k non-stream, passthrough vs bare proxy: added p50 ${f(fx.added_p50_ms)} ms, added p99 ${f(fx.added_p99_ms)} ms, throughput ${f(fx.throughput_ratio_vs_bare_proxy)}x\n`,
     );
   }
   return 0;
