@@ -3,7 +3,7 @@
 import type { StageTime } from '../../middleware/perf/stage-timers.ts';
 
 /** Request path order of the timed sections; pipeline stages (`stage:NAME`) go after message_hashes. */
-const ORDER = ['body_parse', 'validate', 'session', 'message_hashes', 'stage:*', 'leaf_note', 'render', 'tokens', 'diagnose', 'block_hashes', 'store_put', 'upstream_body', 'routing', 'response', 'metrics', 'routing_observe', 'pipeline_observe', 'usage_ledger'];
+const ORDER = ['body_parse', 'validate', 'escape', 'session', 'message_hashes', 'stage:*', 'leaf_note', 'render', 'tokens', 'diagnose', 'block_hashes', 'store_put', 'upstream_body', 'routing', 'response', 'metrics', 'routing_expected', 'routing_observe', 'pipeline_observe', 'usage_ledger'];
 
 const rank = (k: string): number => {
   const i = ORDER.indexOf(k.startsWith('stage:') ? 'stage:*' : k);
