@@ -7,7 +7,7 @@
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
 import { frameNote } from '../redaction/framing.ts';
-import { redact } from '../redaction/redact.ts';
+import { looksSecret, redact } from '../redaction/redact.ts';
 import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
 import { appendNote, approxTokens, messageText, messageTokens, withText, type CountTokens } from './message-text.ts';
 import { callEffects, parseExitCode, textModeCommand, type SemanticsRule } from './semantics.ts';
@@ -140,6 +140,12 @@ export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
   return out;
 }
 
+/** A URI parsed out of a command that carries a secret (`cat x # API_KEY=…`) is kept only as a
+ *  hash: the same text always maps to the same stand-in, so reads and writes still match. */
+function safeUri<T extends { uri: string }>(e: T): T {
+  return looksSecret(e.uri) ? { ...e, uri: `redacted://${sha256Hex(e.uri).slice(0, 16)}` } : e;
+}
+
 function observe(
   id: string,
   inv: LedgerState['open'][string],
@@ -163,8 +169,8 @@ function observe(
     call: inv.call,
     index,
     label,
-    reads: eff.effects.filter((e) => e.effect !== 'write'),
-    writes: eff.effects.filter((e) => e.effect === 'write'),
+    reads: eff.effects.filter((e) => e.effect !== 'write').map(safeUri),
+    writes: eff.effects.filter((e) => e.effect === 'write').map(safeUri),
     ...(eff.unknownWrite ? { unknownWrite: true } : {}),
     hash: sha256Hex(text),
     tokens: count(text),

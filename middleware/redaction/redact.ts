@@ -1,6 +1,13 @@
-// Secret redaction applied before anything is persisted (ledger, artifacts, checkpoints, logs,
-// stored originals). One linear pass per rule over the text: O(rules × n). Rules are ordered
-// most specific first so an Anthropic key is reported as `anthropic`, not `openai`.
+// Secret redaction applied before anything is persisted (ledger, artifacts, checkpoints, capture
+// files, stored originals, logs). The rule set follows the maintained collections' patterns
+// (secretlint's rule packages: private keys, AWS, GCP, GitHub, Slack, npm, SendGrid, OpenAI,
+// Anthropic, basic auth, database connection strings; gitleaks' generic-api-key keyword list),
+// hand-written here because those libraries lint asynchronously and this runs inline on the
+// request path. Keyword rules are case-insensitive and cover key=value, `key: value` (YAML),
+// JSON `"key": "value"`, quoted values with spaces, `--key value` flags; structural rules cover
+// PEM and PGP private key blocks, bearer/basic credentials and URL passwords. Rules run most
+// specific first (an Anthropic key is reported as `anthropic`, not `openai`); a redacted value
+// is never matched again. Cost: O(rules × n), each rule one linear regex pass.
 
 export interface RedactionFinding {
   kind: string;
@@ -15,54 +22,127 @@ export interface RedactionResult {
 interface Rule {
   kind: string;
   re: RegExp;
-  /** Replacement; `$1` style groups keep the non-secret part (e.g. the variable name). */
-  replace: (kind: string) => string;
+  /** The replacement of one match, or null to keep it (a value that is no secret). */
+  replace: (kind: string, m: string, groups: (string | undefined)[]) => string | null;
 }
 
-const whole = (kind: string): string => `[REDACTED:${kind}]`;
+const tag = (kind: string): string => `[REDACTED:${kind}]`;
+const whole = (kind: string): string => tag(kind);
+
+/** Key names that carry secrets (gitleaks' generic keywords, plus common spellings). */
+const KEYWORDS =
+  '(?:secret|passw(?:or)?d|pwd|passphrase|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?|auth[_.-]?(?:key|token)|session[_.-]?(?:key|secret)|signing[_.-]?key|encryption[_.-]?key|account[_.-]?key|conn(?:ection)?[_.-]?str(?:ing)?)';
+const NAME = `[A-Za-z0-9_.-]*${KEYWORDS}[A-Za-z0-9_.-]*`;
+/** A value quoted inside a JSON string (`\"…\"`, e.g. tool-call arguments). */
+const ESCAPED_QUOTED = '\\\\"(?:(?!\\\\")[^\\n])*\\\\"';
+
+/** Values that are no secret: numbers, booleans, references to one kept elsewhere, placeholders. */
+function benign(name: string, value: string): boolean {
+  const v = value.trim();
+  if (v.length < 4) return true;
+  if (/^(?:\d+(?:\.\d+)?|true|false|null|none|nil|undefined|yes|no|required|optional|string|number|boolean)$/i.test(v)) return true;
+  if (/^(?:\$\{?[A-Za-z_][\w.]*\}?|process\.env\.\w+|os\.environ.*|env\(.*\)|<[^>]*>|\*+|x{4,}|\[REDACTED.*)$/i.test(v)) return true;
+  // counts and limits named after tokens (max_tokens: 4096, tokens_per_s) are not credentials
+  return /tokens$|token_?count|token_?limit|tokens?_per/i.test(name) && /^\d/.test(v);
+}
 
 const RULES: Rule[] = [
   {
     kind: 'private_key',
-    re: /-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----[\s\S]*?(?:-----END \1PRIVATE KEY-----|$)/g,
+    // PEM (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8) and PGP armour; an unterminated block runs to the end
+    re: /-----BEGIN ([A-Z0-9 ]*?)PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END \1PRIVATE KEY\2-----|$(?![\s\S]))/gi,
     replace: whole,
   },
+  { kind: 'putty_key', re: /PuTTY-User-Key-File-\d+:[\s\S]*?Private-MAC: *[0-9a-f]+/gi, replace: whole },
   { kind: 'anthropic', re: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: whole },
   { kind: 'openai', re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: whole },
   { kind: 'stripe', re: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: whole },
-  { kind: 'aws_access_key', re: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, replace: whole },
-  {
-    kind: 'aws_secret',
-    re: /(aws_secret_access_key|AWS_SECRET_ACCESS_KEY|aws_secret)(\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}/g,
-    replace: (k) => `$1$2[REDACTED:${k}]`,
-  },
+  { kind: 'aws_access_key', re: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, replace: whole },
   { kind: 'github', re: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, replace: whole },
+  { kind: 'gitlab', re: /\bglpat-[A-Za-z0-9_-]{20,}/g, replace: whole },
   { kind: 'slack', re: /\bxox[bpars]-[A-Za-z0-9-]{10,}/g, replace: whole },
   { kind: 'google', re: /\bAIza[0-9A-Za-z_-]{35}/g, replace: whole },
   { kind: 'huggingface', re: /\bhf_[A-Za-z0-9]{30,}/g, replace: whole },
-  { kind: 'bearer', re: /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/g, replace: (k) => `$1[REDACTED:${k}]` },
+  { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, replace: whole },
+  { kind: 'sendgrid', re: /\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b/g, replace: whole },
+  { kind: 'jwt', re: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, replace: whole },
+  {
+    kind: 'azure_key',
+    re: /((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}/gi,
+    replace: (k, _m, g) => `${g[0]}${tag(k)}`,
+  },
+  {
+    kind: 'authorization',
+    // an Authorization / Proxy-Authorization header or field, whatever the scheme
+    re: /((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest|negotiate|apikey)?\s*)([^\s"',;]{6,})/gi,
+    replace: (k, _m, g) => (g[1]!.startsWith('[REDACTED') ? null : `${g[0]}${tag(k)}`),
+  },
+  {
+    kind: 'bearer',
+    re: /(\bbearer\s+)((?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,})/gi,
+    replace: (k, _m, g) => `${g[0]}${tag(k)}`,
+  },
+  {
+    kind: 'basic_auth',
+    re: /(\bbasic\s+)((?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})/gi,
+    replace: (k, _m, g) => `${g[0]}${tag(k)}`,
+  },
   {
     kind: 'url_password',
-    re: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi,
-    replace: (k) => `$1[REDACTED:${k}]@`,
+    re: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)(?!\[REDACTED)[^\s@/]+@/gi,
+    replace: (k, _m, g) => `${g[0]}${tag(k)}@`,
+  },
+  {
+    kind: 'cli_secret',
+    // --password hunter2, --api-key=…
+    re: new RegExp(`(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`, 'gi'),
+    replace: (k, _m, g) => (benign(g[0]!, g[1]!.replace(/^["']|["']$/g, '')) ? null : `${g[0]}${quoted(g[1]!, k)}`),
   },
   {
     kind: 'env_secret',
-    // `.env` style assignments; the name stays so the agent still knows the variable exists.
-    re: /(^|[\s;'"`])((?:export\s+)?[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_KEY|APIKEY|PRIVATE_KEY)[A-Z0-9_]*\s*[=:]\s*)(?!\[REDACTED)(["']?)[^\s"'#]{4,}\3/gm,
-    replace: (k) => `$1$2[REDACTED:${k}]`,
+    // NAME=value, NAME: value, "name": "value", name => 'value', name := value (env, YAML, JSON, INI, TOML, code)
+    re: new RegExp(
+      `((?:^|[^A-Za-z0-9_.-])(?:export\\s+)?(["']?)${NAME}\\\\?\\2\\s*(?:=>|:=|=|:)[ \\t]*)(?!\\[REDACTED)(${ESCAPED_QUOTED}|"(?:[^"\\\\\\n]|\\\\.)*"|'[^'\\n]*'|[^\\s"',;}\\]#\\\\][^\\n"',;}\\]#\\\\]*)`,
+      'gim',
+    ),
+    replace: (k, _m, g) => {
+      const prefix = g[0]!;
+      let value = g[2]!;
+      // an unquoted value after '=' ends at whitespace (shell, URL query); after ':' (YAML) at the line end
+      let rest = '';
+      if (!/^\\?["']/.test(value) && /=\s*$/.test(prefix)) {
+        const sp = value.search(/[\s&]/);
+        if (sp >= 0) [value, rest] = [value.slice(0, sp), value.slice(sp)];
+      }
+      const trimmed = value.replace(/\s+$/, '');
+      rest = value.slice(trimmed.length) + rest;
+      const name = prefix.replace(/^[^A-Za-z0-9_.-]*(?:export\s+)?["']?/, '').replace(/\\?["']?\s*(?:=>|:=|=|:)\s*$/, '');
+      if (benign(name, trimmed.replace(/^\\?["']|\\?["']$/g, ''))) return null;
+      return `${prefix}${quoted(trimmed, k)}${rest}`;
+    },
   },
 ];
+
+/** The tag, inside the value's own quotes when it had them (JSON stays JSON). */
+function quoted(value: string, kind: string): string {
+  if (value.startsWith('\\"') && value.endsWith('\\"') && value.length >= 4) return `\\"${tag(kind)}\\"`;
+  const q = value[0];
+  return (q === '"' || q === "'") && value.endsWith(q) && value.length >= 2 ? `${q}${tag(kind)}${q}` : tag(kind);
+}
 
 export function redact(text: string): RedactionResult {
   let out = text;
   const findings: RedactionFinding[] = [];
   for (const rule of RULES) {
     let count = 0;
+    rule.re.lastIndex = 0;
     out = out.replace(rule.re, (...args: unknown[]) => {
+      const m = args[0] as string;
+      const groups = args.slice(1, -2).filter((g) => typeof g !== 'object') as (string | undefined)[];
+      const r = rule.replace(rule.kind, m, groups);
+      if (r === null) return m;
       count++;
-      const groups = args.slice(1, -2) as (string | undefined)[];
-      return rule.replace(rule.kind).replace(/\$(\d)/g, (_m, d: string) => groups[Number(d) - 1] ?? '');
+      return r;
     });
     if (count > 0) findings.push({ kind: rule.kind, count });
   }
@@ -85,7 +165,10 @@ export function redactDeep<T>(value: T): { value: T; findings: RedactionFinding[
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === 'object') {
       const o: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) o[k] = walk(x);
+      for (const [k, x] of Object.entries(v)) {
+        // a secret-named key's value is a secret even when the value alone looks harmless
+        o[k] = typeof x === 'string' && new RegExp(`^${NAME}$`, 'i').test(k) && !benign(k, x) ? tag('env_secret') : walk(x);
+      }
       return o;
     }
     return v;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { escapeFrame, frameNote } from '../../middleware/redaction/framing.ts';
 import { looksSecret, redact } from '../../middleware/redaction/redact.ts';
@@ -25,8 +26,60 @@ export const SECRETS: Record<string, string> = {
   key: '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----',
   url: 'postgres://admin:hunter2secret@db.internal:5432/app',
   env: 'DB_PASSWORD=correct-horse-battery',
+  // the gaps a hostile-tenant review found stored in clear
+  pgp: '-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXpgpsecretbody0001\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----',
+  lower_env: 'db_password=lowercasepw77',
+  quoted_spaces: 'API_KEY="quoted value with spaces 9"',
+  json: '{"password": "jsonpassw0rd!", "user": "bob"}',
+  yaml: 'database:\n  password: yaml pass phrase 42\n  host: db',
+  lower_bearer: 'curl -H "authorization: bearer lowerbearer0123456789"',
+  basic: 'Authorization: Basic dXNlcjpiYXNpY3Bhc3M5OQ==',
+  ado: 'Server=db;Database=app;User Id=sa;Password=AdoConnPw55;',
+  azure: 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=AzureKeyAbCdEfGhIjKlMnOpQrStUv0123456789==',
+  cli: 'mysql --password hunter2cli77 -u root',
 };
-const CORES = ['abcdefghijklmnopqrstuvwxyz012345', 'AbCdEfGhIjKlMnOp', 'api03-abcdefghij', 'AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI', 'ghp_abcdef', '11ABCDEFG0123456789', 'xoxb-1234567890', 'AIzaSyA1234567890', 'sk_live_abcdef', 'hf_abcdefghij', 'eyJhbGciOiJIUzI1NiJ9', 'MIIEowIBAAKCAQEA', 'hunter2secret', 'correct-horse-battery'];
+const CORES = ['abcdefghijklmnopqrstuvwxyz012345', 'AbCdEfGhIjKlMnOp', 'api03-abcdefghij', 'AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI', 'ghp_abcdef', '11ABCDEFG0123456789', 'xoxb-1234567890', 'AIzaSyA1234567890', 'sk_live_abcdef', 'hf_abcdefghij', 'eyJhbGciOiJIUzI1NiJ9', 'MIIEowIBAAKCAQEA', 'hunter2secret', 'correct-horse-battery', 'gpsecretbody0001', 'lowercasepw77', 'quoted value with spaces', 'jsonpassw0rd', 'yaml pass phrase', 'lowerbearer0123', 'dXNlcjpiYXNpY3Bhc3M5OQ', 'AdoConnPw55', 'AzureKeyAbCdEf', 'hunter2cli77'];
+
+describe('redaction fuzz: generated secrets wrapped in many formats', () => {
+  // A secret value: 8-40 characters, letters, digits and punctuation, sometimes with spaces.
+  const value = fc
+    .tuple(fc.stringMatching(/^[A-Za-z][A-Za-z0-9!@%^*_+~.-]{7,30}$/), fc.boolean(), fc.stringMatching(/^[a-z0-9]{3,8}$/))
+    .map(([v, sp, tail]) => (sp ? `${v} ${tail}` : v))
+    .filter((v) => /\d/.test(v) && !/^(true|false|null|none)$/i.test(v));
+  const names = ['password', 'db_password', 'DB_PASSWORD', 'Api_Key', 'apiKey', 'CLIENT_SECRET', 'auth_token', 'secret', 'passwd', 'PRIVATE_KEY', 'access-key', 'Passphrase'];
+  const formats: ((n: string, v: string) => string)[] = [
+    (n, v) => `${n}="${v}"`,
+    (n, v) => `export ${n}='${v}'`,
+    (n, v) => JSON.stringify({ user: 'bob', [n]: v }),
+    (n, v) => JSON.stringify({ config: { [n]: v } }, null, 2),
+    (n, v) => JSON.stringify({ arguments: JSON.stringify({ [n]: v }) }), // tool-call arguments: JSON in JSON
+    (n, v) => `settings:\n  ${n}: ${v}\n  host: db`,
+    (n, v) => `${n} = "${v}"  # toml`,
+    (n, v) => `cmd --${n.toLowerCase().replace(/_/g, '-')} "${v}" --verbose`,
+    (_n, v) => `Authorization: Bearer ${v.replace(/[^A-Za-z0-9]/g, '')}9abcdef0123`,
+    (_n, v) => `authorization: basic ${Buffer.from(`u:${v}`).toString('base64')}`,
+    (_n, v) => `postgres://admin:${encodeURIComponent(v)}@db:5432/app`,
+    (_n, v) => `-----BEGIN OPENSSH PRIVATE KEY-----\n${Buffer.from(v).toString('base64')}\n-----END OPENSSH PRIVATE KEY-----`,
+    (_n, v) => `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n${Buffer.from(v).toString('base64')}\n-----END PGP PRIVATE KEY BLOCK-----`,
+  ];
+  it('no generated secret survives in any format, with text around it', () => {
+    fc.assert(
+      fc.property(value, fc.constantFrom(...names), fc.nat(formats.length - 1), fc.constantFrom('', 'log line before\n', 'x '), (v, n, f, pre) => {
+        const text = `${pre}${formats[f](n, v)}\nafter`;
+        const out = redact(text).text;
+        const needles = [v, Buffer.from(v).toString('base64'), Buffer.from(`u:${v}`).toString('base64'), encodeURIComponent(v), v.replace(/[^A-Za-z0-9]/g, '')].filter((x) => x.length >= 8);
+        for (const needle of needles) expect(out, text).not.toContain(needle);
+        expect(out).toContain('after');
+      }),
+      { numRuns: 600 },
+    );
+  });
+  it('keeps ordinary text: counts named after tokens, booleans, references, prose', () => {
+    for (const keep of ['max_tokens: 4096', 'password_required: true', 'API_KEY=${API_KEY}', 'token = process.env.TOKEN', 'bearer tokens expire', 'a basic understanding', 'secret: <your-secret>']) {
+      expect(redact(keep).text, keep).toBe(keep);
+    }
+  });
+});
 
 describe('redaction', () => {
   it('redacts every provider kind and reports findings', () => {
