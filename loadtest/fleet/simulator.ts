@@ -6,6 +6,7 @@
 // signals a scraper would read (waiting, running, KV usage), taken fresh. observe() runs when a
 // request finishes, with the cached tokens the engine reported at admission.
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost.
+import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
@@ -122,10 +123,37 @@ interface Inflight {
   prefillLeft: number;
 }
 
+/**
+ * Engine key → the routing hash of its trace block (what the policies index), or undefined: a
+ * trace block counts as stored when its last sub-block is, and as removed when any sub-block is.
+ */
+function routingHash(engineBlock: number, traceBlock: number): (key: number, stored: boolean) => string | undefined {
+  if (engineBlock === traceBlock) return (key) => 'k' + key.toString(36);
+  const per = traceBlock / engineBlock;
+  return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : 'k' + Math.floor(key / 64).toString(36));
+}
+
 export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, onProgress?: (done: number) => void): FleetResult {
-  const policy: Policy = createPolicy(cfg.policy, cfg.policyOptions ?? {});
   const n = cfg.workers;
-  const engines = Array.from({ length: n }, () => new EngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing, maxBatchedTokens: cfg.maxBatchedTokens, maxSeqs: cfg.maxSeqs }));
+  // precise: every engine's BlockStored / BlockRemoved goes straight into one event index the
+  // policy reads (an event bus with no delay or loss)
+  const events = cfg.index === 'precise' ? new KvEventIndex() : undefined;
+  const policy: Policy = createPolicy(cfg.policy, events ? { ...cfg.policyOptions, kv_index: events } : (cfg.policyOptions ?? {}));
+  const engines = Array.from({ length: n }, (_, i) => {
+    const id = `w${i}`;
+    const hash = routingHash(cfg.blockSize, reqs[0]?.blockTokens ?? cfg.blockSize);
+    const ev = events && {
+      stored: (key: number) => {
+        const h = hash(key, true);
+        if (h) events.blockStored(id, [h]);
+      },
+      removed: (key: number) => {
+        const h = hash(key, false);
+        if (h) events.blockRemoved(id, [h]);
+      },
+    };
+    return new EngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing, maxBatchedTokens: cfg.maxBatchedTokens, maxSeqs: cfg.maxSeqs, events: ev });
+  });
   const views: WorkerView[] = engines.map((_, i) => ({
     id: `w${i}`, url: `sim://w${i}`, healthy: true, inFlight: 0, queuedPrefillTokens: 0, maxInFlight: 0, kvTokens: cfg.kvTokens,
     engine: { waiting: 0, running: 0, kvUsage: 0 },
