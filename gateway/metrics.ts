@@ -35,6 +35,16 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     savingsUsd: counter('savings_usd_total', 'USD saved by cached prompt tokens', ['model', 'tenant'] as const),
     workerCacheHitRatio: gauge('worker_cache_hit_ratio', 'Cached / prompt tokens of the last requests on the worker', ['model', 'worker'] as const),
     routingDecisions: counter('routing_decisions_total', 'Routing decisions by policy branch', ['model', 'policy', 'branch'] as const),
+    routingCachedTokens: counter(
+      'routing_cached_tokens_total',
+      'Prompt tokens cached on the chosen worker, as the policy predicted at the decision (source=predicted) and as the worker reported (source=reported); decisions with both only',
+      ['model', 'policy', 'source'] as const,
+    ),
+    subBlockPrefix: counter(
+      'sub_block_prefix_total',
+      "Calls whose reusable prefix (shared with the session's previous call) is shorter than one KV block: the engine can serve none of it",
+      ['model'] as const,
+    ),
     tombstones: counter('tombstones_total', 'Tombstones appended for stale observations', ['model'] as const),
     compactions: counter('compactions_total', 'Compactions by outcome', ['model', 'outcome'] as const),
     compactionTokensSaved: counter('compaction_tokens_saved_total', 'Tokens removed by compaction', ['model'] as const),

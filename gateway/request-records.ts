@@ -16,7 +16,17 @@ export interface RequestRecord {
   status: number;
   receipts: Receipt[];
   prefix?: PrefixDiagnostics;
-  routing?: { policy: string; branch: string; predictedCachedTokens?: number };
+  routing?: {
+    policy: string;
+    branch: string;
+    /** Prompt tokens the policy expected the chosen worker to serve from cache. */
+    predictedCachedTokens?: number;
+    /** What that worker reported (usage cached_tokens), when it reported usage. */
+    reportedCachedTokens?: number;
+    /** The prompt shares less than one KV block with the session's previous call: a 0 % hit is
+     *  the prompt's doing (e.g. a changing line at the top), not the routing's. */
+    subBlockPrefix?: boolean;
+  };
   usage: UsageEvent;
 }
 

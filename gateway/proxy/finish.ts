@@ -118,6 +118,15 @@ function release(ex: Exchange): void {
   ex.assistant = undefined;
 }
 
+/**
+ * A later call of a session whose reusable prefix (what it shares with the previous call, cut to
+ * whole KV blocks) is empty: nothing of it can come from cache, whatever the routing does.
+ */
+function subBlockPrefix(ex: Exchange): boolean {
+  const p = ex.result?.prefix;
+  return p !== undefined && p.break_cause !== 'new_session' && p.prompt_tokens > 0 && p.predicted_cached_tokens === 0;
+}
+
 export function finish(gw: GatewayContext, ex: Exchange): void {
   if (ex.status === 0) ex.status = 500;
   const t0 = tick();
@@ -137,6 +146,12 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       if (ex.worker && ev.promptTokens > 0) m.workerCacheHitRatio.set({ model, worker: ex.worker.id }, ev.cachedTokens / ev.promptTokens);
     }
     if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
+    if (ex.choice && ex.route && ex.choice.predictedCachedTokens !== undefined && ev.usageReported) {
+      const policy = ex.route.policy.name;
+      m.routingCachedTokens.inc({ model, policy, source: 'predicted' }, ex.choice.predictedCachedTokens);
+      m.routingCachedTokens.inc({ model, policy, source: 'reported' }, ev.cachedTokens);
+    }
+    if (subBlockPrefix(ex)) m.subBlockPrefix.inc({ model });
     const cause = ex.result?.prefix?.break_cause;
     if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
     for (const r of ex.result?.receipts ?? []) {
@@ -186,7 +201,16 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       status: ev.status,
       receipts: ex.result?.receipts ?? [],
       prefix: ex.result?.prefix,
-      routing: ex.choice && ex.route ? { policy: ex.route.policy.name, branch: ex.choice.branch, predictedCachedTokens: ex.choice.predictedCachedTokens } : undefined,
+      routing:
+        ex.choice && ex.route
+          ? {
+              policy: ex.route.policy.name,
+              branch: ex.choice.branch,
+              predictedCachedTokens: ex.choice.predictedCachedTokens,
+              reportedCachedTokens: ev.usageReported ? ev.cachedTokens : undefined,
+              subBlockPrefix: subBlockPrefix(ex),
+            }
+          : undefined,
       usage: ev,
     });
     if (gw.onUsage) safe(gw, 'onUsage', () => gw.onUsage!(ev));

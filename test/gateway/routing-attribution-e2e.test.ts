@@ -1,0 +1,85 @@
+// Routing attribution over real sockets: two reference workers (vLLM flavour), the assembled
+// gateway (policy ctxgate), the official openai SDK. Each request record carries the cached tokens
+// the policy predicted on the chosen worker next to what that worker reported, the same pair feeds
+// ctxgate_routing_cached_tokens_total, and a session whose prompt changes within its first KV block
+// is flagged (record + ctxgate_sub_block_prefix_total): its 0 % hit is the prompt's, not routing's.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+
+let workers: SimWorker[] = [];
+let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
+
+beforeAll(async () => {
+  workers = await Promise.all([0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })));
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    health: { interval_ms: 0 },
+    models: [{ name: 'm', tokenizer: 'qwen3', layout: 'passthrough', policy: 'ctxgate', workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })) }],
+  });
+  gw = await startAssembledGateway(config, { logger: false, reporting: false });
+});
+afterAll(async () => {
+  await gw?.close();
+  await Promise.all(workers.map((w) => w.close()));
+});
+
+interface Routing {
+  branch: string;
+  predictedCachedTokens?: number;
+  reportedCachedTokens?: number;
+  subBlockPrefix?: boolean;
+}
+
+async function ask(session: string, system: string, user: string): Promise<{ cached: number; routing: Routing }> {
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, defaultHeaders: { 'x-session-id': session } });
+  const { data, response } = await client.chat.completions
+    .create({ model: 'm', max_tokens: 4, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] })
+    .withResponse();
+  const id = response.headers.get('x-request-id')!;
+  // the record is written right after the response ends
+  for (let i = 0; i < 50; i++) {
+    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
+    if (res.status === 200) return { cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1, routing: ((await res.json()) as { routing: Routing }).routing };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no record for ${id}`);
+}
+
+const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+
+describe('routing attribution', () => {
+  const handbook = 'Follow the repository rules and explain every change you make. '.repeat(20);
+
+  it('records predicted next to reported cached tokens, and counts both', async () => {
+    const first = await ask('s-stable', handbook, 'List the files.');
+    expect(first.routing.predictedCachedTokens).toBe(0);
+    expect(first.routing.reportedCachedTokens).toBe(0);
+    expect(first.routing.subBlockPrefix).toBe(false); // a first call has nothing to reuse yet
+    const second = await ask('s-stable', handbook, 'List the files.');
+    expect(second.routing.branch).toBe('sticky');
+    expect(second.routing.reportedCachedTokens).toBe(second.cached);
+    expect(second.cached).toBeGreaterThan(150);
+    // the prediction is the index's view: within one block of what the worker holds
+    expect(Math.abs(second.routing.predictedCachedTokens! - second.cached)).toBeLessThanOrEqual(64);
+    const predicted = await metric(/^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="predicted"\} (\d+)/m);
+    const reported = await metric(/^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="reported"\} (\d+)/m);
+    expect(reported).toBe(second.cached);
+    expect(predicted).toBe(second.routing.predictedCachedTokens);
+  });
+
+  it('flags a session whose prompt changes inside its first KV block', async () => {
+    const before = await metric(/^ctxgate_sub_block_prefix_total\{model="m"\} (\d+)/m);
+    await ask('s-clock', `Now: 10:00:01. ${handbook}`, 'Status?');
+    const second = await ask('s-clock', `Now: 10:00:07. ${handbook}`, 'Status?');
+    expect(second.cached).toBe(0);
+    expect(second.routing.subBlockPrefix).toBe(true);
+    expect(await metric(/^ctxgate_sub_block_prefix_total\{model="m"\} (\d+)/m)).toBe(before + 1);
+    // the same session with a stable top is not flagged
+    const third = await ask('s-clock', `Now: 10:00:07. ${handbook}`, 'Status?');
+    expect(third.routing.subBlockPrefix).toBe(false);
+    expect(third.cached).toBeGreaterThan(0);
+  });
+});
