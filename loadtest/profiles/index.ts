@@ -3,6 +3,7 @@ import type { Session } from '../formats/types.ts';
 import { appendOnly } from './append-only.ts';
 import { condense } from './condense.ts';
 import { lastNElision } from './last-n-elision.ts';
+import { novelElision } from './novel-elision.ts';
 import { toolShuffle } from './tool-shuffle.ts';
 import type { Profile, ProfileOptions } from './types.ts';
 import { volatileClock } from './volatile-clock.ts';
@@ -13,6 +14,7 @@ export const PROFILES: Record<string, Profile> = {
   [appendOnly.name]: appendOnly,
   [volatileClock.name]: volatileClock,
   [lastNElision.name]: lastNElision,
+  [novelElision.name]: novelElision,
   [toolShuffle.name]: toolShuffle,
   [condense.name]: condense,
 };

@@ -12,7 +12,7 @@ import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode } from '../ledger/semantics.ts';
 import { scanCalls } from './calls.ts';
-import { isElisionMarker } from '../stabilise/elision.ts';
+import { looksLikeMarker } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
 import { losslessText, mergeRange, renderDigest, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
@@ -64,6 +64,8 @@ export interface CompactionState {
   watermark: number;
   /** messageHash of the agent's messages [0, watermark). */
   hashes: string[];
+  /** Text length of the agent's messages [0, watermark): a shorter resend there is an elision. */
+  sizes?: number[];
   /** Messages [0, pinnedEnd) are the pinned root and task, re-sent from the agent's own copy
    * (hash-checked) so they are never persisted here. */
   pinnedEnd: number;
@@ -122,8 +124,11 @@ function prefixStillValid(input: ChatMessage[], st: CompactionState, rawHashes?:
     const h = rawHashes?.[i] ?? messageHash(input[i]);
     if (h === st.hashes[i]) continue;
     const m = input[i];
-    // Agents eliding outputs we already compacted away change nothing we send.
-    if ((m.role === 'tool' || m.role === 'user') && isElisionMarker(messageText(m)) && i > 1) {
+    // Agents eliding outputs we already compacted away change nothing we send: any shorter text
+    // (or, for a state without sizes, a marker-sized one), whatever its wording.
+    const text = messageText(m);
+    const shorter = st.sizes?.[i] !== undefined ? text.length < st.sizes[i] : looksLikeMarker(text);
+    if ((m.role === 'tool' || m.role === 'user') && shorter && i > 1) {
       st.hashes[i] = h;
       continue;
     }
@@ -330,6 +335,7 @@ async function compactOnce(
     n: cp.n,
     watermark: W,
     hashes: rawHashes ? rawHashes.slice(0, W) : raw.slice(0, W).map(messageHash),
+    sizes: [...(st?.sizes ?? []).slice(0, start), ...raw.slice(st?.sizes ? start : 0, W).map((m) => messageText(m).length)].slice(0, W),
     pinnedEnd,
     checkpointMessage: cpMsg,
     entries: merged,

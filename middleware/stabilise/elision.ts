@@ -1,31 +1,61 @@
-// Recognises an agent's in-place elision or truncation of an output it sent before
-// (SWE-agent LastNObservations `Old environment output: (N lines omitted)`, OpenHands
-// condensers' masked observations, head/tail truncation). O(lines of the old text).
+// Recognises an agent's in-place reduction of an output it sent before, whatever its wording:
+// SWE-agent's `Old environment output: (N lines omitted)`, OpenHands' masked observations,
+// tool-result clearing (empty content), `(output truncated)`, head/tail truncation, a harness's
+// own marker. The test is structural, not a list of markers: what the new text keeps of the old
+// is an in-order run of its lines (a line may be cut short), and what it adds is at most
+// MAX_MARKER_LINES short lines (the marker). Position is checked by the caller (same index, same
+// role and tool_call_id, anchored neighbours). O(lines of both texts).
 
-const ELISION_RE = /(Old (environment )?output|\(\s*\d+\s+lines?\s+(omitted|elided|truncated|removed)\s*\)|\[(output |content )?(omitted|elided|truncated|removed|cleared)[^\]]*\]|<\/?(elided|truncated|omitted)|\.\.\. ?\(?truncated|observation (omitted|masked|elided))/i;
-const MARKER_LINE_RE = /^\s*(\.\.\.|…|\[.*(omitted|truncated|elided|removed).*\]|.*\(\s*\d+\s+(more\s+)?(lines?|chars?|characters?)\s+(omitted|truncated|elided|removed)\s*\).*|<(response clipped|truncated)[^>]*>.*)\s*$/i;
+/** Lines the new text may add (the agent's marker), at most. */
+export const MAX_MARKER_LINES = 3;
+/** Characters of one added line, at most. */
+export const MAX_MARKER_CHARS = 400;
 
-/** Short marker texts that stand for a removed output. */
-export function isElisionMarker(text: string): boolean {
-  const t = text.trim();
-  return t === '' || (t.length <= 400 && ELISION_RE.test(t));
+export interface Reduction {
+  /** Lines of the new text found, in order, among the old text's lines. */
+  kept: number;
+  /** Lines the new text adds (non-empty). */
+  added: number;
+}
+
+/** What `next` keeps of `prev` and adds to it, or undefined when it adds more than a marker. */
+export function reductionOf(prev: string, next: string): Reduction | undefined {
+  const old = prev.split('\n');
+  let j = 0;
+  let kept = 0;
+  let added = 0;
+  for (const line of next.split('\n')) {
+    if (line.trim() === '') continue;
+    let k = j;
+    // A kept line is an old line, or the start of one cut mid-line (a few characters at least).
+    while (k < old.length && old[k] !== line && !(line.length >= 8 && old[k].startsWith(line))) k++;
+    if (k < old.length) {
+      kept++;
+      j = k + 1;
+      continue;
+    }
+    if (++added > MAX_MARKER_LINES || line.length > MAX_MARKER_CHARS) return undefined;
+  }
+  return { kept, added };
+}
+
+export interface ElisionOptions {
+  /** Only a shorter text counts (user messages); otherwise a pure marker may be longer than a tiny output. */
+  strictlyShorter?: boolean;
 }
 
 /** Is `next` an elision or truncation of `prev` (and nothing else)? */
-export function isElisionOf(prev: string, next: string): boolean {
-  const n = next.trim();
-  // A marker may be longer than a short output it replaced; it is still an elision.
-  if (isElisionMarker(n)) return n !== prev.trim();
-  if (n.length >= prev.trim().length) return false;
-  const kept = n.split('\n').filter((l) => !MARKER_LINE_RE.test(l));
-  if (kept.length === 0) return true;
-  // Truncation: what remains is an in-order subsequence of the old lines (head, tail or both).
-  const old = prev.split('\n');
-  let j = 0;
-  for (const line of kept) {
-    while (j < old.length && old[j] !== line && !old[j].startsWith(line)) j++;
-    if (j >= old.length) return false;
-    j++;
-  }
-  return true;
+export function isElisionOf(prev: string, next: string, o: ElisionOptions = {}): boolean {
+  if (next === prev) return false;
+  const r = reductionOf(prev, next);
+  if (!r) return false;
+  if (next.length < prev.length) return r.kept > 0 || r.added > 0 || next.trim() === '';
+  // Not shorter: only a marker replacing a tiny output whole (nothing of it kept).
+  return !o.strictlyShorter && r.kept === 0 && r.added > 0;
+}
+
+/** Without the old text (a compacted prefix keeps only hashes): short enough to be a marker. */
+export function looksLikeMarker(text: string): boolean {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  return lines.length <= MAX_MARKER_LINES && lines.every((l) => l.length <= MAX_MARKER_CHARS);
 }

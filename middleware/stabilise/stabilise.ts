@@ -1,12 +1,16 @@
 // History stabilisation: when the agent rewrites earlier messages, compare against what ctxgate
 // sent before (per-index hashes) and, for elisions/truncations of already-sent outputs, keep
 // sending the earlier content until the next compaction point, so the cached prefix survives.
-// Other edits pass through with a receipt. Originals that look secret are never stored or
+// Elision is recognised by what changed in place (elision.ts: a reduction of the old text plus at
+// most a short marker, any wording), at the same position: same role and tool_call_id, and for a
+// `user` observation an unchanged message before it; never the last message (an edited leaf is
+// the agent's new word). Other edits pass through with a receipt. Originals that look secret are never stored or
 // resurrected. Stored originals are bounded (DEFAULT_MAX_ORIGINAL_BYTES per session).
 // Pure: (messages, state, opts) → { messages, state, receipts }. O(total message bytes).
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
+import { createHash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
 
 export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
@@ -15,6 +19,8 @@ export interface StabiliseState {
   v: 1;
   /** Hash of the agent's message per index, as last seen. */
   a: string[];
+  /** Identity per index, as last seen: role, tool_call_id, tool-call ids, hash of the text (reasoning aside). */
+  k?: string[];
   /** Indices where ctxgate sends the stored original instead of the agent's elided version. */
   d: number[];
   /** Content ctxgate sent, per index (tool/user observations only). */
@@ -59,6 +65,8 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
   }
   const firstUser = input.findIndex((m) => m.role === 'user');
   const out = input.slice();
+  const prevK = st.k ?? [];
+  st.k = input.map(identity);
   for (let i = 0; i < input.length; i++) {
     const m = input[i];
     const h = messageHash(m);
@@ -76,7 +84,11 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
     if (i < frozen) continue;
     const old = st.orig[i];
     const oldText = old === undefined ? undefined : contentText(old);
-    if (enabled && eligible && oldText !== undefined && isElisionOf(oldText, contentText(m.content)) && !looksSecret(oldText)) {
+    // Same position: same role and call id; a user observation also needs the message before it unchanged.
+    const kNow = st.k[i];
+    const samePlace = prevK[i] !== undefined && sameSlot(prevK[i], kNow) && (m.role === 'tool' ? !!m.tool_call_id : i > 0 && prevK[i - 1] === st.k[i - 1]);
+    const reduced = oldText !== undefined && isElisionOf(oldText, contentText(m.content), { strictlyShorter: m.role !== 'tool' });
+    if (enabled && eligible && samePlace && i < input.length - 1 && reduced && !looksSecret(oldText!)) {
       deferred.add(i);
       out[i] = { ...m, content: old };
       receipts.push({ stage: STAGE, action: 'defer_elision', target: `message ${i}`, reason: 'agent elided an output already sent; re-sending it until the next compaction keeps the prefix cached' });
@@ -107,6 +119,16 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
   st.d = [...deferred].sort((x, y) => x - y);
   return { messages: out, state: st, receipts };
 }
+
+/** role, tool_call_id, tool-call ids, then a hash of the text: equal slots share the first three. */
+function identity(m: ChatMessage): string {
+  const ids = (m.tool_calls ?? []).map((c) => c.id).join(',');
+  const text = createHash('sha1').update(contentText(m.content)).digest('base64').slice(0, 12);
+  return `${m.role}\u0000${m.tool_call_id ?? ''}\u0000${ids}\u0000${text}`;
+}
+
+const slotOf = (k: string): string => k.slice(0, k.lastIndexOf('\u0000'));
+const sameSlot = (a: string, b: string): boolean => slotOf(a) === slotOf(b);
 
 function size(c: ChatMessage['content']): number {
   return typeof c === 'string' ? c.length : JSON.stringify(c ?? null).length;

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { Session } from '../../loadtest/formats/types.ts';
@@ -23,6 +25,17 @@ function session(turns: number, toolOutLines = 3): Session {
 }
 
 describe('profiles', () => {
+  it('novel-elision trims old outputs in place with a marker the middleware never names', () => {
+    const [p] = applyProfile([session(9, 6)], 'novel-elision', { seed: 1, lastN: 2 });
+    const last = p.calls[8].body.messages;
+    const tools = last.filter((m) => m.role === 'tool').map((m) => String(m.content));
+    expect(tools.slice(-2).every((t) => t.startsWith('out '))).toBe(true);
+    expect(tools.slice(0, -2).every((t) => t.endsWith('<<6 lines trimmed by harness>>'))).toBe(true);
+    expect(tools.some((t) => t.split('\n').length === 4)).toBe(true); // a head kept above the marker
+    const src = readdirSync('middleware', { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    for (const f of src) expect(readFileSync(join('middleware', f), 'utf8')).not.toMatch(/trimmed by harness/);
+  });
+
   it('append-only leaves calls untouched', () => {
     const s = session(4);
     expect(applyProfile([s], 'append-only', { seed: 1 })[0]).toEqual(s);

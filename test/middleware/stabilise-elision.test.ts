@@ -18,13 +18,19 @@ function run(reqs: ChatMessage[][], opts: Parameters<typeof stabilise>[2] = {}) 
 }
 
 describe('elision detection', () => {
-  it('recognises markers and truncations, rejects rewrites', () => {
-    const old = 'a\nb\nc\nd\ne';
+  it('recognises a reduction by what it keeps and adds, whatever the marker; rejects rewrites', () => {
+    const old = 'alpha 1\nbeta 2\ngamma 3\ndelta 4\nepsilon 5';
     expect(isElisionOf(old, 'Old environment output: (5 lines omitted)')).toBe(true);
-    expect(isElisionOf(old, 'a\nb\n... (3 lines omitted)')).toBe(true);
+    expect(isElisionOf(old, 'alpha 1\nbeta 2\n... (3 lines omitted)')).toBe(true);
+    expect(isElisionOf(old, '<<5 lines trimmed by harness>>')).toBe(true);
+    expect(isElisionOf(old, 'alpha 1\n~~ snip ~~\nepsilon 5')).toBe(true);
     expect(isElisionOf(old, '')).toBe(true);
-    expect(isElisionOf(old, 'a\nX')).toBe(false);
-    expect(isElisionOf(old, old + '\nf')).toBe(false);
+    // A marker may be longer than a tiny output it replaced whole; not for user messages.
+    expect(isElisionOf('ok', '[tool result cleared to save context]')).toBe(true);
+    expect(isElisionOf('ok', '[tool result cleared to save context]', { strictlyShorter: true })).toBe(false);
+    expect(isElisionOf(old, 'alpha 1\nX\nY\nZ\nW')).toBe(false);
+    expect(isElisionOf(old, old + '\nzeta 6')).toBe(false);
+    expect(isElisionOf(old, old)).toBe(false);
   });
 });
 
@@ -45,9 +51,10 @@ describe('stabilise', () => {
   it('passes other edits through with a receipt', () => {
     const msgs = buildSession('t', [{ cmd: 'cat a.py', out: codeLines('a', 5) }, { cmd: 'echo', out: 'x' }]);
     const reqs = requestsOf(msgs);
-    const edited = reqs[2].map((m, i) => (i === 3 ? { ...m, content: 'totally different' } : m));
+    const rewrite = 'totally different\nnew line 1\nnew line 2\nnew line 3';
+    const edited = reqs[2].map((m, i) => (i === 3 ? { ...m, content: rewrite } : m));
     const { outs, receipts } = run([reqs[1], edited]);
-    expect(outs[1][3].content).toBe('totally different');
+    expect(outs[1][3].content).toBe(rewrite);
     expect(receipts.map((r) => r.action)).toContain('edit_passed');
   });
 
@@ -69,5 +76,30 @@ describe('stabilise', () => {
     expect(st.bytes).toBeLessThanOrEqual(8000);
     expect(st.bytes).toBe(Object.values(st.orig).reduce((n, c) => n + String(c).length, 0));
     expect(toolResult('x')).toContain('<returncode>0');
+  });
+
+  it('a marker it was never taught: deferred at the same position, not when the slot moved or is the leaf', () => {
+    const msgs = randomSession(5, 12);
+    const trim = (m: ChatMessage[], n: number) => {
+      const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
+      const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
+      return m.map((x, i) => (old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines trimmed by harness>>` } : x));
+    };
+    const reqs = requestsOf(msgs).map((r) => trim(r, 2));
+    const { outs, receipts } = run(reqs);
+    expect(receipts.filter((r) => r.action === 'defer_elision').length).toBeGreaterThan(5);
+    expect(JSON.stringify(outs[outs.length - 1])).toBe(JSON.stringify(msgs.slice(0, outs[outs.length - 1].length)));
+    // Shifted history (a condenser dropped two messages): the short text at an old index is not an elision of it.
+    const base = requestsOf(msgs)[4];
+    const shifted = [...base.slice(0, 2), ...base.slice(4)];
+    shifted.push({ role: 'assistant', content: 'next' }, { role: 'user', content: 'ok' });
+    const r = run([base, shifted]);
+    expect(r.receipts.some((x) => x.action === 'defer_elision')).toBe(false);
+    expect(JSON.stringify(r.outs[1])).toBe(JSON.stringify(shifted));
+    // The last message edited in place (a regenerated turn) is the agent's new word.
+    const leaf = base.slice();
+    leaf[leaf.length - 1] = { ...leaf[leaf.length - 1], content: 'short' };
+    const l = run([base, leaf]);
+    expect(l.outs[1][leaf.length - 1].content).toBe('short');
   });
 });
