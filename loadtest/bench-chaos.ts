@@ -62,7 +62,8 @@ export interface ChaosReport {
   gateway_exit_code: number | null;
 }
 
-function gatewayConfig(urls: string[], redisUrl?: string): string {
+/** The chaos gateway's config; its usage ledger lives in the run's temp dir, never in the cwd. */
+export function gatewayConfig(urls: string[], dir: string, redisUrl?: string): string {
   const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
   return [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -72,6 +73,8 @@ function gatewayConfig(urls: string[], redisUrl?: string): string {
     // Fail fast on a dead or hanging worker and try the others: attempts = every worker.
     `upstream: { connect_timeout_ms: 500, headers_timeout_ms: 4000, body_timeout_ms: 6000, attempts: ${Math.max(2, urls.length)} }`,
     'shutdown: { deadline_ms: 5000 }',
+    // A benchmark's records must not land in the user's default ledger (ctxgate-usage.sqlite).
+    `ledger: { path: '${join(dir, 'usage.sqlite')}' }`,
     ...(redisUrl ? [`redis: { url: '${redisUrl}' }`, 'limits: { rate_limit: { per_minute: 1000000 } }'] : []),
     'models:',
     `  - name: ${MODEL}`,
@@ -141,7 +144,7 @@ export async function run(argv: string[]): Promise<number> {
     await redis?.start();
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
-    writeFileSync(cfg, gatewayConfig(fleet.urls(), redis?.url));
+    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url));
     gw = await startGatewayProc(cfg);
     const sessions = generateSessions({ count: Math.min(o.sessions, 16), minCalls: 6, maxCalls: 16, model: MODEL });
 

@@ -183,6 +183,11 @@ export const ConfigSchema = Type.Object(
         retention_days: PosInt(DEFAULT_LEDGER_RETENTION_DAYS),
         batch_size: PosInt(DEFAULT_LEDGER_BATCH_SIZE),
         flush_ms: PosInt(DEFAULT_LEDGER_FLUSH_MS),
+        /** Where records go. Default: [sqlite], or [redis, sqlite] when redis.url is set (reads
+         *  from the first). [redis] alone keeps no local copy. */
+        stores: Type.Optional(Type.Array(Type.Union([Type.Literal('sqlite'), Type.Literal('redis')]), { minItems: 1, maxItems: 2, uniqueItems: true })),
+        /** Local file for Redis ledger batches during a Redis outage (default: `<path>.redis-spool`). */
+        spool_path: Type.Optional(Type.String({ minLength: 1 })),
       },
       { additionalProperties: false, default: {} },
     ),

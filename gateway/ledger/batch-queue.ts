@@ -1,7 +1,8 @@
 // Bounded in-memory queue in front of a ledger store. push() is O(1) and never blocks: when the
-// queue is full the record is dropped and counted. A batch is written when batch_size records
-// are waiting (scheduled with setImmediate, so the request that filled it does not pay for the
-// write) or every flush_ms, whichever comes first. Writes never overlap.
+// queue is full the record is dropped and counted. What was pushed during one event-loop turn is
+// written at the end of that turn (one setImmediate, one batch of up to batch_size per write), so a
+// process killed with -9 loses at most the records of the turn it died in, not up to flush_ms of
+// them; flush_ms remains as a retry timer. Writes never overlap.
 import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from './types.ts';
 
 export interface BatchQueueOptions<T> {
@@ -36,7 +37,7 @@ export class BatchQueue<T> {
       return;
     }
     this.buf.push(item);
-    if (this.buf.length >= this.o.batchSize && !this.scheduled) {
+    if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;

@@ -4,9 +4,14 @@
 // batches off the request path; the reporter reads with XRANGE pages and aggregates in memory.
 // Stream ids are assigned by Redis at append time, a little after the record's own time, so a
 // time-bounded read starts RANGE_SLACK_MS early and filters on the record time.
+// With a spool path, batches Redis cannot take (down, or a write failing) go to a local spool
+// file instead of being dropped, and are forwarded when Redis is ready again (on reconnect and
+// every flush_ms). Records forwarded after an outage longer than RANGE_SLACK_MS are appended
+// too late for a report whose range ends before the outage did (an unbounded report has them).
 import { Redis } from 'ioredis';
 import type { UsageRecord } from '../usage/types.ts';
 import { BatchQueue } from './batch-queue.ts';
+import { Spool } from './spool.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
 
 export const DEFAULT_STREAM_KEY = 'ctxgate:usage';
@@ -29,6 +34,8 @@ export interface RedisStreamLedgerOptions {
   /** Entries appended more than this many days ago are trimmed (XTRIM MINID) hourly. */
   retentionDays?: number;
   retentionSweepMs?: number;
+  /** Local JSON-lines file for batches Redis cannot take (forwarded on recovery); none: dropped. */
+  spoolPath?: string;
   onDrop?: DropListener;
   onError?: (err: unknown) => void;
 }
@@ -40,46 +47,81 @@ export class RedisStreamLedger implements UsageLedger {
   private readonly queue: BatchQueue<UsageRecord>;
   private down = false;
   private readonly sweep: NodeJS.Timeout | null = null;
+  private readonly forwardTimer: NodeJS.Timeout | null = null;
+  readonly spool: Spool<UsageRecord> | null;
+  private readonly maxLen: string;
 
-  constructor(o: RedisStreamLedgerOptions) {
+  constructor(private readonly o: RedisStreamLedgerOptions) {
     this.ownsClient = !o.client;
     // Fail fast instead of buffering commands forever when Redis is down: the batch is dropped
     // and counted, requests are unaffected.
     this.redis = o.client ?? new Redis(o.url ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
     this.redis.on('error', (err) => o.onError?.(err));
-    this.redis.on('ready', () => (this.down = false));
     this.key = o.key ?? DEFAULT_STREAM_KEY;
-    const maxLen = String(o.maxLen ?? DEFAULT_STREAM_MAXLEN);
+    this.maxLen = String(o.maxLen ?? DEFAULT_STREAM_MAXLEN);
+    this.spool = o.spoolPath ? new Spool<UsageRecord>(o.spoolPath) : null;
+    this.redis.on('ready', () => {
+      this.down = false;
+      this.forwardSpool();
+    });
     this.queue = new BatchQueue<UsageRecord>({
       batchSize: o.batchSize,
       flushMs: o.flushMs,
       maxQueue: o.maxQueue,
       write: async (batch) => {
-        if (this.redis.status !== 'ready') {
-          // Wait once (start-up connect); while Redis stays down, batches fail at once so a
-          // backlog drains into the drop counter instead of stalling shutdown.
-          if (this.down) throw new Error('redis ledger: not connected');
-          try {
-            await this.ready(WRITE_READY_WAIT_MS);
-          } catch (err) {
-            this.down = true;
-            throw err;
-          }
+        try {
+          await this.writeBatch(batch);
+        } catch (err) {
+          if (!this.spool) throw err;
+          // Kept locally, forwarded on recovery: not a drop.
+          this.spool.append(batch);
+          o.onError?.(err);
         }
-        const p = this.redis.pipeline();
-        for (const r of batch) p.xadd(this.key, 'MAXLEN', '~', maxLen, '*', 'r', JSON.stringify(r));
-        const res = await p.exec();
-        const failed = res?.find(([err]) => err);
-        if (failed) throw failed[0];
       },
       onDrop: o.onDrop,
       onError: o.onError,
     });
+    if (this.spool) {
+      this.forwardTimer = setInterval(() => this.forwardSpool(), o.flushMs);
+      this.forwardTimer.unref();
+    }
     if (o.retentionDays !== undefined) {
       const days = o.retentionDays;
       this.sweep = setInterval(() => void this.prune(days).catch((err: unknown) => o.onError?.(err)), o.retentionSweepMs ?? RETENTION_SWEEP_MS);
       this.sweep.unref();
     }
+  }
+
+  private async writeBatch(batch: readonly UsageRecord[]): Promise<void> {
+    if (this.redis.status !== 'ready') {
+      // Wait once (start-up connect); while Redis stays down, batches fail at once so a
+      // backlog drains into the spool (or the drop counter) instead of stalling shutdown.
+      if (this.down) throw new Error('redis ledger: not connected');
+      try {
+        await this.ready(WRITE_READY_WAIT_MS);
+      } catch (err) {
+        this.down = true;
+        throw err;
+      }
+    }
+    const p = this.redis.pipeline();
+    for (const r of batch) p.xadd(this.key, 'MAXLEN', '~', this.maxLen, '*', 'r', JSON.stringify(r));
+    const res = await p.exec();
+    const failed = res?.find(([err]) => err);
+    if (failed) throw failed[0];
+  }
+
+  /** Sends spooled records once Redis is ready; a failure leaves them spooled for the next try. */
+  private forwardSpool(): void {
+    if (!this.spool || this.redis.status !== 'ready' || !this.spool.pending()) return;
+    this.spool.forward((b) => this.writeBatch(b), this.o.batchSize).catch((err: unknown) => this.o.onError?.(err));
+  }
+
+  /** Forwards the spool now (tests, shutdown); resolves with how many records were sent. */
+  async drainSpool(): Promise<number> {
+    if (!this.spool || !this.spool.pending()) return 0;
+    await this.ready();
+    return this.spool.forward((b) => this.writeBatch(b), this.o.batchSize);
   }
 
   /** Trims entries appended before now − retentionDays (stream ids are append times). */
@@ -142,12 +184,16 @@ export class RedisStreamLedger implements UsageLedger {
   }
 
   stats(): LedgerStats {
-    return this.queue.stats();
+    const s = this.queue.stats();
+    return this.spool ? { ...s, spooled: this.spool.counts.spooled, forwarded: this.spool.counts.forwarded } : s;
   }
 
   async close(): Promise<void> {
     if (this.sweep) clearInterval(this.sweep);
+    if (this.forwardTimer) clearInterval(this.forwardTimer);
     await this.queue.close();
+    // Whatever is still spooled stays in the file for the next start to forward.
+    if (this.spool && this.redis.status === 'ready' && this.spool.pending()) await this.drainSpool().catch((err: unknown) => this.o.onError?.(err));
     if (this.ownsClient) this.redis.disconnect();
   }
 }

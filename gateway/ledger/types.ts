@@ -20,6 +20,9 @@ export interface LedgerStats {
   written: number;
   dropped: number;
   queued: number;
+  /** Remote stores with a local spool: records spooled during outages, and forwarded since. */
+  spooled?: number;
+  forwarded?: number;
 }
 
 export interface UsageLedger {

@@ -1,0 +1,185 @@
+// The usage ledger survives what kills a gateway: `ctxgate serve` in a real child process is
+// killed with SIGKILL right after a burst of answered requests and its SQLite file must hold all
+// but at most 2 of their records; a Redis outage (our own redis-server child, stopped and
+// restarted on the same port) spools records to a local file and forwards them on recovery;
+// with `ledger.stores: [redis, sqlite]` both stores get every record; `bench chaos` writes its
+// ledger in its own temp dir, never the default file in the working directory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import OpenAI from 'openai';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { DEFAULT_LEDGER_PATH } from '../../gateway/config/schema.ts';
+import { openLedger } from '../../gateway/ledger/open.ts';
+import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
+import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
+import { TeeLedger } from '../../gateway/ledger/tee.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
+import { buildUsageRecord } from '../../gateway/usage/record.ts';
+import type { UsageRecord } from '../../gateway/usage/types.ts';
+import { gatewayConfig } from '../../loadtest/bench-chaos.ts';
+import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
+import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ctxgate-durable-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'd');
+
+function rec(i: number, tenant = 't'): UsageRecord {
+  return buildUsageRecord(
+    { time: Date.now(), requestId: `r${i}`, tenant, keyId: 'k', sessionId: 's', model: 'm', worker: 'w', status: 200, stream: false, promptTokens: 100 + i, cachedTokens: 50, outputTokens: 5, usageReported: true, totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1 },
+    pricing,
+  );
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+async function waitFor(cond: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function startRedis(port: number): ChildProcess {
+  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+}
+
+async function stopChild(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null) return;
+  const gone = new Promise((r) => p.once('exit', r));
+  p.kill('SIGKILL');
+  await gone;
+}
+
+describe('kill -9 after a burst', () => {
+  it('loses at most 2 of 150 answered requests', async () => {
+    const worker: SimWorker = await startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: 1 });
+    const ledgerPath = join(dir, 'kill9.sqlite');
+    const cfg = join(dir, 'kill9.yaml');
+    // flush_ms far beyond the test: only the per-turn write can get the records to disk in time.
+    writeFileSync(
+      cfg,
+      [
+        'listen: { host: 127.0.0.1, port: 0 }',
+        'health: { interval_ms: 0 }',
+        `ledger: { path: '${ledgerPath}', flush_ms: 600000, batch_size: 100000 }`,
+        'models:',
+        '  - { name: m, layout: passthrough, policy: round_robin, workers: [{ url: "' + worker.url + '", id: w0 }] }',
+        '',
+      ].join('\n'),
+    );
+    const gw = await startGatewayProc(cfg);
+    try {
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 20_000 });
+      let answered = 0;
+      const one = async (i: number): Promise<void> => {
+        await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `burst ${i}` }], max_tokens: 4 });
+        answered++;
+      };
+      for (let i = 0; i < 150; i += 15) await Promise.all(Array.from({ length: 15 }, (_, j) => one(i + j)));
+      expect(answered).toBe(150);
+      process.kill(gw.pid, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 200));
+      const l = new SqliteLedger({ path: ledgerPath, retentionDays: 30, batchSize: 10, flushMs: 1000, readonly: true });
+      const n = (l.db.prepare('SELECT COUNT(*) AS n FROM usage').get() as { n: number }).n;
+      await l.close();
+      expect(n).toBeGreaterThanOrEqual(148);
+      expect(n).toBeLessThanOrEqual(150);
+    } finally {
+      try {
+        process.kill(gw.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      await worker.close();
+    }
+  });
+});
+
+describe('Redis outage', () => {
+  it('spools records while Redis is down and forwards them when it is back', async () => {
+    const port = await freePort();
+    let redis = startRedis(port);
+    const url = `redis://127.0.0.1:${port}`;
+    const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined); // refused while the server is down, by design
+    await waitFor(async () => admin.ping().then(() => true, () => false));
+    const key = 'ctxgate:usage:outage';
+    const spoolPath = join(dir, 'outage.spool');
+    const l = new RedisStreamLedger({ url, key, batchSize: 16, flushMs: 50, spoolPath });
+    try {
+      await l.ready();
+      for (let i = 0; i < 20; i++) l.append(rec(i));
+      await l.flush();
+      expect(await admin.xlen(key)).toBe(20);
+
+      await stopChild(redis);
+      await waitFor(() => l.redis.status !== 'ready');
+      for (let i = 20; i < 70; i++) l.append(rec(i));
+      await l.flush();
+      expect(l.stats()).toMatchObject({ dropped: 0, spooled: 50 });
+
+      redis = startRedis(port);
+      await waitFor(async () => (await admin.xlen(key).catch(() => -1)) >= 50, 15_000);
+      await waitFor(() => (l.stats().forwarded ?? 0) === 50);
+      expect(await admin.xlen(key)).toBe(50); // the restarted server kept nothing: exactly the outage's records
+      const ids = (await admin.xrange(key, '-', '+')).map(([, f]) => (JSON.parse(f[1]) as UsageRecord).requestId);
+      expect(new Set(ids)).toEqual(new Set(Array.from({ length: 50 }, (_, i) => `r${i + 20}`)));
+      expect(l.spool!.pending()).toBe(false);
+    } finally {
+      await l.close();
+      admin.disconnect();
+      await stopChild(redis);
+    }
+  });
+
+  it('with both stores on, every record reaches SQLite and Redis; reads come from Redis', async () => {
+    const url = inject('redisUrl');
+    expect(url, 'redis-server must be running (test/global-setup.ts)').not.toBe('');
+    const path = join(dir, 'both.sqlite');
+    const config = parseConfig(
+      { listen: { port: 0 }, redis: { url }, ledger: { path, flush_ms: 50 }, models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] },
+      'both',
+    );
+    const ledger = openLedger(config);
+    expect(ledger).toBeInstanceOf(TeeLedger);
+    const tenant = `tee-${Date.now()}`;
+    for (let i = 0; i < 30; i++) ledger.append(rec(i, tenant));
+    await ledger.flush();
+    let fromRedis = 0;
+    for await (const r of ledger.query({ tenant })) fromRedis += r.tenant === tenant ? 1 : 0;
+    expect(fromRedis).toBe(30);
+    await ledger.close();
+    const sqlite = new SqliteLedger({ path, retentionDays: 30, batchSize: 10, flushMs: 1000, readonly: true });
+    expect(sqlite.count()).toBe(30);
+    await sqlite.close();
+    // Explicit choice: Redis alone keeps no local file.
+    const only = parseConfig({ listen: { port: 0 }, redis: { url }, ledger: { path: join(dir, 'never.sqlite'), stores: ['redis'] }, models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] }, 'r');
+    const r = openLedger(only);
+    expect(r).toBeInstanceOf(RedisStreamLedger);
+    await r.close();
+  });
+});
+
+describe('benchmarks and the default ledger', () => {
+  it("bench chaos's gateway writes its ledger in the run's temp dir", () => {
+    const runDir = join(dir, 'chaos-run');
+    const cfg = parseConfig(parseYaml(gatewayConfig(['http://127.0.0.1:1'], runDir)), 'chaos');
+    expect(cfg.ledger.path).toBe(join(runDir, 'usage.sqlite'));
+    expect(cfg.ledger.path).not.toBe(DEFAULT_LEDGER_PATH);
+  });
+});
