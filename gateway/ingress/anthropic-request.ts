@@ -51,7 +51,14 @@ function toolResult(b: Block, where: string): ChatMessage {
   const parts: ContentPart[] = [];
   if (b.content !== undefined && b.content !== null) {
     const inner = blocksOf(b.content, `${where}.content`);
-    inner.forEach((x, j) => parts.push(x.type === 'image' ? image(x, `${where}.content[${j}]`) : { type: 'text', text: text(x, `${where}.content[${j}]`) }));
+    inner.forEach((x, j) => {
+      const w = `${where}.content[${j}]`;
+      if (x.type === 'image') parts.push(image(x, w));
+      // Tool search answers with references that load deferred tools; every tool is already in the
+      // engine's prompt, so the reference stays as a line naming the tool.
+      else if (x.type === 'tool_reference' && typeof x.tool_name === 'string') parts.push({ type: 'text', text: `tool_reference: ${x.tool_name}` });
+      else parts.push({ type: 'text', text: text(x, w) });
+    });
   }
   const m: ChatMessage = { role: 'tool', tool_call_id: b.tool_use_id, content: parts.length ? collapse(parts) : '' };
   // The chat form has no error flag; a failed tool keeps its text and says so in the content.
@@ -134,7 +141,9 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
     if (!isObject(m)) throw new GatewayError('invalid_messages', `${w} must be an object`, w);
     if (m.role === 'user') userTurn(m.content, `${w}.content`, messages);
     else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages);
-    else throw new GatewayError('invalid_messages', `${w}.role must be 'user' or 'assistant'`, `${w}.role`);
+    // Claude Code sends environment notes as a system turn between user turns: a system message in place.
+    else if (m.role === 'system') messages.push({ role: 'system', content: blocksOf(m.content, `${w}.content`).map((x, j) => text(x, `${w}.content[${j}]`)).join('\n') });
+    else throw new GatewayError('invalid_messages', `${w}.role must be 'user', 'assistant' or 'system'`, `${w}.role`);
   });
   const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
   const receipts: Receipt[] = [];

@@ -149,7 +149,7 @@ describe('POST /v1/messages (Anthropic SDK)', () => {
       'invalid_request_error',
     );
     await expectError(
-      client.messages.create({ model: MODEL, max_tokens: 4, messages: [{ role: 'system' as 'user', content: 'x' }] }),
+      client.messages.create({ model: MODEL, max_tokens: 4, messages: [{ role: 'tool' as 'user', content: 'x' }] }),
       Anthropic.BadRequestError,
       400,
       'invalid_request_error',
