@@ -77,13 +77,21 @@ export interface Generated {
   finishReason: 'stop' | 'length' | 'tool_calls';
 }
 
-/** Assistant turns with tool calls since the last user message. */
-export function toolTurnsOf(messages: readonly { role?: unknown; tool_calls?: unknown }[]): number {
+/**
+ * Assistant tool-call turns since the user last asked something. A user message right after a
+ * tool result (harness reminders, Anthropic text blocks riding along with tool_result) continues
+ * the same task; one after an assistant text answer, or at the start, opens a new one.
+ */
+export function toolTurnsOf(messages: readonly { role?: unknown; tool_calls?: unknown; [k: string]: unknown }[]): number {
   let n = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
-    if (m.role === 'user') break;
     if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length) n++;
+    else if (m.role === 'user') {
+      let j = i - 1;
+      while (j >= 0 && (messages[j].role === 'user' || messages[j].role === 'system')) j--;
+      if (j < 0 || messages[j].role !== 'tool') break;
+    } else if (m.role === 'assistant') break;
   }
   return n;
 }

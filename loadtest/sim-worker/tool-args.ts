@@ -31,7 +31,7 @@ export interface JsonSchema {
 export type ToolKind = 'read' | 'list' | 'glob' | 'grep' | 'shell' | 'other';
 
 /** Tools that change state or reach outside the workspace: never picked while a safe one is offered. */
-const UNSAFE = /write|edit|replace|patch|delete|remove|rm\b|create|move|rename|todo|task|agent|memory|web|fetch|url|http|ask|question|skill|exit|plan|save|install|notebook/i;
+const UNSAFE = /write|edit|replace|patch|delete|remove|rm\b|create|move|rename|todo|task|agent|memory|web|fetch|url|http|ask|question|skill|exit|plan|save|install|notebook|image|screenshot|browser|goal|stdin|input/i;
 
 export function toolKind(name: string, schema: JsonSchema | undefined): ToolKind {
   if (UNSAFE.test(name)) return 'other';

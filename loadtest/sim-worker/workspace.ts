@@ -1,6 +1,6 @@
 // The agent's workspace as the worker sees it: the working directory the prompt names (agents
 // state it in their system prompt: "Working directory: /x", "currently working in the
-// directory: /x", `cwd: /x`) and the files in it. Files are listed from disk only under
+// directory: /x", `cwd: /x`, `<cwd>/x</cwd>`) and the files in it. Files are listed from disk only under
 // directories the worker was told it may list (`workspaceRoots`; none by default, so a worker
 // never reveals its host's files), else taken from paths the prompt mentions. Bounded: the
 // prompt scan reads at most MAX_SCAN_CHARS, the listing at most MAX_FILES entries two levels deep.
@@ -22,6 +22,7 @@ const DIR_PATTERNS = [
   /(?:working|current|project|workspace)[ _-]?(?:directory|dir|folder|root)(?: is)?\s*[:=]?\s*[`'"<]?(\/[^\s`'"<>]*)/i,
   /\bcwd\s*[:=]\s*[`'"]?(\/[^\s`'"<>]*)/i,
   /working in the directory:?\s*[`'"]?(\/[^\s`'"<>]*)/i,
+  /<cwd>\s*(\/[^\s<>]*)\s*<\/cwd>/,
 ];
 
 /** The working directory a prompt names, trailing punctuation dropped; undefined if none. */

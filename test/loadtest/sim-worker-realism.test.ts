@@ -144,6 +144,7 @@ describe('workspace from the prompt', () => {
     expect(workingDirOf(`Here is some useful information:\n<env>\n  Working directory: ${ws.dir}\n</env>`)).toBe(ws.dir);
     expect(workingDirOf(`I'm currently working in the directory: ${ws.dir}.`)).toBe(ws.dir);
     expect(workingDirOf(`cwd: ${ws.dir}`)).toBe(ws.dir);
+    expect(workingDirOf(`<environment_context>\n  <cwd>${ws.dir}</cwd>\n`)).toBe(ws.dir);
     expect(workingDirOf('no directory here')).toBeUndefined();
     expect(listFiles(ws.dir, [tmpdir()])).toEqual(ws.files);
     expect(listFiles(ws.dir, [])).toBeUndefined();
@@ -158,7 +159,10 @@ describe('workspace from the prompt', () => {
   it('counts the tool turns since the last user message', () => {
     const call = { role: 'assistant', content: null, tool_calls: [{ id: 'a' }] };
     expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, call, { role: 'tool' }])).toBe(2);
-    expect(toolTurnsOf([call, { role: 'tool' }, { role: 'user' }])).toBe(0);
+    expect(toolTurnsOf([call, { role: 'tool' }, { role: 'assistant', content: 'done' }, { role: 'user' }])).toBe(0);
+    // A reminder riding along with a tool result continues the task; a new question after a text answer does not.
+    expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, { role: 'user' }, call, { role: 'tool' }, { role: 'user' }, { role: 'system' }])).toBe(2);
+    expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, { role: 'assistant', content: 'x' }, { role: 'user' }, call, { role: 'tool' }])).toBe(1);
   });
 });
 
