@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // the data tier (full recorded runs, $CTXGATE_TRAJECTORIES) runs as `npm run test:data`
-    exclude: ['test/data/**', '**/node_modules/**'],
+    // the data tier (full recorded runs, $CTXGATE_TRAJECTORIES) runs as `npm run test:data`,
+    // the agent tier (real agent CLIs) as `npm run test:agents`
+    exclude: ['test/data/**', 'test/agents/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

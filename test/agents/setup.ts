@@ -1,0 +1,28 @@
+// Global setup of the agent tier: install every pinned agent CLI into the cache outside the
+// repository before any test runs, timing each; a failed install fails only that agent's test.
+import type { TestProject } from 'vitest/node';
+import { AGENTS, agentCacheRoot, ensureAgent } from './install.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    agentBins: Record<string, { bin?: string; error?: string; installS: number }>;
+  }
+}
+
+export function setup(project: TestProject): void {
+  const out: Record<string, { bin?: string; error?: string; installS: number }> = {};
+  const root = agentCacheRoot();
+  for (const a of Object.values(AGENTS)) {
+    const t0 = performance.now();
+    try {
+      const r = ensureAgent(a, root);
+      out[a.id] = { bin: r.bin, installS: r.installS };
+      console.log(`[agents] ${a.pkg}@${a.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'}`);
+    } catch (err) {
+      out[a.id] = { error: (err as Error).message, installS: (performance.now() - t0) / 1000 };
+      console.log(`[agents] ${a.pkg}@${a.version}: install FAILED`);
+    }
+  }
+  console.log(`[agents] cache: ${root}`);
+  project.provide('agentBins', out);
+}
