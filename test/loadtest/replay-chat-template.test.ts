@@ -37,7 +37,7 @@ describe('bench replay --chat-template', () => {
           const ids = worker.encodeCached(worker.renderChat(messages, { tools: r.body.tools }));
           expect(r.promptTokenIds).toEqual(ids);
           // the tools list is in the prompt (the bundled template drops it)
-          const fn = (r.body.tools?.[0] as { function: { name: string } }).function.name;
+          const fn = (r.body.tools![0] as { function: { name: string } }).function.name;
           expect(worker.renderChat(messages, { tools: r.body.tools })).toContain(`### ${fn}`);
           expect(bundled.renderChat(messages, { tools: r.body.tools })).not.toContain(`### ${fn}`);
           p.observe?.(r, { status: 200 }, ctx);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { LedgerBundle } from '../../middleware/ledger/chain.ts';
 import { buildSession, codeLines, elideLastN, requestsOf } from './helpers/session-gen.ts';
 
-export const SECRETS: Record<string, string> = {
+const SECRETS: Record<string, string> = {
   openai: 'sk-abcdefghijklmnopqrstuvwxyz012345',
   openai_proj: 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789',
   anthropic: 'sk-ant-api03-abcdefghijklmnopqrstuvwxyz',
