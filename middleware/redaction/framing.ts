@@ -18,9 +18,9 @@ const MAX_INNER = 64;
 const OPEN = '\\[\uff3b\u27e6\u301a\u3010\u2045\u2772\ufe5d\u3014\u2983\u298b\u3018\u2e22\u23a1';
 const CLOSE = '\\]\uff3d\u27e7\u301b\u3011\u2046\u2773\ufe5e\u3015\u2984\u298c\u3019\u2e23\u23a4';
 const HAS_OPEN = new RegExp(`[${OPEN}]`);
-// biome-ignore lint/suspicious/noMisleadingCharacterClass: OPEN and CLOSE list single bracket code points, none combining
 const CANDIDATE = new RegExp(`[${OPEN}]([^\\n${OPEN}${CLOSE}]{1,${MAX_INNER}})[${CLOSE}]`, 'g');
 /** Invisible or spacing characters an attacker can pad the word with. */
+// biome-ignore lint/suspicious/noMisleadingCharacterClass: the class lists invisible code points one by one (combining ones on purpose), it matches no sequence
 const INVISIBLE = /[\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
 
 /** Letters that render like the ones in `ctxgate` (after NFKC and lower-casing). */
