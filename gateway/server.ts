@@ -2,6 +2,8 @@
 // buildGateway() does not listen (tests use inject or listen themselves); startGateway() does.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { LoggerOptions } from 'pino';
+import { redact } from '../middleware/redaction/redact.ts';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { ContextPipeline } from '../middleware/types.ts';
@@ -42,9 +44,17 @@ function apiKeyHeader(v: string | string[] | undefined): string | undefined {
 
 /** Routes that answer without a key: probes and scrapers. */
 const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
+/** Error codes that mean the client went away (its socket closed under us). */
+const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED', 'UND_ERR_ABORTED']);
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
 /** How long upstream pools get to close gracefully at shutdown before being destroyed. */
 const POOL_CLOSE_MS = 1_000;
+
+/** Request log lines carry the URL; a key in its query (`?api_key=…`) must not reach the log. */
+function withRedactedUrls(opts: LoggerOptions): LoggerOptions {
+  const req = (r: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({ id: r.id, method: r.method, url: r.url ? redact(r.url).text : r.url, host: r.hostname, remoteAddress: r.ip });
+  return { ...opts, serializers: { req, ...(opts.serializers ?? {}) } };
+}
 
 export interface BuiltGateway {
   app: FastifyInstance;
@@ -78,7 +88,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   };
 
   const app = Fastify({
-    logger: deps.logger ?? { level: 'info' },
+    logger: deps.logger === false ? false : withRedactedUrls(typeof deps.logger === 'object' ? deps.logger : { level: 'info' }),
     bodyLimit: config.limits.max_body_bytes,
     genReqId: (req: IncomingMessage) => {
       const h = req.headers['x-request-id'];
@@ -117,6 +127,12 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   // Errors answer in the API of the route they happened on (Anthropic's shape on /v1/messages...).
   let shapers = new Map<string, ErrorShaper>();
   app.setErrorHandler((err, req, reply) => {
+    // A client that left is routine, not a gateway fault: one info line, no stack.
+    if (reply.raw.destroyed || req.raw.socket?.destroyed || CLIENT_GONE_CODES.has(String((err as { code?: unknown }).code)) || (err as Error).name === 'AbortError') {
+      req.log.info({ code: (err as { code?: unknown }).code ?? (err as Error).name }, 'client closed the connection');
+      if (!reply.raw.destroyed) reply.raw.destroy();
+      return;
+    }
     const ge = toGatewayError(err);
     if (ge.status >= 500 && ge.code === 'internal_error') req.log.error({ err }, 'internal error');
     for (const [k, v] of Object.entries(ge.headers)) reply.header(k, v);

@@ -2,7 +2,7 @@
 // with no I/O; state it learns (indexes, affinity) comes in through `info` or its own memory.
 
 export interface WorkerView {
-  /** Stable id (the worker URL unless configured). */
+  /** Stable id (`w<index>` in its model unless configured; never the address). */
   id: string;
   url: string;
   healthy: boolean;

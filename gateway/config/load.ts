@@ -75,7 +75,8 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
     if (!policies.includes(m.policy)) fail(`/models/${i}/policy`, `unknown policy (known: ${policies.join(', ')})`, m.policy, source);
     const ids = new Set<string>();
     m.workers.forEach((w, j) => {
-      w.id ??= w.url;
+      // Tenants see worker ids (x-ctxgate-worker, records, reports): never default to the address.
+      w.id ??= `w${j}`;
       if (ids.has(w.id)) fail(`/models/${i}/workers/${j}/id`, 'duplicate worker id in this model', w.id, source);
       ids.add(w.id);
       w.max_in_flight ??= config.upstream.max_in_flight;

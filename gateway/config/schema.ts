@@ -55,6 +55,7 @@ const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
 export const WorkerSchema = Type.Object(
   {
     url: Type.String({ pattern: '^https?://' }),
+    /** Shown to tenants (headers, records, reports); default `w<index>`, never the URL. */
     id: Type.Optional(Type.String({ minLength: 1 })),
     /** Key the gateway sends to this worker (`env:NAME` or literal); never the client's key. */
     api_key: Type.Optional(Type.String()),

@@ -169,6 +169,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     throw err;
   } finally {
     untrack?.();
+    if (ex.errorCode === 'client_closed') req.log.info({ model: ex.model, worker: ex.worker?.id, ms: Math.round(performance.now() - t0) }, 'client closed the connection before the answer finished');
     finish(gw, ex);
     // See release() in finish.ts: a promoted, dead request must not hold the body.
     req.body = undefined;

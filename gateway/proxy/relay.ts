@@ -3,7 +3,7 @@
 // as they arrive, honouring the client's backpressure; an upstream failure after the first byte
 // ends the stream with the documented SSE error event. Translating adapters (Anthropic Messages,
 // OpenAI Responses) get the parsed answer (toResponse) or each parsed chunk (their stream
-// translator) and shape the worker's errors in their API; OpenAI clients get the worker's bytes.
+// translator); every client gets the worker's errors reshaped into its API (upstreamErrorBody).
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
@@ -34,18 +34,32 @@ function drain(res: ServerResponse): Promise<unknown> {
   return Promise.race([once(res, 'drain'), once(res, 'close')]);
 }
 
-/** A worker's error (5xx after every attempt, or a 4xx) in the client's API shape; OpenAI clients get the bytes. */
+/** Longest engine message passed on from a 4xx (a validation message, e.g. the context length). */
+const MAX_UPSTREAM_MESSAGE = 500;
+
+/**
+ * A worker's error (5xx after every attempt, or a 4xx) in the client's API shape, the one place
+ * the proxy reshapes them. A 5xx says only that the worker failed: its body may hold stack
+ * traces, paths or other tenants' data. A 4xx keeps the engine's message (the client needs "the
+ * prompt is too long"), clipped, from any of the bodies engines send: OpenAI `{error: {…}}`, vLLM
+ * `{"object": "error", message, type, param, code}`, FastAPI `{detail}`, SGLang `{message}`.
+ */
 export function upstreamErrorBody(adapter: IngressAdapter, status: number, body: Buffer): { body: Buffer | string; json: boolean } {
-  if (!adapter.toResponse) return { body, json: false };
-  let message = `worker answered HTTP ${status}`;
-  try {
-    const o = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } | string; message?: unknown };
-    const m = typeof o.error === 'object' ? o.error?.message : (o.error ?? o.message);
-    if (typeof m === 'string' && m) message = m;
-  } catch {
-    // not JSON: the status line says enough
+  let message = status >= 500 ? `the worker failed (HTTP ${status})` : `the worker rejected the request (HTTP ${status})`;
+  let param: string | null = null;
+  if (status < 500) {
+    try {
+      const o = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown; param?: unknown } | string; message?: unknown; detail?: unknown; param?: unknown };
+      const m = typeof o.error === 'object' && o.error ? o.error.message : (o.error ?? o.message ?? o.detail);
+      const text = typeof m === 'string' ? m : m !== undefined ? JSON.stringify(m) : '';
+      if (text) message = text.length > MAX_UPSTREAM_MESSAGE ? `${text.slice(0, MAX_UPSTREAM_MESSAGE)}…` : text;
+      const p = typeof o.error === 'object' && o.error ? o.error.param : o.param;
+      if (typeof p === 'string') param = p;
+    } catch {
+      // not JSON: the status line says enough
+    }
   }
-  const err: ShapedError = { status, type: status >= 500 ? 'upstream_error' : 'invalid_request_error', code: `upstream_${status}`, message, param: null };
+  const err: ShapedError = { status, type: status >= 500 ? 'upstream_error' : 'invalid_request_error', code: `upstream_${status}`, message, param };
   return { body: JSON.stringify(adapter.errorBody(err)), json: true };
 }
 

@@ -37,7 +37,7 @@ models:
     expect(c.models[0].policy).toBe('round_robin');
     expect(c.upstream.attempts).toBe(DEFAULT_ATTEMPTS);
     expect(c.limits.max_body_bytes).toBe(DEFAULT_MAX_BODY_BYTES);
-    expect(c.models[0].workers[1].id).toBe('http://127.0.0.1:9002');
+    expect(c.models[0].workers[1].id).toBe('w1'); // tenants see ids, never the address
     expect(Object.isFrozen(c.models[0].workers[0])).toBe(true);
     expect(() => {
       (c.listen as { port: number }).port = 1;

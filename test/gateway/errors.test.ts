@@ -81,11 +81,11 @@ describe('error registry', () => {
     expect(e.code).toBe('upstream_bad_response');
   });
 
-  it('passes an upstream 4xx through with its body untouched, without retrying', async () => {
+  it("passes an upstream 4xx on in the OpenAI shape, the engine's message kept, without retrying", async () => {
     rig = await startRig({ upstreams: [{ name: 'a', knobs: { status: 422 } }, { name: 'b', knobs: { status: 422 } }] });
     const r = await post('/v1/chat/completions', JSON.stringify({ model: 'm1', messages: msg }));
     expect(r.status).toBe(422);
-    expect(r.body.error).toEqual({ message: expect.stringMatching(/^fake (a|b) status 422$/), type: 'fake_error', code: 'fake', param: null });
+    expect(r.body.error).toEqual({ message: expect.stringMatching(/^fake (a|b) status 422$/), type: 'invalid_request_error', code: 'upstream_422', param: null });
     expect(r.headers.get('x-ctxgate-attempts')).toBe('1');
   });
 
