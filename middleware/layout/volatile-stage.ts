@@ -22,7 +22,7 @@ export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
 
 interface VolatileState {
-  v: 2;
+  v: 3;
   /** line key → hash of the line, then a short hash per value run (previous call). */
   prev: Record<string, string[]>;
   /** line key → indices of value runs seen changing (-1: the whole line). */
@@ -38,7 +38,14 @@ interface Moved {
   why: string;
 }
 
-const h = (s: string, n = 12): string => createHash('sha1').update(s).digest('base64').slice(0, n);
+const h = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 12);
+
+/** FNV-1a of a value run, base 36: cheap, and enough to tell which run of a line changed. */
+function runHash(s: string, from: number, to: number): string {
+  let x = 0x811c9dc5;
+  for (let i = from; i < to; i++) x = Math.imul(x ^ s.charCodeAt(i), 0x01000193);
+  return (x >>> 0).toString(36);
+}
 
 function textsOf(m: ChatMessage): string[] | undefined {
   if (typeof m.content === 'string') return [m.content];
@@ -55,7 +62,7 @@ function withTexts(m: ChatMessage, texts: string[]): ChatMessage {
 export function relocateVolatile(view: RequestView, ctx: StageContext): StageResult {
   const layout = (view.session.layout ??= {});
   const old = layout.volatile as Partial<VolatileState> | undefined;
-  const state: VolatileState = old?.v === 2 ? (old as VolatileState) : { v: 2, prev: {}, learned: {} };
+  const state: VolatileState = old?.v === 3 ? (old as VolatileState) : { v: 3, prev: {}, learned: {} };
   const eager = ctx.transforms?.[VOLATILE_STAGE] === 'eager';
   const prev = ctx.newSession ? {} : state.prev;
   const learned: Record<string, number[]> = ctx.newSession ? {} : { ...state.learned };
@@ -85,7 +92,7 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     rank.set(shape, r + 1);
     const key = `${shape}#${r}/${shapeCount.get(shape)}`;
     const runs = valueRuns(line);
-    const cur = [h(line), ...runs.map((sp) => h(line.slice(sp.start, sp.end), 4))];
+    const cur = [h(line), ...runs.map((sp) => runHash(line, sp.start, sp.end))];
     nextPrev[key] = cur;
     const before = prev[key];
     if (before && before[0] !== cur[0]) {
@@ -117,7 +124,9 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     if (!edits.has(at)) edits.set(at, new Map());
     edits.get(at)!.set(li, decision);
   }
-  layout.volatile = { v: 2, prev: nextPrev, learned } satisfies VolatileState;
+  // What was learned about lines no longer in the root is dropped: the state stays O(root).
+  for (const k of Object.keys(learned)) if (!(k in nextPrev)) delete learned[k];
+  layout.volatile = { v: 3, prev: nextPrev, learned } satisfies VolatileState;
   if (edits.size === 0) return { view, receipts: [] };
 
   for (const [at, byLine] of edits) {
