@@ -34,6 +34,16 @@ export function lookupEncoded(name: string, encode: (t: string) => number[], tex
   return { ids, hit: false };
 }
 
+/** Cached ids of `text`, without encoding on a miss. */
+export function peekEncoded(name: string, text: string): readonly number[] | undefined {
+  return text.length === 0 ? [] : cache.get(name + '\u0000' + text);
+}
+
+/** Caches ids computed elsewhere (from verified parts). */
+export function storeEncoded(name: string, text: string, ids: readonly number[]): void {
+  if (text.length > 0) cache.set(name + '\u0000' + text, Object.isFrozen(ids) ? ids : Object.freeze(ids.slice()));
+}
+
 export function encodeCacheStats(): { entries: number; tokens: number } {
   return { entries: cache.size, tokens: cache.calculatedSize };
 }

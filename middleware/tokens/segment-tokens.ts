@@ -8,9 +8,13 @@
 // token) and how many leading characters the two texts share, the ids up to the last cut inside
 // the shared prefix are copied and only the tail is split and looked up. Cost per call: O(tail)
 // regex + cache lookups + one copy of the prefix ids; the whole text only without a previous call.
+// A text piece missing from the cache is often a message's content in its template framing
+// ("\n" + tool output + "\n", "user\n" + text): when that content is cached (the ledger counted
+// it, or another session sent it), the piece's ids are its head's, the content's and its tail's,
+// taken only when both seams are verified like any other seam.
 import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
-import { lookupEncoded } from './encode-cache.ts';
+import { lookupEncoded, peekEncoded, storeEncoded } from './encode-cache.ts';
 
 /** Characters of context on each side of a seam in the verification window. */
 export const SEAM_WINDOW_CHARS = 24;
@@ -68,6 +72,60 @@ export interface TokenReuse {
   sharedChars: number;
   /** text.slice(from) without copying the whole text (RenderResult.sliceFrom); optional. */
   sliceFrom?: (from: number) => string;
+}
+
+/** Shortest framed content worth a split lookup; the head is a role line of at most this many characters. */
+const MIN_FRAMED_CONTENT = 64;
+const MAX_FRAME_HEAD = 24;
+/** Trailing ids of the content re-encoded together with the frame's tail. */
+const TAIL_IDS = 3;
+
+/**
+ * A piece's ids from the cache: the piece itself, or head + cached content + tail where the head
+ * is the piece up to its first newline (a role line or a bare newline) and the tail a trailing
+ * newline. The content's last few ids are re-encoded with the tail (")\n" + "\n" is one token
+ * ")\n\n"): ids = head + content's ids but its last TAIL_IDS + encode(their text + tail), taken
+ * only when their text ends the content, it encodes to those ids, and every seam verifies.
+ * Otherwise the piece is encoded (and cached).
+ */
+function lookupPiece(tok: TokenizerHandle, encode: (t: string) => number[], p: string): { ids: readonly number[]; hit: boolean } {
+  const whole = peekEncoded(tok.name, p);
+  if (whole) return { ids: whole, hit: true };
+  const framed = p.length > MIN_FRAMED_CONTENT ? framedIds(tok, p) : undefined;
+  if (framed) {
+    storeEncoded(tok.name, p, framed);
+    return { ids: framed, hit: false };
+  }
+  return lookupEncoded(tok.name, encode, p);
+}
+
+function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
+  const nl = p.indexOf('\n');
+  const head = nl >= 0 && nl < MAX_FRAME_HEAD ? p.slice(0, nl + 1) : '';
+  const tail = p.endsWith('\n') ? '\n' : '';
+  const inner = p.slice(head.length, p.length - tail.length);
+  if (inner.length < MIN_FRAMED_CONTENT || (!head && !tail)) return undefined;
+  const innerIds = peekEncoded(tok.name, inner);
+  if (!innerIds || innerIds.length <= TAIL_IDS) return undefined;
+  let keep = innerIds.length;
+  let core = inner;
+  let rest = '';
+  if (tail) {
+    keep -= TAIL_IDS;
+    const dropped = innerIds.slice(keep);
+    const end = tok.decode(dropped);
+    if (!end || !inner.endsWith(end)) return undefined;
+    core = inner.slice(0, inner.length - end.length);
+    const endIds = tok.encodeCached(end);
+    // The content's ids split where its last TAIL_IDS begin, else its leading ids are not the core's.
+    if (endIds.length !== dropped.length || endIds.some((v, i) => v !== dropped[i]) || !seamOk(tok, core, end)) return undefined;
+    rest = end + tail;
+  }
+  if ((head && !seamOk(tok, head, core)) || (rest && !seamOk(tok, core, rest))) return undefined;
+  const ids = tok.encodeCached(head).slice();
+  for (let i = 0; i < keep; i++) ids.push(innerIds[i]);
+  if (rest) for (const v of tok.encodeCached(rest)) ids.push(v);
+  return ids;
 }
 
 /** Splits text into alternating [text, special, text, special, …] pieces (text may be ''). */
@@ -147,7 +205,7 @@ function fromPieces(
   let chars = 0;
   let i = 0;
   const encode = (t: string): number[] => tok.encode(t);
-  const looked = pieces.map((p) => lookupEncoded(tok.name, encode, p));
+  const looked = pieces.map((p) => lookupPiece(tok, encode, p));
   if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0])) return undefined;
   while (i < pieces.length) {
     // Grow a run while its seams merge: the run is then encoded as one text. Only seams next to a

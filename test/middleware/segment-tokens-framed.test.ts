@@ -1,0 +1,46 @@
+// A prompt piece missing from the id cache is assembled from its framing and its content's cached
+// ids (the ledger counted the tool output first): the ids must equal whole-text encoding for any
+// content, whatever it ends or starts with (punctuation merging with the frame's newline, runs of
+// newlines, spaces, multi-byte characters cut by a token), under every bundled tokenizer kind.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { loadTokenizer } from '../../middleware/tokens/registry.ts';
+import { tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
+import type { ChatMessage } from '../../middleware/types.ts';
+
+const EDGES = [')\n', '\n\n', '\n', ' ', '  \n', '}', 'é', '日本語', '🙂', '\t', '"\n', '.\n\n\n', '\r\n', '<', ''];
+const BODY = ['   1\tdef f(x):\n', 'return x + 1', '日本語のテキスト ', 'naïve café ', '🙂 emoji line\n', '{"a": [1, 2]}\n', '\t\tindent\n', 'x'.repeat(70), ' spaced   out \n'];
+
+function content(parts: number[], start: number, end: number): string {
+  return EDGES[start] + parts.map((i) => BODY[i % BODY.length]).join('') + 'y'.repeat(64) + EDGES[end];
+}
+
+describe('segment tokens: framed content from cached ids', () => {
+  for (const tokenizer of ['qwen3', 'llama3_1', 'deepseek_v3', 'cl100k_base']) {
+    it(`${tokenizer}: equals whole-text encoding when the contents were cached first`, async () => {
+      const tok = await loadTokenizer(tokenizer);
+      fc.assert(
+        fc.property(
+          fc.array(fc.nat(BODY.length * 3), { minLength: 1, maxLength: 6 }),
+          fc.nat(EDGES.length - 1),
+          fc.nat(EDGES.length - 1),
+          fc.constantFrom('tool', 'user', 'assistant'),
+          (parts, s, e, role) => {
+            const c = content(parts, s, e);
+            tok.encodeCached(c); // as the ledger's count does before the tokens stage runs
+            const msgs: ChatMessage[] = [
+              { role: 'system', content: 'You are a coding agent.' },
+              { role: 'user', content: 'task' },
+              { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }] },
+              role === 'tool' ? { role: 'tool', tool_call_id: 'c1', content: c } : { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+              ...(role === 'tool' ? [] : [{ role, content: c } as ChatMessage]),
+            ];
+            const text = tok.renderChat(msgs, {});
+            expect(tokenizeBySegments(tok, text).ids).toEqual(tok.encode(text));
+          },
+        ),
+        { numRuns: 60, seed: 17 },
+      );
+    });
+  }
+});
