@@ -3,7 +3,9 @@
 // killed -9 and restarted on the same port, a worker hanging before the first byte, a worker
 // dying mid-stream, 5xx bursts, and (--redis) Redis killed for 10 s. Reports outcomes by kind,
 // retries, p99 latency, and the gateway's RSS and open sockets before and after (after a settle
-// and a GC), so leaks and hangs show.
+// and a GC), so leaks and hangs show. The gateway runs the default pipeline (layout ctxgate, the
+// workers' tokenizer, policy ctxgate); with --redis its sessions, shared routing index and usage
+// ledger live in Redis, through the outage. --layout passthrough is a labelled extra.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +18,8 @@ import { freePort, RedisProc } from './chaos/redis-proc.ts';
 
 export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10 } as const;
 const MODEL = 'chaos-model';
+/** The workers' tokenizer, and the gateway's for the default pipeline. */
+const TOKENIZER = 'qwen3';
 /** Worker sleep = modeled engine time × this: streams last ~a second, as with a real engine. */
 const TIME_SCALE = 0.3;
 const MAX_TOKENS = 48;
@@ -29,20 +33,27 @@ const RESTART_AFTER_MS = 2_000;
 const FAULT_MS = 3_000;
 const REDIS_DOWN_MS = 10_000;
 
-export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--json]
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--json]
 
 Runs --workers reference workers (child processes) behind ctxgate (child process) and
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
 seconds, injecting faults every --kill-every-s seconds: one worker killed -9 and restarted on
 its port, then in turn a worker hanging before its first byte, a worker dying mid-stream, or a
-burst of 503s. --redis also starts a redis-server for the gateway's rate limiter and kills it
-for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
+burst of 503s. The gateway runs the default pipeline: layout ctxgate, the qwen3 tokenizer, policy
+ctxgate (--layout passthrough: no tokenizer, round_robin, a labelled extra). --redis also starts a
+redis-server that holds the gateway's sessions, shared routing index, usage ledger and rate
+limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
 event / hung streams / retries / p99 latency / gateway RSS (after warm-up vs after the run,
 each after a GC) and open sockets (at rest before the load vs at rest 32 s after it, once
 pooled keep-alive sockets expired) so leaks show.
 Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
 
 export interface ChaosReport {
+  /** The gateway's pipeline: ctxgate (the default) or passthrough (a labelled extra). */
+  layout: ChaosLayout;
+  /** Sessions, routing index, ledger and rate limiter in Redis (killed mid-run). */
+  redis: boolean;
+  duration_s: number;
   sent: number;
   succeeded: number;
   failed_nonstream: number;
@@ -62,8 +73,10 @@ export interface ChaosReport {
   gateway_exit_code: number | null;
 }
 
+export type ChaosLayout = 'ctxgate' | 'passthrough';
+
 /** The chaos gateway's config; its usage ledger lives in the run's temp dir, never in the cwd. */
-export function gatewayConfig(urls: string[], dir: string, redisUrl?: string): string {
+export function gatewayConfig(urls: string[], dir: string, redisUrl?: string, layout: ChaosLayout = 'ctxgate'): string {
   const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
   return [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -78,8 +91,7 @@ export function gatewayConfig(urls: string[], dir: string, redisUrl?: string): s
     ...(redisUrl ? [`redis: { url: '${redisUrl}' }`, 'limits: { rate_limit: { per_minute: 1000000 } }'] : []),
     'models:',
     `  - name: ${MODEL}`,
-    '    layout: passthrough',
-    '    policy: round_robin',
+    ...(layout === 'ctxgate' ? ['    layout: ctxgate', `    tokenizer: ${TOKENIZER}`, '    policy: ctxgate'] : ['    layout: passthrough', '    policy: round_robin']),
     '    workers:',
     workers,
     '',
@@ -97,6 +109,12 @@ async function settled(gw: GatewayProc, ms = SETTLE_MS): Promise<{ rss: number; 
   return { rss: gw.rssMb(), sockets: gw.sockets() };
 }
 
+function layoutOf(v: string | undefined): ChaosLayout {
+  if (v === undefined || v === 'ctxgate') return 'ctxgate';
+  if (v === 'passthrough') return 'passthrough';
+  throw new Error('--layout must be ctxgate or passthrough');
+}
+
 function parse(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
@@ -106,6 +124,7 @@ function parse(argv: string[]) {
       workers: { type: 'string' },
       'kill-every-s': { type: 'string' },
       redis: { type: 'boolean' },
+      layout: { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -120,6 +139,7 @@ function parse(argv: string[]) {
     workers: Math.round(num(values.workers, DEFAULTS.workers, 'workers')),
     killEveryS: num(values['kill-every-s'], DEFAULTS.killEveryS, 'kill-every-s'),
     redis: values.redis ?? false,
+    layout: layoutOf(values.layout),
     json: values.json ?? false,
   };
 }
@@ -133,7 +153,7 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
-  const fleet = new ChaosFleet({ model: MODEL, tokenizer: 'qwen3', timeScale: TIME_SCALE });
+  const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: TIME_SCALE });
   const redis = o.redis ? new RedisProc(await freePort()) : undefined;
   let gw: GatewayProc | undefined;
   const faults: string[] = [];
@@ -144,7 +164,7 @@ export async function run(argv: string[]): Promise<number> {
     await redis?.start();
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
-    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url));
+    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout));
     gw = await startGatewayProc(cfg);
     const sessions = generateSessions({ count: Math.min(o.sessions, 16), minCalls: 6, maxCalls: 16, model: MODEL });
 
@@ -200,6 +220,9 @@ export async function run(argv: string[]): Promise<number> {
     const exitCode = await gw.stop();
     gw = undefined;
     const report: ChaosReport = {
+      layout: o.layout,
+      redis: o.redis,
+      duration_s: o.durationS,
       sent: stats.sent,
       succeeded: stats.succeeded,
       failed_nonstream: stats.failedNonstream,
@@ -232,6 +255,7 @@ export async function run(argv: string[]): Promise<number> {
 function printTable(r: ChaosReport): void {
   const pct = (a: number, b: number): string => (b ? `${(((a - b) / b) * 100).toFixed(1)}%` : 'n/a');
   const rows: [string, string][] = [
+    ['gateway', `${r.layout === 'ctxgate' ? 'default pipeline (layout ctxgate, qwen3, policy ctxgate)' : 'layout passthrough, round_robin (labelled extra)'}${r.redis ? ', Redis-backed' : ''}; ${r.duration_s} s of faults`],
     ['sent', String(r.sent)],
     ['succeeded', String(r.succeeded)],
     ['failed (non-stream)', String(r.failed_nonstream)],
