@@ -28,6 +28,7 @@ import { createCapture, type Capture, type CaptureMeta } from './capture/index.t
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { startGateway } from './server.ts';
+import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './usage/reporting.ts';
 
 export interface AssembleOptions {
@@ -42,6 +43,8 @@ export interface AssembleOptions {
   /** Sees each pipeline run: the client's body and what goes upstream (benchmarks check them with
    * middleware/lossless/check.ts). Called synchronously; must not throw or mutate. */
   tap?: (clientBody: ChatRequest, result: PipelineResult, ctx: PipelineContext) => void;
+  /** Tracing to use; default: from the OTEL_* environment; null: none. */
+  tracing?: Tracing | null;
 }
 
 export interface Assembled {
@@ -209,7 +212,9 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
 export async function startAssembledGateway(config: GatewayConfig, opts: AssembleOptions = {}) {
   const a = assemble(config, opts);
   try {
-    const gw = await startGateway(config, a.deps);
+    // The OTel SDK is imported only when the environment configures an exporter.
+    const tracing = opts.tracing === undefined ? await tracingFromEnv(process.env) : opts.tracing;
+    const gw = await startGateway(config, tracing ? { ...a.deps, tracing } : a.deps);
     return {
       ...gw,
       assembled: a,

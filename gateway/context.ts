@@ -11,6 +11,7 @@ import type { GatewayMetrics } from './metrics.ts';
 import type { RequestRecords } from './request-records.ts';
 import type { Lifecycle, ShutdownHook } from './shutdown.ts';
 import type { CacheSalts } from './tenancy/cache-salt.ts';
+import type { Tracing } from './telemetry/tracing.ts';
 import type { Fleet } from './upstream/fleet.ts';
 import type { UsageEvent } from './usage-event.ts';
 
@@ -31,6 +32,8 @@ export interface GatewayDeps {
   responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   /** USD spent by a tenant since an epoch-ms instant (the usage ledger); enables `budgets`. */
   spendSince?: SpendLookup;
+  /** OpenTelemetry tracing (telemetry/tracing.ts tracingFromEnv); absent: no spans, no cost. */
+  tracing?: Tracing;
 }
 
 export interface GatewayContext {
@@ -45,6 +48,7 @@ export interface GatewayContext {
   salts: CacheSalts;
   onUsage?: (ev: UsageEvent) => void;
   responseHeaders?: (ev: UsageEvent) => Record<string, string>;
+  tracing?: Tracing;
   /** Set when the gateway is draining: new proxied requests get 503. */
   draining: boolean;
   /** In-flight requests (stopped at the shutdown deadline) and the close hooks. */

@@ -82,6 +82,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     salts: createCacheSalts(config.tenancy),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
+    tracing: deps.tracing,
     draining: false,
     lifecycle,
     onShutdown: (fn, name) => lifecycle.onShutdown(fn, name),
@@ -145,6 +146,8 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   const r = config.responses;
   const responses = createResponseStore({ ttlSeconds: r.ttl_s, maxEntryBytes: r.max_entry_bytes, maxBytes: r.max_bytes }, config.redis?.url);
   lifecycle.onShutdown(() => responses.close(), 'responses-store');
+  // After in-flight requests, so their spans are exported too.
+  if (deps.tracing) lifecycle.onShutdown(() => deps.tracing!.shutdown(), 'tracing');
   const adapters = createAdapters(responses);
   installLimits(
     app,

@@ -8,6 +8,7 @@ import { GatewayError } from '../../middleware/errors.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
+import type { RequestTrace, SpanHandle } from '../telemetry/tracing.ts';
 import type { Worker } from '../upstream/worker.ts';
 
 export interface DispatchRequest {
@@ -20,6 +21,8 @@ export interface DispatchRequest {
   attempts: number;
   /** Workers already tried by an earlier dispatch of this request (skipped; tried ones are added). */
   tried?: Set<Worker>;
+  /** The request's trace: a span per routing decision and per attempt, traceparent sent upstream. */
+  trace?: RequestTrace;
 }
 
 export interface Dispatched {
@@ -34,6 +37,8 @@ export interface Dispatched {
   waitMs: number;
   /** Prefill tokens added to the worker's queue (released at the first byte via prefillDone). */
   queuedPrefill?: number;
+  /** The final attempt's span (ended by the caller once the body is read). */
+  span?: SpanHandle;
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
@@ -50,6 +55,13 @@ function candidates(route: ModelRoute, tried: Set<Worker>): { views: WorkerView[
     views.push(w.view());
   }
   return { views, full };
+}
+
+function routeAttributes(policy: string, choice: Choice, info: RouteInfo, attempt: number): Record<string, string | number> {
+  const a: Record<string, string | number> = { 'ctxgate.policy': policy, 'ctxgate.branch': choice.branch, 'ctxgate.worker': choice.worker.id, 'ctxgate.attempt': attempt };
+  if (choice.predictedCachedTokens !== undefined) a['ctxgate.predicted_cached_tokens'] = choice.predictedCachedTokens;
+  if (info.promptTokens !== undefined) a['ctxgate.prompt_tokens'] = info.promptTokens;
+  return a;
 }
 
 export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics: GatewayMetrics): Promise<Dispatched> {
@@ -76,13 +88,20 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
     if (attempt > 1) metrics.retries.inc({ model });
     // Queued prefill is what the worker must compute: the prompt minus what the policy expects cached.
     const queued = Math.max(0, req.prefillTokens - (choice.predictedCachedTokens ?? 0));
+    let span: SpanHandle | undefined;
+    let headers = worker.apiKey ? { ...req.headers, authorization: `Bearer ${worker.apiKey}` } : req.headers;
+    if (req.trace) {
+      req.trace.child('ctxgate.route', routeAttributes(route.policy.name, choice, req.info, attempt)).end();
+      span = req.trace.child(`upstream ${worker.id}`, { 'ctxgate.worker': worker.id, 'ctxgate.attempt': attempt, 'server.address': worker.id });
+      headers = { ...headers, traceparent: span.traceparent() };
+    }
     worker.begin(queued);
     const t = performance.now();
     try {
       const res = await worker.pool.request({
         method: 'POST',
         path: worker.basePath + req.path,
-        headers: worker.apiKey ? { ...req.headers, authorization: `Bearer ${worker.apiKey}` } : req.headers,
+        headers,
         body: req.body,
         signal: req.signal,
       });
@@ -95,19 +114,26 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
         metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: '5xx' });
         failed = { status: res.statusCode, contentType: String(res.headers['content-type'] ?? 'application/json'), body };
         failedOn = { worker, choice };
+        span?.set({ 'http.response.status_code': res.statusCode });
+        span?.end(`HTTP ${res.statusCode}`);
         lastError = undefined;
         continue;
       }
       metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: res.statusCode < 300 ? 'ok' : '4xx' });
-      return { worker, choice, attempts: attempt, res, waitMs, queuedPrefill: queued };
+      span?.set({ 'http.response.status_code': res.statusCode });
+      return { worker, choice, attempts: attempt, res, waitMs, queuedPrefill: queued, span };
     } catch (err) {
       waitMs += performance.now() - t;
       worker.prefillDone(queued);
       worker.end();
-      if (req.signal.aborted) throw err; // the client left; nothing to retry for
+      if (req.signal.aborted) {
+        span?.end('client_closed');
+        throw err; // the client left; nothing to retry for
+      }
       const code = (err as { code?: string }).code ?? '';
       const timeout = TIMEOUT_CODES.has(code);
       worker.recordFailure(`${code || 'error'}: ${(err as Error).message}`);
+      span?.end(code || 'error');
       metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: timeout ? 'timeout' : 'error' });
       lastError = timeout
         ? new GatewayError('upstream_timeout', `worker did not answer in time (${code})`)

@@ -12,6 +12,8 @@ import { statusClass } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
 import type { UsageEvent } from '../usage-event.ts';
+import type { RequestTrace } from '../telemetry/tracing.ts';
+import { endRequestSpan } from '../telemetry/request-span.ts';
 import type { Usage } from './usage.ts';
 
 export interface Exchange {
@@ -39,6 +41,10 @@ export interface Exchange {
   choice?: Choice;
   ttftAt?: number;
   usage?: Usage;
+  /** finish_reason of each choice (traces). */
+  finishReasons?: string[];
+  /** The request's trace span, when tracing is configured. */
+  trace?: RequestTrace;
   /** Prefill / decode time the engine reported for the answer (reference worker: x-sim-timing). */
   timing?: { prefillMs?: number; decodeMs?: number };
   assistant?: ChatMessage;
@@ -164,6 +170,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
   });
   lap('metrics', t0);
   const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
+  if (ex.trace) safe(gw, 'trace', () => endRequestSpan(ex.trace!, ev, ex.finishReasons));
   setImmediate(() => {
     let t = tick();
     // Before observe(): the index must not yet hold this prompt on the chosen worker.

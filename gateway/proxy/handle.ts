@@ -11,6 +11,7 @@ import { GatewayError } from '../../middleware/errors.ts';
 import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import type { Worker } from '../upstream/worker.ts';
+import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
 import { parseSimTiming } from '../usage/extract.ts';
 import { upstreamBody } from './body.ts';
 import { dispatch, type Dispatched } from './dispatch.ts';
@@ -65,14 +66,17 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     ex.model = route.config.name;
     ex.route = route;
     ex.stream = parsed.stream;
+    if (gw.tracing) ex.trace = startRequestSpan(gw.tracing, req, ex, adapter.api);
     const cacheSalt = gw.salts.saltOf(principal.tenant);
     const headers = harnessHeaders(req.headers as Record<string, string | undefined>);
     const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers, model: ex.model, cacheSalt };
     ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
+    const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
     const result: PipelineResult = pipeline
-      ? await pipeline.process(parsed.body, pctx)
+      ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
       : { body: parsed.body, sessionId: String(headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? ''), receipts: [] };
+    if (pspan) pspan.set(pipelineAttributes(result));
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
@@ -110,7 +114,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
         try {
           d = await dispatch(
             route,
-            { path: adapter.upstreamPath, body: up.bytes, headers: upHeaders, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried },
+            { path: adapter.upstreamPath, body: up.bytes, headers: upHeaders, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried, trace: ex.trace },
             gw.metrics,
           );
         } catch (err) {
@@ -130,6 +134,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
         ex.upstreamWaitMs += d.waitMs;
         setResponseHeaders(reply, ex);
         if (d.failed) {
+          d.span?.end(`HTTP ${d.failed.status}`);
           ex.status = d.failed.status;
           ex.errorCode = `upstream_${d.failed.status}`;
           sendUpstreamFailure(adapter, reply, d.failed);
@@ -157,6 +162,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
           if (ex.queuedPrefill) d.worker.prefillDone(ex.queuedPrefill);
           ex.queuedPrefill = 0;
           d.worker.end();
+          d.span?.end(ex.errorCode);
         }
       }
     } finally {

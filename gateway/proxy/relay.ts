@@ -68,6 +68,14 @@ export function sendUpstreamFailure(adapter: IngressAdapter, reply: FastifyReply
   reply.code(failed.status).header('content-type', e.json ? 'application/json' : failed.contentType).send(e.body);
 }
 
+function finishReasonsOf(obj: object): string[] {
+  const choices = (obj as { choices?: unknown }).choices;
+  if (!Array.isArray(choices)) return [];
+  const out: string[] = [];
+  for (const c of choices.slice(0, 16)) if (c && typeof c.finish_reason === 'string') out.push(c.finish_reason);
+  return out;
+}
+
 function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[] }): ChatMessage | undefined {
   const c = Array.isArray(obj.choices) ? obj.choices[0] : undefined;
   if (!c) return undefined;
@@ -125,6 +133,7 @@ export async function relayJson(
     if (!obj || typeof obj !== 'object') throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
     ex.usage = extractUsage(obj);
     ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
+    ex.finishReasons = finishReasonsOf(obj);
     if (adapter.toResponse) {
       buf = JSON.stringify(await adapter.toResponse(obj as Record<string, unknown>, ex.usage, answer));
       contentType = 'application/json';
@@ -208,6 +217,7 @@ export async function relayStream(
     ex.ttftAt = relay.firstTokenAt;
     ex.usage = relay.usage;
     ex.assistant = relay.assistant();
+    ex.finishReasons = relay.finishReasons.filter(Boolean);
     if (!out.destroyed) out.end();
   }
 }

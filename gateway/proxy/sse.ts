@@ -22,11 +22,17 @@ interface ToolCallDelta {
 interface ChunkChoice {
   index?: number;
   text?: string;
+  finish_reason?: string | null;
   delta?: { role?: string; content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: ToolCallDelta[] };
 }
 
+/** Choices whose finish_reason is kept (n > this is rare; traces need no more). */
+const MAX_FINISH_REASONS = 16;
+
 export class SseRelay {
   usage: Usage | undefined;
+  /** finish_reason of each choice, by index, as the stream reported it (traces). */
+  readonly finishReasons: string[] = [];
   /** performance.now() of the first content/tool-call delta. */
   firstTokenAt: number | undefined;
   sawDone = false;
@@ -110,6 +116,7 @@ export class SseRelay {
   }
 
   private learn(c: ChunkChoice): void {
+    if (typeof c.finish_reason === 'string' && (c.index ?? 0) < MAX_FINISH_REASONS) this.finishReasons[c.index ?? 0] = c.finish_reason;
     if ((c.index ?? 0) !== 0) {
       if (this.firstTokenAt === undefined && (c.delta?.content || c.delta?.tool_calls?.length || c.text)) this.firstTokenAt = performance.now();
       return;
