@@ -7,6 +7,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { blockHashes } from './block-hash.ts';
+import { KvEventIndex } from './kv-events/event-index.ts';
 import type { CtxgatePolicy } from './policies/ctxgate.ts';
 import { createPolicy, POLICY_NAMES } from './policy-registry.ts';
 import type { RouteInfo, WorkerView } from './types.ts';
@@ -14,7 +15,9 @@ import type { RouteInfo, WorkerView } from './types.ts';
 export const help = `ctxgate bench routing — routing decision time per policy
 
 usage: ctxgate bench routing [--workers 64] [--decisions 20000] [--sessions 1000]
-                             [--policies a,b,...] [--json]
+                             [--policies a,b,...] [--index approx|precise] [--json]
+--index precise: the block-index policies read a KV event index fed with every chain a worker
+stored (as engines publish BlockStored), instead of learning from their own decisions.
 Times select() for every policy over the same request stream after a warm-up of 64 calls per
 session (ctxgate's index then holds > 100k blocks); prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.`;
 
@@ -111,9 +114,14 @@ function makeWorkers(n: number): WorkerView[] {
 export async function run(argv: string[]): Promise<number> {
   const { values: v } = parseArgs({
     args: argv,
-    options: { workers: { type: 'string' }, decisions: { type: 'string' }, sessions: { type: 'string' }, policies: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      workers: { type: 'string' }, decisions: { type: 'string' }, sessions: { type: 'string' }, policies: { type: 'string' }, index: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     strict: true,
   });
+  const precise = v.index === 'precise';
+  if (v.index !== undefined && v.index !== 'approx' && !precise) throw new Error(`--index must be approx or precise, got '${v.index}'`);
   const nWorkers = Number(v.workers ?? 64);
   const decisions = Number(v.decisions ?? 20_000);
   const sessions = Number(v.sessions ?? 1000);
@@ -129,7 +137,8 @@ export async function run(argv: string[]): Promise<number> {
   let observeMeanUs = 0;
   const branchMix: Record<string, Record<string, { share: number; p50: number; p99: number }>> = {};
   for (const name of policies) {
-    const policy = createPolicy(name);
+    const events = precise ? new KvEventIndex() : undefined;
+    const policy = createPolicy(name, events ? { kv_index: events, index_stride: 1, block_size: BLOCK } : {});
     const ws = makeWorkers(nWorkers);
     const r = rng(3);
     // in-flight requests; a completion finishes a random one, so busy workers drain in proportion
@@ -160,6 +169,8 @@ export async function run(argv: string[]): Promise<number> {
       if (!c) return;
       c.worker.inFlight++;
       c.worker.queuedPrefillTokens += (info.promptTokens ?? 0) - (c.predictedCachedTokens ?? 0);
+      // the engine stores the prompt's blocks as it prefills them and says so
+      if (events && info.blockHashes) events.blockStored(c.worker.id, info.blockHashes);
       live.push({ worker: c.worker, info });
       complete();
     };
@@ -182,6 +193,8 @@ export async function run(argv: string[]): Promise<number> {
       branches.set(c.branch, (branches.get(c.branch) ?? 0) + 1);
       branchOf[i] = c.branch;
       c.worker.inFlight++;
+      const hashes = stream[i].blockHashes;
+      if (events && hashes) events.blockStored(c.worker.id, hashes);
       live.push({ worker: c.worker, info: stream[i] });
       complete();
     }
@@ -207,7 +220,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify({ workers: nWorkers, indexBlocks, decisions, rows, branchMix, ctxgateObserveMeanUs: observeMeanUs }, null, 2) + '\n');
     return 0;
   }
-  const lines = [`routing decision time: ${nWorkers} workers, ctxgate index ${indexBlocks.toLocaleString('en-US')} blocks, ${decisions} decisions per policy`, ''];
+  const lines = [`routing decision time: ${nWorkers} workers, ${precise ? 'precise (KV event) index' : 'approximate index'}, ctxgate index ${indexBlocks.toLocaleString('en-US')} blocks, ${decisions} decisions per policy`, ''];
   lines.push('policy               p50 µs   p99 µs  mean µs   p50 ×rr   p99 ×rr  cpu p99 µs');
   for (const x of rows) {
     const ratio = (a: number, b: number | undefined): string => (b ? (a / b).toFixed(1) : '-').padStart(9);

@@ -13,9 +13,11 @@ export class KvEventIndex {
   stored = 0;
   removed = 0;
 
-  /** A block (chain hash) became cached on `workerId`; `parent` helps nobody here, order does. */
+  /** Blocks became cached on `workerId`: one BlockStored batch, a chain segment in order (what
+   *  vLLM publishes per request step), inserted as a chain: O(log n + new blocks). */
   blockStored(workerId: string, hashes: readonly string[]): void {
-    for (const h of hashes) this.index.insert(workerId, [h], false, 0);
+    if (hashes.length === 0) return;
+    this.index.insert(workerId, hashes, false);
     this.stored += hashes.length;
   }
 
