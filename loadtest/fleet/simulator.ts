@@ -50,7 +50,17 @@ export interface FleetResult {
   outcomes: RequestOutcome[];
   /** Arrival times in the order the policy saw them (identical for every policy). */
   arrivals: number[];
-  perWorker: Array<{ requests: number; peakUsedBlocks: number; capacityBlocks: number; preemptions: number; prefillTokens: number }>;
+  perWorker: Array<{
+    requests: number;
+    peakUsedBlocks: number;
+    capacityBlocks: number;
+    preemptions: number;
+    prefillTokens: number;
+    /** blocks the engine's prefix cache holds at the end */
+    cachedBlocks: number;
+    /** blocks the KV event index lists for this worker at the end (precise runs) */
+    indexedBlocks?: number;
+  }>;
   /** Times any request finished more than once (an invariant: 0). */
   duplicateFinishes: number;
   /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
@@ -255,6 +265,7 @@ export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, o
     arrivals,
     perWorker: engines.map((e, i) => ({
       requests: requestsPerWorker[i], peakUsedBlocks: e.peakUsedBlocks, capacityBlocks: e.pool.capacity, preemptions: e.preemptions, prefillTokens: e.prefillTokens,
+      cachedBlocks: e.pool.cachedBlocks(), indexedBlocks: events?.index.size(`w${i}`),
     })),
     duplicateFinishes,
     rejected,

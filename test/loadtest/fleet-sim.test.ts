@@ -107,6 +107,15 @@ describe('fleet simulator invariants', () => {
     expect(res.rejected).toBe(reqs.filter((r) => r.inputTokens + r.outputTokens > 12 * 512).length);
   });
 
+  it('--index precise: the KV event index lists exactly what each engine caches', () => {
+    for (const policy of ['ctxgate', 'dynamo_kv', 'llmd_precise', 'smg_cache_aware']) {
+      const res = simulateFleet(reqs, cfg(policy, { index: 'precise', kvTokens: 20 * 512 }));
+      expect(res.outcomes.length).toBe(reqs.length - res.rejected);
+      for (const w of res.perWorker) expect(w.indexedBlocks).toBe(w.cachedBlocks);
+      expect(res.perWorker.some((w) => w.cachedBlocks > 0)).toBe(true);
+    }
+  });
+
   it('is deterministic', () => {
     const a = simulateFleet(reqs, cfg('dynamo_kv'));
     const b = simulateFleet(reqs, cfg('dynamo_kv'));
