@@ -4,7 +4,7 @@
 // directories the worker was told it may list (`workspaceRoots`; none by default, so a worker
 // never reveals its host's files), else taken from paths the prompt mentions. Bounded: the
 // prompt scan reads at most MAX_SCAN_CHARS, the listing at most MAX_FILES entries two levels deep.
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 export interface Workspace {
@@ -89,7 +89,7 @@ export function listFiles(dir: string, roots: readonly string[]): string[] | und
       const p = d + sep + name;
       let st;
       try {
-        st = statSync(p);
+        st = lstatSync(p); // symlinks are not followed: nothing outside the allowed root is listed
       } catch {
         continue;
       }

@@ -1,7 +1,7 @@
 // Reference-worker realism: answer lengths drawn from a seeded distribution with max_tokens only a
 // cap, tool calls whose arguments validate against the offered schemas and name the agent's real
 // files, and agent loops that finish. Pure functions first, then over real sockets with the SDK.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -150,6 +150,9 @@ describe('workspace from the prompt', () => {
     expect(listFiles(ws.dir, [])).toBeUndefined();
     expect(listFiles(ws.dir, [join(tmpdir(), 'somewhere-else')])).toBeUndefined();
     expect(listFiles('/etc', [ws.dir])).toBeUndefined();
+    // A link inside the workspace to a folder outside it is not followed.
+    symlinkSync('/etc', join(ws.dir, 'etc-link'));
+    expect(listFiles(ws.dir, [tmpdir()])).toEqual(ws.files);
     // Without a listable root only the paths the prompt itself mentions are used.
     const text = `Working directory: /srv/repo\nFiles:\n├── src/main.go\n└── docs/guide.md\nversion 1.2.3 see example.com`;
     expect(mentionedFiles(text, '/srv/repo')).toEqual(['/srv/repo/docs/guide.md', '/srv/repo/src/main.go']);
