@@ -2,8 +2,9 @@
 // (`${CTXGATE_AGENTS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/ctxgate-agents}/<pkg>@<version>`), once:
 // a finished install leaves a marker, so later runs only check it. Installs go to a temporary
 // folder renamed into place, so an interrupted install is never mistaken for a finished one.
-// Run directly (`npx tsx test/agents/install.ts`) to pre-install all of them and print timings.
-import { spawnSync } from 'node:child_process';
+// Installs run in parallel. Run directly (`npx tsx test/agents/install.ts [id…]`) to pre-install
+// and print timings.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -40,8 +41,30 @@ export interface Installed {
   installS: number;
 }
 
+function npmInstall(cwd: string, spec: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--loglevel=error', spec], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => void (output += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => void (output += c.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), INSTALL_TIMEOUT_MS);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      resolve({ code: null, output: output + err.message });
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
 /** Installs (or finds) one agent CLI; throws with npm's output when the install fails. */
-export function ensureAgent(agent: AgentPackage, root = agentCacheRoot()): Installed {
+export async function ensureAgent(agent: AgentPackage, root = agentCacheRoot()): Promise<Installed> {
   const dir = join(root, `${agent.pkg.replace('/', '+')}@${agent.version}`);
   const bin = join(dir, 'node_modules', '.bin', agent.bin);
   const marker = join(dir, '.installed');
@@ -53,15 +76,10 @@ export function ensureAgent(agent: AgentPackage, root = agentCacheRoot()): Insta
   // A package.json of its own, so npm never walks up into another project.
   writeFileSync(join(tmp, 'package.json'), JSON.stringify({ name: 'ctxgate-agent-cache', private: true }));
   const t0 = performance.now();
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--loglevel=error', `${agent.pkg}@${agent.version}`], {
-    cwd: tmp,
-    encoding: 'utf8',
-    timeout: INSTALL_TIMEOUT_MS,
-    env: { ...process.env, npm_config_update_notifier: 'false' },
-  });
-  if (r.status !== 0) {
+  const r = await npmInstall(tmp, `${agent.pkg}@${agent.version}`);
+  if (r.code !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`npm install ${agent.pkg}@${agent.version} failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stdout}\n${r.stderr}`);
+    throw new Error(`npm install ${agent.pkg}@${agent.version} failed (exit ${r.code}):\n${r.output}`);
   }
   writeFileSync(join(tmp, '.installed'), `${agent.pkg}@${agent.version}\n`);
   rmSync(dir, { recursive: true, force: true });
@@ -71,9 +89,10 @@ export function ensureAgent(agent: AgentPackage, root = agentCacheRoot()): Insta
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const wanted = process.argv.slice(2);
-  for (const a of Object.values(AGENTS)) {
-    if (wanted.length && !wanted.includes(a.id)) continue;
-    const r = ensureAgent(a);
-    console.log(`${a.pkg}@${a.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'} (${r.bin})`);
+  const t0 = performance.now();
+  const list = Object.values(AGENTS).filter((a) => !wanted.length || wanted.includes(a.id));
+  for (const r of await Promise.all(list.map((a) => ensureAgent(a)))) {
+    console.log(`${r.agent.pkg}@${r.agent.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'} (${r.bin})`);
   }
+  console.log(`all: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
