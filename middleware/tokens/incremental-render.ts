@@ -17,11 +17,11 @@ import type { TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
 
 /** Previous messages re-rendered as context for the new ones. */
-export const WINDOW_MESSAGES = 8;
+export const WINDOW_MESSAGES = 4;
 /** A full render cross-checks the shortcut every this many incremental renders. */
 export const VERIFY_EVERY = 64;
 /** Messages a reused window may grow to before it restarts WINDOW_MESSAGES back. */
-export const MAX_WINDOW = 16;
+export const MAX_WINDOW = 8;
 
 export interface RenderMemo {
   hashes: string[];
