@@ -16,6 +16,8 @@ export interface Reduction {
   kept: number;
   /** Lines the new text adds (non-empty). */
   added: number;
+  /** Non-empty lines of the old text. */
+  old: number;
 }
 
 /** What `next` keeps of `prev` and adds to it, or undefined when it adds more than a marker. */
@@ -36,7 +38,7 @@ export function reductionOf(prev: string, next: string): Reduction | undefined {
     }
     if (++added > MAX_MARKER_LINES || line.length > MAX_MARKER_CHARS) return undefined;
   }
-  return { kept, added };
+  return { kept, added, old: old.filter((l) => l.trim() !== '').length };
 }
 
 export interface ElisionOptions {
@@ -49,9 +51,10 @@ export function isElisionOf(prev: string, next: string, o: ElisionOptions = {}):
   if (next === prev) return false;
   const r = reductionOf(prev, next);
   if (!r) return false;
-  if (next.length < prev.length) return r.kept > 0 || r.added > 0 || next.trim() === '';
-  // Not shorter: only a marker replacing a tiny output whole (nothing of it kept).
-  return !o.strictlyShorter && r.kept === 0 && r.added > 0;
+  // Something kept and lines dropped: a head/tail truncation, its marker may outweigh the cut.
+  if (r.kept > 0) return r.kept < r.old || next.length < prev.length;
+  // Nothing kept: a marker (or nothing) in place of the output; longer than it only for tools.
+  return next.length < prev.length || (!o.strictlyShorter && r.added > 0);
 }
 
 /** Without the old text (a compacted prefix keeps only hashes): short enough to be a marker. */

@@ -25,6 +25,8 @@ describe('elision detection', () => {
     expect(isElisionOf(old, '<<5 lines trimmed by harness>>')).toBe(true);
     expect(isElisionOf(old, 'alpha 1\n~~ snip ~~\nepsilon 5')).toBe(true);
     expect(isElisionOf(old, '')).toBe(true);
+    // A head kept above a marker longer than what it cut is still a truncation.
+    expect(isElisionOf('<rc>0</rc>\nfound it\n</out>\n', '<rc>0</rc>\nfound it\n<<4 lines trimmed by harness>>', { strictlyShorter: true })).toBe(true);
     // A marker may be longer than a tiny output it replaced whole; not for user messages.
     expect(isElisionOf('ok', '[tool result cleared to save context]')).toBe(true);
     expect(isElisionOf('ok', '[tool result cleared to save context]', { strictlyShorter: true })).toBe(false);
