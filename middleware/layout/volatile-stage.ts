@@ -29,6 +29,8 @@ interface VolatileState {
   learned: Record<string, number[]>;
 }
 
+const EAGER_WHY = 'looks volatile (eager mode)';
+
 interface Moved {
   text: string;
   /** Spans replaced by the placeholder in the root; absent: the whole line left. */
@@ -117,7 +119,7 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
       }
     } else if (eager) {
       const spans = eagerLabelSpans(line);
-      if (spans) decision = { text: line, values: spans, why: 'looks volatile (eager mode)' };
+      if (spans) decision = { text: line, values: spans, why: EAGER_WHY };
     }
     if (!decision) continue;
     const at = `${mi}/${ti}`;
@@ -127,6 +129,20 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
   // What was learned about lines no longer in the root is dropped: the state stays O(root).
   for (const k of Object.keys(learned)) if (!(k in nextPrev)) delete learned[k];
   layout.volatile = { v: 3, prev: nextPrev, learned } satisfies VolatileState;
+  // A conversation's opening call (no assistant turn yet) is an agent's first call even when an
+  // identical opening shares this session (parallel agents fork later): it passes unchanged,
+  // learning only. With eager, only its eager label lines move.
+  const opening = !view.body.messages.some((m) => m.role === 'assistant');
+  if (opening) {
+    for (const [at, byLine] of edits) {
+      for (const [li, d] of byLine) {
+        const label = eager ? eagerLabelSpans(d.text) : undefined;
+        if (label) byLine.set(li, { text: d.text, values: label, why: EAGER_WHY });
+        else byLine.delete(li);
+      }
+      if (byLine.size === 0) edits.delete(at);
+    }
+  }
   if (edits.size === 0) return { view, receipts: [] };
 
   for (const [at, byLine] of edits) {

@@ -24,6 +24,8 @@ function session(opts: { budget?: number; transforms?: Transforms } = {}) {
 
 const clean = { missing: 0, altered: 0, first_call_changed: 0 };
 const req = (system: string, rest: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test.' }]): ChatRequest => ({ model: 'm', messages: [{ role: 'system', content: system }, ...rest] });
+/** The task and `i` agent turns after it: call i+1 of a session. */
+const turns = (i: number): ChatMessage[] => [{ role: 'user', content: 'Fix the failing test.' }, ...Array.from({ length: i }, (_, k): ChatMessage[] => [{ role: 'assistant', content: `step ${k}` }, { role: 'user', content: `output ${k}` }]).flat()];
 
 const AGENT_PROMPT = [
   'You are Qwen Code, an interactive CLI agent.',
@@ -62,7 +64,7 @@ describe('lossless invariants on the served chain', () => {
     const call = session();
     const roots: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const { r, check } = await call(req(`  You are agent X; the time is 2026-03-05T10:0${i}:00Z, plan  accordingly.\nBe brief.`));
+      const { r, check } = await call(req(`  You are agent X; the time is 2026-03-05T10:0${i}:00Z, plan  accordingly.\nBe brief.`, turns(i)));
       expect(check).toMatchObject(clean);
       roots.push(r.body.messages[0].content as string);
     }
@@ -70,12 +72,25 @@ describe('lossless invariants on the served chain', () => {
     expect(roots[2]).toBe(roots[1]);
   });
 
+  it('an agent opening a conversation another agent opened identically still passes unchanged', async () => {
+    const call = session();
+    const opening = (min: number) => req(`Current date: 2026-03-05T10:${min}:00Z\nYou are a coding agent.`);
+    expect((await call(opening(10))).check).toMatchObject(clean);
+    // The second agent's first call lands in the same session (same root and task): not moved.
+    const frozen = createLosslessTracker();
+    const second = opening(15);
+    const { r } = await call(structuredClone(second));
+    expect(frozen.check(second, r.body, r.receipts)).toMatchObject(clean);
+    expect(JSON.stringify(r.body.messages)).toBe(JSON.stringify(second.messages));
+  });
+
   it('a one-line dated system prompt never leaves an empty root', async () => {
     const call = session();
     for (let i = 0; i < 3; i++) {
-      const { r, check } = await call(req(`Today is 2026-03-0${5 + i}.`));
+      const { r, check } = await call(req(`Today is 2026-03-0${5 + i}.`, turns(i)));
       expect(check).toMatchObject(clean);
       expect((r.body.messages[0].content as string).trim()).not.toBe('');
+      if (i > 0) expect(r.body.messages[0].content).toBe(`Today is ${VOLATILE_PLACEHOLDER}.`);
     }
   });
 
