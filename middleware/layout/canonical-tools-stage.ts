@@ -67,6 +67,9 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
     }
   });
   if (messages) body = { ...body, messages };
+  // A conversation's opening call (no assistant turn yet) passes unchanged even when an identical
+  // opening already set this session's first-seen order (parallel agents fork at their first turn).
+  if (body !== view.body && !view.body.messages.some((m) => m.role === 'assistant')) return { view, receipts: [] };
   return { view: body === view.body ? view : { ...view, body }, receipts };
 }
 

@@ -21,6 +21,10 @@ export interface StabiliseState {
   a: string[];
   /** Identity per index, as last seen: role, tool_call_id, tool-call ids, hash of the text (reasoning aside). */
   k?: string[];
+  /** Indices where an edit that is no elision passed: contested (e.g. two agents sharing a derived
+   * session id send different outputs there), never deferred again, so one agent never gets
+   * another's output. */
+  x?: number[];
   /** Indices where ctxgate sends the stored original instead of the agent's elided version. */
   d: number[];
   /** Content ctxgate sent, per index (tool/user observations only). */
@@ -66,6 +70,7 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
   const firstUser = input.findIndex((m) => m.role === 'user');
   const out = input.slice();
   const prevK = st.k ?? [];
+  const contested = new Set(st.x ?? []);
   st.k = input.map(identity);
   for (let i = 0; i < input.length; i++) {
     const m = input[i];
@@ -88,13 +93,14 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
     const kNow = st.k[i];
     const samePlace = prevK[i] !== undefined && sameSlot(prevK[i], kNow) && (m.role === 'tool' ? !!m.tool_call_id : i > 0 && prevK[i - 1] === st.k[i - 1]);
     const reduced = oldText !== undefined && isElisionOf(oldText, contentText(m.content), { strictlyShorter: m.role !== 'tool' });
-    if (enabled && eligible && samePlace && i < input.length - 1 && reduced && !looksSecret(oldText!)) {
+    if (enabled && eligible && samePlace && !contested.has(i) && i < input.length - 1 && reduced && !looksSecret(oldText!)) {
       deferred.add(i);
       out[i] = { ...m, content: old };
       receipts.push({ stage: STAGE, action: 'defer_elision', target: `message ${i}`, reason: 'agent elided an output already sent; re-sending it until the next compaction keeps the prefix cached' });
       continue;
     }
     deferred.delete(i);
+    if (oldText !== undefined) contested.add(i);
     drop(st, i);
     if (eligible) store(st, i, m.content, max);
     const why = !enabled ? 'stabilisation off' : oldText === undefined ? 'no stored original' : eligible ? 'not an elision' : `${m.role} message edited`;
@@ -117,6 +123,9 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
     }
   }
   st.d = [...deferred].sort((x, y) => x - y);
+  const x = [...contested].filter((i) => i < input.length).sort((a, b) => a - b);
+  if (x.length) st.x = x;
+  else delete st.x;
   return { messages: out, state: st, receipts };
 }
 

@@ -104,4 +104,14 @@ describe('stabilise', () => {
     const l = run([base, leaf]);
     expect(l.outs[1][leaf.length - 1].content).toBe('short');
   });
+
+  it('two agents sharing a session: a slot where outputs differ is contested, never restored across agents', () => {
+    const a = buildSession('t', [{ cmd: 'cat a.py', out: codeLines('a', 8) }, { cmd: 'echo', out: 'x' }, { cmd: 'echo', out: 'y' }]);
+    const b = a.map((m, i) => (i === 3 ? { ...m, content: toolResult(codeLines('b', 8).replace(/\n/g, '\r\n')) } : m));
+    const ra = requestsOf(a);
+    const rb = requestsOf(b);
+    const elided = ra[3].map((m, i) => (i === 3 ? { ...m, content: 'Old environment output: (10 lines omitted)' } : m));
+    const { outs } = run([ra[2], rb[2], elided]);
+    expect(outs[2][3].content).toBe('Old environment output: (10 lines omitted)');
+  });
 });
