@@ -4,6 +4,7 @@
 // JSON only: no checksum here (nothing crosses a process boundary to corrupt it; the canonical
 // sha256 cost more than the rest of a put). Stores that serialise elsewhere (Redis) checksum.
 import { LRUCache } from 'lru-cache';
+import { takePutJson } from './put-json.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
 export const DEFAULT_MAX_SESSIONS = 10_000;
@@ -44,9 +45,10 @@ export class MemorySessionStore implements SessionStore {
 
   async put(state: SessionState): Promise<void> {
     // A checksum read from another store would be stale after the caller's changes: not kept.
+    const shared = takePutJson(state);
     const { checksum: _old, ...rest } = state;
     void _old;
-    this.lru.set(keyOf(state.tenant, state.sessionId), JSON.stringify(rest));
+    this.lru.set(keyOf(state.tenant, state.sessionId), shared ?? JSON.stringify(rest));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {

@@ -9,6 +9,7 @@
 // O(state size) per put (one stringify), O(1) per get/delete plus O(evicted).
 // The accounting is per process: replicas sharing Redis each enforce it over the sessions they
 // wrote; sessions the inner store dropped on its own (TTL) are forgotten when LRU'd out here.
+import { putJson } from './put-json.ts';
 import { TenantQuota, type TenantQuotaOptions } from './tenant-quota.ts';
 import type { SessionState, SessionStore } from './store.ts';
 
@@ -19,7 +20,7 @@ export interface TenantQuotaStoreOptions extends TenantQuotaOptions {
 
 /** Bytes a put of `state` counts against its tenant. */
 export function quotaSize(state: SessionState): number {
-  return JSON.stringify(state).length + state.tenant.length + state.sessionId.length + 1;
+  return putJson(state).length + state.tenant.length + state.sessionId.length + 1;
 }
 
 export class TenantQuotaStore implements SessionStore {
