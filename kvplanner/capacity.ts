@@ -1,4 +1,4 @@
-// KV capacity and prefill cost arithmetic (DESIGN.md §7 "Cost physics"). Pure functions, reused by
+// KV capacity and prefill cost arithmetic (docs/architecture.md, "Cost arithmetic"). Pure functions, reused by
 // `ctxgate plan` and the reference worker's timing model.
 //  - KV bytes/token = 2 (K and V) · layers · kv_heads · head_dim · bytes   (GQA/MHA)
 //    MLA caches one latent + the rotary key per layer: (kv_lora_rank + rope_dim) · bytes

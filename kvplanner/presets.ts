@@ -26,7 +26,7 @@ export interface ModelSpec {
   mlaRope?: number;
   /** attention width (heads × head dim) for the M² term; = hidden unless set */
   attnDim?: number;
-  /** true: FLOPs from 2·activeParams per token (MoE); false: 24·L·d² (DESIGN.md §7) */
+  /** true: FLOPs from 2·activeParams per token (MoE); false: 24·L·d² (docs/architecture.md, "Cost arithmetic") */
   flopsFromParams?: boolean;
 }
 
@@ -44,7 +44,7 @@ export const DTYPE_BYTES: Record<string, number> = { fp32: 4, bf16: 2, fp16: 2, 
 export const MODEL_PRESETS: Record<string, ModelSpec> = {
   // meta-llama/Llama-3.1-8B-Instruct config.json: 32 layers, hidden 4096, 8 KV heads × 128
   'llama-3.1-8b': { name: 'llama-3.1-8b', layers: 32, hidden: 4096, kvHeads: 8, headDim: 128, attention: 'gqa', params: 8.03e9, activeParams: 8.03e9, weightBytes: 2, kvBytes: 2 },
-  // meta-llama/Llama-3.1-70B-Instruct: 80 layers, hidden 8192, 8 KV heads × 128 (DESIGN.md §7: 320 KiB/token)
+  // meta-llama/Llama-3.1-70B-Instruct: 80 layers, hidden 8192, 8 KV heads × 128 (320 KiB/token, docs/architecture.md "Cost arithmetic")
   'llama-3.1-70b': { name: 'llama-3.1-70b', layers: 80, hidden: 8192, kvHeads: 8, headDim: 128, attention: 'gqa', params: 70.6e9, activeParams: 70.6e9, weightBytes: 2, kvBytes: 2 },
   // Qwen/Qwen3-32B: 64 layers, hidden 5120, 64 query heads / 8 KV heads × 128 (attention width 8192)
   'qwen3-32b': { name: 'qwen3-32b', layers: 64, hidden: 5120, kvHeads: 8, headDim: 128, attention: 'gqa', params: 32.8e9, activeParams: 32.8e9, weightBytes: 2, kvBytes: 2, attnDim: 8192 },

@@ -1,4 +1,4 @@
-// `ctxgate bench strategies`: the context-strategy comparison of DESIGN §8 as a token-level
+// `ctxgate bench strategies`: the context-strategy comparison (docs/architecture.md, "Measuring a context strategy") as a token-level
 // simulation (real tokenizer, prefix-cache model over consecutive calls); no model, no fleet.
 import { loadTokenizer } from '../middleware/tokens/registry.ts';
 import { readSessions } from './formats/read-sessions.ts';
@@ -38,7 +38,7 @@ Strategies
 
 Metrics (per strategy, over all calls of all sessions)
   staged tokens / call    tokens sent per call (mean, max); calls over budget = staged > --budget
-  compression ratio       raw history tokens ÷ staged tokens (C_r of DESIGN §8)
+  compression ratio       raw history tokens ÷ staged tokens (C_r)
   hit rate                cached ÷ staged tokens under the prefix-cache model above; also over the calls
                           that extend the previous call's prompt only ("between compactions")
   prefilled tokens        staged − cached: what the engine computes again

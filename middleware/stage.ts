@@ -21,7 +21,7 @@ import type { ChatRequest, Receipt } from './types.ts';
 
 export type Zone = 'root' | 'trunk' | 'leaf';
 
-/** Message index ranges of the three layout zones (DESIGN §2), end-exclusive. */
+/** Message index ranges of the three layout zones (docs/architecture.md, "Layout zones"), end-exclusive. */
 export interface Segments {
   /** Leading system/developer messages (tools belong to the root too). */
   root: { start: number; end: number };

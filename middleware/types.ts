@@ -39,7 +39,7 @@ export interface ChatRequest {
   [k: string]: unknown;
 }
 
-/** What one stage did, and why: every decision leaves one (DESIGN §9). */
+/** What one stage did, and why: every decision leaves one (docs/architecture.md, "Receipts"). */
 export interface Receipt {
   stage: string;
   action: string;

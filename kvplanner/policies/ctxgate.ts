@@ -24,7 +24,7 @@
 // kv_index, fed by engine KV events) routing only reads it. Without block hashes the
 // chain comes from token ids (hashed here) or, last, from 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
-// hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, DESIGN.md §7). The index keeps every
+// hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, docs/architecture.md, "Cost arithmetic"). The index keeps every
 // index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b); other
 // branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
 // O(log b + new blocks).

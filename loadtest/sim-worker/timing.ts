@@ -1,6 +1,6 @@
 // Modeled engine time. Prefill: FLOPs for the uncached tokens = 2·P per token (projections)
 // + attention of the n new tokens over c cached and the new keys, 4·L·d·n·(c + n/2),
-// divided by MFU × peak (DESIGN.md §7). Decode: one step moves the weights once for the
+// divided by MFU × peak (docs/architecture.md, "Cost arithmetic"). Decode: one step moves the weights once for the
 // whole batch plus every running sequence's KV, so per-token time = (W + Σ kv) ÷ bandwidth.
 // Continuous batching is a virtual clock: `maxRunning` slots, each free at a modeled time;
 // a request starts on the earliest-free slot, so queue wait exists even when nothing sleeps.

@@ -1,4 +1,4 @@
-// Baseline strategies of DESIGN §8: the full log, a sliding window of W tokens (system prompt
+// Baseline strategies (docs/architecture.md, "Measuring a context strategy"): the full log, a sliding window of W tokens (system prompt
 // plus the newest messages that fit), and observation masking (tool outputs older than the last
 // M replaced by a one-line placeholder). O(messages) per call.
 import type { ChatMessage } from '../../middleware/types.ts';

@@ -1,5 +1,5 @@
 // Runs context strategies over the same sessions and measures what can be measured exactly
-// without a model (DESIGN §8): staged tokens, compression ratio, prefix-cache hit rate and
+// without a model (docs/architecture.md, "Measuring a context strategy"): staged tokens, compression ratio, prefix-cache hit rate and
 // prefill, input cost, verbatim retention, constraint retention across compactions, stale
 // exposure. Ground truth for staleness is the observation ledger over the raw history.
 // Verbatim retention uses compaction's own definition (middleware/compaction/verbatim.ts): the

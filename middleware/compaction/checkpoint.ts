@@ -1,4 +1,4 @@
-// Checkpoints (DESIGN §5): a typed record ⟨goal, milestones, hypothesis, constraints,
+// Checkpoints (docs/architecture.md, "Checkpoints"): a typed record ⟨goal, milestones, hypothesis, constraints,
 // artifacts⟩ in canonical JSON, audited before any eviction: every milestone's call exists
 // in the ledger with the claimed exit code and output hash, the constraints include every
 // constraint of the task, every artifact ref still hashes to its claimed value.

@@ -1,4 +1,4 @@
-// Batch compaction with watermarks (DESIGN §4–5). When the prompt reaches τ_high·M*, the
+// Batch compaction with watermarks (docs/architecture.md, "Compaction" and "Checkpoints"). When the prompt reaches τ_high·M*, the
 // history between the pinned root/task and the latest K calls is replaced, in one batch, by a
 // checkpoint message whose digest is built cheapest-first (lossless → extraction → pointers →
 // ranges → optional summary) until the prompt fits τ_low·M*. The verbatim set of everything

@@ -1,4 +1,4 @@
-// Structured extraction (DESIGN §4, level 2): keep head and tail lines plus every line a
+// Structured extraction (docs/architecture.md "Compaction", level 2): keep head and tail lines plus every line a
 // compiler or test runner marks as an error, failure or warning, with stack frames and
 // `file:line` references. Patterns cover pytest, jest/vitest, go test, cargo, tsc, gcc/clang,
 // eslint and Python tracebacks. O(lines). Settings: head/tail/max kept lines.

@@ -1,4 +1,4 @@
-// Lossless filtering (DESIGN §4, level 1): strip ANSI escapes, resolve carriage-return
+// Lossless filtering (docs/architecture.md "Compaction", level 1): strip ANSI escapes, resolve carriage-return
 // overwrites, keep only the last line of a run of progress bars (tqdm, pip, npm), fold long
 // runs of unchanged diff context. O(n) in the text length. Nothing the agent can act on is lost.
 

@@ -1,4 +1,4 @@
-// The verbatim set V of a text (DESIGN §4): what no compression may drop. ONE definition, used
+// The verbatim set V of a text (docs/architecture.md, "Compaction"): what no compression may drop. ONE definition, used
 // by compaction (refuses an eviction that loses an item), `bench strategies` (verbatim
 // retention over the raw history) and replay-check. Deliberately narrow so it is satisfiable:
 //   - file paths with a known extension, and `path:line` references (`src/x.py:42`);

@@ -1,4 +1,4 @@
-// Root / trunk / leaf segmentation of a chat request (DESIGN §2) with per-message content hashes.
+// Root / trunk / leaf segmentation of a chat request (docs/architecture.md, "Layout zones") with per-message content hashes.
 // root = leading system/developer messages (+ tools); leaf = messages after the last assistant
 // message (the newest call's inputs); trunk = everything between. O(messages); message hashes are
 // memoised per message object (WeakMap), so unchanged messages are hashed once per request.

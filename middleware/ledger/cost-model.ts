@@ -1,4 +1,4 @@
-// Hard eviction vs appended tombstone (DESIGN §6). Evicting a stale observation in place
+// Hard eviction vs appended tombstone (docs/architecture.md, "Invalidation"). Evicting a stale observation in place
 // re-prefills every token after it once; a tombstone keeps the prefix cached but carries the
 // stale tokens (at the cached-token rate) on every remaining call. O(1).
 
@@ -9,7 +9,7 @@ export interface EvictionCostModel {
   cachedCostPerToken: number;
   /** Cap on the expected remaining calls (the estimate is the calls made so far). */
   maxExpectedRemainingCalls: number;
-  /** Never evict when this many tokens or more follow the observation (DESIGN: ~32k). */
+  /** Never evict when this many tokens or more follow the observation (past ~32k tokens a tombstone is cheaper). */
   maxTokensAfter: number;
 }
 

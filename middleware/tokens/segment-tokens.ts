@@ -1,4 +1,4 @@
-// Engine-exact prompt tokens by segments (DESIGN §3): the rendered prompt is split at the
+// Engine-exact prompt tokens by segments (docs/architecture.md, "Tokens at the seams"): the rendered prompt is split at the
 // template's special tokens (HF tokenizers split added tokens out before BPE, so nothing merges
 // across them), each text segment's ids come from the lru-cache keyed by (tokenizer, content
 // hash), and every seam is verified once by encoding a window around it; a seam that merges is

@@ -1,4 +1,4 @@
-// The worked examples of DESIGN.md §7.
+// Worked examples of the cost arithmetic (docs/architecture.md, "Cost arithmetic").
 import { describe, expect, it } from 'vitest';
 import { capacity, GIB, kvBytesPerToken, maxPromptForTtft, plan, prefillFlops, prefillSeconds } from '../../kvplanner/capacity.ts';
 import { run } from '../../cli/commands/plan.ts';
