@@ -1,0 +1,28 @@
+# ctxgate gateway image: Node 20 slim, production dependencies only, runs as the unprivileged `node` user.
+# There is no build step: tsx (a production dependency) runs the TypeScript sources.
+#   docker build -t ctxgate .
+#   docker run -p 8080:8080 -v $PWD/my-config.yaml:/etc/ctxgate/config.yaml:ro ctxgate
+FROM node:20-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY bin ./bin
+COPY cli ./cli
+COPY gateway ./gateway
+COPY middleware ./middleware
+COPY kvplanner ./kvplanner
+COPY loadtest ./loadtest
+COPY configs ./configs
+
+# The usage ledger, its spool and traffic captures are the only files ctxgate writes.
+RUN mkdir -p /var/lib/ctxgate && chown node:node /var/lib/ctxgate
+USER node
+WORKDIR /var/lib/ctxgate
+
+EXPOSE 8080
+ENTRYPOINT ["node", "/app/bin/ctxgate.js"]
+CMD ["serve", "--config", "/etc/ctxgate/config.yaml"]
