@@ -15,6 +15,8 @@ import { parseArgs } from 'node:util';
 import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
 import { BENCH_MODEL, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
+import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
+import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
 import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
 import { formatStageTable, perRequest } from './overhead/stage-table.ts';
 
@@ -23,13 +25,20 @@ export const DEFAULT_CONNECTIONS = 8;
 /** Latency is measured on one connection, throughput on this many. */
 export const THROUGHPUT_CONNECTIONS = 16;
 const WARMUP_S = 1;
+/** Turns each ingress API takes in the ingress comparison (medians are compared). */
+export const INGRESS_ROUNDS = 3;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
 const BYTES_PER_TOKEN = 4;
 
-export type Target = 'direct' | 'bare_proxy' | 'portkey' | 'ctxgate' | 'ctxgate_passthrough';
+export type Target = 'direct' | 'bare_proxy' | 'portkey' | 'ctxgate' | 'ctxgate_passthrough' | 'ctxgate_anthropic' | 'ctxgate_responses';
 
 export interface OverheadCase {
   name: string;
-  traffic: 'growing' | 'fixed';
+  traffic: 'growing' | 'fixed' | 'ingress';
   target: Target;
   tokens?: number;
   stream: boolean;
@@ -57,6 +66,17 @@ export interface OverheadResult {
     /** Gateway ms per request by stage (1-connection run). */
     stages: Record<string, number>;
   };
+  /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
+  ingress?: {
+    /** /v1/messages minus /v1/chat/completions (p50, p99), same run. */
+    anthropic_added_p50_ms: number;
+    anthropic_added_p99_ms: number;
+    /** /v1/responses minus /v1/chat/completions. */
+    responses_added_p50_ms: number;
+    responses_added_p99_ms: number;
+    /** The adapters' own CPU per call on the largest session body, in-process (µs). */
+    cpu: IngressCpu;
+  };
   fixed?: {
     /** ctxgate passthrough minus bare proxy, 16k-token non-stream case. */
     added_p50_ms: number;
@@ -72,7 +92,7 @@ export interface OverheadOptions {
   durationS?: number;
   connections?: number;
   sessions?: number;
-  only?: 'growing' | 'fixed';
+  only?: 'growing' | 'fixed' | 'ingress';
   /** Skip the Portkey baseline. */
   noPortkey?: boolean;
   /** Directory for a V8 CPU profile of the gateway process (`--cpu-prof`). */
@@ -115,17 +135,17 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
     const cases: OverheadCase[] = [];
     const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
-    const measure = async (c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>, url: string, body: string | (() => string), headers?: Record<string, string>, before?: () => Promise<unknown>): Promise<LoadResult> => {
-      await load({ url, body, durationS: WARMUP_S, connections: c.connections, headers });
+    const measure = async (c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>, url: string, body: string | (() => string), headers?: Record<string, string>, before?: () => Promise<unknown>, path?: string): Promise<LoadResult> => {
+      await load({ url, path, body, durationS: WARMUP_S, connections: c.connections, headers });
       await before?.();
-      const r = await load({ url, body, durationS, connections: c.connections, headers });
+      const r = await load({ url, path, body, durationS, connections: c.connections, headers });
       const oc: OverheadCase = { ...c, p50_ms: r.p50, p99_ms: r.p99, rps: r.rps, errors: r.errors };
       cases.push(oc);
       log(fmtCase(oc));
       return r;
     };
 
-    if (opts.only !== 'fixed') {
+    if (opts.only === undefined || opts.only === 'growing') {
       let portkey: Portkey | undefined;
       if (!opts.noPortkey) {
         portkey = await startPortkey(upstream);
@@ -180,7 +200,47 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       log('');
     }
 
-    if (opts.only !== 'growing') {
+    if (opts.only === undefined || opts.only === 'ingress') {
+      // Same sessions, same gateway, same pipeline: only the ingress adapter differs. The APIs
+      // take turns for INGRESS_ROUNDS rounds and each is judged by its median p50/p99, so machine
+      // noise and warm-up order hit all three alike.
+      const apis: [Target, string, ((json: string) => string) | undefined][] = [
+        ['ctxgate', '/v1/chat/completions', undefined],
+        ['ctxgate_anthropic', '/v1/messages', chatToAnthropic],
+        ['ctxgate_responses', '/v1/responses', chatToResponses],
+      ];
+      log(`ingress APIs: growing sessions through the default pipeline, 1 connection, non-stream, ${INGRESS_ROUNDS} rounds:`);
+      const traffic = apis.map(([, , convert]) => new GrowingTraffic({ slots: sessions, model: BENCH_MODEL, convert }));
+      const runs = new Map<Target, OverheadCase[]>();
+      const renewed = apis.map(() => 0);
+      for (let round = 0; round < INGRESS_ROUNDS; round++) {
+        for (const [i, [target, path]] of apis.entries()) {
+          const t = traffic[i];
+          // Same conversations, session generations unique across APIs and rounds: no run
+          // continues another run's sessions.
+          for (; renewed[i] <= round * apis.length + i; renewed[i]++) t.renew();
+          const primer = t.prime();
+          let p = 0;
+          await load({ url: urls.ctxgate, path, body: () => primer[p++] ?? t.next(), durationS, amount: primer.length, connections: 1 });
+          await measure({ name: `${target} ${path} r${round + 1}`, traffic: 'ingress', target, stream: false, connections: 1 }, urls.ctxgate, () => t.next(), undefined, undefined, path);
+          runs.set(target, [...(runs.get(target) ?? []), cases.at(-1)!]);
+        }
+      }
+      const med = (t: Target, k: 'p50_ms' | 'p99_ms'): number => median(runs.get(t)!.map((c) => c[k]));
+      res.ingress = {
+        anthropic_added_p50_ms: med('ctxgate_anthropic', 'p50_ms') - med('ctxgate', 'p50_ms'),
+        anthropic_added_p99_ms: med('ctxgate_anthropic', 'p99_ms') - med('ctxgate', 'p99_ms'),
+        responses_added_p50_ms: med('ctxgate_responses', 'p50_ms') - med('ctxgate', 'p50_ms'),
+        responses_added_p99_ms: med('ctxgate_responses', 'p99_ms') - med('ctxgate', 'p99_ms'),
+        cpu: await measureIngressCpu(BENCH_MODEL),
+      };
+      const c = res.ingress.cpu;
+      log(`adapter CPU per call, ${c.body_chars}-char session body (request + answer translation): chat ${c.chat_us.toFixed(0)} us, ` +
+        `Anthropic ${c.anthropic_us.toFixed(0)} us (+${(c.anthropic_us - c.chat_us).toFixed(0)}), Responses ${c.responses_us.toFixed(0)} us (+${(c.responses_us - c.chat_us).toFixed(0)})`);
+      log('');
+    }
+
+    if (opts.only === undefined || opts.only === 'fixed') {
       const targets: [Target, string][] = [
         ['direct', upstream],
         ['bare_proxy', urls.bare],
@@ -206,7 +266,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   }
 }
 
-export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|fixed] [--no-portkey] [--cpu-prof DIR]
+export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--cpu-prof DIR]
 
 What ctxgate adds over a zero-latency upstream, beside a bare @fastify/http-proxy and the Portkey
 gateway (@portkey-ai/gateway), in one run. Growing agent sessions (--sessions concurrent, each call
@@ -214,6 +274,8 @@ one ~550-token tool output longer, ~1k to ~17k tokens, a new session after 30 ca
 through ctxgate's default pipeline (layout ctxgate, qwen3 tokenizer, policy ctxgate) on 1
 connection (latency) and ${THROUGHPUT_CONNECTIONS} (throughput); the gateway's time per request by stage; then
 fixed ~1k/~16k-token bodies, stream and not, through ctxgate passthrough (a labelled extra).
+Ingress: the same growing sessions as Anthropic Messages (/v1/messages) and OpenAI Responses
+(/v1/responses, store: false) bodies beside chat, 1 connection (target: <= 0.3 ms added p50).
 Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
 connections: req/s >= Portkey's. --cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
@@ -232,8 +294,8 @@ export async function run(argv: string[]): Promise<number> {
       'cpu-prof': { type: 'string' },
     },
   });
-  if (values.only !== undefined && values.only !== 'growing' && values.only !== 'fixed') {
-    process.stderr.write(`bench overhead: --only must be growing or fixed\n\n${help}\n`);
+  if (values.only !== undefined && values.only !== 'growing' && values.only !== 'fixed' && values.only !== 'ingress') {
+    process.stderr.write(`bench overhead: --only must be growing, ingress or fixed\n\n${help}\n`);
     return 2;
   }
   const res = await runOverheadBench({
@@ -261,6 +323,16 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(
       `growing sessions, ${THROUGHPUT_CONNECTIONS} connections: ctxgate throughput ${f(gr.throughput_ratio_vs_portkey)}x Portkey's ` +
         `(target >= 1: ${gr.throughput_ratio_vs_portkey === undefined ? 'n/a' : ok(gr.throughput_ratio_vs_portkey >= 1)}), ${f(gr.throughput_ratio_vs_bare_proxy)}x the bare proxy's\n`,
+    );
+  }
+  const ig = res.ingress;
+  if (ig) {
+    const ok = (n: number): string => (n <= 0.3 ? 'met' : 'NOT met');
+    process.stdout.write(
+      `ingress APIs over chat, 1 connection (wall clock, medians of ${INGRESS_ROUNDS} rounds): Anthropic added p50 ${f(ig.anthropic_added_p50_ms)} ms / p99 ${f(ig.anthropic_added_p99_ms)} ms; ` +
+        `Responses added p50 ${f(ig.responses_added_p50_ms)} ms / p99 ${f(ig.responses_added_p99_ms)} ms\n` +
+        `adapter CPU over chat per call: Anthropic +${f((ig.cpu.anthropic_us - ig.cpu.chat_us) / 1000, 3)} ms (target <= 0.3: ${ok((ig.cpu.anthropic_us - ig.cpu.chat_us) / 1000)}), ` +
+        `Responses +${f((ig.cpu.responses_us - ig.cpu.chat_us) / 1000, 3)} ms (target <= 0.3: ${ok((ig.cpu.responses_us - ig.cpu.chat_us) / 1000)})\n`,
     );
   }
   const fx = res.fixed;

@@ -48,6 +48,8 @@ function collapse(parts: ContentPart[]): string | ContentPart[] {
 
 function toolResult(b: Block, where: string): ChatMessage {
   if (typeof b.tool_use_id !== 'string') throw bad(`${where}.tool_use_id must be a string`, `${where}.tool_use_id`);
+  // The common case (a string result) takes no detour through content parts.
+  if (typeof b.content === 'string') return { role: 'tool', tool_call_id: b.tool_use_id, content: b.is_error === true ? `[tool error] ${b.content}` : b.content };
   const parts: ContentPart[] = [];
   if (b.content !== undefined && b.content !== null) {
     const inner = blocksOf(b.content, `${where}.content`);
@@ -67,6 +69,10 @@ function toolResult(b: Block, where: string): ChatMessage {
 }
 
 function userTurn(content: unknown, where: string, out: ChatMessage[]): void {
+  if (typeof content === 'string') {
+    out.push({ role: 'user', content });
+    return;
+  }
   const parts: ContentPart[] = [];
   blocksOf(content, where).forEach((b, j) => {
     const w = `${where}[${j}]`;

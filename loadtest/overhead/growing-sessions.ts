@@ -31,6 +31,8 @@ export interface GrowingOptions {
   seed?: number;
   model: string;
   stream?: boolean;
+  /** Rewrites each chat body into another ingress API's body (done once, up front). */
+  convert?: (chatJson: string) => string;
 }
 
 /** Numbered lines of a synthetic source file, cut at about `chars` characters. */
@@ -59,7 +61,8 @@ export function sessionBodies(slot: number, o: GrowingOptions): [string, string]
       messages.push({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } }] });
       messages.push({ role: 'tool', tool_call_id: id, content: toolOutput(path, rng) });
     }
-    const json = JSON.stringify({ model: o.model, messages, tools: TOOLS, max_tokens: 16, temperature: 0, ...(o.stream ? { stream: true } : {}) });
+    const chat = JSON.stringify({ model: o.model, messages, tools: TOOLS, max_tokens: 16, temperature: 0, ...(o.stream ? { stream: true } : {}) });
+    const json = o.convert ? o.convert(chat) : chat;
     const at = json.indexOf(JSON.stringify(MARKER).slice(1, -1));
     const esc = JSON.stringify(MARKER).length - 2;
     out.push([json.slice(0, at), json.slice(at + esc)]);

@@ -17,6 +17,8 @@ export interface LoadResult {
 
 export interface LoadSpec {
   url: string;
+  /** Route under url (default: the chat completions route). */
+  path?: string;
   durationS: number;
   connections: number;
   headers?: Record<string, string>;
@@ -39,7 +41,7 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const inst = autocannon(
       {
-        url: `${spec.url}/v1/chat/completions`,
+        url: `${spec.url}${spec.path ?? '/v1/chat/completions'}`,
         method: 'POST',
         headers,
         ...(typeof next === 'string' ? { body: next } : { requests }),

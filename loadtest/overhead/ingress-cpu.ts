@@ -1,0 +1,73 @@
+// CPU an ingress adapter adds per call, in-process and on the same bodies as the chat path: request
+// translation (validate + canonical form + the upstream body's JSON) and answer translation (the
+// upstream chat completion into the API's answer). Wall-clock runs through the gateway carry tens of
+// milliseconds of machine noise on a busy host; this isolates the adapter's own work. Medians of
+// alternating batches, so warm-up and noise hit every API alike.
+import { toAnthropicMessage } from '../../gateway/ingress/anthropic-answer.ts';
+import { parseAnthropic } from '../../gateway/ingress/anthropic-request.ts';
+import { parseChat } from '../../gateway/ingress/openai-chat.ts';
+import { toResponseObject } from '../../gateway/ingress/responses-answer.ts';
+import { parseResponses } from '../../gateway/ingress/responses-request.ts';
+import { MemoryResponseStore } from '../../gateway/ingress/responses-store.ts';
+import type { AnswerContext } from '../../gateway/ingress/types.ts';
+import { extractUsage } from '../../gateway/usage/extract.ts';
+import { sessionBodies } from './growing-sessions.ts';
+import { chatToAnthropic, chatToResponses } from './ingress-bodies.ts';
+
+const BATCH = 20;
+const BATCHES = 15;
+const ANSWER = { id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Looking at src/auth/claims.py now.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"src/auth/claims.py"}' } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 17000, completion_tokens: 16, prompt_tokens_details: { cached_tokens: 16000 } } };
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+export interface IngressCpu {
+  /** Prompt size of the bodies measured (characters of the chat body). */
+  body_chars: number;
+  chat_us: number;
+  anthropic_us: number;
+  responses_us: number;
+}
+
+/** Per-call adapter CPU (µs) on the last call of a growing session (the largest body). */
+export async function measureIngressCpu(model: string): Promise<IngressCpu> {
+  const bodies = sessionBodies(0, { slots: 1, model });
+  const [head, tail] = bodies.at(-1)!;
+  const chat = `${head}0-1${tail}`;
+  const raw = { chat, anthropic: chatToAnthropic(chat), responses: chatToResponses(chat) };
+  const ctx = { tenant: 't', maxMessages: 10_000 };
+  const store = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 24, maxBytes: 1 << 26 });
+  const answer = (state: unknown): AnswerContext => ({ requestId: 'r', tenant: 't', promptTokens: 17000, state });
+  const usage = extractUsage(ANSWER);
+  // Each path does what the gateway does on it: JSON.parse of the body (the body parser), the
+  // adapter's parse, the upstream body's JSON, and the answer back to the client's JSON.
+  const paths: Record<'chat' | 'anthropic' | 'responses', () => Promise<void>> = {
+    chat: async () => {
+      // The worker's answer goes back as its own bytes: nothing to translate.
+      const r = parseChat(JSON.parse(raw.chat), ctx);
+      JSON.stringify(r.body);
+    },
+    anthropic: async () => {
+      const r = parseAnthropic(JSON.parse(raw.anthropic), ctx);
+      JSON.stringify(r.body);
+      JSON.stringify(toAnthropicMessage(ANSWER, usage, answer(r.state)));
+    },
+    responses: async () => {
+      const r = await parseResponses(JSON.parse(raw.responses), ctx, store, () => 'resp_1');
+      JSON.stringify(r.body);
+      JSON.stringify(await toResponseObject(store, ANSWER, usage, answer(r.state)));
+    },
+  };
+  const times: Record<string, number[]> = { chat: [], anthropic: [], responses: [] };
+  for (let b = 0; b < BATCHES; b++) {
+    for (const [name, f] of Object.entries(paths)) {
+      const t = performance.now();
+      for (let i = 0; i < BATCH; i++) await f();
+      times[name].push(((performance.now() - t) / BATCH) * 1000);
+    }
+  }
+  await store.close();
+  return { body_chars: chat.length, chat_us: median(times.chat), anthropic_us: median(times.anthropic), responses_us: median(times.responses) };
+}
