@@ -298,10 +298,26 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`bench overhead: --only must be growing, ingress or fixed\n\n${help}\n`);
     return 2;
   }
+  const num = (v: string | undefined, name: string, min: number): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number >= ${min}`);
+    return n;
+  };
+  let durationS: number | undefined, connections: number | undefined, sessions: number | undefined;
+  try {
+    durationS = num(values.duration, 'duration', 1);
+    connections = num(values.connections, 'connections', 1);
+    // Fewer sessions than connections would send a session's next call before its last one ended.
+    sessions = num(values.sessions, 'sessions', THROUGHPUT_CONNECTIONS + 2);
+  } catch (err) {
+    process.stderr.write(`bench overhead: ${(err as Error).message}\n\n${help}\n`);
+    return 2;
+  }
   const res = await runOverheadBench({
-    durationS: values.duration ? Number(values.duration) : undefined,
-    connections: values.connections ? Number(values.connections) : undefined,
-    sessions: values.sessions ? Number(values.sessions) : undefined,
+    durationS,
+    connections,
+    sessions: sessions === undefined ? undefined : Math.round(sessions),
     only: values.only as OverheadOptions['only'],
     noPortkey: values['no-portkey'],
     cpuProfDir: values['cpu-prof'],
