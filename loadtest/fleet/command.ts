@@ -23,7 +23,7 @@ export const help = `ctxgate bench fleet TRACE... [options]
 Discrete-event simulation of a fleet of vLLM engines (virtual clock: continuous batching,
 chunked prefill, prefix cache, KV admission and preemption) behind each routing policy, the
 same arrivals for every policy. TRACE: Mooncake JSONL (timestamp, input_length, output_length,
-hash_ids of 512-token blocks), or request-stream captures / replay formats (tokenised).
+hash_ids of 512-token blocks); several files share one clock and one block namespace.
 
   --workers N           engines (default ${DEFAULT_FLEET_WORKERS})
   --kv-tokens N         KV capacity per engine, tokens (default ${DEFAULT_FLEET_KV_TOKENS})
