@@ -13,11 +13,11 @@ import { StrategyEvaluator, type StrategyResult } from './strategies/evaluate.ts
 import { formatStrategyTable } from './strategies/table.ts';
 import { TokenModel } from './strategies/token-model.ts';
 import { generateSessions } from './synth/index.ts';
+import { DEFAULT_BLOCK_SIZE } from '../kvplanner/block-hash.ts';
 
 export const DEFAULT_BUDGET = 16_384;
 export const DEFAULT_SYNTH_SESSIONS = 12;
 export const DEFAULT_TOKENIZER = 'qwen3';
-export const DEFAULT_BLOCK_SIZE = 16;
 
 export const help = `ctxgate bench strategies [options] [PATH...]
 

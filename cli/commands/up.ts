@@ -6,7 +6,8 @@
 import { parseArgs } from 'node:util';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
-import { DEFAULT_BLOCK_SIZE, DEFAULT_HOST, DEFAULT_PORT } from '../../gateway/config/schema.ts';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../../gateway/config/schema.ts';
+import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { BUNDLED_TOKENIZERS, TIKTOKEN_ENCODINGS } from '../../middleware/tokens/registry.ts';
 

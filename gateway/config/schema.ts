@@ -1,12 +1,12 @@
 // The one schema of the gateway config (YAML). Every section other parts of ctxgate read lives
 // here, optional with named defaults, so a config is validated once, at start, in one place.
 import { Type, type Static } from '@sinclair/typebox';
+import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_LAYOUT = 'ctxgate';
 export const DEFAULT_POLICY = 'round_robin';
-export const DEFAULT_BLOCK_SIZE = 16;
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_MAX_MESSAGES = 10_000;
 export const DEFAULT_MAX_SESSIONS = 10_000;

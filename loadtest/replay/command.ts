@@ -11,10 +11,10 @@ import { createProgress } from './progress.ts';
 import { DEFAULT_CONCURRENCY } from './runner.ts';
 import { formatTable } from './table.ts';
 import type { FleetFactory, FleetSpec, RunSummary } from './types.ts';
+import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 
 export const DEFAULT_WORKERS = 4;
 export const DEFAULT_KV_TOKENS = 262_144;
-export const DEFAULT_BLOCK_SIZE = 16;
 export const DEFAULT_TOKENIZER = 'qwen3';
 export const DEFAULT_SEED = 1;
 export const DEFAULT_PROFILE = 'append-only';

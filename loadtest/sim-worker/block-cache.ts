@@ -10,8 +10,8 @@
 // Cost: O(prompt/blockSize) map operations per request.
 import { BlockPool, type BlockPoolEvents, type PoolBlock } from './block-pool.ts';
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
+import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 
-export const DEFAULT_BLOCK_SIZE = 16;
 
 type Block = PoolBlock<string>;
 

@@ -1,6 +1,6 @@
 // Options of the reference worker, their defaults, and the command-line parser shared by
 // `ctxgate sim-worker` and `ctxgate bench calibrate`.
-import { DEFAULT_BLOCK_SIZE } from './block-cache.ts';
+import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { DEFAULT_FAULTS, type FaultConfig } from './faults.ts';
 import { DEFAULT_MAX_TOOL_TURNS, DEFAULT_TOOL_CALL_RATE } from './generate.ts';
 import { DEFAULT_MFU, DEFAULT_PRESET, PRESETS, type TimingModel } from './timing.ts';

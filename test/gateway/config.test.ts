@@ -90,3 +90,20 @@ models:
     expect(chunks.join('')).toContain('models[0].workers[0].url');
   });
 });
+
+describe('block_size reaches the routing policy', () => {
+  it("the model's block_size is the ctxgate policy's unless policy_options names one", async () => {
+    const { parseConfig } = await import('../../gateway/config/load.ts');
+    const { createFleet } = await import('../../gateway/upstream/fleet.ts');
+    const { createMetrics } = await import('../../gateway/metrics.ts');
+    const { Registry } = await import('prom-client');
+    const model = (extra: object) => ({ name: 'm', policy: 'ctxgate', block_size: 32, workers: [{ url: 'http://127.0.0.1:1' }], ...extra });
+    const blockSizeOf = (extra: object) => {
+      const cfg = parseConfig({ models: [model(extra)] }, 'test');
+      const fleet = createFleet(cfg, createMetrics(new Registry(), { defaultMetrics: false }));
+      return (fleet.get('m')!.policy as unknown as { blockSize: number }).blockSize;
+    };
+    expect(blockSizeOf({})).toBe(32);
+    expect(blockSizeOf({ policy_options: { block_size: 64 } })).toBe(64);
+  });
+});
