@@ -29,6 +29,7 @@ import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { startGateway } from './server.ts';
 import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
+import { checkModels } from './startup-checks.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './usage/reporting.ts';
 
 export interface AssembleOptions {
@@ -210,6 +211,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
 
 /** startGateway with everything assemble() wires; close() also releases stores and the ledger. */
 export async function startAssembledGateway(config: GatewayConfig, opts: AssembleOptions = {}) {
+  await checkModels(config);
   const a = assemble(config, opts);
   try {
     // The OTel SDK is imported only when the environment configures an exporter.

@@ -1,4 +1,4 @@
-// The last N request records (LRU), served by GET /v1/gateway/requests/:id so an operator or the
+// The last N request records per tenant (LRU), served by GET /v1/gateway/requests/:id so an operator or the
 // tenant itself can see why a call cost what it did: receipts, prefix diagnostics, worker, usage.
 import { LRUCache } from 'lru-cache';
 import type { PrefixDiagnostics, Receipt } from '../middleware/types.ts';
@@ -31,21 +31,31 @@ export interface RequestRecord {
 }
 
 export class RequestRecords {
-  private readonly cache: LRUCache<string, RequestRecord>;
-  constructor(max: number) {
-    this.cache = new LRUCache({ max });
+  /** One LRU per tenant (tenants come from the configured keys): one tenant's traffic can only
+   *  evict its own records. Each keeps the configured number. */
+  private readonly byTenant = new Map<string, LRUCache<string, RequestRecord>>();
+  constructor(private readonly max: number) {}
+
+  private of(tenant: string): LRUCache<string, RequestRecord> {
+    let c = this.byTenant.get(tenant);
+    if (!c) this.byTenant.set(tenant, (c = new LRUCache({ max: this.max })));
+    return c;
   }
+
   // Keyed by tenant and id: request ids may come from the client (x-request-id), so one tenant
   // reusing another's id must not overwrite (or read) that tenant's record.
   add(r: RequestRecord): void {
-    this.cache.set(`${r.tenant}\u0000${r.id}`, r);
+    this.of(r.tenant).set(r.id, r);
   }
   /** Tenant-scoped: another tenant's record reads as absent (admins see all, own tenant first). */
   get(id: string, tenant: string, admin: boolean): RequestRecord | undefined {
-    const own = this.cache.get(`${tenant}\u0000${id}`);
+    const own = this.byTenant.get(tenant)?.get(id);
     if (own || !admin) return own;
-    // Admin lookups across tenants scan the bounded cache (max entries); they are rare.
-    for (const r of this.cache.values()) if (r.id === id) return r;
+    // Admin lookups across tenants: one map lookup per tenant; they are rare.
+    for (const c of this.byTenant.values()) {
+      const r = c.get(id);
+      if (r) return r;
+    }
     return undefined;
   }
 }

@@ -1,7 +1,7 @@
 // Builds the gateway: Fastify app, auth, the raw-body JSON parser, routes, fleet, health checks.
 // buildGateway() does not listen (tests use inject or listen themselves); startGateway() does.
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { LoggerOptions } from 'pino';
 import { redact } from '../middleware/redaction/redact.ts';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -25,6 +25,9 @@ import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
 import { createCacheSalts } from './tenancy/cache-salt.ts';
+import { ConfigError } from './config/load.ts';
+import { checkListen } from './startup-checks.ts';
+import { TenantConcurrency } from './limits/tenant-concurrency.ts';
 
 export type { GatewayDeps } from './context.ts';
 export type { GatewayConfig, ModelConfig } from './config/schema.ts';
@@ -44,6 +47,8 @@ function apiKeyHeader(v: string | string[] | undefined): string | undefined {
 
 /** Routes that answer without a key: probes and scrapers. */
 const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
+/** How often Node checks request and header timeouts of open connections. */
+const SERVER_TIMEOUT_CHECK_MS = 1_000;
 /** Error codes that mean the client went away (its socket closed under us). */
 const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED', 'UND_ERR_ABORTED']);
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
@@ -80,6 +85,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     salts: createCacheSalts(config.tenancy),
+    tenantSlots: new TenantConcurrency(config.limits.max_concurrent_per_tenant),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
     tracing: deps.tracing,
@@ -91,11 +97,27 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   const app = Fastify({
     logger: deps.logger === false ? false : withRedactedUrls(typeof deps.logger === 'object' ? deps.logger : { level: 'info' }),
     bodyLimit: config.limits.max_body_bytes,
+    // Slow clients (slowloris headers, trickled bodies) are cut by the server: Node checks these
+    // timeouts every connectionsCheckingInterval, so that interval must be short too.
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: config.listen.request_timeout_ms,
+          headersTimeout: Math.min(config.listen.headers_timeout_ms, config.listen.request_timeout_ms),
+          connectionsCheckingInterval: Math.min(SERVER_TIMEOUT_CHECK_MS, config.listen.headers_timeout_ms),
+        },
+        handler,
+      ),
     genReqId: (req: IncomingMessage) => {
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && REQUEST_ID_RE.test(h) ? h : randomUUID();
     },
   });
+
+  app.server.maxConnections = config.listen.max_connections;
+  // Fastify resets these on the server it is given; set them again.
+  app.server.requestTimeout = config.listen.request_timeout_ms;
+  app.server.headersTimeout = Math.min(config.listen.headers_timeout_ms, config.listen.request_timeout_ms);
 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -187,8 +209,19 @@ export interface StartedGateway {
 }
 
 export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}): Promise<StartedGateway> {
+  checkListen(config);
   const built = buildGateway(config, deps);
-  await built.app.listen({ host: config.listen.host, port: config.listen.port });
+  try {
+    await built.app.listen({ host: config.listen.host, port: config.listen.port });
+  } catch (err) {
+    await built.close();
+    const code = (err as { code?: string }).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
+      throw new ConfigError(code === 'EADDRNOTAVAIL' ? 'listen.host' : 'listen.port', `config: cannot listen on ${config.listen.host}:${config.listen.port}: it ${why} (listen.host / listen.port, or --host / --port)`);
+    }
+    throw err;
+  }
   const addr = built.app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;
   const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;

@@ -43,7 +43,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     gw = await startAssembledGateway(config);
   } catch (err) {
-    if (err instanceof PricingError) {
+    if (err instanceof PricingError || err instanceof ConfigError) {
       process.stderr.write(`ctxgate serve: ${err.message}\n`);
       return 2;
     }

@@ -1,7 +1,11 @@
 // Sends one request upstream with failover. A failure before the first byte (connection refused
 // or reset, connect/headers timeout, HTTP 5xx) is retried on another healthy worker not yet tried,
 // up to `attempts`; once 2xx/4xx headers are back the answer is final. Candidates are filtered to
-// healthy, untried, not-full workers and the model's policy picks one.
+// healthy, untried, not-full workers and the model's policy picks one. Ejection counts transport
+// failures and timeouts at once, but a 5xx only once another worker served the same body: a body
+// that makes every worker fail (a hostile tool schema) is that request's failure, so one tenant
+// cannot eject the workers every tenant shares. (Active health checks still catch a worker that
+// answers 5xx to everything.)
 import type { Dispatcher } from 'undici';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
@@ -72,6 +76,7 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
   let failed: Dispatched['failed'];
   let failedOn: { worker: Worker; choice: Choice } | undefined;
   let waitMs = 0;
+  const suspects: Worker[] = [];
   for (let attempt = 1; attempt <= req.attempts; attempt++) {
     const t0 = tick();
     const { views, full } = candidates(route, tried);
@@ -110,7 +115,9 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
         const body = Buffer.from(await res.body.arrayBuffer());
         worker.prefillDone(queued);
         worker.end();
-        worker.recordFailure(`HTTP ${res.statusCode}`);
+        // Not yet the worker's fault: the body may be what fails (see the header comment).
+        worker.noteError(`HTTP ${res.statusCode}`);
+        suspects.push(worker);
         metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: '5xx' });
         failed = { status: res.statusCode, contentType: String(res.headers['content-type'] ?? 'application/json'), body };
         failedOn = { worker, choice };
@@ -121,6 +128,8 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
       }
       metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: res.statusCode < 300 ? 'ok' : '4xx' });
       span?.set({ 'http.response.status_code': res.statusCode });
+      // Another worker took the same body: the earlier 5xx were those workers' failures.
+      for (const w of suspects) w.recordFailure(`HTTP 5xx on a body worker ${worker.id} served`);
       return { worker, choice, attempts: attempt, res, waitMs, queuedPrefill: queued, span };
     } catch (err) {
       waitMs += performance.now() - t;

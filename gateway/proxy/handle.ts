@@ -7,6 +7,7 @@ import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
+import { checkRequestShape } from '../limits/request-shape.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
@@ -56,12 +57,15 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
   const principal = req.principal as Principal;
   const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, api: adapter.api, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
   let untrack: (() => void) | undefined;
+  let releaseSlot: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
     const parsed = await adapter.parse(req.body, { tenant: principal.tenant, maxMessages: gw.config.limits.max_messages });
     const route = gw.fleet.get(parsed.model);
     if (!route) throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
+    checkRequestShape(parsed.body as unknown as Record<string, unknown>, gw.config.limits.max_prompt_chars);
+    releaseSlot = gw.tenantSlots.acquire(principal.tenant);
     t = lap('validate', t);
     ex.model = route.config.name;
     ex.route = route;
@@ -175,6 +179,7 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     throw err;
   } finally {
     untrack?.();
+    releaseSlot?.();
     if (ex.errorCode === 'client_closed') req.log.info({ model: ex.model, worker: ex.worker?.id, ms: Math.round(performance.now() - t0) }, 'client closed the connection before the answer finished');
     finish(gw, ex);
     // See release() in finish.ts: a promoted, dead request must not hold the body.

@@ -110,9 +110,14 @@ export class Worker {
   recordFailure(message: string): void {
     this.consecutiveSuccesses = 0;
     this.consecutiveFailures++;
+    this.noteError(message);
+    if (this.healthy && this.consecutiveFailures >= this.health.eject_after) this.setHealthy(false);
+  }
+
+  /** Remembers an error for the admin route without counting it toward ejection. */
+  noteError(message: string): void {
     this.lastErrors.push({ time: new Date().toISOString(), message: message.slice(0, 300) });
     if (this.lastErrors.length > LAST_ERRORS_KEPT) this.lastErrors.shift();
-    if (this.healthy && this.consecutiveFailures >= this.health.eject_after) this.setHealthy(false);
   }
 
   private setHealthy(h: boolean): void {
