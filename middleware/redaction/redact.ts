@@ -100,9 +100,10 @@ const RULES: Rule[] = [
   },
   {
     kind: 'env_secret',
-    // NAME=value, NAME: value, "name": "value", name => 'value', name := value (env, YAML, JSON, INI, TOML, code)
+    // NAME=value, NAME: value, "name": "value", name => 'value', name := value (env, YAML, JSON, INI, TOML, code);
+    // a colon counts only before a space or a quote (YAML, JSON), so `auth_token.py:142:` stays
     re: new RegExp(
-      `((?:^|[^A-Za-z0-9_.-])(?:export\\s+)?(["']?)${NAME}\\\\?\\2\\s*(?:=>|:=|=|:)[ \\t]*)(?!\\[REDACTED)(${ESCAPED_QUOTED}|"(?:[^"\\\\\\n]|\\\\.)*"|'[^'\\n]*'|[^\\s"',;}\\]#\\\\][^\\n"',;}\\]#\\\\]*)`,
+      `((?:^|[^A-Za-z0-9_.-])(?:export\\s+)?(["']?)${NAME}\\\\?\\2\\s*(?:=>|:=|=|:(?=[ \\t"'\\\\]))[ \\t]*)(?!\\[REDACTED)(${ESCAPED_QUOTED}|"(?:[^"\\\\\\n]|\\\\.)*"|'[^'\\n]*'|[^\\s"',;}\\]#\\\\][^\\n"',;}\\]#\\\\]*)`,
       'gim',
     ),
     replace: (k, _m, g) => {

@@ -5,6 +5,7 @@
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { ChatRenderer, type RenderOptions, type TokenizerHandle } from './handle.ts';
 import { encodeCachedWith } from './encode-cache.ts';
+import { encodeBounded } from './long-runs.ts';
 import type { ChatMessage } from '../types.ts';
 
 interface AddedTokenJson {
@@ -49,7 +50,9 @@ export function createHfHandle(
   const added = (tokenizerJSON.added_tokens as AddedTokenJson[] | undefined) ?? [];
   // Only tokens that do not eat neighbouring whitespace are clean segment boundaries.
   const specialTokens = Object.freeze(added.filter((t) => !t.lstrip && !t.rstrip && t.content.length > 0).map((t) => t.content));
-  const encode = (text: string): number[] => (text.length === 0 ? [] : tok.encode(text, { add_special_tokens: false }));
+  const raw = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
+  // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
+  const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, raw));
   return {
     name,
     encode,

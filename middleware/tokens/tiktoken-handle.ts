@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { getEncoding, type TiktokenEncoding } from 'js-tiktoken';
 import { ChatRenderer, type TokenizerHandle } from './handle.ts';
 import { encodeCachedWith } from './encode-cache.ts';
+import { encodeBounded } from './long-runs.ts';
 
 export const CHATML_TEMPLATE_FILE = fileURLToPath(new URL('../../configs/templates/chatml.jinja', import.meta.url));
 
@@ -26,7 +27,8 @@ export function createTiktokenHandle(encodingName: 'o200k_base' | 'cl100k_base',
   const source = readFileSync(chatTemplateFile ?? CHATML_TEMPLATE_FILE, 'utf8');
   const eos = '<|im_end|>';
   const renderer = new ChatRenderer(source, undefined, eos);
-  const encode = (text: string): number[] => (text.length === 0 ? [] : enc.encode(text, 'all'));
+  // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
+  const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, (t) => enc.encode(t, 'all')));
   return {
     name: encodingName,
     encode,

@@ -1,0 +1,43 @@
+// Keeps BPE linear on hostile input. Byte-level BPE tokenizers first split text into pre-tokens
+// (a run of letters, of punctuation, …) and merge within each one; the merge loop of the JS ports
+// is quadratic in the pre-token's length, so 100k letters without a space stall the event loop for
+// seconds. Runs longer than MAX_RUN_CHARS of letters (with marks) or of punctuation are encoded in
+// RUN_PIECE_CHARS pieces instead. Ids differ from the engine's only at those cuts, inside such
+// runs — never in real prose or code, whose pre-tokens are short. O(n) scan; pieces bounded.
+
+/** Longest letter or punctuation run encoded whole. */
+export const MAX_RUN_CHARS = 256;
+/** Piece length a longer run is encoded in. */
+export const RUN_PIECE_CHARS = 128;
+const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${MAX_RUN_CHARS + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN_CHARS + 1},}`, 'gu');
+
+/** `encode` applied piecewise where `text` holds runs too long for one pre-token. */
+export function encodeBounded(text: string, encode: (s: string) => number[]): number[] {
+  if (text.length <= MAX_RUN_CHARS) return encode(text);
+  LONG_RUN.lastIndex = 0;
+  let m = LONG_RUN.exec(text);
+  if (!m) return encode(text);
+  const out: number[] = [];
+  const push = (ids: number[]): void => {
+    for (const id of ids) out.push(id);
+  };
+  // a cut never splits a surrogate pair
+  const at = (i: number, end: number): number => (i < end && isHigh(text.charCodeAt(i - 1)) ? i + 1 : Math.min(i, end));
+  let from = 0;
+  for (; m; m = LONG_RUN.exec(text)) {
+    const end = m.index + m[0].length;
+    // the text before the run travels with the run's first piece: ordinary text encodes as before
+    let cut = at(m.index + RUN_PIECE_CHARS, end);
+    push(encode(text.slice(from, cut)));
+    while (cut < end) {
+      const to = at(cut + RUN_PIECE_CHARS, end);
+      push(encode(text.slice(cut, to)));
+      cut = to;
+    }
+    from = end;
+  }
+  if (from < text.length) push(encode(text.slice(from)));
+  return out;
+}
+
+const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
