@@ -42,6 +42,8 @@ function benign(name: string, value: string): boolean {
   if (v.length < 4) return true;
   if (/^(?:\d+(?:\.\d+)?|true|false|null|none|nil|undefined|yes|no|required|optional|string|number|boolean)$/i.test(v)) return true;
   if (/^(?:\$\{?[A-Za-z_][\w.]*\}?|process\.env\.\w+|os\.environ.*|env\(.*\)|<[^>]*>|\*+|x{4,}|\[REDACTED.*)$/i.test(v)) return true;
+  // a file reference, not a key: `services/auth_token.py:142: in validate_claims` (tracebacks, grep -n)
+  if (/\.[A-Za-z][A-Za-z0-9]{0,5}$/.test(name) && /^\d+(?:[:,)\s]|$)/.test(v)) return true;
   // counts and limits named after tokens (max_tokens: 4096, tokens_per_s) are not credentials
   return /tokens$|token_?count|token_?limit|tokens?_per/i.test(name) && /^\d/.test(v);
 }

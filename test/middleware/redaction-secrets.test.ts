@@ -75,7 +75,7 @@ describe('redaction fuzz: generated secrets wrapped in many formats', () => {
     );
   });
   it('keeps ordinary text: counts named after tokens, booleans, references, prose', () => {
-    for (const keep of ['max_tokens: 4096', 'password_required: true', 'API_KEY=${API_KEY}', 'token = process.env.TOKEN', 'bearer tokens expire', 'a basic understanding', 'secret: <your-secret>']) {
+    for (const keep of ['max_tokens: 4096', 'password_required: true', 'API_KEY=${API_KEY}', 'token = process.env.TOKEN', 'bearer tokens expire', 'a basic understanding', 'secret: <your-secret>', 'services/auth_token.py:142: in validate_claims', 'src/token.ts:17:9: error TS2345']) {
       expect(redact(keep).text, keep).toBe(keep);
     }
   });
