@@ -97,7 +97,18 @@ export const ModelSchema = Type.Object(
     flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang'), Type.Literal('openai')])),
     pricing: Type.Optional(Type.Union([TokenPricing, GpuPricing])),
     /** Stage name → on/off; `volatile` also takes `eager` (move label lines such as `Current date: …` on first sight). */
-    transforms: Type.Object({ volatile: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('eager')])) }, { additionalProperties: Type.Boolean(), default: {} }),
+    // One switch per pipeline stage (the stage names of middleware/); an unknown key is a config error, not a no-op.
+    transforms: Type.Object(
+      {
+        canonical_tools: Type.Optional(Type.Boolean()),
+        volatile: Type.Optional(Type.Union([Type.Boolean(), Type.Literal('eager')])),
+        stabilise: Type.Optional(Type.Boolean()),
+        ledger: Type.Optional(Type.Boolean()),
+        compaction: Type.Optional(Type.Boolean()),
+        leaf_note: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     capture: Type.Object(
       {
         enabled: Type.Boolean({ default: false }),

@@ -107,3 +107,12 @@ describe('block_size reaches the routing policy', () => {
     expect(blockSizeOf({ policy_options: { block_size: 64 } })).toBe(64);
   });
 });
+
+describe('transforms', () => {
+  it('an unknown stage name is rejected at load with its field path', async () => {
+    const { parseConfig } = await import('../../gateway/config/load.ts');
+    const base = { name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] };
+    expect(() => parseConfig({ models: [{ ...base, transforms: { volatile: 'eager', ledger: false } }] }, 'test')).not.toThrow();
+    expect(() => parseConfig({ models: [{ ...base, transforms: { volatlie: false } }] }, 'test')).toThrow(/models\[0\]\.transforms/);
+  });
+});
