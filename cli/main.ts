@@ -8,19 +8,31 @@ interface CommandEntry {
 }
 
 const COMMANDS: Record<string, CommandEntry> = {
-  up: { summary: 'reference workers + gateway in one command: ctxgate up [--workers N] [--port P]', load: () => import('./commands/up.ts') },
+  up: {
+    summary: 'reference workers + gateway in one command: ctxgate up [--workers N] [--port P]',
+    load: () => import('./commands/up.ts'),
+  },
   serve: { summary: 'run the gateway: ctxgate serve --config FILE', load: () => import('./commands/serve.ts') },
   'sim-worker': {
     summary: 'run a reference worker (vLLM/SGLang stand-in with a real prefix cache)',
     load: () => import('./commands/sim-worker.ts'),
   },
-  demo: { summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)', load: () => import('./commands/demo.ts') },
-  bench: { summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos', load: () => import('./commands/bench.ts') },
+  demo: {
+    summary: 'embedded fleet + gateway + synthetic agents + report (< 60 s)',
+    load: () => import('./commands/demo.ts'),
+  },
+  bench: {
+    summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos',
+    load: () => import('./commands/bench.ts'),
+  },
   loadtest: {
     summary: 'multi-turn agent sessions through autocannon against a live endpoint: req/s, latency, TTFT, hit rate',
     load: () => import('./commands/loadtest.ts'),
   },
-  explain: { summary: 'per-call prefix-cache table for a recorded session', load: () => import('./commands/explain.ts') },
+  explain: {
+    summary: 'per-call prefix-cache table for a recorded session',
+    load: () => import('./commands/explain.ts'),
+  },
   plan: { summary: 'KV capacity planning for a model on a GPU', load: () => import('./commands/plan.ts') },
   report: { summary: 'FinOps report from the usage ledger', load: () => import('./commands/report.ts') },
 };

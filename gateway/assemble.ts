@@ -22,7 +22,13 @@ import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
 import type { Stage } from '../middleware/stage.ts';
-import type { ChatRequest, ContextPipeline, PipelineContext, PipelineOutcome, PipelineResult } from '../middleware/types.ts';
+import type {
+  ChatRequest,
+  ContextPipeline,
+  PipelineContext,
+  PipelineOutcome,
+  PipelineResult,
+} from '../middleware/types.ts';
 import type { Principal } from './auth.ts';
 import { createCapture, type Capture, type CaptureMeta } from './capture/index.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
@@ -58,7 +64,8 @@ export interface Assembled {
   close(): Promise<void>;
 }
 
-const tenantOf = (req: FastifyRequest): string | undefined => (req as FastifyRequest & { principal?: Principal }).principal?.tenant;
+const tenantOf = (req: FastifyRequest): string | undefined =>
+  (req as FastifyRequest & { principal?: Principal }).principal?.tenant;
 
 /** Tenants sessions can belong to: the configured keys' tenants, or the one open tenant. */
 export function tenantCount(config: GatewayConfig): number {
@@ -86,7 +93,11 @@ export interface ChainLimits {
 }
 
 /** Context-chain stages after the layout stages; compaction only where the model has a budget M*. */
-export function chainStages(m: Pick<ModelConfig, 'budget_tokens'>, artifacts?: ArtifactStore, limits: ChainLimits = {}): Stage[] {
+export function chainStages(
+  m: Pick<ModelConfig, 'budget_tokens'>,
+  artifacts?: ArtifactStore,
+  limits: ChainLimits = {},
+): Stage[] {
   // Stabilise bounds its stored originals per session and never keeps (nor truncates: a cut
   // original could not be re-sent) one longer than the cap, so the config cap is its cap too.
   const maxOriginal = Math.min(DEFAULT_MAX_ORIGINAL_BYTES, limits.maxToolOutputBytes ?? Infinity);
@@ -139,12 +150,22 @@ function withTap(inner: ContextPipeline, tap: NonNullable<AssembleOptions['tap']
 /** The worker's usage when it reported any (a failed or usage-less answer records none). */
 function recordedUsage(o: PipelineOutcome): CaptureMeta | undefined {
   if (o.promptTokens === undefined) return undefined;
-  return { recorded_usage: { prompt_tokens: o.promptTokens, cached_tokens: o.cachedTokens ?? 0, completion_tokens: o.completionTokens ?? 0 } };
+  return {
+    recorded_usage: {
+      prompt_tokens: o.promptTokens,
+      cached_tokens: o.cachedTokens ?? 0,
+      completion_tokens: o.completionTokens ?? 0,
+    },
+  };
 }
 
 export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Assembled {
   const store = opts.store ?? openStore(config);
-  const artifacts = opts.artifacts ?? (config.artifacts.dir ? new FsArtifactStore(config.artifacts.dir) : new MemoryArtifactStore({ maxBytes: config.artifacts.max_bytes }));
+  const artifacts =
+    opts.artifacts ??
+    (config.artifacts.dir
+      ? new FsArtifactStore(config.artifacts.dir)
+      : new MemoryArtifactStore({ maxBytes: config.artifacts.max_bytes }));
   const reporting = opts.reporting === false ? undefined : createReporting(config, opts.reporting);
   const captures = new Map<string, Capture>();
 
@@ -159,11 +180,18 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       blockSize: m.block_size,
       transforms: m.transforms,
       store,
-      extraStages: m.layout === 'ctxgate' ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes }) : [],
+      extraStages:
+        m.layout === 'ctxgate'
+          ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes })
+          : [],
     });
     if (opts.tap) p = withTap(p, opts.tap);
     if (m.capture.enabled && m.capture.sample_rate > 0) {
-      const capture = createCapture({ dir: m.capture.dir, sampleRate: m.capture.sample_rate, maxBytes: m.capture.max_bytes });
+      const capture = createCapture({
+        dir: m.capture.dir,
+        sampleRate: m.capture.sample_rate,
+        maxBytes: m.capture.max_bytes,
+      });
       captures.set(m.name, capture);
       p = withCapture(p, capture);
     }
@@ -190,7 +218,9 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       const shared = config.redis?.url ? shareIndex(route.policy, { redisUrl: config.redis.url, model }) : undefined;
       if (shared) ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
       if (route.config.scrape_metrics_ms > 0) {
-        const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, { names: engineOf(route.config).metrics });
+        const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
+          names: engineOf(route.config).metrics,
+        });
         ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
       }
     }

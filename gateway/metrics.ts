@@ -3,7 +3,9 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 
 /** Latency buckets in seconds: sub-ms gateway overhead up to multi-minute generations. */
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 
 export function createMetrics(registry: Registry, opts: { defaultMetrics?: boolean } = {}) {
@@ -18,23 +20,69 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ctxgate_process_' });
 
   return {
-    requests: counter('requests_total', 'Requests answered, by status class and ingress API', ['model', 'tenant', 'status', 'api'] as const),
-    ttft: histogram('ttft_seconds', 'Request arrival to first content/tool-call delta (or first body byte)', ['model'] as const, LATENCY_BUCKETS),
-    requestDuration: histogram('request_duration_seconds', 'Request arrival to last byte', ['model'] as const, LATENCY_BUCKETS),
-    gatewayOverhead: histogram('gateway_overhead_seconds', 'Request time not spent waiting on the upstream', ['model'] as const, OVERHEAD_BUCKETS),
-    upstreamAttempts: counter('upstream_attempts_total', 'Upstream attempts by outcome', ['model', 'worker', 'outcome'] as const),
+    requests: counter('requests_total', 'Requests answered, by status class and ingress API', [
+      'model',
+      'tenant',
+      'status',
+      'api',
+    ] as const),
+    ttft: histogram(
+      'ttft_seconds',
+      'Request arrival to first content/tool-call delta (or first body byte)',
+      ['model'] as const,
+      LATENCY_BUCKETS,
+    ),
+    requestDuration: histogram(
+      'request_duration_seconds',
+      'Request arrival to last byte',
+      ['model'] as const,
+      LATENCY_BUCKETS,
+    ),
+    gatewayOverhead: histogram(
+      'gateway_overhead_seconds',
+      'Request time not spent waiting on the upstream',
+      ['model'] as const,
+      OVERHEAD_BUCKETS,
+    ),
+    upstreamAttempts: counter('upstream_attempts_total', 'Upstream attempts by outcome', [
+      'model',
+      'worker',
+      'outcome',
+    ] as const),
     retries: counter('retries_total', 'Attempts retried on another worker before the first byte', ['model'] as const),
-    streamErrors: counter('stream_errors_total', 'Streams ended by an upstream failure after the first byte', ['model'] as const),
-    workerHealthy: gauge('worker_healthy', '1 when the worker is admitted, 0 when ejected', ['model', 'worker'] as const),
+    streamErrors: counter('stream_errors_total', 'Streams ended by an upstream failure after the first byte', [
+      'model',
+    ] as const),
+    workerHealthy: gauge('worker_healthy', '1 when the worker is admitted, 0 when ejected', [
+      'model',
+      'worker',
+    ] as const),
     workerInFlight: gauge('worker_in_flight', 'Requests in flight on the worker', ['model', 'worker'] as const),
     promptTokens: counter('prompt_tokens_total', 'Prompt tokens reported by workers', ['model', 'tenant'] as const),
-    cachedTokens: counter('cached_tokens_total', 'Prompt tokens served from the worker prefix cache', ['model', 'tenant'] as const),
-    predictedCachedTokens: counter('predicted_cached_tokens_total', 'Prompt tokens the gateway predicted cached', ['model', 'tenant'] as const),
+    cachedTokens: counter('cached_tokens_total', 'Prompt tokens served from the worker prefix cache', [
+      'model',
+      'tenant',
+    ] as const),
+    predictedCachedTokens: counter('predicted_cached_tokens_total', 'Prompt tokens the gateway predicted cached', [
+      'model',
+      'tenant',
+    ] as const),
     outputTokens: counter('output_tokens_total', 'Completion tokens reported by workers', ['model', 'tenant'] as const),
-    costUsd: counter('cost_usd_total', 'Cost in USD by kind (uncached_input, cached_input, cache_write, output)', ['model', 'tenant', 'kind'] as const),
+    costUsd: counter('cost_usd_total', 'Cost in USD by kind (uncached_input, cached_input, cache_write, output)', [
+      'model',
+      'tenant',
+      'kind',
+    ] as const),
     savingsUsd: counter('savings_usd_total', 'USD saved by cached prompt tokens', ['model', 'tenant'] as const),
-    workerCacheHitRatio: gauge('worker_cache_hit_ratio', 'Cached / prompt tokens of the last requests on the worker', ['model', 'worker'] as const),
-    routingDecisions: counter('routing_decisions_total', 'Routing decisions by policy branch', ['model', 'policy', 'branch'] as const),
+    workerCacheHitRatio: gauge('worker_cache_hit_ratio', 'Cached / prompt tokens of the last requests on the worker', [
+      'model',
+      'worker',
+    ] as const),
+    routingDecisions: counter('routing_decisions_total', 'Routing decisions by policy branch', [
+      'model',
+      'policy',
+      'branch',
+    ] as const),
     routingCachedTokens: counter(
       'routing_cached_tokens_total',
       'Prompt tokens cached on the chosen worker, as the policy predicted at the decision (source=predicted) and as the worker reported (source=reported); decisions with both only',
@@ -49,7 +97,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     compactions: counter('compactions_total', 'Compactions by outcome', ['model', 'outcome'] as const),
     compactionTokensSaved: counter('compaction_tokens_saved_total', 'Tokens removed by compaction', ['model'] as const),
     cacheBreaks: counter('cache_breaks_total', 'Prefix cache breaks by cause', ['model', 'cause'] as const),
-    usageRecordsDropped: counter('usage_records_dropped_total', 'Usage records dropped (ledger backlog full or failing)', [] as const),
+    usageRecordsDropped: counter(
+      'usage_records_dropped_total',
+      'Usage records dropped (ledger backlog full or failing)',
+      [] as const,
+    ),
     rateLimited: counter('rate_limited_total', 'Requests refused by rate limit or budget', ['tenant'] as const),
   };
 }

@@ -50,14 +50,26 @@ const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
 /** How often Node checks request and header timeouts of open connections. */
 const SERVER_TIMEOUT_CHECK_MS = 1_000;
 /** Error codes that mean the client went away (its socket closed under us). */
-const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED', 'UND_ERR_ABORTED']);
+const CLIENT_GONE_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_STREAM_DESTROYED',
+  'UND_ERR_ABORTED',
+]);
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
 /** How long upstream pools get to close gracefully at shutdown before being destroyed. */
 const POOL_CLOSE_MS = 1_000;
 
 /** Request log lines carry the URL; a key in its query (`?api_key=…`) must not reach the log. */
 function withRedactedUrls(opts: LoggerOptions): LoggerOptions {
-  const req = (r: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({ id: r.id, method: r.method, url: r.url ? redact(r.url).text : r.url, host: r.hostname, remoteAddress: r.ip });
+  const req = (r: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({
+    id: r.id,
+    method: r.method,
+    url: r.url ? redact(r.url).text : r.url,
+    host: r.hostname,
+    remoteAddress: r.ip,
+  });
   return { ...opts, serializers: { req, ...(opts.serializers ?? {}) } };
 }
 
@@ -95,7 +107,10 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   };
 
   const app = Fastify({
-    logger: deps.logger === false ? false : withRedactedUrls(typeof deps.logger === 'object' ? deps.logger : { level: 'info' }),
+    logger:
+      deps.logger === false
+        ? false
+        : withRedactedUrls(typeof deps.logger === 'object' ? deps.logger : { level: 'info' }),
     bodyLimit: config.limits.max_body_bytes,
     // Slow clients (slowloris headers, trickled bodies) are cut by the server: Node checks these
     // timeouts every connectionsCheckingInterval, so that interval must be short too.
@@ -126,7 +141,13 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     req.rawBody = buf;
     const maxDepth = config.limits.max_json_depth;
     if (jsonDepth(buf, maxDepth) > maxDepth) {
-      done(new GatewayError('invalid_request', `request body nests deeper than ${maxDepth} levels (limits.max_json_depth)`), undefined);
+      done(
+        new GatewayError(
+          'invalid_request',
+          `request body nests deeper than ${maxDepth} levels (limits.max_json_depth)`,
+        ),
+        undefined,
+      );
       return;
     }
     let parsed: unknown;
@@ -151,7 +172,12 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   let shapers = new Map<string, ErrorShaper>();
   app.setErrorHandler((err, req, reply) => {
     // A client that left is routine, not a gateway fault: one info line, no stack.
-    if (reply.raw.destroyed || req.raw.socket?.destroyed || CLIENT_GONE_CODES.has(String((err as { code?: unknown }).code)) || (err as Error).name === 'AbortError') {
+    if (
+      reply.raw.destroyed ||
+      req.raw.socket?.destroyed ||
+      CLIENT_GONE_CODES.has(String((err as { code?: unknown }).code)) ||
+      (err as Error).name === 'AbortError'
+    ) {
       req.log.info({ code: (err as { code?: unknown }).code ?? (err as Error).name }, 'client closed the connection');
       if (!reply.raw.destroyed) reply.raw.destroy();
       return;
@@ -166,7 +192,10 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   });
 
   const r = config.responses;
-  const responses = createResponseStore({ ttlSeconds: r.ttl_s, maxEntryBytes: r.max_entry_bytes, maxBytes: r.max_bytes }, config.redis?.url);
+  const responses = createResponseStore(
+    { ttlSeconds: r.ttl_s, maxEntryBytes: r.max_entry_bytes, maxBytes: r.max_bytes },
+    config.redis?.url,
+  );
   lifecycle.onShutdown(() => responses.close(), 'responses-store');
   // After in-flight requests, so their spans are exported too.
   if (deps.tracing) lifecycle.onShutdown(() => deps.tracing!.shutdown(), 'tracing');
@@ -189,11 +218,15 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
       ctx.draining = true;
       await health.stop();
       const r = await drain(app, lifecycle, config.shutdown.deadline_ms);
-      if (r.aborted) app.log.warn({ aborted: r.aborted }, 'shutdown deadline reached; in-flight requests ended with an error');
+      if (r.aborted)
+        app.log.warn({ aborted: r.aborted }, 'shutdown deadline reached; in-flight requests ended with an error');
       for (const err of r.hookErrors) app.log.error({ err: err.message }, 'close hook failed');
       // Aborted upstream requests settle at once; a pool that still waits is destroyed.
       const pools = Promise.all(workers.map((w) => w.close()));
-      const late = await Promise.race([pools.then(() => false), new Promise<boolean>((res) => setTimeout(() => res(true), POOL_CLOSE_MS).unref())]);
+      const late = await Promise.race([
+        pools.then(() => false),
+        new Promise<boolean>((res) => setTimeout(() => res(true), POOL_CLOSE_MS).unref()),
+      ]);
       if (late) await Promise.all(workers.map((w) => w.pool.destroy().catch(() => undefined)));
     })());
   return { app, ctx, health, close };
@@ -217,8 +250,16 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
     await built.close();
     const code = (err as { code?: string }).code;
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-      const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
-      throw new ConfigError(code === 'EADDRNOTAVAIL' ? 'listen.host' : 'listen.port', `config: cannot listen on ${config.listen.host}:${config.listen.port}: it ${why} (listen.host / listen.port, or --host / --port)`);
+      const why =
+        code === 'EADDRINUSE'
+          ? 'is already in use'
+          : code === 'EACCES'
+            ? 'needs privileges this process lacks'
+            : 'is not an address of this machine';
+      throw new ConfigError(
+        code === 'EADDRNOTAVAIL' ? 'listen.host' : 'listen.port',
+        `config: cannot listen on ${config.listen.host}:${config.listen.port}: it ${why} (listen.host / listen.port, or --host / --port)`,
+      );
     }
     throw err;
   }
@@ -226,5 +267,11 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   const port = typeof addr === 'object' && addr ? addr.port : config.listen.port;
   const host = config.listen.host.includes(':') ? `[${config.listen.host}]` : config.listen.host;
   if (config.health.interval_ms > 0) void built.health.checkAll();
-  return { url: `http://${host}:${port}`, app: built.app, ctx: built.ctx, checkHealth: built.health.checkAll, close: built.close };
+  return {
+    url: `http://${host}:${port}`,
+    app: built.app,
+    ctx: built.ctx,
+    checkHealth: built.health.checkAll,
+    close: built.close,
+  };
 }

@@ -105,7 +105,12 @@ export interface DrainResult {
  * connection is gone; requests still running at the deadline are stopped (streams get the error
  * event), then lingering sockets are cut.
  */
-export async function drain(app: FastifyInstance, life: Lifecycle, deadlineMs: number, beforeHooks?: () => Promise<void>): Promise<DrainResult> {
+export async function drain(
+  app: FastifyInstance,
+  life: Lifecycle,
+  deadlineMs: number,
+  beforeHooks?: () => Promise<void>,
+): Promise<DrainResult> {
   const closed = app.close();
   let aborted = 0;
   if (!(await life.idle(deadlineMs))) {

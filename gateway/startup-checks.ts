@@ -36,15 +36,24 @@ export async function checkModels(config: GatewayConfig): Promise<void> {
     try {
       tok = await loadTokenizer(m.tokenizer, { chatTemplateFile: m.chat_template });
     } catch (err) {
-      const field = m.chat_template && /template|ENOENT|EACCES/i.test((err as Error).message) ? `models[${i}].chat_template` : `models[${i}].tokenizer`;
-      throw new ConfigError(field, `config: invalid config at ${field}: cannot load it for model '${m.name}': ${(err as Error).message}`);
+      const field =
+        m.chat_template && /template|ENOENT|EACCES/i.test((err as Error).message)
+          ? `models[${i}].chat_template`
+          : `models[${i}].tokenizer`;
+      throw new ConfigError(
+        field,
+        `config: invalid config at ${field}: cannot load it for model '${m.name}': ${(err as Error).message}`,
+      );
     }
     try {
       const text = tok.renderChat(PROBE);
       if (tok.encode(text).length === 0) throw new Error('the rendered probe encodes to no tokens');
     } catch (err) {
       const field = m.chat_template ? `models[${i}].chat_template` : `models[${i}].tokenizer`;
-      throw new ConfigError(field, `config: invalid config at ${field}: the chat template of model '${m.name}' fails on a plain conversation: ${(err as Error).message}`);
+      throw new ConfigError(
+        field,
+        `config: invalid config at ${field}: the chat template of model '${m.name}' fails on a plain conversation: ${(err as Error).message}`,
+      );
     }
   }
 }

@@ -50,7 +50,12 @@ export class ApproxRadixTree {
       const c = text[idx];
       let child = curr.children.get(c);
       if (!child) {
-        const leaf: TreeNode = { text: text.slice(idx), children: new Map(), parent: curr, tenants: new Map([[tenant, now]]) };
+        const leaf: TreeNode = {
+          text: text.slice(idx),
+          children: new Map(),
+          parent: curr,
+          tenants: new Map([[tenant, now]]),
+        };
         curr.children.set(c, leaf);
         this.chars.set(tenant, this.size(tenant) + leaf.text.length);
         return;
@@ -58,7 +63,12 @@ export class ApproxRadixTree {
       const shared = sharedPrefix(child.text, text, idx);
       if (shared < child.text.length) {
         // split: the new upper node inherits the child's tenants, so char counts stay the same
-        const mid: TreeNode = { text: child.text.slice(0, shared), children: new Map(), parent: curr, tenants: new Map(child.tenants) };
+        const mid: TreeNode = {
+          text: child.text.slice(0, shared),
+          children: new Map(),
+          parent: curr,
+          tenants: new Map(child.tenants),
+        };
         child.text = child.text.slice(shared);
         child.parent = mid;
         mid.children.set(child.text[0], child);
@@ -141,7 +151,8 @@ export class ApproxRadixTree {
         removed += node.text.length;
         const parent = node.parent;
         if (node.tenants.size === 0 && parent) parent.children.delete(node.text[0]);
-        if (parent && parent !== this.root && this.isLeafFor(parent, tenant)) heap.push(parent, parent.tenants.get(tenant)!);
+        if (parent && parent !== this.root && this.isLeafFor(parent, tenant))
+          heap.push(parent, parent.tenants.get(tenant)!);
       }
       this.chars.set(tenant, left);
     }

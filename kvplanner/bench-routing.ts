@@ -42,7 +42,7 @@ interface Row {
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 function quantile(sorted: Float64Array, q: number): number {
@@ -74,7 +74,10 @@ class Traffic {
   private readonly convs = new Map<number, Conversation>();
   private readonly r: () => number;
 
-  constructor(private readonly slots: number, seed: number) {
+  constructor(
+    private readonly slots: number,
+    seed: number,
+  ) {
     this.turn = new Array<number>(slots).fill(0);
     this.gen = new Array<number>(slots).fill(0);
     this.r = rng(seed);
@@ -92,22 +95,37 @@ class Traffic {
     let c = this.convs.get(id);
     if (!c) {
       const tokens = sessionTokens(id);
-      c = { tokens, hashes: blockHashes(tokens, BLOCK), text: String.fromCharCode(...tokens.map((x) => 0x4e00 + (x % 20000))) };
+      c = {
+        tokens,
+        hashes: blockHashes(tokens, BLOCK),
+        text: String.fromCharCode(...tokens.map((x) => 0x4e00 + (x % 20000))),
+      };
       this.convs.set(id, c);
     }
     const len = ROOT_TOKENS + (t + 1) * TURN_TOKENS;
     // promptTokenIds is the conversation's whole stream: only prefix_hash reads ids (its first 256,
     // the same for every turn); ctxgate reads blockHashes, sglang_cache_aware the text
     return {
-      model: 'bench', tenant: 't', sessionId: `c${id}`, promptTokenIds: c.tokens,
-      blockHashes: c.hashes.slice(0, Math.floor(len / BLOCK)), text: c.text.slice(0, len), promptTokens: len,
+      model: 'bench',
+      tenant: 't',
+      sessionId: `c${id}`,
+      promptTokenIds: c.tokens,
+      blockHashes: c.hashes.slice(0, Math.floor(len / BLOCK)),
+      text: c.text.slice(0, len),
+      promptTokens: len,
     };
   }
 }
 
 function makeWorkers(n: number): WorkerView[] {
   return Array.from({ length: n }, (_, i) => ({
-    id: `w${i}`, url: `http://10.0.0.${i}:8000`, healthy: true, inFlight: 0, queuedPrefillTokens: 0, maxInFlight: 0, kvTokens: 262_144,
+    id: `w${i}`,
+    url: `http://10.0.0.${i}:8000`,
+    healthy: true,
+    inFlight: 0,
+    queuedPrefillTokens: 0,
+    maxInFlight: 0,
+    kvTokens: 262_144,
   }));
 }
 
@@ -115,17 +133,24 @@ export async function run(argv: string[]): Promise<number> {
   const { values: v } = parseArgs({
     args: argv,
     options: {
-      workers: { type: 'string' }, decisions: { type: 'string' }, sessions: { type: 'string' }, policies: { type: 'string' }, index: { type: 'string' },
+      workers: { type: 'string' },
+      decisions: { type: 'string' },
+      sessions: { type: 'string' },
+      policies: { type: 'string' },
+      index: { type: 'string' },
       json: { type: 'boolean' },
     },
     strict: true,
   });
   const precise = v.index === 'precise';
-  if (v.index !== undefined && v.index !== 'approx' && !precise) throw new Error(`--index must be approx or precise, got '${v.index}'`);
+  if (v.index !== undefined && v.index !== 'approx' && !precise)
+    throw new Error(`--index must be approx or precise, got '${v.index}'`);
   const nWorkers = Number(v.workers ?? 64);
   const decisions = Number(v.decisions ?? 20_000);
   const sessions = Number(v.sessions ?? 1000);
-  const policies = v.policies ? v.policies.split(',') : ['round_robin', ...POLICY_NAMES().filter((p) => p !== 'round_robin')];
+  const policies = v.policies
+    ? v.policies.split(',')
+    : ['round_robin', ...POLICY_NAMES().filter((p) => p !== 'round_robin')];
   // warm-up: every policy sees the same WARM_CALLS_PER_SESSION calls per session slot, generated
   // on the fly; the timed stream (the same for every policy) continues those sessions
   const warmCalls = sessions * WARM_CALLS_PER_SESSION;
@@ -217,24 +242,48 @@ export async function run(argv: string[]): Promise<number> {
   }
   const base = rows.find((x) => x.policy === 'round_robin');
   if (v.json) {
-    process.stdout.write(JSON.stringify({ workers: nWorkers, indexBlocks, decisions, rows, branchMix, ctxgateObserveMeanUs: observeMeanUs }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify(
+        { workers: nWorkers, indexBlocks, decisions, rows, branchMix, ctxgateObserveMeanUs: observeMeanUs },
+        null,
+        2,
+      ) + '\n',
+    );
     return 0;
   }
-  const lines = [`routing decision time: ${nWorkers} workers, ${precise ? 'precise (KV event) index' : 'approximate index'}, ctxgate index ${indexBlocks.toLocaleString('en-US')} blocks, ${decisions} decisions per policy`, ''];
+  const lines = [
+    `routing decision time: ${nWorkers} workers, ${precise ? 'precise (KV event) index' : 'approximate index'}, ctxgate index ${indexBlocks.toLocaleString('en-US')} blocks, ${decisions} decisions per policy`,
+    '',
+  ];
   lines.push('policy               p50 µs   p99 µs  mean µs   p50 ×rr   p99 ×rr  cpu p99 µs');
   for (const x of rows) {
     const ratio = (a: number, b: number | undefined): string => (b ? (a / b).toFixed(1) : '-').padStart(9);
-    lines.push(`${x.policy.padEnd(18)} ${x.p50.toFixed(2).padStart(8)} ${x.p99.toFixed(2).padStart(8)} ${x.mean.toFixed(2).padStart(8)} ${ratio(x.p50, base?.p50)} ${ratio(x.p99, base?.p99)} ${x.cpuP99.toFixed(0).padStart(11)}`);
+    lines.push(
+      `${x.policy.padEnd(18)} ${x.p50.toFixed(2).padStart(8)} ${x.p99.toFixed(2).padStart(8)} ${x.mean.toFixed(2).padStart(8)} ${ratio(x.p50, base?.p50)} ${ratio(x.p99, base?.p99)} ${x.cpuP99.toFixed(0).padStart(11)}`,
+    );
   }
   const cg = rows.find((x) => x.policy === 'ctxgate');
   if (branchMix.ctxgate) {
-    lines.push('', 'ctxgate by branch: ' + Object.entries(branchMix.ctxgate).map(([b, x]) => `${b} ${(100 * x.share).toFixed(1)}% p50 ${x.p50.toFixed(1)} µs p99 ${x.p99.toFixed(1)} µs`).join('; '));
+    lines.push(
+      '',
+      'ctxgate by branch: ' +
+        Object.entries(branchMix.ctxgate)
+          .map(([b, x]) => `${b} ${(100 * x.share).toFixed(1)}% p50 ${x.p50.toFixed(1)} µs p99 ${x.p99.toFixed(1)} µs`)
+          .join('; '),
+    );
   }
-  if (cg) lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
+  if (cg)
+    lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
   if (cg) {
     const verdict = (x: number): string => (x <= CTXGATE_P99_TARGET_US ? 'met' : 'NOT met');
-    lines.push(`ctxgate p99 ${cg.p99.toFixed(1)} µs wall (${verdict(cg.p99)}), ${cg.cpuP99.toFixed(0)} µs CPU (${verdict(cg.cpuP99)}); target ≤ ${CTXGATE_P99_TARGET_US} µs`);
-    lines.push(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} CPUs: wall p99 includes time the OS ran other processes`);
+    lines.push(
+      `ctxgate p99 ${cg.p99.toFixed(1)} µs wall (${verdict(cg.p99)}), ${cg.cpuP99.toFixed(0)} µs CPU (${verdict(cg.cpuP99)}); target ≤ ${CTXGATE_P99_TARGET_US} µs`,
+    );
+    lines.push(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${availableParallelism()} CPUs: wall p99 includes time the OS ran other processes`,
+    );
   }
   process.stdout.write(lines.join('\n') + '\n');
   return 0;

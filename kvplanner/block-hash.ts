@@ -34,8 +34,13 @@ export function hashBlock(parent: string, tokenIds: readonly number[], start: nu
  * Hash chain of the full blocks of `tokenIds` (a trailing partial block is not hashed, as in vLLM).
  * `seed` plays the role of vLLM's root hash / extra keys (e.g. a model or LoRA name).
  */
-export function blockHashes(tokenIds: readonly number[], blockSize: number = DEFAULT_BLOCK_SIZE, seed: string = DEFAULT_HASH_SEED): string[] {
-  if (!Number.isInteger(blockSize) || blockSize <= 0) throw new Error(`blockSize must be a positive integer, got ${blockSize}`);
+export function blockHashes(
+  tokenIds: readonly number[],
+  blockSize: number = DEFAULT_BLOCK_SIZE,
+  seed: string = DEFAULT_HASH_SEED,
+): string[] {
+  if (!Number.isInteger(blockSize) || blockSize <= 0)
+    throw new Error(`blockSize must be a positive integer, got ${blockSize}`);
   const n = Math.floor(tokenIds.length / blockSize);
   const out = new Array<string>(n);
   let parent = seed;
@@ -50,7 +55,11 @@ export function blockHashes(tokenIds: readonly number[], blockSize: number = DEF
  * Fallback chain over raw text when no token ids exist: fixed-size character chunks hashed the
  * same way. Only comparable with other text chains, never with token chains.
  */
-export function textBlockHashes(text: string, chunkChars: number = TEXT_BLOCK_CHARS, seed: string = DEFAULT_HASH_SEED): string[] {
+export function textBlockHashes(
+  text: string,
+  chunkChars: number = TEXT_BLOCK_CHARS,
+  seed: string = DEFAULT_HASH_SEED,
+): string[] {
   const n = Math.floor(text.length / chunkChars);
   const out = new Array<string>(n);
   let parent = 'text:' + seed;

@@ -18,7 +18,9 @@ export const DEFAULT_MEMORY_FRACTION = 0.9;
 export const DEFAULT_MFU = 0.5;
 export const GIB = 1024 ** 3;
 
-export function kvBytesPerToken(m: Pick<ModelSpec, 'layers' | 'kvHeads' | 'headDim' | 'kvBytes' | 'attention' | 'mlaLatent' | 'mlaRope'>): number {
+export function kvBytesPerToken(
+  m: Pick<ModelSpec, 'layers' | 'kvHeads' | 'headDim' | 'kvBytes' | 'attention' | 'mlaLatent' | 'mlaRope'>,
+): number {
   if (m.attention === 'mla') return m.layers * ((m.mlaLatent ?? 512) + (m.mlaRope ?? 64)) * m.kvBytes;
   return 2 * m.layers * m.kvHeads * m.headDim * m.kvBytes;
 }
@@ -40,13 +42,23 @@ export interface PrefillOptions {
 }
 
 /** Seconds of prefill for `tokens` on `gpu`: FLOPs / (MFU · peak). */
-export function prefillSeconds(tokens: number, m: ModelSpec, gpu: Pick<GpuSpec, 'tflops'>, o: PrefillOptions = {}): number {
+export function prefillSeconds(
+  tokens: number,
+  m: ModelSpec,
+  gpu: Pick<GpuSpec, 'tflops'>,
+  o: PrefillOptions = {},
+): number {
   const peak = gpu.tflops * 1e12 * (o.gpus ?? 1);
   return prefillFlops(tokens, m, o.cachedTokens ?? 0) / ((o.mfu ?? DEFAULT_MFU) * peak);
 }
 
 /** Seconds for one decode step of a batch: weights + KV read once from HBM (bandwidth bound). */
-export function decodeStepSeconds(m: ModelSpec, gpu: Pick<GpuSpec, 'bandwidthTBs'>, contextTokens: number, gpus = 1): number {
+export function decodeStepSeconds(
+  m: ModelSpec,
+  gpu: Pick<GpuSpec, 'bandwidthTBs'>,
+  contextTokens: number,
+  gpus = 1,
+): number {
   const bytes = m.activeParams * m.weightBytes + contextTokens * kvBytesPerToken(m);
   return bytes / (gpu.bandwidthTBs * 1e12 * gpus);
 }
@@ -76,12 +88,26 @@ export function capacity(i: CapacityInput): Capacity {
   const reserve = (i.reserveGiB ?? 0) * GIB * gpus;
   const kvBytes = Math.max(0, usable - weights - reserve);
   const per = kvBytesPerToken(i.model);
-  return { kvBytesPerToken: per, weightsGiB: weights / GIB, usableGiB: usable / GIB, kvGiB: kvBytes / GIB, kvTokens: Math.floor(kvBytes / per) };
+  return {
+    kvBytesPerToken: per,
+    weightsGiB: weights / GIB,
+    usableGiB: usable / GIB,
+    kvGiB: kvBytes / GIB,
+    kvTokens: Math.floor(kvBytes / per),
+  };
 }
 
 /** Largest prompt M whose prefill at cache hit rate `hitRate` stays within `targetS`. */
-export function maxPromptForTtft(targetS: number, m: ModelSpec, gpu: GpuSpec, hitRate: number, o: PrefillOptions = {}, limit = 10_000_000): number {
-  const fits = (tokens: number): boolean => prefillSeconds(tokens, m, gpu, { ...o, cachedTokens: Math.floor(tokens * hitRate) }) <= targetS;
+export function maxPromptForTtft(
+  targetS: number,
+  m: ModelSpec,
+  gpu: GpuSpec,
+  hitRate: number,
+  o: PrefillOptions = {},
+  limit = 10_000_000,
+): number {
+  const fits = (tokens: number): boolean =>
+    prefillSeconds(tokens, m, gpu, { ...o, cachedTokens: Math.floor(tokens * hitRate) }) <= targetS;
   if (!fits(1)) return 0;
   let lo = 1;
   let hi = limit;
@@ -130,16 +156,34 @@ export function plan(i: PlanInput): Plan {
   for (const tokens of i.promptLengths ?? DEFAULT_PROMPT_LENGTHS) {
     for (const hitRate of i.hitRates ?? DEFAULT_HIT_RATES) {
       const cached = Math.floor(tokens * hitRate);
-      ttft.push({ tokens, hitRate, tflop: prefillFlops(tokens, i.model, cached) / 1e12, ms: prefillSeconds(tokens, i.model, i.gpu, { ...o, cachedTokens: cached }) * 1000 });
+      ttft.push({
+        tokens,
+        hitRate,
+        tflop: prefillFlops(tokens, i.model, cached) / 1e12,
+        ms: prefillSeconds(tokens, i.model, i.gpu, { ...o, cachedTokens: cached }) * 1000,
+      });
     }
   }
   let sessionTokens = i.sessionTokens ?? DEFAULT_SESSION_TOKENS;
-  const out: Plan = { model: i.model.name, gpu: i.gpu.name, gpus, capacity: cap, ttft, sessionTokens, sessionsPerWorker: 0 };
+  const out: Plan = {
+    model: i.model.name,
+    gpu: i.gpu.name,
+    gpus,
+    capacity: cap,
+    ttft,
+    sessionTokens,
+    sessionsPerWorker: 0,
+  };
   if (i.targetTtftMs !== undefined) {
     const hitRate = i.planHitRate ?? DEFAULT_PLAN_HIT_RATE;
     const t = i.targetTtftMs / 1000;
     const tokens = Math.min(maxPromptForTtft(t, i.model, i.gpu, hitRate, o), Math.max(0, cap.kvTokens));
-    out.mStar = { targetTtftMs: i.targetTtftMs, hitRate, tokensCold: maxPromptForTtft(t, i.model, i.gpu, 0, o), tokens };
+    out.mStar = {
+      targetTtftMs: i.targetTtftMs,
+      hitRate,
+      tokensCold: maxPromptForTtft(t, i.model, i.gpu, 0, o),
+      tokens,
+    };
     if (i.sessionTokens === undefined) sessionTokens = tokens;
   }
   out.sessionTokens = sessionTokens;

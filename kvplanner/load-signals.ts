@@ -25,7 +25,11 @@ export interface LoadMetricNames {
 
 /** Per engine; the gateway's engine adapters (gateway/upstream/engines.ts) pick one by flavor. */
 export const ENGINE_LOAD_METRICS: Readonly<Record<'vllm' | 'sglang', LoadMetricNames>> = Object.freeze({
-  vllm: { waiting: ['vllm:num_requests_waiting'], running: ['vllm:num_requests_running'], kvUsage: ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'] },
+  vllm: {
+    waiting: ['vllm:num_requests_waiting'],
+    running: ['vllm:num_requests_running'],
+    kvUsage: ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'],
+  },
   sglang: { waiting: ['sglang:num_queue_reqs'], running: ['sglang:num_running_reqs'], kvUsage: ['sglang:token_usage'] },
 });
 
@@ -84,7 +88,11 @@ export interface Scraper {
 export const DEFAULT_SCRAPE_TIMEOUT_MS = 2000;
 
 /** Polls each worker's metrics every `intervalMs`; `workers` may be a live getter. */
-export function startScraper(workers: readonly WorkerView[] | (() => readonly WorkerView[]), intervalMs: number, o: ScraperOptions = {}): Scraper {
+export function startScraper(
+  workers: readonly WorkerView[] | (() => readonly WorkerView[]),
+  intervalMs: number,
+  o: ScraperOptions = {},
+): Scraper {
   const list = typeof workers === 'function' ? workers : () => workers;
   const path = o.path ?? '/metrics';
   const timeout = o.timeoutMs ?? DEFAULT_SCRAPE_TIMEOUT_MS;

@@ -12,7 +12,12 @@ export interface DecisionCounter {
 /** Branch label when a policy found no worker. */
 export const NO_WORKER_BRANCH = 'no_worker';
 
-export function recordRoutingDecision(counter: DecisionCounter, model: string, policy: string, choice: Choice | null): void {
+export function recordRoutingDecision(
+  counter: DecisionCounter,
+  model: string,
+  policy: string,
+  choice: Choice | null,
+): void {
   counter.inc({ model, policy, branch: choice ? choice.branch : NO_WORKER_BRANCH });
 }
 
@@ -20,7 +25,12 @@ export function recordRoutingDecision(counter: DecisionCounter, model: string, p
  * A recorder bound to one model's policy; also creates every branch series at 0 so dashboards
  * show a rate of 0 rather than no data for branches not taken yet.
  */
-export function decisionRecorder(counter: DecisionCounter, model: string, policy: Policy): (choice: Choice | null) => void {
-  for (const branch of [...(POLICY_BRANCHES[policy.name] ?? []), NO_WORKER_BRANCH]) counter.inc({ model, policy: policy.name, branch }, 0);
+export function decisionRecorder(
+  counter: DecisionCounter,
+  model: string,
+  policy: Policy,
+): (choice: Choice | null) => void {
+  for (const branch of [...(POLICY_BRANCHES[policy.name] ?? []), NO_WORKER_BRANCH])
+    counter.inc({ model, policy: policy.name, branch }, 0);
   return (choice) => recordRoutingDecision(counter, model, policy.name, choice);
 }

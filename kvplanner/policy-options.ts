@@ -14,7 +14,8 @@ export function num(opts: PolicyOptions, key: string, dflt: number, min = -Infin
 export function bool(opts: PolicyOptions, key: string, dflt: boolean): boolean {
   const v = opts[key];
   if (v === undefined || v === null) return dflt;
-  if (typeof v !== 'boolean') throw new Error(`routing option '${key}' must be true or false, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'boolean')
+    throw new Error(`routing option '${key}' must be true or false, got ${JSON.stringify(v)}`);
   return v;
 }
 

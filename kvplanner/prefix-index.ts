@@ -69,7 +69,16 @@ export class PrefixIndex {
   private entry(workerId: string): WorkerEntry {
     let e = this.workers.get(workerId);
     if (!e) {
-      e = { slot: this.slotIds.length, clock: 0, blocks: new Map(), qHash: [], qTick: [], head: 0, capacity: this.defaultCapacity, evictions: 0 };
+      e = {
+        slot: this.slotIds.length,
+        clock: 0,
+        blocks: new Map(),
+        qHash: [],
+        qTick: [],
+        head: 0,
+        capacity: this.defaultCapacity,
+        evictions: 0,
+      };
       this.slotIds.push(workerId);
       this.bySlot.push(e);
       this.workers.set(workerId, e);
@@ -158,7 +167,8 @@ export class PrefixIndex {
   /** Slot of `workerId` (creating its entry), applying its KV budget when known. */
   prepare(workerId: string, capacityBlocks?: number): number {
     const e = this.entry(workerId);
-    if (capacityBlocks !== undefined && capacityBlocks > 0 && Math.floor(capacityBlocks) !== e.capacity) this.setCapacity(workerId, capacityBlocks);
+    if (capacityBlocks !== undefined && capacityBlocks > 0 && Math.floor(capacityBlocks) !== e.capacity)
+      this.setCapacity(workerId, capacityBlocks);
     return e.slot;
   }
 

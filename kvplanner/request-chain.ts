@@ -12,11 +12,27 @@ export interface RequestChain {
 
 export function requestChain(info: RouteInfo, blockSize: number): RequestChain {
   if (info.blockHashes) {
-    return { hashes: info.blockHashes, blockTokens: blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * blockSize };
+    return {
+      hashes: info.blockHashes,
+      blockTokens: blockSize,
+      promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * blockSize,
+    };
   }
   if (info.promptTokenIds) {
-    return { hashes: blockHashes(info.promptTokenIds, blockSize, hashSeed(info.cacheSalt)), blockTokens: blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
+    return {
+      hashes: blockHashes(info.promptTokenIds, blockSize, hashSeed(info.cacheSalt)),
+      blockTokens: blockSize,
+      promptTokens: info.promptTokens ?? info.promptTokenIds.length,
+    };
   }
   const text = info.text ?? '';
-  return { hashes: textBlockHashes(text, TEXT_BLOCK_CHARS, info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model), blockTokens: TEXT_BLOCK_CHARS / 4, promptTokens: info.promptTokens ?? Math.ceil(text.length / 4) };
+  return {
+    hashes: textBlockHashes(
+      text,
+      TEXT_BLOCK_CHARS,
+      info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
+    ),
+    blockTokens: TEXT_BLOCK_CHARS / 4,
+    promptTokens: info.promptTokens ?? Math.ceil(text.length / 4),
+  };
 }

@@ -28,7 +28,13 @@ export interface SharedIndexOptions {
 const MAX_MISSES = 10_000;
 const MAX_PUBLISHED = 100_000;
 
-export const SHARED_INDEX_DEFAULTS = { keyPrefix: 'ctxgate', flushMs: 50, pollMs: 200, logMaxLen: 2000, maxHashesPerEvent: 4096 } as const;
+export const SHARED_INDEX_DEFAULTS = {
+  keyPrefix: 'ctxgate',
+  flushMs: 50,
+  pollMs: 200,
+  logMaxLen: 2000,
+  maxHashesPerEvent: 4096,
+} as const;
 
 type Event =
   | { k: 'i'; w: string; h: string[] } // insert
@@ -131,7 +137,15 @@ export class SharedIndexRedis {
     try {
       const ttl = Math.ceil(this.policy.affinity.ttlMs / 1000);
       const m = this.redis.multi();
-      m.xadd(this.k('log'), 'MAXLEN', '~', String(this.o.logMaxLen), '*', 'b', JSON.stringify({ r: this.replicaId, ev } satisfies Batch));
+      m.xadd(
+        this.k('log'),
+        'MAXLEN',
+        '~',
+        String(this.o.logMaxLen),
+        '*',
+        'b',
+        JSON.stringify({ r: this.replicaId, ev } satisfies Batch),
+      );
       for (const e of ev) if (e.k === 's') m.set(this.k(`s:${e.s}`), `${e.w}\u0000${e.t}`, 'EX', ttl);
       await m.exec();
     } catch (err) {
@@ -145,7 +159,9 @@ export class SharedIndexRedis {
     let applied = 0;
     try {
       for (;;) {
-        const res = (await this.redis.xread('COUNT', 500, 'STREAMS', this.k('log'), this.lastId)) as Array<[string, Array<[string, string[]]>]> | null;
+        const res = (await this.redis.xread('COUNT', 500, 'STREAMS', this.k('log'), this.lastId)) as Array<
+          [string, Array<[string, string[]]>]
+        > | null;
         const entries = res?.[0]?.[1] ?? [];
         for (const [id, fields] of entries) {
           this.lastId = id;
@@ -217,7 +233,10 @@ export class SharedIndexRedis {
  * Replica sharing for a model's policy when a Redis URL is configured and the policy is ctxgate;
  * undefined (each replica routes alone) otherwise. Call stop() on shutdown.
  */
-export function shareIndex(policy: Policy, opts: Partial<SharedIndexOptions> & { model: string }): SharedIndexRedis | undefined {
+export function shareIndex(
+  policy: Policy,
+  opts: Partial<SharedIndexOptions> & { model: string },
+): SharedIndexRedis | undefined {
   if (!opts.redisUrl || !(policy instanceof CtxgatePolicy)) return undefined;
   return new SharedIndexRedis(policy, { ...opts, redisUrl: opts.redisUrl }).start();
 }

@@ -63,9 +63,16 @@ function summarise(session: string, requests: number, rp: number, rc: number, sp
   const recorded = rate(rc, rp);
   const simulated = rate(sc, sp);
   return {
-    session, requests,
-    recorded_prompt_tokens: rp, recorded_cached_tokens: rc, simulated_prompt_tokens: sp, simulated_cached_tokens: sc,
-    recorded_hit_rate: recorded, simulated_hit_rate: simulated, abs_diff_points: points(recorded, simulated), prompt_token_ratio: rate(sp, rp),
+    session,
+    requests,
+    recorded_prompt_tokens: rp,
+    recorded_cached_tokens: rc,
+    simulated_prompt_tokens: sp,
+    simulated_cached_tokens: sc,
+    recorded_hit_rate: recorded,
+    simulated_hit_rate: simulated,
+    abs_diff_points: points(recorded, simulated),
+    prompt_token_ratio: rate(sp, rp),
   };
 }
 
@@ -73,8 +80,14 @@ export async function runCalibration(opts: CalibrationOptions): Promise<Calibrat
   const sessions = await readSessions(opts.trajectories);
   if (!sessions.length) throw new Error(`no recorded sessions under ${opts.trajectories.join(', ')}`);
   const workerOpts: Partial<SimWorkerOptions> = {
-    tokenizer: 'deepseek_v3', blockSize: DEEPSEEK_CACHE_UNIT, chatTemplate: DEFAULT_TEMPLATE, kvTokens: CALIBRATION_KV_TOKENS,
-    maxModelLen: 10_000_000, ...opts.worker, model: CALIBRATION_MODEL, timeScale: 0,
+    tokenizer: 'deepseek_v3',
+    blockSize: DEEPSEEK_CACHE_UNIT,
+    chatTemplate: DEFAULT_TEMPLATE,
+    kvTokens: CALIBRATION_KV_TOKENS,
+    maxModelLen: 10_000_000,
+    ...opts.worker,
+    model: CALIBRATION_MODEL,
+    timeScale: 0,
   };
   // `--chat-template bundled` = the template shipped inside the tokenizer package.
   if (workerOpts.chatTemplate === 'bundled') workerOpts.chatTemplate = undefined;
@@ -90,9 +103,17 @@ export async function runCalibration(opts: CalibrationOptions): Promise<Calibrat
         const body: Record<string, unknown> = { ...call.body, model: CALIBRATION_MODEL, stream: false };
         const answer = recordedAnswer(s, k);
         if (answer) body.sim_output = answer;
-        const res = await fetch(`${worker.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-        const json = (await res.json()) as { usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } }; message?: string };
-        if (!res.ok || !json.usage) throw new Error(`${s.id} call ${k}: worker answered ${res.status}: ${json.message ?? ''}`);
+        const res = await fetch(`${worker.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        const json = (await res.json()) as {
+          usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } };
+          message?: string;
+        };
+        if (!res.ok || !json.usage)
+          throw new Error(`${s.id} call ${k}: worker answered ${res.status}: ${json.message ?? ''}`);
         acc.n++;
         acc.rp += call.recordedUsage.prompt_tokens;
         acc.rc += call.recordedUsage.cached_tokens;
@@ -116,7 +137,12 @@ export async function runCalibration(opts: CalibrationOptions): Promise<Calibrat
     abs_diff_points: all.abs_diff_points,
     prompt_token_ratio: all.prompt_token_ratio,
     per_session: per,
-    worker: { tokenizer: o.tokenizer, flavor: o.flavor, block_size: o.blockSize, chat_template: o.chatTemplate ?? null },
+    worker: {
+      tokenizer: o.tokenizer,
+      flavor: o.flavor,
+      block_size: o.blockSize,
+      chat_template: o.chatTemplate ?? null,
+    },
   };
 }
 
@@ -151,19 +177,31 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   if (!paths.length) paths.push(resolve(trajectoriesRoot(), 'mini-swe-agent-deepseek'));
-  for (const p of paths) if (!existsSync(p)) {
-    process.stderr.write(`bench calibrate: ${p} does not exist\n`);
-    return 2;
-  }
-  if (!json) process.stdout.write(`${'session'.padEnd(60)} ${'calls'.padStart(5)} ${'recorded'.padStart(8)} ${'simulated'.padStart(9)} ${'diff pts'.padStart(8)} ${'prompt ratio'.padStart(12)}\n`);
+  for (const p of paths)
+    if (!existsSync(p)) {
+      process.stderr.write(`bench calibrate: ${p} does not exist\n`);
+      return 2;
+    }
+  if (!json)
+    process.stdout.write(
+      `${'session'.padEnd(60)} ${'calls'.padStart(5)} ${'recorded'.padStart(8)} ${'simulated'.padStart(9)} ${'diff pts'.padStart(8)} ${'prompt ratio'.padStart(12)}\n`,
+    );
   const line = (r: SessionResult): void => {
     if (json) return;
-    process.stdout.write(`${r.session.slice(0, 60).padEnd(60)} ${String(r.requests).padStart(5)} ${pct(r.recorded_hit_rate).padStart(8)} ${pct(r.simulated_hit_rate).padStart(9)} ${r.abs_diff_points.toFixed(2).padStart(8)} ${r.prompt_token_ratio.toFixed(3).padStart(12)}\n`);
+    process.stdout.write(
+      `${r.session.slice(0, 60).padEnd(60)} ${String(r.requests).padStart(5)} ${pct(r.recorded_hit_rate).padStart(8)} ${pct(r.simulated_hit_rate).padStart(9)} ${r.abs_diff_points.toFixed(2).padStart(8)} ${r.prompt_token_ratio.toFixed(3).padStart(12)}\n`,
+    );
   };
   const result = await runCalibration({ trajectories: paths, worker: parsed.opts, onSession: line });
   if (json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   else {
-    line({ ...summarise('overall', result.requests, 0, 0, 0, 0), recorded_hit_rate: result.recorded_hit_rate, simulated_hit_rate: result.simulated_hit_rate, abs_diff_points: result.abs_diff_points, prompt_token_ratio: result.prompt_token_ratio });
+    line({
+      ...summarise('overall', result.requests, 0, 0, 0, 0),
+      recorded_hit_rate: result.recorded_hit_rate,
+      simulated_hit_rate: result.simulated_hit_rate,
+      abs_diff_points: result.abs_diff_points,
+      prompt_token_ratio: result.prompt_token_ratio,
+    });
   }
   return 0;
 }

@@ -91,7 +91,9 @@ export function gatewayConfig(urls: string[], dir: string, redisUrl?: string, la
     ...(redisUrl ? [`redis: { url: '${redisUrl}' }`, 'limits: { rate_limit: { per_minute: 1000000 } }'] : []),
     'models:',
     `  - name: ${MODEL}`,
-    ...(layout === 'ctxgate' ? ['    layout: ctxgate', `    tokenizer: ${TOKENIZER}`, '    policy: ctxgate'] : ['    layout: passthrough', '    policy: round_robin']),
+    ...(layout === 'ctxgate'
+      ? ['    layout: ctxgate', `    tokenizer: ${TOKENIZER}`, '    policy: ctxgate']
+      : ['    layout: passthrough', '    policy: round_robin']),
     '    workers:',
     workers,
     '',
@@ -173,9 +175,20 @@ export async function run(argv: string[]): Promise<number> {
     await sleep(1_000);
     const socketsStart = gw.sockets();
     // RSS after a warm-up at full concurrency, so "start" is a warm process, not an empty one.
-    await runLoad({ url: gw.url, model: MODEL, sessions, concurrency: o.sessions, untilMs: Date.now() + WARMUP_MS, idleTimeoutMs: IDLE_TIMEOUT_MS, maxTokens: MAX_TOKENS, stats: emptyStats() });
+    await runLoad({
+      url: gw.url,
+      model: MODEL,
+      sessions,
+      concurrency: o.sessions,
+      untilMs: Date.now() + WARMUP_MS,
+      idleTimeoutMs: IDLE_TIMEOUT_MS,
+      maxTokens: MAX_TOKENS,
+      stats: emptyStats(),
+    });
     const start = await settled(gw);
-    log(`gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`);
+    log(
+      `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,
+    );
 
     const t0 = Date.now();
     const at = (ms: number, what: string, f: () => unknown): void => {
@@ -196,7 +209,12 @@ export async function run(argv: string[]): Promise<number> {
       const other = (c + 1) % o.workers;
       const k = kinds[c % kinds.length];
       if (o.workers < 2 || base + period * 0.6 + FAULT_MS > o.durationS * 1000) continue;
-      const fault = k === 'hang' ? { hangMs: 8_000 } : k === 'die-mid-stream' ? { dieAfterChunks: 3 } : { failRate: 1, failStatus: 503 };
+      const fault =
+        k === 'hang'
+          ? { hangMs: 8_000 }
+          : k === 'die-mid-stream'
+            ? { dieAfterChunks: 3 }
+            : { failRate: 1, failStatus: 503 };
       const clear = k === 'hang' ? { hangMs: 0 } : k === 'die-mid-stream' ? { dieAfterChunks: 0 } : { failRate: 0 };
       at(base + period * 0.6, `${k} on w${other}`, () => fleet.setFault(other, fault));
       at(base + period * 0.6 + FAULT_MS, `${k} off w${other}`, () => fleet.setFault(other, clear));
@@ -208,7 +226,16 @@ export async function run(argv: string[]): Promise<number> {
     }
 
     const stats: LoadStats = emptyStats();
-    await runLoad({ url: gw.url, model: MODEL, sessions, concurrency: o.sessions, untilMs: t0 + o.durationS * 1000, idleTimeoutMs: IDLE_TIMEOUT_MS, maxTokens: MAX_TOKENS, stats });
+    await runLoad({
+      url: gw.url,
+      model: MODEL,
+      sessions,
+      concurrency: o.sessions,
+      untilMs: t0 + o.durationS * 1000,
+      idleTimeoutMs: IDLE_TIMEOUT_MS,
+      maxTokens: MAX_TOKENS,
+      stats,
+    });
     for (const t of timers) clearTimeout(t);
     // Every worker back before the end reading, so pools look like they did at the start.
     for (let i = 0; i < o.workers; i++) {
@@ -255,7 +282,10 @@ export async function run(argv: string[]): Promise<number> {
 function printTable(r: ChaosReport): void {
   const pct = (a: number, b: number): string => (b ? `${(((a - b) / b) * 100).toFixed(1)}%` : 'n/a');
   const rows: [string, string][] = [
-    ['gateway', `${r.layout === 'ctxgate' ? 'default pipeline (layout ctxgate, qwen3, policy ctxgate)' : 'layout passthrough, round_robin (labelled extra)'}${r.redis ? ', Redis-backed' : ''}; ${r.duration_s} s of faults`],
+    [
+      'gateway',
+      `${r.layout === 'ctxgate' ? 'default pipeline (layout ctxgate, qwen3, policy ctxgate)' : 'layout passthrough, round_robin (labelled extra)'}${r.redis ? ', Redis-backed' : ''}; ${r.duration_s} s of faults`,
+    ],
     ['sent', String(r.sent)],
     ['succeeded', String(r.succeeded)],
     ['failed (non-stream)', String(r.failed_nonstream)],

@@ -34,7 +34,14 @@ function median(xs: number[]): number {
 }
 const BYTES_PER_TOKEN = 4;
 
-export type Target = 'direct' | 'bare_proxy' | 'portkey' | 'ctxgate' | 'ctxgate_passthrough' | 'ctxgate_anthropic' | 'ctxgate_responses';
+export type Target =
+  | 'direct'
+  | 'bare_proxy'
+  | 'portkey'
+  | 'ctxgate'
+  | 'ctxgate_passthrough'
+  | 'ctxgate_anthropic'
+  | 'ctxgate_responses';
 
 export interface OverheadCase {
   name: string;
@@ -107,7 +114,11 @@ export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MO
   const messages = [
     { role: 'system', content: 'You are a coding agent.' },
     { role: 'user', content: chunk },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"npm test"}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"npm test"}' } }],
+    },
     { role: 'tool', tool_call_id: 'c1', content: chunk },
     { role: 'assistant', content: chunk },
     { role: 'user', content: chunk },
@@ -135,7 +146,14 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
     const cases: OverheadCase[] = [];
     const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
-    const measure = async (c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>, url: string, body: string | (() => string), headers?: Record<string, string>, before?: () => Promise<unknown>, path?: string): Promise<LoadResult> => {
+    const measure = async (
+      c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>,
+      url: string,
+      body: string | (() => string),
+      headers?: Record<string, string>,
+      before?: () => Promise<unknown>,
+      path?: string,
+    ): Promise<LoadResult> => {
       await load({ url, path, body, durationS: WARMUP_S, connections: c.connections, headers });
       await before?.();
       const r = await load({ url, path, body, durationS, connections: c.connections, headers });
@@ -167,16 +185,30 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           // Each session's earlier calls first, so the target sees every measured call's history.
           const primer = traffic.prime();
           let p = 0;
-          await load({ url, body: () => primer[p++] ?? traffic.next(), durationS, amount: primer.length, connections: conns, headers });
+          await load({
+            url,
+            body: () => primer[p++] ?? traffic.next(),
+            durationS,
+            amount: primer.length,
+            connections: conns,
+            headers,
+          });
           const isGw = target === 'ctxgate' && conns === 1;
-          const r = await measure({ name: `${target} growing c${conns}`, traffic: 'growing', target, stream: false, connections: conns }, url, () => traffic.next(), headers, isGw ? () => px.ask('reset') : undefined);
+          const r = await measure(
+            { name: `${target} growing c${conns}`, traffic: 'growing', target, stream: false, connections: conns },
+            url,
+            () => traffic.next(),
+            headers,
+            isGw ? () => px.ask('reset') : undefined,
+          );
           if (isGw) {
             stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
             gwRequests = r.requests;
           }
         }
       }
-      const g = (t: Target, c: number) => cases.find((x) => x.traffic === 'growing' && x.target === t && x.connections === c);
+      const g = (t: Target, c: number) =>
+        cases.find((x) => x.traffic === 'growing' && x.target === t && x.connections === c);
       const d1 = g('direct', 1)!;
       const gw1 = g('ctxgate', 1)!;
       const bare1 = g('bare_proxy', 1)!;
@@ -209,7 +241,9 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ['ctxgate_anthropic', '/v1/messages', chatToAnthropic],
         ['ctxgate_responses', '/v1/responses', chatToResponses],
       ];
-      log(`ingress APIs: growing sessions through the default pipeline, 1 connection, non-stream, ${INGRESS_ROUNDS} rounds:`);
+      log(
+        `ingress APIs: growing sessions through the default pipeline, 1 connection, non-stream, ${INGRESS_ROUNDS} rounds:`,
+      );
       const traffic = apis.map(([, , convert]) => new GrowingTraffic({ slots: sessions, model: BENCH_MODEL, convert }));
       const runs = new Map<Target, OverheadCase[]>();
       const renewed = apis.map(() => 0);
@@ -221,8 +255,22 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           for (; renewed[i] <= round * apis.length + i; renewed[i]++) t.renew();
           const primer = t.prime();
           let p = 0;
-          await load({ url: urls.ctxgate, path, body: () => primer[p++] ?? t.next(), durationS, amount: primer.length, connections: 1 });
-          await measure({ name: `${target} ${path} r${round + 1}`, traffic: 'ingress', target, stream: false, connections: 1 }, urls.ctxgate, () => t.next(), undefined, undefined, path);
+          await load({
+            url: urls.ctxgate,
+            path,
+            body: () => primer[p++] ?? t.next(),
+            durationS,
+            amount: primer.length,
+            connections: 1,
+          });
+          await measure(
+            { name: `${target} ${path} r${round + 1}`, traffic: 'ingress', target, stream: false, connections: 1 },
+            urls.ctxgate,
+            () => t.next(),
+            undefined,
+            undefined,
+            path,
+          );
           runs.set(target, [...(runs.get(target) ?? []), cases.at(-1)!]);
         }
       }
@@ -235,8 +283,10 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         cpu: await measureIngressCpu(BENCH_MODEL),
       };
       const c = res.ingress.cpu;
-      log(`adapter CPU per call, ${c.body_chars}-char session body (request + answer translation): chat ${c.chat_us.toFixed(0)} us, ` +
-        `Anthropic ${c.anthropic_us.toFixed(0)} us (+${(c.anthropic_us - c.chat_us).toFixed(0)}), Responses ${c.responses_us.toFixed(0)} us (+${(c.responses_us - c.chat_us).toFixed(0)})`);
+      log(
+        `adapter CPU per call, ${c.body_chars}-char session body (request + answer translation): chat ${c.chat_us.toFixed(0)} us, ` +
+          `Anthropic ${c.anthropic_us.toFixed(0)} us (+${(c.anthropic_us - c.chat_us).toFixed(0)}), Responses ${c.responses_us.toFixed(0)} us (+${(c.responses_us - c.chat_us).toFixed(0)})`,
+      );
       log('');
     }
 
@@ -251,14 +301,30 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         for (const stream of [false, true]) {
           const body = chatBody(tokens, stream);
           for (const [target, url] of targets) {
-            await measure({ name: `${target} ${tokens / 1000}k ${stream ? 'stream' : 'non-stream'}`, traffic: 'fixed', target, tokens, stream, connections }, url, body);
+            await measure(
+              {
+                name: `${target} ${tokens / 1000}k ${stream ? 'stream' : 'non-stream'}`,
+                traffic: 'fixed',
+                target,
+                tokens,
+                stream,
+                connections,
+              },
+              url,
+              body,
+            );
           }
         }
       }
-      const pick = (t: Target) => cases.find((c) => c.traffic === 'fixed' && c.target === t && c.tokens === 16000 && !c.stream)!;
+      const pick = (t: Target) =>
+        cases.find((c) => c.traffic === 'fixed' && c.target === t && c.tokens === 16000 && !c.stream)!;
       const bare = pick('bare_proxy');
       const gw = pick('ctxgate_passthrough');
-      res.fixed = { added_p50_ms: gw.p50_ms - bare.p50_ms, added_p99_ms: gw.p99_ms - bare.p99_ms, throughput_ratio_vs_bare_proxy: bare.rps > 0 ? gw.rps / bare.rps : 0 };
+      res.fixed = {
+        added_p50_ms: gw.p50_ms - bare.p50_ms,
+        added_p99_ms: gw.p99_ms - bare.p99_ms,
+        throughput_ratio_vs_bare_proxy: bare.rps > 0 ? gw.rps / bare.rps : 0,
+      };
     }
     return res;
   } finally {

@@ -69,7 +69,21 @@ Options
   --json                {"strategies": [ … ]} with the keys of the table`;
 
 const BOOLEANS = new Set(['json', 'cache-completions']);
-const KNOWN = new Set(['json', 'cache-completions', 'budget', 'window', 'mask-keep', 'tokenizer', 'block-size', 'sessions', 'seed', 'profile', 'max-sessions', 'max-calls', 'pricing']);
+const KNOWN = new Set([
+  'json',
+  'cache-completions',
+  'budget',
+  'window',
+  'mask-keep',
+  'tokenizer',
+  'block-size',
+  'sessions',
+  'seed',
+  'profile',
+  'max-sessions',
+  'max-calls',
+  'pricing',
+]);
 
 export interface StrategiesDeps {
   out?: (s: string) => void;
@@ -90,7 +104,12 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     const seed = num(args, 'seed', 42);
     let sessions: Session[] = args.positional.length
       ? await readSessions(args.positional)
-      : generateSessions({ count: num(args, 'sessions', DEFAULT_SYNTH_SESSIONS, 1), seed, volatileEvery: 0, elisionEvery: 0 });
+      : generateSessions({
+          count: num(args, 'sessions', DEFAULT_SYNTH_SESSIONS, 1),
+          seed,
+          volatileEvery: 0,
+          elisionEvery: 0,
+        });
     const maxS = num(args, 'max-sessions', 0);
     if (maxS > 0) sessions = sessions.slice(0, maxS);
     const maxC = num(args, 'max-calls', 0);
@@ -110,11 +129,20 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     ];
     const window = num(args, 'window', budget, 256);
     const results: StrategyResult[] = [];
-    for (const s of strategies) results.push(await (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing, evOpts) : ev).evaluate(s, sessions));
+    for (const s of strategies)
+      results.push(
+        await (s.name === 'sliding-window' ? new StrategyEvaluator(model, window, ev.pricing, evOpts) : ev).evaluate(
+          s,
+          sessions,
+        ),
+      );
     for (const r of results) r.budget = budget;
-    if (bool(args, 'json')) out(JSON.stringify({ budget, window, sessions: sessions.length, strategies: results }, null, 2) + '\n');
+    if (bool(args, 'json'))
+      out(JSON.stringify({ budget, window, sessions: sessions.length, strategies: results }, null, 2) + '\n');
     else {
-      out(`${sessions.length} sessions, ${results[0].calls} calls, budget M* = ${budget} tokens, tokenizer ${tk.name}\n\n`);
+      out(
+        `${sessions.length} sessions, ${results[0].calls} calls, budget M* = ${budget} tokens, tokenizer ${tk.name}\n\n`,
+      );
       out(formatStrategyTable(results) + '\n');
     }
     return 0;

@@ -44,7 +44,15 @@ export interface FakeUpstreamOptions {
   knobs?: Partial<FakeKnobs>;
 }
 
-const DEFAULT_KNOBS: FakeKnobs = { status: 0, hang: false, badJson: false, healthy: true, chunkDelayMs: 0, words: 8, cachedTokens: 0 };
+const DEFAULT_KNOBS: FakeKnobs = {
+  status: 0,
+  hang: false,
+  badJson: false,
+  healthy: true,
+  chunkDelayMs: 0,
+  words: 8,
+  cachedTokens: 0,
+};
 
 type Body = {
   model?: string;
@@ -75,88 +83,131 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   };
   let seq = 0;
 
-  app.get('/health', async (_req, reply) => (up.knobs.healthy ? { status: 'ok' } : reply.code(503).send({ status: 'down' })));
+  app.get('/health', async (_req, reply) =>
+    up.knobs.healthy ? { status: 'ok' } : reply.code(503).send({ status: 'down' }),
+  );
 
-  const handle = (kind: 'chat' | 'text') => async (req: { body: unknown; raw: { headers: Record<string, unknown> } }, reply: FastifyReply) => {
-    const body = req.body as Body;
-    const rawLen = Number(req.raw.headers['content-length'] ?? 0);
-    up.received++;
-    if (opts.record !== false) up.requests.push(body as Record<string, unknown>);
-    const k = up.knobs;
-    let done = false;
-    reply.raw.once('close', () => {
-      if (!done) up.aborted++;
-    });
-    if (k.hang) {
-      await new Promise((r) => reply.raw.once('close', r));
-      return reply;
-    }
-    if (k.status) {
-      done = true;
-      return reply.code(k.status).send({ error: { message: `fake ${name} status ${k.status}`, type: 'fake_error', code: 'fake', param: null } });
-    }
-    if (k.badJson) {
-      done = true;
-      return reply.code(200).header('content-type', 'application/json').send('this is {not json');
-    }
-    const id = `cmpl-${name}-${++seq}`;
-    const promptTokens = Math.ceil(rawLen / 4);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: k.words, total_tokens: promptTokens + k.words, prompt_tokens_details: { cached_tokens: k.cachedTokens } };
-    const wantsTool = kind === 'chat' && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none';
-    const toolName = body.tools?.[0]?.function?.name ?? 'tool';
-    const words = Array.from({ length: k.words }, (_, i) => (i === 0 ? `hello from ${name}` : ` w${i}`));
-    const created = Math.floor(Date.now() / 1000);
-    const object = kind === 'chat' ? 'chat.completion' : 'text_completion';
-    if (!body.stream) {
-      done = true;
-      const choice =
-        kind === 'text'
-          ? { index: 0, text: words.join(''), finish_reason: 'stop', logprobs: null }
-          : wantsTool
-            ? { index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: toolName, arguments: '{"path":"a.txt"}' } }] }, finish_reason: 'tool_calls' }
-            : { index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' };
-      return reply.send({ id, object, created, model: body.model, choices: [choice], usage });
-    }
-    reply.hijack();
-    const out = reply.raw;
-    out.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    out.flushHeaders();
-    const chunkObject = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
-    const frames: unknown[] = [];
-    const mk = (choice: unknown) => ({ id, object: chunkObject, created, model: body.model, choices: [choice] });
-    if (kind === 'chat') {
-      frames.push(mk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }));
-      if (wantsTool) {
-        frames.push(mk({ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: toolName, arguments: '' } }] }, finish_reason: null }));
-        frames.push(mk({ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"path":' } }] }, finish_reason: null }));
-        frames.push(mk({ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '"a.txt"}' } }] }, finish_reason: null }));
-      } else {
-        for (const w of words) frames.push(mk({ index: 0, delta: { content: w }, finish_reason: null }));
-      }
-      frames.push(mk({ index: 0, delta: {}, finish_reason: wantsTool ? 'tool_calls' : 'stop' }));
-    } else {
-      for (const w of words) frames.push(mk({ index: 0, text: w, finish_reason: null }));
-      frames.push(mk({ index: 0, text: '', finish_reason: 'stop' }));
-    }
-    if (body.stream_options?.include_usage) frames.push({ id, object: chunkObject, created, model: body.model, choices: [], usage });
-    let n = 0;
-    for (const f of frames) {
-      if (k.dieAfterChunks !== undefined && n >= k.dieAfterChunks) {
-        done = true;
-        // Let the frames already written reach the client first: the failure is after the first byte.
-        await sleep(20);
-        out.socket?.destroy();
+  const handle =
+    (kind: 'chat' | 'text') =>
+    async (req: { body: unknown; raw: { headers: Record<string, unknown> } }, reply: FastifyReply) => {
+      const body = req.body as Body;
+      const rawLen = Number(req.raw.headers['content-length'] ?? 0);
+      up.received++;
+      if (opts.record !== false) up.requests.push(body as Record<string, unknown>);
+      const k = up.knobs;
+      let done = false;
+      reply.raw.once('close', () => {
+        if (!done) up.aborted++;
+      });
+      if (k.hang) {
+        await new Promise((r) => reply.raw.once('close', r));
         return reply;
       }
-      if (k.chunkDelayMs) await sleep(k.chunkDelayMs);
-      if (out.destroyed) return reply;
-      if (!out.write(`data: ${JSON.stringify(f)}\n\n`)) await new Promise((r) => out.once('drain', r));
-      n++;
-    }
-    done = true;
-    out.end('data: [DONE]\n\n');
-    return reply;
-  };
+      if (k.status) {
+        done = true;
+        return reply.code(k.status).send({
+          error: { message: `fake ${name} status ${k.status}`, type: 'fake_error', code: 'fake', param: null },
+        });
+      }
+      if (k.badJson) {
+        done = true;
+        return reply.code(200).header('content-type', 'application/json').send('this is {not json');
+      }
+      const id = `cmpl-${name}-${++seq}`;
+      const promptTokens = Math.ceil(rawLen / 4);
+      const usage = {
+        prompt_tokens: promptTokens,
+        completion_tokens: k.words,
+        total_tokens: promptTokens + k.words,
+        prompt_tokens_details: { cached_tokens: k.cachedTokens },
+      };
+      const wantsTool =
+        kind === 'chat' && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none';
+      const toolName = body.tools?.[0]?.function?.name ?? 'tool';
+      const words = Array.from({ length: k.words }, (_, i) => (i === 0 ? `hello from ${name}` : ` w${i}`));
+      const created = Math.floor(Date.now() / 1000);
+      const object = kind === 'chat' ? 'chat.completion' : 'text_completion';
+      if (!body.stream) {
+        done = true;
+        const choice =
+          kind === 'text'
+            ? { index: 0, text: words.join(''), finish_reason: 'stop', logprobs: null }
+            : wantsTool
+              ? {
+                  index: 0,
+                  message: {
+                    role: 'assistant',
+                    content: null,
+                    tool_calls: [
+                      { id: 'call_1', type: 'function', function: { name: toolName, arguments: '{"path":"a.txt"}' } },
+                    ],
+                  },
+                  finish_reason: 'tool_calls',
+                }
+              : { index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' };
+        return reply.send({ id, object, created, model: body.model, choices: [choice], usage });
+      }
+      reply.hijack();
+      const out = reply.raw;
+      out.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      out.flushHeaders();
+      const chunkObject = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+      const frames: unknown[] = [];
+      const mk = (choice: unknown) => ({ id, object: chunkObject, created, model: body.model, choices: [choice] });
+      if (kind === 'chat') {
+        frames.push(mk({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }));
+        if (wantsTool) {
+          frames.push(
+            mk({
+              index: 0,
+              delta: {
+                tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: toolName, arguments: '' } }],
+              },
+              finish_reason: null,
+            }),
+          );
+          frames.push(
+            mk({
+              index: 0,
+              delta: { tool_calls: [{ index: 0, function: { arguments: '{"path":' } }] },
+              finish_reason: null,
+            }),
+          );
+          frames.push(
+            mk({
+              index: 0,
+              delta: { tool_calls: [{ index: 0, function: { arguments: '"a.txt"}' } }] },
+              finish_reason: null,
+            }),
+          );
+        } else {
+          for (const w of words) frames.push(mk({ index: 0, delta: { content: w }, finish_reason: null }));
+        }
+        frames.push(mk({ index: 0, delta: {}, finish_reason: wantsTool ? 'tool_calls' : 'stop' }));
+      } else {
+        for (const w of words) frames.push(mk({ index: 0, text: w, finish_reason: null }));
+        frames.push(mk({ index: 0, text: '', finish_reason: 'stop' }));
+      }
+      if (body.stream_options?.include_usage)
+        frames.push({ id, object: chunkObject, created, model: body.model, choices: [], usage });
+      let n = 0;
+      for (const f of frames) {
+        if (k.dieAfterChunks !== undefined && n >= k.dieAfterChunks) {
+          done = true;
+          // Let the frames already written reach the client first: the failure is after the first byte.
+          await sleep(20);
+          out.socket?.destroy();
+          return reply;
+        }
+        if (k.chunkDelayMs) await sleep(k.chunkDelayMs);
+        if (out.destroyed) return reply;
+        if (!out.write(`data: ${JSON.stringify(f)}\n\n`)) await new Promise((r) => out.once('drain', r));
+        n++;
+      }
+      done = true;
+      out.end('data: [DONE]\n\n');
+      return reply;
+    };
   app.post('/v1/chat/completions', handle('chat'));
   app.post('/v1/completions', handle('text'));
 

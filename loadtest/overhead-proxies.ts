@@ -15,7 +15,6 @@ import { startAssembledGateway } from '../gateway/assemble.ts';
 import { resetStageTimes, stageTimes } from '../middleware/perf/stage-timers.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 
-
 const upstream = process.argv[2];
 if (!upstream) throw new Error('usage: overhead-proxies.ts UPSTREAM_URL');
 
@@ -29,11 +28,20 @@ const config = parseConfig({
   health: { interval_ms: 0 },
   ledger: { path: join(mkdtempSync(join(tmpdir(), 'ctxgate-overhead-')), 'ledger.db') },
   models: [
-    { name: BENCH_MODEL, layout: 'ctxgate', tokenizer: BENCH_TOKENIZER, policy: 'ctxgate', workers: [{ url: upstream }] },
+    {
+      name: BENCH_MODEL,
+      layout: 'ctxgate',
+      tokenizer: BENCH_TOKENIZER,
+      policy: 'ctxgate',
+      workers: [{ url: upstream }],
+    },
     { name: PASSTHROUGH_MODEL, layout: 'passthrough', workers: [{ url: upstream }] },
   ],
 });
-const gw = await startAssembledGateway(config, { logger: false, reporting: { pricingTable: null, costReporting: false } });
+const gw = await startAssembledGateway(config, {
+  logger: false,
+  reporting: { pricingTable: null, costReporting: false },
+});
 process.stdout.write(JSON.stringify({ bare: bareUrl, ctxgate: gw.url }) + '\n');
 
 // A normal exit on SIGTERM, so `--cpu-prof` writes its profile.

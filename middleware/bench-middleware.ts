@@ -14,7 +14,10 @@ outputs) of about --tokens tokens in --messages messages, then times --calls pip
 each append one agent step (reply + new observation). Prints p50/p95 per call and the cost of whole-prompt render+tokenise.`;
 
 const DEFAULTS = { calls: 300, tokens: 32_000, messages: 100 };
-const WORDS = 'the build failed because module path src utils parser returned an unexpected token at line column while running pytest with coverage enabled'.split(' ');
+const WORDS =
+  'the build failed because module path src utils parser returned an unexpected token at line column while running pytest with coverage enabled'.split(
+    ' ',
+  );
 
 function flag(argv: string[], name: string): string | undefined {
   const i = argv.indexOf(name);
@@ -33,15 +36,36 @@ function text(seed: number, words: number): string {
 
 const tools: ToolDef[] = ['bash', 'read_file', 'write_file', 'search'].map((name) => ({
   type: 'function',
-  function: { name, description: `${name} tool`, parameters: { type: 'object', properties: { arg: { type: 'string' }, timeout: { type: 'integer' } }, required: ['arg'] } },
+  function: {
+    name,
+    description: `${name} tool`,
+    parameters: {
+      type: 'object',
+      properties: { arg: { type: 'string' }, timeout: { type: 'integer' } },
+      required: ['arg'],
+    },
+  },
 }));
 
 export function buildSession(tokens: number, messages: number): ChatMessage[] {
   // ~1.3 tokens per word for this vocabulary; split the budget over the history.
   const perMessage = Math.max(8, Math.round(tokens / 1.3 / messages));
-  const out: ChatMessage[] = [{ role: 'system', content: `Current date: 2026-11-30T03:10:00Z\nYou are a coding agent.\n${text(1, 200)}` }, { role: 'user', content: text(2, perMessage) }];
+  const out: ChatMessage[] = [
+    { role: 'system', content: `Current date: 2026-11-30T03:10:00Z\nYou are a coding agent.\n${text(1, 200)}` },
+    { role: 'user', content: text(2, perMessage) },
+  ];
   for (let i = 0; out.length < messages; i++) {
-    out.push({ role: 'assistant', content: text(3 + i, 20), tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ arg: `ls ${i}`, timeout: 30 }) } }] });
+    out.push({
+      role: 'assistant',
+      content: text(3 + i, 20),
+      tool_calls: [
+        {
+          id: `call_${i}`,
+          type: 'function',
+          function: { name: 'bash', arguments: JSON.stringify({ arg: `ls ${i}`, timeout: 30 }) },
+        },
+      ],
+    });
     out.push({ role: 'tool', tool_call_id: `call_${i}`, content: text(1000 + i, perMessage * 2) });
   }
   return out.slice(0, messages);
@@ -56,7 +80,10 @@ export async function run(argv: string[]): Promise<number> {
   const tokenizer = flag(argv, '--tokenizer') ?? 'qwen3';
   const calls = Number(flag(argv, '--calls') ?? DEFAULTS.calls);
   const layout = (flag(argv, '--layout') ?? 'ctxgate') as 'ctxgate' | 'passthrough';
-  const base = buildSession(Number(flag(argv, '--tokens') ?? DEFAULTS.tokens), Number(flag(argv, '--messages') ?? DEFAULTS.messages));
+  const base = buildSession(
+    Number(flag(argv, '--tokens') ?? DEFAULTS.tokens),
+    Number(flag(argv, '--messages') ?? DEFAULTS.messages),
+  );
   const tok = await loadTokenizer(tokenizer);
   const pipeline = createPipeline({ model: 'bench', tokenizer, layout });
   const ctx = { tenant: 'bench', requestId: 'r', headers: { 'x-session-id': 'bench' }, model: 'bench' };
@@ -86,9 +113,15 @@ export async function run(argv: string[]): Promise<number> {
     }
   }
   const f = (x: number) => x.toFixed(3);
-  process.stdout.write(`bench middleware: tokenizer ${tokenizer}, layout ${layout}, ${base.length} messages, ~${prompt} prompt tokens, ${per.length} calls\n`);
-  process.stdout.write(`  pipeline per call         p50 ${f(pct(per, 50))} ms   p95 ${f(pct(per, 95))} ms   (target p50 <= 2 ms)\n`);
-  process.stdout.write(`  whole render+tokenise     p50 ${f(pct(whole, 50))} ms   p95 ${f(pct(whole, 95))} ms   (${whole.length} samples)\n`);
+  process.stdout.write(
+    `bench middleware: tokenizer ${tokenizer}, layout ${layout}, ${base.length} messages, ~${prompt} prompt tokens, ${per.length} calls\n`,
+  );
+  process.stdout.write(
+    `  pipeline per call         p50 ${f(pct(per, 50))} ms   p95 ${f(pct(per, 95))} ms   (target p50 <= 2 ms)\n`,
+  );
+  process.stdout.write(
+    `  whole render+tokenise     p50 ${f(pct(whole, 50))} ms   p95 ${f(pct(whole, 95))} ms   (${whole.length} samples)\n`,
+  );
   process.stdout.write(`  ratio whole/pipeline p50  ${(pct(whole, 50) / pct(per, 50)).toFixed(1)}x\n`);
   process.stdout.write(`  last call: ${cached}/${prompt} tokens predicted cached\n`);
   return 0;

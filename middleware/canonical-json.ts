@@ -28,7 +28,8 @@ function write(v: unknown): string {
   }
   if (Array.isArray(v)) return '[' + v.map((x) => (x === undefined ? 'null' : write(x))).join(',') + ']';
   const obj = v as Record<string, unknown>;
-  if (typeof (obj as { toJSON?: unknown }).toJSON === 'function') return write((obj as { toJSON: () => unknown }).toJSON());
+  if (typeof (obj as { toJSON?: unknown }).toJSON === 'function')
+    return write((obj as { toJSON: () => unknown }).toJSON());
   const keys = Object.keys(obj)
     .filter((k) => obj[k] !== undefined)
     .sort();

@@ -80,7 +80,11 @@ export function toGatewayError(err: unknown): GatewayError {
   if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) {
     return new GatewayError('unsupported_media_type', 'content-type must be application/json');
   }
-  if (e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || e?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e instanceof SyntaxError) {
+  if (
+    e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+    e?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+    e instanceof SyntaxError
+  ) {
     return new GatewayError('invalid_json', 'request body is not valid JSON');
   }
   return new GatewayError('internal_error', 'internal error');

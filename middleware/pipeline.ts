@@ -71,8 +71,19 @@ const localSize = (v: LocalCall): number => Math.max(1, v.ids.length + ((v.memo?
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
 
 function freshState(tenant: string, sessionId: string, model: string, body: ChatRequest): SessionState {
-  const root = { system: body.messages.filter((m) => m.role === 'system' || m.role === 'developer').slice(0, 1), tools: body.tools ?? [] };
-  return { schema: SESSION_SCHEMA_VERSION, tenant, sessionId, model, rootHash: createHash('sha256').update(JSON.stringify(root)).digest('hex'), calls: 0, updatedAt: Date.now() };
+  const root = {
+    system: body.messages.filter((m) => m.role === 'system' || m.role === 'developer').slice(0, 1),
+    tools: body.tools ?? [],
+  };
+  return {
+    schema: SESSION_SCHEMA_VERSION,
+    tenant,
+    sessionId,
+    model,
+    rootHash: createHash('sha256').update(JSON.stringify(root)).digest('hex'),
+    calls: 0,
+    updatedAt: Date.now(),
+  };
 }
 
 /**
@@ -81,7 +92,13 @@ function freshState(tenant: string, sessionId: string, model: string, body: Chat
  * with the same messages as this request, so call 2 keeps call 1's work and diagnostics. Each of
  * several parallel conversations forking from one parent gets its own copy; the parent is untouched.
  */
-async function forkSeed(store: SessionStore, tenant: string, parent: string, lead: string | undefined, sessionId: string): Promise<SessionState | undefined> {
+async function forkSeed(
+  store: SessionStore,
+  tenant: string,
+  parent: string,
+  lead: string | undefined,
+  sessionId: string,
+): Promise<SessionState | undefined> {
   const p = await store.get(tenant, parent);
   if (!p || lead === undefined || p.layout?.lead !== lead) return undefined;
   const seed = structuredClone(p);
@@ -129,9 +146,22 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
     t = lap('message_hashes', t);
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
-    const carried = (v: RequestView): HashSource[] => [{ messages: v.body.messages, hashes: v.segments.messageHashes }, ...(prevLocal ? [prevLocal.output] : [])];
+    const carried = (v: RequestView): HashSource[] => [
+      { messages: v.body.messages, hashes: v.segments.messageHashes },
+      ...(prevLocal ? [prevLocal.output] : []),
+    ];
     let view: RequestView = { body, segments: inSegs, session: state, notes: [] };
-    const sctx: StageContext = { tenant: ctx.tenant, requestId: ctx.requestId, model: opts.model, sessionId, newSession: !loaded, headers: ctx.headers, tokenizer: tok, blockSize, transforms };
+    const sctx: StageContext = {
+      tenant: ctx.tenant,
+      requestId: ctx.requestId,
+      model: opts.model,
+      sessionId,
+      newSession: !loaded,
+      headers: ctx.headers,
+      tokenizer: tok,
+      blockSize,
+      transforms,
+    };
     let out: ChatRequest = body;
     let stableEnd = body.messages.length;
     if (layout !== 'passthrough') {
@@ -139,7 +169,10 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
         const stage = stages[i];
         const before = view.body.messages;
         const r = await stage.run(view, sctx);
-        view = r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
+        view =
+          r.view.body.messages === before
+            ? r.view
+            : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
         for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
         t = lap(stageLabels[i], t);
       }
@@ -149,7 +182,14 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
         const placed = placeLeafNote(tok, out.messages, note);
         out = { ...out, messages: placed.messages };
         stableEnd = placed.stableEnd;
-        receipts.push({ stage: LEAF_NOTE_STAGE, action: 'append', target: placed.target, tokens_before: 0, tokens_after: tok.countTokens(note), reason: 'gateway notes travel after the history, where they cost no cached prefix' });
+        receipts.push({
+          stage: LEAF_NOTE_STAGE,
+          action: 'append',
+          target: placed.target,
+          tokens_before: 0,
+          tokens_after: tok.countTokens(note),
+          reason: 'gateway notes travel after the history, where they cost no cached prefix',
+        });
       }
     }
     const segs = out.messages === view.body.messages ? view.segments : segment(out.messages, carried(view));
@@ -159,7 +199,15 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const toolsJson = JSON.stringify(tools ?? []);
     let rendered;
     try {
-      rendered = renderPrompt(tok, out.messages, segs.messageHashes, segs.root.end, stableEnd, { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) }, prevLocal?.memo);
+      rendered = renderPrompt(
+        tok,
+        out.messages,
+        segs.messageHashes,
+        segs.root.end,
+        stableEnd,
+        { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) },
+        prevLocal?.memo,
+      );
     } catch (err) {
       // An unrenderable request is the upstream's to reject; the pipeline never blocks it.
       receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${(err as Error).message}` });
@@ -173,10 +221,22 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const stablePrefix = rendered.stablePrefix;
     // Characters this prompt shares with the previous one: its stable text, when both begin with it.
     const prevStable = prevLocal?.cuts && prevLocal.memo ? prevLocal.memo.textNoGen : undefined;
-    const shared = prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable)) ? prevStable.length : 0;
-    const reuse = shared > 0 && prevLocal?.cuts ? { ids: prevLocal.ids, cuts: prevLocal.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom } : undefined;
+    const shared =
+      prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable))
+        ? prevStable.length
+        : 0;
+    const reuse =
+      shared > 0 && prevLocal?.cuts
+        ? { ids: prevLocal.ids, cuts: prevLocal.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom }
+        : undefined;
     const toks = tokenizeBySegments(tok, rendered.text, stablePrefix ? stableChars : 0, reuse);
-    if (toks.mergedSeams > 0) receipts.push({ stage: 'tokens', action: 'seam_fallback', target: `${toks.mergedSeams} seam(s)`, reason: 'segment ids merged across a seam; re-encoded as whole text there' });
+    if (toks.mergedSeams > 0)
+      receipts.push({
+        stage: 'tokens',
+        action: 'seam_fallback',
+        target: `${toks.mergedSeams} seam(s)`,
+        reason: 'segment ids merged across a seam; re-encoded as whole text there',
+      });
     const ids = toks.ids;
     t = lap('tokens', t);
     const cur: CallFingerprint = {
@@ -203,19 +263,43 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       cuts: toks.cuts,
       blockSize,
     });
-    const common = prevLocal ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0)) : 0;
+    const common = prevLocal
+      ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0))
+      : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
     t = lap('diagnose', t);
     const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact, hashSeed(ctx.cacheSalt));
     t = lap('block_hashes', t);
-    local.set(key, { ids, hashes, blockSize, memo: rendered.memo, cuts: stablePrefix ? toks.cuts : undefined, input, output: { messages: out.messages, hashes: segs.messageHashes } });
+    local.set(key, {
+      ids,
+      hashes,
+      blockSize,
+      memo: rendered.memo,
+      cuts: stablePrefix ? toks.cuts : undefined,
+      input,
+      output: { messages: out.messages, hashes: segs.messageHashes },
+    });
     state.calls++;
     state.updatedAt = Date.now();
     (state.layout ??= {}).prev = cur;
-    pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages: out.messages.length });
+    pushBreak(state, {
+      ...prefix,
+      call: state.calls,
+      at: state.updatedAt,
+      request_id: ctx.requestId,
+      messages: out.messages.length,
+    });
     await store.put(state);
     lap('store_put', t);
-    return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts, prefix, promptTokenIds: ids, blockHashes: hashes };
+    return {
+      body: out,
+      sessionId,
+      affinityKey: ident.parent ?? sessionId,
+      receipts,
+      prefix,
+      promptTokenIds: ids,
+      blockHashes: hashes,
+    };
   }
 
   return { process };

@@ -33,9 +33,13 @@ let dir: string | undefined;
 export async function setup(project: TestProject): Promise<void> {
   const port = await freePort();
   dir = mkdtempSync(join(tmpdir(), 'ctxgate-redis-'));
-  child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: 'ignore',
-  });
+  child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: 'ignore',
+    },
+  );
   const started = await new Promise<boolean>((resolve) => {
     child!.once('error', () => resolve(false));
     const deadline = Date.now() + 5000;

@@ -1,6 +1,13 @@
 // `ctxgate demo` / `npm run demo`: see loadtest/demo/run-demo.ts.
 import { bool, num, parseArgs, rejectUnknown, str } from '../../loadtest/replay/args.ts';
-import { DEMO_REPORT, DEMO_SEED, DEMO_SESSIONS, DEMO_TOKENIZER, DEMO_WORKERS, runDemo } from '../../loadtest/demo/run-demo.ts';
+import {
+  DEMO_REPORT,
+  DEMO_SEED,
+  DEMO_SESSIONS,
+  DEMO_TOKENIZER,
+  DEMO_WORKERS,
+  runDemo,
+} from '../../loadtest/demo/run-demo.ts';
 
 export const help = `ctxgate demo [options]
 
@@ -32,7 +39,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   try {
     const args = parseArgs(argv, new Set(['json', 'no-report']), new Set());
-    rejectUnknown(args, new Set(['sessions', 'seed', 'workers', 'tokenizer', 'chat-template', 'out', 'no-report', 'json']));
+    rejectUnknown(
+      args,
+      new Set(['sessions', 'seed', 'workers', 'tokenizer', 'chat-template', 'out', 'no-report', 'json']),
+    );
     const r = await runDemo({
       sessions: num(args, 'sessions', DEMO_SESSIONS, 1),
       seed: num(args, 'seed', DEMO_SEED),

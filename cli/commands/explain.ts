@@ -48,15 +48,29 @@ export async function run(argv: string[]): Promise<number> {
     let prompt = 0;
     let cached = 0;
     for (let i = 0; i < s.calls.length; i++) {
-      const r = await pipeline.process(s.calls[i].body, { tenant: 'explain', requestId: `${s.id}#${i}`, headers: { 'x-session-id': s.id }, model: 'explain' });
+      const r = await pipeline.process(s.calls[i].body, {
+        tenant: 'explain',
+        requestId: `${s.id}#${i}`,
+        headers: { 'x-session-id': s.id },
+        model: 'explain',
+      });
       prompt += r.prefix?.prompt_tokens ?? 0;
       cached += r.prefix?.predicted_cached_tokens ?? 0;
-      rows.push([String(i + 1), String(r.body.messages.length), String(r.prefix?.prompt_tokens ?? '?'), String(r.prefix?.predicted_cached_tokens ?? '?'), formatBreak(r.prefix)]);
+      rows.push([
+        String(i + 1),
+        String(r.body.messages.length),
+        String(r.prefix?.prompt_tokens ?? '?'),
+        String(r.prefix?.predicted_cached_tokens ?? '?'),
+        formatBreak(r.prefix),
+      ]);
     }
     const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
     process.stdout.write(`session ${s.id} (${s.source}), layout ${layout}\n`);
-    for (const row of rows) process.stdout.write(row.map((v, c) => (c === 4 ? v : v.padStart(widths[c]))).join('  ') + '\n');
-    process.stdout.write(`total: ${prompt} prompt tokens, ${cached} predicted cached (${prompt ? ((100 * cached) / prompt).toFixed(1) : '0.0'}%)\n\n`);
+    for (const row of rows)
+      process.stdout.write(row.map((v, c) => (c === 4 ? v : v.padStart(widths[c]))).join('  ') + '\n');
+    process.stdout.write(
+      `total: ${prompt} prompt tokens, ${cached} predicted cached (${prompt ? ((100 * cached) / prompt).toFixed(1) : '0.0'}%)\n\n`,
+    );
   }
   return 0;
 }

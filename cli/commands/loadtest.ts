@@ -49,10 +49,33 @@ prefix-cache hit rate from the answers' usage (cached_tokens / cache_read_input_
 
 Ctrl-C stops the run and prints partial results.`;
 
-const KNOWN = new Set(['target', 'api', 'model', 'key-env', 'traffic', 'synthetic', 'sessions', 'seed', 'connections', 'duration', 'requests', 'rate', 'think-ms', 'stream', 'max-tokens', 'timeout', 'compare', 'json', 'out', 'help']);
+const KNOWN = new Set([
+  'target',
+  'api',
+  'model',
+  'key-env',
+  'traffic',
+  'synthetic',
+  'sessions',
+  'seed',
+  'connections',
+  'duration',
+  'requests',
+  'rate',
+  'think-ms',
+  'stream',
+  'max-tokens',
+  'timeout',
+  'compare',
+  'json',
+  'out',
+  'help',
+]);
 
 async function defaultModel(target: string, key: string | undefined): Promise<string> {
-  const res = await fetch(`${target.replace(/\/$/, '')}/v1/models`, { headers: key ? { authorization: `Bearer ${key}`, 'x-api-key': key } : {} });
+  const res = await fetch(`${target.replace(/\/$/, '')}/v1/models`, {
+    headers: key ? { authorization: `Bearer ${key}`, 'x-api-key': key } : {},
+  });
   if (!res.ok) throw new Error(`GET ${target}/v1/models answered HTTP ${res.status}: pass --model`);
   const body = (await res.json()) as { data?: { id?: string }[] };
   const id = body.data?.[0]?.id;
@@ -73,17 +96,28 @@ async function loadTraffic(a: ParsedArgs, connections: number): Promise<{ sessio
   return { sessions, label: `${count} synthetic agent sessions` };
 }
 
-function progressFor(enabled: boolean, label: string, total: number, byRequests: boolean): { onSample: (s: CallSample) => void; stop(): void } {
+function progressFor(
+  enabled: boolean,
+  label: string,
+  total: number,
+  byRequests: boolean,
+): { onSample: (s: CallSample) => void; stop(): void } {
   if (!enabled || !process.stderr.isTTY) return { onSample: () => {}, stop: () => {} };
   const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: ` ${label} |{bar}| {value}/{total} ${byRequests ? 'requests' : 's'} | {reqs} req, {errs} errors`, hideCursor: true },
+    {
+      stream: process.stderr,
+      format: ` ${label} |{bar}| {value}/{total} ${byRequests ? 'requests' : 's'} | {reqs} req, {errs} errors`,
+      hideCursor: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   let reqs = 0;
   let errs = 0;
   const t0 = Date.now();
   bar.start(total, 0, { reqs, errs });
-  const timer = byRequests ? undefined : setInterval(() => bar.update(Math.min(total, Math.round((Date.now() - t0) / 1000)), { reqs, errs }), 250);
+  const timer = byRequests
+    ? undefined
+    : setInterval(() => bar.update(Math.min(total, Math.round((Date.now() - t0) / 1000)), { reqs, errs }), 250);
   return {
     onSample: (s) => {
       reqs++;

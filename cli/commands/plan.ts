@@ -1,7 +1,16 @@
 // `ctxgate plan`: KV capacity and prefill-time planning for a model on a GPU (kvplanner/capacity.ts).
 import { parseArgs } from 'node:util';
 import { plan, type Plan } from '../../kvplanner/capacity.ts';
-import { DTYPE_BYTES, GPU_PRESETS, gpuPreset, MODEL_PRESETS, modelPreset, type Attention, type GpuSpec, type ModelSpec } from '../../kvplanner/presets.ts';
+import {
+  DTYPE_BYTES,
+  GPU_PRESETS,
+  gpuPreset,
+  MODEL_PRESETS,
+  modelPreset,
+  type Attention,
+  type GpuSpec,
+  type ModelSpec,
+} from '../../kvplanner/presets.ts';
 
 export const help = `ctxgate plan — KV cache capacity and prefill planning
 
@@ -50,7 +59,8 @@ function buildModel(v: Values): ModelSpec {
   for (const k of ['layers', 'hidden', 'params']) if (!s(k)) throw new Error(`--${k} is required without --model`);
   const attention = (s('attention') ?? 'gqa') as Attention;
   if (!['mha', 'gqa', 'mla'].includes(attention)) throw new Error(`--attention must be mha, gqa or mla`);
-  if (attention !== 'mla' && (!s('kv-heads') || !s('head-dim'))) throw new Error('--kv-heads and --head-dim are required for mha/gqa');
+  if (attention !== 'mla' && (!s('kv-heads') || !s('head-dim')))
+    throw new Error('--kv-heads and --head-dim are required for mha/gqa');
   const params = parseCount(s('params')!, '--params');
   const weightBytes = dtype(s('dtype'), 2, '--dtype');
   return {
@@ -74,7 +84,12 @@ function buildGpu(v: Values): GpuSpec {
   const s = (k: string): string | undefined => v[k] as string | undefined;
   if (s('gpu')) return gpuPreset(s('gpu')!);
   if (s('gpu-mem-gb') && s('tflops')) {
-    return { name: 'custom', memGiB: Number(s('gpu-mem-gb')), tflops: Number(s('tflops')), bandwidthTBs: Number(s('bandwidth-tbs') ?? 3) };
+    return {
+      name: 'custom',
+      memGiB: Number(s('gpu-mem-gb')),
+      tflops: Number(s('tflops')),
+      bandwidthTBs: Number(s('bandwidth-tbs') ?? 3),
+    };
   }
   return gpuPreset('H100-80G');
 }
@@ -85,24 +100,35 @@ export function renderPlan(p: Plan): string {
   const c = p.capacity;
   const L: string[] = [];
   L.push(`model ${p.model} on ${p.gpus}× ${p.gpu}`);
-  L.push(`  KV per token        ${(c.kvBytesPerToken / 1024).toFixed(1)} KiB (${c.kvBytesPerToken.toLocaleString('en-US')} B)`);
-  L.push(`  weights             ${c.weightsGiB.toFixed(1)} GiB; engine memory ${c.usableGiB.toFixed(1)} GiB; KV pool ${c.kvGiB.toFixed(1)} GiB`);
-  L.push(`  KV tokens per worker ${c.kvTokens.toLocaleString('en-US')}${c.kvTokens <= 0 ? '  (weights do not fit: add GPUs)' : ''}`);
+  L.push(
+    `  KV per token        ${(c.kvBytesPerToken / 1024).toFixed(1)} KiB (${c.kvBytesPerToken.toLocaleString('en-US')} B)`,
+  );
+  L.push(
+    `  weights             ${c.weightsGiB.toFixed(1)} GiB; engine memory ${c.usableGiB.toFixed(1)} GiB; KV pool ${c.kvGiB.toFixed(1)} GiB`,
+  );
+  L.push(
+    `  KV tokens per worker ${c.kvTokens.toLocaleString('en-US')}${c.kvTokens <= 0 ? '  (weights do not fit: add GPUs)' : ''}`,
+  );
   L.push('', '  prefill (TTFT) by prompt length and cache hit rate');
   const rates = [...new Set(p.ttft.map((r) => r.hitRate))];
   L.push('  tokens  ' + rates.map((h) => `hit ${h.toFixed(2)}`.padStart(22)).join(''));
   for (const tokens of [...new Set(p.ttft.map((r) => r.tokens))]) {
     const cells = rates.map((h) => {
       const r = p.ttft.find((x) => x.tokens === tokens && x.hitRate === h)!;
-      return `${r.tflop.toFixed(1)} TFLOP ${r.ms >= 1000 ? (r.ms / 1000).toFixed(2) + ' s' : r.ms.toFixed(0) + ' ms'}`.padStart(22);
+      return `${r.tflop.toFixed(1)} TFLOP ${r.ms >= 1000 ? (r.ms / 1000).toFixed(2) + ' s' : r.ms.toFixed(0) + ' ms'}`.padStart(
+        22,
+      );
     });
     L.push(`  ${fmtTokens(tokens).padStart(6)}  ${cells.join('')}`);
   }
   L.push('', `  sessions of ${p.sessionTokens.toLocaleString('en-US')} tokens per worker: ${p.sessionsPerWorker}`);
   if (p.mStar) {
-    L.push(`  M* for TTFT ≤ ${p.mStar.targetTtftMs} ms: ${p.mStar.tokens.toLocaleString('en-US')} tokens at hit rate ${p.mStar.hitRate} (cold: ${p.mStar.tokensCold.toLocaleString('en-US')})`);
+    L.push(
+      `  M* for TTFT ≤ ${p.mStar.targetTtftMs} ms: ${p.mStar.tokens.toLocaleString('en-US')} tokens at hit rate ${p.mStar.hitRate} (cold: ${p.mStar.tokensCold.toLocaleString('en-US')})`,
+    );
   }
-  if (p.fleet) L.push(`  fleet for ${p.fleet.sessions} concurrent sessions: ${p.fleet.workers} workers (${p.fleet.gpus} GPUs)`);
+  if (p.fleet)
+    L.push(`  fleet for ${p.fleet.sessions} concurrent sessions: ${p.fleet.workers} workers (${p.fleet.gpus} GPUs)`);
   return L.join('\n');
 }
 
@@ -113,14 +139,35 @@ export async function run(argv: string[]): Promise<number> {
     v = parseArgs({
       args: argv,
       options: {
-        model: str, gpu: str, layers: str, hidden: str, 'kv-heads': str, 'head-dim': str, attention: str, params: str,
-        'active-params': str, dtype: str, 'kv-dtype': str, 'kv-lora-rank': str, 'rope-dim': str, 'gpu-mem-gb': str,
-        'bandwidth-tbs': str, tflops: str, gpus: str, 'mem-fraction': str, mfu: str, 'session-tokens': str,
-        'target-ttft-ms': str, 'hit-rate': str, sessions: str, json: { type: 'boolean' },
+        model: str,
+        gpu: str,
+        layers: str,
+        hidden: str,
+        'kv-heads': str,
+        'head-dim': str,
+        attention: str,
+        params: str,
+        'active-params': str,
+        dtype: str,
+        'kv-dtype': str,
+        'kv-lora-rank': str,
+        'rope-dim': str,
+        'gpu-mem-gb': str,
+        'bandwidth-tbs': str,
+        tflops: str,
+        gpus: str,
+        'mem-fraction': str,
+        mfu: str,
+        'session-tokens': str,
+        'target-ttft-ms': str,
+        'hit-rate': str,
+        sessions: str,
+        json: { type: 'boolean' },
       },
       strict: true,
     }).values;
-    const n = (k: string): number | undefined => (v[k] === undefined ? undefined : parseCount(v[k] as string, `--${k}`));
+    const n = (k: string): number | undefined =>
+      v[k] === undefined ? undefined : parseCount(v[k] as string, `--${k}`);
     const p = plan({
       model: v.model || v.layers ? buildModel(v) : modelPreset('llama-3.1-8b'),
       gpu: buildGpu(v),

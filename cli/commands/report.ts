@@ -2,13 +2,24 @@
 import { writeFileSync, existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
-import { DEFAULT_LEDGER_BATCH_SIZE, DEFAULT_LEDGER_FLUSH_MS, DEFAULT_LEDGER_PATH, DEFAULT_LEDGER_RETENTION_DAYS } from '../../gateway/config/schema.ts';
+import {
+  DEFAULT_LEDGER_BATCH_SIZE,
+  DEFAULT_LEDGER_FLUSH_MS,
+  DEFAULT_LEDGER_PATH,
+  DEFAULT_LEDGER_RETENTION_DAYS,
+} from '../../gateway/config/schema.ts';
 import { openLedger } from '../../gateway/ledger/open.ts';
 import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
 import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
 import type { UsageLedger } from '../../gateway/ledger/types.ts';
 import { parseTime, produceReport } from '../../gateway/report/render.ts';
-import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../../gateway/report/types.ts';
+import {
+  GROUP_BY,
+  REPORT_FORMATS,
+  type GroupBy,
+  type ReportFormat,
+  type ReportQuery,
+} from '../../gateway/report/types.ts';
 
 export const help = `ctxgate report [--ledger PATH | --config FILE | --redis URL] [options]
 
@@ -62,11 +73,13 @@ class UsageError extends Error {}
 
 function openFromArgs(v: Values): UsageLedger {
   const writerDefaults = { batchSize: DEFAULT_LEDGER_BATCH_SIZE, flushMs: DEFAULT_LEDGER_FLUSH_MS };
-  if ([v.ledger, v.config, v.redis].filter(Boolean).length > 1) throw new UsageError('use only one of --ledger, --config, --redis');
+  if ([v.ledger, v.config, v.redis].filter(Boolean).length > 1)
+    throw new UsageError('use only one of --ledger, --config, --redis');
   if (v.redis) return new RedisStreamLedger({ url: v.redis, ...writerDefaults });
   if (v.config) {
     const config = loadConfig(v.config);
-    if (!config.redis?.url && !existsSync(config.ledger.path)) throw new UsageError(`no ledger at ${config.ledger.path} (ledger.path in ${v.config})`);
+    if (!config.redis?.url && !existsSync(config.ledger.path))
+      throw new UsageError(`no ledger at ${config.ledger.path} (ledger.path in ${v.config})`);
     return openLedger(config, { readonly: true });
   }
   const path = v.ledger ?? DEFAULT_LEDGER_PATH;
@@ -111,8 +124,13 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (err) {
-    const usage = err instanceof UsageError || err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`ctxgate report: ${(err as Error).message}\n${usage && !(err instanceof ConfigError) ? `\n${help}\n` : ''}`);
+    const usage =
+      err instanceof UsageError ||
+      err instanceof ConfigError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(
+      `ctxgate report: ${(err as Error).message}\n${usage && !(err instanceof ConfigError) ? `\n${help}\n` : ''}`,
+    );
     return usage ? 2 : 1;
   } finally {
     await ledger?.close();

@@ -16,7 +16,10 @@ requests for up to shutdown.deadline_ms, then exit.`;
 export async function run(argv: string[]): Promise<number> {
   let values: { config?: string; port?: string; host?: string };
   try {
-    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string', short: 'c' }, port: { type: 'string' }, host: { type: 'string' } } }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string', short: 'c' }, port: { type: 'string' }, host: { type: 'string' } },
+    }));
   } catch (err) {
     process.stderr.write(`ctxgate serve: ${(err as Error).message}\n\n${help}\n`);
     return 2;
@@ -37,7 +40,14 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.port || values.host) {
     // The loaded config is frozen; overrides build a new listen section.
-    config = { ...config, listen: { ...config.listen, host: values.host ?? config.listen.host, port: values.port ? Number(values.port) : config.listen.port } };
+    config = {
+      ...config,
+      listen: {
+        ...config.listen,
+        host: values.host ?? config.listen.host,
+        port: values.port ? Number(values.port) : config.listen.port,
+      },
+    };
   }
   let gw;
   try {

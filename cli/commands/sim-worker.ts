@@ -23,7 +23,9 @@ export async function run(argv: string[]): Promise<number> {
   }
   const worker = await startSimWorker(parsed.opts);
   const o = worker.options;
-  process.stdout.write(`sim-worker ${o.flavor} model=${o.model} tokenizer=${o.tokenizer} kv=${o.kvTokens} listening on ${worker.url}\n`);
+  process.stdout.write(
+    `sim-worker ${o.flavor} model=${o.model} tokenizer=${o.tokenizer} kv=${o.kvTokens} listening on ${worker.url}\n`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

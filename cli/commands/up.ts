@@ -18,7 +18,11 @@ export const UP_READY_TIMEOUT_MS = 30_000;
 const READY_POLL_MS = 100;
 const TOKENIZERS: readonly string[] = [...BUNDLED_TOKENIZERS, ...TIKTOKEN_ENCODINGS];
 /** Served model names by tokenizer, so the README's snippet (model qwen3-32b) works unchanged. */
-const MODEL_FOR_TOKENIZER: Record<string, string> = { qwen3: 'qwen3-32b', llama3_1: 'llama-3.1-8b', deepseek_v3: 'deepseek-v3' };
+const MODEL_FOR_TOKENIZER: Record<string, string> = {
+  qwen3: 'qwen3-32b',
+  llama3_1: 'llama-3.1-8b',
+  deepseek_v3: 'deepseek-v3',
+};
 
 export const help = `ctxgate up [--workers N] [--tokenizer NAME] [--port P] [--host H] [--model NAME] [--flavor vllm|sglang] [--budget N]
 
@@ -98,9 +102,24 @@ export async function startLocalFleet(o: UpOptions): Promise<LocalFleet> {
   };
   try {
     for (let i = 0; i < o.workers; i++) {
-      workers.push(await startSimWorker({ port: 0, model: o.model, tokenizer: o.tokenizer, flavor: o.flavor, blockSize: DEFAULT_BLOCK_SIZE, seed: i }));
+      workers.push(
+        await startSimWorker({
+          port: 0,
+          model: o.model,
+          tokenizer: o.tokenizer,
+          flavor: o.flavor,
+          blockSize: DEFAULT_BLOCK_SIZE,
+          seed: i,
+        }),
+      );
     }
-    const config = parseConfig(upConfig(o, workers.map((w) => w.url)), 'ctxgate up');
+    const config = parseConfig(
+      upConfig(
+        o,
+        workers.map((w) => w.url),
+      ),
+      'ctxgate up',
+    );
     gateway = await startAssembledGateway(config, { logger: o.logger ?? { level: 'info' } });
     await waitReady(gateway.url, UP_READY_TIMEOUT_MS);
   } catch (err) {
@@ -132,7 +151,8 @@ export function parseUpArgs(argv: string[]): UpOptions {
     },
   });
   const tokenizer = values.tokenizer ?? DEFAULT_UP_TOKENIZER;
-  if (!TOKENIZERS.includes(tokenizer)) throw new Error(`--tokenizer must be one of ${TOKENIZERS.join(', ')}, got '${tokenizer}'`);
+  if (!TOKENIZERS.includes(tokenizer))
+    throw new Error(`--tokenizer must be one of ${TOKENIZERS.join(', ')}, got '${tokenizer}'`);
   const flavor = values.flavor ?? 'vllm';
   if (flavor !== 'vllm' && flavor !== 'sglang') throw new Error(`--flavor must be vllm or sglang, got '${flavor}'`);
   const budget = values.budget === undefined ? undefined : intOption(values.budget, 'budget', 0, 1);

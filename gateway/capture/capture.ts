@@ -50,7 +50,10 @@ export interface Capture {
 
 /** File-system-safe name; a hash suffix keeps distinct raw names distinct after sanitising. */
 export function safeName(raw: string): string {
-  const clean = raw.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, MAX_NAME_CHARS);
+  const clean = raw
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\.+/, '_')
+    .slice(0, MAX_NAME_CHARS);
   if (clean === raw && clean.length > 0) return clean;
   return `${clean || 'x'}-${createHash('sha256').update(raw).digest('hex').slice(0, 8)}`;
 }
@@ -64,14 +67,19 @@ export function sessionSample(tenant: string, sessionId: string): number {
 export function createCapture(o: CaptureOptions): Capture {
   const maxOpen = o.maxOpenSessions ?? DEFAULT_MAX_OPEN_SESSIONS;
   const redactFn =
-    typeof o.redact === 'function' ? o.redact : o.redact === false ? (b: ChatRequest) => b : (b: ChatRequest) => redactDeep(b).value;
+    typeof o.redact === 'function'
+      ? o.redact
+      : o.redact === false
+        ? (b: ChatRequest) => b
+        : (b: ChatRequest) => redactDeep(b).value;
   const turns = new Map<string, number>();
   const chains = new Map<string, Promise<void>>();
   const madeDirs = new Map<string, Promise<unknown>>();
   const st: CaptureStats = { recorded: 0, skipped_sampling: 0, dropped_size: 0, errors: 0, bytes: 0 };
   let closed = false;
 
-  const pathFor = (tenant: string, sessionId: string) => join(o.dir, safeName(tenant || 'default'), `${safeName(sessionId || NO_SESSION)}.jsonl`);
+  const pathFor = (tenant: string, sessionId: string) =>
+    join(o.dir, safeName(tenant || 'default'), `${safeName(sessionId || NO_SESSION)}.jsonl`);
 
   const nextTurn = (key: string): number => {
     const t = turns.get(key) ?? 0;
@@ -96,7 +104,9 @@ export function createCapture(o: CaptureOptions): Capture {
         const clean = redactFn(body);
         const { _meta: _drop, ...rest } = clean as ChatRequest & { _meta?: unknown };
         const turn = nextTurn(key);
-        const line = JSON.stringify({ ...rest, _meta: { ...meta, session: sid, turn, tenant, time: new Date().toISOString() } }) + '\n';
+        const line =
+          JSON.stringify({ ...rest, _meta: { ...meta, session: sid, turn, tenant, time: new Date().toISOString() } }) +
+          '\n';
         const bytes = Buffer.byteLength(line);
         if (st.bytes + bytes > o.maxBytes) {
           st.dropped_size++;

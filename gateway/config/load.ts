@@ -54,7 +54,8 @@ function deepFreeze<T>(o: T): T {
 
 /** Validates an already-parsed config object (tests build configs in code). Returns a frozen copy. */
 export function parseConfig(raw: unknown, source = 'config', env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) fail('', 'expected a mapping at the top level', raw, source);
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    fail('', 'expected a mapping at the top level', raw, source);
   const cfg = Value.Default(ConfigSchema, structuredClone(raw)) as Record<string, unknown>;
   // The auth union would only report "expected union value"; validate the chosen variant instead.
   const auth = cfg.auth as { mode?: unknown } | undefined;
@@ -72,7 +73,8 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
   config.models.forEach((m, i) => {
     if (names.has(m.name)) fail(`/models/${i}/name`, 'duplicate model name', m.name, source);
     names.add(m.name);
-    if (!policies.includes(m.policy)) fail(`/models/${i}/policy`, `unknown policy (known: ${policies.join(', ')})`, m.policy, source);
+    if (!policies.includes(m.policy))
+      fail(`/models/${i}/policy`, `unknown policy (known: ${policies.join(', ')})`, m.policy, source);
     const ids = new Set<string>();
     m.workers.forEach((w, j) => {
       // Tenants see worker ids (x-ctxgate-worker, records, reports): never default to the address.
@@ -83,7 +85,8 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       if (w.api_key?.startsWith('env:')) {
         const name = w.api_key.slice(4);
         const v = env[name];
-        if (v === undefined) fail(`/models/${i}/workers/${j}/api_key`, `environment variable ${name} is not set`, w.api_key, source);
+        if (v === undefined)
+          fail(`/models/${i}/workers/${j}/api_key`, `environment variable ${name} is not set`, w.api_key, source);
         w.api_key = v;
       }
     });
@@ -92,13 +95,20 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
   const secret = config.tenancy.cache_salt_secret;
   if (secret?.startsWith('env:')) {
     const v = env[secret.slice(4)];
-    if (!v || v.length < 16) fail('/tenancy/cache_salt_secret', `environment variable ${secret.slice(4)} is not set or shorter than 16 characters`, secret, source);
+    if (!v || v.length < 16)
+      fail(
+        '/tenancy/cache_salt_secret',
+        `environment variable ${secret.slice(4)} is not set or shorter than 16 characters`,
+        secret,
+        source,
+      );
     config.tenancy.cache_salt_secret = v;
   }
   const grouped = new Set<string>();
   config.tenancy.cache_groups.forEach((g, i) => {
     g.tenants.forEach((t, j) => {
-      if (grouped.has(t)) fail(`/tenancy/cache_groups/${i}/tenants/${j}`, 'a tenant can be in one cache group only', t, source);
+      if (grouped.has(t))
+        fail(`/tenancy/cache_groups/${i}/tenants/${j}`, 'a tenant can be in one cache group only', t, source);
       grouped.add(t);
     });
   });

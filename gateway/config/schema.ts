@@ -137,7 +137,10 @@ export const AuthKeySchema = Type.Object(
 export const AuthSchema = Type.Union(
   [
     Type.Object({ mode: Type.Literal('none') }, { additionalProperties: false }),
-    Type.Object({ mode: Type.Literal('keys'), keys: Type.Array(AuthKeySchema, { minItems: 1 }) }, { additionalProperties: false }),
+    Type.Object(
+      { mode: Type.Literal('keys'), keys: Type.Array(AuthKeySchema, { minItems: 1 }) },
+      { additionalProperties: false },
+    ),
   ],
   { default: { mode: 'none' } },
 );
@@ -164,7 +167,13 @@ export const ConfigSchema = Type.Object(
         cache_salt_secret: Type.Optional(Type.String({ minLength: 16 })),
         /** Tenants that deliberately share one salt (one cache namespace): see the README trade-off. */
         cache_groups: Type.Array(
-          Type.Object({ name: Type.String({ minLength: 1 }), tenants: Type.Array(Type.String({ minLength: 1 }), { minItems: 2 }) }, { additionalProperties: false }),
+          Type.Object(
+            {
+              name: Type.String({ minLength: 1 }),
+              tenants: Type.Array(Type.String({ minLength: 1 }), { minItems: 2 }),
+            },
+            { additionalProperties: false },
+          ),
           { default: [] },
         ),
       },
@@ -197,7 +206,13 @@ export const ConfigSchema = Type.Object(
         flush_ms: PosInt(DEFAULT_LEDGER_FLUSH_MS),
         /** Where records go. Default: [sqlite], or [redis, sqlite] when redis.url is set (reads
          *  from the first). [redis] alone keeps no local copy. */
-        stores: Type.Optional(Type.Array(Type.Union([Type.Literal('sqlite'), Type.Literal('redis')]), { minItems: 1, maxItems: 2, uniqueItems: true })),
+        stores: Type.Optional(
+          Type.Array(Type.Union([Type.Literal('sqlite'), Type.Literal('redis')]), {
+            minItems: 1,
+            maxItems: 2,
+            uniqueItems: true,
+          }),
+        ),
         /** Local file for Redis ledger batches during a Redis outage (default: `<path>.redis-spool`). */
         spool_path: Type.Optional(Type.String({ minLength: 1 })),
       },
@@ -226,10 +241,16 @@ export const ConfigSchema = Type.Object(
     ),
     /** Optional daily spend caps per tenant, checked against the usage ledger. */
     budgets: Type.Array(
-      Type.Object({ tenant: Type.String({ minLength: 1 }), usd_per_day: Type.Number({ minimum: 0 }) }, { additionalProperties: false }),
+      Type.Object(
+        { tenant: Type.String({ minLength: 1 }), usd_per_day: Type.Number({ minimum: 0 }) },
+        { additionalProperties: false },
+      ),
       { default: [] },
     ),
-    shutdown: Type.Object({ deadline_ms: NonNegInt(DEFAULT_SHUTDOWN_DEADLINE_MS) }, { additionalProperties: false, default: {} }),
+    shutdown: Type.Object(
+      { deadline_ms: NonNegInt(DEFAULT_SHUTDOWN_DEADLINE_MS) },
+      { additionalProperties: false, default: {} },
+    ),
     upstream: Type.Object(
       {
         connect_timeout_ms: PosInt(DEFAULT_CONNECT_TIMEOUT_MS),
@@ -238,7 +259,9 @@ export const ConfigSchema = Type.Object(
         attempts: PosInt(DEFAULT_ATTEMPTS),
         max_in_flight: NonNegInt(DEFAULT_MAX_IN_FLIGHT),
         /** Worker response headers copied to the client (lower-case names). */
-        forward_response_headers: Type.Array(Type.String({ pattern: '^[a-z0-9-]+$' }), { default: [...DEFAULT_FORWARD_RESPONSE_HEADERS] }),
+        forward_response_headers: Type.Array(Type.String({ pattern: '^[a-z0-9-]+$' }), {
+          default: [...DEFAULT_FORWARD_RESPONSE_HEADERS],
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

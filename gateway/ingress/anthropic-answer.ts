@@ -14,7 +14,10 @@ type Obj = Record<string, unknown>;
 
 export const messageId = (): string => `msg_${randomBytes(12).toString('hex')}`;
 
-export function stopReason(finish: string | null, stopString: string | null): { stop_reason: string; stop_sequence: string | null } {
+export function stopReason(
+  finish: string | null,
+  stopString: string | null,
+): { stop_reason: string; stop_sequence: string | null } {
   if (finish === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
   if (finish === 'tool_calls') return { stop_reason: 'tool_use', stop_sequence: null };
   if (finish === 'content_filter') return { stop_reason: 'refusal', stop_sequence: null };
@@ -25,7 +28,12 @@ export function stopReason(finish: string | null, stopString: string | null): { 
 export function anthropicUsage(u: ExtractedUsage | undefined, estimatedPrompt = 0): Obj {
   const prompt = u?.promptTokens ?? estimatedPrompt;
   const cached = u?.cachedTokens ?? 0;
-  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: u?.outputTokens ?? 0 };
+  return {
+    input_tokens: prompt - cached,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+    output_tokens: u?.outputTokens ?? 0,
+  };
 }
 
 export function toAnthropicMessage(obj: Obj, usage: ExtractedUsage | undefined, ctx: AnswerContext): Obj {
@@ -33,7 +41,8 @@ export function toAnthropicMessage(obj: Obj, usage: ExtractedUsage | undefined, 
   const content: Obj[] = [];
   if (v.reasoning) content.push({ type: 'thinking', thinking: v.reasoning, signature: '' });
   if (v.content) content.push({ type: 'text', text: v.content });
-  for (const t of v.toolCalls) content.push({ type: 'tool_use', id: t.id, name: t.function.name, input: argumentsObject(t.function.arguments) });
+  for (const t of v.toolCalls)
+    content.push({ type: 'tool_use', id: t.id, name: t.function.name, input: argumentsObject(t.function.arguments) });
   return {
     id: messageId(),
     type: 'message',
@@ -104,7 +113,9 @@ export class AnthropicStream implements StreamTranslator {
     const out = this.close();
     this.index++;
     this.open = kind;
-    return out + sseEvent('content_block_start', { type: 'content_block_start', index: this.index, content_block: block });
+    return (
+      out + sseEvent('content_block_start', { type: 'content_block_start', index: this.index, content_block: block })
+    );
   }
 
   private delta(index: number, delta: Obj): string {
@@ -122,7 +133,8 @@ export class AnthropicStream implements StreamTranslator {
     const d = (c.delta ?? {}) as ChunkDelta;
     const reasoning = reasoningOf(d);
     if (reasoning) {
-      if (this.open !== 'thinking') out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+      if (this.open !== 'thinking')
+        out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
       out += this.delta(this.index, { type: 'thinking_delta', thinking: reasoning });
     }
     if (typeof d.content === 'string' && d.content) {
@@ -133,7 +145,12 @@ export class AnthropicStream implements StreamTranslator {
       const ti = t.index ?? this.toolBlocks.size;
       let bi = this.toolBlocks.get(ti);
       if (bi === undefined) {
-        out += this.openBlock('tool_use', { type: 'tool_use', id: t.id ?? `toolu_${this.id.slice(4)}_${ti}`, name: t.function?.name ?? '', input: {} });
+        out += this.openBlock('tool_use', {
+          type: 'tool_use',
+          id: t.id ?? `toolu_${this.id.slice(4)}_${ti}`,
+          name: t.function?.name ?? '',
+          input: {},
+        });
         bi = this.index;
         this.toolBlocks.set(ti, bi);
       }
@@ -147,7 +164,11 @@ export class AnthropicStream implements StreamTranslator {
     return (
       this.start() +
       this.close() +
-      sseEvent('message_delta', { type: 'message_delta', delta: stopReason(this.finish, this.stopString), usage: anthropicUsage(this.usage, this.ctx.promptTokens) }) +
+      sseEvent('message_delta', {
+        type: 'message_delta',
+        delta: stopReason(this.finish, this.stopString),
+        usage: anthropicUsage(this.usage, this.ctx.promptTokens),
+      }) +
       sseEvent('message_stop', { type: 'message_stop' })
     );
   }

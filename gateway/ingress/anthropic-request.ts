@@ -22,7 +22,8 @@ const bad = (message: string, param: string): GatewayError => new GatewayError('
 
 function blocksOf(content: unknown, where: string): Block[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
-  if (!Array.isArray(content) || !content.every(isObject)) throw bad(`${where} must be a string or an array of content blocks`, where);
+  if (!Array.isArray(content) || !content.every(isObject))
+    throw bad(`${where} must be a string or an array of content blocks`, where);
   return content;
 }
 
@@ -36,7 +37,8 @@ function image(b: Block, where: string): ContentPart {
   if (isObject(s) && s.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') {
     return { type: 'image_url', image_url: { url: `data:${s.media_type};base64,${s.data}` } };
   }
-  if (isObject(s) && s.type === 'url' && typeof s.url === 'string') return { type: 'image_url', image_url: { url: s.url } };
+  if (isObject(s) && s.type === 'url' && typeof s.url === 'string')
+    return { type: 'image_url', image_url: { url: s.url } };
   throw bad(`${where}.source must be a base64 or url image source`, `${where}.source`);
 }
 
@@ -49,7 +51,12 @@ function collapse(parts: ContentPart[]): string | ContentPart[] {
 function toolResult(b: Block, where: string): ChatMessage {
   if (typeof b.tool_use_id !== 'string') throw bad(`${where}.tool_use_id must be a string`, `${where}.tool_use_id`);
   // The common case (a string result) takes no detour through content parts.
-  if (typeof b.content === 'string') return { role: 'tool', tool_call_id: b.tool_use_id, content: b.is_error === true ? `[tool error] ${b.content}` : b.content };
+  if (typeof b.content === 'string')
+    return {
+      role: 'tool',
+      tool_call_id: b.tool_use_id,
+      content: b.is_error === true ? `[tool error] ${b.content}` : b.content,
+    };
   const parts: ContentPart[] = [];
   if (b.content !== undefined && b.content !== null) {
     const inner = blocksOf(b.content, `${where}.content`);
@@ -58,13 +65,18 @@ function toolResult(b: Block, where: string): ChatMessage {
       if (x.type === 'image') parts.push(image(x, w));
       // Tool search answers with references that load deferred tools; every tool is already in the
       // engine's prompt, so the reference stays as a line naming the tool.
-      else if (x.type === 'tool_reference' && typeof x.tool_name === 'string') parts.push({ type: 'text', text: `tool_reference: ${x.tool_name}` });
+      else if (x.type === 'tool_reference' && typeof x.tool_name === 'string')
+        parts.push({ type: 'text', text: `tool_reference: ${x.tool_name}` });
       else parts.push({ type: 'text', text: text(x, w) });
     });
   }
   const m: ChatMessage = { role: 'tool', tool_call_id: b.tool_use_id, content: parts.length ? collapse(parts) : '' };
   // The chat form has no error flag; a failed tool keeps its text and says so in the content.
-  if (b.is_error === true) m.content = typeof m.content === 'string' ? `[tool error] ${m.content}` : [{ type: 'text', text: '[tool error]' }, ...(m.content as ContentPart[])];
+  if (b.is_error === true)
+    m.content =
+      typeof m.content === 'string'
+        ? `[tool error] ${m.content}`
+        : [{ type: 'text', text: '[tool error]' }, ...(m.content as ContentPart[])];
   return m;
 }
 
@@ -93,7 +105,8 @@ function assistantTurn(content: unknown, where: string, out: ChatMessage[]): voi
     const w = `${where}[${j}]`;
     if (b.type === 'text') texts.push(text(b, w));
     else if (b.type === 'thinking') reasoning += typeof b.thinking === 'string' ? b.thinking : '';
-    else if (b.type === 'redacted_thinking') return; // opaque to engines: nothing to render
+    else if (b.type === 'redacted_thinking')
+      return; // opaque to engines: nothing to render
     else if (b.type === 'tool_use') {
       if (typeof b.id !== 'string' || typeof b.name !== 'string') throw bad(`${w} needs a string id and name`, w);
       calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
@@ -110,10 +123,16 @@ function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
   const out: ToolDef[] = [];
   list.forEach((t, i) => {
     if (t.type !== undefined && t.type !== null && t.type !== 'custom') {
-      receipts.push({ stage: 'ingress', action: 'tool_dropped', target: `tools[${i}]`, reason: `server tool '${String(t.type)}' has no equivalent on self-hosted engines` });
+      receipts.push({
+        stage: 'ingress',
+        action: 'tool_dropped',
+        target: `tools[${i}]`,
+        reason: `server tool '${String(t.type)}' has no equivalent on self-hosted engines`,
+      });
       return;
     }
-    if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    if (typeof t.name !== 'string' || !t.name)
+      throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
     const fn: ToolDef['function'] = { name: t.name, parameters: t.input_schema ?? { type: 'object', properties: {} } };
     if (typeof t.description === 'string') fn.description = t.description;
     out.push({ type: 'function', function: fn });
@@ -125,7 +144,8 @@ function toolChoice(tc: Block, out: ChatRequest): void {
   if (tc.type === 'auto') out.tool_choice = 'auto';
   else if (tc.type === 'any') out.tool_choice = 'required';
   else if (tc.type === 'none') out.tool_choice = 'none';
-  else if (tc.type === 'tool' && typeof tc.name === 'string') out.tool_choice = { type: 'function', function: { name: tc.name } };
+  else if (tc.type === 'tool' && typeof tc.name === 'string')
+    out.tool_choice = { type: 'function', function: { name: tc.name } };
   else throw bad("'tool_choice' must be {type: auto|any|none} or {type: tool, name}", 'tool_choice');
   if (tc.disable_parallel_tool_use === true) out.parallel_tool_calls = false;
 }
@@ -133,10 +153,13 @@ function toolChoice(tc: Block, out: ChatRequest): void {
 export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest {
   const b = requireObject(body);
   const model = requireModel(b);
-  if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1) throw bad("'max_tokens' is required and must be a positive integer", 'max_tokens');
+  if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1)
+    throw bad("'max_tokens' is required and must be a positive integer", 'max_tokens');
   const msgs = b.messages;
-  if (!Array.isArray(msgs) || msgs.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
-  if (msgs.length > ctx.maxMessages) throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
+  if (!Array.isArray(msgs) || msgs.length === 0)
+    throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
+  if (msgs.length > ctx.maxMessages)
+    throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
   const messages: ChatMessage[] = [];
   if (b.system !== undefined && b.system !== null) {
     const sys = blocksOf(b.system, 'system').map((x, j) => text(x, `system[${j}]`));
@@ -148,7 +171,13 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
     if (m.role === 'user') userTurn(m.content, `${w}.content`, messages);
     else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages);
     // Claude Code sends environment notes as a system turn between user turns: a system message in place.
-    else if (m.role === 'system') messages.push({ role: 'system', content: blocksOf(m.content, `${w}.content`).map((x, j) => text(x, `${w}.content[${j}]`)).join('\n') });
+    else if (m.role === 'system')
+      messages.push({
+        role: 'system',
+        content: blocksOf(m.content, `${w}.content`)
+          .map((x, j) => text(x, `${w}.content[${j}]`))
+          .join('\n'),
+      });
     else throw new GatewayError('invalid_messages', `${w}.role must be 'user', 'assistant' or 'system'`, `${w}.role`);
   });
   const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
@@ -159,7 +188,8 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
   }
   if (isObject(b.tool_choice) && out.tools) toolChoice(b.tool_choice, out);
   if (b.stop_sequences !== undefined) {
-    if (!Array.isArray(b.stop_sequences) || !b.stop_sequences.every((s) => typeof s === 'string')) throw bad("'stop_sequences' must be an array of strings", 'stop_sequences');
+    if (!Array.isArray(b.stop_sequences) || !b.stop_sequences.every((s) => typeof s === 'string'))
+      throw bad("'stop_sequences' must be an array of strings", 'stop_sequences');
     if (b.stop_sequences.length) out.stop = b.stop_sequences;
   }
   for (const k of ['temperature', 'top_p', 'top_k'] as const) {

@@ -41,8 +41,15 @@ export function reasoningOf(m: { reasoning_content?: unknown; reasoning?: unknow
 
 export function choiceView(obj: Obj): ChoiceView {
   const c = firstChoice(obj);
-  const m = (c?.message ?? {}) as { content?: unknown; tool_calls?: unknown; reasoning_content?: unknown; reasoning?: unknown };
-  const calls = Array.isArray(m.tool_calls) ? (m.tool_calls as ToolCall[]).filter((t) => t && typeof t === 'object' && t.function) : [];
+  const m = (c?.message ?? {}) as {
+    content?: unknown;
+    tool_calls?: unknown;
+    reasoning_content?: unknown;
+    reasoning?: unknown;
+  };
+  const calls = Array.isArray(m.tool_calls)
+    ? (m.tool_calls as ToolCall[]).filter((t) => t && typeof t === 'object' && t.function)
+    : [];
   return {
     content: typeof m.content === 'string' ? m.content : typeof c?.text === 'string' ? c.text : '',
     reasoning: reasoningOf(m),

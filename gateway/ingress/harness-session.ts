@@ -6,7 +6,12 @@
 // An explicit `x-session-id` always wins. O(1): the headers object is copied only when mapped.
 
 /** Harness headers in order of preference. */
-export const HARNESS_SESSION_HEADERS = ['x-claude-code-session-id', 'session_id', 'conversation_id', 'x-opencode-session'] as const;
+export const HARNESS_SESSION_HEADERS = [
+  'x-claude-code-session-id',
+  'session_id',
+  'conversation_id',
+  'x-opencode-session',
+] as const;
 
 export type Headers = Record<string, string | undefined>;
 

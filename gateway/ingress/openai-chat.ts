@@ -5,7 +5,8 @@ import type { ChatRequest } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { IngressAdapter, IngressRequest, ParseContext, ShapedError } from './types.ts';
 
-export const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The OpenAI error shape: {"error":{"message","type","code","param"}}. */
 export function openaiErrorBody(err: ShapedError): unknown {
@@ -13,7 +14,8 @@ export function openaiErrorBody(err: ShapedError): unknown {
 }
 
 export function requireModel(b: Record<string, unknown>): string {
-  if (typeof b.model !== 'string' || !b.model) throw new GatewayError('invalid_model', "'model' is required and must be a non-empty string", 'model');
+  if (typeof b.model !== 'string' || !b.model)
+    throw new GatewayError('invalid_model', "'model' is required and must be a non-empty string", 'model');
   return b.model;
 }
 
@@ -26,17 +28,36 @@ export function parseChat(body: unknown, ctx: ParseContext): IngressRequest {
   const b = requireObject(body);
   const model = requireModel(b);
   const m = b.messages;
-  if (!Array.isArray(m) || m.length === 0) throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
-  if (m.length > ctx.maxMessages) throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
+  if (!Array.isArray(m) || m.length === 0)
+    throw new GatewayError('invalid_messages', "'messages' must be a non-empty array", 'messages');
+  if (m.length > ctx.maxMessages)
+    throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
   for (let i = 0; i < m.length; i++) {
     const x = m[i] as { role?: unknown; content?: unknown; tool_calls?: unknown } | null;
-    if (!x || typeof x !== 'object' || typeof x.role !== 'string') throw new GatewayError('invalid_messages', `messages[${i}] must be an object with a string 'role'`, `messages[${i}].role`);
+    if (!x || typeof x !== 'object' || typeof x.role !== 'string')
+      throw new GatewayError(
+        'invalid_messages',
+        `messages[${i}] must be an object with a string 'role'`,
+        `messages[${i}].role`,
+      );
     const c = x.content;
     if (c !== undefined && c !== null && typeof c !== 'string' && !(Array.isArray(c) && c.every(isObject))) {
-      throw new GatewayError('invalid_messages', `messages[${i}].content must be a string, null or an array of content parts`, `messages[${i}].content`);
+      throw new GatewayError(
+        'invalid_messages',
+        `messages[${i}].content must be a string, null or an array of content parts`,
+        `messages[${i}].content`,
+      );
     }
-    if (x.tool_calls !== undefined && x.tool_calls !== null && !(Array.isArray(x.tool_calls) && x.tool_calls.every(isObject))) {
-      throw new GatewayError('invalid_messages', `messages[${i}].tool_calls must be an array of objects`, `messages[${i}].tool_calls`);
+    if (
+      x.tool_calls !== undefined &&
+      x.tool_calls !== null &&
+      !(Array.isArray(x.tool_calls) && x.tool_calls.every(isObject))
+    ) {
+      throw new GatewayError(
+        'invalid_messages',
+        `messages[${i}].tool_calls must be an array of objects`,
+        `messages[${i}].tool_calls`,
+      );
     }
   }
   if (b.tools !== undefined && b.tools !== null && !(Array.isArray(b.tools) && b.tools.every(isObject))) {

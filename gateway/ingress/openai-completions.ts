@@ -8,7 +8,8 @@ import type { IngressAdapter, IngressRequest } from './types.ts';
 function parseCompletions(body: unknown): IngressRequest {
   const b = requireObject(body);
   const model = requireModel(b);
-  if (typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) throw new GatewayError('invalid_prompt', "'prompt' is required (string or array)", 'prompt');
+  if (typeof b.prompt !== 'string' && !Array.isArray(b.prompt))
+    throw new GatewayError('invalid_prompt', "'prompt' is required (string or array)", 'prompt');
   return { model, stream: b.stream === true, body: b as unknown as ChatRequest };
 }
 

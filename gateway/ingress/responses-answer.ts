@@ -8,7 +8,15 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
 import { extractUsage, type ExtractedUsage } from '../usage/extract.ts';
-import { argumentsObject, choiceView, firstChoice, reasoningOf, sseEvent, type ChoiceView, type ChunkDelta } from './chat-answer.ts';
+import {
+  argumentsObject,
+  choiceView,
+  firstChoice,
+  reasoningOf,
+  sseEvent,
+  type ChoiceView,
+  type ChunkDelta,
+} from './chat-answer.ts';
 import { CUSTOM_TOOL_INPUT, type ResponsesState } from './responses-request.ts';
 import type { ResponseStore } from './responses-store.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
@@ -20,34 +28,88 @@ export const newId = (prefix: string): string => `${prefix}_${randomBytes(12).to
 export function responsesUsage(u: ExtractedUsage | undefined, estimatedPrompt: number): Obj {
   const input = u?.promptTokens ?? estimatedPrompt;
   const output = u?.outputTokens ?? 0;
-  return { input_tokens: input, input_tokens_details: { cached_tokens: u?.cachedTokens ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: u?.cachedTokens ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output,
+  };
 }
 
 function skeleton(s: ResponsesState, status: string): Obj {
-  return { id: s.id, object: 'response', created_at: s.createdAt, status, error: null, incomplete_details: null, model: s.model, output: [], usage: null, store: s.store, ...s.echo };
+  return {
+    id: s.id,
+    object: 'response',
+    created_at: s.createdAt,
+    status,
+    error: null,
+    incomplete_details: null,
+    model: s.model,
+    output: [],
+    usage: null,
+    store: s.store,
+    ...s.echo,
+  };
 }
 
-const reasoningItem = (id: string, text: string): Obj => ({ type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] });
+const reasoningItem = (id: string, text: string): Obj => ({
+  type: 'reasoning',
+  id,
+  summary: [],
+  content: [{ type: 'reasoning_text', text }],
+});
 const textPart = (text: string): Obj => ({ type: 'output_text', text, annotations: [], logprobs: [] });
-const messageItem = (id: string, text: string, status: string): Obj => ({ type: 'message', id, status, role: 'assistant', content: status === 'completed' ? [textPart(text)] : [] });
-const callItem = (id: string, c: ToolCall, status: string): Obj => ({ type: 'function_call', id, call_id: c.id, name: c.function.name, arguments: c.function.arguments, status });
+const messageItem = (id: string, text: string, status: string): Obj => ({
+  type: 'message',
+  id,
+  status,
+  role: 'assistant',
+  content: status === 'completed' ? [textPart(text)] : [],
+});
+const callItem = (id: string, c: ToolCall, status: string): Obj => ({
+  type: 'function_call',
+  id,
+  call_id: c.id,
+  name: c.function.name,
+  arguments: c.function.arguments,
+  status,
+});
 
 /** A freeform tool's call: its `input` string back out of the function form's arguments. */
 function customInput(args: string): string {
   const v = argumentsObject(args)[CUSTOM_TOOL_INPUT];
   return typeof v === 'string' ? v : args;
 }
-const customItem = (id: string, c: ToolCall, status: string): Obj => ({ type: 'custom_tool_call', id, call_id: c.id, name: c.function.name, input: customInput(c.function.arguments), status });
+const customItem = (id: string, c: ToolCall, status: string): Obj => ({
+  type: 'custom_tool_call',
+  id,
+  call_id: c.id,
+  name: c.function.name,
+  input: customInput(c.function.arguments),
+  status,
+});
 
 function outputItems(v: ChoiceView, custom: string[]): Obj[] {
   const out: Obj[] = [];
   if (v.reasoning) out.push(reasoningItem(newId('rs'), v.reasoning));
   if (v.content) out.push(messageItem(newId('msg'), v.content, 'completed'));
-  for (const c of v.toolCalls) out.push(custom.includes(c.function.name) ? customItem(newId('ctc'), c, 'completed') : callItem(newId('fc'), c, 'completed'));
+  for (const c of v.toolCalls)
+    out.push(
+      custom.includes(c.function.name)
+        ? customItem(newId('ctc'), c, 'completed')
+        : callItem(newId('fc'), c, 'completed'),
+    );
   return out;
 }
 
-function finalResponse(s: ResponsesState, v: ChoiceView, output: Obj[], usage: ExtractedUsage | undefined, estimatedPrompt: number): Obj {
+function finalResponse(
+  s: ResponsesState,
+  v: ChoiceView,
+  output: Obj[],
+  usage: ExtractedUsage | undefined,
+  estimatedPrompt: number,
+): Obj {
   const r = skeleton(s, v.finish === 'length' ? 'incomplete' : 'completed');
   r.output = output;
   r.usage = responsesUsage(usage, estimatedPrompt);
@@ -58,7 +120,12 @@ function finalResponse(s: ResponsesState, v: ChoiceView, output: Obj[], usage: E
 function assistantMessage(v: ChoiceView): ChatMessage {
   const m: ChatMessage = { role: 'assistant', content: v.content || (v.toolCalls.length ? null : '') };
   if (v.reasoning) m.reasoning_content = v.reasoning;
-  if (v.toolCalls.length) m.tool_calls = v.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
+  if (v.toolCalls.length)
+    m.tool_calls = v.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.function.name, arguments: c.function.arguments },
+    }));
   return m;
 }
 
@@ -68,7 +135,12 @@ async function keep(store: ResponseStore, ctx: AnswerContext, v: ChoiceView, res
   await store.put(ctx.tenant, s.id, { response, messages: [...s.conversation, assistantMessage(v)] });
 }
 
-export async function toResponseObject(store: ResponseStore, obj: Obj, usage: ExtractedUsage | undefined, ctx: AnswerContext): Promise<Obj> {
+export async function toResponseObject(
+  store: ResponseStore,
+  obj: Obj,
+  usage: ExtractedUsage | undefined,
+  ctx: AnswerContext,
+): Promise<Obj> {
   const v = choiceView(obj);
   const s = ctx.state as ResponsesState;
   const r = finalResponse(s, v, outputItems(v, s.customTools), usage, ctx.promptTokens);
@@ -109,7 +181,10 @@ export class ResponsesStream implements StreamTranslator {
   private start(): string {
     if (this.started) return '';
     this.started = true;
-    return this.ev('response.created', { response: skeleton(this.s, 'in_progress') }) + this.ev('response.in_progress', { response: skeleton(this.s, 'in_progress') });
+    return (
+      this.ev('response.created', { response: skeleton(this.s, 'in_progress') }) +
+      this.ev('response.in_progress', { response: skeleton(this.s, 'in_progress') })
+    );
   }
 
   private close(): string {
@@ -132,7 +207,11 @@ export class ResponsesStream implements StreamTranslator {
       out += this.ev('response.custom_tool_call_input.done', { ...at, input: item.input });
     } else {
       item = callItem(o.id, o.call, 'completed');
-      out += this.ev('response.function_call_arguments.done', { ...at, name: o.call.function.name, arguments: o.call.function.arguments });
+      out += this.ev('response.function_call_arguments.done', {
+        ...at,
+        name: o.call.function.name,
+        arguments: o.call.function.arguments,
+      });
     }
     this.items.push(item);
     return out + this.ev('response.output_item.done', { output_index: o.index, item });
@@ -155,40 +234,73 @@ export class ResponsesStream implements StreamTranslator {
     const reasoning = reasoningOf(d);
     if (reasoning) {
       if (this.open?.kind !== 'reasoning') {
-        const o: Open = { kind: 'reasoning', id: newId('rs'), index: this.items.length + (this.open ? 1 : 0), text: '' };
+        const o: Open = {
+          kind: 'reasoning',
+          id: newId('rs'),
+          index: this.items.length + (this.open ? 1 : 0),
+          text: '',
+        };
         out += this.openItem(o, { type: 'reasoning', id: o.id, summary: [], content: [] });
       }
       const o = this.open as Open & { kind: 'reasoning' };
       o.text += reasoning;
       this.view.reasoning += reasoning;
-      out += this.ev('response.reasoning_text.delta', { item_id: o.id, output_index: o.index, content_index: 0, delta: reasoning });
+      out += this.ev('response.reasoning_text.delta', {
+        item_id: o.id,
+        output_index: o.index,
+        content_index: 0,
+        delta: reasoning,
+      });
     }
     if (typeof d.content === 'string' && d.content) {
       if (this.open?.kind !== 'message') {
         const o: Open = { kind: 'message', id: newId('msg'), index: this.items.length + (this.open ? 1 : 0), text: '' };
         out += this.openItem(o, messageItem(o.id, '', 'in_progress'));
-        out += this.ev('response.content_part.added', { item_id: o.id, output_index: o.index, content_index: 0, part: textPart('') });
+        out += this.ev('response.content_part.added', {
+          item_id: o.id,
+          output_index: o.index,
+          content_index: 0,
+          part: textPart(''),
+        });
       }
       const o = this.open as Open & { kind: 'message' };
       o.text += d.content;
       this.view.content += d.content;
-      out += this.ev('response.output_text.delta', { item_id: o.id, output_index: o.index, content_index: 0, delta: d.content, logprobs: [] });
+      out += this.ev('response.output_text.delta', {
+        item_id: o.id,
+        output_index: o.index,
+        content_index: 0,
+        delta: d.content,
+        logprobs: [],
+      });
     }
     for (const t of d.tool_calls ?? []) {
       const ti = t.index ?? this.calls.size;
       let o = this.calls.get(ti);
       if (!o) {
-        const call: ToolCall = { id: t.id ?? newId('call'), type: 'function', function: { name: t.function?.name ?? '', arguments: '' } };
+        const call: ToolCall = {
+          id: t.id ?? newId('call'),
+          type: 'function',
+          function: { name: t.function?.name ?? '', arguments: '' },
+        };
         const custom = this.s.customTools.includes(call.function.name);
         o = { kind: 'call', id: newId(custom ? 'ctc' : 'fc'), index: this.items.length + (this.open ? 1 : 0), call };
         this.calls.set(ti, o);
         this.view.toolCalls.push(call);
-        out += this.openItem(o, custom ? { ...customItem(o.id, call, 'in_progress'), input: '' } : callItem(o.id, call, 'in_progress'));
+        out += this.openItem(
+          o,
+          custom ? { ...customItem(o.id, call, 'in_progress'), input: '' } : callItem(o.id, call, 'in_progress'),
+        );
       }
       const args = t.function?.arguments;
       if (args) {
         o.call.function.arguments += args;
-        if (!this.s.customTools.includes(o.call.function.name)) out += this.ev('response.function_call_arguments.delta', { item_id: o.id, output_index: o.index, delta: args });
+        if (!this.s.customTools.includes(o.call.function.name))
+          out += this.ev('response.function_call_arguments.delta', {
+            item_id: o.id,
+            output_index: o.index,
+            delta: args,
+          });
       }
     }
     return out;

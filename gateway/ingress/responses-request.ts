@@ -17,7 +17,21 @@ import type { IngressRequest, ParseContext } from './types.ts';
 type Obj = Record<string, unknown>;
 
 /** Request fields a Response object echoes back. */
-const ECHOED = ['instructions', 'tools', 'tool_choice', 'temperature', 'top_p', 'max_output_tokens', 'previous_response_id', 'metadata', 'parallel_tool_calls', 'text', 'reasoning', 'prompt_cache_key', 'user'] as const;
+const ECHOED = [
+  'instructions',
+  'tools',
+  'tool_choice',
+  'temperature',
+  'top_p',
+  'max_output_tokens',
+  'previous_response_id',
+  'metadata',
+  'parallel_tool_calls',
+  'text',
+  'reasoning',
+  'prompt_cache_key',
+  'user',
+] as const;
 
 export interface ResponsesState {
   model: string;
@@ -38,7 +52,8 @@ const bad = (message: string, param: string): GatewayError => new GatewayError('
 
 function partsOf(content: unknown, where: string): ContentPart[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
-  if (!Array.isArray(content) || !content.every(isObject)) throw bad(`${where} must be a string or an array of content parts`, where);
+  if (!Array.isArray(content) || !content.every(isObject))
+    throw bad(`${where} must be a string or an array of content parts`, where);
   return content.map((p, j) => {
     const w = `${where}[${j}]`;
     if (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text') {
@@ -51,7 +66,10 @@ function partsOf(content: unknown, where: string): ContentPart[] {
       if (typeof p.detail === 'string') image_url.detail = p.detail;
       return { type: 'image_url', image_url };
     }
-    throw bad(`${w}.type '${String(p.type)}' is not supported (input_text, output_text, input_image with image_url)`, `${w}.type`);
+    throw bad(
+      `${w}.type '${String(p.type)}' is not supported (input_text, output_text, input_image with image_url)`,
+      `${w}.type`,
+    );
   });
 }
 
@@ -81,13 +99,22 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
     const type = it.type ?? (typeof it.role === 'string' ? 'message' : undefined);
     if (type === 'message') {
       const role = it.role;
-      if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer') throw bad(`${w}.role must be user, assistant, system or developer`, `${w}.role`);
+      if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
+        throw bad(`${w}.role must be user, assistant, system or developer`, `${w}.role`);
       const m: ChatMessage = { role, content: collapse(partsOf(it.content, `${w}.content`)) };
       if (role === 'assistant') takeReasoning(m);
       out.push(m);
     } else if (type === 'function_call') {
-      if (typeof it.call_id !== 'string' || typeof it.name !== 'string') throw bad(`${w} needs a string call_id and name`, w);
-      const call = { id: it.call_id, type: 'function', function: { name: it.name, arguments: typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}) } };
+      if (typeof it.call_id !== 'string' || typeof it.name !== 'string')
+        throw bad(`${w} needs a string call_id and name`, w);
+      const call = {
+        id: it.call_id,
+        type: 'function',
+        function: {
+          name: it.name,
+          arguments: typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}),
+        },
+      };
       let m = lastAssistant();
       if (!m) {
         m = { role: 'assistant', content: null };
@@ -96,8 +123,16 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
       takeReasoning(m);
       (m.tool_calls ??= []).push(call);
     } else if (type === 'custom_tool_call') {
-      if (typeof it.call_id !== 'string' || typeof it.name !== 'string') throw bad(`${w} needs a string call_id and name`, w);
-      const call = { id: it.call_id, type: 'function', function: { name: it.name, arguments: JSON.stringify({ [CUSTOM_TOOL_INPUT]: typeof it.input === 'string' ? it.input : '' }) } };
+      if (typeof it.call_id !== 'string' || typeof it.name !== 'string')
+        throw bad(`${w} needs a string call_id and name`, w);
+      const call = {
+        id: it.call_id,
+        type: 'function',
+        function: {
+          name: it.name,
+          arguments: JSON.stringify({ [CUSTOM_TOOL_INPUT]: typeof it.input === 'string' ? it.input : '' }),
+        },
+      };
       let m = lastAssistant();
       if (!m) {
         m = { role: 'assistant', content: null };
@@ -112,12 +147,27 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
     } else if (type === 'reasoning') {
       const text = reasoningText(it);
       if (text) reasoning += text;
-      else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: 'reasoning item carries no readable text (encrypted content only); engines cannot use it' });
+      else
+        receipts.push({
+          stage: 'ingress',
+          action: 'reasoning_dropped',
+          target: w,
+          reason: 'reasoning item carries no readable text (encrypted content only); engines cannot use it',
+        });
     } else {
-      throw bad(`${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`, `${w}.type`);
+      throw bad(
+        `${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`,
+        `${w}.type`,
+      );
     }
   });
-  if (reasoning) receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: 'input', reason: 'reasoning item not followed by an assistant turn' });
+  if (reasoning)
+    receipts.push({
+      stage: 'ingress',
+      action: 'reasoning_dropped',
+      target: 'input',
+      reason: 'reasoning item not followed by an assistant turn',
+    });
 }
 
 function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] {
@@ -125,14 +175,24 @@ function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] 
   const out: ToolDef[] = [];
   list.forEach((t, i) => {
     if (t.type !== 'function' && t.type !== 'custom') {
-      receipts.push({ stage: 'ingress', action: 'tool_dropped', target: `tools[${i}]`, reason: `hosted tool '${String(t.type)}' has no equivalent on self-hosted engines` });
+      receipts.push({
+        stage: 'ingress',
+        action: 'tool_dropped',
+        target: `tools[${i}]`,
+        reason: `hosted tool '${String(t.type)}' has no equivalent on self-hosted engines`,
+      });
       return;
     }
-    if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    if (typeof t.name !== 'string' || !t.name)
+      throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
     let parameters = t.parameters ?? { type: 'object', properties: {} };
     if (t.type === 'custom') {
       custom.push(t.name);
-      parameters = { type: 'object', properties: { [CUSTOM_TOOL_INPUT]: { type: 'string', description: 'The raw input of the tool.' } }, required: [CUSTOM_TOOL_INPUT] };
+      parameters = {
+        type: 'object',
+        properties: { [CUSTOM_TOOL_INPUT]: { type: 'string', description: 'The raw input of the tool.' } },
+        required: [CUSTOM_TOOL_INPUT],
+      };
     }
     const fn: ToolDef['function'] = { name: t.name, parameters };
     if (typeof t.description === 'string') fn.description = t.description;
@@ -144,7 +204,8 @@ function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] 
 
 function toolChoice(tc: unknown): unknown {
   if (tc === 'auto' || tc === 'none' || tc === 'required') return tc;
-  if (isObject(tc) && (tc.type === 'function' || tc.type === 'custom') && typeof tc.name === 'string') return { type: 'function', function: { name: tc.name } };
+  if (isObject(tc) && (tc.type === 'function' || tc.type === 'custom') && typeof tc.name === 'string')
+    return { type: 'function', function: { name: tc.name } };
   throw bad("'tool_choice' must be auto, none, required or {type: function, name}", 'tool_choice');
 }
 
@@ -152,28 +213,47 @@ function responseFormat(text: unknown): unknown {
   const f = isObject(text) ? text.format : undefined;
   if (!isObject(f) || f.type === 'text') return undefined;
   if (f.type === 'json_object') return { type: 'json_object' };
-  if (f.type === 'json_schema') return { type: 'json_schema', json_schema: { name: f.name, schema: f.schema, ...(typeof f.strict === 'boolean' ? { strict: f.strict } : {}) } };
+  if (f.type === 'json_schema')
+    return {
+      type: 'json_schema',
+      json_schema: { name: f.name, schema: f.schema, ...(typeof f.strict === 'boolean' ? { strict: f.strict } : {}) },
+    };
   throw bad(`text.format.type '${String(f.type)}' is not supported`, 'text.format.type');
 }
 
-export async function parseResponses(body: unknown, ctx: ParseContext, store: ResponseStore, newId: () => string): Promise<IngressRequest> {
+export async function parseResponses(
+  body: unknown,
+  ctx: ParseContext,
+  store: ResponseStore,
+  newId: () => string,
+): Promise<IngressRequest> {
   const b = requireObject(body);
   const model = requireModel(b);
   const receipts: Receipt[] = [];
   const conversation: ChatMessage[] = [];
   if (b.previous_response_id !== undefined && b.previous_response_id !== null) {
-    if (typeof b.previous_response_id !== 'string') throw bad("'previous_response_id' must be a string", 'previous_response_id');
+    if (typeof b.previous_response_id !== 'string')
+      throw bad("'previous_response_id' must be a string", 'previous_response_id');
     const prev = await store.get(ctx.tenant, b.previous_response_id);
-    if (!prev) throw new GatewayError('not_found', `previous response '${b.previous_response_id}' not found (expired, deleted, stored with store: false, or another tenant's)`, 'previous_response_id');
+    if (!prev)
+      throw new GatewayError(
+        'not_found',
+        `previous response '${b.previous_response_id}' not found (expired, deleted, stored with store: false, or another tenant's)`,
+        'previous_response_id',
+      );
     conversation.push(...prev.messages);
   }
   if (typeof b.input === 'string') conversation.push({ role: 'user', content: b.input });
   else if (Array.isArray(b.input)) inputItems(b.input, conversation, receipts);
   else throw bad("'input' is required: a string or an array of input items", 'input');
   if (conversation.length === 0) throw bad("'input' must not be empty", 'input');
-  if (conversation.length > ctx.maxMessages) throw new GatewayError('invalid_messages', `the conversation has more than ${ctx.maxMessages} messages`, 'input');
-  if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string') throw bad("'instructions' must be a string", 'instructions');
-  const messages = b.instructions ? [{ role: 'system', content: b.instructions } as ChatMessage, ...conversation] : conversation.slice();
+  if (conversation.length > ctx.maxMessages)
+    throw new GatewayError('invalid_messages', `the conversation has more than ${ctx.maxMessages} messages`, 'input');
+  if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string')
+    throw bad("'instructions' must be a string", 'instructions');
+  const messages = b.instructions
+    ? [{ role: 'system', content: b.instructions } as ChatMessage, ...conversation]
+    : conversation.slice();
   const out: ChatRequest = { model, messages };
   const customTools: string[] = [];
   if (b.tools !== undefined && b.tools !== null) {
@@ -182,7 +262,8 @@ export async function parseResponses(body: unknown, ctx: ParseContext, store: Re
   }
   if (b.tool_choice !== undefined && b.tool_choice !== null && out.tools) out.tool_choice = toolChoice(b.tool_choice);
   if (b.max_output_tokens !== undefined && b.max_output_tokens !== null) {
-    if (typeof b.max_output_tokens !== 'number' || !Number.isInteger(b.max_output_tokens) || b.max_output_tokens < 1) throw bad("'max_output_tokens' must be a positive integer", 'max_output_tokens');
+    if (typeof b.max_output_tokens !== 'number' || !Number.isInteger(b.max_output_tokens) || b.max_output_tokens < 1)
+      throw bad("'max_output_tokens' must be a positive integer", 'max_output_tokens');
     out.max_tokens = b.max_output_tokens;
   }
   for (const k of ['temperature', 'top_p'] as const) {
@@ -200,6 +281,14 @@ export async function parseResponses(body: unknown, ctx: ParseContext, store: Re
   if (stream) out.stream = true;
   const echo: Obj = {};
   for (const k of ECHOED) echo[k] = b[k] ?? null;
-  const state: ResponsesState = { model, id: newId(), createdAt: Math.floor(Date.now() / 1000), store: b.store !== false, echo, conversation, customTools };
+  const state: ResponsesState = {
+    model,
+    id: newId(),
+    createdAt: Math.floor(Date.now() / 1000),
+    store: b.store !== false,
+    echo,
+    conversation,
+    customTools,
+  };
   return { model, stream, body: out, receipts, state };
 }

@@ -33,7 +33,11 @@ const key = (tenant: string, id: string): string => `${encodeURIComponent(tenant
 export class MemoryResponseStore implements ResponseStore {
   private readonly cache: LRUCache<string, string>;
   constructor(private readonly o: ResponseStoreOptions) {
-    this.cache = new LRUCache<string, string>({ maxSize: o.maxBytes, sizeCalculation: (v) => Math.max(1, v.length), ttl: o.ttlSeconds * 1000 });
+    this.cache = new LRUCache<string, string>({
+      maxSize: o.maxBytes,
+      sizeCalculation: (v) => Math.max(1, v.length),
+      ttl: o.ttlSeconds * 1000,
+    });
   }
   async get(tenant: string, id: string): Promise<StoredResponse | undefined> {
     const v = this.cache.get(key(tenant, id));

@@ -51,7 +51,11 @@ export interface IngressAdapter {
   /** Validates and translates; throws GatewayError (shaped later by errorBody). Async for stored state. */
   parse(body: unknown, ctx: ParseContext): IngressRequest | Promise<IngressRequest>;
   /** Translates a 2xx chat completion; absent: the worker's bytes go back unchanged. */
-  toResponse?(obj: Record<string, unknown>, usage: ExtractedUsage | undefined, ctx: AnswerContext): unknown | Promise<unknown>;
+  toResponse?(
+    obj: Record<string, unknown>,
+    usage: ExtractedUsage | undefined,
+    ctx: AnswerContext,
+  ): unknown | Promise<unknown>;
   /** Stream translator; absent: upstream SSE frames are relayed (usage chunk handled by the relay). */
   streamer?(ctx: AnswerContext): StreamTranslator;
   /** The API's error body (the status is the error's). */

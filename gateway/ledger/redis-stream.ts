@@ -55,7 +55,13 @@ export class RedisStreamLedger implements UsageLedger {
     this.ownsClient = !o.client;
     // Fail fast instead of buffering commands forever when Redis is down: the batch is dropped
     // and counted, requests are unaffected.
-    this.redis = o.client ?? new Redis(o.url ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    this.redis =
+      o.client ??
+      new Redis(o.url ?? 'redis://127.0.0.1:6379', {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        lazyConnect: false,
+      });
     this.redis.on('error', (err) => o.onError?.(err));
     this.key = o.key ?? DEFAULT_STREAM_KEY;
     this.maxLen = String(o.maxLen ?? DEFAULT_STREAM_MAXLEN);
@@ -87,7 +93,10 @@ export class RedisStreamLedger implements UsageLedger {
     }
     if (o.retentionDays !== undefined) {
       const days = o.retentionDays;
-      this.sweep = setInterval(() => void this.prune(days).catch((err: unknown) => o.onError?.(err)), o.retentionSweepMs ?? RETENTION_SWEEP_MS);
+      this.sweep = setInterval(
+        () => void this.prune(days).catch((err: unknown) => o.onError?.(err)),
+        o.retentionSweepMs ?? RETENTION_SWEEP_MS,
+      );
       this.sweep.unref();
     }
   }
@@ -193,7 +202,8 @@ export class RedisStreamLedger implements UsageLedger {
     if (this.forwardTimer) clearInterval(this.forwardTimer);
     await this.queue.close();
     // Whatever is still spooled stays in the file for the next start to forward.
-    if (this.spool && this.redis.status === 'ready' && this.spool.pending()) await this.drainSpool().catch((err: unknown) => this.o.onError?.(err));
+    if (this.spool && this.redis.status === 'ready' && this.spool.pending())
+      await this.drainSpool().catch((err: unknown) => this.o.onError?.(err));
     if (this.ownsClient) this.redis.disconnect();
   }
 }

@@ -75,13 +75,16 @@ export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData 
   const w = where(q);
   const all = <T>(sql: string): T[] => db.prepare(sql).all(w.params) as T[];
 
-  const span = all<{ lo: number | null; hi: number | null }>(`SELECT MIN(time) AS lo, MAX(time) AS hi FROM usage ${w.sql}`)[0];
+  const span = all<{ lo: number | null; hi: number | null }>(
+    `SELECT MIN(time) AS lo, MAX(time) AS hi FROM usage ${w.sql}`,
+  )[0];
   const first = span?.lo ?? null;
   const last = span?.hi ?? null;
   // Inlined, not bound: better-sqlite3 binds JS numbers as REAL, which would make `/` a float division.
   const bucketMs = Math.floor(pickBucketMs(first, last));
   const top = Math.max(0, Math.floor(q.top ?? DEFAULT_TOP_SESSIONS));
-  const keyOf = (k: string | number | undefined): string => (q.groupBy === 'day' ? dayKey(Number(k) * DAY_MS) : String(k));
+  const keyOf = (k: string | number | undefined): string =>
+    q.groupBy === 'day' ? dayKey(Number(k) * DAY_MS) : String(k);
 
   // SQLite aggregates by sorting, so every GROUP BY scan costs a sort of the range: this plan
   // uses two sorted scans. Other groupings: one scan by (key, time bucket) yields groups, totals,
@@ -98,14 +101,17 @@ export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData 
   const bucket = `(time / ${bucketMs}) * ${bucketMs}`;
   let topRows: SumsRow[];
   if (q.groupBy === 'session') {
-    for (const r of all<SumsRow>(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY session_id`)) groupMap.set(String(r.k), toSums(r));
+    for (const r of all<SumsRow>(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${w.sql} GROUP BY session_id`))
+      groupMap.set(String(r.k), toSums(r));
     for (const r of all<MainRow>(`SELECT ${bucket} AS t, ${SUMS_SQL}, ${ttftSums()} FROM usage ${w.sql} GROUP BY t`)) {
       seriesMap.set(Number(r.t), toSums(r));
       addTtft(r);
     }
     topRows = [];
   } else {
-    for (const r of all<MainRow>(`SELECT ${KEY_SQL[q.groupBy]} AS k, ${bucket} AS t, ${SUMS_SQL}, ${ttftSums()} FROM usage ${w.sql} GROUP BY k, t`)) {
+    for (const r of all<MainRow>(
+      `SELECT ${KEY_SQL[q.groupBy]} AS k, ${bucket} AS t, ${SUMS_SQL}, ${ttftSums()} FROM usage ${w.sql} GROUP BY k, t`,
+    )) {
       const s = toSums(r);
       addTo(groupMap, keyOf(r.k), s);
       addTo(seriesMap, Number(r.t), s);
@@ -114,7 +120,9 @@ export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData 
     // Rank on cost alone (a narrow sort), then sum the few winners in full: ~30% cheaper than
     // sorting every column of every row by session.
     const ranked = top
-      ? all<{ k: string }>(`SELECT session_id AS k, SUM(cost_nusd) AS c FROM usage ${w.sql} GROUP BY session_id ORDER BY c DESC, session_id ASC LIMIT ${top}`)
+      ? all<{ k: string }>(
+          `SELECT session_id AS k, SUM(cost_nusd) AS c FROM usage ${w.sql} GROUP BY session_id ORDER BY c DESC, session_id ASC LIMIT ${top}`,
+        )
       : [];
     const full = new Map<string, SumsRow>();
     if (ranked.length) {
@@ -122,20 +130,26 @@ export function sqliteReport(db: Database.Database, q: ReportQuery): ReportData 
       const inSql = `${w.sql ? `${w.sql} AND` : 'WHERE'} session_id IN (${ids.map((_, i) => `@s${i}`).join(', ')})`;
       const params: Record<string, string | number> = { ...w.params };
       ids.forEach((id, i) => (params[`s${i}`] = id));
-      const rows = db.prepare(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${inSql} GROUP BY session_id`).all(params) as SumsRow[];
+      const rows = db
+        .prepare(`SELECT session_id AS k, ${SUMS_SQL} FROM usage ${inSql} GROUP BY session_id`)
+        .all(params) as SumsRow[];
       for (const r of rows) full.set(String(r.k), r);
     }
     topRows = ranked.map((r) => full.get(r.k)!).filter(Boolean);
   }
-  const groups: GroupRow[] = sortGroups([...groupMap].map(([key, s]) => ({ key, ...s })), q.groupBy);
+  const groups: GroupRow[] = sortGroups(
+    [...groupMap].map(([key, s]) => ({ key, ...s })),
+    q.groupBy,
+  );
   const totals = emptySums();
   for (const g of groups) addSums(totals, g);
-  const topSessions = q.groupBy === 'session' ? groups.slice(0, top) : topRows.map((r) => ({ key: String(r.k), ...toSums(r) }));
+  const topSessions =
+    q.groupBy === 'session' ? groups.slice(0, top) : topRows.map((r) => ({ key: String(r.k), ...toSums(r) }));
 
   const bw = w.sql ? `${w.sql} AND break_cause IS NOT NULL` : 'WHERE break_cause IS NOT NULL';
-  const breaks = all<{ cause: string; count: number }>(`SELECT break_cause AS cause, COUNT(*) AS count FROM usage ${bw} GROUP BY break_cause`).sort(
-    (a, b) => b.count - a.count || a.cause.localeCompare(b.cause),
-  );
+  const breaks = all<{ cause: string; count: number }>(
+    `SELECT break_cause AS cause, COUNT(*) AS count FROM usage ${bw} GROUP BY break_cause`,
+  ).sort((a, b) => b.count - a.count || a.cause.localeCompare(b.cause));
 
   return {
     generatedAt: Date.now(),

@@ -8,7 +8,16 @@ import { dirname } from 'node:path';
 import type { ReportData, ReportQuery } from '../report/types.ts';
 import type { UsageRecord } from '../usage/types.ts';
 import { BatchQueue } from './batch-queue.ts';
-import { BACKFILL_SQL, DDL, INSERT_SQL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
+import {
+  BACKFILL_SQL,
+  DDL,
+  INSERT_SQL,
+  MIGRATIONS,
+  SCHEMA_VERSION,
+  fromRow,
+  toRow,
+  type Row,
+} from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
 
@@ -120,7 +129,9 @@ export class SqliteLedger implements UsageLedger {
   async spendNusd(tenant: string, sinceMs: number): Promise<number> {
     // Flush first so a burst of queued requests counts against the budget right away.
     await this.flush();
-    const r = this.db.prepare('SELECT TOTAL(cost_nusd) AS n FROM usage WHERE tenant = ? AND time >= ?').get(tenant, Math.floor(sinceMs)) as { n: number };
+    const r = this.db
+      .prepare('SELECT TOTAL(cost_nusd) AS n FROM usage WHERE tenant = ? AND time >= ?')
+      .get(tenant, Math.floor(sinceMs)) as { n: number };
     return r.n;
   }
 

@@ -35,7 +35,12 @@ export interface InstalledLimits {
 }
 
 /** `paths`: the routes limits apply to, the ones that cost GPU time (the ingress adapters' routes). */
-export function installLimits(app: FastifyInstance, gw: GatewayContext, paths: readonly string[], spend?: SpendLookup): InstalledLimits {
+export function installLimits(
+  app: FastifyInstance,
+  gw: GatewayContext,
+  paths: readonly string[],
+  spend?: SpendLookup,
+): InstalledLimits {
   const limited = new Set(paths);
   const out: InstalledLimits = {};
   if (gw.config.limits.rate_limit.per_minute > 0) {
@@ -62,7 +67,8 @@ export function installLimits(app: FastifyInstance, gw: GatewayContext, paths: r
       out.budget = new BudgetGuard({
         budgets: gw.config.budgets,
         spend,
-        onLookupError: (err) => app.log.warn({ err: (err as Error).message }, 'budget spend lookup failed; request allowed'),
+        onLookupError: (err) =>
+          app.log.warn({ err: (err as Error).message }, 'budget spend lookup failed; request allowed'),
       });
     } else {
       app.log.warn('budgets are configured but no usage ledger provides spend; budgets are not enforced');

@@ -53,14 +53,21 @@ export function registerTenantRateLimit(app: FastifyInstance, gw: GatewayContext
   return async (req) => {
     const tenant = (req.principal as Principal | undefined)?.tenant ?? 'anonymous';
     // Created on first use: the decorator exists only once the plugin has loaded.
-    check ??= app.createRateLimit({ keyGenerator: (r) => (r.principal as Principal | undefined)?.tenant ?? 'anonymous' });
+    check ??= app.createRateLimit({
+      keyGenerator: (r) => (r.principal as Principal | undefined)?.tenant ?? 'anonymous',
+    });
     const r = await check(req);
     if (r.isAllowed || !r.isExceeded) return;
-    throw new GatewayError('rate_limited', `tenant '${tenant}' is over its rate limit of ${r.max} requests per minute`, null, {
-      'retry-after': String(Math.max(1, r.ttlInSeconds)),
-      'x-ratelimit-limit': String(r.max),
-      'x-ratelimit-remaining': '0',
-      'x-ratelimit-reset': String(Math.max(1, r.ttlInSeconds)),
-    });
+    throw new GatewayError(
+      'rate_limited',
+      `tenant '${tenant}' is over its rate limit of ${r.max} requests per minute`,
+      null,
+      {
+        'retry-after': String(Math.max(1, r.ttlInSeconds)),
+        'x-ratelimit-limit': String(r.max),
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(Math.max(1, r.ttlInSeconds)),
+      },
+    );
   };
 }

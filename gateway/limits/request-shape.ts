@@ -10,7 +10,8 @@ function textChars(v: unknown): number {
   if (typeof v === 'string') return v.length;
   if (Array.isArray(v)) {
     let n = 0;
-    for (const p of v) n += isObject(p) && typeof p.text === 'string' ? p.text.length : typeof p === 'string' ? p.length : 0;
+    for (const p of v)
+      n += isObject(p) && typeof p.text === 'string' ? p.text.length : typeof p === 'string' ? p.length : 0;
     return n;
   }
   return 0;
@@ -23,7 +24,8 @@ export function promptChars(body: Record<string, unknown>, limit: number): numbe
     for (const m of body.messages as Record<string, unknown>[]) {
       if (!isObject(m)) continue;
       n += textChars(m.content) + textChars(m.reasoning_content);
-      if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) if (isObject(c) && isObject(c.function)) n += textChars(c.function.arguments);
+      if (Array.isArray(m.tool_calls))
+        for (const c of m.tool_calls) if (isObject(c) && isObject(c.function)) n += textChars(c.function.arguments);
       if (n > limit) return n;
     }
   } else n += textChars(body.prompt);
@@ -32,17 +34,34 @@ export function promptChars(body: Record<string, unknown>, limit: number): numbe
 
 function checkTools(tools: unknown): void {
   if (tools === undefined || tools === null) return;
-  if (!Array.isArray(tools)) throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
+  if (!Array.isArray(tools))
+    throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
   tools.forEach((t, i) => {
     const at = `tools[${i}]`;
     if (!isObject(t)) throw new GatewayError('invalid_request', `${at} must be an object`, at);
-    if (typeof t.type !== 'string') throw new GatewayError('invalid_request', `${at}.type must be a string`, `${at}.type`);
+    if (typeof t.type !== 'string')
+      throw new GatewayError('invalid_request', `${at}.type must be a string`, `${at}.type`);
     if (t.type !== 'function') return; // other tool kinds are the engine's to judge
     const f = t.function;
     if (!isObject(f)) throw new GatewayError('invalid_request', `${at}.function must be an object`, `${at}.function`);
-    if (typeof f.name !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(f.name)) throw new GatewayError('invalid_request', `${at}.function.name must be 1-128 letters, digits, _ . : -`, `${at}.function.name`);
-    if (f.description !== undefined && typeof f.description !== 'string') throw new GatewayError('invalid_request', `${at}.function.description must be a string`, `${at}.function.description`);
-    if (f.parameters !== undefined && !isObject(f.parameters)) throw new GatewayError('invalid_request', `${at}.function.parameters must be a JSON Schema object`, `${at}.function.parameters`);
+    if (typeof f.name !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(f.name))
+      throw new GatewayError(
+        'invalid_request',
+        `${at}.function.name must be 1-128 letters, digits, _ . : -`,
+        `${at}.function.name`,
+      );
+    if (f.description !== undefined && typeof f.description !== 'string')
+      throw new GatewayError(
+        'invalid_request',
+        `${at}.function.description must be a string`,
+        `${at}.function.description`,
+      );
+    if (f.parameters !== undefined && !isObject(f.parameters))
+      throw new GatewayError(
+        'invalid_request',
+        `${at}.function.parameters must be a JSON Schema object`,
+        `${at}.function.parameters`,
+      );
   });
 }
 
@@ -52,9 +71,16 @@ function checkToolCalls(messages: unknown): void {
     if (!isObject(m) || !Array.isArray(m.tool_calls)) return;
     m.tool_calls.forEach((c, j) => {
       const at = `messages[${i}].tool_calls[${j}]`;
-      if (!isObject(c) || !isObject(c.function)) throw new GatewayError('invalid_messages', `${at}.function must be an object`, `${at}.function`);
-      if (typeof c.function.name !== 'string') throw new GatewayError('invalid_messages', `${at}.function.name must be a string`, `${at}.function.name`);
-      if (c.function.arguments !== undefined && typeof c.function.arguments !== 'string') throw new GatewayError('invalid_messages', `${at}.function.arguments must be a JSON string`, `${at}.function.arguments`);
+      if (!isObject(c) || !isObject(c.function))
+        throw new GatewayError('invalid_messages', `${at}.function must be an object`, `${at}.function`);
+      if (typeof c.function.name !== 'string')
+        throw new GatewayError('invalid_messages', `${at}.function.name must be a string`, `${at}.function.name`);
+      if (c.function.arguments !== undefined && typeof c.function.arguments !== 'string')
+        throw new GatewayError(
+          'invalid_messages',
+          `${at}.function.arguments must be a JSON string`,
+          `${at}.function.arguments`,
+        );
     });
   });
 }
@@ -63,5 +89,10 @@ export function checkRequestShape(body: Record<string, unknown>, maxPromptChars:
   checkTools(body.tools);
   checkToolCalls(body.messages);
   const n = promptChars(body, maxPromptChars);
-  if (n > maxPromptChars) throw new GatewayError('prompt_too_large', `the prompt has more than ${maxPromptChars} characters (limits.max_prompt_chars)`, Array.isArray(body.messages) ? 'messages' : 'prompt');
+  if (n > maxPromptChars)
+    throw new GatewayError(
+      'prompt_too_large',
+      `the prompt has more than ${maxPromptChars} characters (limits.max_prompt_chars)`,
+      Array.isArray(body.messages) ? 'messages' : 'prompt',
+    );
 }

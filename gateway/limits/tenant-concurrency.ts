@@ -10,7 +10,13 @@ export class TenantConcurrency {
   acquire(tenant: string): () => void {
     if (this.max <= 0) return () => undefined;
     const n = this.inFlight.get(tenant) ?? 0;
-    if (n >= this.max) throw new GatewayError('tenant_concurrency_exceeded', `this tenant already has ${this.max} requests in flight (limits.max_concurrent_per_tenant)`, null, { 'retry-after': '1' });
+    if (n >= this.max)
+      throw new GatewayError(
+        'tenant_concurrency_exceeded',
+        `this tenant already has ${this.max} requests in flight (limits.max_concurrent_per_tenant)`,
+        null,
+        { 'retry-after': '1' },
+      );
     this.inFlight.set(tenant, n + 1);
     let done = false;
     return () => {

@@ -28,14 +28,23 @@ export function upstreamBody(
 ): UpstreamBody {
   const so = body.stream_options as StreamOptions | undefined | null;
   const clientWantsUsage = stream && !!so && so.include_usage === true;
-  const changed = !raw || body !== parsed || (upstreamModel !== undefined && upstreamModel !== body.model) || Object.hasOwn(parsed, 'cache_salt');
+  const changed =
+    !raw ||
+    body !== parsed ||
+    (upstreamModel !== undefined && upstreamModel !== body.model) ||
+    Object.hasOwn(parsed, 'cache_salt');
   const needUsage = stream && !clientWantsUsage;
   if (raw && !changed && !needUsage && cacheSalt === undefined) return { bytes: raw, clientWantsUsage };
   if (raw && !changed && (!needUsage || so === undefined)) {
     const end = raw.lastIndexOf(0x7d); // the closing brace of the top-level object
     if (end > 0) {
-      const add = (needUsage ? INCLUDE_USAGE : '') + (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '');
-      return { bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add + '}'), raw.subarray(end + 1)]), clientWantsUsage };
+      const add =
+        (needUsage ? INCLUDE_USAGE : '') +
+        (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '');
+      return {
+        bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add + '}'), raw.subarray(end + 1)]),
+        clientWantsUsage,
+      };
     }
   }
   const out: Record<string, unknown> = { ...body };

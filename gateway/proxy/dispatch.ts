@@ -61,8 +61,18 @@ function candidates(route: ModelRoute, tried: Set<Worker>): { views: WorkerView[
   return { views, full };
 }
 
-function routeAttributes(policy: string, choice: Choice, info: RouteInfo, attempt: number): Record<string, string | number> {
-  const a: Record<string, string | number> = { 'ctxgate.policy': policy, 'ctxgate.branch': choice.branch, 'ctxgate.worker': choice.worker.id, 'ctxgate.attempt': attempt };
+function routeAttributes(
+  policy: string,
+  choice: Choice,
+  info: RouteInfo,
+  attempt: number,
+): Record<string, string | number> {
+  const a: Record<string, string | number> = {
+    'ctxgate.policy': policy,
+    'ctxgate.branch': choice.branch,
+    'ctxgate.worker': choice.worker.id,
+    'ctxgate.attempt': attempt,
+  };
   if (choice.predictedCachedTokens !== undefined) a['ctxgate.predicted_cached_tokens'] = choice.predictedCachedTokens;
   if (info.promptTokens !== undefined) a['ctxgate.prompt_tokens'] = info.promptTokens;
   return a;
@@ -84,8 +94,14 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
     lap('routing', t0);
     const worker = choice ? route.byId.get(choice.worker.id) : undefined;
     if (!choice || !worker) {
-      if (attempt === 1 && full) throw new GatewayError('worker_capacity_exhausted', `all workers of '${model}' are at max_in_flight`, null, { 'retry-after': '1' });
-      if (attempt === 1 || (!lastError && !failed)) throw new GatewayError('no_healthy_worker', `no healthy worker for model '${model}'`, null, { 'retry-after': '1' });
+      if (attempt === 1 && full)
+        throw new GatewayError('worker_capacity_exhausted', `all workers of '${model}' are at max_in_flight`, null, {
+          'retry-after': '1',
+        });
+      if (attempt === 1 || (!lastError && !failed))
+        throw new GatewayError('no_healthy_worker', `no healthy worker for model '${model}'`, null, {
+          'retry-after': '1',
+        });
       break;
     }
     tried.add(worker);
@@ -97,7 +113,11 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
     let headers = worker.apiKey ? { ...req.headers, authorization: `Bearer ${worker.apiKey}` } : req.headers;
     if (req.trace) {
       req.trace.child('ctxgate.route', routeAttributes(route.policy.name, choice, req.info, attempt)).end();
-      span = req.trace.child(`upstream ${worker.id}`, { 'ctxgate.worker': worker.id, 'ctxgate.attempt': attempt, 'server.address': worker.id });
+      span = req.trace.child(`upstream ${worker.id}`, {
+        'ctxgate.worker': worker.id,
+        'ctxgate.attempt': attempt,
+        'server.address': worker.id,
+      });
       headers = { ...headers, traceparent: span.traceparent() };
     }
     worker.begin(queued);
@@ -119,7 +139,11 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
         worker.noteError(`HTTP ${res.statusCode}`);
         suspects.push(worker);
         metrics.upstreamAttempts.inc({ model, worker: worker.id, outcome: '5xx' });
-        failed = { status: res.statusCode, contentType: String(res.headers['content-type'] ?? 'application/json'), body };
+        failed = {
+          status: res.statusCode,
+          contentType: String(res.headers['content-type'] ?? 'application/json'),
+          body,
+        };
         failedOn = { worker, choice };
         span?.set({ 'http.response.status_code': res.statusCode });
         span?.end(`HTTP ${res.statusCode}`);

@@ -140,7 +140,12 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
   const m = gw.metrics;
   const model = ex.model || 'unknown';
   safe(gw, 'metrics', () => {
-    m.requests.inc({ model, tenant: ev.tenant, status: ex.status === 499 ? '499' : statusClass(ex.status), api: ex.api });
+    m.requests.inc({
+      model,
+      tenant: ev.tenant,
+      status: ex.status === 499 ? '499' : statusClass(ex.status),
+      api: ex.api,
+    });
     m.requestDuration.observe({ model }, ev.totalMs / 1000);
     m.gatewayOverhead.observe({ model }, ev.gatewayOverheadMs / 1000);
     if (ev.ttftMs !== undefined) m.ttft.observe({ model }, ev.ttftMs / 1000);
@@ -149,7 +154,8 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       m.promptTokens.inc(l, ev.promptTokens);
       m.cachedTokens.inc(l, ev.cachedTokens);
       m.outputTokens.inc(l, ev.outputTokens);
-      if (ex.worker && ev.promptTokens > 0) m.workerCacheHitRatio.set({ model, worker: ex.worker.id }, ev.cachedTokens / ev.promptTokens);
+      if (ex.worker && ev.promptTokens > 0)
+        m.workerCacheHitRatio.set({ model, worker: ex.worker.id }, ev.cachedTokens / ev.promptTokens);
     }
     if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
     if (ex.choice && ex.route && ex.choice.predictedCachedTokens !== undefined && ev.usageReported) {
@@ -164,7 +170,8 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       if (r.stage === 'ledger' && r.action === 'tombstone') m.tombstones.inc({ model });
       else if (r.stage === 'compaction' && COMPACTION_OUTCOMES.has(r.action)) {
         m.compactions.inc({ model, outcome: r.action });
-        if (r.tokens_before !== undefined && r.tokens_after !== undefined) m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
+        if (r.tokens_before !== undefined && r.tokens_after !== undefined)
+          m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
       }
     }
   });
@@ -183,7 +190,13 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
     t = lap('routing_expected', t);
     if (ex.worker && ex.info && ex.route?.policy.observe) {
       safe(gw, 'policy.observe', () =>
-        ex.route!.policy.observe!({ workerId: ex.worker!.id, info: ex.info!, reportedCachedTokens: ex.usage?.cachedTokens, promptTokens: ex.usage?.promptTokens, ok }),
+        ex.route!.policy.observe!({
+          workerId: ex.worker!.id,
+          info: ex.info!,
+          reportedCachedTokens: ex.usage?.cachedTokens,
+          promptTokens: ex.usage?.promptTokens,
+          ok,
+        }),
       );
     }
     t = lap('routing_observe', t);
@@ -191,7 +204,14 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       safe(gw, 'pipeline.observe', () =>
         ex.pipeline!.observe!(
           ex.result!,
-          { status: ex.status, assistant: ex.assistant, promptTokens: ex.usage?.promptTokens, cachedTokens: ex.usage?.cachedTokens, completionTokens: ex.usage?.outputTokens, worker: ex.worker?.id },
+          {
+            status: ex.status,
+            assistant: ex.assistant,
+            promptTokens: ex.usage?.promptTokens,
+            cachedTokens: ex.usage?.cachedTokens,
+            completionTokens: ex.usage?.outputTokens,
+            worker: ex.worker?.id,
+          },
           ex.pctx!,
         ),
       );

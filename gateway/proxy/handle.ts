@@ -33,7 +33,13 @@ function messageText(messages: ChatMessage[]): string {
   return s;
 }
 
-function routeInfo(model: string, tenant: string, cacheSalt: string, result: PipelineResult, promptTokens: number): RouteInfo {
+function routeInfo(
+  model: string,
+  tenant: string,
+  cacheSalt: string,
+  result: PipelineResult,
+  promptTokens: number,
+): RouteInfo {
   let text: string | undefined;
   const body = result.body as ChatRequest & { prompt?: unknown };
   return {
@@ -46,24 +52,48 @@ function routeInfo(model: string, tenant: string, cacheSalt: string, result: Pip
     promptTokens,
     // Lazy: only text-based policies pay for concatenating a large prompt.
     get text() {
-      text ??= Array.isArray(body.messages) ? messageText(body.messages) : typeof body.prompt === 'string' ? body.prompt : JSON.stringify(body.prompt);
+      text ??= Array.isArray(body.messages)
+        ? messageText(body.messages)
+        : typeof body.prompt === 'string'
+          ? body.prompt
+          : JSON.stringify(body.prompt);
       return text;
     },
   };
 }
 
-export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function handleProxy(
+  gw: GatewayContext,
+  adapter: IngressAdapter,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const t0 = performance.now();
   const principal = req.principal as Principal;
-  const ex: Exchange = { t0, time: Date.now(), requestId: req.id, principal, api: adapter.api, model: '', stream: false, status: 0, attempts: 0, upstreamWaitMs: 0 };
+  const ex: Exchange = {
+    t0,
+    time: Date.now(),
+    requestId: req.id,
+    principal,
+    api: adapter.api,
+    model: '',
+    stream: false,
+    status: 0,
+    attempts: 0,
+    upstreamWaitMs: 0,
+  };
   let untrack: (() => void) | undefined;
   let releaseSlot: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
-    const parsed = await adapter.parse(req.body, { tenant: principal.tenant, maxMessages: gw.config.limits.max_messages });
+    const parsed = await adapter.parse(req.body, {
+      tenant: principal.tenant,
+      maxMessages: gw.config.limits.max_messages,
+    });
     const route = gw.fleet.get(parsed.model);
-    if (!route) throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
+    if (!route)
+      throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
     checkRequestShape(parsed.body as unknown as Record<string, unknown>, gw.config.limits.max_prompt_chars);
     releaseSlot = gw.tenantSlots.acquire(principal.tenant);
     t = lap('validate', t);
@@ -79,7 +109,11 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
     const result: PipelineResult = pipeline
       ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
-      : { body: parsed.body, sessionId: String(headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? ''), receipts: [] };
+      : {
+          body: parsed.body,
+          sessionId: String(headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? ''),
+          receipts: [],
+        };
     if (pspan) pspan.set(pipelineAttributes(result));
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
@@ -87,9 +121,17 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
     t = tick();
     const raw = req.rawBody as Buffer;
     // Translating adapters built a new body: the client's bytes are not the upstream's.
-    const up = upstreamBody(adapter.toResponse ? undefined : raw, parsed.body, result.body, ex.stream, route.config.upstream_model, cacheSalt);
+    const up = upstreamBody(
+      adapter.toResponse ? undefined : raw,
+      parsed.body,
+      result.body,
+      ex.stream,
+      route.config.upstream_model,
+      cacheSalt,
+    );
     ex.clientWantsUsage = up.clientWantsUsage;
-    const promptTokens = result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
+    const promptTokens =
+      result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
     ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens);
     const answer: AnswerContext = { requestId: req.id, tenant: principal.tenant, promptTokens, state: parsed.state };
@@ -118,11 +160,25 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
         try {
           d = await dispatch(
             route,
-            { path: adapter.upstreamPath, body: up.bytes, headers: upHeaders, signal: ac.signal, info: ex.info, prefillTokens: promptTokens, attempts: maxAttempts - used, tried, trace: ex.trace },
+            {
+              path: adapter.upstreamPath,
+              body: up.bytes,
+              headers: upHeaders,
+              signal: ac.signal,
+              info: ex.info,
+              prefillTokens: promptTokens,
+              attempts: maxAttempts - used,
+              tried,
+              trace: ex.trace,
+            },
             gw.metrics,
           );
         } catch (err) {
-          if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
+          if (ex.stoppedByShutdown)
+            throw new GatewayError(
+              'shutting_down',
+              'the gateway is shutting down; request ended at the shutdown deadline',
+            );
           if (ac.signal.aborted) {
             clientGone(reply, ex);
             return;
@@ -153,11 +209,13 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
         }
         try {
           const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
-          if (ex.stream && isSse && res.statusCode < 300) await relayStream(gw, ex, res, reply, ac.signal, adapter, answer);
+          if (ex.stream && isSse && res.statusCode < 300)
+            await relayStream(gw, ex, res, reply, ac.signal, adapter, answer);
           else await relayJson(gw, ex, res, reply, ac.signal, adapter, answer);
           return;
         } catch (err) {
-          const retryable = err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;
+          const retryable =
+            err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;
           if (!retryable || used >= maxAttempts) throw err;
           bodyError = err;
           gw.metrics.retries.inc({ model: ex.model });
@@ -180,7 +238,11 @@ export async function handleProxy(gw: GatewayContext, adapter: IngressAdapter, r
   } finally {
     untrack?.();
     releaseSlot?.();
-    if (ex.errorCode === 'client_closed') req.log.info({ model: ex.model, worker: ex.worker?.id, ms: Math.round(performance.now() - t0) }, 'client closed the connection before the answer finished');
+    if (ex.errorCode === 'client_closed')
+      req.log.info(
+        { model: ex.model, worker: ex.worker?.id, ms: Math.round(performance.now() - t0) },
+        'client closed the connection before the answer finished',
+      );
     finish(gw, ex);
     // See release() in finish.ts: a promoted, dead request must not hold the body.
     req.body = undefined;
@@ -196,7 +258,8 @@ export function setResponseHeaders(reply: FastifyReply, ex: Exchange): void {
   if (r.sessionId) reply.header('x-ctxgate-session', r.sessionId);
   if (r.prefix) {
     const p = r.prefix;
-    const brk = p.break_cause === 'none' ? 'none' : `${p.break_cause}@${p.break_token_index ?? p.break_message_index ?? '?'}`;
+    const brk =
+      p.break_cause === 'none' ? 'none' : `${p.break_cause}@${p.break_token_index ?? p.break_message_index ?? '?'}`;
     reply.header('x-ctxgate-prefix', `cached=${p.predicted_cached_tokens}; break=${brk}`);
   }
   if (r.receipts.length) reply.header('x-ctxgate-receipt', receiptHeader(r.receipts));

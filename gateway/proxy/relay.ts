@@ -23,7 +23,11 @@ const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT'
 function endedEarly(ex: Exchange, out: ServerResponse, relay: SseRelay): void {
   if (ex.stoppedByShutdown && !out.destroyed) {
     ex.errorCode = 'shutting_down';
-    out.write(relay.errorFrames(new GatewayError('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline')));
+    out.write(
+      relay.errorFrames(
+        new GatewayError('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline'),
+      ),
+    );
     return;
   }
   ex.status = 499;
@@ -44,12 +48,22 @@ const MAX_UPSTREAM_MESSAGE = 500;
  * prompt is too long"), clipped, from any of the bodies engines send: OpenAI `{error: {…}}`, vLLM
  * `{"object": "error", message, type, param, code}`, FastAPI `{detail}`, SGLang `{message}`.
  */
-export function upstreamErrorBody(adapter: IngressAdapter, status: number, body: Buffer): { body: Buffer | string; json: boolean } {
-  let message = status >= 500 ? `the worker failed (HTTP ${status})` : `the worker rejected the request (HTTP ${status})`;
+export function upstreamErrorBody(
+  adapter: IngressAdapter,
+  status: number,
+  body: Buffer,
+): { body: Buffer | string; json: boolean } {
+  let message =
+    status >= 500 ? `the worker failed (HTTP ${status})` : `the worker rejected the request (HTTP ${status})`;
   let param: string | null = null;
   if (status < 500) {
     try {
-      const o = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown; param?: unknown } | string; message?: unknown; detail?: unknown; param?: unknown };
+      const o = JSON.parse(body.toString('utf8')) as {
+        error?: { message?: unknown; param?: unknown } | string;
+        message?: unknown;
+        detail?: unknown;
+        param?: unknown;
+      };
       const m = typeof o.error === 'object' && o.error ? o.error.message : (o.error ?? o.message ?? o.detail);
       const text = typeof m === 'string' ? m : m !== undefined ? JSON.stringify(m) : '';
       if (text) message = text.length > MAX_UPSTREAM_MESSAGE ? `${text.slice(0, MAX_UPSTREAM_MESSAGE)}…` : text;
@@ -59,13 +73,26 @@ export function upstreamErrorBody(adapter: IngressAdapter, status: number, body:
       // not JSON: the status line says enough
     }
   }
-  const err: ShapedError = { status, type: status >= 500 ? 'upstream_error' : 'invalid_request_error', code: `upstream_${status}`, message, param };
+  const err: ShapedError = {
+    status,
+    type: status >= 500 ? 'upstream_error' : 'invalid_request_error',
+    code: `upstream_${status}`,
+    message,
+    param,
+  };
   return { body: JSON.stringify(adapter.errorBody(err)), json: true };
 }
 
-export function sendUpstreamFailure(adapter: IngressAdapter, reply: FastifyReply, failed: { status: number; contentType: string; body: Buffer }): void {
+export function sendUpstreamFailure(
+  adapter: IngressAdapter,
+  reply: FastifyReply,
+  failed: { status: number; contentType: string; body: Buffer },
+): void {
   const e = upstreamErrorBody(adapter, failed.status, failed.body);
-  reply.code(failed.status).header('content-type', e.json ? 'application/json' : failed.contentType).send(e.body);
+  reply
+    .code(failed.status)
+    .header('content-type', e.json ? 'application/json' : failed.contentType)
+    .send(e.body);
 }
 
 function finishReasonsOf(obj: object): string[] {
@@ -107,7 +134,8 @@ export async function relayJson(
     }
   } catch (err) {
     ex.upstreamWaitMs += performance.now() - t;
-    if (ex.stoppedByShutdown) throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
+    if (ex.stoppedByShutdown)
+      throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
     if (signal.aborted) {
       clientGone(reply, ex);
       return;
@@ -130,7 +158,8 @@ export async function relayJson(
       worker.recordFailure('unparseable JSON body');
       throw new GatewayError('upstream_bad_response', 'worker returned a body that is not valid JSON');
     }
-    if (!obj || typeof obj !== 'object') throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
+    if (!obj || typeof obj !== 'object')
+      throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
     ex.usage = extractUsage(obj);
     ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
     ex.finishReasons = finishReasonsOf(obj);
@@ -210,7 +239,9 @@ export async function relayStream(
       worker.recordFailure(msg);
       gw.metrics.streamErrors.inc({ model: ex.model });
       ex.errorCode = 'upstream_stream_failed';
-      out.write(relay.errorFrames({ status: 502, type: 'upstream_error', code: STREAM_ERROR_CODE, message: msg, param: null }));
+      out.write(
+        relay.errorFrames({ status: 502, type: 'upstream_error', code: STREAM_ERROR_CODE, message: msg, param: null }),
+      );
     }
   } finally {
     ex.upstreamWaitMs += performance.now() - start - processing;

@@ -23,7 +23,13 @@ interface ChunkChoice {
   index?: number;
   text?: string;
   finish_reason?: string | null;
-  delta?: { role?: string; content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: ToolCallDelta[] };
+  delta?: {
+    role?: string;
+    content?: string | null;
+    reasoning_content?: string | null;
+    reasoning?: string | null;
+    tool_calls?: ToolCallDelta[];
+  };
 }
 
 /** Choices whose finish_reason is kept (n > this is rare; traces need no more). */
@@ -116,9 +122,11 @@ export class SseRelay {
   }
 
   private learn(c: ChunkChoice): void {
-    if (typeof c.finish_reason === 'string' && (c.index ?? 0) < MAX_FINISH_REASONS) this.finishReasons[c.index ?? 0] = c.finish_reason;
+    if (typeof c.finish_reason === 'string' && (c.index ?? 0) < MAX_FINISH_REASONS)
+      this.finishReasons[c.index ?? 0] = c.finish_reason;
     if ((c.index ?? 0) !== 0) {
-      if (this.firstTokenAt === undefined && (c.delta?.content || c.delta?.tool_calls?.length || c.text)) this.firstTokenAt = performance.now();
+      if (this.firstTokenAt === undefined && (c.delta?.content || c.delta?.tool_calls?.length || c.text))
+        this.firstTokenAt = performance.now();
       return;
     }
     const d = c.delta;

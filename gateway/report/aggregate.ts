@@ -62,7 +62,11 @@ export function ttftBucket(ms: number): number {
 }
 
 function matches(r: UsageRecord, q: ReportQuery): boolean {
-  return (q.since === undefined || r.time >= q.since) && (q.until === undefined || r.time < q.until) && (q.tenant === undefined || r.tenant === q.tenant);
+  return (
+    (q.since === undefined || r.time >= q.since) &&
+    (q.until === undefined || r.time < q.until) &&
+    (q.tenant === undefined || r.tenant === q.tenant)
+  );
 }
 
 function into(map: Map<string | number, Sums>, key: string | number, s: Sums): void {
@@ -73,10 +77,15 @@ function into(map: Map<string | number, Sums>, key: string | number, s: Sums): v
 
 export function sortGroups(rows: GroupRow[], by: GroupBy): GroupRow[] {
   // Days read best in time order; everything else by spend, biggest first.
-  return by === 'day' ? rows.sort((a, b) => a.key.localeCompare(b.key)) : rows.sort((a, b) => b.costNusd - a.costNusd || a.key.localeCompare(b.key));
+  return by === 'day'
+    ? rows.sort((a, b) => a.key.localeCompare(b.key))
+    : rows.sort((a, b) => b.costNusd - a.costNusd || a.key.localeCompare(b.key));
 }
 
-export async function aggregateRecords(records: Iterable<UsageRecord> | AsyncIterable<UsageRecord>, q: ReportQuery): Promise<ReportData> {
+export async function aggregateRecords(
+  records: Iterable<UsageRecord> | AsyncIterable<UsageRecord>,
+  q: ReportQuery,
+): Promise<ReportData> {
   const totals = emptySums();
   const groups = new Map<string | number, Sums>();
   const sessions = new Map<string | number, Sums>();
@@ -113,6 +122,8 @@ export async function aggregateRecords(records: Iterable<UsageRecord> | AsyncIte
     series: [...series].map(([t, s]) => ({ t: Number(t), ...s })).sort((a, b) => a.t - b.t),
     ttft: { edgesMs: [...TTFT_EDGES_MS], counts: ttft },
     topSessions: sortGroups(rows(sessions), 'session').slice(0, q.top ?? DEFAULT_TOP_SESSIONS),
-    breaks: [...breaks].map(([cause, count]) => ({ cause, count })).sort((a, b) => b.count - a.count || a.cause.localeCompare(b.cause)),
+    breaks: [...breaks]
+      .map(([cause, count]) => ({ cause, count }))
+      .sort((a, b) => b.count - a.count || a.cause.localeCompare(b.cause)),
   };
 }

@@ -102,7 +102,11 @@ async function inProcess(path: string, format: ReportFormat): Promise<Timing> {
 
 function cli(path: string): Timing {
   const t = performance.now();
-  const r = spawnSync('/usr/bin/time', ['-f', '%U %S', process.execPath, 'bin/ctxgate.js', 'report', '--ledger', path, '--group-by', 'model'], { encoding: 'utf8' });
+  const r = spawnSync(
+    '/usr/bin/time',
+    ['-f', '%U %S', process.execPath, 'bin/ctxgate.js', 'report', '--ledger', path, '--group-by', 'model'],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`ctxgate report failed: ${r.stderr}`);
   const [u, sys] = r.stderr.trim().split('\n').pop()!.split(' ').map(Number);
   return { wall: performance.now() - t, cpu: (u + sys) * 1000 };
@@ -123,7 +127,9 @@ async function main(): Promise<void> {
     if (values.keep && existsSync(path)) console.log(`reusing ${path}`);
     else {
       generate(path, rows);
-      console.log(`generated ${rows.toLocaleString('en-US')} rows in ${((performance.now() - t) / 1000).toFixed(1)} s -> ${path}`);
+      console.log(
+        `generated ${rows.toLocaleString('en-US')} rows in ${((performance.now() - t) / 1000).toFixed(1)} s -> ${path}`,
+      );
     }
     const md: Timing[] = [];
     const html: Timing[] = [];
@@ -136,7 +142,11 @@ async function main(): Promise<void> {
     console.log(line(`report md   (in-process, ${RUNS} runs)`, md));
     console.log(line(`report html (in-process, ${RUNS} runs)`, html));
     console.log(line(`ctxgate report CLI process (${RUNS} runs, target <= 5 s)`, proc));
-    console.log(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} cpus`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${cpus().length} cpus`,
+    );
   } finally {
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
   }

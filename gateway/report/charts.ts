@@ -45,7 +45,10 @@ function frame(c: ChartBase, maxValue: number, fixedMax?: number): Frame {
   const plotW = w - PAD.left - PAD.right;
   const plotH = h - PAD.top - PAD.bottom;
   const yMax = fixedMax ?? niceMax(maxValue);
-  const fmt = c.yFormat ?? ((v: number) => (Math.abs(v) >= 1000 ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : String(Number(v.toPrecision(3)))));
+  const fmt =
+    c.yFormat ??
+    ((v: number) =>
+      Math.abs(v) >= 1000 ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : String(Number(v.toPrecision(3))));
   return { w, h, plotW, plotH, yMax, y: (v) => PAD.top + plotH - (Math.max(0, v) / yMax) * plotH, fmt };
 }
 
@@ -66,7 +69,11 @@ function open(fr: Frame, c: ChartBase, kind: string): string {
 function xLabels(labels: string[], x: (i: number) => number, h: number): string {
   const every = Math.max(1, Math.ceil(labels.length / 8));
   return labels
-    .map((l, i) => (i % every === 0 ? `<text x="${f(x(i))}" y="${h - PAD.bottom + 14}" text-anchor="middle" font-size="10" fill="#6b7280">${esc(l)}</text>` : ''))
+    .map((l, i) =>
+      i % every === 0
+        ? `<text x="${f(x(i))}" y="${h - PAD.bottom + 14}" text-anchor="middle" font-size="10" fill="#6b7280">${esc(l)}</text>`
+        : '',
+    )
     .join('');
 }
 
@@ -106,12 +113,17 @@ export function lineChart(c: ChartBase & { labels: string[]; series: LineSeries[
         }
         d += `${pen ? 'L' : 'M'}${f(x(i))},${f(fr.y(v))}`;
         pen = true;
-        dots.push(`<circle class="dot" cx="${f(x(i))}" cy="${f(fr.y(v))}" r="2.5" fill="${color}"><title>${esc(`${c.labels[i]}: ${fr.fmt(v)}`)}</title></circle>`);
+        dots.push(
+          `<circle class="dot" cx="${f(x(i))}" cy="${f(fr.y(v))}" r="2.5" fill="${color}"><title>${esc(`${c.labels[i]}: ${fr.fmt(v)}`)}</title></circle>`,
+        );
       });
       return `<path class="line" d="${d || 'M0,0'}" fill="none" stroke="${color}" stroke-width="2"><title>${esc(s.name)}</title></path>${dots.length <= 200 ? dots.join('') : ''}`;
     })
     .join('');
-  const leg = legend(c.series.map((s, i) => ({ name: s.name, color: s.color ?? PALETTE[i % PALETTE.length] })), fr.h);
+  const leg = legend(
+    c.series.map((s, i) => ({ name: s.name, color: s.color ?? PALETTE[i % PALETTE.length] })),
+    fr.h,
+  );
   return open(fr, c, 'line') + paths + xLabels(c.labels, x, fr.h) + leg + '</svg>';
 }
 
@@ -123,7 +135,10 @@ export interface Bar {
 
 /** Vertical bars, one per label. */
 export function barChart(c: ChartBase & { bars: Bar[] }): string {
-  const fr = frame(c, c.bars.reduce((a, b) => Math.max(a, b.value), 0));
+  const fr = frame(
+    c,
+    c.bars.reduce((a, b) => Math.max(a, b.value), 0),
+  );
   const slot = fr.plotW / Math.max(1, c.bars.length);
   const bw = Math.max(1, slot * 0.8);
   const x = (i: number): number => PAD.left + slot * i + slot / 2;
@@ -133,7 +148,16 @@ export function barChart(c: ChartBase & { bars: Bar[] }): string {
       return `<rect class="bar" x="${f(x(i) - bw / 2)}" y="${f(y)}" width="${f(bw)}" height="${f(PAD.top + fr.plotH - y)}" fill="${b.color ?? PALETTE[0]}"><title>${esc(`${b.label}: ${fr.fmt(b.value)}`)}</title></rect>`;
     })
     .join('');
-  return open(fr, c, 'bar') + rects + xLabels(c.bars.map((b) => b.label), x, fr.h) + '</svg>';
+  return (
+    open(fr, c, 'bar') +
+    rects +
+    xLabels(
+      c.bars.map((b) => b.label),
+      x,
+      fr.h,
+    ) +
+    '</svg>'
+  );
 }
 
 export interface Stack {
@@ -145,7 +169,10 @@ export interface Stack {
 /** Bars stacked bottom-up in `stacks` order, one bar per label. */
 export function stackedBarChart(c: ChartBase & { labels: string[]; stacks: Stack[] }): string {
   const totals = c.labels.map((_, i) => c.stacks.reduce((a, s) => a + Math.max(0, s.values[i] ?? 0), 0));
-  const fr = frame(c, totals.reduce((a, v) => Math.max(a, v), 0));
+  const fr = frame(
+    c,
+    totals.reduce((a, v) => Math.max(a, v), 0),
+  );
   const slot = fr.plotW / Math.max(1, c.labels.length);
   const bw = Math.max(1, slot * 0.8);
   const x = (i: number): number => PAD.left + slot * i + slot / 2;
@@ -161,7 +188,10 @@ export function stackedBarChart(c: ChartBase & { labels: string[]; stacks: Stack
       rects += `<rect class="bar seg" x="${f(x(i) - bw / 2)}" y="${f(y1)}" width="${f(bw)}" height="${f(Math.max(0.5, y0 - y1))}" fill="${s.color ?? PALETTE[si % PALETTE.length]}"><title>${esc(`${label} · ${s.name}: ${fr.fmt(v)}`)}</title></rect>`;
     });
   });
-  const leg = legend(c.stacks.map((s, i) => ({ name: s.name, color: s.color ?? PALETTE[i % PALETTE.length] })), fr.h);
+  const leg = legend(
+    c.stacks.map((s, i) => ({ name: s.name, color: s.color ?? PALETTE[i % PALETTE.length] })),
+    fr.h,
+  );
   return open(fr, c, 'stacked') + rects + xLabels(c.labels, x, fr.h) + leg + '</svg>';
 }
 

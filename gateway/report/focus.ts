@@ -13,11 +13,40 @@ import type { UsageRecord } from '../usage/types.ts';
 import type { ReportQuery } from './types.ts';
 
 export const FOCUS_COLUMNS = [
-  'BilledCost', 'EffectiveCost', 'ListCost', 'ContractedCost', 'BillingCurrency', 'ChargeCategory', 'ChargeClass', 'ChargeDescription',
-  'ChargeFrequency', 'ChargePeriodStart', 'ChargePeriodEnd', 'BillingPeriodStart', 'BillingPeriodEnd', 'ServiceProviderName', 'HostProviderName',
-  'InvoiceIssuerName', 'ServiceName', 'ServiceCategory', 'ServiceSubcategory', 'ResourceId', 'ResourceName', 'ResourceType', 'ConsumedQuantity',
-  'ConsumedUnit', 'PricingQuantity', 'PricingUnit', 'PricingCategory', 'ListUnitPrice', 'ContractedUnitPrice', 'SkuId', 'SkuPriceId', 'Tags',
-  'x_Requests', 'x_SavingsUsd',
+  'BilledCost',
+  'EffectiveCost',
+  'ListCost',
+  'ContractedCost',
+  'BillingCurrency',
+  'ChargeCategory',
+  'ChargeClass',
+  'ChargeDescription',
+  'ChargeFrequency',
+  'ChargePeriodStart',
+  'ChargePeriodEnd',
+  'BillingPeriodStart',
+  'BillingPeriodEnd',
+  'ServiceProviderName',
+  'HostProviderName',
+  'InvoiceIssuerName',
+  'ServiceName',
+  'ServiceCategory',
+  'ServiceSubcategory',
+  'ResourceId',
+  'ResourceName',
+  'ResourceType',
+  'ConsumedQuantity',
+  'ConsumedUnit',
+  'PricingQuantity',
+  'PricingUnit',
+  'PricingCategory',
+  'ListUnitPrice',
+  'ContractedUnitPrice',
+  'SkuId',
+  'SkuPriceId',
+  'Tags',
+  'x_Requests',
+  'x_SavingsUsd',
 ] as const;
 
 export const FOCUS_SERVICE_NAME = 'ctxgate LLM inference';
@@ -72,7 +101,10 @@ const iso = (t: number): string => new Date(t).toISOString();
 
 function monthBounds(t: number): [string, string] {
   const d = new Date(t);
-  return [iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)), iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1))];
+  return [
+    iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)),
+    iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1)),
+  ];
 }
 
 /** Unit price as a plain decimal (USD per unit), from the row's exact cost and quantity. */
@@ -90,11 +122,40 @@ function row(a: Acc): string {
   const price = unitPrice(a.nusd, a.quantity);
   const tags = JSON.stringify({ tenant: a.tenant, session: a.session, model: a.model });
   const cells: (string | number)[] = [
-    cost, cost, cost, cost, 'USD', 'Usage', '', `${a.model}: ${SKU_TEXT[a.sku]}`,
-    'Usage-Based', iso(a.hour), iso(a.hour + HOUR_MS), bpStart, bpEnd, FOCUS_PROVIDER, FOCUS_PROVIDER,
-    FOCUS_PROVIDER, FOCUS_SERVICE_NAME, 'AI and Machine Learning', 'Generative AI', a.worker, a.worker, 'Inference worker', qty,
-    unit, qty, unit, 'Standard', price, price, `${a.model}/${a.sku}`, `${a.model}/${a.sku}`, tags,
-    a.requests, formatUsdExact(a.savingsNusd),
+    cost,
+    cost,
+    cost,
+    cost,
+    'USD',
+    'Usage',
+    '',
+    `${a.model}: ${SKU_TEXT[a.sku]}`,
+    'Usage-Based',
+    iso(a.hour),
+    iso(a.hour + HOUR_MS),
+    bpStart,
+    bpEnd,
+    FOCUS_PROVIDER,
+    FOCUS_PROVIDER,
+    FOCUS_PROVIDER,
+    FOCUS_SERVICE_NAME,
+    'AI and Machine Learning',
+    'Generative AI',
+    a.worker,
+    a.worker,
+    'Inference worker',
+    qty,
+    unit,
+    qty,
+    unit,
+    'Standard',
+    price,
+    price,
+    `${a.model}/${a.sku}`,
+    `${a.model}/${a.sku}`,
+    tags,
+    a.requests,
+    formatUsdExact(a.savingsNusd),
   ];
   return cells.map(csvCell).join(',');
 }
@@ -110,7 +171,22 @@ export async function focusRows(records: AsyncIterable<UsageRecord> | Iterable<U
       if (p.nusd === 0 && !(p.quantity > 0)) continue;
       const key = `${hour}\u0000${r.tenant}\u0000${r.sessionId}\u0000${r.model}\u0000${r.worker}\u0000${p.sku}`;
       let a = acc.get(key);
-      if (!a) acc.set(key, (a = { hour, tenant: r.tenant, session: r.sessionId, model: r.model, worker: r.worker, sku: p.sku, nusd: 0, quantity: 0, requests: 0, savingsNusd: 0 }));
+      if (!a)
+        acc.set(
+          key,
+          (a = {
+            hour,
+            tenant: r.tenant,
+            session: r.sessionId,
+            model: r.model,
+            worker: r.worker,
+            sku: p.sku,
+            nusd: 0,
+            quantity: 0,
+            requests: 0,
+            savingsNusd: 0,
+          }),
+        );
       a.nusd += p.nusd;
       a.quantity += p.quantity;
       // A request and its saving are counted once, on its first SKU row.
@@ -121,7 +197,15 @@ export async function focusRows(records: AsyncIterable<UsageRecord> | Iterable<U
       }
     }
   }
-  return [...acc.values()].sort((x, y) => x.hour - y.hour || x.tenant.localeCompare(y.tenant) || x.session.localeCompare(y.session) || x.model.localeCompare(y.model) || x.worker.localeCompare(y.worker) || x.sku.localeCompare(y.sku));
+  return [...acc.values()].sort(
+    (x, y) =>
+      x.hour - y.hour ||
+      x.tenant.localeCompare(y.tenant) ||
+      x.session.localeCompare(y.session) ||
+      x.model.localeCompare(y.model) ||
+      x.worker.localeCompare(y.worker) ||
+      x.sku.localeCompare(y.sku),
+  );
 }
 
 /** The FOCUS CSV of a report query's range and tenant (group_by does not apply: rows are leaf-level). */

@@ -49,7 +49,11 @@ export function jsonSums(s: Sums): JsonSums {
     predicted_cached_tokens: s.predictedCachedTokens,
     cost_nusd: s.costNusd,
     savings_nusd: s.savingsNusd,
-    savings_by_cause_usd: { layout: nusdToUsd(s.savingsLayoutNusd), routing: nusdToUsd(s.savingsRoutingNusd), engine: nusdToUsd(s.savingsEngineNusd) },
+    savings_by_cause_usd: {
+      layout: nusdToUsd(s.savingsLayoutNusd),
+      routing: nusdToUsd(s.savingsRoutingNusd),
+      engine: nusdToUsd(s.savingsEngineNusd),
+    },
     savings_by_cause_nusd: { layout: s.savingsLayoutNusd, routing: s.savingsRoutingNusd, engine: s.savingsEngineNusd },
     cost_by_kind_usd: {
       uncached_input: nusdToUsd(s.costUncachedNusd),
@@ -83,9 +87,24 @@ export function renderJson(d: ReportData): string {
 }
 
 const CSV_HEADER = [
-  'key', 'requests', 'prompt_tokens', 'cached_tokens', 'output_tokens', 'hit_rate', 'cost_usd', 'uncached_input_usd',
-  'cached_input_usd', 'cache_write_usd', 'output_usd', 'no_cache_cost_usd', 'savings_usd', 'savings_layout_usd', 'savings_routing_usd',
-  'savings_engine_usd', 'errors', 'billed_failures',
+  'key',
+  'requests',
+  'prompt_tokens',
+  'cached_tokens',
+  'output_tokens',
+  'hit_rate',
+  'cost_usd',
+  'uncached_input_usd',
+  'cached_input_usd',
+  'cache_write_usd',
+  'output_usd',
+  'no_cache_cost_usd',
+  'savings_usd',
+  'savings_layout_usd',
+  'savings_routing_usd',
+  'savings_engine_usd',
+  'errors',
+  'billed_failures',
 ];
 
 function csvCell(v: string | number): string {
@@ -96,9 +115,24 @@ function csvCell(v: string | number): string {
 function csvRow(key: string, s: Sums): string {
   const j = jsonSums(s);
   return [
-    key, j.requests, j.prompt_tokens, j.cached_tokens, j.output_tokens, j.hit_rate, j.cost_usd, j.cost_by_kind_usd.uncached_input,
-    j.cost_by_kind_usd.cached_input, j.cost_by_kind_usd.cache_write, j.cost_by_kind_usd.output, j.no_cache_cost_usd, j.savings_usd,
-    j.savings_by_cause_usd.layout, j.savings_by_cause_usd.routing, j.savings_by_cause_usd.engine, j.errors, j.billed_failures,
+    key,
+    j.requests,
+    j.prompt_tokens,
+    j.cached_tokens,
+    j.output_tokens,
+    j.hit_rate,
+    j.cost_usd,
+    j.cost_by_kind_usd.uncached_input,
+    j.cost_by_kind_usd.cached_input,
+    j.cost_by_kind_usd.cache_write,
+    j.cost_by_kind_usd.output,
+    j.no_cache_cost_usd,
+    j.savings_usd,
+    j.savings_by_cause_usd.layout,
+    j.savings_by_cause_usd.routing,
+    j.savings_by_cause_usd.engine,
+    j.errors,
+    j.billed_failures,
   ]
     .map(csvCell)
     .join(',');
@@ -132,12 +166,14 @@ export function renderMarkdown(d: ReportData): string {
     `| ${d.query.groupBy} | requests | prompt | cached | hit rate | output | cost | saved |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...d.groups.map(
-      (g) => `| ${mdCell(g.key)} | ${int(g.requests)} | ${int(g.promptTokens)} | ${int(g.cachedTokens)} | ${pct(hitRate(g))} | ${int(g.outputTokens)} | ${formatUsd(g.costNusd)} | ${formatUsd(g.savingsNusd)} |`,
+      (g) =>
+        `| ${mdCell(g.key)} | ${int(g.requests)} | ${int(g.promptTokens)} | ${int(g.cachedTokens)} | ${pct(hitRate(g))} | ${int(g.outputTokens)} | ${formatUsd(g.costNusd)} | ${formatUsd(g.savingsNusd)} |`,
     ),
   ];
   if (d.topSessions.length) {
     out.push('', '## Top sessions by cost', '', '| session | requests | hit rate | cost |', '|---|---:|---:|---:|');
-    for (const s of d.topSessions) out.push(`| ${mdCell(s.key)} | ${int(s.requests)} | ${pct(hitRate(s))} | ${formatUsd(s.costNusd)} |`);
+    for (const s of d.topSessions)
+      out.push(`| ${mdCell(s.key)} | ${int(s.requests)} | ${pct(hitRate(s))} | ${formatUsd(s.costNusd)} |`);
   }
   if (d.breaks.length) {
     out.push('', '## Cache breaks by cause', '', '| cause | count |', '|---|---:|');

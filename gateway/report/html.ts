@@ -36,8 +36,12 @@ th{cursor:pointer;background:#f9fafb;user-select:none}.empty{color:#6b7280;font-
 const JS = `document.querySelectorAll('table.sortable th').forEach((th,i)=>th.addEventListener('click',()=>{const tb=th.closest('table').tBodies[0];const rows=[...tb.rows];const dir=th.dataset.dir==='d'?1:-1;th.dataset.dir=dir===1?'a':'d';rows.sort((a,b)=>{const x=a.cells[i].dataset.v??a.cells[i].textContent,y=b.cells[i].dataset.v??b.cells[i].textContent;const nx=Number(x),ny=Number(y);return (isNaN(nx)||isNaN(ny)?String(x).localeCompare(String(y)):nx-ny)*dir;});rows.forEach(r=>tb.appendChild(r));}));`;
 
 export function renderHtmlPage(p: HtmlPage): string {
-  const tiles = (p.tiles ?? []).map((t) => `<div class="tile"><div class="v">${esc(t.value)}</div><div class="l">${esc(t.label)}</div></div>`).join('');
-  const sections = p.sections.map((s) => `<section${s.wide ? ' class="wide"' : ''}><h2>${esc(s.title)}</h2>${s.html}</section>`).join('\n');
+  const tiles = (p.tiles ?? [])
+    .map((t) => `<div class="tile"><div class="v">${esc(t.value)}</div><div class="l">${esc(t.label)}</div></div>`)
+    .join('');
+  const sections = p.sections
+    .map((s) => `<section${s.wide ? ' class="wide"' : ''}><h2>${esc(s.title)}</h2>${s.html}</section>`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(p.title)}</title><style>${CSS}</style></head>
@@ -86,8 +90,15 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
         yMax: 1,
         yFormat: pct,
         series: [
-          { name: 'reported cached / prompt', values: d.series.map((p) => (p.promptTokens ? p.cachedTokens / p.promptTokens : null)) },
-          { name: 'predicted cached / prompt', values: d.series.map((p) => (p.promptTokens ? p.predictedCachedTokens / p.promptTokens : null)), color: PALETTE[2] },
+          {
+            name: 'reported cached / prompt',
+            values: d.series.map((p) => (p.promptTokens ? p.cachedTokens / p.promptTokens : null)),
+          },
+          {
+            name: 'predicted cached / prompt',
+            values: d.series.map((p) => (p.promptTokens ? p.predictedCachedTokens / p.promptTokens : null)),
+            color: PALETTE[2],
+          },
         ],
       })
     : empty('requests');
@@ -106,28 +117,38 @@ export function renderHtmlReport(d: ReportData, opts: { title?: string } = {}): 
       })
     : empty('cost');
   // What ctxgate's own actions saved (layout, routing) next to what the engine's cache gives anyway.
-  const causes = t.savingsNusd > 0
-    ? barChart({
-        title: 'Saved by cause',
-        yFormat: usdFmt,
-        bars: [
-          { label: 'layout', value: usd(t.savingsLayoutNusd), color: PALETTE[0] },
-          { label: 'routing', value: usd(t.savingsRoutingNusd), color: PALETTE[1] },
-          { label: 'engine', value: usd(t.savingsEngineNusd), color: PALETTE[5] },
-        ],
-      })
-    : empty('savings');
+  const causes =
+    t.savingsNusd > 0
+      ? barChart({
+          title: 'Saved by cause',
+          yFormat: usdFmt,
+          bars: [
+            { label: 'layout', value: usd(t.savingsLayoutNusd), color: PALETTE[0] },
+            { label: 'routing', value: usd(t.savingsRoutingNusd), color: PALETTE[1] },
+            { label: 'engine', value: usd(t.savingsEngineNusd), color: PALETTE[5] },
+          ],
+        })
+      : empty('savings');
   const ttftTotal = d.ttft.counts.reduce((a, b) => a + b, 0);
-  const ttft = ttftTotal ? histogram({ title: 'Time to first token (ms)', edges: d.ttft.edgesMs, counts: d.ttft.counts }) : empty('TTFT samples');
+  const ttft = ttftTotal
+    ? histogram({ title: 'Time to first token (ms)', edges: d.ttft.edgesMs, counts: d.ttft.counts })
+    : empty('TTFT samples');
   const top = d.topSessions.length
     ? barChart({
         title: `Top ${d.topSessions.length} sessions by cost`,
         yFormat: usdFmt,
-        bars: d.topSessions.map((s) => ({ label: s.key.length > 12 ? s.key.slice(0, 11) + '…' : s.key || '(none)', value: usd(s.costNusd), color: PALETTE[4] })),
+        bars: d.topSessions.map((s) => ({
+          label: s.key.length > 12 ? s.key.slice(0, 11) + '…' : s.key || '(none)',
+          value: usd(s.costNusd),
+          color: PALETTE[4],
+        })),
       })
     : empty('sessions');
   const breaks = d.breaks.length
-    ? barChart({ title: 'Cache breaks by cause', bars: d.breaks.map((b) => ({ label: b.cause, value: b.count, color: PALETTE[3] })) })
+    ? barChart({
+        title: 'Cache breaks by cause',
+        bars: d.breaks.map((b) => ({ label: b.cause, value: b.count, color: PALETTE[3] })),
+      })
     : empty('cache breaks');
   const range = `${new Date(d.query.since ?? d.firstTime ?? d.generatedAt).toISOString()} .. ${new Date(d.query.until ?? d.lastTime ?? d.generatedAt).toISOString()}`;
   return renderHtmlPage({

@@ -51,7 +51,11 @@ export function registerAdminRoutes(app: FastifyInstance, gw: GatewayContext): v
   app.get('/v1/gateway/requests/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const p = req.principal as Principal;
     const rec = gw.records.get(req.params.id, p.tenant, p.admin);
-    if (!rec) throw new GatewayError('not_found', `no request record '${req.params.id}' (records are kept for the last requests only)`);
+    if (!rec)
+      throw new GatewayError(
+        'not_found',
+        `no request record '${req.params.id}' (records are kept for the last requests only)`,
+      );
     return rec;
   });
 }

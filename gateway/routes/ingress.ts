@@ -29,8 +29,16 @@ async function countTokens(route: ModelRoute, body: ChatRequest): Promise<{ n: n
     try {
       const res = await request(worker.url + path, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(worker.apiKey ? { authorization: `Bearer ${worker.apiKey}` } : {}) },
-        body: JSON.stringify({ model: route.config.upstream_model ?? body.model, messages: body.messages, tools: body.tools, add_generation_prompt: true }),
+        headers: {
+          'content-type': 'application/json',
+          ...(worker.apiKey ? { authorization: `Bearer ${worker.apiKey}` } : {}),
+        },
+        body: JSON.stringify({
+          model: route.config.upstream_model ?? body.model,
+          messages: body.messages,
+          tools: body.tools,
+          add_generation_prompt: true,
+        }),
         signal: AbortSignal.timeout(TOKENIZE_TIMEOUT_MS),
       });
       const out = (await res.body.json()) as { count?: unknown };
@@ -42,7 +50,12 @@ async function countTokens(route: ModelRoute, body: ChatRequest): Promise<{ n: n
   return { n: Math.ceil(JSON.stringify(body.messages).length / BYTES_PER_TOKEN), exact: false };
 }
 
-export function registerIngressRoutes(app: FastifyInstance, gw: GatewayContext, adapters: IngressAdapter[], store: ResponseStore): Map<string, ErrorShaper> {
+export function registerIngressRoutes(
+  app: FastifyInstance,
+  gw: GatewayContext,
+  adapters: IngressAdapter[],
+  store: ResponseStore,
+): Map<string, ErrorShaper> {
   const shapers = new Map<string, ErrorShaper>();
   for (const a of adapters) {
     app.post(a.path, (req, reply) => handleProxy(gw, a, req, reply));
@@ -53,9 +66,13 @@ export function registerIngressRoutes(app: FastifyInstance, gw: GatewayContext, 
     const p = req.principal as Principal;
     const b = requireObject(req.body);
     // count_tokens takes no max_tokens; the translation wants one.
-    const parsed = parseAnthropic({ ...b, max_tokens: 1, stream: false }, { tenant: p.tenant, maxMessages: gw.config.limits.max_messages });
+    const parsed = parseAnthropic(
+      { ...b, max_tokens: 1, stream: false },
+      { tenant: p.tenant, maxMessages: gw.config.limits.max_messages },
+    );
     const route = gw.fleet.get(parsed.model);
-    if (!route) throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
+    if (!route)
+      throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
     const { n, exact } = await countTokens(route, parsed.body);
     reply.header('x-ctxgate-token-count', exact ? 'engine' : 'estimate');
     return { input_tokens: n };
@@ -72,7 +89,8 @@ export function registerIngressRoutes(app: FastifyInstance, gw: GatewayContext, 
   app.delete('/v1/responses/:id', async (req) => {
     const p = req.principal as Principal;
     const id = (req.params as { id: string }).id;
-    if (!(await store.delete(p.tenant, id))) throw new GatewayError('not_found', `response '${id}' not found`, 'response_id');
+    if (!(await store.delete(p.tenant, id)))
+      throw new GatewayError('not_found', `response '${id}' not found`, 'response_id');
     return { id, object: 'response', deleted: true };
   });
   shapers.set('/v1/responses/:id', openaiErrorBody);

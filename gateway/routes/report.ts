@@ -32,7 +32,8 @@ interface Query {
 
 function oneOf<T extends string>(v: string | undefined, allowed: readonly T[], def: T, param: string): T {
   if (v === undefined || v === '') return def;
-  if (!(allowed as readonly string[]).includes(v)) throw new GatewayError('invalid_request', `${param} must be one of ${allowed.join(', ')}`, param);
+  if (!(allowed as readonly string[]).includes(v))
+    throw new GatewayError('invalid_request', `${param} must be one of ${allowed.join(', ')}`, param);
   return v as T;
 }
 
@@ -55,7 +56,8 @@ export function parseReportQuery(q: Query, caller: ReportCaller): { query: Repor
   };
   if (q.top !== undefined) {
     const n = Number(q.top);
-    if (!Number.isInteger(n) || n < 0 || n > 1000) throw new GatewayError('invalid_request', 'top must be an integer in 0..1000', 'top');
+    if (!Number.isInteger(n) || n < 0 || n > 1000)
+      throw new GatewayError('invalid_request', 'top must be an integer in 0..1000', 'top');
     query.top = n;
   }
   return { query, format: oneOf(q.format, REPORT_FORMATS, DEFAULT_ROUTE_FORMAT, 'format') };

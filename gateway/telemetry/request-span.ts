@@ -7,7 +7,12 @@ import type { UsageEvent } from '../usage-event.ts';
 import type { RequestTrace, TraceAttributes, Tracing } from './tracing.ts';
 
 /** `chat MODEL` (the GenAI span name), continuing the client's traceparent. */
-export function startRequestSpan(tracing: Tracing, req: FastifyRequest, ex: { model: string; requestId: string; stream: boolean; route?: { config: { upstream_model?: string } } }, api: string): RequestTrace {
+export function startRequestSpan(
+  tracing: Tracing,
+  req: FastifyRequest,
+  ex: { model: string; requestId: string; stream: boolean; route?: { config: { upstream_model?: string } } },
+  api: string,
+): RequestTrace {
   const tp = req.headers.traceparent;
   return tracing.startRequest(
     `chat ${ex.model}`,
@@ -31,7 +36,8 @@ export function pipelineAttributes(r: PipelineResult): TraceAttributes {
     a['ctxgate.predicted_cached_tokens'] = r.prefix.predicted_cached_tokens;
     a['ctxgate.prompt_tokens'] = r.prefix.prompt_tokens;
     a['ctxgate.break_cause'] = r.prefix.break_cause;
-    if (r.prefix.original_cached_tokens !== undefined) a['ctxgate.original_layout_cached_tokens'] = r.prefix.original_cached_tokens;
+    if (r.prefix.original_cached_tokens !== undefined)
+      a['ctxgate.original_layout_cached_tokens'] = r.prefix.original_cached_tokens;
   }
   return a;
 }

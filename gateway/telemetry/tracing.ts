@@ -46,13 +46,23 @@ export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Prom
   const api = await import('@opentelemetry/api');
   const { TracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace');
   const { resourceFromAttributes } = await import('@opentelemetry/resources');
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim();
+  const protocol = (
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ??
+    env.OTEL_EXPORTER_OTLP_PROTOCOL ??
+    'http/protobuf'
+  ).trim();
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL: '${protocol}' is not supported (use http/protobuf or http/json)`);
   }
-  const { OTLPTraceExporter } = protocol === 'http/json' ? await import('@opentelemetry/exporter-trace-otlp-http') : await import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } =
+    protocol === 'http/json'
+      ? await import('@opentelemetry/exporter-trace-otlp-http')
+      : await import('@opentelemetry/exporter-trace-otlp-proto');
   // Endpoint and headers from `env` (not necessarily process.env), as the OTLP exporter spec reads them.
-  const exporter = new OTLPTraceExporter({ url: tracesUrl(env), headers: parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS) });
+  const exporter = new OTLPTraceExporter({
+    url: tracesUrl(env),
+    headers: parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS),
+  });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME }),
     spanProcessors: [new BatchSpanProcessor({ exporter })],
@@ -63,13 +73,26 @@ export async function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Prom
       let parent: Context = api.ROOT_CONTEXT;
       const m = traceparent ? TRACEPARENT.exec(traceparent.trim()) : null;
       if (m && !/^0+$/.test(m[1]) && !/^0+$/.test(m[2])) {
-        parent = api.trace.setSpanContext(parent, { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16) & 1, isRemote: true });
+        parent = api.trace.setSpanContext(parent, {
+          traceId: m[1],
+          spanId: m[2],
+          traceFlags: parseInt(m[3], 16) & 1,
+          isRemote: true,
+        });
       }
       const span = tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes: attrs }, parent);
       const ctx = api.trace.setSpan(parent, span);
       return {
         ...handle(api, span),
-        child: (n, a) => handle(api, tracer.startSpan(n, { kind: n.startsWith('upstream') ? api.SpanKind.CLIENT : api.SpanKind.INTERNAL, attributes: a }, ctx)),
+        child: (n, a) =>
+          handle(
+            api,
+            tracer.startSpan(
+              n,
+              { kind: n.startsWith('upstream') ? api.SpanKind.CLIENT : api.SpanKind.INTERNAL, attributes: a },
+              ctx,
+            ),
+          ),
       };
     },
     shutdown: () => provider.shutdown(),
@@ -113,4 +136,3 @@ function handle(api: typeof import('@opentelemetry/api'), span: Span): SpanHandl
     },
   };
 }
-

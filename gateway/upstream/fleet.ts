@@ -28,7 +28,10 @@ export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fle
       // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
       // The model's block_size reaches the policy (its block hashes must match the engine's blocks) unless
       // policy_options names one explicitly.
-      policy: createPolicy(m.policy, { block_size: m.block_size, ...(structuredClone(m.policy_options) as Record<string, unknown>) }),
+      policy: createPolicy(m.policy, {
+        block_size: m.block_size,
+        ...(structuredClone(m.policy_options) as Record<string, unknown>),
+      }),
     });
   }
   return fleet;

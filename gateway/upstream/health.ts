@@ -47,11 +47,13 @@ interface Seen {
 function logChange(w: Worker, answered: boolean, seen: Seen, log: HealthLog): void {
   const who = { model: w.model, worker: w.id };
   if (answered !== seen.answered) {
-    if (!answered) log.warn({ ...who, url: w.url, error: w.lastErrors[w.lastErrors.length - 1]?.message }, 'worker unreachable');
+    if (!answered)
+      log.warn({ ...who, url: w.url, error: w.lastErrors[w.lastErrors.length - 1]?.message }, 'worker unreachable');
     else if (seen.answered === false) log.info(who, 'worker answers again');
   }
   if (w.healthy !== seen.healthy) {
-    if (!w.healthy) log.warn({ ...who, consecutive_failures: w.consecutiveFailures }, 'worker ejected: no requests are routed to it');
+    if (!w.healthy)
+      log.warn({ ...who, consecutive_failures: w.consecutiveFailures }, 'worker ejected: no requests are routed to it');
     else log.info(who, 'worker re-admitted');
   }
   seen.answered = answered;

@@ -64,7 +64,6 @@ export class Worker {
     metrics.workerInFlight.set({ model, worker: this.id }, 0);
   }
 
-
   hasRoom(): boolean {
     return this.maxInFlight === 0 || this.inFlight < this.maxInFlight;
   }

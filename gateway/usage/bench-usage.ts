@@ -27,14 +27,36 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { events: { type: 'string' }, store: { type: 'string' } } });
   const n = values.events ? Number(values.events) : DEFAULT_EVENTS;
   const dir = mkdtempSync(join(tmpdir(), 'ctxgate-bench-usage-'));
-  const ledger = values.store === 'none' ? undefined : new SqliteLedger({ path: join(dir, 'u.sqlite'), retentionDays: 30, batchSize: 256, flushMs: 1000 });
+  const ledger =
+    values.store === 'none'
+      ? undefined
+      : new SqliteLedger({ path: join(dir, 'u.sqlite'), retentionDays: 30, batchSize: 256, flushMs: 1000 });
   const registry = new Registry();
   const models = ['qwen3-8b', 'llama3-70b'].map((name) => ({ name }));
-  const rec = createUsageRecorder({ ledger, pricingFor: createPricingLookup({ models }), metrics: createMetrics(registry) });
+  const rec = createUsageRecorder({
+    ledger,
+    pricingFor: createPricingLookup({ models }),
+    metrics: createMetrics(registry),
+  });
   const events: UsageInput[] = Array.from({ length: 1000 }, (_, i) => ({
-    time: Date.now(), requestId: `r${i}`, tenant: `team-${i % 10}`, keyId: 'k', sessionId: `s${i % 50}`, model: models[i % 2].name,
-    worker: `w${i % 4}`, status: 200, stream: i % 2 === 0, promptTokens: 20_000 + i, cachedTokens: 18_000, predictedCachedTokens: 18_500,
-    outputTokens: 300, usageReported: i % 20 !== 0, ttftMs: 120, totalMs: 2500, gatewayOverheadMs: 0.4, attempts: 1,
+    time: Date.now(),
+    requestId: `r${i}`,
+    tenant: `team-${i % 10}`,
+    keyId: 'k',
+    sessionId: `s${i % 50}`,
+    model: models[i % 2].name,
+    worker: `w${i % 4}`,
+    status: 200,
+    stream: i % 2 === 0,
+    promptTokens: 20_000 + i,
+    cachedTokens: 18_000,
+    predictedCachedTokens: 18_500,
+    outputTokens: 300,
+    usageReported: i % 20 !== 0,
+    ttftMs: 120,
+    totalMs: 2500,
+    gatewayOverheadMs: 0.4,
+    attempts: 1,
     counterfactualPromptTokensCached: 4_000,
   }));
   // Warm up JIT and label maps.
@@ -54,7 +76,9 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
   us.sort();
   console.log(`onUsage over ${n.toLocaleString('en-US')} events (store: ${ledger ? 'sqlite' : 'none'}):`);
-  console.log(`  p50 ${pct(us, 0.5).toFixed(2)} µs   p99 ${pct(us, 0.99).toFixed(2)} µs   max ${us[us.length - 1].toFixed(1)} µs   (target p50 <= ${TARGET_P50_US} µs)`);
+  console.log(
+    `  p50 ${pct(us, 0.5).toFixed(2)} µs   p99 ${pct(us, 0.99).toFixed(2)} µs   max ${us[us.length - 1].toFixed(1)} µs   (target p50 <= ${TARGET_P50_US} µs)`,
+  );
   if (stats) console.log(`  ledger: written ${stats.written.toLocaleString('en-US')}, dropped ${stats.dropped}`);
 }
 

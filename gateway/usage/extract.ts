@@ -57,11 +57,13 @@ export function extractUsage(payload: unknown): ExtractedUsage | undefined {
   if (fromUsage) {
     // SGLang builds that report cached tokens only in meta_info (top level or inside usage).
     const metaCached = num(meta?.cached_tokens) ?? num(obj(obj(p.usage)?.meta_info)?.cached_tokens);
-    if (fromUsage.cachedTokens === 0 && metaCached) return clamp(fromUsage.promptTokens, metaCached, fromUsage.outputTokens, fromUsage.cacheWriteTokens);
+    if (fromUsage.cachedTokens === 0 && metaCached)
+      return clamp(fromUsage.promptTokens, metaCached, fromUsage.outputTokens, fromUsage.cacheWriteTokens);
     return fromUsage;
   }
   const prompt = num(meta?.prompt_tokens);
-  if (meta && prompt !== undefined) return clamp(prompt, num(meta.cached_tokens) ?? 0, num(meta.completion_tokens) ?? 0);
+  if (meta && prompt !== undefined)
+    return clamp(prompt, num(meta.cached_tokens) ?? 0, num(meta.completion_tokens) ?? 0);
   return undefined;
 }
 

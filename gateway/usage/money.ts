@@ -35,7 +35,9 @@ export function formatUsdExact(nusd: number): string {
   const neg = nusd < 0;
   const abs = Math.abs(Math.trunc(nusd));
   const whole = Math.floor(abs / NANO_PER_USD);
-  const frac = String(abs % NANO_PER_USD).padStart(9, '0').replace(/0+$/, '');
+  const frac = String(abs % NANO_PER_USD)
+    .padStart(9, '0')
+    .replace(/0+$/, '');
   return `${neg ? '-' : ''}${whole}${frac ? '.' + frac : ''}`;
 }
 

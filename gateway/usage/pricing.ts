@@ -33,11 +33,22 @@ export interface PricingTable {
 }
 
 export type Pricing =
-  | { kind: 'token'; inputPico: number; cachedPico: number; outputPico: number; cacheWritePico: number | null; source: string }
+  | {
+      kind: 'token';
+      inputPico: number;
+      cachedPico: number;
+      outputPico: number;
+      cacheWritePico: number | null;
+      source: string;
+    }
   | { kind: 'gpu'; gpuMicroPerHour: number; source: string };
 
 export const DEFAULT_PRICING_TABLE: PricingTable = Object.freeze({
-  default: { input_per_mtok: DEFAULT_INPUT_PER_MTOK, cached_input_per_mtok: DEFAULT_CACHED_INPUT_PER_MTOK, output_per_mtok: DEFAULT_OUTPUT_PER_MTOK },
+  default: {
+    input_per_mtok: DEFAULT_INPUT_PER_MTOK,
+    cached_input_per_mtok: DEFAULT_CACHED_INPUT_PER_MTOK,
+    output_per_mtok: DEFAULT_OUTPUT_PER_MTOK,
+  },
   models: {},
 });
 
@@ -56,7 +67,8 @@ function isGpu(s: PriceSpec): s is GpuPriceSpec {
 
 function checkPrice(v: unknown, path: string, optional = false): void {
   if (optional && v === undefined) return;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new PricingError(path, `${path}: expected a non-negative price, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+    throw new PricingError(path, `${path}: expected a non-negative price, got ${JSON.stringify(v)}`);
 }
 
 /** Checks one price spec; throws PricingError naming the field. */
@@ -73,7 +85,10 @@ export function checkPriceSpec(spec: unknown, path: string): asserts spec is Pri
   checkPrice(s.cache_write_per_mtok, `${path}.cache_write_per_mtok`, true);
   // A cache read dearer than a fresh prefill is a typo, and it would turn savings negative.
   if ((s.cached_input_per_mtok as number) > (s.input_per_mtok as number))
-    throw new PricingError(`${path}.cached_input_per_mtok`, `${path}.cached_input_per_mtok: cached input price exceeds the input price`);
+    throw new PricingError(
+      `${path}.cached_input_per_mtok`,
+      `${path}.cached_input_per_mtok: cached input price exceeds the input price`,
+    );
 }
 
 export function compilePricing(spec: PriceSpec, source: string): Pricing {
@@ -131,7 +146,10 @@ export interface ValidatePricingOptions {
  * The load-time rule: with cost reporting on, every model must resolve to a price, or the config
  * is rejected (a silently free model would under-report spend). Returns the compiled prices.
  */
-export function validatePricing(config: { models: readonly ModelLike[] }, opts: ValidatePricingOptions = {}): Map<string, Pricing> {
+export function validatePricing(
+  config: { models: readonly ModelLike[] },
+  opts: ValidatePricingOptions = {},
+): Map<string, Pricing> {
   const table = opts.table === undefined ? DEFAULT_PRICING_TABLE : opts.table;
   const out = new Map<string, Pricing>();
   config.models.forEach((m, i) => {
@@ -139,7 +157,10 @@ export function validatePricing(config: { models: readonly ModelLike[] }, opts: 
     const r = resolveSpec(m, table);
     if (!r) {
       if (opts.costReporting === false) return;
-      throw new PricingError(`models[${i}].pricing`, `models[${i}].pricing: model '${m.name}' has no price and cost reporting is on (set pricing, or add it to the pricing table)`);
+      throw new PricingError(
+        `models[${i}].pricing`,
+        `models[${i}].pricing: model '${m.name}' has no price and cost reporting is on (set pricing, or add it to the pricing table)`,
+      );
     }
     out.set(m.name, compilePricing(r.spec, r.source));
   });
@@ -147,7 +168,10 @@ export function validatePricing(config: { models: readonly ModelLike[] }, opts: 
 }
 
 /** `pricingFor(model)` for the recorder: validated prices, then the table default for unknown names. */
-export function createPricingLookup(config: { models: readonly ModelLike[] }, opts: ValidatePricingOptions = {}): (model: string) => Pricing | undefined {
+export function createPricingLookup(
+  config: { models: readonly ModelLike[] },
+  opts: ValidatePricingOptions = {},
+): (model: string) => Pricing | undefined {
   const known = validatePricing(config, opts);
   const table = opts.table === undefined ? DEFAULT_PRICING_TABLE : opts.table;
   const fallback = table?.default ? compilePricing(table.default, 'table:default') : undefined;

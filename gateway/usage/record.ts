@@ -26,7 +26,13 @@ interface Costs {
   writeTokens: number;
 }
 
-function tokenCosts(p: Extract<Pricing, { kind: 'token' }>, prompt: number, cached: number, output: number, writeReq: number): Costs {
+function tokenCosts(
+  p: Extract<Pricing, { kind: 'token' }>,
+  prompt: number,
+  cached: number,
+  output: number,
+  writeReq: number,
+): Costs {
   const writeTokens = p.cacheWritePico === null ? 0 : Math.min(writeReq, prompt - cached);
   const out = tokenCostNusd(output, p.outputPico);
   return {
@@ -73,7 +79,8 @@ interface Timing {
 export function resolveTiming(ev: UsageInput, uncachedTokens: number, outputTokens: number): Timing {
   const pre = optMs(ev.prefillMs);
   const dec = optMs(ev.decodeMs);
-  if (pre !== null || dec !== null) return { prefillMs: pre ?? 0, decodeMs: dec ?? 0, source: ev.timingSource ?? 'reported' };
+  if (pre !== null || dec !== null)
+    return { prefillMs: pre ?? 0, decodeMs: dec ?? 0, source: ev.timingSource ?? 'reported' };
   const ttft = optMs(ev.ttftMs);
   const total = optMs(ev.totalMs) ?? 0;
   if (ttft !== null) return { prefillMs: ttft, decodeMs: Math.max(0, total - ttft), source: 'modelled' };
@@ -93,7 +100,12 @@ const ZERO: Costs = { uncached: 0, cached: 0, write: 0, output: 0, cfNoCache: 0,
  *   engine  = the remainder (what the engine's cache would have given anyway).
  * Integer parts; engine takes the rounding, so the three sum to `savings` exactly.
  */
-export function splitSavings(savings: number, cached: number, originalCached: number | null, uniformCached: number | null): { layout: number; routing: number; engine: number } {
+export function splitSavings(
+  savings: number,
+  cached: number,
+  originalCached: number | null,
+  uniformCached: number | null,
+): { layout: number; routing: number; engine: number } {
   if (cached <= 0 || savings <= 0) return { layout: 0, routing: 0, engine: savings };
   const layoutTok = originalCached === null ? 0 : Math.max(0, cached - originalCached);
   const rest = cached - layoutTok;
@@ -114,16 +126,21 @@ export function buildUsageRecord(ev: UsageInput, pricing: Pricing | undefined): 
   const failed = isFailure(ev);
   const unbilled = failed && !reported;
   const prompt = unbilled ? 0 : nn(ev.promptTokens);
-  const predicted = ev.predictedCachedTokens === undefined ? null : Math.min(nn(ev.predictedCachedTokens), nn(ev.promptTokens));
+  const predicted =
+    ev.predictedCachedTokens === undefined ? null : Math.min(nn(ev.predictedCachedTokens), nn(ev.promptTokens));
   const cached = Math.min(reported ? nn(ev.cachedTokens) : unbilled ? 0 : (predicted ?? 0), prompt);
   const output = unbilled ? 0 : nn(ev.outputTokens);
-  const cfCached = ev.counterfactualPromptTokensCached === undefined ? null : Math.min(nn(ev.counterfactualPromptTokensCached), prompt);
+  const cfCached =
+    ev.counterfactualPromptTokensCached === undefined
+      ? null
+      : Math.min(nn(ev.counterfactualPromptTokensCached), prompt);
   const timing = resolveTiming(ev, prompt - cached, output);
-  const c = !pricing || unbilled
-    ? ZERO
-    : pricing.kind === 'token'
-      ? tokenCosts(pricing, prompt, cached, output, nn(ev.cacheWriteTokens))
-      : gpuCosts(pricing, timing, prompt, cached);
+  const c =
+    !pricing || unbilled
+      ? ZERO
+      : pricing.kind === 'token'
+        ? tokenCosts(pricing, prompt, cached, output, nn(ev.cacheWriteTokens))
+        : gpuCosts(pricing, timing, prompt, cached);
   const cost = c.uncached + c.cached + c.write + c.output;
   const savings = c.cfNoCache - cost;
   const uniform = ev.uniformCachedTokens === undefined ? null : nn(ev.uniformCachedTokens);

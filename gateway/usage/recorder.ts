@@ -14,7 +14,14 @@ export const DROP_POLL_MS = 1_000;
 export type RecorderMetrics = Partial<
   Pick<
     GatewayMetrics,
-    'costUsd' | 'savingsUsd' | 'usageRecordsDropped' | 'promptTokens' | 'cachedTokens' | 'predictedCachedTokens' | 'outputTokens' | 'workerCacheHitRatio'
+    | 'costUsd'
+    | 'savingsUsd'
+    | 'usageRecordsDropped'
+    | 'promptTokens'
+    | 'cachedTokens'
+    | 'predictedCachedTokens'
+    | 'outputTokens'
+    | 'workerCacheHitRatio'
   >
 >;
 
@@ -61,7 +68,8 @@ export function createUsageRecorder(o: UsageRecorderOptions): UsageRecorder {
     const model = r.model || 'unknown';
     const l = { model, tenant: r.tenant };
     if (m.costUsd) {
-      if (r.costUncachedInputNusd) m.costUsd.inc({ ...l, kind: 'uncached_input' }, r.costUncachedInputNusd / NANO_PER_USD);
+      if (r.costUncachedInputNusd)
+        m.costUsd.inc({ ...l, kind: 'uncached_input' }, r.costUncachedInputNusd / NANO_PER_USD);
       if (r.costCachedInputNusd) m.costUsd.inc({ ...l, kind: 'cached_input' }, r.costCachedInputNusd / NANO_PER_USD);
       if (r.costCacheWriteNusd) m.costUsd.inc({ ...l, kind: 'cache_write' }, r.costCacheWriteNusd / NANO_PER_USD);
       if (r.costOutputNusd) m.costUsd.inc({ ...l, kind: 'output' }, r.costOutputNusd / NANO_PER_USD);
@@ -73,7 +81,8 @@ export function createUsageRecorder(o: UsageRecorderOptions): UsageRecorder {
       m.cachedTokens?.inc(l, r.cachedTokens);
       m.outputTokens?.inc(l, r.outputTokens);
       if (r.predictedCachedTokens) m.predictedCachedTokens?.inc(l, r.predictedCachedTokens);
-      if (r.worker && r.promptTokens > 0) m.workerCacheHitRatio?.set({ model, worker: r.worker }, r.cachedTokens / r.promptTokens);
+      if (r.worker && r.promptTokens > 0)
+        m.workerCacheHitRatio?.set({ model, worker: r.worker }, r.cachedTokens / r.promptTokens);
     }
   };
 

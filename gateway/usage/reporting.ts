@@ -60,7 +60,10 @@ export function createReporting(config: GatewayConfig, o: ReportingOptions = {})
         recorder.attachMetrics(ctx.metrics);
         void app.register(reportRoutes, { ledger, authorize: (req) => req.principal as Principal });
         // After in-flight requests finish, so their records are in the last flush.
-        ctx.onShutdown(() => new Promise<void>((resolve) => setImmediate(() => void close().then(resolve))), 'usage-ledger');
+        ctx.onShutdown(
+          () => new Promise<void>((resolve) => setImmediate(() => void close().then(resolve))),
+          'usage-ledger',
+        );
       },
     },
     close,

@@ -34,6 +34,9 @@ export class KvEventIndex {
 export function preciseIndexOption(opts: Record<string, unknown>): KvEventIndex | undefined {
   const v = opts.kv_index;
   if (v === undefined || v === null) return undefined;
-  if (!(v instanceof KvEventIndex)) throw new Error("routing option 'kv_index' must be a KvEventIndex (set by the gateway or the simulator, not in config)");
+  if (!(v instanceof KvEventIndex))
+    throw new Error(
+      "routing option 'kv_index' must be a KvEventIndex (set by the gateway or the simulator, not in config)",
+    );
   return v;
 }

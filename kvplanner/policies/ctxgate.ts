@@ -140,9 +140,14 @@ export class CtxgatePolicy implements Policy {
     this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
     this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
     const events = preciseIndexOption(opts);
-    if (events && this.stride !== 1) throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
+    if (events && this.stride !== 1)
+      throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
     this.precise = events !== undefined;
-    this.index = events?.index ?? new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)));
+    this.index =
+      events?.index ??
+      new PrefixIndex(
+        Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)),
+      );
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1) * 1000);
   }
 
@@ -158,20 +163,41 @@ export class CtxgatePolicy implements Policy {
 
   private fullChain(info: RouteInfo): { hashes: readonly string[]; blockTokens: number; promptTokens: number } {
     if (info.blockHashes) {
-      return { hashes: info.blockHashes, blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize };
+      return {
+        hashes: info.blockHashes,
+        blockTokens: this.blockSize,
+        promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize,
+      };
     }
     if (info.promptTokenIds) {
       // seeded as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
-      return { hashes: blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt)), blockTokens: this.blockSize, promptTokens: info.promptTokens ?? info.promptTokenIds.length };
+      return {
+        hashes: blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt)),
+        blockTokens: this.blockSize,
+        promptTokens: info.promptTokens ?? info.promptTokenIds.length,
+      };
     }
     const text = info.text ?? '';
-    return { hashes: textBlockHashes(text, TEXT_BLOCK_CHARS, info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model), blockTokens: TEXT_BLOCK_TOKENS, promptTokens: info.promptTokens ?? Math.ceil(text.length / 4) };
+    return {
+      hashes: textBlockHashes(
+        text,
+        TEXT_BLOCK_CHARS,
+        info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
+      ),
+      blockTokens: TEXT_BLOCK_TOKENS,
+      promptTokens: info.promptTokens ?? Math.ceil(text.length / 4),
+    };
   }
 
   /** Expected seconds to first token on `w` if it already holds `cached` of `prompt` tokens. */
   ttft(w: WorkerView, prompt: number, cached: number): number {
     // the engine's own queue (scraped) also holds other gateways' requests: take the larger view
-    return this.startSeconds(w, prompt, cached, Math.max(w.queuedPrefillTokens, (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS));
+    return this.startSeconds(
+      w,
+      prompt,
+      cached,
+      Math.max(w.queuedPrefillTokens, (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS),
+    );
   }
 
   private startSeconds(w: WorkerView, prompt: number, cached: number, queued: number): number {
@@ -212,7 +238,17 @@ export class CtxgatePolicy implements Policy {
         // each one's missing tail every trip: once a detour target already holds most of what
         // the home holds (an earlier detour put it there), the session moves instead
         branch = this.movable(depth[idx], depth[pinnedIdx], hashes, blockTokens) ? 'migrate' : 'overflow';
-        if (idx !== pinnedIdx && this.worthStaying(workers[pinnedIdx], workers[idx], cap, promptTokens, depth[pinnedIdx] * blockTokens, depth[idx] * blockTokens)) {
+        if (
+          idx !== pinnedIdx &&
+          this.worthStaying(
+            workers[pinnedIdx],
+            workers[idx],
+            cap,
+            promptTokens,
+            depth[pinnedIdx] * blockTokens,
+            depth[idx] * blockTokens,
+          )
+        ) {
           idx = pinnedIdx;
           branch = 'sticky';
         }
@@ -251,7 +287,8 @@ export class CtxgatePolicy implements Policy {
     // worker reports.
     if (!this.precise) this.index.insert(worker.id, hashes, true, held);
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
-    if (key) this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
+    if (key)
+      this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
     const seq = ++this.pendingSeq;
     const slot = seq % MAX_PENDING;
     const old = this.pendingRing[slot];
@@ -279,12 +316,20 @@ export class CtxgatePolicy implements Policy {
    * still the faster place to start: few requests in flight hardly queue on a batching engine,
    * while the detour re-prefills the whole conversation. O(1).
    */
-  private worthStaying(home: WorkerView, alt: WorkerView, cap: number, prompt: number, homeHeld: number, altHeld: number): boolean {
+  private worthStaying(
+    home: WorkerView,
+    alt: WorkerView,
+    cap: number,
+    prompt: number,
+    homeHeld: number,
+    altHeld: number,
+  ): boolean {
     if (this.stickySlack === 0 || !hasRoom(home, cap + this.stickySlack)) return false;
     // the gateway's queued figure counts whole prompts, cached ones included: the home's own
     // sessions would make it look busiest exactly when its cache saves the most. Only a queue
     // the engine reports (scraped) counts here.
-    const t = (w: WorkerView, held: number): number => this.startSeconds(w, prompt, Math.min(held, prompt), (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
+    const t = (w: WorkerView, held: number): number =>
+      this.startSeconds(w, prompt, Math.min(held, prompt), (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
     return t(home, homeHeld) <= t(alt, altHeld);
   }
 
@@ -325,7 +370,14 @@ export class CtxgatePolicy implements Policy {
    * Lowest expected TTFT among workers with room (all workers when none has room); ties go to the
    * emptier KV index. Depths below `floor` count as `floor` (a shared root). Needs depths().
    */
-  private fastest(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number, floor: number): number {
+  private fastest(
+    workers: readonly WorkerView[],
+    cap: number,
+    start: number,
+    prompt: number,
+    blockTokens: number,
+    floor: number,
+  ): number {
     const n = workers.length;
     for (let pass = 0; pass < 2; pass++) {
       let best = -1;
@@ -351,7 +403,14 @@ export class CtxgatePolicy implements Policy {
 
   /** new_session: fewest live sessions per KV capacity among workers with room; ties → their
    *  tokens per capacity, then TTFT. Needs depths(). */
-  private leastSessions(workers: readonly WorkerView[], cap: number, start: number, prompt: number, blockTokens: number, floor: number): number {
+  private leastSessions(
+    workers: readonly WorkerView[],
+    cap: number,
+    start: number,
+    prompt: number,
+    blockTokens: number,
+    floor: number,
+  ): number {
     let best = -1;
     let b0 = Infinity;
     let b1 = Infinity;

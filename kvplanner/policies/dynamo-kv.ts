@@ -21,7 +21,13 @@ import { requestChain } from '../request-chain.ts';
 import { mulberry32 } from '../rng.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
-export const DYNAMO_DEFAULTS = { overlap_score_weight: 1, temperature: 0, block_size: 16, seed: 1, default_kv_tokens: 1_048_576 } as const;
+export const DYNAMO_DEFAULTS = {
+  overlap_score_weight: 1,
+  temperature: 0,
+  block_size: 16,
+  seed: 1,
+  default_kv_tokens: 1_048_576,
+} as const;
 export const DYNAMO_BRANCHES = ['kv_cost', 'sampled'] as const;
 const MAX_PENDING = 16_384;
 
@@ -44,7 +50,9 @@ export class DynamoKvPolicy implements Policy {
     this.blockSize = Math.floor(num(opts, 'block_size', d.block_size, 1));
     this.rand = mulberry32(num(opts, 'seed', d.seed));
     this.precise = preciseIndexOption(opts);
-    this.index = this.precise?.index ?? new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
+    this.index =
+      this.precise?.index ??
+      new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
   }
 
   /** logit(w) for a request of `promptTokens` with `overlap` blocks cached on w. */
@@ -93,10 +101,11 @@ export class DynamoKvPolicy implements Policy {
       });
       let r = this.rand() * total;
       idx = n - 1;
-      for (let i = 0; i < n; i++) if ((r -= p[i]) <= 0) {
-        idx = i;
-        break;
-      }
+      for (let i = 0; i < n; i++)
+        if ((r -= p[i]) <= 0) {
+          idx = i;
+          break;
+        }
       branch = 'sampled';
     }
     const w = workers[idx];

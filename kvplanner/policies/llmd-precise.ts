@@ -19,7 +19,14 @@ import { requestChain } from '../request-chain.ts';
 import { mulberry32 } from '../rng.ts';
 import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
-export const LLMD_DEFAULTS = { prefix_weight: 2, kv_usage_weight: 1, queue_weight: 1, block_size: 64, seed: 1, default_kv_tokens: 1_048_576 } as const;
+export const LLMD_DEFAULTS = {
+  prefix_weight: 2,
+  kv_usage_weight: 1,
+  queue_weight: 1,
+  block_size: 64,
+  seed: 1,
+  default_kv_tokens: 1_048_576,
+} as const;
 export const LLMD_BRANCHES = ['max_score'] as const;
 
 /** Min-max normalisation as the llm-d scorers do it: all equal → 1 each. */
@@ -51,14 +58,21 @@ export class LlmdPrecisePolicy implements Policy {
     this.blockSize = Math.floor(num(opts, 'block_size', d.block_size, 1));
     this.rand = mulberry32(num(opts, 'seed', d.seed));
     this.precise = preciseIndexOption(opts);
-    this.index = this.precise?.index ?? new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
+    this.index =
+      this.precise?.index ??
+      new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
   }
 
   /** Weighted score of every worker (higher wins). */
   scores(workers: readonly WorkerView[], depths: readonly number[]): number[] {
     const prefix = minMax(depths, false);
-    const queue = minMax(workers.map((w) => w.engine?.waiting ?? 0), true);
-    return workers.map((w, i) => this.wPrefix * prefix[i] + this.wKv * (1 - (w.engine?.kvUsage ?? 0)) + this.wQueue * queue[i]);
+    const queue = minMax(
+      workers.map((w) => w.engine?.waiting ?? 0),
+      true,
+    );
+    return workers.map(
+      (w, i) => this.wPrefix * prefix[i] + this.wKv * (1 - (w.engine?.kvUsage ?? 0)) + this.wQueue * queue[i],
+    );
   }
 
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
@@ -76,6 +90,10 @@ export class LlmdPrecisePolicy implements Policy {
     for (let i = 0; i < n; i++) if (s[i] === best) ties.push(i);
     const idx = ties[Math.floor(this.rand() * ties.length)];
     if (!this.precise && hashes.length > 0) this.index.insert(workers[idx].id, hashes, false, depths[idx]);
-    return { worker: workers[idx], branch: 'max_score', predictedCachedTokens: Math.min(depths[idx] * this.blockSize, promptTokens) };
+    return {
+      worker: workers[idx],
+      branch: 'max_score',
+      predictedCachedTokens: Math.min(depths[idx] * this.blockSize, promptTokens),
+    };
   }
 }

@@ -79,8 +79,11 @@ export class SmgCacheAwarePolicy implements Policy {
         const d = this.precise.index.matchLength(w.id, hashes);
         if (d === 0) continue;
         if (
-          !best || d > bestDepth ||
-          (d === bestDepth && (w.inFlight < best.inFlight || (w.inFlight === best.inFlight && this.precise.index.size(w.id) < this.precise.index.size(best.id))))
+          !best ||
+          d > bestDepth ||
+          (d === bestDepth &&
+            (w.inFlight < best.inFlight ||
+              (w.inFlight === best.inFlight && this.precise.index.size(w.id) < this.precise.index.size(best.id))))
         ) {
           best = w;
           bestDepth = d;
@@ -103,7 +106,8 @@ export class SmgCacheAwarePolicy implements Policy {
     const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
     let predicted = cachedTokens;
     if (predicted === undefined) {
-      if (this.precise) predicted = info.blockHashes ? this.precise.index.matchLength(w.id, info.blockHashes) * this.blockSize : 0;
+      if (this.precise)
+        predicted = info.blockHashes ? this.precise.index.matchLength(w.id, info.blockHashes) * this.blockSize : 0;
       else predicted = text.length === 0 ? 0 : Math.floor((tokens * this.tree.matchFor(text, w.id)) / text.length);
     }
     if (!this.precise) this.tree.insert(text, w.id);

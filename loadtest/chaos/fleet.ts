@@ -80,11 +80,25 @@ export class ChaosFleet {
   }
 
   private spawn(slot: Slot, i: number): Promise<void> {
-    const args = ['--port', String(slot.port), '--model', this.o.model, '--tokenizer', this.o.tokenizer, '--time-scale', String(this.o.timeScale), '--seed', String(i)];
+    const args = [
+      '--port',
+      String(slot.port),
+      '--model',
+      this.o.model,
+      '--tokenizer',
+      this.o.tokenizer,
+      '--time-scale',
+      String(this.o.timeScale),
+      '--seed',
+      String(i),
+    ];
     const proc = fork(CHILD, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     slot.proc = proc;
     return new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`worker ${i} did not start in ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      const t = setTimeout(
+        () => reject(new Error(`worker ${i} did not start in ${START_TIMEOUT_MS} ms`)),
+        START_TIMEOUT_MS,
+      );
       proc.once('message', (m: { ready?: boolean; port?: number }) => {
         clearTimeout(t);
         if (m.port) slot.port = m.port;

@@ -22,7 +22,9 @@ export interface GatewayProc {
 const MAX_ERROR_LINES = 50;
 
 export async function startGatewayProc(configPath: string): Promise<GatewayProc> {
-  const proc: ChildProcess = spawn(process.execPath, ['--expose-gc', BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc: ChildProcess = spawn(process.execPath, ['--expose-gc', BIN, 'serve', '--config', configPath], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const errors: string[] = [];
   const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {

@@ -19,7 +19,18 @@ export interface LoadStats {
 }
 
 export function emptyStats(): LoadStats {
-  return { sent: 0, succeeded: 0, failedNonstream: 0, failedStreamClean: 0, failedStreamUnclean: 0, failedStreamHttp: 0, hungStreams: 0, retries: 0, failuresByKind: {}, latenciesMs: [] };
+  return {
+    sent: 0,
+    succeeded: 0,
+    failedNonstream: 0,
+    failedStreamClean: 0,
+    failedStreamUnclean: 0,
+    failedStreamHttp: 0,
+    hungStreams: 0,
+    retries: 0,
+    failuresByKind: {},
+    latenciesMs: [],
+  };
 }
 
 export interface LoadOptions {
@@ -113,7 +124,10 @@ async function call(o: LoadOptions, agent: Agent, body: Record<string, unknown>,
     } else {
       if (stream) s.failedStreamUnclean++;
       else s.failedNonstream++;
-      kind(s, `${stream ? 'stream' : 'nonstream'}:${(err as { code?: string }).code ?? (err as Error).message.slice(0, 40)}`);
+      kind(
+        s,
+        `${stream ? 'stream' : 'nonstream'}:${(err as { code?: string }).code ?? (err as Error).message.slice(0, 40)}`,
+      );
     }
   } finally {
     clearTimeout(idle);
@@ -129,7 +143,12 @@ export async function runLoad(o: LoadOptions): Promise<void> {
       const session = o.sessions[i % o.sessions.length];
       const sid = `chaos-${i}-${round++}`;
       for (let turn = 0; turn < session.calls.length && Date.now() < o.untilMs; turn++) {
-        const body = { ...session.calls[turn].body, model: o.model, stream: (turn + i) % 2 === 0, max_tokens: o.maxTokens } as Record<string, unknown>;
+        const body = {
+          ...session.calls[turn].body,
+          model: o.model,
+          stream: (turn + i) % 2 === 0,
+          max_tokens: o.maxTokens,
+        } as Record<string, unknown>;
         delete body.max_completion_tokens;
         await call(o, agent, body, sid);
       }

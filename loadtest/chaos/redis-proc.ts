@@ -38,7 +38,11 @@ export class RedisProc {
   }
 
   async start(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], { stdio: 'ignore' });
+    this.proc = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir],
+      { stdio: 'ignore' },
+    );
     const end = Date.now() + 10_000;
     while (!(await reachable(this.port))) {
       if (Date.now() > end) throw new Error('redis-server did not start (is it installed?)');

@@ -7,7 +7,13 @@ import type { FaultConfig } from '../sim-worker/faults.ts';
 import { startSimWorker } from '../sim-worker/index.ts';
 
 const { values } = parseArgs({
-  options: { port: { type: 'string' }, model: { type: 'string' }, tokenizer: { type: 'string' }, 'time-scale': { type: 'string' }, seed: { type: 'string' } },
+  options: {
+    port: { type: 'string' },
+    model: { type: 'string' },
+    tokenizer: { type: 'string' },
+    'time-scale': { type: 'string' },
+    seed: { type: 'string' },
+  },
 });
 const worker = await startSimWorker({
   port: Number(values.port ?? 0),

@@ -8,7 +8,8 @@ import { savings, SIMULATOR_NOTE } from './summary.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
-const compact = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(0)}k` : String(Math.round(n)));
+const compact = (n: number) =>
+  n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(0)}k` : String(Math.round(n));
 
 function comparisonTable(runs: RunSummary[]): string {
   const rows: [string, (r: RunSummary) => number, (n: number) => string][] = [
@@ -36,20 +37,86 @@ function comparisonTable(runs: RunSummary[]): string {
   return `<table class="sortable"><thead>${head}</thead><tbody>${body}</tbody></table>`;
 }
 
-export function renderDemoReport(runs: RunSummary[], meta: { sessions: number; calls: number; wallMs: number; workers: number; tokenizer: string }): string {
+export function renderDemoReport(
+  runs: RunSummary[],
+  meta: { sessions: number; calls: number; wallMs: number; workers: number; tokenizer: string },
+): string {
   const labels = runs.map((r) => r.config.label);
   const s = savings(runs);
   const sessionIds = runs[0].per_session.map((p) => p.session.replace(/^synth-\d+-/, ''));
   const workerIds = runs[0].per_worker.map((w) => w.worker);
   const sections = [
-    { title: 'How to read this', wide: true, html: `<p>${esc(SIMULATOR_NOTE)}</p><p>${esc(`${meta.sessions} synthetic agent sessions (${meta.calls} calls each run), ${meta.workers} reference workers, tokenizer ${meta.tokenizer}; every configuration replays identical traffic on a fresh fleet (cold caches). Ratios compare the last column with the first.`)}</p>` },
+    {
+      title: 'How to read this',
+      wide: true,
+      html: `<p>${esc(SIMULATOR_NOTE)}</p><p>${esc(`${meta.sessions} synthetic agent sessions (${meta.calls} calls each run), ${meta.workers} reference workers, tokenizer ${meta.tokenizer}; every configuration replays identical traffic on a fresh fleet (cold caches). Ratios compare the last column with the first.`)}</p>`,
+    },
     { title: 'Comparison', wide: true, html: comparisonTable(runs) },
-    { title: 'Prompt tokens: cached vs prefilled', html: stackedBarChart({ title: 'Prompt tokens', labels, stacks: [{ name: 'cached', values: runs.map((r) => r.cached_tokens), color: '#16a34a' }, { name: 'prefilled', values: runs.map((r) => r.prefill_tokens), color: '#dc2626' }], yFormat: compact }) },
-    { title: 'Prefix-cache hit rate', html: barChart({ title: 'Hit rate', bars: runs.map((r, i) => ({ label: r.config.label, value: r.hit_rate * 100, color: i ? '#2563eb' : '#9ca3af' })), yFormat: (v) => `${v.toFixed(0)}%` }) },
-    { title: 'Modeled TTFT percentiles (ms)', html: lineChart({ title: 'TTFT', labels: ['p50', 'p95', 'p99'], series: runs.map((r) => ({ name: r.config.label, values: [r.ttft_ms.p50, r.ttft_ms.p95, r.ttft_ms.p99] })), yFormat: (v) => `${v.toFixed(0)} ms` }) },
-    { title: 'Input cost (USD, default pricing; outputs are the same in both runs)', html: barChart({ title: 'Input cost', bars: runs.map((r, i) => ({ label: r.config.label, value: r.input_cost_usd, color: i ? '#2563eb' : '#9ca3af' })), yFormat: (v) => `$${v.toFixed(2)}` }) },
-    { title: 'Hit rate per session', wide: true, html: lineChart({ title: 'Per-session hit rate', labels: sessionIds, series: runs.map((r) => ({ name: r.config.label, values: r.per_session.map((p) => p.hit_rate * 100) })), yMax: 100, yFormat: (v) => `${v.toFixed(0)}%` }) },
-    { title: 'Requests per worker', html: lineChart({ title: 'Requests per worker', labels: workerIds, series: runs.map((r) => ({ name: r.config.label, values: r.per_worker.map((w) => w.requests) })), yFormat: (v) => v.toFixed(0) }) },
+    {
+      title: 'Prompt tokens: cached vs prefilled',
+      html: stackedBarChart({
+        title: 'Prompt tokens',
+        labels,
+        stacks: [
+          { name: 'cached', values: runs.map((r) => r.cached_tokens), color: '#16a34a' },
+          { name: 'prefilled', values: runs.map((r) => r.prefill_tokens), color: '#dc2626' },
+        ],
+        yFormat: compact,
+      }),
+    },
+    {
+      title: 'Prefix-cache hit rate',
+      html: barChart({
+        title: 'Hit rate',
+        bars: runs.map((r, i) => ({
+          label: r.config.label,
+          value: r.hit_rate * 100,
+          color: i ? '#2563eb' : '#9ca3af',
+        })),
+        yFormat: (v) => `${v.toFixed(0)}%`,
+      }),
+    },
+    {
+      title: 'Modeled TTFT percentiles (ms)',
+      html: lineChart({
+        title: 'TTFT',
+        labels: ['p50', 'p95', 'p99'],
+        series: runs.map((r) => ({ name: r.config.label, values: [r.ttft_ms.p50, r.ttft_ms.p95, r.ttft_ms.p99] })),
+        yFormat: (v) => `${v.toFixed(0)} ms`,
+      }),
+    },
+    {
+      title: 'Input cost (USD, default pricing; outputs are the same in both runs)',
+      html: barChart({
+        title: 'Input cost',
+        bars: runs.map((r, i) => ({
+          label: r.config.label,
+          value: r.input_cost_usd,
+          color: i ? '#2563eb' : '#9ca3af',
+        })),
+        yFormat: (v) => `$${v.toFixed(2)}`,
+      }),
+    },
+    {
+      title: 'Hit rate per session',
+      wide: true,
+      html: lineChart({
+        title: 'Per-session hit rate',
+        labels: sessionIds,
+        series: runs.map((r) => ({ name: r.config.label, values: r.per_session.map((p) => p.hit_rate * 100) })),
+        yMax: 100,
+        yFormat: (v) => `${v.toFixed(0)}%`,
+      }),
+    },
+    {
+      title: 'Requests per worker',
+      html: lineChart({
+        title: 'Requests per worker',
+        labels: workerIds,
+        series: runs.map((r) => ({ name: r.config.label, values: r.per_worker.map((w) => w.requests) })),
+        yFormat: (v) => v.toFixed(0),
+      }),
+    },
   ];
   return renderHtmlPage({
     title: 'ctxgate demo: the same agent traffic, passthrough vs ctxgate',
@@ -59,7 +126,10 @@ export function renderDemoReport(runs: RunSummary[], meta: { sessions: number; c
       { label: 'prefilled tokens saved', value: pct(s.prefillSaved) },
       { label: 'input cost saved', value: pct(s.inputCostSaved) },
       { label: 'cost saved', value: pct(s.costSaved) },
-      { label: 'TTFT p95 (modeled)', value: `${runs[0].ttft_ms.p95.toFixed(0)} → ${runs[runs.length - 1].ttft_ms.p95.toFixed(0)} ms` },
+      {
+        label: 'TTFT p95 (modeled)',
+        value: `${runs[0].ttft_ms.p95.toFixed(0)} → ${runs[runs.length - 1].ttft_ms.p95.toFixed(0)} ms`,
+      },
     ],
     sections,
   });

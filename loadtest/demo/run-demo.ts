@@ -23,7 +23,10 @@ export const DEMO_CONCURRENCY = 8;
 export const DEMO_REPORT = 'ctxgate-demo-report.html';
 /** ctxgate's working-set budget M* in the demo: the longest synthetic sessions pass it, so compaction shows. */
 export const DEMO_BUDGET = 16_384;
-export const DEMO_CONFIGS = ['name=passthrough (round_robin),layout=passthrough,policy=round_robin', `name=ctxgate,layout=ctxgate,policy=ctxgate,budget=${DEMO_BUDGET}`];
+export const DEMO_CONFIGS = [
+  'name=passthrough (round_robin),layout=passthrough,policy=round_robin',
+  `name=ctxgate,layout=ctxgate,policy=ctxgate,budget=${DEMO_BUDGET}`,
+];
 
 export interface DemoOptions {
   sessions: number;
@@ -53,8 +56,23 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const write = o.write ?? ((s: string) => process.stdout.write(s));
   const sessions = generateSessions({ count: o.sessions, seed: o.seed, minCalls: o.minCalls, maxCalls: o.maxCalls });
   const calls = sessions.reduce((a, s) => a + s.calls.length, 0);
-  if (!o.json) write(`ctxgate demo: ${sessions.length} synthetic agent sessions (${calls} calls), ${o.workers} reference workers, tokenizer ${o.tokenizer}; ctxgate with M* = ${DEMO_BUDGET.toLocaleString('en-US')} tokens\n`);
-  const base: FleetSpec = { workers: o.workers, flavor: 'vllm', kvTokens: DEMO_KV_TOKENS, blockSize: 16, tokenizer: o.tokenizer, chatTemplate: chatTemplateFor(o.tokenizer, o.chatTemplate), timeScale: 0, seed: o.seed, layout: 'ctxgate', policy: 'ctxgate', model: 'demo-agent-model' };
+  if (!o.json)
+    write(
+      `ctxgate demo: ${sessions.length} synthetic agent sessions (${calls} calls), ${o.workers} reference workers, tokenizer ${o.tokenizer}; ctxgate with M* = ${DEMO_BUDGET.toLocaleString('en-US')} tokens\n`,
+    );
+  const base: FleetSpec = {
+    workers: o.workers,
+    flavor: 'vllm',
+    kvTokens: DEMO_KV_TOKENS,
+    blockSize: 16,
+    tokenizer: o.tokenizer,
+    chatTemplate: chatTemplateFor(o.tokenizer, o.chatTemplate),
+    timeScale: 0,
+    seed: o.seed,
+    layout: 'ctxgate',
+    policy: 'ctxgate',
+    model: 'demo-agent-model',
+  };
   const configs = DEMO_CONFIGS.map((c) => parseConfigSpec(c, base));
   const startFleet = o.startFleet ?? (await import('../replay/fleet.ts')).startFleet;
   const progress = createProgress(o.progress && !o.json);
@@ -76,7 +94,10 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   let reportPath: string | undefined;
   if (o.out) {
     reportPath = resolve(o.out);
-    await writeFile(reportPath, renderDemoReport(runs, { sessions: sessions.length, calls, wallMs, workers: o.workers, tokenizer: o.tokenizer }));
+    await writeFile(
+      reportPath,
+      renderDemoReport(runs, { sessions: sessions.length, calls, wallMs, workers: o.workers, tokenizer: o.tokenizer }),
+    );
   }
   if (o.json) write(JSON.stringify({ runs, report: reportPath ?? null, wall_ms: Math.round(wallMs) }, null, 2) + '\n');
   else {

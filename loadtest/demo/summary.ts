@@ -4,7 +4,7 @@ import { formatTable } from '../replay/table.ts';
 import type { RunSummary } from '../replay/types.ts';
 
 export const SIMULATOR_NOTE =
-  'Figures come from ctxgate\'s reference worker: a simulator with a real prefix cache (vLLM-style hashed blocks), the real tokenizer and chat template, and a modeled latency — not a real GPU. Token counts and hit rates are exact for this traffic; TTFT is modeled.';
+  "Figures come from ctxgate's reference worker: a simulator with a real prefix cache (vLLM-style hashed blocks), the real tokenizer and chat template, and a modeled latency — not a real GPU. Token counts and hit rates are exact for this traffic; TTFT is modeled.";
 
 export interface Savings {
   prefillSaved: number;

@@ -15,7 +15,15 @@ export const DEFAULT_FLEET_WORKERS = 8;
 export const DEFAULT_FLEET_KV_TOKENS = 200_000;
 export const DEFAULT_FLEET_PRESET = 'qwen3-32b-h200';
 export const DEFAULT_FLEET_POLICIES = [
-  'round_robin', 'least_load', 'session_hash', 'prefix_hash', 'sglang_cache_aware', 'smg_cache_aware', 'dynamo_kv', 'llmd_precise', 'ctxgate',
+  'round_robin',
+  'least_load',
+  'session_hash',
+  'prefix_hash',
+  'sglang_cache_aware',
+  'smg_cache_aware',
+  'dynamo_kv',
+  'llmd_precise',
+  'ctxgate',
 ];
 
 export const help = `ctxgate bench fleet TRACE... [options]
@@ -46,19 +54,32 @@ function parseOpts(vals: string[], policies: string[]): Map<string, PolicyOption
   const out = new Map<string, PolicyOptions>();
   for (const v of vals) {
     const m = /^([a-z_]+)\.([a-z_]+)=(.*)$/.exec(v);
-    if (!m || !policies.includes(m[1])) throw new Error(`--opt ${v}: expected POLICY.KEY=VALUE with POLICY one of ${policies.join(', ')}`);
+    if (!m || !policies.includes(m[1]))
+      throw new Error(`--opt ${v}: expected POLICY.KEY=VALUE with POLICY one of ${policies.join(', ')}`);
     const raw = m[3];
-    const val: unknown = raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
+    const val: unknown =
+      raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
     (out.get(m[1]) ?? out.set(m[1], {}).get(m[1])!)[m[2]] = val;
   }
   return out;
 }
 
 /** What a deployer would tell each policy about this fleet. */
-export function fleetPolicyOptions(policy: string, t: TimingModel, blockTokens: number, kvTokens: number, seed: number): PolicyOptions {
+export function fleetPolicyOptions(
+  policy: string,
+  t: TimingModel,
+  blockTokens: number,
+  kvTokens: number,
+  seed: number,
+): PolicyOptions {
   switch (policy) {
     case 'ctxgate':
-      return { block_size: blockTokens, index_stride: 1, prefill_tokens_per_s: Math.round((t.mfu * t.peakFlops) / (2 * t.params)), default_kv_tokens: kvTokens };
+      return {
+        block_size: blockTokens,
+        index_stride: 1,
+        prefill_tokens_per_s: Math.round((t.mfu * t.peakFlops) / (2 * t.params)),
+        default_kv_tokens: kvTokens,
+      };
     case 'dynamo_kv':
     case 'llmd_precise':
       return { block_size: blockTokens, seed };
@@ -71,7 +92,21 @@ export function fleetPolicyOptions(policy: string, t: TimingModel, blockTokens: 
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const known = new Set(['workers', 'kv-tokens', 'block-size', 'preset', 'rate-scale', 'duration-s', 'policies', 'index', 'opt', 'max-batched-tokens', 'max-seqs', 'seed', 'json']);
+  const known = new Set([
+    'workers',
+    'kv-tokens',
+    'block-size',
+    'preset',
+    'rate-scale',
+    'duration-s',
+    'policies',
+    'index',
+    'opt',
+    'max-batched-tokens',
+    'max-seqs',
+    'seed',
+    'json',
+  ]);
   let a;
   try {
     a = parseArgs(argv, new Set(['json']), new Set());
@@ -92,8 +127,12 @@ export async function run(argv: string[]): Promise<number> {
     const durationS = str(a, 'duration-s') !== undefined ? num(a, 'duration-s', 0, 0) : undefined;
     const index = str(a, 'index') ?? 'approx';
     if (index !== 'approx' && index !== 'precise') throw new Error(`--index must be approx or precise, got '${index}'`);
-    const policies = (str(a, 'policies') ?? DEFAULT_FLEET_POLICIES.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
-    for (const p of policies) if (!POLICY_NAMES().includes(p)) throw new Error(`unknown policy '${p}' (known: ${POLICY_NAMES().join(', ')})`);
+    const policies = (str(a, 'policies') ?? DEFAULT_FLEET_POLICIES.join(','))
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    for (const p of policies)
+      if (!POLICY_NAMES().includes(p)) throw new Error(`unknown policy '${p}' (known: ${POLICY_NAMES().join(', ')})`);
     const opts = parseOpts(a.flags.get('opt') ?? [], policies);
     const seed = Math.floor(num(a, 'seed', 1, 0));
     const reqs = await loadFleetInputs(a.positional, { rateScale, durationS });
@@ -112,8 +151,15 @@ export async function run(argv: string[]): Promise<number> {
       const res = simulateFleet(
         reqs,
         {
-          policy, policyOptions: { ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed), ...opts.get(policy) }, workers, kvTokens, blockSize, timing,
-          maxBatchedTokens, maxSeqs, index,
+          policy,
+          policyOptions: { ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed), ...opts.get(policy) },
+          workers,
+          kvTokens,
+          blockSize,
+          timing,
+          maxBatchedTokens,
+          maxSeqs,
+          index,
         },
         (done) => {
           while (shown < done) {
@@ -123,7 +169,15 @@ export async function run(argv: string[]): Promise<number> {
         },
       );
       progress.stop();
-      runs.push(summarize(res, { preset: presetName, rateScale, index, wallS: (performance.now() - t0) / 1000, requests: reqs.length }));
+      runs.push(
+        summarize(res, {
+          preset: presetName,
+          rateScale,
+          index,
+          wallS: (performance.now() - t0) / 1000,
+          requests: reqs.length,
+        }),
+      );
     }
     if (json) process.stdout.write(JSON.stringify({ runs }, null, 2) + '\n');
     else {

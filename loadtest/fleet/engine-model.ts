@@ -58,9 +58,13 @@ export interface StepResult {
 /** Engine keys for `req` at `blockSize` (a divisor of the request's block size). */
 export function engineKeys(req: FleetRequest, blockSize: number): number[] {
   if (blockSize === req.blockTokens) return Array.from(req.keys);
-  if (req.blockTokens % blockSize !== 0) throw new Error(`--block-size ${blockSize} must divide the trace's ${req.blockTokens}-token blocks`);
+  if (req.blockTokens % blockSize !== 0)
+    throw new Error(`--block-size ${blockSize} must divide the trace's ${req.blockTokens}-token blocks`);
   const per = req.blockTokens / blockSize;
-  if (per > 64) throw new Error(`--block-size ${blockSize} is too small for ${req.blockTokens}-token trace blocks (at most 64 per block)`);
+  if (per > 64)
+    throw new Error(
+      `--block-size ${blockSize} is too small for ${req.blockTokens}-token trace blocks (at most 64 per block)`,
+    );
   const out: number[] = [];
   // sub-block j of trace block b: unique per (chain key, j), so chains stay chains
   for (const k of req.keys) for (let j = 0; j < per; j++) out.push(k * 64 + j);
@@ -91,8 +95,18 @@ export class EngineModel {
 
   add(req: FleetRequest): SimRequest {
     const r: SimRequest = {
-      req, keys: engineKeys(req, this.blockSize), computed: 0, prefilling: true, generated: 0, blocks: [], cachedTokens: -1,
-      firstScheduledMs: -1, firstTokenMs: -1, finishMs: -1, prefilled: 0, preemptions: 0,
+      req,
+      keys: engineKeys(req, this.blockSize),
+      computed: 0,
+      prefilling: true,
+      generated: 0,
+      blocks: [],
+      cachedTokens: -1,
+      firstScheduledMs: -1,
+      firstTokenMs: -1,
+      finishMs: -1,
+      prefilled: 0,
+      preemptions: 0,
     };
     this.waiting.push(r);
     return r;
@@ -201,7 +215,10 @@ export class EngineModel {
       flops += 2 * t.params * n + 4 * t.layers * t.hidden * n * (c + n / 2);
       kvRead += c + n;
     }
-    const durationS = Math.max(flops / (t.mfu * t.peakFlops), (t.params * t.weightBytes + this.kvPerToken * kvRead) / t.bandwidth);
+    const durationS = Math.max(
+      flops / (t.mfu * t.peakFlops),
+      (t.params * t.weightBytes + this.kvPerToken * kvRead) / t.bandwidth,
+    );
     const endMs = nowMs + durationS * 1000;
     const firstTokens: SimRequest[] = [];
     const finished: SimRequest[] = [];

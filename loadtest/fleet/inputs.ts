@@ -30,7 +30,10 @@ export async function loadFleetInputs(paths: string[], o: InputOptions): Promise
   for (const p of paths) {
     const raw = await readFile(p);
     const text = (p.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
-    if (!isMooncakeText(text)) throw new Error(`${p}: not a Mooncake trace (one JSON object a line with timestamp, input_length, output_length, hash_ids)`);
+    if (!isMooncakeText(text))
+      throw new Error(
+        `${p}: not a Mooncake trace (one JSON object a line with timestamp, input_length, output_length, hash_ids)`,
+      );
     all.push(...parseMooncake(text, p, chain, all.length));
   }
   return arrange(all, o.rateScale, o.durationS);

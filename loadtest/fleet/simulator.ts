@@ -143,12 +143,19 @@ function routingHash(engineBlock: number, traceBlock: number): (key: number, sto
   return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : 'k' + Math.floor(key / 64).toString(36));
 }
 
-export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, onProgress?: (done: number) => void): FleetResult {
+export function simulateFleet(
+  reqs: readonly FleetRequest[],
+  cfg: FleetConfig,
+  onProgress?: (done: number) => void,
+): FleetResult {
   const n = cfg.workers;
   // precise: every engine's BlockStored / BlockRemoved goes straight into one event index the
   // policy reads (an event bus with no delay or loss)
   const events = cfg.index === 'precise' ? new KvEventIndex() : undefined;
-  const policy: Policy = createPolicy(cfg.policy, events ? { ...cfg.policyOptions, kv_index: events } : (cfg.policyOptions ?? {}));
+  const policy: Policy = createPolicy(
+    cfg.policy,
+    events ? { ...cfg.policyOptions, kv_index: events } : (cfg.policyOptions ?? {}),
+  );
   const engines = Array.from({ length: n }, (_, i) => {
     const id = `w${i}`;
     const hash = routingHash(cfg.blockSize, reqs[0]?.blockTokens ?? cfg.blockSize);
@@ -162,10 +169,23 @@ export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, o
         if (h) events.blockRemoved(id, [h]);
       },
     };
-    return new EngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing, maxBatchedTokens: cfg.maxBatchedTokens, maxSeqs: cfg.maxSeqs, events: ev });
+    return new EngineModel({
+      kvTokens: cfg.kvTokens,
+      blockSize: cfg.blockSize,
+      timing: cfg.timing,
+      maxBatchedTokens: cfg.maxBatchedTokens,
+      maxSeqs: cfg.maxSeqs,
+      events: ev,
+    });
   });
   const views: WorkerView[] = engines.map((_, i) => ({
-    id: `w${i}`, url: `sim://w${i}`, healthy: true, inFlight: 0, queuedPrefillTokens: 0, maxInFlight: 0, kvTokens: cfg.kvTokens,
+    id: `w${i}`,
+    url: `sim://w${i}`,
+    healthy: true,
+    inFlight: 0,
+    queuedPrefillTokens: 0,
+    maxInFlight: 0,
+    kvTokens: cfg.kvTokens,
     engine: { waiting: 0, running: 0, kvUsage: 0 },
   }));
   const busy = new Array<boolean>(n).fill(false);
@@ -214,11 +234,29 @@ export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, o
     finishedIds.add(r.req.id);
     views[i].inFlight--;
     outcomes.push({
-      id: r.req.id, worker: i, arrivalMs: r.req.arrivalMs, firstScheduledMs: r.firstScheduledMs, firstTokenMs: r.firstTokenMs, finishMs: r.finishMs,
-      inputTokens: r.req.inputTokens, outputTokens: r.req.outputTokens, cachedTokens: r.cachedTokens, predictedCachedTokens: f.predicted,
-      branch: f.branch, prefilled: r.prefilled, preemptions: r.preemptions, subBlockPrefix: r.keys.length === 0,
+      id: r.req.id,
+      worker: i,
+      arrivalMs: r.req.arrivalMs,
+      firstScheduledMs: r.firstScheduledMs,
+      firstTokenMs: r.firstTokenMs,
+      finishMs: r.finishMs,
+      inputTokens: r.req.inputTokens,
+      outputTokens: r.req.outputTokens,
+      cachedTokens: r.cachedTokens,
+      predictedCachedTokens: f.predicted,
+      branch: f.branch,
+      prefilled: r.prefilled,
+      preemptions: r.preemptions,
+      subBlockPrefix: r.keys.length === 0,
     });
-    policy.observe?.({ workerId: views[i].id, info: f.info, reportedCachedTokens: r.cachedTokens, promptTokens: r.req.inputTokens, ok: true, predictedCachedTokens: f.predicted });
+    policy.observe?.({
+      workerId: views[i].id,
+      info: f.info,
+      reportedCachedTokens: r.cachedTokens,
+      promptTokens: r.req.inputTokens,
+      ok: true,
+      predictedCachedTokens: f.predicted,
+    });
   };
   let rejected = 0;
   const capacityTokens = Math.floor(cfg.kvTokens / cfg.blockSize) * cfg.blockSize;
@@ -229,7 +267,13 @@ export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, o
       return;
     }
     const info: RouteInfo = {
-      model, tenant: 'fleet', sessionId: req.sessionId, text: req.text, blockHashes: req.hashes, promptTokens: req.inputTokens, nowMs: req.arrivalMs,
+      model,
+      tenant: 'fleet',
+      sessionId: req.sessionId,
+      text: req.text,
+      blockHashes: req.hashes,
+      promptTokens: req.inputTokens,
+      nowMs: req.arrivalMs,
     };
     const choice = policy.select(views, info);
     if (!choice) throw new Error(`policy ${cfg.policy} returned no worker for request ${req.id}`);
@@ -264,8 +308,13 @@ export function simulateFleet(reqs: readonly FleetRequest[], cfg: FleetConfig, o
     outcomes,
     arrivals,
     perWorker: engines.map((e, i) => ({
-      requests: requestsPerWorker[i], peakUsedBlocks: e.peakUsedBlocks, capacityBlocks: e.pool.capacity, preemptions: e.preemptions, prefillTokens: e.prefillTokens,
-      cachedBlocks: e.pool.cachedBlocks(), indexedBlocks: events?.index.size(`w${i}`),
+      requests: requestsPerWorker[i],
+      peakUsedBlocks: e.peakUsedBlocks,
+      capacityBlocks: e.pool.capacity,
+      preemptions: e.preemptions,
+      prefillTokens: e.prefillTokens,
+      cachedBlocks: e.pool.cachedBlocks(),
+      indexedBlocks: events?.index.size(`w${i}`),
     })),
     duplicateFinishes,
     rejected,

@@ -14,7 +14,15 @@ export interface Pcts {
 }
 
 export interface FleetRunSummary {
-  config: { policy: string; workers: number; kv_tokens: number; block_size: number; preset: string; rate_scale: number; index: string };
+  config: {
+    policy: string;
+    workers: number;
+    kv_tokens: number;
+    block_size: number;
+    preset: string;
+    rate_scale: number;
+    index: string;
+  };
   requests: number;
   completed: number;
   /** refused: prompt + output larger than one engine's KV capacity */
@@ -37,7 +45,12 @@ export interface FleetRunSummary {
 function pcts(values: number[]): Pcts {
   const s = values.slice().sort((a, b) => a - b);
   const r = (x: number): number => Math.round(x * 10) / 10;
-  return { p50: r(percentile(s, 0.5)), p90: r(percentile(s, 0.9)), p95: r(percentile(s, 0.95)), p99: r(percentile(s, 0.99)) };
+  return {
+    p50: r(percentile(s, 0.5)),
+    p90: r(percentile(s, 0.9)),
+    p95: r(percentile(s, 0.95)),
+    p99: r(percentile(s, 0.99)),
+  };
 }
 
 export interface SummaryContext {
@@ -77,8 +90,13 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
   const span = (t1 - t0) / 1000;
   return {
     config: {
-      policy: res.config.policy, workers: res.config.workers, kv_tokens: res.config.kvTokens, block_size: res.config.blockSize,
-      preset: ctx.preset, rate_scale: ctx.rateScale, index: ctx.index,
+      policy: res.config.policy,
+      workers: res.config.workers,
+      kv_tokens: res.config.kvTokens,
+      block_size: res.config.blockSize,
+      preset: ctx.preset,
+      rate_scale: ctx.rateScale,
+      index: ctx.index,
     },
     requests: ctx.requests,
     completed: o.length,
@@ -91,7 +109,8 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     throughput_tok_s: span > 0 ? Math.round(output / span) : 0,
     imbalance: mean > 0 ? Math.round((Math.max(...counts) / mean) * 1000) / 1000 : 0,
     preemptions: res.perWorker.reduce((a, w) => a + w.preemptions, 0),
-    predicted_over_reported: withPrediction > 0 && reported > 0 ? Math.round((predicted / reported) * 1000) / 1000 : null,
+    predicted_over_reported:
+      withPrediction > 0 && reported > 0 ? Math.round((predicted / reported) * 1000) / 1000 : null,
     sub_block_prefix_requests: subBlock,
     wall_s: Math.round(ctx.wallS * 100) / 100,
   };
@@ -113,9 +132,18 @@ const COLS: Array<[string, (r: FleetRunSummary) => string]> = [
 
 export function formatFleetTable(runs: FleetRunSummary[]): string {
   const rr = runs.find((r) => r.config.policy === 'round_robin');
-  const rows = runs.map((r) => COLS.map(([name, f]) => (name === 'p90 vs rr' ? (rr && rr.ttft_ms.p90 > 0 ? (r.ttft_ms.p90 / rr.ttft_ms.p90).toFixed(2) + '×' : '-') : f(r))));
+  const rows = runs.map((r) =>
+    COLS.map(([name, f]) =>
+      name === 'p90 vs rr'
+        ? rr && rr.ttft_ms.p90 > 0
+          ? (r.ttft_ms.p90 / rr.ttft_ms.p90).toFixed(2) + '×'
+          : '-'
+        : f(r),
+    ),
+  );
   const head = COLS.map(([n]) => n);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }

@@ -71,7 +71,12 @@ function isRecord(v: unknown): v is MooncakeRecord {
 }
 
 /** One request from a Mooncake record (keys interned in `chain`). */
-export function fromMooncake(rec: MooncakeRecord, id: number, chain: ChainInterner, blockTokens = MOONCAKE_BLOCK_TOKENS): FleetRequest {
+export function fromMooncake(
+  rec: MooncakeRecord,
+  id: number,
+  chain: ChainInterner,
+  blockTokens = MOONCAKE_BLOCK_TOKENS,
+): FleetRequest {
   const full = Math.min(rec.hash_ids.length, Math.floor(rec.input_length / blockTokens));
   const keys = new Int32Array(full);
   const hashes = new Array<string>(full);
@@ -84,7 +89,16 @@ export function fromMooncake(rec: MooncakeRecord, id: number, chain: ChainIntern
     keys[b] = parent;
     hashes[b] = 'k' + parent.toString(36);
   }
-  return { id, arrivalMs: rec.timestamp, inputTokens: rec.input_length, outputTokens: Math.max(1, rec.output_length), blockTokens, keys, hashes, text };
+  return {
+    id,
+    arrivalMs: rec.timestamp,
+    inputTokens: rec.input_length,
+    outputTokens: Math.max(1, rec.output_length),
+    blockTokens,
+    keys,
+    hashes,
+    text,
+  };
 }
 
 /** Parses Mooncake JSONL; `source` names the file in errors. */
@@ -100,7 +114,10 @@ export function parseMooncake(text: string, source: string, chain: ChainInterner
     } catch (err) {
       throw new Error(`${source}:${n + 1}: not JSON (${(err as Error).message})`);
     }
-    if (!isRecord(obj)) throw new Error(`${source}:${n + 1}: not a Mooncake record (timestamp, input_length > 0, output_length >= 0, hash_ids[])`);
+    if (!isRecord(obj))
+      throw new Error(
+        `${source}:${n + 1}: not a Mooncake record (timestamp, input_length > 0, output_length >= 0, hash_ids[])`,
+      );
     out.push(fromMooncake(obj, firstId + out.length, chain));
   }
   return out;

@@ -42,7 +42,9 @@ export async function readSession(path: string): Promise<Session> {
     case 'aider':
       return readAiderHistory(path);
     default:
-      throw new Error(`${path}: unknown trajectory format (expected .jsonl[.gz], .traj.json[.gz], .traj or .llm.history)`);
+      throw new Error(
+        `${path}: unknown trajectory format (expected .jsonl[.gz], .traj.json[.gz], .traj or .llm.history)`,
+      );
   }
 }
 

@@ -15,7 +15,10 @@ export function recordedAnswer(s: Session, k: number): RecordedAnswer | undefine
   if (!next) return undefined;
   const m = next.body.messages[s.calls[k].body.messages.length] as unknown as Record<string, unknown> | undefined;
   if (!m || m.role !== 'assistant') return undefined;
-  const out: RecordedAnswer = { content: m.content ?? null, tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : [] };
+  const out: RecordedAnswer = {
+    content: m.content ?? null,
+    tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : [],
+  };
   if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
   return out;
 }

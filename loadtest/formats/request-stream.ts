@@ -18,7 +18,8 @@ export function parseRequestStream(text: string, source: string): Session {
     } catch (err) {
       throw new Error(`${source}:${n + 1}: not JSON (${(err as Error).message})`);
     }
-    if (!isObject(obj) || !Array.isArray(obj.messages)) throw new Error(`${source}:${n + 1}: not a chat body (no messages)`);
+    if (!isObject(obj) || !Array.isArray(obj.messages))
+      throw new Error(`${source}:${n + 1}: not a chat body (no messages)`);
     const { _meta, ...rest } = obj;
     const meta = (isObject(_meta) ? _meta : {}) as RequestMeta;
     if (id === undefined && typeof meta.session === 'string') id = meta.session;

@@ -41,7 +41,8 @@ function modelName(doc: JsonObject): string {
 }
 
 export function parseSweAgentTraj(doc: unknown, source: string): Session {
-  if (!isObject(doc) || !Array.isArray(doc.history)) throw new Error(`${source}: not a SWE-agent trajectory (no history)`);
+  if (!isObject(doc) || !Array.isArray(doc.history))
+    throw new Error(`${source}: not a SWE-agent trajectory (no history)`);
   const history = doc.history.filter(isObject);
   const messages = history.map(toMessage);
   const model = modelName(doc);

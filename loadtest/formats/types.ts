@@ -56,5 +56,8 @@ export function usageFrom(u: unknown): RecordedUsage | undefined {
 /** File name without directory and without the recognised trajectory extension. */
 export function sessionIdFromPath(path: string): string {
   const base = path.split(/[\\/]/).pop() ?? path;
-  return base.replace(/(\.jsonl\.gz|\.jsonl|\.traj\.json\.gz|\.traj\.json|\.traj|\.aider\.llm\.history|\.llm\.history)$/, '');
+  return base.replace(
+    /(\.jsonl\.gz|\.jsonl|\.traj\.json\.gz|\.traj\.json|\.traj|\.aider\.llm\.history|\.llm\.history)$/,
+    '',
+  );
 }

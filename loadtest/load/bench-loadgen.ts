@@ -24,7 +24,11 @@ export const DEFAULT_LOADGEN_DURATION_S = 5;
 export const DEFAULT_LOADGEN_ROUNDS = 3;
 
 async function fakeUpstream(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../fake-upstream.ts', import.meta.url)), '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('../fake-upstream.ts', import.meta.url)), '0'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   proc.stdout!.setEncoding('utf8');
   let buf = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -41,7 +45,14 @@ async function fakeUpstream(): Promise<{ proc: ChildProcess; url: string }> {
 function staticRps(url: string, body: string, connections: number, durationS: number): Promise<number> {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url: `${url}/v1/chat/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration: durationS },
+      {
+        url: `${url}/v1/chat/completions`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        connections,
+        duration: durationS,
+      },
       (err, r) => (err ? reject(err) : resolve(r.requests.total / durationS)),
     );
   });
@@ -58,46 +69,112 @@ export interface LoadgenResult {
   agreement: { loadtest_hit_rate: number; gateway_hit_rate: number; diff_points: number; requests: number };
 }
 
-export async function runLoadgenBench(o: { connections: number; durationS: number; rounds: number; log: (s: string) => void }): Promise<LoadgenResult> {
+export async function runLoadgenBench(o: {
+  connections: number;
+  durationS: number;
+  rounds: number;
+  log: (s: string) => void;
+}): Promise<LoadgenResult> {
   const sessions = generateSessions({ count: Math.max(2 * o.connections, 12) });
   // the static body: a mid-session body of the same traffic
   const mid = sessions[0].calls[Math.floor(sessions[0].calls.length / 2)];
   const player = new SessionPlayer({ ...sessions[0], calls: [mid] }, 0);
-  const staticBody = buildRequest('chat', player.body(), { model: 'bench-model', stream: false, maxTokens: 16, sessionId: 'static' }).body;
+  const staticBody = buildRequest('chat', player.body(), {
+    model: 'bench-model',
+    stream: false,
+    maxTokens: 16,
+    sessionId: 'static',
+  }).body;
   const up = await fakeUpstream();
   const rounds: LoadgenResult['rounds'] = [];
   try {
-    const base: LoadOptions = { target: up.url, api: 'chat', model: 'bench-model', sessions, connections: o.connections, durationS: o.durationS, rate: 0, thinkMs: 0, stream: false, maxTokens: 16, timeoutS: 30 };
+    const base: LoadOptions = {
+      target: up.url,
+      api: 'chat',
+      model: 'bench-model',
+      sessions,
+      connections: o.connections,
+      durationS: o.durationS,
+      rate: 0,
+      thinkMs: 0,
+      stream: false,
+      maxTokens: 16,
+      timeoutS: 30,
+    };
     await staticRps(up.url, staticBody, o.connections, 1); // warm-up
     for (let i = 0; i < o.rounds; i++) {
       const a = await staticRps(up.url, staticBody, o.connections, o.durationS);
       const run = await runLoad(base);
       const b = run.samples.length / (run.wallMs / 1000);
-      rounds.push({ autocannon_static_rps: Math.round(a), loadtest_rps: Math.round(b), ratio: Math.round((b / a) * 1000) / 1000 });
-      o.log(`round ${i + 1}: autocannon static body ${Math.round(a)} req/s, loadtest sessions ${Math.round(b)} req/s, ratio ${(b / a).toFixed(2)}`);
+      rounds.push({
+        autocannon_static_rps: Math.round(a),
+        loadtest_rps: Math.round(b),
+        ratio: Math.round((b / a) * 1000) / 1000,
+      });
+      o.log(
+        `round ${i + 1}: autocannon static body ${Math.round(a)} req/s, loadtest sessions ${Math.round(b)} req/s, ratio ${(b / a).toFixed(2)}`,
+      );
     }
   } finally {
     up.proc.kill('SIGTERM');
     if (up.proc.exitCode === null) await once(up.proc, 'exit').catch(() => undefined);
   }
-  const fleet = await startFleet({ workers: 4, flavor: 'vllm', kvTokens: 400_000, blockSize: 16, tokenizer: 'qwen3', timeScale: 0, seed: 1, layout: 'ctxgate', policy: 'ctxgate', model: 'qwen3' });
+  const fleet = await startFleet({
+    workers: 4,
+    flavor: 'vllm',
+    kvTokens: 400_000,
+    blockSize: 16,
+    tokenizer: 'qwen3',
+    timeScale: 0,
+    seed: 1,
+    layout: 'ctxgate',
+    policy: 'ctxgate',
+    model: 'qwen3',
+  });
   let agreement: LoadgenResult['agreement'];
   try {
-    const run = await runLoad({ target: fleet.url, api: 'chat', model: 'qwen3', sessions, connections: 8, durationS: o.durationS * 2, rate: 0, thinkMs: 0, stream: true, maxTokens: 64, timeoutS: 60 });
+    const run = await runLoad({
+      target: fleet.url,
+      api: 'chat',
+      model: 'qwen3',
+      sessions,
+      connections: 8,
+      durationS: o.durationS * 2,
+      rate: 0,
+      thinkMs: 0,
+      stream: true,
+      maxTokens: 64,
+      timeoutS: 60,
+    });
     const s = summariseLoad(run, { target: fleet.url, api: 'chat', stream: true, callsPerSession: new Map() });
     const metrics = await (await fetch(`${fleet.url}/metrics`)).text();
     const total = (name: string) => {
       let sum = 0;
-      for (const m of metrics.matchAll(new RegExp(`^ctxgate_${name}_total\\{[^}]*\\} (\\d+(?:\\.\\d+)?)`, 'gm'))) sum += Number(m[1]);
+      for (const m of metrics.matchAll(new RegExp(`^ctxgate_${name}_total\\{[^}]*\\} (\\d+(?:\\.\\d+)?)`, 'gm')))
+        sum += Number(m[1]);
       return sum;
     };
     const gw = total('prompt_tokens') > 0 ? total('cached_tokens') / total('prompt_tokens') : 0;
-    agreement = { loadtest_hit_rate: s.hit_rate, gateway_hit_rate: Math.round(gw * 10_000) / 10_000, diff_points: Math.round(Math.abs(s.hit_rate - gw) * 10_000) / 100, requests: s.requests };
-    o.log(`agreement: loadtest hit rate ${(s.hit_rate * 100).toFixed(2)} %, gateway counters ${(gw * 100).toFixed(2)} % over ${s.requests} requests (reference workers)`);
+    agreement = {
+      loadtest_hit_rate: s.hit_rate,
+      gateway_hit_rate: Math.round(gw * 10_000) / 10_000,
+      diff_points: Math.round(Math.abs(s.hit_rate - gw) * 10_000) / 100,
+      requests: s.requests,
+    };
+    o.log(
+      `agreement: loadtest hit rate ${(s.hit_rate * 100).toFixed(2)} %, gateway counters ${(gw * 100).toFixed(2)} % over ${s.requests} requests (reference workers)`,
+    );
   } finally {
     await fleet.close();
   }
-  return { connections: o.connections, duration_s: o.durationS, static_body_bytes: Buffer.byteLength(staticBody), rounds, headroom_ratio_median: median(rounds.map((r) => r.ratio)), agreement };
+  return {
+    connections: o.connections,
+    duration_s: o.durationS,
+    static_body_bytes: Buffer.byteLength(staticBody),
+    rounds,
+    headroom_ratio_median: median(rounds.map((r) => r.ratio)),
+    agreement,
+  };
 }
 
 export const help = `ctxgate bench loadgen [--json] [--connections N] [--duration S] [--rounds N]
@@ -108,7 +185,15 @@ multi-turn agent sessions, ${DEFAULT_LOADGEN_CONNECTIONS} connections, alternate
 Then checks that the hit rate loadtest reports equals the gateway's own counters (reference workers).`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { json: { type: 'boolean' }, connections: { type: 'string' }, duration: { type: 'string' }, rounds: { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      json: { type: 'boolean' },
+      connections: { type: 'string' },
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+    },
+  });
   const res = await runLoadgenBench({
     connections: Number(values.connections ?? DEFAULT_LOADGEN_CONNECTIONS),
     durationS: Number(values.duration ?? DEFAULT_LOADGEN_DURATION_S),
@@ -116,6 +201,9 @@ export async function run(argv: string[]): Promise<number> {
     log: values.json ? () => {} : (s) => process.stdout.write(`${s}\n`),
   });
   if (values.json) process.stdout.write(`${JSON.stringify(res, null, 2)}\n`);
-  else process.stdout.write(`headroom: loadtest ÷ plain autocannon, median of ${res.rounds.length}: ${res.headroom_ratio_median.toFixed(2)}× (target ≥ 0.8); hit-rate difference ${res.agreement.diff_points} points (target ≤ 1)\n`);
+  else
+    process.stdout.write(
+      `headroom: loadtest ÷ plain autocannon, median of ${res.rounds.length}: ${res.headroom_ratio_median.toFixed(2)}× (target ≥ 0.8); hit-rate difference ${res.agreement.diff_points} points (target ≤ 1)\n`,
+    );
   return 0;
 }

@@ -137,7 +137,18 @@ class Connection {
     if (!this.inFlight) return;
     const end = performance.now();
     this.finish(
-      { session: this.player.id, turn: this.player.currentTurn, status: 0, ok: false, latency_ms: end - Math.max(this.sentAt, this.builtAt), prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0, error: kind, kind },
+      {
+        session: this.player.id,
+        turn: this.player.currentTurn,
+        status: 0,
+        ok: false,
+        latency_ms: end - Math.max(this.sentAt, this.builtAt),
+        prompt_tokens: 0,
+        cached_tokens: 0,
+        completion_tokens: 0,
+        error: kind,
+        kind,
+      },
       undefined,
     );
   }
@@ -187,7 +198,8 @@ export async function runLoad(o: LoadOptions, stop?: AbortSignal): Promise<LoadR
       client.setRequests([
         {
           setupRequest: (req: Record<string, unknown>) => conn.build(req),
-          onResponse: (status: number, body: string, _ctx: unknown, headers: Record<string, unknown>) => conn.onResponse(status, body, headers),
+          onResponse: (status: number, body: string, _ctx: unknown, headers: Record<string, unknown>) =>
+            conn.onResponse(status, body, headers),
         },
       ]);
       client.on('request', () => {

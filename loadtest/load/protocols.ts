@@ -86,14 +86,19 @@ function anthropicBody(b: ChatRequest, o: BuildOptions): Json {
       const blocks: Json[] = [];
       const text = textOf(m.content);
       if (text) blocks.push({ type: 'text', text });
-      for (const c of m.tool_calls ?? []) blocks.push({ type: 'tool_use', id: c.id, name: c.function.name, input: parseArgs(c.function.arguments) });
+      for (const c of m.tool_calls ?? [])
+        blocks.push({ type: 'tool_use', id: c.id, name: c.function.name, input: parseArgs(c.function.arguments) });
       push('assistant', blocks.length ? blocks : [{ type: 'text', text: '' }]);
     } else push('user', [{ type: 'text', text: textOf(m.content) }]);
   }
   const out: Json = { model: o.model, max_tokens: o.maxTokens, messages };
   if (system.length) out.system = system.join('\n\n');
   if (b.tools?.length) {
-    out.tools = b.tools.map((t) => ({ name: t.function.name, description: t.function.description ?? '', input_schema: t.function.parameters ?? { type: 'object' } }));
+    out.tools = b.tools.map((t) => ({
+      name: t.function.name,
+      description: t.function.description ?? '',
+      input_schema: t.function.parameters ?? { type: 'object' },
+    }));
   }
   if (typeof b.temperature === 'number') out.temperature = b.temperature;
   if (o.stream) out.stream = true;
@@ -101,22 +106,37 @@ function anthropicBody(b: ChatRequest, o: BuildOptions): Json {
 }
 
 function responsesBody(b: ChatRequest, o: BuildOptions): Json {
-  const instructions = b.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => textOf(m.content));
+  const instructions = b.messages
+    .filter((m) => m.role === 'system' || m.role === 'developer')
+    .map((m) => textOf(m.content));
   const input: Json[] = [];
   for (const m of b.messages) {
     if (m.role === 'system' || m.role === 'developer') continue;
-    if (m.role === 'tool') input.push({ type: 'function_call_output', call_id: m.tool_call_id ?? '', output: textOf(m.content) });
+    if (m.role === 'tool')
+      input.push({ type: 'function_call_output', call_id: m.tool_call_id ?? '', output: textOf(m.content) });
     else if (m.role === 'assistant') {
       const text = textOf(m.content);
       if (text || !m.tool_calls?.length) input.push({ type: 'message', role: 'assistant', content: text });
-      for (const c of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: c.id, name: c.function.name, arguments: c.function.arguments });
+      for (const c of m.tool_calls ?? [])
+        input.push({ type: 'function_call', call_id: c.id, name: c.function.name, arguments: c.function.arguments });
     } else input.push({ type: 'message', role: 'user', content: textOf(m.content) });
   }
   // store: false — a load test must not fill the target's response store
-  const out: Json = { model: o.model, input, max_output_tokens: o.maxTokens, store: false, prompt_cache_key: o.sessionId };
+  const out: Json = {
+    model: o.model,
+    input,
+    max_output_tokens: o.maxTokens,
+    store: false,
+    prompt_cache_key: o.sessionId,
+  };
   if (instructions.length) out.instructions = instructions.join('\n\n');
   if (b.tools?.length) {
-    out.tools = b.tools.map((t) => ({ type: 'function', name: t.function.name, description: t.function.description ?? '', parameters: t.function.parameters ?? { type: 'object' } }));
+    out.tools = b.tools.map((t) => ({
+      type: 'function',
+      name: t.function.name,
+      description: t.function.description ?? '',
+      parameters: t.function.parameters ?? { type: 'object' },
+    }));
   }
   if (typeof b.temperature === 'number') out.temperature = b.temperature;
   if (o.stream) out.stream = true;
@@ -192,18 +212,33 @@ function fromChatJson(j: Json): ParsedAnswer {
   const choice = Array.isArray(j.choices) && isObj(j.choices[0]) ? j.choices[0] : undefined;
   const msg = choice && isObj(choice.message) ? choice.message : undefined;
   const answer: ReceivedAnswer | undefined = msg
-    ? { content: typeof msg.content === 'string' ? msg.content : null, ...(Array.isArray(msg.tool_calls) && msg.tool_calls.length ? { tool_calls: msg.tool_calls as ToolCall[] } : {}) }
+    ? {
+        content: typeof msg.content === 'string' ? msg.content : null,
+        ...(Array.isArray(msg.tool_calls) && msg.tool_calls.length ? { tool_calls: msg.tool_calls as ToolCall[] } : {}),
+      }
     : undefined;
-  return { answer, usage: chatUsage(j.usage), finish: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined, error: errorOf(j) };
+  return {
+    answer,
+    usage: chatUsage(j.usage),
+    finish: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
+    error: errorOf(j),
+  };
 }
 
 function fromAnthropicJson(j: Json): ParsedAnswer {
   if (j.type === 'error') return { error: errorOf(j) ?? 'error' };
   const blocks = Array.isArray(j.content) ? j.content.filter(isObj) : [];
-  const text = blocks.filter((b) => b.type === 'text').map((b) => String(b.text ?? '')).join('');
+  const text = blocks
+    .filter((b) => b.type === 'text')
+    .map((b) => String(b.text ?? ''))
+    .join('');
   const calls: ToolCall[] = blocks
     .filter((b) => b.type === 'tool_use')
-    .map((b) => ({ id: String(b.id ?? ''), type: 'function', function: { name: String(b.name ?? ''), arguments: JSON.stringify(b.input ?? {}) } }));
+    .map((b) => ({
+      id: String(b.id ?? ''),
+      type: 'function',
+      function: { name: String(b.name ?? ''), arguments: JSON.stringify(b.input ?? {}) },
+    }));
   return {
     answer: { content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) },
     usage: anthropicUsage(j.usage),
@@ -220,7 +255,11 @@ function fromResponsesJson(j: Json): ParsedAnswer {
     if (it.type === 'message' && Array.isArray(it.content)) {
       for (const p of it.content) if (isObj(p) && p.type === 'output_text') text += String(p.text ?? '');
     } else if (it.type === 'function_call') {
-      calls.push({ id: String(it.call_id ?? it.id ?? ''), type: 'function', function: { name: String(it.name ?? ''), arguments: String(it.arguments ?? '{}') } });
+      calls.push({
+        id: String(it.call_id ?? it.id ?? ''),
+        type: 'function',
+        function: { name: String(it.name ?? ''), arguments: String(it.arguments ?? '{}') },
+      });
     }
   }
   return {
@@ -282,7 +321,9 @@ function fromChatStream(text: string): ParsedAnswer {
       }
     }
   }
-  const tc = calls.filter(Boolean).map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
+  const tc = calls
+    .filter(Boolean)
+    .map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
   out.answer = { content: content || (tc.length ? null : ''), ...(tc.length ? { tool_calls: tc } : {}) };
   return out;
 }
@@ -300,7 +341,12 @@ function fromAnthropicStream(body: string): ParsedAnswer {
         break;
       case 'content_block_start': {
         const b = isObj(j.content_block) ? j.content_block : {};
-        blocks[num(j.index)] = { type: String(b.type ?? 'text'), text: '', id: b.id as string | undefined, name: b.name as string | undefined };
+        blocks[num(j.index)] = {
+          type: String(b.type ?? 'text'),
+          text: '',
+          id: b.id as string | undefined,
+          name: b.name as string | undefined,
+        };
         break;
       }
       case 'content_block_delta': {
@@ -321,7 +367,10 @@ function fromAnthropicStream(body: string): ParsedAnswer {
         break;
     }
   }
-  const text = blocks.filter((b) => b && b.type === 'text').map((b) => b.text).join('');
+  const text = blocks
+    .filter((b) => b && b.type === 'text')
+    .map((b) => b.text)
+    .join('');
   const calls = blocks
     .filter((b) => b && b.type === 'tool_use')
     .map((b) => ({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: b.text || '{}' } }));
@@ -336,8 +385,10 @@ function fromResponsesStream(text: string): ParsedAnswer {
     const j = parseJson(data);
     if (!j) continue;
     const type = typeof j.type === 'string' ? j.type : event;
-    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') last = fromResponsesJson(j);
-    else if (type === 'error') last = { ...last, error: errorOf(j) ?? (typeof j.message === 'string' ? j.message : 'error') };
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed')
+      last = fromResponsesJson(j);
+    else if (type === 'error')
+      last = { ...last, error: errorOf(j) ?? (typeof j.message === 'string' ? j.message : 'error') };
   }
   return last;
 }

@@ -61,7 +61,14 @@ function errorKey(s: CallSample): string {
 function sessionRows(samples: CallSample[]): SessionRow[] {
   const by = new Map<string, SessionRow>();
   for (const s of samples) {
-    const r = by.get(s.session) ?? { session: s.session, requests: 0, errors: 0, prompt_tokens: 0, cached_tokens: 0, hit_rate: 0 };
+    const r = by.get(s.session) ?? {
+      session: s.session,
+      requests: 0,
+      errors: 0,
+      prompt_tokens: 0,
+      cached_tokens: 0,
+      hit_rate: 0,
+    };
     r.requests++;
     if (!s.ok) r.errors++;
     r.prompt_tokens += s.prompt_tokens;
@@ -71,7 +78,10 @@ function sessionRows(samples: CallSample[]): SessionRow[] {
   return [...by.values()].map((r) => ({ ...r, hit_rate: ratio(r.cached_tokens, r.prompt_tokens) }));
 }
 
-export function summariseLoad(run: LoadRun, meta: { target: string; api: string; stream: boolean; callsPerSession: Map<string, number> }): LoadSummary {
+export function summariseLoad(
+  run: LoadRun,
+  meta: { target: string; api: string; stream: boolean; callsPerSession: Map<string, number> },
+): LoadSummary {
   const ok = run.samples.filter((s) => s.ok);
   const errors: Record<string, number> = {};
   for (const s of run.samples) if (!s.ok) errors[errorKey(s)] = (errors[errorKey(s)] ?? 0) + 1;
@@ -81,7 +91,9 @@ export function summariseLoad(run: LoadRun, meta: { target: string; api: string;
   const predicted = ok.filter((s) => s.predicted_cached_tokens !== undefined);
   const secs = run.wallMs / 1000;
   const sessions = sessionRows(run.samples);
-  const completed = sessions.filter((r) => r.requests >= (meta.callsPerSession.get(r.session.replace(/#\d+$/, '')) ?? Infinity)).length;
+  const completed = sessions.filter(
+    (r) => r.requests >= (meta.callsPerSession.get(r.session.replace(/#\d+$/, '')) ?? Infinity),
+  ).length;
   return {
     target: meta.target,
     api: meta.api,
@@ -98,7 +110,9 @@ export function summariseLoad(run: LoadRun, meta: { target: string; api: string;
     prompt_tokens: prompt,
     cached_tokens: cached,
     hit_rate: ratio(cached, prompt),
-    predicted_cached_tokens: predicted.length ? predicted.reduce((a, s) => a + (s.predicted_cached_tokens ?? 0), 0) : null,
+    predicted_cached_tokens: predicted.length
+      ? predicted.reduce((a, s) => a + (s.predicted_cached_tokens ?? 0), 0)
+      : null,
     sessions_started: run.sessionsStarted,
     sessions_completed: completed,
     stopped_early: run.stoppedEarly,
@@ -112,7 +126,9 @@ export function compareRuns(a: LoadSummary, b: LoadSummary): Record<string, numb
     rps: ratio(b.rps, a.rps),
     latency_p50: ratio(b.latency_ms.p50, a.latency_ms.p50),
     latency_p99: ratio(b.latency_ms.p99, a.latency_ms.p99),
-    ...(a.ttft_ms && b.ttft_ms ? { ttft_p50: ratio(b.ttft_ms.p50, a.ttft_ms.p50), ttft_p90: ratio(b.ttft_ms.p90, a.ttft_ms.p90) } : {}),
+    ...(a.ttft_ms && b.ttft_ms
+      ? { ttft_p50: ratio(b.ttft_ms.p50, a.ttft_ms.p50), ttft_p90: ratio(b.ttft_ms.p90, a.ttft_ms.p90) }
+      : {}),
     hit_rate: ratio(b.hit_rate, a.hit_rate),
     prefill_tokens: ratio(b.prompt_tokens - b.cached_tokens, a.prompt_tokens - a.cached_tokens),
   };
@@ -123,18 +139,30 @@ const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 
 export function renderText(runs: LoadSummary[], ratios?: Record<string, number>): string {
   const lines: string[] = [];
   for (const r of runs) {
-    const errs = Object.entries(r.errors).map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
+    const errs =
+      Object.entries(r.errors)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ') || 'none';
     lines.push(
       `target ${r.target} (${r.api}${r.stream ? ', stream' : ''})${r.stopped_early ? ' — stopped early, partial results' : ''}`,
       `  requests ${fmt(r.requests)} in ${r.duration_s} s = ${fmt(r.rps)} req/s; ok ${fmt(r.ok)}; errors ${errs}`,
       `  latency ms p50 ${r.latency_ms.p50} / p90 ${r.latency_ms.p90} / p99 ${r.latency_ms.p99}`,
-      r.ttft_ms ? `  TTFT ms (client, first byte) p50 ${r.ttft_ms.p50} / p90 ${r.ttft_ms.p90} / p99 ${r.ttft_ms.p99}` : '  TTFT: not measured (use --stream)',
+      r.ttft_ms
+        ? `  TTFT ms (client, first byte) p50 ${r.ttft_ms.p50} / p90 ${r.ttft_ms.p90} / p99 ${r.ttft_ms.p99}`
+        : '  TTFT: not measured (use --stream)',
       `  output ${fmt(r.output_tok_s)} tok/s; prompt ${fmt(r.prompt_tokens)} tokens, cached ${fmt(r.cached_tokens)}: hit rate ${(r.hit_rate * 100).toFixed(1)} %`,
-      r.predicted_cached_tokens !== null ? `  ctxgate predicted cached ${fmt(r.predicted_cached_tokens)} tokens` : '  (no x-ctxgate-prefix headers: target is not ctxgate)',
+      r.predicted_cached_tokens !== null
+        ? `  ctxgate predicted cached ${fmt(r.predicted_cached_tokens)} tokens`
+        : '  (no x-ctxgate-prefix headers: target is not ctxgate)',
       `  sessions started ${r.sessions_started}, completed ${r.sessions_completed}`,
     );
     if (r.error_samples.length) lines.push(`  error samples: ${r.error_samples.join(' | ')}`);
   }
-  if (ratios) lines.push(`second ÷ first: ${Object.entries(ratios).map(([k, v]) => `${k} ×${v}`).join(', ')}`);
+  if (ratios)
+    lines.push(
+      `second ÷ first: ${Object.entries(ratios)
+        .map(([k, v]) => `${k} ×${v}`)
+        .join(', ')}`,
+    );
   return lines.join('\n');
 }

@@ -65,14 +65,23 @@ export function internSession(s: Session): Session {
     ...s,
     calls: s.calls.map((c) => ({
       ...c,
-      body: { ...c.body, messages: c.body.messages.map(intern), ...(c.body.tools ? { tools: intern(c.body.tools) } : {}) },
+      body: {
+        ...c.body,
+        messages: c.body.messages.map(intern),
+        ...(c.body.tools ? { tools: intern(c.body.tools) } : {}),
+      },
     })),
   };
 }
 
 function tagged(m: ChatMessage, play: number): ChatMessage {
   const tag = `${PLAY_TAG_PREFIX}${play}]\n`;
-  const content = typeof m.content === 'string' ? tag + m.content : Array.isArray(m.content) ? [{ type: 'text', text: tag }, ...m.content] : tag;
+  const content =
+    typeof m.content === 'string'
+      ? tag + m.content
+      : Array.isArray(m.content)
+        ? [{ type: 'text', text: tag }, ...m.content]
+        : tag;
   return { ...m, content };
 }
 

@@ -20,9 +20,34 @@ const SYSTEM = [
 ].join(' ');
 
 const TOOLS = [
-  { type: 'function', function: { name: 'read_file', description: 'Read a file of the repository with line numbers.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } },
-  { type: 'function', function: { name: 'run', description: 'Run a shell command in the repository root and return its output.', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } } },
-  { type: 'function', function: { name: 'edit_file', description: 'Replace one exact span of a file with new text.', parameters: { type: 'object', properties: { path: { type: 'string' }, old: { type: 'string' }, new: { type: 'string' } }, required: ['path', 'old', 'new'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'read_file',
+      description: 'Read a file of the repository with line numbers.',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'run',
+      description: 'Run a shell command in the repository root and return its output.',
+      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'edit_file',
+      description: 'Replace one exact span of a file with new text.',
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string' }, old: { type: 'string' }, new: { type: 'string' } },
+        required: ['path', 'old', 'new'],
+      },
+    },
+  },
 ];
 
 export interface GrowingOptions {
@@ -39,7 +64,8 @@ export interface GrowingOptions {
 function toolOutput(path: string, rng: () => number): string {
   const f = makeFile(path, rng, 12);
   let s = '';
-  for (let i = 0; i < f.lines.length && s.length < TOOL_OUTPUT_CHARS; i++) s += `${String(i + 1).padStart(4)}\t${f.lines[i]}\n`;
+  for (let i = 0; i < f.lines.length && s.length < TOOL_OUTPUT_CHARS; i++)
+    s += `${String(i + 1).padStart(4)}\t${f.lines[i]}\n`;
   return s;
 }
 
@@ -47,8 +73,11 @@ function toolOutput(path: string, rng: () => number): string {
 export function sessionBodies(slot: number, o: GrowingOptions): [string, string][] {
   const calls = o.calls ?? DEFAULT_CALLS_PER_SESSION;
   const rng = mulberry32((o.seed ?? 7) * 1000 + slot);
-  const task = `Task ${MARKER}: the claim validator in src/auth rejects tokens whose audience list contains the service name in upper case. ` +
-    'Find where the audience is compared, make the comparison case-insensitive, and add a regression test. Do not change the public API. '.repeat(3);
+  const task =
+    `Task ${MARKER}: the claim validator in src/auth rejects tokens whose audience list contains the service name in upper case. ` +
+    'Find where the audience is compared, make the comparison case-insensitive, and add a regression test. Do not change the public API. '.repeat(
+      3,
+    );
   const messages: unknown[] = [
     { role: 'system', content: SYSTEM.repeat(8) },
     { role: 'user', content: task },
@@ -58,10 +87,21 @@ export function sessionBodies(slot: number, o: GrowingOptions): [string, string]
     if (k > 0) {
       const path = `src/mod${slot % 7}/file_${k}.py`;
       const id = `call_${k}`;
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } }] });
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } }],
+      });
       messages.push({ role: 'tool', tool_call_id: id, content: toolOutput(path, rng) });
     }
-    const chat = JSON.stringify({ model: o.model, messages, tools: TOOLS, max_tokens: 16, temperature: 0, ...(o.stream ? { stream: true } : {}) });
+    const chat = JSON.stringify({
+      model: o.model,
+      messages,
+      tools: TOOLS,
+      max_tokens: 16,
+      temperature: 0,
+      ...(o.stream ? { stream: true } : {}),
+    });
     const json = o.convert ? o.convert(chat) : chat;
     const at = json.indexOf(JSON.stringify(MARKER).slice(1, -1));
     const esc = JSON.stringify(MARKER).length - 2;

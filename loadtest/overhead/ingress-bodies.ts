@@ -20,7 +20,10 @@ interface ChatBody {
 
 export function chatToAnthropic(json: string): string {
   const b = JSON.parse(json) as ChatBody;
-  const system = b.messages.filter((m) => m.role === 'system').map((m) => m.content ?? '').join('\n');
+  const system = b.messages
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content ?? '')
+    .join('\n');
   const messages: Obj[] = [];
   for (const m of b.messages) {
     if (m.role === 'system') continue;
@@ -31,26 +34,64 @@ export function chatToAnthropic(json: string): string {
       else messages.push({ role: 'user', content: [block] });
     } else if (m.role === 'assistant') {
       const content: Obj[] = m.content ? [{ type: 'text', text: m.content }] : [];
-      for (const c of m.tool_calls ?? []) content.push({ type: 'tool_use', id: c.id, name: c.function.name, input: JSON.parse(c.function.arguments) as unknown });
+      for (const c of m.tool_calls ?? [])
+        content.push({
+          type: 'tool_use',
+          id: c.id,
+          name: c.function.name,
+          input: JSON.parse(c.function.arguments) as unknown,
+        });
       messages.push({ role: 'assistant', content });
     } else messages.push({ role: 'user', content: m.content ?? '' });
   }
-  const tools = b.tools?.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters }));
-  return JSON.stringify({ model: b.model, system, messages, tools, max_tokens: b.max_tokens ?? 16, temperature: b.temperature, stream: b.stream });
+  const tools = b.tools?.map((t) => ({
+    name: t.function.name,
+    description: t.function.description,
+    input_schema: t.function.parameters,
+  }));
+  return JSON.stringify({
+    model: b.model,
+    system,
+    messages,
+    tools,
+    max_tokens: b.max_tokens ?? 16,
+    temperature: b.temperature,
+    stream: b.stream,
+  });
 }
 
 export function chatToResponses(json: string): string {
   const b = JSON.parse(json) as ChatBody;
-  const instructions = b.messages.filter((m) => m.role === 'system').map((m) => m.content ?? '').join('\n');
+  const instructions = b.messages
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content ?? '')
+    .join('\n');
   const input: Obj[] = [];
   for (const m of b.messages) {
     if (m.role === 'system') continue;
-    if (m.role === 'tool') input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: m.content ?? '' });
+    if (m.role === 'tool')
+      input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: m.content ?? '' });
     else if (m.role === 'assistant') {
-      if (m.content) input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: m.content }] });
-      for (const c of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: c.id, name: c.function.name, arguments: c.function.arguments });
+      if (m.content)
+        input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: m.content }] });
+      for (const c of m.tool_calls ?? [])
+        input.push({ type: 'function_call', call_id: c.id, name: c.function.name, arguments: c.function.arguments });
     } else input.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: m.content ?? '' }] });
   }
-  const tools = b.tools?.map((t) => ({ type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters }));
-  return JSON.stringify({ model: b.model, instructions, input, tools, max_output_tokens: b.max_tokens ?? 16, temperature: b.temperature, stream: b.stream, store: false });
+  const tools = b.tools?.map((t) => ({
+    type: 'function',
+    name: t.function.name,
+    description: t.function.description,
+    parameters: t.function.parameters,
+  }));
+  return JSON.stringify({
+    model: b.model,
+    instructions,
+    input,
+    tools,
+    max_output_tokens: b.max_tokens ?? 16,
+    temperature: b.temperature,
+    stream: b.stream,
+    store: false,
+  });
 }

@@ -16,7 +16,28 @@ import { chatToAnthropic, chatToResponses } from './ingress-bodies.ts';
 
 const BATCH = 20;
 const BATCHES = 15;
-const ANSWER = { id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Looking at src/auth/claims.py now.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"src/auth/claims.py"}' } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 17000, completion_tokens: 16, prompt_tokens_details: { cached_tokens: 16000 } } };
+const ANSWER = {
+  id: 'c',
+  object: 'chat.completion',
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: 'Looking at src/auth/claims.py now.',
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'read_file', arguments: '{"path":"src/auth/claims.py"}' },
+          },
+        ],
+      },
+      finish_reason: 'tool_calls',
+    },
+  ],
+  usage: { prompt_tokens: 17000, completion_tokens: 16, prompt_tokens_details: { cached_tokens: 16000 } },
+};
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -69,5 +90,10 @@ export async function measureIngressCpu(model: string): Promise<IngressCpu> {
     }
   }
   await store.close();
-  return { body_chars: chat.length, chat_us: median(times.chat), anthropic_us: median(times.anthropic), responses_us: median(times.responses) };
+  return {
+    body_chars: chat.length,
+    chat_us: median(times.chat),
+    anthropic_us: median(times.anthropic),
+    responses_us: median(times.responses),
+  };
 }

@@ -37,7 +37,10 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
   const times: number[] = [];
   const headers = { 'content-type': 'application/json', authorization: 'Bearer bench', ...spec.headers };
   const next = spec.body;
-  const requests = typeof next === 'string' ? undefined : [{ method: 'POST' as const, setupRequest: (r: autocannon.Request) => ({ ...r, body: next() }) }];
+  const requests =
+    typeof next === 'string'
+      ? undefined
+      : [{ method: 'POST' as const, setupRequest: (r: autocannon.Request) => ({ ...r, body: next() }) }];
   return new Promise((resolve, reject) => {
     const inst = autocannon(
       {
@@ -51,7 +54,13 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
       (err, r) => {
         if (err) return reject(err);
         const sorted = Float64Array.from(times).sort();
-        resolve({ p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), rps: times.length / spec.durationS, requests: times.length, errors: r.errors + r.non2xx });
+        resolve({
+          p50: percentile(sorted, 0.5),
+          p99: percentile(sorted, 0.99),
+          rps: times.length / spec.durationS,
+          requests: times.length,
+          errors: r.errors + r.non2xx,
+        });
       },
     );
     inst.on('response', (_client, _status, _bytes, responseTime) => times.push(responseTime));
@@ -66,8 +75,16 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export async function child(file: string, args: string[], env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
-  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file, ...args], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+export async function child(
+  file: string,
+  args: string[],
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<Child> {
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file, ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const waiting: { resolve: (l: string) => void; reject: (e: Error) => void }[] = [];
   const lines: string[] = [];
   let buf = '';
@@ -126,7 +143,10 @@ const PORTKEY_START_MS = 30_000;
 export async function startPortkey(upstream: string): Promise<Portkey> {
   const entry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
   const port = await freePort();
-  const proc = spawn(process.execPath, [entry, `--port=${port}`, '--headless'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } });
+  const proc = spawn(process.execPath, [entry, `--port=${port}`, '--headless'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + PORTKEY_START_MS;
   for (;;) {
@@ -142,5 +162,9 @@ export async function startPortkey(upstream: string): Promise<Portkey> {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` }, stop: () => stopProc(proc) };
+  return {
+    url,
+    headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` },
+    stop: () => stopProc(proc),
+  };
 }

@@ -3,7 +3,28 @@
 import type { StageTime } from '../../middleware/perf/stage-timers.ts';
 
 /** Request path order of the timed sections; pipeline stages (`stage:NAME`) go after message_hashes. */
-const ORDER = ['body_parse', 'validate', 'escape', 'session', 'message_hashes', 'stage:*', 'leaf_note', 'render', 'tokens', 'diagnose', 'block_hashes', 'store_put', 'upstream_body', 'routing', 'response', 'metrics', 'routing_expected', 'routing_observe', 'pipeline_observe', 'usage_ledger'];
+const ORDER = [
+  'body_parse',
+  'validate',
+  'escape',
+  'session',
+  'message_hashes',
+  'stage:*',
+  'leaf_note',
+  'render',
+  'tokens',
+  'diagnose',
+  'block_hashes',
+  'store_put',
+  'upstream_body',
+  'routing',
+  'response',
+  'metrics',
+  'routing_expected',
+  'routing_observe',
+  'pipeline_observe',
+  'usage_ledger',
+];
 
 const rank = (k: string): number => {
   const i = ORDER.indexOf(k.startsWith('stage:') ? 'stage:*' : k);
@@ -19,6 +40,13 @@ export function perRequest(times: Record<string, StageTime>, requests: number): 
 export function formatStageTable(ms: Record<string, number>): string {
   const total = Object.values(ms).reduce((a, b) => a + b, 0);
   const w = Math.max(5, ...Object.keys(ms).map((k) => k.length));
-  const rows = Object.entries(ms).map(([k, v]) => `  ${k.padEnd(w)}  ${(v * 1000).toFixed(0).padStart(6)} µs  ${total > 0 ? ((v / total) * 100).toFixed(1).padStart(5) : '  0.0'} %`);
-  return [`ctxgate time per request by stage (default pipeline, growing sessions, 1 connection):`, ...rows, `  ${'total'.padEnd(w)}  ${(total * 1000).toFixed(0).padStart(6)} µs`].join('\n');
+  const rows = Object.entries(ms).map(
+    ([k, v]) =>
+      `  ${k.padEnd(w)}  ${(v * 1000).toFixed(0).padStart(6)} µs  ${total > 0 ? ((v / total) * 100).toFixed(1).padStart(5) : '  0.0'} %`,
+  );
+  return [
+    `ctxgate time per request by stage (default pipeline, growing sessions, 1 connection):`,
+    ...rows,
+    `  ${'total'.padEnd(w)}  ${(total * 1000).toFixed(0).padStart(6)} µs`,
+  ].join('\n');
 }

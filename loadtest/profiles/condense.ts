@@ -12,7 +12,12 @@ const SUMMARY_MAX_ITEMS = 40;
 const SUMMARY_ITEM_CHARS = 120;
 
 function firstLine(m: ChatMessage): string {
-  const t = typeof m.content === 'string' ? m.content : Array.isArray(m.content) ? m.content.map((p) => p.text ?? '').join('') : '';
+  const t =
+    typeof m.content === 'string'
+      ? m.content
+      : Array.isArray(m.content)
+        ? m.content.map((p) => p.text ?? '').join('')
+        : '';
   return t.replace(/\s+/g, ' ').trim().slice(0, SUMMARY_ITEM_CHARS);
 }
 
@@ -20,7 +25,8 @@ export function summarise(condensed: ChatMessage[], prior: string | undefined): 
   const items: string[] = [];
   for (const m of condensed) {
     if (m.role === 'assistant' && m.tool_calls?.length) {
-      for (const tc of m.tool_calls) items.push(`- ran ${tc.function.name} ${tc.function.arguments.slice(0, SUMMARY_ITEM_CHARS)}`);
+      for (const tc of m.tool_calls)
+        items.push(`- ran ${tc.function.name} ${tc.function.arguments.slice(0, SUMMARY_ITEM_CHARS)}`);
     } else if (m.role === 'assistant') items.push(`- said: ${firstLine(m)}`);
     else if (m.role === 'tool' || m.role === 'user') items.push(`- observed: ${firstLine(m)}`);
   }
@@ -38,7 +44,8 @@ function tailStart(messages: ChatMessage[], want: number, floor: number): number
 
 export const condense: Profile = {
   name: 'condense',
-  describe: 'OpenHands LLMSummarizingCondenser: past --condense-max messages (default 60) the middle of the history becomes one summary message, keeping the first 2 messages and a recent tail of half the limit',
+  describe:
+    'OpenHands LLMSummarizingCondenser: past --condense-max messages (default 60) the middle of the history becomes one summary message, keeping the first 2 messages and a recent tail of half the limit',
   apply(session, opts) {
     const max = opts.condenseMaxMessages ?? DEFAULT_CONDENSE_MAX_MESSAGES;
     const keepFirst = opts.condenseKeepFirst ?? DEFAULT_CONDENSE_KEEP_FIRST;

@@ -35,7 +35,8 @@ export function elideMessages(messages: ChatMessage[], n: number): ChatMessage[]
 
 export const lastNElision: Profile = {
   name: 'last-n-elision',
-  describe: 'SWE-agent LastNObservations: tool outputs older than the last N (--last-n, default 5) replaced in place by "Old environment output: (K lines omitted)"',
+  describe:
+    'SWE-agent LastNObservations: tool outputs older than the last N (--last-n, default 5) replaced in place by "Old environment output: (K lines omitted)"',
   apply(session, opts) {
     const n = opts.lastN ?? DEFAULT_LAST_N;
     const calls = session.calls.map((c) => {

@@ -13,7 +13,9 @@ export function trimmedText(text: string, position: number): string {
   const lines = text.split('\n');
   const marker = `<<${lines.length} lines trimmed by harness>>`;
   // Odd positions keep a head: a truncation, not only a replacement.
-  return position % 2 === 1 && lines.length > HEAD_LINES + 1 ? [...lines.slice(0, HEAD_LINES), marker].join('\n') : marker;
+  return position % 2 === 1 && lines.length > HEAD_LINES + 1
+    ? [...lines.slice(0, HEAD_LINES), marker].join('\n')
+    : marker;
 }
 
 export function trimMessages(messages: ChatMessage[], n: number): ChatMessage[] {
@@ -27,9 +29,16 @@ export function trimMessages(messages: ChatMessage[], n: number): ChatMessage[] 
 
 export const novelElision: Profile = {
   name: 'novel-elision',
-  describe: 'a harness with its own marker: observations older than the last N (--last-n, default 5) become "<<K lines trimmed by harness>>" (every other one keeps its first 3 lines)',
+  describe:
+    'a harness with its own marker: observations older than the last N (--last-n, default 5) become "<<K lines trimmed by harness>>" (every other one keeps its first 3 lines)',
   apply(session, opts) {
     const n = opts.lastN ?? DEFAULT_LAST_N;
-    return { ...session, calls: session.calls.map((c) => ({ ...c, body: { ...cloneJson(c.body), messages: trimMessages(cloneJson(c.body.messages), n) } })) };
+    return {
+      ...session,
+      calls: session.calls.map((c) => ({
+        ...c,
+        body: { ...cloneJson(c.body), messages: trimMessages(cloneJson(c.body.messages), n) },
+      })),
+    };
   },
 };

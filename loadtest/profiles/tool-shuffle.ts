@@ -14,7 +14,8 @@ export function shuffleKeys(v: unknown, rng: Rng): unknown {
 
 export const toolShuffle: Profile = {
   name: 'tool-shuffle',
-  describe: 'tool list order and JSON key order of tool schemas change per call, seeded (frameworks that build tools from dicts/plugin registries)',
+  describe:
+    'tool list order and JSON key order of tool schemas change per call, seeded (frameworks that build tools from dicts/plugin registries)',
   apply(session, opts) {
     const calls = session.calls.map((c, i) => {
       if (!c.body.tools || c.body.tools.length === 0) return c;

@@ -17,14 +17,16 @@ function withClock(messages: ChatMessage[], line: string): ChatMessage[] {
   const i = out.findIndex((m) => m.role === 'system' || m.role === 'developer');
   if (i < 0) return [{ role: 'system', content: line }, ...out];
   const m = out[i];
-  const content = typeof m.content === 'string' ? `${line}\n${m.content}` : [{ type: 'text', text: line }, ...(m.content ?? [])];
+  const content =
+    typeof m.content === 'string' ? `${line}\n${m.content}` : [{ type: 'text', text: line }, ...(m.content ?? [])];
   out[i] = { ...m, content };
   return out;
 }
 
 export const volatileClock: Profile = {
   name: 'volatile-clock',
-  describe: 'a "Current date: <ISO time>" line at the top of the system prompt, advancing every call (LangChain/CrewAI/OpenHands-style templates)',
+  describe:
+    'a "Current date: <ISO time>" line at the top of the system prompt, advancing every call (LangChain/CrewAI/OpenHands-style templates)',
   apply(session, opts) {
     const rng = mulberry32(hashString(session.id, opts.seed));
     const step = (opts.clockStepSeconds ?? DEFAULT_CLOCK_STEP_SECONDS) * 1000;

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
  * the DeepSeek-V3 tokenizer drops the tools list (and tool calls that come with content), which
  * hides every effect that lives in the tools (tool-shuffle); this one renders them as DeepSeek does.
  */
-export const DEFAULT_CHAT_TEMPLATES: Readonly<Record<string, string>> = { deepseek_v3: 'configs/templates/deepseek-v3-tools.jinja' };
+export const DEFAULT_CHAT_TEMPLATES: Readonly<Record<string, string>> = {
+  deepseek_v3: 'configs/templates/deepseek-v3-tools.jinja',
+};
 
 /** --chat-template, else the tokenizer's default above (resolved from the repository root), else none. */
 export function chatTemplateFor(tokenizer: string, given: string | undefined): string | undefined {

@@ -32,7 +32,11 @@ export function parseSimTiming(header: string | string[] | undefined): Record<st
 }
 
 interface UsageBody {
-  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null };
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  };
   error?: { message?: string };
 }
 
@@ -49,7 +53,16 @@ export async function sendCall(body: ChatRequest, session: string, turn: number,
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': requestId };
   if (o.sessionHeader) headers['x-session-id'] = o.sessionHeader === 'true' ? session : `${o.sessionHeader}${session}`;
   const started = performance.now();
-  const rec: CallRecord = { session, turn, ok: false, status: 0, prompt_tokens: 0, cached_tokens: 0, completion_tokens: 0, request_id: requestId };
+  const rec: CallRecord = {
+    session,
+    turn,
+    ok: false,
+    status: 0,
+    prompt_tokens: 0,
+    cached_tokens: 0,
+    completion_tokens: 0,
+    request_id: requestId,
+  };
   try {
     const res = await request(`${o.url.replace(/\/$/, '')}/v1/chat/completions`, {
       method: 'POST',

@@ -89,9 +89,28 @@ model), not from a GPU.`;
 const BOOLEANS = new Set(['json', 'session-header']);
 const MULTI = new Set(['compare']);
 const KNOWN = new Set([
-  ...BOOLEANS, ...MULTI, 'layout', 'policy', 'budget', 'workers', 'flavor', 'kv-tokens', 'block-size', 'tokenizer',
-  'time-scale', 'profile', 'last-n', 'condense-max', 'seed', 'concurrency', 'think-ms', 'max-sessions', 'max-calls',
-  'pricing', 'model', 'chat-template',
+  ...BOOLEANS,
+  ...MULTI,
+  'layout',
+  'policy',
+  'budget',
+  'workers',
+  'flavor',
+  'kv-tokens',
+  'block-size',
+  'tokenizer',
+  'time-scale',
+  'profile',
+  'last-n',
+  'condense-max',
+  'seed',
+  'concurrency',
+  'think-ms',
+  'max-sessions',
+  'max-calls',
+  'pricing',
+  'model',
+  'chat-template',
 ]);
 
 export interface ReplayDeps {
@@ -146,7 +165,8 @@ export async function replayCommand(argv: string[], deps: ReplayDeps = {}): Prom
     const specs = args.flags.get('compare');
     configs = specs && specs.length ? specs.map((s) => parseConfigSpec(s, base)) : [parseConfigSpec('', base)];
     const profile = str(args, 'profile') ?? DEFAULT_PROFILE;
-    if (!PROFILE_NAMES.includes(profile)) throw new Error(`unknown --profile '${profile}' (${PROFILE_NAMES.join(', ')})`);
+    if (!PROFILE_NAMES.includes(profile))
+      throw new Error(`unknown --profile '${profile}' (${PROFILE_NAMES.join(', ')})`);
     let sessions = await readSessions(args.positional);
     const maxSessions = num(args, 'max-sessions', 0);
     if (maxSessions > 0) sessions = sessions.slice(0, maxSessions);

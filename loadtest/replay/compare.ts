@@ -18,7 +18,11 @@ export interface CompareOptions {
   onRunStart?: (config: RunConfig, index: number) => void;
 }
 
-export async function runComparison(sessions: Session[], configs: RunConfig[], o: CompareOptions): Promise<RunSummary[]> {
+export async function runComparison(
+  sessions: Session[],
+  configs: RunConfig[],
+  o: CompareOptions,
+): Promise<RunSummary[]> {
   const out: RunSummary[] = [];
   for (let i = 0; i < configs.length; i++) {
     const cfg = configs[i];
@@ -38,7 +42,20 @@ export async function runComparison(sessions: Session[], configs: RunConfig[], o
       const s = cfg.spec;
       const policyStats = await fleet.policyStats?.();
       const summary = summarise(
-        { label: cfg.label, layout: s.layout, policy: s.policy, ...(s.policyOptions ? { policy_options: s.policyOptions } : {}), budget: s.budget, workers: s.workers, flavor: s.flavor, kv_tokens: s.kvTokens, block_size: s.blockSize, tokenizer: s.tokenizer, ...(s.chatTemplate ? { chat_template: s.chatTemplate } : {}), profile: o.profile },
+        {
+          label: cfg.label,
+          layout: s.layout,
+          policy: s.policy,
+          ...(s.policyOptions ? { policy_options: s.policyOptions } : {}),
+          budget: s.budget,
+          workers: s.workers,
+          flavor: s.flavor,
+          kv_tokens: s.kvTokens,
+          block_size: s.blockSize,
+          tokenizer: s.tokenizer,
+          ...(s.chatTemplate ? { chat_template: s.chatTemplate } : {}),
+          profile: o.profile,
+        },
         sessions,
         records,
         await fleet.perWorker(),

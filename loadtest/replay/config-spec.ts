@@ -29,7 +29,10 @@ export function parseOptionValue(v: string): PolicyOptionValue {
 export function parseConfigSpec(text: string, base: FleetSpec): RunConfig {
   const spec: FleetSpec = { ...base };
   let label: string | undefined;
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
     if (eq < 0) throw new Error(`--compare: expected key=value, got '${part}'`);
     const key = part.slice(0, eq).trim().replace(/-/g, '_');
@@ -42,7 +45,8 @@ export function parseConfigSpec(text: string, base: FleetSpec): RunConfig {
     }
     switch (key) {
       case 'layout':
-        if (!LAYOUTS.includes(v as Layout)) throw new Error(`--compare: layout must be passthrough or ctxgate, got '${v}'`);
+        if (!LAYOUTS.includes(v as Layout))
+          throw new Error(`--compare: layout must be passthrough or ctxgate, got '${v}'`);
         spec.layout = v as Layout;
         break;
       case 'policy':
@@ -69,9 +73,16 @@ export function parseConfigSpec(text: string, base: FleetSpec): RunConfig {
         label = v;
         break;
       default:
-        throw new Error(`--compare: unknown key '${key}' (layout, policy, policy.NAME, budget, workers, flavor, kv_tokens, block_size, name)`);
+        throw new Error(
+          `--compare: unknown key '${key}' (layout, policy, policy.NAME, budget, workers, flavor, kv_tokens, block_size, name)`,
+        );
     }
   }
-  const opts = Object.entries(spec.policyOptions ?? {}).map(([k, val]) => `${k}=${val}`).join(',');
-  return { label: label ?? `${spec.layout}/${spec.policy}${opts ? `(${opts})` : ''}${spec.budget ? `/M*=${spec.budget}` : ''}`, spec };
+  const opts = Object.entries(spec.policyOptions ?? {})
+    .map(([k, val]) => `${k}=${val}`)
+    .join(',');
+  return {
+    label: label ?? `${spec.layout}/${spec.policy}${opts ? `(${opts})` : ''}${spec.budget ? `/M*=${spec.budget}` : ''}`,
+    spec,
+  };
 }

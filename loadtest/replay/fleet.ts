@@ -69,13 +69,20 @@ export const startFleet: FleetFactory = async (spec) => {
       });
       workers.push(w);
     }
-    const config = parseConfig(gatewayConfigFor(spec, workers.map((w) => w.url)), 'bench replay');
+    const config = parseConfig(
+      gatewayConfigFor(
+        spec,
+        workers.map((w) => w.url),
+      ),
+      'bench replay',
+    );
     // The product as `ctxgate serve` assembles it (pipeline, context chain with M*, stores),
     // minus usage accounting: replay reports its own figures.
     gateway = await startAssembledGateway(config, {
       logger: false,
       reporting: false,
-      tap: (client, result, ctx) => void exchanges.set(ctx.requestId, { client, upstream: result.body, receipts: result.receipts }),
+      tap: (client, result, ctx) =>
+        void exchanges.set(ctx.requestId, { client, upstream: result.body, receipts: result.receipts }),
     });
   } catch (err) {
     await close();

@@ -2,7 +2,15 @@
 // cost, TTFT percentiles (nearest rank), imbalance (max ÷ mean requests per worker).
 import type { Session } from '../formats/types.ts';
 import { costUsd, inputCostUsd } from './pricing.ts';
-import type { CallRecord, LosslessTotals, Percentiles, Pricing, RunSummary, SessionSummary, WorkerReport } from './types.ts';
+import type {
+  CallRecord,
+  LosslessTotals,
+  Percentiles,
+  Pricing,
+  RunSummary,
+  SessionSummary,
+  WorkerReport,
+} from './types.ts';
 
 export function percentile(sorted: number[], q: number): number {
   if (!sorted.length) return 0;

@@ -12,13 +12,16 @@ export function inputCostUsd(p: Pricing, prompt: number, cached: number): number
 }
 
 export function costUsd(p: Pricing, prompt: number, cached: number, completion: number): number {
-  return ((prompt - cached) * p.input_per_mtok + cached * p.cached_input_per_mtok + completion * p.output_per_mtok) / 1e6;
+  return (
+    ((prompt - cached) * p.input_per_mtok + cached * p.cached_input_per_mtok + completion * p.output_per_mtok) / 1e6
+  );
 }
 
 export async function loadPricing(path: string | undefined): Promise<Pricing> {
   if (!path) return DEFAULT_PRICING;
   const doc = parseYaml(await readFile(path, 'utf8')) as Record<string, unknown> | null;
-  const src = doc && typeof doc.pricing === 'object' && doc.pricing ? (doc.pricing as Record<string, unknown>) : (doc ?? {});
+  const src =
+    doc && typeof doc.pricing === 'object' && doc.pricing ? (doc.pricing as Record<string, unknown>) : (doc ?? {});
   const out = { ...DEFAULT_PRICING };
   for (const k of Object.keys(out) as (keyof Pricing)[]) {
     const v = src[k];

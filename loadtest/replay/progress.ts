@@ -13,7 +13,12 @@ const NOOP: Progress = { start() {}, tick() {}, stop() {} };
 export function createProgress(enabled: boolean): Progress {
   if (!enabled || !process.stderr.isTTY) return NOOP;
   const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: ' {label} |{bar}| {value}/{total} calls | {eta_formatted} left', hideCursor: true, clearOnComplete: false },
+    {
+      stream: process.stderr,
+      format: ' {label} |{bar}| {value}/{total} calls | {eta_formatted} left',
+      hideCursor: true,
+      clearOnComplete: false,
+    },
     cliProgress.Presets.shades_classic,
   );
   let value = 0;

@@ -24,7 +24,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function replaySessions(sessions: Session[], fleet: FleetHandle, o: ReplayOptions): Promise<CallRecord[]> {
   const records: CallRecord[] = [];
-  const dispatcher = new Agent({ connections: Math.max(1, o.concurrency), keepAliveTimeout: 10_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  const dispatcher = new Agent({
+    connections: Math.max(1, o.concurrency),
+    keepAliveTimeout: 10_000,
+    headersTimeout: 600_000,
+    bodyTimeout: 600_000,
+  });
   let next = 0;
   const worker = async () => {
     for (;;) {
@@ -46,7 +51,10 @@ export async function replaySessions(sessions: Session[], fleet: FleetHandle, o:
         const ex = rec.request_id ? fleet.takeExchange?.(rec.request_id) : undefined;
         if (ex) {
           const r = tracker.check(ex.client, ex.upstream, ex.receipts);
-          const samples = r.details.filter((d) => d.kind !== 'first_call_changed' || r.first_call_changed).slice(0, 3).map((d) => `${s.id}#${turn} ${d.kind} m${d.message}: ${d.line}`);
+          const samples = r.details
+            .filter((d) => d.kind !== 'first_call_changed' || r.first_call_changed)
+            .slice(0, 3)
+            .map((d) => `${s.id}#${turn} ${d.kind} m${d.message}: ${d.line}`);
           rec.lossless = { missing: r.missing, altered: r.altered, first_call_changed: r.first_call_changed, samples };
         }
         records.push(rec);

@@ -30,7 +30,12 @@ const ROWS: Row[] = [
   { name: 'errors', get: (r) => r.errors, fmt: int, ratio: false },
   { name: 'lossless: missing lines', get: (r) => r.lossless?.missing ?? NaN, fmt: intOrNa, ratio: false },
   { name: 'lossless: altered lines', get: (r) => r.lossless?.altered ?? NaN, fmt: intOrNa, ratio: false },
-  { name: 'lossless: first calls changed', get: (r) => r.lossless?.first_call_changed ?? NaN, fmt: intOrNa, ratio: false },
+  {
+    name: 'lossless: first calls changed',
+    get: (r) => r.lossless?.first_call_changed ?? NaN,
+    fmt: intOrNa,
+    ratio: false,
+  },
 ];
 
 export function formatTable(runs: RunSummary[]): string {
@@ -50,10 +55,14 @@ export function formatTable(runs: RunSummary[]): string {
     ]);
   }
   const widths = header.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  const line = (r: string[]) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   const out = rows.map(line);
   out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
-  const ttft = runs[0].ttft_source === 'modeled' ? 'TTFT modeled by the reference worker (x-sim-timing), not measured on a GPU' : 'TTFT measured end to end';
+  const ttft =
+    runs[0].ttft_source === 'modeled'
+      ? 'TTFT modeled by the reference worker (x-sim-timing), not measured on a GPU'
+      : 'TTFT measured end to end';
   out.push('', `ratios (×) are to the first column; ${ttft}.`);
   const lost = runs.flatMap((r) => (r.lossless?.samples ?? []).map((e) => `  ${r.config.label}: ${e}`));
   if (lost.length) out.push('lossless findings:', ...lost);

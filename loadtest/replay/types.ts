@@ -102,7 +102,20 @@ export interface SessionSummary {
 }
 
 export interface RunSummary {
-  config: { label: string; layout: Layout; policy: string; policy_options?: Record<string, PolicyOptionValue>; budget?: number; workers: number; flavor: Flavor; kv_tokens: number; block_size: number; tokenizer: string; chat_template?: string; profile: string };
+  config: {
+    label: string;
+    layout: Layout;
+    policy: string;
+    policy_options?: Record<string, PolicyOptionValue>;
+    budget?: number;
+    workers: number;
+    flavor: Flavor;
+    kv_tokens: number;
+    block_size: number;
+    tokenizer: string;
+    chat_template?: string;
+    profile: string;
+  };
   requests: number;
   sessions: number;
   prompt_tokens: number;

@@ -12,7 +12,6 @@ import { BlockPool, type BlockPoolEvents, type PoolBlock } from './block-pool.ts
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 
-
 type Block = PoolBlock<string>;
 
 interface BlockLease extends CacheLease {

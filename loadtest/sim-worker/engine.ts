@@ -67,7 +67,8 @@ function startsWith(a: number[], prefix: number[]): boolean {
 function saltOf(body: Record<string, unknown>, flavor: string): string | undefined {
   const v = body.cache_salt ?? (flavor === 'sglang' ? body.extra_key : undefined);
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length === 0) throw new HttpError(400, 'cache_salt must be a non-empty string', 'cache_salt');
+  if (typeof v !== 'string' || v.length === 0)
+    throw new HttpError(400, 'cache_salt must be a non-empty string', 'cache_salt');
   return v;
 }
 
@@ -77,7 +78,9 @@ function promptText(messages: ChatMessage[]): string {
   for (const m of messages) {
     const c = m.content;
     if (typeof c === 'string') parts.push(c);
-    else if (Array.isArray(c)) for (const p of c) if (p && typeof (p as { text?: unknown }).text === 'string') parts.push((p as { text: string }).text);
+    else if (Array.isArray(c))
+      for (const p of c)
+        if (p && typeof (p as { text?: unknown }).text === 'string') parts.push((p as { text: string }).text);
   }
   return parts.join('\n');
 }
@@ -86,7 +89,8 @@ function nonNegInt(body: Record<string, unknown>, key: string): number | undefin
   const sp = body.sampling_params as Record<string, unknown> | undefined;
   const v = body[key] ?? (key === 'min_tokens' ? sp?.min_new_tokens : undefined);
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new HttpError(400, `${key} must be a non-negative integer`, key);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    throw new HttpError(400, `${key} must be a non-negative integer`, key);
   return v;
 }
 
@@ -97,9 +101,13 @@ function lengthParams(body: Record<string, unknown>): Pick<GenerateRequest, 'ign
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
-  const v = body.max_completion_tokens ?? body.max_tokens ?? (body.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens;
+  const v =
+    body.max_completion_tokens ??
+    body.max_tokens ??
+    (body.sampling_params as Record<string, unknown> | undefined)?.max_new_tokens;
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new HttpError(400, 'max_tokens must be a non-negative integer', 'max_tokens');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    throw new HttpError(400, 'max_tokens must be a non-negative integer', 'max_tokens');
   return v;
 }
 
@@ -113,24 +121,32 @@ export class SimEngine {
     readonly opts: SimWorkerOptions,
     readonly tok: WorkerTokenizer,
   ) {
-    this.cache = opts.flavor === 'sglang' ? new RadixCache(opts.kvTokens) : new BlockCache(opts.kvTokens, opts.blockSize);
+    this.cache =
+      opts.flavor === 'sglang' ? new RadixCache(opts.kvTokens) : new BlockCache(opts.kvTokens, opts.blockSize);
     this.clock = new BatchClock(opts.timing, opts.maxRunning);
   }
 
   checkModel(body: Record<string, unknown>): void {
     const model = body.model;
-    if (model !== undefined && model !== this.opts.model) throw new HttpError(404, `The model \`${String(model)}\` does not exist.`, 'model');
+    if (model !== undefined && model !== this.opts.model)
+      throw new HttpError(404, `The model \`${String(model)}\` does not exist.`, 'model');
   }
 
   /** Prompt ids of a chat body: the chat template rendered, encoded as one sequence. */
   chatPromptIds(body: Record<string, unknown>): number[] {
     const messages = body.messages;
-    if (!Array.isArray(messages) || messages.length === 0) throw new HttpError(400, 'messages must be a non-empty array', 'messages');
-    for (const m of messages) if (!m || typeof m !== 'object' || typeof (m as ChatMessage).role !== 'string') throw new HttpError(400, 'each message needs a role', 'messages');
+    if (!Array.isArray(messages) || messages.length === 0)
+      throw new HttpError(400, 'messages must be a non-empty array', 'messages');
+    for (const m of messages)
+      if (!m || typeof m !== 'object' || typeof (m as ChatMessage).role !== 'string')
+        throw new HttpError(400, 'each message needs a role', 'messages');
     const tools = Array.isArray(body.tools) ? body.tools : undefined;
     let text: string;
     try {
-      text = this.tok.renderChat(messages as ChatMessage[], { tools, addGenerationPrompt: body.add_generation_prompt !== false });
+      text = this.tok.renderChat(messages as ChatMessage[], {
+        tools,
+        addGenerationPrompt: body.add_generation_prompt !== false,
+      });
     } catch (err) {
       throw new HttpError(400, `chat template failed: ${(err as Error).message}`, 'messages');
     }
@@ -152,7 +168,11 @@ export class SimEngine {
   private checkLength(promptLen: number, maxTokens: number | undefined): void {
     const total = promptLen + (maxTokens ?? 0);
     if (total > this.opts.maxModelLen) {
-      throw new HttpError(400, `This model's maximum context length is ${this.opts.maxModelLen} tokens. However, you requested ${total} tokens (${promptLen} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`, 'messages');
+      throw new HttpError(
+        400,
+        `This model's maximum context length is ${this.opts.maxModelLen} tokens. However, you requested ${total} tokens (${promptLen} in the messages, ${maxTokens ?? 0} in the completion). Please reduce the length of the messages or completion.`,
+        'messages',
+      );
     }
   }
 
@@ -177,27 +197,50 @@ export class SimEngine {
     } else {
       const messages = body.messages as ChatMessage[];
       const g = generate(this.tok, {
-        promptIds, seed: this.opts.seed, maxTokens, contextLeft: this.opts.maxModelLen - promptIds.length, ...lengthParams(body),
-        tools, toolChoice: body.tool_choice, toolCallRate: this.opts.toolCallRate,
-        toolTurns: toolTurnsOf(messages), maxToolTurns: this.opts.maxToolTurns,
+        promptIds,
+        seed: this.opts.seed,
+        maxTokens,
+        contextLeft: this.opts.maxModelLen - promptIds.length,
+        ...lengthParams(body),
+        tools,
+        toolChoice: body.tool_choice,
+        toolCallRate: this.opts.toolCallRate,
+        toolTurns: toolTurnsOf(messages),
+        maxToolTurns: this.opts.maxToolTurns,
         workspace: tools?.length ? workspaceOf(promptText(messages), this.opts.workspaceRoots) : undefined,
       });
       ({ content, toolCalls, contentIds, finishReason } = g);
     }
     const outputIds = this.answerIds(body, promptIds, { content, toolCalls, contentIds }, finishReason === 'length');
     const withReasoning = reasoning ? [...this.tok.encodeCached(reasoning), ...outputIds] : outputIds;
-    return { promptIds, salt: saltOf(body, this.opts.flavor), content, toolCalls, reasoning, contentIds, outputIds: withReasoning, finishReason };
+    return {
+      promptIds,
+      salt: saltOf(body, this.opts.flavor),
+      content,
+      toolCalls,
+      reasoning,
+      contentIds,
+      outputIds: withReasoning,
+      finishReason,
+    };
   }
 
   /** The ids of the answer as the template renders it after the prompt; text ids if it does not extend. */
-  private answerIds(body: Record<string, unknown>, promptIds: number[], a: { content: string | null; toolCalls: ToolCall[]; contentIds: number[] }, truncated: boolean): number[] {
+  private answerIds(
+    body: Record<string, unknown>,
+    promptIds: number[],
+    a: { content: string | null; toolCalls: ToolCall[]; contentIds: number[] },
+    truncated: boolean,
+  ): number[] {
     if (truncated) return a.contentIds;
     const messages = body.messages as ChatMessage[];
     const tools = Array.isArray(body.tools) ? body.tools : undefined;
     const assistant: ChatMessage = { role: 'assistant', content: a.content ?? (a.toolCalls.length ? null : '') };
     if (a.toolCalls.length) assistant.tool_calls = a.toolCalls;
     try {
-      const full = this.tok.encodeCached(this.tok.renderChat([...messages, assistant], { tools, addGenerationPrompt: false }));
+      const full = this.tok.encodeCached(
+        this.tok.renderChat([...messages, assistant], { tools, addGenerationPrompt: false }),
+      );
       if (startsWith(full, promptIds) && full.length > promptIds.length) return full.slice(promptIds.length);
     } catch {
       /* template refused the answer shape: fall back to the text ids */
@@ -210,10 +253,25 @@ export class SimEngine {
     this.checkModel(body);
     const promptIds = this.textPromptIds(prompt);
     if (promptIds.length === 0) throw new HttpError(400, 'prompt is empty', 'prompt');
-    const maxTokens = maxTokensOf(body) ?? (body.max_tokens === undefined && body.sampling_params === undefined ? 16 : undefined);
+    const maxTokens =
+      maxTokensOf(body) ?? (body.max_tokens === undefined && body.sampling_params === undefined ? 16 : undefined);
     this.checkLength(promptIds.length, maxTokens);
-    const g = generate(this.tok, { promptIds, seed: this.opts.seed, maxTokens, contextLeft: this.opts.maxModelLen - promptIds.length, ...lengthParams(body) });
-    return { promptIds, salt: saltOf(body, this.opts.flavor), content: g.content, toolCalls: [], contentIds: g.contentIds, outputIds: g.contentIds, finishReason: g.finishReason };
+    const g = generate(this.tok, {
+      promptIds,
+      seed: this.opts.seed,
+      maxTokens,
+      contextLeft: this.opts.maxModelLen - promptIds.length,
+      ...lengthParams(body),
+    });
+    return {
+      promptIds,
+      salt: saltOf(body, this.opts.flavor),
+      content: g.content,
+      toolCalls: [],
+      contentIds: g.contentIds,
+      outputIds: g.contentIds,
+      finishReason: g.finishReason,
+    };
   }
 
   /** Modeled "now" in seconds: wall time, stretched by 1/timeScale when sleeping is scaled. */
@@ -224,7 +282,12 @@ export class SimEngine {
 
   admit(prepared: Prepared): Admission {
     const lease = this.cache.begin(prepared.promptIds, prepared.salt);
-    const schedule = this.clock.schedule(this.modeledNow(), prepared.promptIds.length, lease.cachedTokens, prepared.outputIds.length);
+    const schedule = this.clock.schedule(
+      this.modeledNow(),
+      prepared.promptIds.length,
+      lease.cachedTokens,
+      prepared.outputIds.length,
+    );
     this.totals.requests++;
     this.totals.promptTokens += prepared.promptIds.length;
     this.totals.cachedTokens += lease.cachedTokens;

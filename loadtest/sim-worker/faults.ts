@@ -26,7 +26,10 @@ export function parseFaultHeader(value: string | undefined): Partial<RequestFaul
   const out: Partial<RequestFault> = {};
   if (!value) return out;
   for (const part of value.split(/[;,]/)) {
-    const [k, v] = part.trim().split('=').map((s) => s.trim());
+    const [k, v] = part
+      .trim()
+      .split('=')
+      .map((s) => s.trim());
     if (!k) continue;
     const n = Number(v);
     if (k === 'reset') out.reset = true;

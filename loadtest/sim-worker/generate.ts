@@ -82,7 +82,9 @@ export interface Generated {
  * tool result (harness reminders, Anthropic text blocks riding along with tool_result) continues
  * the same task; one after an assistant text answer, or at the start, opens a new one.
  */
-export function toolTurnsOf(messages: readonly { role?: unknown; tool_calls?: unknown; [k: string]: unknown }[]): number {
+export function toolTurnsOf(
+  messages: readonly { role?: unknown; tool_calls?: unknown; [k: string]: unknown }[],
+): number {
   let n = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i];
@@ -133,8 +135,17 @@ export function generate(tok: WorkerTokenizer, req: GenerateRequest): Generated 
   if (tool) {
     const kind = toolKind(tool.function.name, tool.function.parameters);
     const args = argumentsFor(tool.function.parameters, kind, req.workspace ?? { files: [] }, rand);
-    const id = 'call_' + Math.floor(rand() * 2 ** 48).toString(16).padStart(12, '0');
-    return { content: null, toolCalls: [{ id, type: 'function', function: { name: tool.function.name, arguments: JSON.stringify(args) } }], contentIds: [], finishReason: 'tool_calls' };
+    const id =
+      'call_' +
+      Math.floor(rand() * 2 ** 48)
+        .toString(16)
+        .padStart(12, '0');
+    return {
+      content: null,
+      toolCalls: [{ id, type: 'function', function: { name: tool.function.name, arguments: JSON.stringify(args) } }],
+      contentIds: [],
+      finishReason: 'tool_calls',
+    };
   }
   const { n, cut } = answerLength(req, rand);
   const ids: number[] = [];

@@ -64,7 +64,11 @@ export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): P
     server.listen(options.port, options.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  const host = options.host.includes(':')
+    ? `[${options.host}]`
+    : options.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : options.host;
   return {
     url: `http://${host}:${port}`,
     port,

@@ -23,14 +23,55 @@ export function createMetrics(flavor: 'vllm' | 'sglang', model: string): WorkerM
   const labelNames = ['model_name'] as const;
   const l = { model_name: model };
   if (flavor === 'vllm') {
-    const queries = new Counter({ name: 'vllm:prefix_cache_queries_total', help: 'Prefix cache queries, in tokens.', labelNames, registers: [registry] });
-    const hits = new Counter({ name: 'vllm:prefix_cache_hits_total', help: 'Prefix cache hits, in tokens.', labelNames, registers: [registry] });
-    const ttft = new Histogram({ name: 'vllm:time_to_first_token_seconds', help: 'Histogram of time to first token in seconds.', labelNames, buckets: TTFT_BUCKETS, registers: [registry] });
-    const running = new Gauge({ name: 'vllm:num_requests_running', help: 'Number of requests in model execution batches.', labelNames, registers: [registry] });
-    const waiting = new Gauge({ name: 'vllm:num_requests_waiting', help: 'Number of requests waiting to be processed.', labelNames, registers: [registry] });
-    const usage = new Gauge({ name: 'vllm:kv_cache_usage_perc', help: 'KV-cache usage. 1 means 100 percent usage.', labelNames, registers: [registry] });
-    const prompt = new Counter({ name: 'vllm:prompt_tokens_total', help: 'Number of prefill tokens processed.', labelNames, registers: [registry] });
-    const gen = new Counter({ name: 'vllm:generation_tokens_total', help: 'Number of generation tokens processed.', labelNames, registers: [registry] });
+    const queries = new Counter({
+      name: 'vllm:prefix_cache_queries_total',
+      help: 'Prefix cache queries, in tokens.',
+      labelNames,
+      registers: [registry],
+    });
+    const hits = new Counter({
+      name: 'vllm:prefix_cache_hits_total',
+      help: 'Prefix cache hits, in tokens.',
+      labelNames,
+      registers: [registry],
+    });
+    const ttft = new Histogram({
+      name: 'vllm:time_to_first_token_seconds',
+      help: 'Histogram of time to first token in seconds.',
+      labelNames,
+      buckets: TTFT_BUCKETS,
+      registers: [registry],
+    });
+    const running = new Gauge({
+      name: 'vllm:num_requests_running',
+      help: 'Number of requests in model execution batches.',
+      labelNames,
+      registers: [registry],
+    });
+    const waiting = new Gauge({
+      name: 'vllm:num_requests_waiting',
+      help: 'Number of requests waiting to be processed.',
+      labelNames,
+      registers: [registry],
+    });
+    const usage = new Gauge({
+      name: 'vllm:kv_cache_usage_perc',
+      help: 'KV-cache usage. 1 means 100 percent usage.',
+      labelNames,
+      registers: [registry],
+    });
+    const prompt = new Counter({
+      name: 'vllm:prompt_tokens_total',
+      help: 'Number of prefill tokens processed.',
+      labelNames,
+      registers: [registry],
+    });
+    const gen = new Counter({
+      name: 'vllm:generation_tokens_total',
+      help: 'Number of generation tokens processed.',
+      labelNames,
+      registers: [registry],
+    });
     for (const m of [queries, hits, prompt, gen]) m.inc(l, 0);
     return {
       registry,
@@ -48,13 +89,44 @@ export function createMetrics(flavor: 'vllm' | 'sglang', model: string): WorkerM
       },
     };
   }
-  const hitRate = new Gauge({ name: 'sglang:cache_hit_rate', help: 'The prefix cache hit rate.', labelNames, registers: [registry] });
-  const ttft = new Histogram({ name: 'sglang:time_to_first_token_seconds', help: 'Histogram of time to first token in seconds.', labelNames, buckets: TTFT_BUCKETS, registers: [registry] });
-  const queue = new Gauge({ name: 'sglang:num_queue_reqs', help: 'The number of requests in the waiting queue.', labelNames, registers: [registry] });
-  const running = new Gauge({ name: 'sglang:num_running_reqs', help: 'The number of running requests.', labelNames, registers: [registry] });
+  const hitRate = new Gauge({
+    name: 'sglang:cache_hit_rate',
+    help: 'The prefix cache hit rate.',
+    labelNames,
+    registers: [registry],
+  });
+  const ttft = new Histogram({
+    name: 'sglang:time_to_first_token_seconds',
+    help: 'Histogram of time to first token in seconds.',
+    labelNames,
+    buckets: TTFT_BUCKETS,
+    registers: [registry],
+  });
+  const queue = new Gauge({
+    name: 'sglang:num_queue_reqs',
+    help: 'The number of requests in the waiting queue.',
+    labelNames,
+    registers: [registry],
+  });
+  const running = new Gauge({
+    name: 'sglang:num_running_reqs',
+    help: 'The number of running requests.',
+    labelNames,
+    registers: [registry],
+  });
   const usage = new Gauge({ name: 'sglang:token_usage', help: 'The token usage.', labelNames, registers: [registry] });
-  const prompt = new Counter({ name: 'sglang:prompt_tokens_total', help: 'Number of prefill tokens processed.', labelNames, registers: [registry] });
-  const gen = new Counter({ name: 'sglang:generation_tokens_total', help: 'Number of generation tokens processed.', labelNames, registers: [registry] });
+  const prompt = new Counter({
+    name: 'sglang:prompt_tokens_total',
+    help: 'Number of prefill tokens processed.',
+    labelNames,
+    registers: [registry],
+  });
+  const gen = new Counter({
+    name: 'sglang:generation_tokens_total',
+    help: 'Number of generation tokens processed.',
+    labelNames,
+    registers: [registry],
+  });
   let q = 0;
   let h = 0;
   hitRate.set(l, 0);

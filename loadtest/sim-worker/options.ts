@@ -53,7 +53,12 @@ export const DEFAULT_OPTIONS: SimWorkerOptions = {
 };
 
 export function resolveOptions(opts: Partial<SimWorkerOptions>): SimWorkerOptions {
-  return { ...DEFAULT_OPTIONS, ...opts, faults: { ...DEFAULT_FAULTS, ...opts.faults }, timing: { ...(opts.timing ?? DEFAULT_OPTIONS.timing) } };
+  return {
+    ...DEFAULT_OPTIONS,
+    ...opts,
+    faults: { ...DEFAULT_FAULTS, ...opts.faults },
+    timing: { ...(opts.timing ?? DEFAULT_OPTIONS.timing) },
+  };
 }
 
 export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; default 0)
@@ -96,19 +101,33 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
       return v;
     };
     switch (flag) {
-      case '--port': opts.port = num(flag, take()); break;
-      case '--host': opts.host = take(); break;
-      case '--model': opts.model = take(); break;
-      case '--tokenizer': opts.tokenizer = take(); break;
-      case '--chat-template': opts.chatTemplate = take(); break;
+      case '--port':
+        opts.port = num(flag, take());
+        break;
+      case '--host':
+        opts.host = take();
+        break;
+      case '--model':
+        opts.model = take();
+        break;
+      case '--tokenizer':
+        opts.tokenizer = take();
+        break;
+      case '--chat-template':
+        opts.chatTemplate = take();
+        break;
       case '--flavor': {
         const f = take();
         if (f !== 'vllm' && f !== 'sglang') throw new Error('--flavor must be vllm or sglang');
         opts.flavor = f;
         break;
       }
-      case '--kv-tokens': opts.kvTokens = num(flag, take()); break;
-      case '--block-size': opts.blockSize = num(flag, take()); break;
+      case '--kv-tokens':
+        opts.kvTokens = num(flag, take());
+        break;
+      case '--block-size':
+        opts.blockSize = num(flag, take());
+        break;
       case '--preset': {
         const p = PRESETS[take()];
         if (!p) throw new Error(`unknown preset; known: ${Object.keys(PRESETS).join(', ')}`);
@@ -116,25 +135,70 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
         timingTouched = true;
         break;
       }
-      case '--params': timing.params = num(flag, take()); timingTouched = true; break;
-      case '--layers': timing.layers = num(flag, take()); timingTouched = true; break;
-      case '--hidden': timing.hidden = num(flag, take()); timingTouched = true; break;
-      case '--kv-heads': timing.kvHeads = num(flag, take()); timingTouched = true; break;
-      case '--head-dim': timing.headDim = num(flag, take()); timingTouched = true; break;
-      case '--peak-tflops': timing.peakFlops = num(flag, take()) * 1e12; timingTouched = true; break;
-      case '--mfu': timing.mfu = num(flag, take()) || DEFAULT_MFU; timingTouched = true; break;
-      case '--bandwidth-gbs': timing.bandwidth = num(flag, take()) * 1e9; timingTouched = true; break;
-      case '--max-running': opts.maxRunning = num(flag, take()); break;
-      case '--time-scale': opts.timeScale = num(flag, take()); break;
-      case '--seed': opts.seed = num(flag, take()); break;
-      case '--tool-call-rate': opts.toolCallRate = num(flag, take()); break;
-      case '--max-tool-turns': opts.maxToolTurns = num(flag, take()); break;
-      case '--workspace-root': opts.workspaceRoots = [...(opts.workspaceRoots ?? []), take()]; break;
-      case '--fail-rate': faults.failRate = num(flag, take()); break;
-      case '--fail-status': faults.failStatus = num(flag, take()); break;
-      case '--hang-ms': faults.hangMs = num(flag, take()); break;
-      case '--die-after-chunks': faults.dieAfterChunks = num(flag, take()); break;
-      default: rest.push(flag);
+      case '--params':
+        timing.params = num(flag, take());
+        timingTouched = true;
+        break;
+      case '--layers':
+        timing.layers = num(flag, take());
+        timingTouched = true;
+        break;
+      case '--hidden':
+        timing.hidden = num(flag, take());
+        timingTouched = true;
+        break;
+      case '--kv-heads':
+        timing.kvHeads = num(flag, take());
+        timingTouched = true;
+        break;
+      case '--head-dim':
+        timing.headDim = num(flag, take());
+        timingTouched = true;
+        break;
+      case '--peak-tflops':
+        timing.peakFlops = num(flag, take()) * 1e12;
+        timingTouched = true;
+        break;
+      case '--mfu':
+        timing.mfu = num(flag, take()) || DEFAULT_MFU;
+        timingTouched = true;
+        break;
+      case '--bandwidth-gbs':
+        timing.bandwidth = num(flag, take()) * 1e9;
+        timingTouched = true;
+        break;
+      case '--max-running':
+        opts.maxRunning = num(flag, take());
+        break;
+      case '--time-scale':
+        opts.timeScale = num(flag, take());
+        break;
+      case '--seed':
+        opts.seed = num(flag, take());
+        break;
+      case '--tool-call-rate':
+        opts.toolCallRate = num(flag, take());
+        break;
+      case '--max-tool-turns':
+        opts.maxToolTurns = num(flag, take());
+        break;
+      case '--workspace-root':
+        opts.workspaceRoots = [...(opts.workspaceRoots ?? []), take()];
+        break;
+      case '--fail-rate':
+        faults.failRate = num(flag, take());
+        break;
+      case '--fail-status':
+        faults.failStatus = num(flag, take());
+        break;
+      case '--hang-ms':
+        faults.hangMs = num(flag, take());
+        break;
+      case '--die-after-chunks':
+        faults.dieAfterChunks = num(flag, take());
+        break;
+      default:
+        rest.push(flag);
     }
   }
   if (timingTouched) opts.timing = timing;

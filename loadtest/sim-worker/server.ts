@@ -7,7 +7,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, type Admission, type Prepared, type SimEngine } from './engine.ts';
 import type { FaultInjector, RequestFault } from './faults.ts';
 import type { WorkerMetrics } from './metrics.ts';
-import { chatChunk, chatCompletion, errorBody, textChunk, textCompletion, textDeltas, usage, usageChunk } from './openai-shapes.ts';
+import {
+  chatChunk,
+  chatCompletion,
+  errorBody,
+  textChunk,
+  textCompletion,
+  textDeltas,
+  usage,
+  usageChunk,
+} from './openai-shapes.ts';
 import { finishReason, generateEvents, generateMeta } from './sglang-shapes.ts';
 import { timingHeader } from './timing.ts';
 
@@ -56,7 +65,12 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
   /** Waits out modeled queue + prefill (scaled), keeping the running/waiting gauges honest. */
   async function runAdmission(prepared: Prepared): Promise<Admission> {
     const a = engine.admit(prepared);
-    d.metrics.observe({ promptTokens: prepared.promptIds.length, cachedTokens: a.lease.cachedTokens, outputTokens: prepared.outputIds.length, ttftS: a.schedule.ttftS });
+    d.metrics.observe({
+      promptTokens: prepared.promptIds.length,
+      cachedTokens: a.lease.cachedTokens,
+      outputTokens: prepared.outputIds.length,
+      ttftS: a.schedule.ttftS,
+    });
     d.load.waiting++;
     refreshLoad();
     await sleep(a.schedule.queueS * 1000 * o.timeScale);
@@ -74,7 +88,12 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
   }
 
   /** Writes SSE events with decode pacing; returns false when the connection died. */
-  async function stream(res: ServerResponse, a: Admission, events: { data: unknown; tokens: number }[], fault: RequestFault): Promise<boolean> {
+  async function stream(
+    res: ServerResponse,
+    a: Admission,
+    events: { data: unknown; tokens: number }[],
+    fault: RequestFault,
+  ): Promise<boolean> {
     const perTokenMs = (a.schedule.decodeS * 1000 * o.timeScale) / Math.max(1, a.prepared.outputIds.length);
     let owed = 0;
     let sent = 0;
@@ -105,7 +124,12 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
   }
 
   function sseHead(res: ServerResponse, a: Admission): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-sim-timing': timingHeader(a.schedule) });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-sim-timing': timingHeader(a.schedule),
+    });
   }
 
   async function chat(body: Record<string, unknown>, res: ServerResponse, fault: RequestFault): Promise<void> {
@@ -117,7 +141,16 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     const model = o.model;
     if (body.stream !== true) {
       await sleep(a.schedule.decodeS * 1000 * o.timeScale);
-      const text = JSON.stringify(chatCompletion(id, created, model, { content: p.content, toolCalls: p.toolCalls, reasoning: p.reasoning }, p.finishReason, u));
+      const text = JSON.stringify(
+        chatCompletion(
+          id,
+          created,
+          model,
+          { content: p.content, toolCalls: p.toolCalls, reasoning: p.reasoning },
+          p.finishReason,
+          u,
+        ),
+      );
       if (fault.dieAfterChunks > 0) {
         res.writeHead(200, { 'content-type': 'application/json', 'x-sim-timing': timingHeader(a.schedule) });
         await new Promise<void>((r) => res.write(text.slice(0, text.length >> 1), () => r()));
@@ -126,22 +159,44 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
         done(a, 0);
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-sim-timing': timingHeader(a.schedule) });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+        'x-sim-timing': timingHeader(a.schedule),
+      });
       res.end(text);
       done(a);
       return;
     }
     sseHead(res, a);
-    const events: { data: unknown; tokens: number }[] = [{ data: chatChunk(id, created, model, { role: 'assistant', content: '' }), tokens: 0 }];
-    if (p.reasoning) events.push({ data: chatChunk(id, created, model, { reasoning_content: p.reasoning }), tokens: p.outputIds.length - p.contentIds.length });
+    const events: { data: unknown; tokens: number }[] = [
+      { data: chatChunk(id, created, model, { role: 'assistant', content: '' }), tokens: 0 },
+    ];
+    if (p.reasoning)
+      events.push({
+        data: chatChunk(id, created, model, { reasoning_content: p.reasoning }),
+        tokens: p.outputIds.length - p.contentIds.length,
+      });
     if (p.toolCalls.length) {
-      if (p.content) events.push({ data: chatChunk(id, created, model, { content: p.content }), tokens: p.contentIds.length });
+      if (p.content)
+        events.push({ data: chatChunk(id, created, model, { content: p.content }), tokens: p.contentIds.length });
       p.toolCalls.forEach((c, index) => {
-        events.push({ data: chatChunk(id, created, model, { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] }), tokens: 1 });
-        events.push({ data: chatChunk(id, created, model, { tool_calls: [{ index, function: { arguments: c.function.arguments } }] }), tokens: 1 });
+        events.push({
+          data: chatChunk(id, created, model, {
+            tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }],
+          }),
+          tokens: 1,
+        });
+        events.push({
+          data: chatChunk(id, created, model, {
+            tool_calls: [{ index, function: { arguments: c.function.arguments } }],
+          }),
+          tokens: 1,
+        });
       });
     } else if (p.content) {
-      for (const piece of textDeltas(engine.tok.decode, p.contentIds, p.content)) events.push({ data: chatChunk(id, created, model, { content: piece }), tokens: 1 });
+      for (const piece of textDeltas(engine.tok.decode, p.contentIds, p.content))
+        events.push({ data: chatChunk(id, created, model, { content: piece }), tokens: 1 });
     }
     events.push({ data: chatChunk(id, created, model, {}, p.finishReason), tokens: 0 });
     const opts = body.stream_options as { include_usage?: boolean } | undefined;
@@ -157,18 +212,28 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     const u = usage(p.promptIds.length, p.outputIds.length, a.lease.cachedTokens);
     if (body.stream !== true) {
       await sleep(a.schedule.decodeS * 1000 * o.timeScale);
-      sendJson(res, 200, textCompletion(id, created, o.model, p.content ?? '', p.finishReason, u), { 'x-sim-timing': timingHeader(a.schedule) });
+      sendJson(res, 200, textCompletion(id, created, o.model, p.content ?? '', p.finishReason, u), {
+        'x-sim-timing': timingHeader(a.schedule),
+      });
       done(a);
       return;
     }
     sseHead(res, a);
-    const events = textDeltas(engine.tok.decode, p.contentIds, p.content ?? '').map((t) => ({ data: textChunk(id, created, o.model, t), tokens: 1 }));
+    const events = textDeltas(engine.tok.decode, p.contentIds, p.content ?? '').map((t) => ({
+      data: textChunk(id, created, o.model, t),
+      tokens: 1,
+    }));
     events.push({ data: textChunk(id, created, o.model, '', p.finishReason), tokens: 0 });
-    if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) events.push({ data: usageChunk(id, created, o.model, u, 'text_completion'), tokens: 0 });
+    if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage)
+      events.push({ data: usageChunk(id, created, o.model, u, 'text_completion'), tokens: 0 });
     await stream(res, a, events, fault);
   }
 
-  async function sglangGenerate(body: Record<string, unknown>, res: ServerResponse, fault: RequestFault): Promise<void> {
+  async function sglangGenerate(
+    body: Record<string, unknown>,
+    res: ServerResponse,
+    fault: RequestFault,
+  ): Promise<void> {
     const p = engine.prepareText({ ...body, model: undefined }, body.input_ids ?? body.text);
     const t = performance.now();
     const a = await runAdmission(p);
@@ -204,12 +269,39 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
       return void res.end(text);
     }
     if (method === 'GET' && path === '/v1/models') {
-      return sendJson(res, 200, { object: 'list', data: [{ id: o.model, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: o.flavor, root: o.model, parent: null, max_model_len: o.maxModelLen, permission: [] }] });
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [
+          {
+            id: o.model,
+            object: 'model',
+            created: Math.floor(Date.now() / 1000),
+            owned_by: o.flavor,
+            root: o.model,
+            parent: null,
+            max_model_len: o.maxModelLen,
+            permission: [],
+          },
+        ],
+      });
     }
     if (o.flavor === 'sglang' && path === '/get_server_info') {
-      return sendJson(res, 200, { model_path: o.model, served_model_name: o.model, tokenizer_path: o.tokenizer, page_size: 1, max_total_num_tokens: o.kvTokens, max_running_requests: o.maxRunning, context_length: o.maxModelLen, enable_cache_report: true, version: 'sim' });
+      return sendJson(res, 200, {
+        model_path: o.model,
+        served_model_name: o.model,
+        tokenizer_path: o.tokenizer,
+        page_size: 1,
+        max_total_num_tokens: o.kvTokens,
+        max_running_requests: o.maxRunning,
+        context_length: o.maxModelLen,
+        enable_cache_report: true,
+        version: 'sim',
+      });
     }
-    if ((o.flavor === 'sglang' && path === '/flush_cache') || (o.flavor === 'vllm' && path === '/reset_prefix_cache' && method === 'POST')) {
+    if (
+      (o.flavor === 'sglang' && path === '/flush_cache') ||
+      (o.flavor === 'vllm' && path === '/reset_prefix_cache' && method === 'POST')
+    ) {
       engine.cache.flush();
       res.writeHead(200, { 'content-type': 'text/plain' });
       return void res.end(o.flavor === 'sglang' ? 'Cache flushed.\n' : '');
@@ -223,14 +315,16 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     if (fault.reset) return void req.socket.destroy();
     const raw = await readBody(req);
     await sleep(fault.hangMs);
-    if (fault.status) return sendJson(res, fault.status, errorBody(fault.status, `simulated failure (status ${fault.status})`));
+    if (fault.status)
+      return sendJson(res, fault.status, errorBody(fault.status, `simulated failure (status ${fault.status})`));
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(raw) as Record<string, unknown>;
     } catch {
       throw new HttpError(400, 'request body is not valid JSON');
     }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'request body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw new HttpError(400, 'request body must be a JSON object');
     if (path === '/v1/chat/completions') return chat(body, res, fault);
     if (path === '/v1/completions') return completion(body, res, fault);
     if (path === '/tokenize') return tokenize(body, res);

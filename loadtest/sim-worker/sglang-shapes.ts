@@ -15,11 +15,27 @@ export interface GenerateMeta {
 }
 
 export function finishReason(p: Prepared, eosId: number): NonNullable<GenerateMeta['finish_reason']> {
-  return p.finishReason === 'length' ? { type: 'length', length: p.outputIds.length } : { type: 'stop', matched: eosId };
+  return p.finishReason === 'length'
+    ? { type: 'length', length: p.outputIds.length }
+    : { type: 'stop', matched: eosId };
 }
 
-export function generateMeta(id: string, p: Prepared, cached: number, completion: number, finish: GenerateMeta['finish_reason'], t0: number): GenerateMeta {
-  return { id, finish_reason: finish, prompt_tokens: p.promptIds.length, completion_tokens: completion, cached_tokens: cached, e2e_latency: (performance.now() - t0) / 1000 };
+export function generateMeta(
+  id: string,
+  p: Prepared,
+  cached: number,
+  completion: number,
+  finish: GenerateMeta['finish_reason'],
+  t0: number,
+): GenerateMeta {
+  return {
+    id,
+    finish_reason: finish,
+    prompt_tokens: p.promptIds.length,
+    completion_tokens: completion,
+    cached_tokens: cached,
+    e2e_latency: (performance.now() - t0) / 1000,
+  };
 }
 
 /**
@@ -28,7 +44,14 @@ export function generateMeta(id: string, p: Prepared, cached: number, completion
  * e2e_latency is filled when the event is built, so it reads the time of the build, not
  * of the write; the last event is what clients read it from.
  */
-export function generateEvents(id: string, p: Prepared, cached: number, deltas: string[], eosId: number, t0: number): { data: unknown; tokens: number }[] {
+export function generateEvents(
+  id: string,
+  p: Prepared,
+  cached: number,
+  deltas: string[],
+  eosId: number,
+  t0: number,
+): { data: unknown; tokens: number }[] {
   const events: { data: unknown; tokens: number }[] = [];
   let text = '';
   // A delta may cover more than one id (textDeltas merges undecodable bytes); spread the
@@ -39,6 +62,9 @@ export function generateEvents(id: string, p: Prepared, cached: number, deltas: 
     const done = Math.round(((i + 1) * total) / deltas.length);
     events.push({ data: { text, meta_info: generateMeta(id, p, cached, done, null, t0) }, tokens: 1 });
   });
-  events.push({ data: { text: p.content ?? '', meta_info: generateMeta(id, p, cached, total, finishReason(p, eosId), t0) }, tokens: 0 });
+  events.push({
+    data: { text: p.content ?? '', meta_info: generateMeta(id, p, cached, total, finishReason(p, eosId), t0) },
+    tokens: 0,
+  });
   return events;
 }

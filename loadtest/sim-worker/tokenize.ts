@@ -44,7 +44,10 @@ export async function loadWorkerTokenizer(spec: string, chatTemplateFile?: strin
   const splitter = specials.length ? new RegExp(`(${specials.map(escapeRe).join('|')})`, 'u') : undefined;
   const specialIds = new Map<string, number[]>();
   for (const s of specials) specialIds.set(s, encode(s));
-  const pieces = new LRUCache<string, number[]>({ maxSize: SEGMENT_CACHE_CHARS, sizeCalculation: (_v, k) => Math.max(1, k.length) });
+  const pieces = new LRUCache<string, number[]>({
+    maxSize: SEGMENT_CACHE_CHARS,
+    sizeCalculation: (_v, k) => Math.max(1, k.length),
+  });
 
   const encodeCached = (text: string): number[] => {
     if (!splitter) return encode(text);

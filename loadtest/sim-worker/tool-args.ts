@@ -31,7 +31,8 @@ export interface JsonSchema {
 export type ToolKind = 'read' | 'list' | 'glob' | 'grep' | 'shell' | 'other';
 
 /** Tools that change state or reach outside the workspace: never picked while a safe one is offered. */
-const UNSAFE = /write|edit|replace|patch|delete|remove|rm\b|create|move|rename|todo|task|agent|memory|web|fetch|url|http|ask|question|skill|exit|plan|save|install|notebook|image|screenshot|browser|goal|stdin|input/i;
+const UNSAFE =
+  /write|edit|replace|patch|delete|remove|rm\b|create|move|rename|todo|task|agent|memory|web|fetch|url|http|ask|question|skill|exit|plan|save|install|notebook|image|screenshot|browser|goal|stdin|input/i;
 
 export function toolKind(name: string, schema: JsonSchema | undefined): ToolKind {
   if (UNSAFE.test(name)) return 'other';
@@ -44,7 +45,10 @@ export function toolKind(name: string, schema: JsonSchema | undefined): ToolKind
   return 'other';
 }
 
-const WORDS = 'cache prefix block token worker request model layout session context file line test build router value state check path'.split(' ');
+const WORDS =
+  'cache prefix block token worker request model layout session context file line test build router value state check path'.split(
+    ' ',
+  );
 
 const pick = <T>(items: readonly T[], rand: () => number): T => items[Math.floor(rand() * items.length)];
 const words = (rand: () => number, n: number): string => Array.from({ length: n }, () => pick(WORDS, rand)).join(' ');
@@ -81,7 +85,8 @@ function stringFor(key: string, s: JsonSchema, kind: ToolKind, ws: Workspace, ra
     if (kind === 'list' || kind === 'glob' || kind === 'grep' || !file) return dir;
     return file;
   }
-  if (/description|reason|explanation|summary|title/.test(k)) return `Inspect the ${kind === 'shell' ? 'workspace' : 'file'} before changing anything`;
+  if (/description|reason|explanation|summary|title/.test(k))
+    return `Inspect the ${kind === 'shell' ? 'workspace' : 'file'} before changing anything`;
   if (/query|text|content|prompt|message/.test(k)) return words(rand, 3);
   return words(rand, 1 + Math.floor(rand() * 3));
 }
@@ -107,7 +112,14 @@ function numberFor(key: string, s: JsonSchema, integer: boolean): number {
   return v;
 }
 
-export function valueFor(key: string, schema: JsonSchema | undefined, kind: ToolKind, ws: Workspace, rand: () => number, depth = 0): unknown {
+export function valueFor(
+  key: string,
+  schema: JsonSchema | undefined,
+  kind: ToolKind,
+  ws: Workspace,
+  rand: () => number,
+  depth = 0,
+): unknown {
   const s = schema ?? {};
   if ('const' in s) return s.const;
   if (s.enum && s.enum.length) return pick(s.enum, rand);
@@ -137,7 +149,13 @@ export function valueFor(key: string, schema: JsonSchema | undefined, kind: Tool
 }
 
 /** Arguments holding exactly the schema's required keys, each valid for its sub-schema. */
-export function argumentsFor(schema: JsonSchema | undefined, kind: ToolKind, ws: Workspace, rand: () => number, depth = 0): Record<string, unknown> {
+export function argumentsFor(
+  schema: JsonSchema | undefined,
+  kind: ToolKind,
+  ws: Workspace,
+  rand: () => number,
+  depth = 0,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of schema?.required ?? []) out[key] = valueFor(key, schema?.properties?.[key], kind, ws, rand, depth);
   return out;

@@ -42,7 +42,9 @@ export function workingDirOf(text: string): string | undefined {
 export function mentionedFiles(text: string, dir: string): string[] {
   const t = text.length > MAX_SCAN_CHARS ? text.slice(0, MAX_SCAN_CHARS) : text;
   const out = new Set<string>();
-  for (const m of t.matchAll(/(?:^|[\s`'"(├└─│])((?:\/|\.\/)?[\w.-]+(?:\/[\w.-]+)*\.[A-Za-z0-9]{1,8})(?=$|[\s`'",:;)])/gm)) {
+  for (const m of t.matchAll(
+    /(?:^|[\s`'"(├└─│])((?:\/|\.\/)?[\w.-]+(?:\/[\w.-]+)*\.[A-Za-z0-9]{1,8})(?=$|[\s`'",:;)])/gm,
+  )) {
     const p = m[1];
     if (/^\d+(\.\d+)+$/.test(p) || /^[\w-]+\.(com|org|io|net|dev)$/.test(p)) continue;
     const abs = isAbsolute(p) ? p : join(dir, p);

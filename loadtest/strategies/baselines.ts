@@ -17,7 +17,8 @@ export const fullLog: Strategy = {
 export function slidingWindow(): Strategy {
   return {
     name: 'sliding-window',
-    describe: 'leading system prompt + the newest messages that fit in the budget W (the task falls out once it is old)',
+    describe:
+      'leading system prompt + the newest messages that fit in the budget W (the task falls out once it is old)',
     start(ctx) {
       return {
         stage(raw, reserved) {
@@ -29,7 +30,10 @@ export function slidingWindow(): Strategy {
           while (start > root && used + tok(raw[start - 1]) <= ctx.budget) used += tok(raw[--start]);
           if (start === raw.length && start > root) start--; // always send the newest message
           while (start < raw.length - 1 && raw[start].role === 'tool') start++; // no orphan tool results
-          const keep = [...Array.from({ length: root }, (_, i) => i), ...Array.from({ length: raw.length - start }, (_, i) => start + i)];
+          const keep = [
+            ...Array.from({ length: root }, (_, i) => i),
+            ...Array.from({ length: raw.length - start }, (_, i) => start + i),
+          ];
           return { messages: keep.map((i) => raw[i]), origin: keep, hidden: new Set() };
         },
       };
@@ -47,7 +51,9 @@ export function observationMasking(keep = DEFAULT_MASK_KEEP): Strategy {
           const obs = observationIndexes(raw);
           const old = obs.slice(0, Math.max(0, obs.length - keep));
           const hidden = new Set(old);
-          const messages = raw.map((m, i) => (hidden.has(i) ? { ...m, content: elidedText(textOf(m).split('\n').length) } : m));
+          const messages = raw.map((m, i) =>
+            hidden.has(i) ? { ...m, content: elidedText(textOf(m).split('\n').length) } : m,
+          );
           return { messages, origin: raw.map((_, i) => i), hidden };
         },
       };

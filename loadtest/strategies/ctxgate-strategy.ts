@@ -20,7 +20,8 @@ export const SYNTH_RULES: NonNullable<LedgerOptions['rules']> = [
 export function ctxgateStrategy(): Strategy {
   return {
     name: 'ctxgate',
-    describe: 'root kept; stabilised history (agent elisions deferred); tombstones for superseded reads; audited watermark compaction into a checkpoint digest within M*',
+    describe:
+      'root kept; stabilised history (agent elisions deferred); tombstones for superseded reads; audited watermark compaction into a checkpoint digest within M*',
     start(ctx) {
       let bundle: LedgerBundle | undefined;
       return {
@@ -34,7 +35,9 @@ export function ctxgateStrategy(): Strategy {
           const watermark = cp?.checkpointMessage ? cp.watermark : 0;
           const headLen = c.messages.length - (raw.length - watermark);
           const rawKeys = raw.slice(0, watermark).map(messageKey);
-          const origin = c.messages.map((m, j) => (j >= headLen ? watermark + (j - headLen) : rawKeys.indexOf(messageKey(m))));
+          const origin = c.messages.map((m, j) =>
+            j >= headLen ? watermark + (j - headLen) : rawKeys.indexOf(messageKey(m)),
+          );
           const kept = new Set(origin);
           const hidden = new Set<number>();
           for (let i = 0; i < watermark; i++) if (!kept.has(i)) hidden.add(i);

@@ -82,7 +82,20 @@ export class StrategyEvaluator {
   }
 
   async evaluate(strategy: Strategy, sessions: Session[]): Promise<StrategyResult> {
-    const acc: Acc = { betweenCached: 0, betweenStaged: 0, calls: 0, raw: 0, staged: 0, max: 0, over: 0, cached: 0, verbatimSum: 0, compactions: 0, constraintSum: 0, exposed: 0 };
+    const acc: Acc = {
+      betweenCached: 0,
+      betweenStaged: 0,
+      calls: 0,
+      raw: 0,
+      staged: 0,
+      max: 0,
+      over: 0,
+      cached: 0,
+      verbatimSum: 0,
+      compactions: 0,
+      constraintSum: 0,
+      exposed: 0,
+    };
     const count = (t: string) => this.tokens.count(t);
     for (const s of sessions) {
       const run = strategy.start({ budget: this.budget, count });
@@ -97,7 +110,10 @@ export class StrategyEvaluator {
       for (const call of s.calls) {
         const raw = call.body.messages;
         truth = applyLedger(raw, truth, { eviction: false, rules: SYNTH_RULES, countTokens: count, now: 0 }).state;
-        const view = await run.stage(raw, call.body.tools?.length ? TokenModel.total(this.tokens.sequence([], call.body.tools)) : 0);
+        const view = await run.stage(
+          raw,
+          call.body.tools?.length ? TokenModel.total(this.tokens.sequence([], call.body.tools)) : 0,
+        );
         const seq = this.tokens.sequence(view.messages, call.body.tools);
         const staged = TokenModel.total(seq);
         acc.calls++;
@@ -108,7 +124,8 @@ export class StrategyEvaluator {
         // Engines also cache the blocks they decoded: the previous call's completion (the
         // assistant message this request adds right after the previous prompt) when asked to.
         const completion = this.opts.cacheCompletions && prevSeq ? raw[prevRawLen] : undefined;
-        const prevFull = prevSeq && completion?.role === 'assistant' ? [...prevSeq, this.tokens.ids(messageKey(completion))] : prevSeq;
+        const prevFull =
+          prevSeq && completion?.role === 'assistant' ? [...prevSeq, this.tokens.ids(messageKey(completion))] : prevSeq;
         const cached = this.tokens.cachedTokens(prevFull, seq);
         acc.cached += cached;
         prevSeq = seq;
@@ -120,7 +137,8 @@ export class StrategyEvaluator {
         acc.verbatimSum += rawV.size ? rawV.retainedBy(view.messages) / rawV.size : 1;
         // a compaction: the staged history is no longer an extension of the previous one
         const keys = view.messages.map(messageKey);
-        const compacted = prevKeys !== undefined && (keys.length < prevKeys.length || prevKeys.some((k, i) => keys[i] !== k));
+        const compacted =
+          prevKeys !== undefined && (keys.length < prevKeys.length || prevKeys.some((k, i) => keys[i] !== k));
         if (prevKeys && !compacted) {
           acc.betweenCached += cached;
           acc.betweenStaged += staged;
@@ -128,7 +146,9 @@ export class StrategyEvaluator {
         if (compacted) {
           acc.compactions++;
           const text = view.messages.map(shownText).join('\n');
-          acc.constraintSum += constraints.length ? constraints.filter((c) => text.includes(c)).length / constraints.length : 1;
+          acc.constraintSum += constraints.length
+            ? constraints.filter((c) => text.includes(c)).length / constraints.length
+            : 1;
         }
         prevKeys = keys;
         if (this.exposed(truth, view)) acc.exposed++;

@@ -24,11 +24,18 @@ export function formatStrategyTable(results: StrategyResult[]): string {
   const rows = [['', ...results.map((r) => r.strategy)], ...ROWS.map(([name, f]) => [name, ...results.map(f)])];
   if (results.length > 1) {
     const base = results[0];
-    rows.push(['prefill vs first', ...results.map((r) => (base.prefill_tokens ? `×${(r.prefill_tokens / base.prefill_tokens).toFixed(2)}` : '-'))]);
-    rows.push(['cost vs first', ...results.map((r) => (base.cost_usd ? `×${(r.cost_usd / base.cost_usd).toFixed(2)}` : '-'))]);
+    rows.push([
+      'prefill vs first',
+      ...results.map((r) => (base.prefill_tokens ? `×${(r.prefill_tokens / base.prefill_tokens).toFixed(2)}` : '-')),
+    ]);
+    rows.push([
+      'cost vs first',
+      ...results.map((r) => (base.cost_usd ? `×${(r.cost_usd / base.cost_usd).toFixed(2)}` : '-')),
+    ]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const line = (r: string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  const line = (r: string[]) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   const out = rows.map(line);
   out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return out.join('\n');

@@ -13,7 +13,9 @@ export interface Encoder {
 
 export function messageKey(m: ChatMessage): string {
   const content = typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '');
-  const calls = m.tool_calls?.length ? JSON.stringify(m.tool_calls.map((t) => [t.function.name, t.function.arguments])) : '';
+  const calls = m.tool_calls?.length
+    ? JSON.stringify(m.tool_calls.map((t) => [t.function.name, t.function.arguments]))
+    : '';
   return `${m.role}\u0000${content}\u0000${calls}\u0000${m.tool_call_id ?? ''}`;
 }
 

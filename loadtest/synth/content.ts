@@ -3,8 +3,37 @@
 // directory listings. Everything is driven by the caller's seeded Rng.
 import { intBetween, pick, type Rng } from '../profiles/rng.ts';
 
-const NOUNS = ['token', 'session', 'claim', 'cache', 'request', 'user', 'config', 'record', 'payload', 'header', 'schema', 'window', 'budget', 'ledger', 'route'];
-const VERBS = ['validate', 'parse', 'load', 'build', 'resolve', 'normalize', 'refresh', 'encode', 'decode', 'merge', 'flush', 'compute'];
+const NOUNS = [
+  'token',
+  'session',
+  'claim',
+  'cache',
+  'request',
+  'user',
+  'config',
+  'record',
+  'payload',
+  'header',
+  'schema',
+  'window',
+  'budget',
+  'ledger',
+  'route',
+];
+const VERBS = [
+  'validate',
+  'parse',
+  'load',
+  'build',
+  'resolve',
+  'normalize',
+  'refresh',
+  'encode',
+  'decode',
+  'merge',
+  'flush',
+  'compute',
+];
 const TYPES = ['str', 'int', 'dict[str, Any]', 'list[str]', 'bytes', 'float', 'Optional[int]', 'bool'];
 
 export const ESC = '\u001b';
@@ -21,7 +50,16 @@ export function identifier(rng: Rng): string {
 }
 
 export function makeFile(path: string, rng: Rng, nFunctions: number): RepoFile {
-  const lines = [`"""${path.replace(/\//g, '.').replace(/\.py$/, '')}: ${pick(NOUNS, rng)} handling."""`, 'from __future__ import annotations', '', 'import logging', 'from typing import Any, Optional', '', 'log = logging.getLogger(__name__)', ''];
+  const lines = [
+    `"""${path.replace(/\//g, '.').replace(/\.py$/, '')}: ${pick(NOUNS, rng)} handling."""`,
+    'from __future__ import annotations',
+    '',
+    'import logging',
+    'from typing import Any, Optional',
+    '',
+    'log = logging.getLogger(__name__)',
+    '',
+  ];
   const functions: RepoFile['functions'] = [];
   const used = new Set<string>();
   for (let f = 0; f < nFunctions; f++) {
@@ -31,7 +69,11 @@ export function makeFile(path: string, rng: Rng, nFunctions: number): RepoFile {
     const arg = pick(NOUNS, rng);
     const ret = pick(TYPES, rng);
     functions.push({ name, line: lines.length + 1 });
-    lines.push('', `def ${name}(${arg}: ${pick(TYPES, rng)}, *, strict: bool = False) -> ${ret}:`, `    """${name.replace('_', ' ')} for the given ${arg}."""`);
+    lines.push(
+      '',
+      `def ${name}(${arg}: ${pick(TYPES, rng)}, *, strict: bool = False) -> ${ret}:`,
+      `    """${name.replace('_', ' ')} for the given ${arg}."""`,
+    );
     const body = intBetween(4, 12, rng);
     for (let b = 0; b < body; b++) {
       const v = pick(NOUNS, rng);
@@ -66,19 +108,37 @@ export interface Failure {
 }
 
 export function testLog(rng: Rng, total: number, failures: Failure[], seconds: number): string {
-  const out = [c('1', `============================= test session starts ==============================`), 'platform linux -- Python 3.11.9, pytest-8.2.1, pluggy-1.5.0', `collected ${total} items`, ''];
-  for (let p = 10; p <= 100; p += 10) out.push(`\r${progressBar(p)} ${c('32', '.'.repeat(intBetween(3, 9, rng)))}${p === 50 && failures.length ? c('31', 'F') : ''}`);
+  const out = [
+    c('1', `============================= test session starts ==============================`),
+    'platform linux -- Python 3.11.9, pytest-8.2.1, pluggy-1.5.0',
+    `collected ${total} items`,
+    '',
+  ];
+  for (let p = 10; p <= 100; p += 10)
+    out.push(
+      `\r${progressBar(p)} ${c('32', '.'.repeat(intBetween(3, 9, rng)))}${p === 50 && failures.length ? c('31', 'F') : ''}`,
+    );
   out.push('');
   if (failures.length) {
     out.push(c('31;1', '=================================== FAILURES ==================================='));
     for (const f of failures) {
-      out.push(c('31;1', `_____________________________ ${f.test} _____________________________`), '', `    def ${f.test.split('::').pop()}():`, `>       ${f.assertion}`, c('31', `E       AssertionError: ${f.assertion.replace(/^assert /, 'assert ')}`), '', c('31', `${f.file}:${f.line}: AssertionError`));
+      out.push(
+        c('31;1', `_____________________________ ${f.test} _____________________________`),
+        '',
+        `    def ${f.test.split('::').pop()}():`,
+        `>       ${f.assertion}`,
+        c('31', `E       AssertionError: ${f.assertion.replace(/^assert /, 'assert ')}`),
+        '',
+        c('31', `${f.file}:${f.line}: AssertionError`),
+      );
     }
     out.push(c('36', '=========================== short test summary info ============================'));
     for (const f of failures) out.push(`FAILED ${f.test} - AssertionError: ${f.assertion}`);
   }
   const passed = total - failures.length;
-  const summary = failures.length ? c('31', `${failures.length} failed, ${passed} passed in ${seconds.toFixed(2)}s`) : c('32', `${passed} passed in ${seconds.toFixed(2)}s`);
+  const summary = failures.length
+    ? c('31', `${failures.length} failed, ${passed} passed in ${seconds.toFixed(2)}s`)
+    : c('32', `${passed} passed in ${seconds.toFixed(2)}s`);
   out.push(`========================= ${summary} =========================`);
   return out.join('\n');
 }
@@ -89,9 +149,18 @@ export function mypyLog(rng: Rng, files: RepoFile[], errors: number): string {
   for (let i = 0; i < errors; i++) {
     const f = pick(files, rng);
     const fn = pick(f.functions, rng);
-    out.push(`${f.path}:${fn.line + intBetween(1, 5, rng)}: ${c('31', 'error:')} Argument 1 to "${fn.name}" has incompatible type "${pick(TYPES, rng)}"; expected "${pick(TYPES, rng)}"  ${c('33', `[${pick(codes, rng)}]`)}`);
+    out.push(
+      `${f.path}:${fn.line + intBetween(1, 5, rng)}: ${c('31', 'error:')} Argument 1 to "${fn.name}" has incompatible type "${pick(TYPES, rng)}"; expected "${pick(TYPES, rng)}"  ${c('33', `[${pick(codes, rng)}]`)}`,
+    );
   }
-  out.push(errors ? c('31;1', `Found ${errors} error${errors > 1 ? 's' : ''} in ${Math.min(errors, files.length)} file(s) (checked ${files.length + 14} source files)`) : c('32;1', `Success: no issues found in ${files.length + 14} source files`));
+  out.push(
+    errors
+      ? c(
+          '31;1',
+          `Found ${errors} error${errors > 1 ? 's' : ''} in ${Math.min(errors, files.length)} file(s) (checked ${files.length + 14} source files)`,
+        )
+      : c('32;1', `Success: no issues found in ${files.length + 14} source files`),
+  );
   return out.join('\n');
 }
 
@@ -119,5 +188,12 @@ export function grepOutput(rng: Rng, files: RepoFile[], word: string): string {
 }
 
 export function listing(files: RepoFile[], tests: string[]): string {
-  return ['.', './pyproject.toml', './README.md', './setup.cfg', ...files.map((f) => `./${f.path}`), ...tests.map((t) => `./${t}`)].join('\n');
+  return [
+    '.',
+    './pyproject.toml',
+    './README.md',
+    './setup.cfg',
+    ...files.map((f) => `./${f.path}`),
+    ...tests.map((t) => `./${t}`),
+  ].join('\n');
 }

@@ -7,7 +7,13 @@ import { applyProfile } from '../profiles/index.ts';
 import { generateSession, type SessionShape } from './session.ts';
 
 export const DEFAULT_SYNTH_SEED = 42;
-export const DEFAULT_SESSION_SHAPE: SessionShape = { minCalls: 20, maxCalls: 60, minFunctions: 3, maxFunctions: 7, model: 'synth-agent' };
+export const DEFAULT_SESSION_SHAPE: SessionShape = {
+  minCalls: 20,
+  maxCalls: 60,
+  minFunctions: 3,
+  maxFunctions: 7,
+  model: 'synth-agent',
+};
 
 export interface SynthOptions extends Partial<SessionShape> {
   count: number;
@@ -23,7 +29,10 @@ export const DEFAULT_ELISION_EVERY = 4;
 
 export function generateSessions(o: SynthOptions): Session[] {
   const seed = o.seed ?? DEFAULT_SYNTH_SEED;
-  const shape: SessionShape = { ...DEFAULT_SESSION_SHAPE, ...Object.fromEntries(Object.entries(o).filter(([k, v]) => k in DEFAULT_SESSION_SHAPE && v !== undefined)) };
+  const shape: SessionShape = {
+    ...DEFAULT_SESSION_SHAPE,
+    ...Object.fromEntries(Object.entries(o).filter(([k, v]) => k in DEFAULT_SESSION_SHAPE && v !== undefined)),
+  };
   const volatileEvery = o.volatileEvery ?? DEFAULT_VOLATILE_EVERY;
   const elisionEvery = o.elisionEvery ?? DEFAULT_ELISION_EVERY;
   const out: Session[] = [];

@@ -39,29 +39,58 @@ const fn = (name: string, description: string, properties: Record<string, unknow
 });
 
 export const TOOLS: ToolDef[] = [
-  fn('bash', 'Run a shell command in the repository root and return stdout, stderr and the exit code. Commands time out after 120 seconds.', {
-    command: { type: 'string', description: 'The command to run, e.g. `ls -la src` or `git diff`.' },
-    timeout: { type: 'integer', description: 'Timeout in seconds (default 120, max 600).' },
-  }, ['command']),
-  fn('read_file', 'Read a text file and return its contents with 1-based line numbers. Use start/end to read part of a large file.', {
-    path: { type: 'string', description: 'Path relative to the repository root.' },
-    start: { type: 'integer', description: 'First line to return (1-based, inclusive).' },
-    end: { type: 'integer', description: 'Last line to return (inclusive).' },
-  }, ['path']),
-  fn('edit_file', 'Replace an exact, unique snippet of a file with new text and return a unified diff of the change.', {
-    path: { type: 'string', description: 'Path relative to the repository root.' },
-    old: { type: 'string', description: 'Exact text to replace (must occur exactly once).' },
-    new: { type: 'string', description: 'Replacement text.' },
-  }, ['path', 'old', 'new']),
-  fn('grep', 'Search files with a regular expression and return matching lines as path:line:text.', {
-    pattern: { type: 'string', description: 'Regular expression (ripgrep syntax).' },
-    path: { type: 'string', description: 'Directory or file to search (default: repository root).' },
-    glob: { type: 'string', description: 'Only search files matching this glob, e.g. `*.py`.' },
-  }, ['pattern']),
-  fn('run_tests', 'Run the test suite (or the given test paths / node ids) and return the runner output and exit code.', {
-    targets: { type: 'array', items: { type: 'string' }, description: 'Test files or node ids; empty runs everything.' },
-    verbose: { type: 'boolean', description: 'Per-test output.' },
-  }, []),
+  fn(
+    'bash',
+    'Run a shell command in the repository root and return stdout, stderr and the exit code. Commands time out after 120 seconds.',
+    {
+      command: { type: 'string', description: 'The command to run, e.g. `ls -la src` or `git diff`.' },
+      timeout: { type: 'integer', description: 'Timeout in seconds (default 120, max 600).' },
+    },
+    ['command'],
+  ),
+  fn(
+    'read_file',
+    'Read a text file and return its contents with 1-based line numbers. Use start/end to read part of a large file.',
+    {
+      path: { type: 'string', description: 'Path relative to the repository root.' },
+      start: { type: 'integer', description: 'First line to return (1-based, inclusive).' },
+      end: { type: 'integer', description: 'Last line to return (inclusive).' },
+    },
+    ['path'],
+  ),
+  fn(
+    'edit_file',
+    'Replace an exact, unique snippet of a file with new text and return a unified diff of the change.',
+    {
+      path: { type: 'string', description: 'Path relative to the repository root.' },
+      old: { type: 'string', description: 'Exact text to replace (must occur exactly once).' },
+      new: { type: 'string', description: 'Replacement text.' },
+    },
+    ['path', 'old', 'new'],
+  ),
+  fn(
+    'grep',
+    'Search files with a regular expression and return matching lines as path:line:text.',
+    {
+      pattern: { type: 'string', description: 'Regular expression (ripgrep syntax).' },
+      path: { type: 'string', description: 'Directory or file to search (default: repository root).' },
+      glob: { type: 'string', description: 'Only search files matching this glob, e.g. `*.py`.' },
+    },
+    ['pattern'],
+  ),
+  fn(
+    'run_tests',
+    'Run the test suite (or the given test paths / node ids) and return the runner output and exit code.',
+    {
+      targets: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'Test files or node ids; empty runs everything.',
+      },
+      verbose: { type: 'boolean', description: 'Per-test output.' },
+    },
+    [],
+  ),
 ];
 
 export const CONSTRAINTS = [

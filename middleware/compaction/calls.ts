@@ -32,7 +32,8 @@ export function scanCalls(input: ChatMessage[]): CallInfo[] {
           try {
             const a = JSON.parse(tc.function?.arguments ?? '{}') as Record<string, unknown>;
             const c = a.command ?? a.cmd ?? a.input;
-            label = typeof c === 'string' ? c : Array.isArray(c) ? c.map(String).join(' ') : `${label} ${JSON.stringify(a)}`;
+            label =
+              typeof c === 'string' ? c : Array.isArray(c) ? c.map(String).join(' ') : `${label} ${JSON.stringify(a)}`;
           } catch {
             label = `${label} ${tc.function?.arguments ?? ''}`;
           }
@@ -42,7 +43,13 @@ export function scanCalls(input: ChatMessage[]): CallInfo[] {
         }
       } else {
         const cmd = textModeCommand(messageText(m));
-        const info: CallInfo = { id: cmd ? `text-${n + 1}` : `say-${i}`, call: cmd ? ++n : n, label: cmd ?? '', thought, assistantIndex: i };
+        const info: CallInfo = {
+          id: cmd ? `text-${n + 1}` : `say-${i}`,
+          call: cmd ? ++n : n,
+          label: cmd ?? '',
+          thought,
+          assistantIndex: i,
+        };
         calls.push(info);
         pendingText = cmd ? info : undefined;
       }
@@ -64,7 +71,10 @@ export function fullText(m: ChatMessage): string {
   let args = calls;
   // Commands are JSON-escaped inside arguments; compare on their decoded form.
   try {
-    args = (m.tool_calls ?? []).map((t) => JSON.stringify(JSON.parse(t.function?.arguments ?? '{}'))).join('\n') + '\n' + decodeArgs(m);
+    args =
+      (m.tool_calls ?? []).map((t) => JSON.stringify(JSON.parse(t.function?.arguments ?? '{}'))).join('\n') +
+      '\n' +
+      decodeArgs(m);
   } catch {
     /* keep raw */
   }
@@ -75,7 +85,9 @@ function decodeArgs(m: ChatMessage): string {
   return (m.tool_calls ?? [])
     .map((t) => {
       const a = JSON.parse(t.function?.arguments ?? '{}') as Record<string, unknown>;
-      return Object.values(a).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('\n');
+      return Object.values(a)
+        .map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
+        .join('\n');
     })
     .join('\n');
 }

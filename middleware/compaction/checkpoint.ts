@@ -75,7 +75,8 @@ export async function auditCheckpoint(cp: Checkpoint, x: AuditInput): Promise<Au
     const rec = x.calls[m.id];
     if (!rec) problems.push(`milestone ${m.id} (call ${m.call}) is not in the ledger`);
     else if (rec[1] !== m.exit) problems.push(`milestone ${m.id} claims exit ${m.exit}, ledger has ${rec[1]}`);
-    else if (rec[2] !== m.hash) problems.push(`milestone ${m.id} claims output ${m.hash.slice(0, 12)}, ledger has ${rec[2].slice(0, 12)}`);
+    else if (rec[2] !== m.hash)
+      problems.push(`milestone ${m.id} claims output ${m.hash.slice(0, 12)}, ledger has ${rec[2].slice(0, 12)}`);
   }
   const have = new Set(cp.constraints);
   for (const c of x.taskConstraints) if (!have.has(c)) problems.push(`constraint dropped: ${c.slice(0, 80)}`);
@@ -98,20 +99,29 @@ export interface RenderOptions {
 /** The checkpoint header as the model sees it (the history digest follows it). */
 export function renderCheckpoint(cp: Checkpoint, o: RenderOptions = {}): string {
   const lines = [
-    frameNote(`checkpoint ${cp.n}: calls ${cp.calls[0]}–${cp.calls[1]} compacted; ${Object.keys(cp.artifacts).length} full outputs kept by the gateway`),
+    frameNote(
+      `checkpoint ${cp.n}: calls ${cp.calls[0]}–${cp.calls[1]} compacted; ${Object.keys(cp.artifacts).length} full outputs kept by the gateway`,
+    ),
     `Goal: ${cp.goal}`,
   ];
   const extra = o.shown ? cp.constraints.filter((c) => !o.shown!.includes(c)) : cp.constraints;
   const pinned = cp.constraints.length - extra.length;
   if (cp.constraints.length) {
-    lines.push(pinned ? `Constraints: the ${pinned} stated in the task above still hold${extra.length ? '; also:' : '.'}` : 'Constraints:');
+    lines.push(
+      pinned
+        ? `Constraints: the ${pinned} stated in the task above still hold${extra.length ? '; also:' : '.'}`
+        : 'Constraints:',
+    );
     lines.push(...extra.map((c) => `- ${c}`));
   }
   const max = o.maxMilestones ?? MAX_RENDERED_MILESTONES;
   if (cp.milestones.length) {
     const shownMs = cp.milestones.slice(-max);
     const older = cp.milestones.length - shownMs.length;
-    lines.push(`Milestones${older ? ` (latest ${shownMs.length}; ${older} earlier in the record)` : ''}:`, ...shownMs.map((m) => `- #${m.call} \`${m.command}\` → exit ${m.exit ?? '?'}`));
+    lines.push(
+      `Milestones${older ? ` (latest ${shownMs.length}; ${older} earlier in the record)` : ''}:`,
+      ...shownMs.map((m) => `- #${m.call} \`${m.command}\` → exit ${m.exit ?? '?'}`),
+    );
   }
   if (cp.hypothesis) lines.push(`Hypothesis: ${cp.hypothesis}`);
   return lines.join('\n');

@@ -15,7 +15,15 @@ import { scanCalls } from './calls.ts';
 import { looksLikeMarker } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
-import { losslessText, mergeRange, renderDigest, renderEntry, shortLabel, THOUGHT_CHARS, type DigestEntry } from './digest.ts';
+import {
+  losslessText,
+  mergeRange,
+  renderDigest,
+  renderEntry,
+  shortLabel,
+  THOUGHT_CHARS,
+  type DigestEntry,
+} from './digest.ts';
 import { constraintLines, keptList, KEPT_SEP, missingFrom, occursIn, shownText, verbatimSet } from './verbatim.ts';
 
 export const DEFAULT_HIGH = 0.8;
@@ -89,17 +97,28 @@ export interface CompactionResult {
   compacted?: { watermark: number; tokensBefore: number; tokensAfter: number };
 }
 
-export async function compactMessages(input: ChatMessage[], prev: CompactionState | undefined, opts: CompactionOptions): Promise<CompactionResult> {
+export async function compactMessages(
+  input: ChatMessage[],
+  prev: CompactionState | undefined,
+  opts: CompactionOptions,
+): Promise<CompactionResult> {
   const count = opts.countTokens ?? approxTokens;
   const receipts: Receipt[] = [];
   let st = prev ? structuredClone(prev) : undefined;
   const raw = opts.rawInput && opts.rawInput.length === input.length ? opts.rawInput : input;
   const rawHashes = opts.rawHashes && opts.rawHashes.length === input.length ? opts.rawHashes : undefined;
   if (st && !prefixStillValid(raw, st, rawHashes)) {
-    receipts.push({ stage: STAGE, action: 'reset', reason: `agent history below message ${st.watermark} changed since compaction ${st.n}; compacted prefix dropped` });
+    receipts.push({
+      stage: STAGE,
+      action: 'reset',
+      reason: `agent history below message ${st.watermark} changed since compaction ${st.n}; compacted prefix dropped`,
+    });
     st = undefined;
   }
-  const view = st && st.checkpointMessage ? [...input.slice(0, st.pinnedEnd), st.checkpointMessage, ...input.slice(st.watermark)] : input;
+  const view =
+    st && st.checkpointMessage
+      ? [...input.slice(0, st.pinnedEnd), st.checkpointMessage, ...input.slice(st.watermark)]
+      : input;
   const M = opts.budgetTokens ?? 0;
   if (!M) return { messages: view, state: st, receipts };
   const tokens = sumTokens(view, count);
@@ -108,11 +127,14 @@ export async function compactMessages(input: ChatMessage[], prev: CompactionStat
   // After a refusal, wait for 0.1·M* of growth — except near M*, where every call tries again
   // (best effort): waiting there would let the prompt grow past M*.
   const nearM = opts.bestEffort !== false && tokens >= BEST_EFFORT_FROM * M;
-  if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M && !nearM) return { messages: view, state: st, receipts };
+  if (st?.refusedAt !== undefined && tokens < st.refusedAt + 0.1 * M && !nearM)
+    return { messages: view, state: st, receipts };
   const r = await compactOnce(input, raw, rawHashes, st, view, tokens, opts, count);
   receipts.push(...r.receipts);
   if (!r.state) {
-    const keep: CompactionState = st ? { ...st, refusedAt: tokens } : { v: 1, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens };
+    const keep: CompactionState = st
+      ? { ...st, refusedAt: tokens }
+      : { v: 1, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens };
     return { messages: view, state: keep, receipts };
   }
   return { messages: r.messages, state: r.state, receipts, compacted: r.compacted };
@@ -150,14 +172,23 @@ async function compactOnce(
   tokensBefore: number,
   opts: CompactionOptions,
   count: CountTokens,
-): Promise<{ messages: ChatMessage[]; state?: CompactionState; receipts: Receipt[]; compacted?: CompactionResult['compacted'] }> {
-  const refuse = (reason: string) => ({ messages: view, receipts: [{ stage: STAGE, action: 'refused', tokens_before: tokensBefore, reason }] });
+): Promise<{
+  messages: ChatMessage[];
+  state?: CompactionState;
+  receipts: Receipt[];
+  compacted?: CompactionResult['compacted'];
+}> {
+  const refuse = (reason: string) => ({
+    messages: view,
+    receipts: [{ stage: STAGE, action: 'refused', tokens_before: tokensBefore, reason }],
+  });
   const M = opts.budgetTokens!;
   const target = (opts.low ?? DEFAULT_LOW) * M;
   // Best effort only once the prompt nears M* itself (a refusal at τ_high retries at
   // τ_high + 0.1·M*): below that a refusal still leaves the prompt within budget and waiting
   // keeps the cached prefix longer; past it, anything under τ_high beats growing past M*.
-  const ceiling = opts.bestEffort === false || tokensBefore < BEST_EFFORT_FROM * M ? target : (opts.high ?? DEFAULT_HIGH) * M;
+  const ceiling =
+    opts.bestEffort === false || tokensBefore < BEST_EFFORT_FROM * M ? target : (opts.high ?? DEFAULT_HIGH) * M;
   const K = Math.max(1, opts.keepLastCalls ?? DEFAULT_KEEP_LAST_CALLS);
   const firstUser = input.findIndex((m) => m.role === 'user');
   if (firstUser < 0) return refuse('no user task to pin');
@@ -176,7 +207,10 @@ async function compactOnce(
     W = assistants[assistants.length - keep];
     fixedTokens = headTokens + sumTokens(input.slice(W), count);
   }
-  if (fixedTokens >= ceiling) return refuse(`pinned root, task and latest ${keep} call(s) alone take ${fixedTokens} tokens ≥ ${Math.floor(ceiling)}`);
+  if (fixedTokens >= ceiling)
+    return refuse(
+      `pinned root, task and latest ${keep} call(s) alone take ${fixedTokens} tokens ≥ ${Math.floor(ceiling)}`,
+    );
   const head = input.slice(0, pinnedEnd);
   const tail = input.slice(W);
 
@@ -208,7 +242,9 @@ async function compactOnce(
     if (obs?.stale) pointer = `stale: ${obs.stale.reason}${obs.stale.byCall ? ` by call ${obs.stale.byCall}` : ''}`;
     else if (seenHash.has(hash) && out.length > 80) pointer = `identical to the output of #${seenHash.get(hash)}`;
     else if (obs && obs.reads.length && obs.writes.length === 0) {
-      const newer = ledger!.observations.find((o) => o.call > obs.call && o.label === obs.label && o.writes.length === 0);
+      const newer = ledger!.observations.find(
+        (o) => o.call > obs.call && o.label === obs.label && o.writes.length === 0,
+      );
       if (newer) pointer = `superseded by the same read at #${newer.call}`;
     }
     if (!seenHash.has(hash)) seenHash.set(hash, c.call);
@@ -235,20 +271,50 @@ async function compactOnce(
   // Checkpoint: goal, constraints (schema partition: never lossy), milestones, hypothesis.
   const task = redact(messageText(input[firstUser])).text;
   const taskConstraints = constraintLines(task);
-  const constraints = [...new Set([...(st?.constraints ?? []), ...taskConstraints, ...regionUserTexts.flatMap(constraintLines)])];
-  const ledgerCalls = ledger?.calls ?? Object.fromEntries(fresh.filter((c) => c.result).map((c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const));
+  const constraints = [
+    ...new Set([...(st?.constraints ?? []), ...taskConstraints, ...regionUserTexts.flatMap(constraintLines)]),
+  ];
+  const ledgerCalls =
+    ledger?.calls ??
+    Object.fromEntries(
+      fresh
+        .filter((c) => c.result)
+        .map(
+          (c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const,
+        ),
+    );
   const milestones: Milestone[] = [...(st?.checkpoint?.milestones ?? [])];
   for (const c of fresh) {
     const rec = ledgerCalls[c.id];
     if (!rec) continue;
-    const isMilestone = rec[1] !== null && (rec[1] !== 0 || /\b(pytest|test|make|cargo|go test|npm|tsc|patch|apply|sed -i|>)\b/.test(c.label));
-    if (isMilestone) milestones.push({ id: c.id, call: rec[0], command: shortLabel(c.label).slice(0, 100), exit: rec[1], hash: rec[2] });
+    const isMilestone =
+      rec[1] !== null &&
+      (rec[1] !== 0 || /\b(pytest|test|make|cargo|go test|npm|tsc|patch|apply|sed -i|>)\b/.test(c.label));
+    if (isMilestone)
+      milestones.push({
+        id: c.id,
+        call: rec[0],
+        command: shortLabel(c.label).slice(0, 100),
+        exit: rec[1],
+        hash: rec[2],
+      });
   }
-  const lastThought = [...fresh].reverse().find((c) => c.thought)?.thought.slice(0, THOUGHT_CHARS) ?? st?.checkpoint?.hypothesis ?? '';
+  const lastThought =
+    [...fresh]
+      .reverse()
+      .find((c) => c.thought)
+      ?.thought.slice(0, THOUGHT_CHARS) ??
+    st?.checkpoint?.hypothesis ??
+    '';
   const refs = Object.entries(artifacts).slice(-MAX_ARTIFACT_REFS);
   const cp = makeCheckpoint({
     n: (st?.n ?? 0) + 1,
-    goal: task.split('\n').find((l) => l.trim())?.trim().slice(0, 300) ?? '',
+    goal:
+      task
+        .split('\n')
+        .find((l) => l.trim())
+        ?.trim()
+        .slice(0, 300) ?? '',
     goalHash: sha256Hex(task),
     milestones,
     hypothesis: lastThought,
@@ -265,7 +331,8 @@ async function compactOnce(
   let headerText = renderCheckpoint(cp, { shown: headShown });
   // No room left under τ_low: the header shows only the latest few milestones (the digest's
   // entries still name every call and its exit; the record keeps them all for the audit).
-  if (target - fixedTokens - count(headerText) < 0) headerText = renderCheckpoint(cp, { shown: headShown, maxMilestones: TIGHT_MILESTONES });
+  if (target - fixedTokens - count(headerText) < 0)
+    headerText = renderCheckpoint(cp, { shown: headShown, maxMilestones: TIGHT_MILESTONES });
   const around = `${headShown}\n${tail.map(shownText).join('\n')}\n${headerText}`;
   const elsewhere = (v: string): boolean => occursIn(v, around);
   const budget = target - fixedTokens - count(headerText) - 16;
@@ -301,11 +368,14 @@ async function compactOnce(
   total = count(digest);
   if (total > budget && opts.summarise) {
     const summary = (await opts.summarise(summaryPrompt(digest))).trim();
-    const kept = keptList(missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary).filter((v) => !elsewhere(v)));
+    const kept = keptList(
+      missingFrom(new Set(merged.flatMap((e) => e.verbatim)), summary).filter((v) => !elsewhere(v)),
+    );
     digest = `Summary (model-written):\n${summary}${kept.length && keepIds ? `\n  kept: ${kept.join(KEPT_SEP)}` : ''}`;
     total = count(digest);
   }
-  if (total > budget + (ceiling - target)) return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
+  if (total > budget + (ceiling - target))
+    return refuse(`digest needs ${Math.ceil(total)} tokens, budget to τ_low is ${Math.floor(budget)} after all levels`);
 
   let cpText = `${headerText}\nHistory:\n${digest}`;
   const outText = (text: string): string => [...headOut, { role, content: text }, ...tail].map(shownText).join('\n');
@@ -319,9 +389,14 @@ async function compactOnce(
     cpText += `\nKept identifiers: ${keptExtra.join(KEPT_SEP)}`;
     missing = missingFrom(V, outText(cpText));
   }
-  if (missing.length) return refuse(`verbatim set would lose ${missing.length} item(s), e.g. ${missing.slice(0, 3).join(', ')}`);
+  if (missing.length)
+    return refuse(`verbatim set would lose ${missing.length} item(s), e.g. ${missing.slice(0, 3).join(', ')}`);
 
-  const audit = await auditCheckpoint(cp, { calls: ledgerCalls, taskConstraints, resolve: opts.artifacts ? (h) => opts.artifacts!.get(h) : undefined });
+  const audit = await auditCheckpoint(cp, {
+    calls: ledgerCalls,
+    taskConstraints,
+    resolve: opts.artifacts ? (h) => opts.artifacts!.get(h) : undefined,
+  });
   if (!audit.ok) return refuse(`checkpoint audit failed: ${audit.problems.slice(0, 3).join('; ')}`);
 
   const cpMsg: ChatMessage = { role, content: cpText };
@@ -335,7 +410,10 @@ async function compactOnce(
     n: cp.n,
     watermark: W,
     hashes: rawHashes ? rawHashes.slice(0, W) : raw.slice(0, W).map(messageHash),
-    sizes: [...(st?.sizes ?? []).slice(0, start), ...raw.slice(st?.sizes ? start : 0, W).map((m) => messageText(m).length)].slice(0, W),
+    sizes: [
+      ...(st?.sizes ?? []).slice(0, start),
+      ...raw.slice(st?.sizes ? start : 0, W).map((m) => messageText(m).length),
+    ].slice(0, W),
     pinnedEnd,
     checkpointMessage: cpMsg,
     entries: merged,

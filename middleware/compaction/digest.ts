@@ -38,7 +38,12 @@ export function header(e: DigestEntry): string {
       .slice(0, 8)
       .map(([k, n]) => `${k}×${n}`)
       .join(', ');
-    const failed = e.failed?.length ? `; non-zero exits at ${e.failed.slice(-12).map((n) => `#${n}`).join(' ')}` : '';
+    const failed = e.failed?.length
+      ? `; non-zero exits at ${e.failed
+          .slice(-12)
+          .map((n) => `#${n}`)
+          .join(' ')}`
+      : '';
     return `#${e.from}–#${e.to}: ${e.to - e.from + 1} earlier calls (${kinds})${failed}`;
   }
   const exit = e.exit === null ? '' : ` → exit ${e.exit}`;
@@ -51,7 +56,8 @@ export type ShownElsewhere = (item: string) => boolean;
 export function renderEntry(e: DigestEntry, keepIdentifiers = true, elsewhere?: ShownElsewhere): string {
   const head = header(e);
   let body: string;
-  if (e.level >= 2) body = e.level === 2 ? `[output: ${e.lines} lines, kept by the gateway${e.pointer ? `; ${e.pointer}` : ''}]` : '';
+  if (e.level >= 2)
+    body = e.level === 2 ? `[output: ${e.lines} lines, kept by the gateway${e.pointer ? `; ${e.pointer}` : ''}]` : '';
   else if (e.pointer) body = `[${e.pointer}]`;
   else body = e.level === 0 ? (e.text ?? '') : extractStructured(e.text ?? '');
   const thought = e.level <= 1 && e.thought ? `${e.thought}\n` : '';

@@ -5,7 +5,8 @@
 export const DIFF_CONTEXT_KEEP = 3;
 
 const ANSI_RE = /\x1b\[[0-9;?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
-const PROGRESS_RE = /(\d{1,3}%\|[^|]*\||\d{1,3}%\s*[[(]?[#=█▏▎▍▌▋▊▉━─>\s.-]{5,}|━{5,}|[#=]{10,}>?\s*\]?\s*\d{1,3}%|\d+(\.\d+)?\s*[kMG]?i?B\s*\/\s*\d+(\.\d+)?\s*[kMG]?i?B|\b\d+\/\d+ \[\d\d:\d\d)/;
+const PROGRESS_RE =
+  /(\d{1,3}%\|[^|]*\||\d{1,3}%\s*[[(]?[#=█▏▎▍▌▋▊▉━─>\s.-]{5,}|━{5,}|[#=]{10,}>?\s*\]?\s*\d{1,3}%|\d+(\.\d+)?\s*[kMG]?i?B\s*\/\s*\d+(\.\d+)?\s*[kMG]?i?B|\b\d+\/\d+ \[\d\d:\d\d)/;
 
 export function stripAnsi(text: string): string {
   return text.replace(ANSI_RE, '');
@@ -43,7 +44,11 @@ export function foldDiffContext(text: string): string {
   let inHunk = false;
   const flush = (): void => {
     if (run.length > 2 * DIFF_CONTEXT_KEEP + 1) {
-      out.push(...run.slice(0, DIFF_CONTEXT_KEEP), ` … (${run.length - 2 * DIFF_CONTEXT_KEEP} unchanged lines)`, ...run.slice(-DIFF_CONTEXT_KEEP));
+      out.push(
+        ...run.slice(0, DIFF_CONTEXT_KEEP),
+        ` … (${run.length - 2 * DIFF_CONTEXT_KEEP} unchanged lines)`,
+        ...run.slice(-DIFF_CONTEXT_KEEP),
+      );
     } else out.push(...run);
     run = [];
   };

@@ -31,14 +31,32 @@ function lcpTokens(a: ChatMessage[] | undefined, b: ChatMessage[]): number {
 function elide(req: ChatMessage[], n: number): ChatMessage[] {
   const idx = req.map((m, i) => (m.role === 'tool' ? i : -1)).filter((i) => i >= 0);
   const old = new Set(idx.slice(0, Math.max(0, idx.length - n)));
-  return req.map((m, i) => (old.has(i) ? { ...m, content: `Old environment output: (${messageText(m).split('\n').length} lines omitted)` } : m));
+  return req.map((m, i) =>
+    old.has(i) ? { ...m, content: `Old environment output: (${messageText(m).split('\n').length} lines omitted)` } : m,
+  );
 }
 
 async function run(requests: ChatMessage[][]) {
   let st: LedgerBundle | undefined;
   let prev: ChatMessage[] | undefined;
   let prevPass: ChatMessage[] | undefined;
-  const r = { prefOurs: 0, prefPass: 0, costOurs: 0, costPass: 0, compactions: 0, refusals: 0, vMiss: 0, vMissCalls: 0, vOwed: 0, cMiss: 0, stale: 0, hitNum: 0, hitNumC: 0, hitDen: 0, breaks: 0 };
+  const r = {
+    prefOurs: 0,
+    prefPass: 0,
+    costOurs: 0,
+    costPass: 0,
+    compactions: 0,
+    refusals: 0,
+    vMiss: 0,
+    vMissCalls: 0,
+    vOwed: 0,
+    cMiss: 0,
+    stale: 0,
+    hitNum: 0,
+    hitNumC: 0,
+    hitDen: 0,
+    breaks: 0,
+  };
   const everV = new Set<string>();
   let seen = 0;
   let prevReqLen = 0;
@@ -80,7 +98,9 @@ async function run(requests: ChatMessage[][]) {
       const task = messageText(req.find((m) => m.role === 'user')!);
       r.cMiss += missingFrom(constraintLines(task), text).length;
     }
-    r.stale += st.observations ? staleExposure(st.observations, out.messages, st.compaction?.checkpointMessage ? st.compaction.watermark : 0) : 0;
+    r.stale += st.observations
+      ? staleExposure(st.observations, out.messages, st.compaction?.checkpointMessage ? st.compaction.watermark : 0)
+      : 0;
     prev = out.messages;
     prevPass = req;
     prevReqLen = req.length;
@@ -89,7 +109,23 @@ async function run(requests: ChatMessage[][]) {
 }
 
 const files = readdirSync(dir).filter((f) => f.endsWith('.traj.json') && f.includes('_dev_'));
-const tot = { prefOurs: 0, prefPass: 0, costOurs: 0, costPass: 0, compactions: 0, vMiss: 0, vMissCalls: 0, vOwed: 0, cMiss: 0, stale: 0, appendHitNum: 0, appendHitNumC: 0, appendHitDen: 0, refusals: 0, appendBreaks: 0 };
+const tot = {
+  prefOurs: 0,
+  prefPass: 0,
+  costOurs: 0,
+  costPass: 0,
+  compactions: 0,
+  vMiss: 0,
+  vMissCalls: 0,
+  vOwed: 0,
+  cMiss: 0,
+  stale: 0,
+  appendHitNum: 0,
+  appendHitNumC: 0,
+  appendHitDen: 0,
+  refusals: 0,
+  appendBreaks: 0,
+};
 for (const f of files) {
   const d = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { messages: (ChatMessage & { extra?: unknown })[] };
   const msgs = d.messages.filter((m) => m.role !== 'exit').map(({ extra: _e, ...m }) => m as ChatMessage);
@@ -99,11 +135,28 @@ for (const f of files) {
   });
   const a = await run(reqs.map((r) => elide(r, lastN)));
   const b = await run(reqs);
-  for (const k of ['prefOurs', 'prefPass', 'costOurs', 'costPass', 'compactions', 'vMiss', 'vMissCalls', 'vOwed', 'cMiss', 'stale', 'refusals'] as const) tot[k] += a[k];
+  for (const k of [
+    'prefOurs',
+    'prefPass',
+    'costOurs',
+    'costPass',
+    'compactions',
+    'vMiss',
+    'vMissCalls',
+    'vOwed',
+    'cMiss',
+    'stale',
+    'refusals',
+  ] as const)
+    tot[k] += a[k];
   tot.appendHitNum += b.hitNum;
   tot.appendHitNumC += b.hitNumC;
   tot.appendHitDen += b.hitDen;
   tot.appendBreaks += b.breaks;
-  console.log(`${f.slice(0, 60).padEnd(60)} calls ${String(reqs.length).padStart(3)} prefill ×${(a.prefPass / a.prefOurs).toFixed(2)} cost ×${(a.costPass / a.costOurs).toFixed(2)} compactions ${a.compactions} refused ${a.refusals} vMiss ${a.vMiss} (calls ${a.vMissCalls}) cMiss ${a.cMiss} stale ${a.stale} append-hit ${(b.hitNum / Math.max(1, b.hitDen)).toFixed(3)}`);
+  console.log(
+    `${f.slice(0, 60).padEnd(60)} calls ${String(reqs.length).padStart(3)} prefill ×${(a.prefPass / a.prefOurs).toFixed(2)} cost ×${(a.costPass / a.costOurs).toFixed(2)} compactions ${a.compactions} refused ${a.refusals} vMiss ${a.vMiss} (calls ${a.vMissCalls}) cMiss ${a.cMiss} stale ${a.stale} append-hit ${(b.hitNum / Math.max(1, b.hitDen)).toFixed(3)}`,
+  );
 }
-console.log(`TOTAL prefill ×${(tot.prefPass / tot.prefOurs).toFixed(2)} cost ×${(tot.costPass / tot.costOurs).toFixed(2)} compactions ${tot.compactions} refused ${tot.refusals} verbatim retention ${(100 * (1 - tot.vMiss / Math.max(1, tot.vOwed))).toFixed(2)}% (item-calls missing ${tot.vMiss}, calls with a miss ${tot.vMissCalls}) constraint-missing ${tot.cMiss} stale ${tot.stale} append-only hit between compactions ${(tot.appendHitNum / tot.appendHitDen).toFixed(3)} (${(tot.appendHitNumC / tot.appendHitDen).toFixed(3)} with the previous completion cached; prefix breaks between compactions: ${tot.appendBreaks})`);
+console.log(
+  `TOTAL prefill ×${(tot.prefPass / tot.prefOurs).toFixed(2)} cost ×${(tot.costPass / tot.costOurs).toFixed(2)} compactions ${tot.compactions} refused ${tot.refusals} verbatim retention ${(100 * (1 - tot.vMiss / Math.max(1, tot.vOwed))).toFixed(2)}% (item-calls missing ${tot.vMiss}, calls with a miss ${tot.vMissCalls}) constraint-missing ${tot.cMiss} stale ${tot.stale} append-only hit between compactions ${(tot.appendHitNum / tot.appendHitDen).toFixed(3)} (${(tot.appendHitNumC / tot.appendHitDen).toFixed(3)} with the previous completion cached; prefix breaks between compactions: ${tot.appendBreaks})`,
+);

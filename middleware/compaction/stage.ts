@@ -10,7 +10,8 @@ import { compactMessages, type CompactionOptions } from './compact.ts';
 
 export const COMPACTION_STAGE = 'compaction';
 
-export interface CompactionStageOptions extends Omit<CompactionOptions, 'countTokens' | 'ledger' | 'artifacts' | 'rawInput' | 'rawHashes'> {
+export interface CompactionStageOptions
+  extends Omit<CompactionOptions, 'countTokens' | 'ledger' | 'artifacts' | 'rawInput' | 'rawHashes'> {
   artifacts?: ArtifactStore;
 }
 

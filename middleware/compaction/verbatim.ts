@@ -13,13 +13,18 @@
 import type { ChatMessage } from '../types.ts';
 import { messageText } from '../ledger/message-text.ts';
 
-const EXT = 'py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|c|h|cc|cpp|hpp|java|kt|rb|php|cs|swift|scala|sh|toml|ya?ml|json|cfg|ini|md|rst|txt|lock|sql|html|css|vue|patch|diff|proto|xml|gradle|mk';
-const PATH_RE = new RegExp(`(?:^|[\\s"'\`(\\[=:,])((?:\\.{0,2}/)?(?:[\\w.@+-]+/)*[\\w@+-][\\w.@+-]*\\.(?:${EXT}))(?::(\\d+)(?::\\d+)?)?(?=$|[\\s"'\`()\\],:;])`, 'gm');
+const EXT =
+  'py|pyi|ts|tsx|js|jsx|mjs|cjs|go|rs|c|h|cc|cpp|hpp|java|kt|rb|php|cs|swift|scala|sh|toml|ya?ml|json|cfg|ini|md|rst|txt|lock|sql|html|css|vue|patch|diff|proto|xml|gradle|mk';
+const PATH_RE = new RegExp(
+  `(?:^|[\\s"'\`(\\[=:,])((?:\\.{0,2}/)?(?:[\\w.@+-]+/)*[\\w@+-][\\w.@+-]*\\.(?:${EXT}))(?::(\\d+)(?::\\d+)?)?(?=$|[\\s"'\`()\\],:;])`,
+  'gm',
+);
 const TRACE_RE = /File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?/g;
 const CODE_RE = /\b(?:TS\d{4}|E\d{4}|[A-Z]{1,3}\d{3,4}|errno \d+)\b/g;
 const HASH_RE = /\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b/g;
 const EXC_RE = /\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b/g;
-const ASSERT_LINE_RE = /^\s*(?:E\s{2,}.*\S|.*\bAssertionError\b.*|FAILED \S+.*|--- FAIL: .*|.*panicked at .*|\s*(?:Expected|Received)(?: value)?: .*|assert(?:ion)? failed.*)$/gm;
+const ASSERT_LINE_RE =
+  /^\s*(?:E\s{2,}.*\S|.*\bAssertionError\b.*|FAILED \S+.*|--- FAIL: .*|.*panicked at .*|\s*(?:Expected|Received)(?: value)?: .*|assert(?:ion)? failed.*)$/gm;
 
 export function verbatimSet(input: string): string[] {
   const out = new Set<string>();
@@ -75,7 +80,10 @@ export function shownText(m: ChatMessage): string {
     const raw = t.function?.arguments ?? '';
     try {
       const a = JSON.parse(raw) as unknown;
-      if (a && typeof a === 'object') return Object.values(a).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('\n');
+      if (a && typeof a === 'object')
+        return Object.values(a)
+          .map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
+          .join('\n');
     } catch {
       /* not JSON: shown as sent */
     }
@@ -110,7 +118,8 @@ export function keptList(items: string[]): string[] {
   return uniq.filter((_, i) => keep.has(i));
 }
 
-const CONSTRAINT_RE = /\b(do not|don't|never|must|only|must not|should not|shouldn't|avoid|without modifying|make sure)\b/i;
+const CONSTRAINT_RE =
+  /\b(do not|don't|never|must|only|must not|should not|shouldn't|avoid|without modifying|make sure)\b/i;
 
 /** Lines (or sentences of long lines) that state a constraint. */
 export function constraintLines(text: string): string[] {

@@ -44,7 +44,8 @@ function messageCause(prev: CallFingerprint, cur: CallFingerprint): { cause: Bre
   if (prev.systemHash !== cur.systemHash) return { cause: 'system_changed', index: 0 };
   if (prev.toolsHash !== cur.toolsHash) return { cause: 'tools_changed' };
   const n = Math.min(prev.stableHashes.length, cur.stableHashes.length);
-  for (let i = 0; i < n; i++) if (prev.stableHashes[i] !== cur.stableHashes[i]) return { cause: 'history_edited', index: i };
+  for (let i = 0; i < n; i++)
+    if (prev.stableHashes[i] !== cur.stableHashes[i]) return { cause: 'history_edited', index: i };
   if (cur.stableHashes.length < prev.stableHashes.length) return { cause: 'truncated', index: cur.stableHashes.length };
   return undefined;
 }
@@ -52,12 +53,28 @@ function messageCause(prev: CallFingerprint, cur: CallFingerprint): { cause: Bre
 export function diagnose(input: BreakInput): PrefixDiagnostics {
   const { prev, prevIds, cur, ids, blockSize } = input;
   const promptTokens = ids.length;
-  if (!prev) return { predicted_cached_tokens: 0, prompt_tokens: promptTokens, break_cause: 'new_session', break_token_index: 0 };
+  if (!prev)
+    return {
+      predicted_cached_tokens: 0,
+      prompt_tokens: promptTokens,
+      break_cause: 'new_session',
+      break_token_index: 0,
+    };
   const byMessage = messageCause(prev, cur);
   if (!prevIds) {
     // Another replica served the previous call: causes only, no token positions.
-    if (!byMessage) return { predicted_cached_tokens: cacheableTokens(prev.promptTokens, promptTokens, blockSize), prompt_tokens: promptTokens, break_cause: 'none' };
-    return { predicted_cached_tokens: 0, prompt_tokens: promptTokens, break_cause: byMessage.cause, break_message_index: byMessage.index };
+    if (!byMessage)
+      return {
+        predicted_cached_tokens: cacheableTokens(prev.promptTokens, promptTokens, blockSize),
+        prompt_tokens: promptTokens,
+        break_cause: 'none',
+      };
+    return {
+      predicted_cached_tokens: 0,
+      prompt_tokens: promptTokens,
+      break_cause: byMessage.cause,
+      break_message_index: byMessage.index,
+    };
   }
   const lcp = commonPrefix(prevIds, ids, input.commonFloor ?? 0);
   const predicted = cacheableTokens(lcp, promptTokens, blockSize);
@@ -76,7 +93,13 @@ export function diagnose(input: BreakInput): PrefixDiagnostics {
     };
   }
   // Same messages, different tokens before the end of the old prompt: the template re-rendered.
-  return { predicted_cached_tokens: predicted, prompt_tokens: promptTokens, break_cause: 'template_rerender', break_token_index: lcp, break_message_index: located };
+  return {
+    predicted_cached_tokens: predicted,
+    prompt_tokens: promptTokens,
+    break_cause: 'template_rerender',
+    break_token_index: lcp,
+    break_message_index: located,
+  };
 }
 
 /** Index of the message whose rendering contains character `offset` of the rendered prompt. */

@@ -29,7 +29,12 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
     });
     if (!sameSerialisation(ordered, body.tools)) {
       body = { ...body, tools: ordered };
-      receipts.push({ stage: CANONICAL_STAGE, action: 'reorder', target: 'tools', reason: "tool list or schema key order differs from the session's first-seen order" });
+      receipts.push({
+        stage: CANONICAL_STAGE,
+        action: 'reorder',
+        target: 'tools',
+        reason: "tool list or schema key order differs from the session's first-seen order",
+      });
     }
   }
 
@@ -37,7 +42,12 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
     const next = applyFirstSeenOrder(body.response_format, (state.trees.response_format ??= {}));
     if (!sameSerialisation(next, body.response_format)) {
       body = { ...body, response_format: next };
-      receipts.push({ stage: CANONICAL_STAGE, action: 'reorder', target: 'response_format', reason: "schema key order differs from the session's first-seen order" });
+      receipts.push({
+        stage: CANONICAL_STAGE,
+        action: 'reorder',
+        target: 'response_format',
+        reason: "schema key order differs from the session's first-seen order",
+      });
     }
   }
 
@@ -59,7 +69,12 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
       if (sameSerialisation(next, parsed)) return;
       calls ??= m.tool_calls!.slice();
       calls[j] = { ...tc, function: { ...tc.function, arguments: JSON.stringify(next) } };
-      receipts.push({ stage: CANONICAL_STAGE, action: 'reorder', target: `messages[${i}].tool_calls[${j}].arguments`, reason: "argument key order differs from the session's first-seen order" });
+      receipts.push({
+        stage: CANONICAL_STAGE,
+        action: 'reorder',
+        target: `messages[${i}].tool_calls[${j}].arguments`,
+        reason: "argument key order differs from the session's first-seen order",
+      });
     });
     if (calls) {
       messages ??= body.messages.slice();

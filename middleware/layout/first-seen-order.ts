@@ -19,7 +19,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
   if (Array.isArray(value)) {
     const c = (tree.c ??= {});
-    return value.map((x, i) => (typeof x === 'object' && x !== null ? applyFirstSeenOrder(x, (c[String(i)] ??= {})) : x));
+    return value.map((x, i) =>
+      typeof x === 'object' && x !== null ? applyFirstSeenOrder(x, (c[String(i)] ??= {})) : x,
+    );
   }
   if (!isPlainObject(value)) return value;
   const keys = Object.keys(value);
@@ -56,7 +58,9 @@ export function applyFirstSeenList<T>(items: readonly T[], nameOf: (t: T) => str
     return items.slice();
   }
   const rank = new Map(seen.map((n, i) => [n, i]));
-  const fresh = items.filter((t) => !rank.has(nameOf(t))).sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
+  const fresh = items
+    .filter((t) => !rank.has(nameOf(t)))
+    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
   for (const t of fresh) {
     rank.set(nameOf(t), seen.length);
     seen.push(nameOf(t));

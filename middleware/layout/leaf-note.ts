@@ -20,11 +20,18 @@ export function trailingSystemWorks(tok: TokenizerHandle): boolean {
     ];
     try {
       const without = tok.renderChat(base, { addGenerationPrompt: true });
-      const withNote = tok.renderChat([...base, { role: 'system', content: 'ctxgate-note' }], { addGenerationPrompt: true });
+      const withNote = tok.renderChat([...base, { role: 'system', content: 'ctxgate-note' }], {
+        addGenerationPrompt: true,
+      });
       const noGen = tok.renderChat(base, { addGenerationPrompt: false });
       const suffix = without.startsWith(noGen) ? without.slice(noGen.length) : undefined;
       const at = withNote.indexOf('ctxgate-note');
-      ok = suffix !== undefined && withNote.startsWith(noGen) && at > withNote.indexOf('ctxgate-u2') && withNote.endsWith(suffix) && at < withNote.length - suffix.length;
+      ok =
+        suffix !== undefined &&
+        withNote.startsWith(noGen) &&
+        at > withNote.indexOf('ctxgate-u2') &&
+        withNote.endsWith(suffix) &&
+        at < withNote.length - suffix.length;
     } catch {
       ok = false;
     }
@@ -33,15 +40,28 @@ export function trailingSystemWorks(tok: TokenizerHandle): boolean {
   return ok;
 }
 
-export function placeLeafNote(tok: TokenizerHandle, messages: ChatMessage[], note: string): { messages: ChatMessage[]; stableEnd: number; target: string } {
+export function placeLeafNote(
+  tok: TokenizerHandle,
+  messages: ChatMessage[],
+  note: string,
+): { messages: ChatMessage[]; stableEnd: number; target: string } {
   // A final assistant message is a prefill the model continues (continue_final_message): it must stay last.
   const prefill = messages[messages.length - 1]?.role === 'assistant';
-  if (!prefill && trailingSystemWorks(tok)) return { messages: [...messages, { role: 'system', content: note }], stableEnd: messages.length, target: 'trailing system message' };
+  if (!prefill && trailingSystemWorks(tok))
+    return {
+      messages: [...messages, { role: 'system', content: note }],
+      stableEnd: messages.length,
+      target: 'trailing system message',
+    };
   let i = messages.length - 1;
   while (i >= 0 && messages[i].role !== 'user' && messages[i].role !== 'tool') i--;
   if (i < 0) {
     const at = prefill ? messages.length - 1 : messages.length;
-    return { messages: [...messages.slice(0, at), { role: 'user', content: note }, ...messages.slice(at)], stableEnd: at, target: 'user message before the leaf' };
+    return {
+      messages: [...messages.slice(0, at), { role: 'user', content: note }, ...messages.slice(at)],
+      stableEnd: at,
+      target: 'user message before the leaf',
+    };
   }
   const m = messages[i];
   const content: ChatMessage['content'] = Array.isArray(m.content)

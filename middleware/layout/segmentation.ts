@@ -59,7 +59,8 @@ export interface HashSource {
 function hashAt(messages: readonly ChatMessage[], i: number, sources: readonly HashSource[]): string {
   const m = messages[i];
   for (const s of sources) if (s.messages[i] === m && i < s.hashes.length) return s.hashes[i];
-  for (const s of sources) if (i < s.messages.length && i < s.hashes.length && sameJson(m, s.messages[i])) return s.hashes[i];
+  for (const s of sources)
+    if (i < s.messages.length && i < s.hashes.length && sameJson(m, s.messages[i])) return s.hashes[i];
   return messageHash(m);
 }
 

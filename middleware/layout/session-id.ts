@@ -63,7 +63,9 @@ function canonicalArgs(args: unknown): string {
 export function assistantKey(m: ChatMessage): string {
   // Templates that open <think> in the generation prompt leave only the closing tag in the content.
   const text = flattenContent(m.content).replace(THINK_BLOCK, '').replace(THINK_TAIL, '').trim();
-  const calls = (m.tool_calls ?? []).map((c) => `${c.function?.name ?? ''}\u0001${canonicalArgs(c.function?.arguments)}`);
+  const calls = (m.tool_calls ?? []).map(
+    (c) => `${c.function?.name ?? ''}\u0001${canonicalArgs(c.function?.arguments)}`,
+  );
   return `${text}\u0000${calls.join('\u0002')}`;
 }
 
@@ -75,12 +77,18 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
   const user = clientId(body.user);
   if (user) return { id: user, source: 'user' };
   const h = createHash('sha256');
-  h.update(ctx.tenant).update('\u0000').update(body.model ?? '').update('\u0000');
+  h.update(ctx.tenant)
+    .update('\u0000')
+    .update(body.model ?? '')
+    .update('\u0000');
   const messages = Array.isArray(body.messages) ? body.messages : [];
   let rootEnd = 0;
   for (const m of messages) {
     if (!isRootRole(m.role)) break;
-    h.update(m.role).update('\u0001').update(sessionRootKey(flattenContent(m.content))).update('\u0000');
+    h.update(m.role)
+      .update('\u0001')
+      .update(sessionRootKey(flattenContent(m.content)))
+      .update('\u0000');
     rootEnd++;
   }
   const names = (body.tools ?? []).map((t) => t.function?.name ?? '').sort();
@@ -92,7 +100,8 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
 
   const lead = createHash('sha256');
   let a = rootEnd;
-  for (; a < messages.length && messages[a].role !== 'assistant'; a++) lead.update(messages[a].role).update('\u0001').update(flattenContent(messages[a].content)).update('\u0000');
+  for (; a < messages.length && messages[a].role !== 'assistant'; a++)
+    lead.update(messages[a].role).update('\u0001').update(flattenContent(messages[a].content)).update('\u0000');
   const leadHex = lead.digest('hex').slice(0, DERIVED_ID_HEX);
   // An assistant message that ends the request is a prefill of the reply being generated, not a
   // turn the conversation has taken: it does not fork.

@@ -22,9 +22,16 @@ export interface Span {
 const RUN_RE = /[0-9a-f]{6,}|\d+/gi;
 
 const PATTERNS: { name: string; re: RegExp; label?: boolean }[] = [
-  { name: 'labelled-date', label: true, re: /\b(?:current|today'?s?|now|local|system)\s+(?:date|time|datetime|timestamp)\b\s*(?:is)?\s*[:=]?[^\n]*/gi },
+  {
+    name: 'labelled-date',
+    label: true,
+    re: /\b(?:current|today'?s?|now|local|system)\s+(?:date|time|datetime|timestamp)\b\s*(?:is)?\s*[:=]?[^\n]*/gi,
+  },
   { name: 'iso8601', re: /\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b/g },
-  { name: 'rfc2822', re: /\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?\s+\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\s+\d{4}(?:\s+\d{2}:\d{2}(?::\d{2})?(?:\s*(?:[+-]\d{4}|GMT|UTC|Z))?)?/g },
+  {
+    name: 'rfc2822',
+    re: /\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),?\s+\d{1,2}\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\s+\d{4}(?:\s+\d{2}:\d{2}(?::\d{2})?(?:\s*(?:[+-]\d{4}|GMT|UTC|Z))?)?/g,
+  },
   { name: 'clock-time', re: /\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b/g },
   { name: 'unix-ts', re: /\b1[5-9]\d{8}(?:\d{3})?\b/g },
   { name: 'uuid', re: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi },

@@ -16,7 +16,16 @@
 import { createHash } from 'node:crypto';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
-import { changingSpans, eagerLabelSpans, LABEL_MAX_WORDS, lineShape, valueRuns, withPlaceholders, wordsOutside, type Span } from './volatile-spans.ts';
+import {
+  changingSpans,
+  eagerLabelSpans,
+  LABEL_MAX_WORDS,
+  lineShape,
+  valueRuns,
+  withPlaceholders,
+  wordsOutside,
+  type Span,
+} from './volatile-spans.ts';
 
 export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
@@ -112,10 +121,21 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     let decision: Moved | undefined;
     const known = learned[key];
     if (known?.length) {
-      if (known.includes(-1) || known.some((k) => k >= runs.length)) decision = { text: line, values: [trimSpan(line, { start: 0, end: line.length })], why: 'line changes between calls of this session' };
+      if (known.includes(-1) || known.some((k) => k >= runs.length))
+        decision = {
+          text: line,
+          values: [trimSpan(line, { start: 0, end: line.length })],
+          why: 'line changes between calls of this session',
+        };
       else {
-        const spans = changingSpans(line, known.map((k) => runs[k]));
-        decision = wordsOutside(line, spans) <= LABEL_MAX_WORDS ? { text: line, values: spans, why: 'label line changes between calls of this session' } : { text: line, spans, values: spans, why: 'values in this line change between calls of this session' };
+        const spans = changingSpans(
+          line,
+          known.map((k) => runs[k]),
+        );
+        decision =
+          wordsOutside(line, spans) <= LABEL_MAX_WORDS
+            ? { text: line, values: spans, why: 'label line changes between calls of this session' }
+            : { text: line, spans, values: spans, why: 'values in this line change between calls of this session' };
       }
     } else if (eager) {
       const spans = eagerLabelSpans(line);
@@ -169,7 +189,9 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     target: v.text.length > 80 ? v.text.slice(0, 77) + '…' : v.text,
     tokens_before: ctx.tokenizer.countTokens(v.text),
     tokens_after: 0,
-    reason: v.spans ? `${v.why}; the line stays with a placeholder, in full in the leaf note` : `${v.why}; moved whole to the leaf note`,
+    reason: v.spans
+      ? `${v.why}; the line stays with a placeholder, in full in the leaf note`
+      : `${v.why}; moved whole to the leaf note`,
   }));
   const note = [VOLATILE_NOTE_HEADER, ...moved.map((v) => v.text)].join('\n');
   return { view: { ...view, body: { ...view.body, messages }, notes: [...view.notes, note] }, receipts };

@@ -27,12 +27,19 @@ export interface ChainResult {
   receipts: Receipt[];
 }
 
-export async function runContextChain(input: ChatMessage[], prev: LedgerBundle | undefined, opts: ChainOptions = {}): Promise<ChainResult> {
+export async function runContextChain(
+  input: ChatMessage[],
+  prev: LedgerBundle | undefined,
+  opts: ChainOptions = {},
+): Promise<ChainResult> {
   const state: LedgerBundle = { ...(prev ?? {}) };
   const receipts: Receipt[] = [];
   let msgs = input;
   if (opts.stabilise !== false) {
-    const r = stabilise(msgs, state.stabilise, { ...(opts.stabilise ?? {}), frozenBelow: state.compaction?.watermark ?? 0 });
+    const r = stabilise(msgs, state.stabilise, {
+      ...(opts.stabilise ?? {}),
+      frozenBelow: state.compaction?.watermark ?? 0,
+    });
     msgs = r.messages;
     state.stabilise = r.state;
     receipts.push(...r.receipts);
@@ -44,7 +51,11 @@ export async function runContextChain(input: ChatMessage[], prev: LedgerBundle |
     receipts.push(...r.receipts);
   }
   if (opts.compaction !== false && opts.compaction) {
-    const r = await compactMessages(msgs, state.compaction, { ...opts.compaction, ledger: state.observations, rawInput: input });
+    const r = await compactMessages(msgs, state.compaction, {
+      ...opts.compaction,
+      ledger: state.observations,
+      rawInput: input,
+    });
     msgs = r.messages;
     state.compaction = r.state;
     receipts.push(...r.receipts);

@@ -38,13 +38,21 @@ export interface LedgerResult {
 
 const STAGE = 'ledger';
 
-export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined, opts: LedgerOptions = {}): LedgerResult {
+export function applyLedger(
+  input: ChatMessage[],
+  prev: LedgerState | undefined,
+  opts: LedgerOptions = {},
+): LedgerResult {
   const count = opts.countTokens ?? approxTokens;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const receipts: Receipt[] = [];
   let st: LedgerState = prev ? structuredClone(prev) : emptyLedger();
   if (st.seen > input.length || (st.seen > 0 && st.tailHash !== tailKey(input[st.seen - 1]))) {
-    receipts.push({ stage: STAGE, action: 'reset', reason: `history rewound below message ${st.seen}; ledger restarted` });
+    receipts.push({
+      stage: STAGE,
+      action: 'reset',
+      reason: `history rewound below message ${st.seen}; ledger restarted`,
+    });
     st = { ...emptyLedger(), pending: st.pending };
   }
   const newlyStale: Observation[] = [];
@@ -52,7 +60,8 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
   for (let i = st.seen; i < input.length; i++) {
     const m = input[i];
     if (m.role === 'assistant') {
-      for (const tc of m.tool_calls ?? []) st.open[tc.id] = { tool: tc.function?.name ?? '', args: parseArgs(tc.function?.arguments), call: ++st.actions };
+      for (const tc of m.tool_calls ?? [])
+        st.open[tc.id] = { tool: tc.function?.name ?? '', args: parseArgs(tc.function?.arguments), call: ++st.actions };
       if (!m.tool_calls?.length) {
         const cmd = textModeCommand(messageText(m));
         if (cmd) st.open[`text-${st.actions + 1}`] = { tool: 'swe-agent', args: { command: cmd }, call: ++st.actions };
@@ -70,7 +79,13 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
     const inv = st.open[id];
     delete st.open[id];
     const obs = observe(id, inv, i, messageText(m), st, opts, count, now);
-    if (obs.unknownWrite) receipts.push({ stage: STAGE, action: 'unknown_write', target: obs.label, reason: `call ${obs.call} may write files it does not name; nothing invalidated` });
+    if (obs.unknownWrite)
+      receipts.push({
+        stage: STAGE,
+        action: 'unknown_write',
+        target: obs.label,
+        reason: `call ${obs.call} may write files it does not name; nothing invalidated`,
+      });
     for (const w of obs.writes) {
       for (const o of st.observations) {
         if (o.stale || o.call >= obs.call) continue;
@@ -96,7 +111,10 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
     if (o.stale || !o.ttl) continue;
     const byCalls = o.ttl.calls !== undefined && st.actions - o.call >= o.ttl.calls;
     const bySecs = o.ttl.seconds !== undefined && now - o.at >= o.ttl.seconds;
-    if (byCalls || bySecs) newlyStale.push(markStale(o, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }));
+    if (byCalls || bySecs)
+      newlyStale.push(
+        markStale(o, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }),
+      );
   }
 
   // Decide the remedy for each newly stale observation; the anchor is the current leaf.
@@ -108,18 +126,40 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
       const text = tombstoneText(o, opts.cwd);
       const evictable = !!opts.eviction && !st.evictions.some((e) => e.index === o.index);
       const d = decideEviction(
-        { tokensAfter: tokensFrom[o.index + 1] ?? 0, staleTokens: o.tokens, tombstoneTokens: count(text), callsSoFar: st.actions },
+        {
+          tokensAfter: tokensFrom[o.index + 1] ?? 0,
+          staleTokens: o.tokens,
+          tombstoneTokens: count(text),
+          callsSoFar: st.actions,
+        },
         opts.eviction || DEFAULT_EVICTION_COST_MODEL,
       );
       const costs = `evict ${d.evictCost.toFixed(0)} vs carry ${d.carryCost.toFixed(0)} over ~${d.remainingCalls} calls`;
       if (evictable && d.evict) {
         o.handled = 'evicted';
-        st.evictions.push({ index: o.index, hash: sha256Hex(messageText(input[o.index])), text: evictionText(o, opts.cwd) });
-        receipts.push({ stage: STAGE, action: 'evict', target: o.reads[0]?.uri, tokens_before: o.tokens, tokens_after: count(evictionText(o, opts.cwd)), reason: `${o.stale!.reason} at call ${o.call}; ${costs}` });
+        st.evictions.push({
+          index: o.index,
+          hash: sha256Hex(messageText(input[o.index])),
+          text: evictionText(o, opts.cwd),
+        });
+        receipts.push({
+          stage: STAGE,
+          action: 'evict',
+          target: o.reads[0]?.uri,
+          tokens_before: o.tokens,
+          tokens_after: count(evictionText(o, opts.cwd)),
+          reason: `${o.stale!.reason} at call ${o.call}; ${costs}`,
+        });
       } else {
         o.handled = 'tombstone';
         st.tombstones.push({ anchor, obs: o.id, text });
-        receipts.push({ stage: STAGE, action: 'tombstone', target: o.reads[0]?.uri, tokens_after: count(text), reason: `${o.stale!.reason} at call ${o.call}; ${costs}` });
+        receipts.push({
+          stage: STAGE,
+          action: 'tombstone',
+          target: o.reads[0]?.uri,
+          tokens_after: count(text),
+          reason: `${o.stale!.reason} at call ${o.call}; ${costs}`,
+        });
       }
     }
   }
@@ -132,7 +172,8 @@ export function applyLedger(input: ChatMessage[], prev: LedgerState | undefined,
 export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
   const out = input.slice();
   for (const e of st.evictions) {
-    if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash) out[e.index] = withText(out[e.index], e.text);
+    if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash)
+      out[e.index] = withText(out[e.index], e.text);
   }
   const byAnchor = new Map<number, string[]>();
   for (const t of st.tombstones) byAnchor.set(t.anchor, [...(byAnchor.get(t.anchor) ?? []), t.text]);
@@ -156,7 +197,10 @@ function observe(
   count: CountTokens,
   now: number,
 ): Observation {
-  const eff = callEffects({ tool: inv.tool, args: inv.args }, { cwd: opts.cwd, rules: opts.rules, scripts: st.scripts, openFile: st.openFile });
+  const eff = callEffects(
+    { tool: inv.tool, args: inv.args },
+    { cwd: opts.cwd, rules: opts.rules, scripts: st.scripts, openFile: st.openFile },
+  );
   if (eff.scripts) st.scripts = { ...(st.scripts ?? {}), ...eff.scripts };
   if (eff.openFile) st.openFile = eff.openFile;
   // SWE-agent prints the open file after each command; it is the truth for `edit`/`goto`.
@@ -213,7 +257,11 @@ export function displayPath(uri: string, cwd?: string): string {
 function subject(o: Observation, cwd?: string): string {
   const src = o.stale?.detail && o.stale.reason !== 'expired' ? o.stale.detail.split(': ')[0] : o.reads[0]?.uri;
   if (o.ttl || !src) return `the output of \`${o.label.slice(0, 60)}\``;
-  const kind = src.startsWith('dir://') ? (o.reads.find((r) => r.uri === src)?.effect === 'list' ? 'listing' : 'search') : 'read';
+  const kind = src.startsWith('dir://')
+    ? o.reads.find((r) => r.uri === src)?.effect === 'list'
+      ? 'listing'
+      : 'search'
+    : 'read';
   return `the ${kind} of ${displayPath(src, cwd)}`;
 }
 
@@ -229,11 +277,18 @@ export function tombstoneText(o: Observation, cwd?: string): string {
 }
 
 function evictionText(o: Observation, cwd?: string): string {
-  return frameNote(`output removed: ${subject(o, cwd)} at call ${o.call} was stale (${o.stale!.reason}${o.stale!.byCall ? ` by call ${o.stale!.byCall}` : ''}) — re-read it if needed`);
+  return frameNote(
+    `output removed: ${subject(o, cwd)} at call ${o.call} was stale (${o.stale!.reason}${o.stale!.byCall ? ` by call ${o.stale!.byCall}` : ''}) — re-read it if needed`,
+  );
 }
 
 /** External invalidation (the gateway's POST …/invalidate): applied on the next call. */
-export function invalidate(prev: LedgerState | undefined, uri: string, reason: string, now = Math.floor(Date.now() / 1000)): LedgerState {
+export function invalidate(
+  prev: LedgerState | undefined,
+  uri: string,
+  reason: string,
+  now = Math.floor(Date.now() / 1000),
+): LedgerState {
   const st = prev ? structuredClone(prev) : emptyLedger();
   st.pending.push({ uri, reason: redact(reason).text.slice(0, 200), at: now });
   return st;
@@ -260,5 +315,6 @@ function trim(st: LedgerState, max: number): void {
     st.observations = keep.length > max ? keep.slice(keep.length - max) : keep;
   }
   const ids = Object.keys(st.calls);
-  if (ids.length > DEFAULT_MAX_CALL_RECORDS) for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) delete st.calls[id];
+  if (ids.length > DEFAULT_MAX_CALL_RECORDS)
+    for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) delete st.calls[id];
 }

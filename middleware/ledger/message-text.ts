@@ -30,7 +30,8 @@ export function messageHash(m: ChatMessage): string {
   return canonicalHash({
     role: m.role,
     content: m.content ?? null,
-    tool_calls: m.tool_calls?.map((t) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments })) ?? null,
+    tool_calls:
+      m.tool_calls?.map((t) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments })) ?? null,
     tool_call_id: m.tool_call_id ?? null,
     reasoning_content: m.reasoning_content ?? null,
     name: m.name ?? null,

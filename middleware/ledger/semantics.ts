@@ -33,7 +33,17 @@ export interface ResolvedEffects extends CallEffects {
   label: string;
 }
 
-const SHELL_TOOLS = new Set(['bash', 'shell', 'execute_bash', 'run_shell_command', 'terminal', 'exec_command', 'local_shell', 'run_command', 'cmd']);
+const SHELL_TOOLS = new Set([
+  'bash',
+  'shell',
+  'execute_bash',
+  'run_shell_command',
+  'terminal',
+  'exec_command',
+  'local_shell',
+  'run_command',
+  'cmd',
+]);
 const EDITOR_TOOLS = new Set(['str_replace_editor', 'str_replace_based_edit_tool', 'text_editor', 'edit_file']);
 
 export function callEffects(inv: ToolInvocation, opts: SemanticsOptions = {}): ResolvedEffects {
@@ -42,7 +52,8 @@ export function callEffects(inv: ToolInvocation, opts: SemanticsOptions = {}): R
   const args = inv.args ?? {};
   const rules = (opts.rules ?? []).filter((r) => r.tool === tool);
   if (rules.length) return ruleEffects(rules, args, opts.cwd, tool);
-  if (lower === 'apply_patch') return patchEffects(str(args.input) ?? str(args.patch) ?? str(args.command) ?? '', opts.cwd);
+  if (lower === 'apply_patch')
+    return patchEffects(str(args.input) ?? str(args.patch) ?? str(args.command) ?? '', opts.cwd);
   if (SHELL_TOOLS.has(lower)) {
     const cmd = args.command ?? args.cmd;
     if (Array.isArray(cmd)) {
@@ -96,10 +107,13 @@ function editorEffects(args: Record<string, unknown>, cwd?: string): ResolvedEff
   const label = `${sub} ${path}`;
   if (sub === 'view') {
     // A path without an extension is most likely a directory listing.
-    return /\.[A-Za-z0-9]+$/.test(path) ? one(fileUri(path, cwd), 'read', label) : one(dirUri(path, cwd), 'list', label);
+    return /\.[A-Za-z0-9]+$/.test(path)
+      ? one(fileUri(path, cwd), 'read', label)
+      : one(dirUri(path, cwd), 'list', label);
   }
   if (sub === 'create') return one(fileUri(path, cwd), 'write', label, true);
-  if (['str_replace', 'insert', 'undo_edit', 'edit', 'write'].includes(sub)) return one(fileUri(path, cwd), 'write', label);
+  if (['str_replace', 'insert', 'undo_edit', 'edit', 'write'].includes(sub))
+    return one(fileUri(path, cwd), 'write', label);
   return { effects: [], label };
 }
 
@@ -109,7 +123,8 @@ export function patchEffects(patch: string, cwd?: string): ResolvedEffects {
   for (const m of patch.matchAll(/^\*\*\* (Update|Add|Delete) File: (.+?)\s*$/gm)) {
     effects.push({ uri: fileUri(m[2], cwd), effect: 'write', ...(m[1] === 'Update' ? {} : { structural: true }) });
   }
-  for (const m of patch.matchAll(/^\*\*\* Move to: (.+?)\s*$/gm)) effects.push({ uri: fileUri(m[1], cwd), effect: 'write', structural: true });
+  for (const m of patch.matchAll(/^\*\*\* Move to: (.+?)\s*$/gm))
+    effects.push({ uri: fileUri(m[1], cwd), effect: 'write', structural: true });
   return { effects, label: `apply_patch ${effects.map((e) => e.uri.replace('file://', '')).join(' ')}`.trim() };
 }
 
@@ -133,7 +148,11 @@ function sweAgentEffects(command: string, opts: SemanticsOptions): ResolvedEffec
     case 'insert':
       return open ? one(open, 'write', label) : { effects: [], unknownWrite: true, label };
     case 'search_file':
-      return words[2] ? one(fileUri(words[2], cwd), 'read', label) : open ? one(open, 'read', label) : { effects: [], label };
+      return words[2]
+        ? one(fileUri(words[2], cwd), 'read', label)
+        : open
+          ? one(open, 'read', label)
+          : { effects: [], label };
     case 'search_dir':
     case 'find_file':
       return one(dirUri(words[2] ?? '.', cwd), name === 'find_file' ? 'list' : 'search', label);
@@ -144,7 +163,12 @@ function sweAgentEffects(command: string, opts: SemanticsOptions): ResolvedEffec
   }
 }
 
-function ruleEffects(rules: SemanticsRule[], args: Record<string, unknown>, cwd: string | undefined, tool: string): ResolvedEffects {
+function ruleEffects(
+  rules: SemanticsRule[],
+  args: Record<string, unknown>,
+  cwd: string | undefined,
+  tool: string,
+): ResolvedEffects {
   const effects: SourceEffect[] = [];
   for (const r of rules) {
     for (const v of pick(args, r.path)) {
@@ -156,7 +180,10 @@ function ruleEffects(rules: SemanticsRule[], args: Record<string, unknown>, cwd:
 }
 
 function pick(obj: unknown, path: string): string[] {
-  const keys = path.replace(/^\$\.?/, '').split('.').filter(Boolean);
+  const keys = path
+    .replace(/^\$\.?/, '')
+    .split('.')
+    .filter(Boolean);
   let cur: unknown[] = [obj];
   for (const k of keys) {
     const next: unknown[] = [];

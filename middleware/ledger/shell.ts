@@ -17,10 +17,47 @@ interface Segment {
   heredoc?: string;
 }
 
-const READERS = new Set(['cat', 'head', 'tail', 'less', 'more', 'nl', 'bat', 'wc', 'tac', 'xxd', 'od', 'file', 'diff', 'cmp', 'md5sum', 'sha256sum', 'stat', 'awk']);
+const READERS = new Set([
+  'cat',
+  'head',
+  'tail',
+  'less',
+  'more',
+  'nl',
+  'bat',
+  'wc',
+  'tac',
+  'xxd',
+  'od',
+  'file',
+  'diff',
+  'cmp',
+  'md5sum',
+  'sha256sum',
+  'stat',
+  'awk',
+]);
 const SEARCHERS = new Set(['grep', 'egrep', 'fgrep', 'rg', 'ag', 'ack']);
 const LISTERS = new Set(['ls', 'find', 'tree', 'du']);
-const VOLATILE = new Set(['ps', 'top', 'htop', 'pgrep', 'jobs', 'date', 'uptime', 'df', 'free', 'netstat', 'ss', 'curl', 'wget', 'kubectl', 'nvidia-smi', 'lsof', 'docker']);
+const VOLATILE = new Set([
+  'ps',
+  'top',
+  'htop',
+  'pgrep',
+  'jobs',
+  'date',
+  'uptime',
+  'df',
+  'free',
+  'netstat',
+  'ss',
+  'curl',
+  'wget',
+  'kubectl',
+  'nvidia-smi',
+  'lsof',
+  'docker',
+]);
 const WRAPPERS = new Set(['sudo', 'time', 'nohup', 'env', 'command', 'exec', 'xargs', 'stdbuf']);
 const PYTHONS = /^(python[0-9.]*|pypy3?)$/;
 
@@ -138,10 +175,15 @@ function findClose(s: string, from: number, q: string): number {
 }
 
 const isOpt = (w: string): boolean => w.startsWith('-') && w !== '-';
-const isDevNull = (t: string): boolean => t === '/dev/null' || t.startsWith('&') || /^\d$/.test(t) || t.startsWith('/dev/');
+const isDevNull = (t: string): boolean =>
+  t === '/dev/null' || t.startsWith('&') || /^\d$/.test(t) || t.startsWith('/dev/');
 
 /** Effects of one shell command line. `cwd` is the session's default working directory. */
-export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<string, string[]> = {}): CallEffects & { scripts?: Record<string, string[]> } {
+export function shellEffects(
+  cmd: string,
+  cwd?: string,
+  knownScripts: Record<string, string[]> = {},
+): CallEffects & { scripts?: Record<string, string[]> } {
   const effects: SourceEffect[] = [];
   const scripts: Record<string, string[]> = {};
   let ttl: CallEffects['ttl'];
@@ -149,7 +191,8 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
   let dir = cwd;
   for (const seg of parseShell(cmd)) {
     let words = seg.words;
-    while (words.length && (WRAPPERS.has(words[0]) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]))) words = words.slice(1);
+    while (words.length && (WRAPPERS.has(words[0]) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0])))
+      words = words.slice(1);
     if (words[0] === 'timeout') words = words.slice(2);
     for (const r of seg.redirects) {
       if (isDevNull(r.target)) continue;
@@ -157,7 +200,8 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
       else if (r.op.includes('>')) {
         effects.push({ uri: fileUri(r.target, dir), effect: 'write', structural: true });
         // Remember what a heredoc-written script writes, for when it is run later.
-        if (seg.heredoc !== undefined && /\.py$/.test(r.target)) scripts[fileUri(r.target, dir)] = pythonWrites(seg.heredoc).map((f) => fileUri(f, dir));
+        if (seg.heredoc !== undefined && /\.py$/.test(r.target))
+          scripts[fileUri(r.target, dir)] = pythonWrites(seg.heredoc).map((f) => fileUri(f, dir));
       }
     }
     const name = (words[0] ?? '').replace(/^.*\//, '');
@@ -175,16 +219,22 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
       continue;
     }
     if (name === 'tee') {
-      for (const f of operands) if (!isDevNull(f)) effects.push({ uri: fileUri(f, dir), effect: 'write', structural: true });
+      for (const f of operands)
+        if (!isDevNull(f)) effects.push({ uri: fileUri(f, dir), effect: 'write', structural: true });
       continue;
     }
     if (READERS.has(name)) {
-      const files = name === 'awk' ? operands.slice(1) : name === 'head' || name === 'tail' ? skipNumericArgs(args) : operands;
+      const files =
+        name === 'awk' ? operands.slice(1) : name === 'head' || name === 'tail' ? skipNumericArgs(args) : operands;
       for (const f of files) if (f !== '-') effects.push({ uri: fileUri(f, dir), effect: 'read' });
       continue;
     }
     if (SEARCHERS.has(name)) {
-      const recursive = name === 'rg' || name === 'ag' || name === 'ack' || args.some((w) => /^-[A-Za-z]*[rR]/.test(w) || w === '--recursive');
+      const recursive =
+        name === 'rg' ||
+        name === 'ag' ||
+        name === 'ack' ||
+        args.some((w) => /^-[A-Za-z]*[rR]/.test(w) || w === '--recursive');
       const hasE = args.some((w) => w === '-e' || w === '-f');
       const paths = operandsAfterScript(args, hasE, ['-e', '-f', '-A', '-B', '-C', '-m', '--include', '--exclude']);
       if (paths.length === 0 && recursive) effects.push({ uri: dirUri('.', dir), effect: 'search' });
@@ -195,7 +245,10 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
       continue;
     }
     if (LISTERS.has(name)) {
-      const paths = name === 'find' ? args.filter((w, k) => !isOpt(w) && (k === 0 || !isOpt(args[k - 1])) && !w.startsWith('(')).slice(0, 1) : operands;
+      const paths =
+        name === 'find'
+          ? args.filter((w, k) => !isOpt(w) && (k === 0 || !isOpt(args[k - 1])) && !w.startsWith('(')).slice(0, 1)
+          : operands;
       if (paths.length === 0) effects.push({ uri: dirUri('.', dir), effect: 'list' });
       for (const p of paths) effects.push({ uri: dirUri(p, dir), effect: 'list' });
       continue;
@@ -206,7 +259,9 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
     }
     if (name === 'mv' || name === 'cp' || name === 'ln' || name === 'install') {
       const dest = operands[operands.length - 1];
-      if (name === 'mv') for (const f of operands.slice(0, -1)) effects.push({ uri: fileUri(f, dir), effect: 'write', structural: true });
+      if (name === 'mv')
+        for (const f of operands.slice(0, -1))
+          effects.push({ uri: fileUri(f, dir), effect: 'write', structural: true });
       if (dest) effects.push({ uri: fileUri(dest, dir), effect: 'write', structural: true });
       continue;
     }
@@ -226,20 +281,25 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
         const paths = dash >= 0 ? args.slice(dash + 1) : operands.slice(1).filter((p) => /[./]/.test(p));
         if (paths.length) for (const p of paths) effects.push({ uri: fileUri(p, dir), effect: 'write' });
         else effects.push({ uri: dirUri('.', dir), effect: 'write', structural: true });
-      } else if (['reset', 'stash', 'pull', 'merge', 'rebase', 'cherry-pick', 'revert', 'switch', 'clean', 'am'].includes(sub ?? '')) {
+      } else if (
+        ['reset', 'stash', 'pull', 'merge', 'rebase', 'cherry-pick', 'revert', 'switch', 'clean', 'am'].includes(
+          sub ?? '',
+        )
+      ) {
         effects.push({ uri: dirUri('.', dir), effect: 'write', structural: true });
       }
       continue;
     }
     if (PYTHONS.test(name)) {
       const cIdx = args.indexOf('-c');
-      const code = cIdx >= 0 ? args[cIdx + 1] ?? '' : seg.heredoc ?? '';
+      const code = cIdx >= 0 ? (args[cIdx + 1] ?? '') : (seg.heredoc ?? '');
       const named = pythonWrites(code).map((f) => fileUri(f, dir));
       const mIdx = args.indexOf('-m');
       const script = cIdx < 0 && mIdx < 0 ? operands[0] : undefined;
       const known = script ? knownScripts[fileUri(script, dir)] : undefined;
       for (const u of [...named, ...(known ?? [])]) effects.push({ uri: u, effect: 'write' });
-      const testRunner = mIdx >= 0 && /^(pytest|unittest|doctest|pip|compileall|py_compile)$/.test(args[mIdx + 1] ?? '');
+      const testRunner =
+        mIdx >= 0 && /^(pytest|unittest|doctest|pip|compileall|py_compile)$/.test(args[mIdx + 1] ?? '');
       const inlineHarmless = cIdx >= 0 && !/open\(|write|remove|rename|unlink|shutil|subprocess|os\.system/.test(code);
       // A script or module of unknown content may write anything: flag it rather than invalidate blindly.
       if (named.length === 0 && !known && !testRunner && !inlineHarmless) unknownWrite = true;
@@ -250,13 +310,21 @@ export function shellEffects(cmd: string, cwd?: string, knownScripts: Record<str
       effects.push({ uri: `proc://${name}`, effect: 'read' });
       continue;
     }
-    if (['make', 'npm', 'pip', 'cargo', 'go', 'pytest', 'tox', 'bash', 'sh', 'perl', 'ruby', 'node'].includes(name) && !['ls', 'status'].includes(operands[0] ?? '')) {
+    if (
+      ['make', 'npm', 'pip', 'cargo', 'go', 'pytest', 'tox', 'bash', 'sh', 'perl', 'ruby', 'node'].includes(name) &&
+      !['ls', 'status'].includes(operands[0] ?? '')
+    ) {
       if (name === 'perl' && args.some((w) => /^-[a-z]*i/.test(w))) {
         for (const f of operands.slice(1)) effects.push({ uri: fileUri(f, dir), effect: 'write' });
       } else if (name !== 'pytest' && name !== 'go' && name !== 'cargo') unknownWrite = true;
     }
   }
-  return { effects, ttl, unknownWrite: unknownWrite || undefined, scripts: Object.keys(scripts).length ? scripts : undefined };
+  return {
+    effects,
+    ttl,
+    unknownWrite: unknownWrite || undefined,
+    scripts: Object.keys(scripts).length ? scripts : undefined,
+  };
 }
 
 function operandsAfterScript(args: string[], hasE: boolean, valued: string[]): string[] {
@@ -295,7 +363,8 @@ function skipNumericArgs(args: string[]): string[] {
 /** Files a Python snippet opens for writing: open('x', 'w'|'a'|'x'), Path('x').write_text(…). */
 export function pythonWrites(code: string): string[] {
   const out = new Set<string>();
-  for (const m of code.matchAll(/open\(\s*(['"])([^'"]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"]*[wax+][^'"]*\3/g)) out.add(m[2]);
+  for (const m of code.matchAll(/open\(\s*(['"])([^'"]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"]*[wax+][^'"]*\3/g))
+    out.add(m[2]);
   for (const m of code.matchAll(/Path\(\s*(['"])([^'"]+)\1\s*\)\.write_(?:text|bytes)\(/g)) out.add(m[2]);
   return [...out];
 }

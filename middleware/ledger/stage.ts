@@ -16,12 +16,19 @@ export function createLedgerStage(opts: Omit<LedgerOptions, 'countTokens'> = {})
     run(view, ctx) {
       const bundle = (view.session.ledger ?? {}) as LedgerBundle;
       const input = view.body.messages;
-      const r = applyLedger(input, bundle.observations, { ...opts, countTokens: (t) => ctx.tokenizer.encodeCached(t).length });
+      const r = applyLedger(input, bundle.observations, {
+        ...opts,
+        countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
+      });
       view.session.ledger = { ...bundle, observations: r.state } as Record<string, unknown>;
       let { messages, receipts } = r;
       if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
         messages = render(input, { ...r.state, tombstones: [], evictions: [] });
-        receipts = receipts.map((x) => (x.action === 'tombstone' || x.action === 'evict' ? { ...x, reason: `${x.reason}; placed from the next call on (a first call passes unchanged)` } : x));
+        receipts = receipts.map((x) =>
+          x.action === 'tombstone' || x.action === 'evict'
+            ? { ...x, reason: `${x.reason}; placed from the next call on (a first call passes unchanged)` }
+            : x,
+        );
       }
       const changed = messages.some((m, i) => m !== input[i]);
       return { view: changed ? { ...view, body: { ...view.body, messages } } : view, receipts };

@@ -100,5 +100,15 @@ export interface LedgerState {
 }
 
 export function emptyLedger(): LedgerState {
-  return { v: 1, seen: 0, actions: 0, observations: [], calls: {}, tombstones: [], evictions: [], pending: [], open: {} };
+  return {
+    v: 1,
+    seen: 0,
+    actions: 0,
+    observations: [],
+    calls: {},
+    tombstones: [],
+    evictions: [],
+    pending: [],
+    open: {},
+  };
 }

@@ -51,6 +51,7 @@ export function writeInvalidates(
   const wIsDir = w.uri.startsWith('dir://');
   if (r.effect === 'read') return wIsDir ? underDir(rp, wp) : samePath(wp, rp);
   if (r.effect === 'search') return underDir(wp, rp) || (wIsDir && underDir(rp, wp));
-  if (r.effect === 'list') return (w.structural === true || wIsDir) && (underDir(wp, rp) || (wIsDir && underDir(rp, wp)));
+  if (r.effect === 'list')
+    return (w.structural === true || wIsDir) && (underDir(wp, rp) || (wIsDir && underDir(rp, wp)));
   return false;
 }

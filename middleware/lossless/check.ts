@@ -78,7 +78,11 @@ export function sortedJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(sortedJson).join(',')}]`;
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .filter((k) => o[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${sortedJson(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 }
@@ -93,7 +97,9 @@ function argsKey(args: unknown): string {
 }
 
 function callsKey(m: ChatMessage): string {
-  return (m.tool_calls ?? []).map((c) => `${c.id ?? ''}\u0000${c.function?.name ?? ''}\u0000${argsKey(c.function?.arguments)}`).join('\u0001');
+  return (m.tool_calls ?? [])
+    .map((c) => `${c.id ?? ''}\u0000${c.function?.name ?? ''}\u0000${argsKey(c.function?.arguments)}`)
+    .join('\u0001');
 }
 
 /** Compaction receipts' message ranges, as a set of client message indices. */
@@ -130,7 +136,9 @@ function splitGateway(lines: readonly string[]): { own: string[]; note: string[]
 }
 
 const isInserted = (m: ChatMessage): boolean => {
-  const first = textOf(m.content).split('\n').find((l) => l !== '');
+  const first = textOf(m.content)
+    .split('\n')
+    .find((l) => l !== '');
   return first !== undefined && isFramedNote(first);
 };
 
@@ -157,11 +165,26 @@ export function priorVersionsOf(bodies: readonly ChatRequest[]): PriorVersions &
   return { at: (i) => byIndex[i], add };
 }
 
-export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, prior: PriorVersions, firstCall: boolean, receipts: readonly Receipt[] = []): LosslessReport {
-  const rep: LosslessReport = { missing: 0, altered: 0, first_call_changed: 0, moved: 0, restored: 0, compacted: 0, details: [] };
+export function checkWith(
+  clientBody: ChatRequest,
+  upstreamBody: ChatRequest,
+  prior: PriorVersions,
+  firstCall: boolean,
+  receipts: readonly Receipt[] = [],
+): LosslessReport {
+  const rep: LosslessReport = {
+    missing: 0,
+    altered: 0,
+    first_call_changed: 0,
+    moved: 0,
+    restored: 0,
+    compacted: 0,
+    details: [],
+  };
   const note = (kind: LosslessKind, message: number, line: string, role?: string): void => {
     if (kind !== 'first_call_changed') rep[kind]++;
-    if (rep.details.length < MAX_DETAILS) rep.details.push({ kind, message, ...(role ? { role } : {}), line: clip(line) });
+    if (rep.details.length < MAX_DETAILS)
+      rep.details.push({ kind, message, ...(role ? { role } : {}), line: clip(line) });
   };
   // Frame escaping (framing.ts) is the one change allowed everywhere: compare with its result.
   const C = (clientBody.messages ?? []).map(escapeMessage);
@@ -178,13 +201,17 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
   const pairs: [number, number][] = [];
   let j = 0;
   for (let i = 0; i < C.length; i++) {
-    const sameKey = (m: ChatMessage): boolean => m.role === C[i].role && (m.tool_call_id ?? '') === (C[i].tool_call_id ?? '');
+    const sameKey = (m: ChatMessage): boolean =>
+      m.role === C[i].role && (m.tool_call_id ?? '') === (C[i].tool_call_id ?? '');
     // An inserted-looking message is this agent message when it leads with a frame itself or was empty.
-    while (j < U.length && isInserted(U[j]) && !(sameKey(U[j]) && (isInserted(C[i]) || textOf(C[i].content) === ''))) j++;
+    while (j < U.length && isInserted(U[j]) && !(sameKey(U[j]) && (isInserted(C[i]) || textOf(C[i].content) === '')))
+      j++;
     // A compaction receipt allows the message to be absent; after a reset it is sent again.
     if (removed.has(i)) {
       const own = j < U.length ? upLines[j].own.join('\n') : undefined;
-      if (!(j < U.length && sameKey(U[j]) && own === nonEmpty(textOf(C[i].content)) && callsKey(U[j]) === callsKey(C[i]))) {
+      if (
+        !(j < U.length && sameKey(U[j]) && own === nonEmpty(textOf(C[i].content)) && callsKey(U[j]) === callsKey(C[i]))
+      ) {
         rep.compacted++;
         continue;
       }
@@ -206,12 +233,17 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
     const u = U[k];
     const cText = textOf(c.content);
     if (callsKey(c) !== callsKey(u)) note('altered', k, `tool_calls of message ${i} differ`, u.role);
-    if ((c.reasoning_content ?? '') !== (u.reasoning_content ?? '')) note('altered', k, `reasoning_content of message ${i} differs`, u.role);
+    if ((c.reasoning_content ?? '') !== (u.reasoning_content ?? ''))
+      note('altered', k, `reasoning_content of message ${i} differs`, u.role);
     const own = upLines[k].own;
     // Restored: the upstream text (less gateway notes) is an earlier version the agent sent here.
     const ownText = own.join('\n');
     const versions = prior.at(i);
-    if (ownText !== nonEmpty(cText) && versions && [...versions].some((v) => nonEmpty(v) === ownText || nonEmpty(escapeFrame(v)) === ownText)) {
+    if (
+      ownText !== nonEmpty(cText) &&
+      versions &&
+      [...versions].some((v) => nonEmpty(v) === ownText || nonEmpty(escapeFrame(v)) === ownText)
+    ) {
       rep.restored++;
       continue;
     }
@@ -228,7 +260,9 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
     // Leftover upstream lines: a placeholder line standing for an unplaced line that sits in a note.
     for (const [l, n] of avail) {
       for (let r = 0; r < n; r++) {
-        const at = l.includes(VOLATILE_PLACEHOLDER) ? unplaced.findIndex((o) => placeholderMatches(l, o) && noteLines.has(o)) : -1;
+        const at = l.includes(VOLATILE_PLACEHOLDER)
+          ? unplaced.findIndex((o) => placeholderMatches(l, o) && noteLines.has(o))
+          : -1;
         if (at >= 0) {
           const [o] = unplaced.splice(at, 1);
           bump(noteLines, o, -1);
@@ -244,7 +278,8 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
     }
   }
 
-  if (sortedToolSet(clientBody.tools) !== sortedToolSet(upstreamBody.tools)) note('altered', -1, 'tools differ (as JSON values, any order)');
+  if (sortedToolSet(clientBody.tools) !== sortedToolSet(upstreamBody.tools))
+    note('altered', -1, 'tools differ (as JSON values, any order)');
   if (firstCall && removed.size === 0) {
     const same = C.length === U.length && C.every((m, i) => sameMessage(m, U[i]));
     if (!same || JSON.stringify(clientBody.tools ?? null) !== JSON.stringify(upstreamBody.tools ?? null)) {
@@ -256,7 +291,11 @@ export function checkWith(clientBody: ChatRequest, upstreamBody: ChatRequest, pr
   return rep;
 }
 
-const nonEmpty = (t: string): string => t.split('\n').filter((l) => l !== '').join('\n');
+const nonEmpty = (t: string): string =>
+  t
+    .split('\n')
+    .filter((l) => l !== '')
+    .join('\n');
 
 function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
   if (JSON.stringify(a) === JSON.stringify(b)) return true;
@@ -298,7 +337,15 @@ export function createLosslessTracker(): LosslessTracker {
 
 /** Sum of reports (counts only; the first details up to MAX_DETAILS). */
 export function sumReports(reps: readonly LosslessReport[]): LosslessReport {
-  const out: LosslessReport = { missing: 0, altered: 0, first_call_changed: 0, moved: 0, restored: 0, compacted: 0, details: [] };
+  const out: LosslessReport = {
+    missing: 0,
+    altered: 0,
+    first_call_changed: 0,
+    moved: 0,
+    restored: 0,
+    compacted: 0,
+    details: [],
+  };
   for (const r of reps) {
     out.missing += r.missing;
     out.altered += r.altered;

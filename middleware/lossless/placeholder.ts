@@ -11,7 +11,8 @@ export function placeholderMatches(line: string, original: string): boolean {
   if (pieces.length < 2) return false;
   const first = pieces[0];
   const last = pieces[pieces.length - 1];
-  if (!original.startsWith(first) || !original.endsWith(last) || original.length < first.length + last.length) return false;
+  if (!original.startsWith(first) || !original.endsWith(last) || original.length < first.length + last.length)
+    return false;
   let at = first.length;
   const end = original.length - last.length;
   for (let i = 1; i < pieces.length - 1; i++) {

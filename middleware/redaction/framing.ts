@@ -20,17 +20,41 @@ const CLOSE = '\\]\uff3d\u27e7\u301b\u3011\u2046\u2773\ufe5e\u3015\u2984\u298c\u
 const HAS_OPEN = new RegExp(`[${OPEN}]`);
 const CANDIDATE = new RegExp(`[${OPEN}]([^\\n${OPEN}${CLOSE}]{1,${MAX_INNER}})[${CLOSE}]`, 'g');
 /** Invisible or spacing characters an attacker can pad the word with. */
-// biome-ignore lint/suspicious/noMisleadingCharacterClass: the class lists invisible code points one by one (combining ones on purpose), it matches no sequence
-const INVISIBLE = /[\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
+const INVISIBLE =
+  // biome-ignore lint/suspicious/noMisleadingCharacterClass: the class lists invisible code points one by one (combining ones on purpose), it matches no sequence
+  /[\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
 
 /** Letters that render like the ones in `ctxgate` (after NFKC and lower-casing). */
 const CONFUSABLE: Record<string, string> = {
-  '\u0441': 'c', '\u03f2': 'c', '\u1d04': 'c', '\u217d': 'c', '\u0188': 'c',
-  '\u0442': 't', '\u03c4': 't', '\u1d1b': 't', '\u01ab': 't',
-  '\u0445': 'x', '\u03c7': 'x', '\u00d7': 'x', '\u2179': 'x', '\u1541': 'x',
-  '\u0261': 'g', '\u0581': 'g', '\u050d': 'g', '\u0262': 'g', '\u01e5': 'g',
-  '\u0430': 'a', '\u03b1': 'a', '\u0251': 'a', '\u1d00': 'a',
-  '\u0435': 'e', '\u03b5': 'e', '\u04bd': 'e', '\u212e': 'e', '\u1d07': 'e', '\u0454': 'e',
+  '\u0441': 'c',
+  '\u03f2': 'c',
+  '\u1d04': 'c',
+  '\u217d': 'c',
+  '\u0188': 'c',
+  '\u0442': 't',
+  '\u03c4': 't',
+  '\u1d1b': 't',
+  '\u01ab': 't',
+  '\u0445': 'x',
+  '\u03c7': 'x',
+  '\u00d7': 'x',
+  '\u2179': 'x',
+  '\u1541': 'x',
+  '\u0261': 'g',
+  '\u0581': 'g',
+  '\u050d': 'g',
+  '\u0262': 'g',
+  '\u01e5': 'g',
+  '\u0430': 'a',
+  '\u03b1': 'a',
+  '\u0251': 'a',
+  '\u1d00': 'a',
+  '\u0435': 'e',
+  '\u03b5': 'e',
+  '\u04bd': 'e',
+  '\u212e': 'e',
+  '\u1d07': 'e',
+  '\u0454': 'e',
 };
 
 /** The word a bracketed span reads as: NFKC, lower case, confusables mapped, invisibles dropped. */

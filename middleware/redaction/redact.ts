@@ -40,8 +40,10 @@ const ESCAPED_QUOTED = '\\\\"(?:(?!\\\\")[^\\n])*\\\\"';
 function benign(name: string, value: string): boolean {
   const v = value.trim();
   if (v.length < 4) return true;
-  if (/^(?:\d+(?:\.\d+)?|true|false|null|none|nil|undefined|yes|no|required|optional|string|number|boolean)$/i.test(v)) return true;
-  if (/^(?:\$\{?[A-Za-z_][\w.]*\}?|process\.env\.\w+|os\.environ.*|env\(.*\)|<[^>]*>|\*+|x{4,}|\[REDACTED.*)$/i.test(v)) return true;
+  if (/^(?:\d+(?:\.\d+)?|true|false|null|none|nil|undefined|yes|no|required|optional|string|number|boolean)$/i.test(v))
+    return true;
+  if (/^(?:\$\{?[A-Za-z_][\w.]*\}?|process\.env\.\w+|os\.environ.*|env\(.*\)|<[^>]*>|\*+|x{4,}|\[REDACTED.*)$/i.test(v))
+    return true;
   // a file reference, not a key: `services/auth_token.py:142: in validate_claims` (tracebacks, grep -n)
   if (/\.[A-Za-z][A-Za-z0-9]{0,5}$/.test(name) && /^\d+(?:[:,)\s]|$)/.test(v)) return true;
   // counts and limits named after tokens (max_tokens: 4096, tokens_per_s) are not credentials
@@ -97,7 +99,10 @@ const RULES: Rule[] = [
   {
     kind: 'cli_secret',
     // --password hunter2, --api-key=…
-    re: new RegExp(`(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`, 'gi'),
+    re: new RegExp(
+      `(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`,
+      'gi',
+    ),
     replace: (k, _m, g) => (benign(g[0]!, g[1]!.replace(/^["']|["']$/g, '')) ? null : `${g[0]}${quoted(g[1]!, k)}`),
   },
   {
@@ -119,7 +124,9 @@ const RULES: Rule[] = [
       }
       const trimmed = value.replace(/\s+$/, '');
       rest = value.slice(trimmed.length) + rest;
-      const name = prefix.replace(/^[^A-Za-z0-9_.-]*(?:export\s+)?["']?/, '').replace(/\\?["']?\s*(?:=>|:=|=|:)\s*$/, '');
+      const name = prefix
+        .replace(/^[^A-Za-z0-9_.-]*(?:export\s+)?["']?/, '')
+        .replace(/\\?["']?\s*(?:=>|:=|=|:)\s*$/, '');
       if (benign(name, trimmed.replace(/^\\?["']|\\?["']$/g, ''))) return null;
       return `${prefix}${quoted(trimmed, k)}${rest}`;
     },
@@ -170,7 +177,8 @@ export function redactDeep<T>(value: T): { value: T; findings: RedactionFinding[
       const o: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v)) {
         // a secret-named key's value is a secret even when the value alone looks harmless
-        o[k] = typeof x === 'string' && new RegExp(`^${NAME}$`, 'i').test(k) && !benign(k, x) ? tag('env_secret') : walk(x);
+        o[k] =
+          typeof x === 'string' && new RegExp(`^${NAME}$`, 'i').test(k) && !benign(k, x) ? tag('env_secret') : walk(x);
       }
       return o;
     }

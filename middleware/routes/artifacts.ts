@@ -16,9 +16,15 @@ export async function registerArtifactRoutes(app: FastifyInstance, deps: Artifac
     const tenant = deps.authTenant(req);
     if (!tenant) return reply.code(401).send(errorBody('unauthenticated', 'missing or invalid API key'));
     const hash = req.params.hash.toLowerCase();
-    if (!isArtifactHash(hash)) return reply.code(400).send(errorBody('invalid_request', 'hash must be 64 hex characters (sha256)', 'hash'));
+    if (!isArtifactHash(hash))
+      return reply.code(400).send(errorBody('invalid_request', 'hash must be 64 hex characters (sha256)', 'hash'));
     const text = await deps.artifacts.get(tenant, hash);
-    if (text === undefined) return reply.code(404).send(errorBody('not_found', `no artifact ${hash} for this tenant`, 'hash'));
-    return reply.header('content-type', 'text/plain; charset=utf-8').header('cache-control', 'private, max-age=31536000, immutable').header('x-content-sha256', hash).send(text);
+    if (text === undefined)
+      return reply.code(404).send(errorBody('not_found', `no artifact ${hash} for this tenant`, 'hash'));
+    return reply
+      .header('content-type', 'text/plain; charset=utf-8')
+      .header('cache-control', 'private, max-age=31536000, immutable')
+      .header('x-content-sha256', hash)
+      .send(text);
   });
 }

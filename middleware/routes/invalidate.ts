@@ -23,20 +23,38 @@ export function normaliseUri(uri: string): string {
 }
 
 export async function registerInvalidateRoutes(app: FastifyInstance, deps: InvalidateRouteDeps): Promise<void> {
-  app.post<{ Params: { id: string }; Body: { uri?: unknown; reason?: unknown } }>('/v1/gateway/sessions/:id/invalidate', async (req, reply) => {
-    const tenant = deps.authTenant(req);
-    if (!tenant) return reply.code(401).send(errorBody('unauthenticated', 'missing or invalid API key'));
-    const body = (req.body ?? {}) as { uri?: unknown; reason?: unknown };
-    if (typeof body.uri !== 'string' || body.uri.length === 0 || body.uri.length > MAX_URI_CHARS) {
-      return reply.code(400).send(errorBody('invalid_request', `uri must be a non-empty string of at most ${MAX_URI_CHARS} characters`, 'uri'));
-    }
-    const state = await deps.store.get(tenant, req.params.id);
-    if (!state) return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
-    const uri = normaliseUri(body.uri);
-    const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
-    const bundle = (state.ledger ?? {}) as LedgerBundle;
-    const observations = invalidate(bundle.observations, uri, reason);
-    await deps.store.put({ ...state, ledger: { ...bundle, observations } as Record<string, unknown>, updatedAt: Date.now() });
-    return reply.code(202).send({ object: 'session.invalidation', session: state.sessionId, uri, pending: observations.pending.length });
-  });
+  app.post<{ Params: { id: string }; Body: { uri?: unknown; reason?: unknown } }>(
+    '/v1/gateway/sessions/:id/invalidate',
+    async (req, reply) => {
+      const tenant = deps.authTenant(req);
+      if (!tenant) return reply.code(401).send(errorBody('unauthenticated', 'missing or invalid API key'));
+      const body = (req.body ?? {}) as { uri?: unknown; reason?: unknown };
+      if (typeof body.uri !== 'string' || body.uri.length === 0 || body.uri.length > MAX_URI_CHARS) {
+        return reply
+          .code(400)
+          .send(
+            errorBody(
+              'invalid_request',
+              `uri must be a non-empty string of at most ${MAX_URI_CHARS} characters`,
+              'uri',
+            ),
+          );
+      }
+      const state = await deps.store.get(tenant, req.params.id);
+      if (!state)
+        return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
+      const uri = normaliseUri(body.uri);
+      const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
+      const bundle = (state.ledger ?? {}) as LedgerBundle;
+      const observations = invalidate(bundle.observations, uri, reason);
+      await deps.store.put({
+        ...state,
+        ledger: { ...bundle, observations } as Record<string, unknown>,
+        updatedAt: Date.now(),
+      });
+      return reply
+        .code(202)
+        .send({ object: 'session.invalidation', session: state.sessionId, uri, pending: observations.pending.length });
+    },
+  );
 }

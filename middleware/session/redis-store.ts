@@ -59,7 +59,8 @@ export class RedisSessionStore implements SessionStore {
 
   constructor(opts: RedisStoreOptions) {
     this.owns = opts.client ? opts.ownsClient === true : true;
-    this.client = opts.client ?? new Redis(opts.url ?? 'redis://127.0.0.1:6379', fastFailRedisOptions(opts.commandTimeoutMs));
+    this.client =
+      opts.client ?? new Redis(opts.url ?? 'redis://127.0.0.1:6379', fastFailRedisOptions(opts.commandTimeoutMs));
     // ioredis emits 'error' on connection loss; unhandled it would crash the process.
     if (!opts.client) this.client.on('error', () => undefined);
     this.ttl = opts.ttlSeconds ?? DEFAULT_REDIS_TTL_S;
@@ -78,7 +79,11 @@ export class RedisSessionStore implements SessionStore {
       return undefined;
     }
     if (state.schema !== SESSION_SCHEMA_VERSION || state.tenant !== tenant || state.sessionId !== sessionId) {
-      this.log('session state of another schema or owner; treated as absent', { tenant, sessionId, schema: state.schema });
+      this.log('session state of another schema or owner; treated as absent', {
+        tenant,
+        sessionId,
+        schema: state.schema,
+      });
       return undefined;
     }
     if (!checksumValid(state)) {

@@ -25,7 +25,10 @@ export class ResilientSessionStore implements SessionStore {
   private readonly dirty = new Map<string, { tenant: string; sessionId: string }>();
   private healthy = true;
 
-  constructor(private readonly primary: SessionStore, opts: ResilientStoreOptions = {}) {
+  constructor(
+    private readonly primary: SessionStore,
+    opts: ResilientStoreOptions = {},
+  ) {
     this.local = opts.local ?? new MemorySessionStore();
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_PRIMARY_TIMEOUT_MS;
     this.log = opts.log ?? (() => undefined);
@@ -44,7 +47,10 @@ export class ResilientSessionStore implements SessionStore {
     let timer: NodeJS.Timeout | undefined;
     try {
       const p = f();
-      const value = await Promise.race([p, new Promise<typeof TIMEOUT>((res) => (timer = setTimeout(() => res(TIMEOUT), this.timeoutMs)))]);
+      const value = await Promise.race([
+        p,
+        new Promise<typeof TIMEOUT>((res) => (timer = setTimeout(() => res(TIMEOUT), this.timeoutMs))),
+      ]);
       if (value === TIMEOUT) {
         p.catch(() => undefined);
         throw new Error(`timed out after ${this.timeoutMs} ms`);
@@ -53,7 +59,11 @@ export class ResilientSessionStore implements SessionStore {
       this.healthy = true;
       return { ok: true, value: value as T };
     } catch (err) {
-      if (this.healthy) this.log('session store primary failed; serving local state', { op, error: String((err as Error)?.message ?? err) });
+      if (this.healthy)
+        this.log('session store primary failed; serving local state', {
+          op,
+          error: String((err as Error)?.message ?? err),
+        });
       this.healthy = false;
       return { ok: false };
     } finally {

@@ -52,7 +52,11 @@ export function emptyStabilise(): StabiliseState {
   return { v: 1, a: [], d: [], orig: {}, bytes: 0 };
 }
 
-export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined, opts: StabiliseOptions = {}): StabiliseResult {
+export function stabilise(
+  input: ChatMessage[],
+  prev: StabiliseState | undefined,
+  opts: StabiliseOptions = {},
+): StabiliseResult {
   const st: StabiliseState = prev ? structuredClone(prev) : emptyStabilise();
   const enabled = opts.enabled !== false;
   const max = opts.maxBytes ?? DEFAULT_MAX_ORIGINAL_BYTES;
@@ -60,7 +64,11 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
   const receipts: Receipt[] = [];
   const deferred = new Set(st.d);
   if (input.length < st.a.length) {
-    receipts.push({ stage: STAGE, action: 'history_truncated', reason: `agent sent ${input.length} messages after ${st.a.length}; state beyond dropped` });
+    receipts.push({
+      stage: STAGE,
+      action: 'history_truncated',
+      reason: `agent sent ${input.length} messages after ${st.a.length}; state beyond dropped`,
+    });
     for (let i = input.length; i < st.a.length; i++) {
       drop(st, i);
       deferred.delete(i);
@@ -91,25 +99,55 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
     const oldText = old === undefined ? undefined : contentText(old);
     // Same position: same role and call id; a user observation also needs the message before it unchanged.
     const kNow = st.k[i];
-    const samePlace = prevK[i] !== undefined && sameSlot(prevK[i], kNow) && (m.role === 'tool' ? !!m.tool_call_id : i > 0 && prevK[i - 1] === st.k[i - 1]);
-    const reduced = oldText !== undefined && isElisionOf(oldText, contentText(m.content), { strictlyShorter: m.role !== 'tool' });
-    if (enabled && eligible && samePlace && !contested.has(i) && i < input.length - 1 && reduced && !looksSecret(oldText!)) {
+    const samePlace =
+      prevK[i] !== undefined &&
+      sameSlot(prevK[i], kNow) &&
+      (m.role === 'tool' ? !!m.tool_call_id : i > 0 && prevK[i - 1] === st.k[i - 1]);
+    const reduced =
+      oldText !== undefined && isElisionOf(oldText, contentText(m.content), { strictlyShorter: m.role !== 'tool' });
+    if (
+      enabled &&
+      eligible &&
+      samePlace &&
+      !contested.has(i) &&
+      i < input.length - 1 &&
+      reduced &&
+      !looksSecret(oldText!)
+    ) {
       deferred.add(i);
       out[i] = { ...m, content: old };
-      receipts.push({ stage: STAGE, action: 'defer_elision', target: `message ${i}`, reason: 'agent elided an output already sent; re-sending it until the next compaction keeps the prefix cached' });
+      receipts.push({
+        stage: STAGE,
+        action: 'defer_elision',
+        target: `message ${i}`,
+        reason: 'agent elided an output already sent; re-sending it until the next compaction keeps the prefix cached',
+      });
       continue;
     }
     deferred.delete(i);
     if (oldText !== undefined) contested.add(i);
     drop(st, i);
     if (eligible) store(st, i, m.content, max);
-    const why = !enabled ? 'stabilisation off' : oldText === undefined ? 'no stored original' : eligible ? 'not an elision' : `${m.role} message edited`;
-    receipts.push({ stage: STAGE, action: 'edit_passed', target: `message ${i}`, reason: `history edit passed through (${why})` });
+    const why = !enabled
+      ? 'stabilisation off'
+      : oldText === undefined
+        ? 'no stored original'
+        : eligible
+          ? 'not an elision'
+          : `${m.role} message edited`;
+    receipts.push({
+      stage: STAGE,
+      action: 'edit_passed',
+      target: `message ${i}`,
+      reason: `history edit passed through (${why})`,
+    });
   }
   // Over budget: drop the oldest non-deferred originals first, then deferred ones (which then
   // fall back to the agent's version on the next call, with a receipt then).
   if (st.bytes > max) {
-    const keys = Object.keys(st.orig).map(Number).sort((x, y) => x - y);
+    const keys = Object.keys(st.orig)
+      .map(Number)
+      .sort((x, y) => x - y);
     for (const pass of [false, true]) {
       for (const k of keys) {
         if (st.bytes <= max) break;
@@ -117,7 +155,12 @@ export function stabilise(input: ChatMessage[], prev: StabiliseState | undefined
         drop(st, k);
         if (pass) {
           deferred.delete(k);
-          receipts.push({ stage: STAGE, action: 'original_dropped', target: `message ${k}`, reason: `stored originals over ${max} bytes` });
+          receipts.push({
+            stage: STAGE,
+            action: 'original_dropped',
+            target: `message ${k}`,
+            reason: `stored originals over ${max} bytes`,
+          });
         }
       }
     }

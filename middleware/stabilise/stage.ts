@@ -11,7 +11,10 @@ export function createStabiliseStage(opts: StabiliseOptions = {}): Stage {
     name: STABILISE_STAGE,
     run(view) {
       const bundle = (view.session.ledger ?? {}) as LedgerBundle;
-      const r = stabilise(view.body.messages, bundle.stabilise, { ...opts, frozenBelow: bundle.compaction?.watermark ?? 0 });
+      const r = stabilise(view.body.messages, bundle.stabilise, {
+        ...opts,
+        frozenBelow: bundle.compaction?.watermark ?? 0,
+      });
       view.session.ledger = { ...bundle, stabilise: r.state } as Record<string, unknown>;
       const changed = r.messages.some((m, i) => m !== view.body.messages[i]);
       return { view: changed ? { ...view, body: { ...view.body, messages: r.messages } } : view, receipts: r.receipts };

@@ -23,7 +23,11 @@ export function encodeCachedWith(name: string, encode: (t: string) => number[], 
 }
 
 /** Like encodeCachedWith, also saying whether the ids came from the cache. */
-export function lookupEncoded(name: string, encode: (t: string) => number[], text: string): { ids: readonly number[]; hit: boolean } {
+export function lookupEncoded(
+  name: string,
+  encode: (t: string) => number[],
+  text: string,
+): { ids: readonly number[]; hit: boolean } {
   // Short pieces ("\n", "assistant\n") are cached too: a BPE call costs ~10 µs whatever the length.
   if (text.length === 0) return { ids: [], hit: true };
   const key = name + '\u0000' + text;

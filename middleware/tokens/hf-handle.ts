@@ -17,7 +17,8 @@ interface AddedTokenJson {
 /** tokenizer_config.json stores bos/eos either as a string or as an AddedToken object. */
 function tokenString(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
-  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string') return (v as { content: string }).content;
+  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string')
+    return (v as { content: string }).content;
   return undefined;
 }
 
@@ -49,14 +50,19 @@ export function createHfHandle(
   const renderer = new ChatRenderer(source, bosToken, eosToken);
   const added = (tokenizerJSON.added_tokens as AddedTokenJson[] | undefined) ?? [];
   // Only tokens that do not eat neighbouring whitespace are clean segment boundaries.
-  const specialTokens = Object.freeze(added.filter((t) => !t.lstrip && !t.rstrip && t.content.length > 0).map((t) => t.content));
+  const specialTokens = Object.freeze(
+    added.filter((t) => !t.lstrip && !t.rstrip && t.content.length > 0).map((t) => t.content),
+  );
   const raw = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
   // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
   const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, raw));
   return {
     name,
     encode,
-    decode: (ids) => (ids.length === 0 ? '' : tok.decode(ids as number[], { skip_special_tokens: false, clean_up_tokenization_spaces: false })),
+    decode: (ids) =>
+      ids.length === 0
+        ? ''
+        : tok.decode(ids as number[], { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
     renderChat: (messages: ChatMessage[], opts?: RenderOptions) => renderer.render(messages, opts),
     specialTokens,
     bosToken,

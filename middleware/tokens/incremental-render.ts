@@ -68,15 +68,28 @@ function healthOf(tok: TokenizerHandle, key: string): TemplateHealth {
 const assistantProbes = new WeakMap<TokenizerHandle, Map<string, boolean>>();
 
 /** Whether an assistant turn renders the same when it is the last message as when a user turn follows. */
-function lastAssistantStable(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, key: string): boolean {
+function lastAssistantStable(
+  tok: TokenizerHandle,
+  tools: ToolDef[] | undefined,
+  extra: Record<string, unknown> | undefined,
+  key: string,
+): boolean {
   let m = assistantProbes.get(tok);
   if (!m) assistantProbes.set(tok, (m = new Map()));
   let ok = m.get(key);
   if (ok === undefined) {
     try {
-      const base: ChatMessage[] = [{ role: 'system', content: 'ctxgate-root' }, { role: 'user', content: 'ctxgate-u1' }, { role: 'assistant', content: 'ctxgate-a1' }];
+      const base: ChatMessage[] = [
+        { role: 'system', content: 'ctxgate-root' },
+        { role: 'user', content: 'ctxgate-u1' },
+        { role: 'assistant', content: 'ctxgate-a1' },
+      ];
       const last = tok.renderChat(base, { tools, extra, addGenerationPrompt: false });
-      const followed = tok.renderChat([...base, { role: 'user', content: 'ctxgate-u2' }], { tools, extra, addGenerationPrompt: false });
+      const followed = tok.renderChat([...base, { role: 'user', content: 'ctxgate-u2' }], {
+        tools,
+        extra,
+        addGenerationPrompt: false,
+      });
       ok = followed.startsWith(last);
     } catch {
       ok = false;
@@ -90,19 +103,35 @@ function lastAssistantStable(tok: TokenizerHandle, tools: ToolDef[] | undefined,
  * What a trailing system message adds around its content (null when that is not a constant
  * wrapping: probed with two different notes after the same history).
  */
-function noteWrap(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, key: string): { head: string; tail: string } | null {
+function noteWrap(
+  tok: TokenizerHandle,
+  tools: ToolDef[] | undefined,
+  extra: Record<string, unknown> | undefined,
+  key: string,
+): { head: string; tail: string } | null {
   let m = noteWraps.get(tok);
   if (!m) noteWraps.set(tok, (m = new Map()));
   let w = m.get(key);
   if (w === undefined) {
     w = null;
     try {
-      const base: ChatMessage[] = [{ role: 'system', content: 'ctxgate-root' }, { role: 'user', content: 'ctxgate-u1' }, { role: 'assistant', content: 'ctxgate-a1' }, { role: 'user', content: 'ctxgate-u2' }];
+      const base: ChatMessage[] = [
+        { role: 'system', content: 'ctxgate-root' },
+        { role: 'user', content: 'ctxgate-u1' },
+        { role: 'assistant', content: 'ctxgate-a1' },
+        { role: 'user', content: 'ctxgate-u2' },
+      ];
       const noGen = tok.renderChat(base, { tools, extra, addGenerationPrompt: false });
       const wraps = ['ctxgate-note', 'two\nlines {{ }} <x>'].map((note) => {
-        const t = tok.renderChat([...base, { role: 'system', content: note }], { tools, extra, addGenerationPrompt: false });
+        const t = tok.renderChat([...base, { role: 'system', content: note }], {
+          tools,
+          extra,
+          addGenerationPrompt: false,
+        });
         const at = t.lastIndexOf(note);
-        return t.startsWith(noGen) && at >= noGen.length ? { head: t.slice(noGen.length, at), tail: t.slice(at + note.length) } : null;
+        return t.startsWith(noGen) && at >= noGen.length
+          ? { head: t.slice(noGen.length, at), tail: t.slice(at + note.length) }
+          : null;
       });
       if (wraps[0] && wraps[1] && wraps[0].head === wraps[1].head && wraps[0].tail === wraps[1].tail) w = wraps[0];
     } catch {
@@ -114,7 +143,12 @@ function noteWrap(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Rec
 }
 
 /** The text add_generation_prompt appends (null when the template does not simply append). */
-function genSuffix(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, key: string): string | null {
+function genSuffix(
+  tok: TokenizerHandle,
+  tools: ToolDef[] | undefined,
+  extra: Record<string, unknown> | undefined,
+  key: string,
+): string | null {
   let m = genSuffixes.get(tok);
   if (!m) genSuffixes.set(tok, (m = new Map()));
   let s = m.get(key);
@@ -128,9 +162,18 @@ function genSuffix(tok: TokenizerHandle, tools: ToolDef[] | undefined, extra: Re
   return s;
 }
 
-function fullRender(tok: TokenizerHandle, messages: ChatMessage[], tools: ToolDef[] | undefined, extra: Record<string, unknown> | undefined, suffix: string | null): { text: string; textNoGen: string } {
+function fullRender(
+  tok: TokenizerHandle,
+  messages: ChatMessage[],
+  tools: ToolDef[] | undefined,
+  extra: Record<string, unknown> | undefined,
+  suffix: string | null,
+): { text: string; textNoGen: string } {
   const text = tok.renderChat(messages, { tools, extra, addGenerationPrompt: true });
-  const textNoGen = suffix !== null && text.endsWith(suffix) ? text.slice(0, text.length - suffix.length) : tok.renderChat(messages, { tools, extra, addGenerationPrompt: false });
+  const textNoGen =
+    suffix !== null && text.endsWith(suffix)
+      ? text.slice(0, text.length - suffix.length)
+      : tok.renderChat(messages, { tools, extra, addGenerationPrompt: false });
   return { text, textNoGen };
 }
 
@@ -149,7 +192,8 @@ export function renderPrompt(
   memo: RenderMemo | undefined,
 ): RenderResult {
   const { tools, extra, contextKey } = opts;
-  const r = (msgs: ChatMessage[], gen: boolean): string => tok.renderChat(msgs, { tools, extra, addGenerationPrompt: gen });
+  const r = (msgs: ChatMessage[], gen: boolean): string =>
+    tok.renderChat(msgs, { tools, extra, addGenerationPrompt: gen });
   const suffix = genSuffix(tok, tools, extra, contextKey);
   const p = memo?.hashes.length ?? 0;
   const h = healthOf(tok, tok.templateSource);
@@ -167,7 +211,11 @@ export function renderPrompt(
     (messages[p - 1].role !== 'assistant' || lastAssistantStable(tok, tools, extra, contextKey)) &&
     memo.hashes.every((x, i) => x === hashes[i]);
   if (usable) {
-    const keep = memo.window !== undefined && memo.window.start >= rootEnd && memo.window.start <= p && p - memo.window.start <= MAX_WINDOW;
+    const keep =
+      memo.window !== undefined &&
+      memo.window.start >= rootEnd &&
+      memo.window.start <= p &&
+      p - memo.window.start <= MAX_WINDOW;
     const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
     const windowMsgs = messages.slice(0, rootEnd).concat(messages.slice(start, p));
     const a = keep ? memo.window!.text : r(windowMsgs, false);
@@ -176,7 +224,8 @@ export function renderPrompt(
     let c: string | undefined;
     let cut = false;
     if (stableEnd === messages.length) c = b.slice(0, b.length - suffix.length);
-    else if (!h.noteCutBroken) cut = (c = cutNote(b, messages, stableEnd, suffix, noteWrap(tok, tools, extra, contextKey))) !== undefined;
+    else if (!h.noteCutBroken)
+      cut = (c = cutNote(b, messages, stableEnd, suffix, noteWrap(tok, tools, extra, contextKey))) !== undefined;
     if (c === undefined || (cut && checkNow)) {
       const real = r(windowMsgs.concat(messages.slice(p, stableEnd)), false);
       if (cut && real !== c) h.noteCutBroken = true;
@@ -192,16 +241,30 @@ export function renderPrompt(
       const result: RenderResult = {
         text,
         textNoGen: base + added.slice(0, added.length - suffix.length),
-        memo: { hashes: stableHashes, contextKey, textNoGen: base + stableAdded, window: { start, text: c }, lastPart: stableAdded },
+        memo: {
+          hashes: stableHashes,
+          contextKey,
+          textNoGen: base + stableAdded,
+          window: { start, text: c },
+          lastPart: stableAdded,
+        },
         mode: 'incremental',
         stablePrefix: added.startsWith(stableAdded),
-        sliceFrom: (from) => (from >= base.length ? added.slice(from - base.length) : from >= partAt ? memo.lastPart!.slice(from - partAt) + added : text.slice(from)),
+        sliceFrom: (from) =>
+          from >= base.length
+            ? added.slice(from - base.length)
+            : from >= partAt
+              ? memo.lastPart!.slice(from - partAt) + added
+              : text.slice(from),
       };
       if (h.used++ % VERIFY_EVERY === 0) {
         const full = fullRender(tok, messages, tools, extra, suffix);
         if (full.text !== text) {
           h.broken = true;
-          return fullResult(full, stableEnd === messages.length ? full.textNoGen : r(messages.slice(0, stableEnd), false));
+          return fullResult(
+            full,
+            stableEnd === messages.length ? full.textNoGen : r(messages.slice(0, stableEnd), false),
+          );
         }
         result.mode = 'verified';
       }
@@ -213,12 +276,24 @@ export function renderPrompt(
 
   function fullResult(f: { text: string; textNoGen: string }, stableText: string): RenderResult {
     // No window memo: the next call renders its window afresh.
-    return { ...f, memo: { hashes: stableHashes, contextKey, textNoGen: stableText }, mode: 'full', stablePrefix: f.text.startsWith(stableText), sliceFrom: (from) => f.text.slice(from) };
+    return {
+      ...f,
+      memo: { hashes: stableHashes, contextKey, textNoGen: stableText },
+      mode: 'full',
+      stablePrefix: f.text.startsWith(stableText),
+      sliceFrom: (from) => f.text.slice(from),
+    };
   }
 }
 
 /** b without its generation prompt and the single trailing system note (undefined when not so). */
-function cutNote(b: string, messages: ChatMessage[], stableEnd: number, suffix: string, wrap: { head: string; tail: string } | null): string | undefined {
+function cutNote(
+  b: string,
+  messages: ChatMessage[],
+  stableEnd: number,
+  suffix: string,
+  wrap: { head: string; tail: string } | null,
+): string | undefined {
   if (!wrap || stableEnd !== messages.length - 1) return undefined;
   const note = messages[stableEnd];
   if (note.role !== 'system' || typeof note.content !== 'string') return undefined;

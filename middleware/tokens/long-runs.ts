@@ -9,7 +9,10 @@
 export const MAX_RUN_CHARS = 256;
 /** Piece length a longer run is encoded in. */
 export const RUN_PIECE_CHARS = 128;
-const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${MAX_RUN_CHARS + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN_CHARS + 1},}`, 'gu');
+const LONG_RUN = new RegExp(
+  `[\\p{L}\\p{M}]{${MAX_RUN_CHARS + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN_CHARS + 1},}`,
+  'gu',
+);
 
 /** `encode` applied piecewise where `text` holds runs too long for one pre-token. */
 export function encodeBounded(text: string, encode: (s: string) => number[]): number[] {

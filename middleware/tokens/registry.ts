@@ -26,10 +26,14 @@ async function readJson(path: string): Promise<Record<string, unknown>> {
 }
 
 async function loadFromDir(name: string, dir: string, template?: string): Promise<TokenizerHandle> {
-  const [tj, tc] = await Promise.all([readJson(join(dir, 'tokenizer.json')), readJson(join(dir, 'tokenizer_config.json'))]);
+  const [tj, tc] = await Promise.all([
+    readJson(join(dir, 'tokenizer.json')),
+    readJson(join(dir, 'tokenizer_config.json')),
+  ]);
   // Newer HF snapshots ship the template beside the config instead of inside it.
   let tpl = template;
-  if (!tpl && !tc.chat_template && existsSync(join(dir, 'chat_template.jinja'))) tpl = readFileSync(join(dir, 'chat_template.jinja'), 'utf8');
+  if (!tpl && !tc.chat_template && existsSync(join(dir, 'chat_template.jinja')))
+    tpl = readFileSync(join(dir, 'chat_template.jinja'), 'utf8');
   return createHfHandle(name, tj, tc, tpl);
 }
 
@@ -41,7 +45,8 @@ function bundledDir(spec: string): string {
 async function load(spec: string, chatTemplateFile?: string): Promise<TokenizerHandle> {
   const template = chatTemplateFile ? await readFile(chatTemplateFile, 'utf8') : undefined;
   if ((BUNDLED_TOKENIZERS as readonly string[]).includes(spec)) return loadFromDir(spec, bundledDir(spec), template);
-  if ((TIKTOKEN_ENCODINGS as readonly string[]).includes(spec)) return createTiktokenHandle(spec as 'o200k_base' | 'cl100k_base', chatTemplateFile);
+  if ((TIKTOKEN_ENCODINGS as readonly string[]).includes(spec))
+    return createTiktokenHandle(spec as 'o200k_base' | 'cl100k_base', chatTemplateFile);
   if (existsSync(spec) && statSync(spec).isDirectory()) return loadFromDir(resolve(spec), spec, template);
   throw new Error(
     `unknown tokenizer '${spec}': expected one of ${[...BUNDLED_TOKENIZERS, ...TIKTOKEN_ENCODINGS].join(', ')} or a directory with tokenizer.json and tokenizer_config.json`,

@@ -41,7 +41,9 @@ function splitter(tok: TokenizerHandle): RegExp | null {
   let re = splitters.get(tok);
   if (re === undefined) {
     const specials = [...tok.specialTokens].sort((a, b) => b.length - a.length);
-    re = specials.length ? new RegExp('(' + specials.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|') + ')', 'g') : null;
+    re = specials.length
+      ? new RegExp('(' + specials.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|') + ')', 'g')
+      : null;
     splitters.set(tok, re);
   }
   return re;
@@ -88,7 +90,11 @@ const TAIL_IDS = 3;
  * only when their text ends the content, it encodes to those ids, and every seam verifies.
  * Otherwise the piece is encoded (and cached).
  */
-function lookupPiece(tok: TokenizerHandle, encode: (t: string) => number[], p: string): { ids: readonly number[]; hit: boolean } {
+function lookupPiece(
+  tok: TokenizerHandle,
+  encode: (t: string) => number[],
+  p: string,
+): { ids: readonly number[]; hit: boolean } {
   const whole = peekEncoded(tok.name, p);
   if (whole) return { ids: whole, hit: true };
   const framed = p.length > MIN_FRAMED_CONTENT ? framedIds(tok, p) : undefined;
@@ -118,7 +124,8 @@ function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
     core = inner.slice(0, inner.length - end.length);
     const endIds = tok.encodeCached(end);
     // The content's ids split where its last TAIL_IDS begin, else its leading ids are not the core's.
-    if (endIds.length !== dropped.length || endIds.some((v, i) => v !== dropped[i]) || !seamOk(tok, core, end)) return undefined;
+    if (endIds.length !== dropped.length || endIds.some((v, i) => v !== dropped[i]) || !seamOk(tok, core, end))
+      return undefined;
     rest = end + tail;
   }
   if ((head && !seamOk(tok, head, core)) || (rest && !seamOk(tok, core, rest))) return undefined;
@@ -150,7 +157,12 @@ function seamOk(tok: TokenizerHandle, left: string, right: string): boolean {
   return ok;
 }
 
-export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar: number = text.length, reuse?: TokenReuse): SegmentTokens {
+export function tokenizeBySegments(
+  tok: TokenizerHandle,
+  text: string,
+  markChar: number = text.length,
+  reuse?: TokenReuse,
+): SegmentTokens {
   if (reuse && cutsSafe(tok)) {
     // Last cut inside the shared prefix (and not past the mark, whose count the prefix then holds).
     const limit = Math.min(reuse.sharedChars, markChar, text.length);
@@ -168,7 +180,15 @@ export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar:
       const slice = reuse.sliceFrom ?? ((from: number) => text.slice(from));
       const seamFrom = Math.max(0, at - SEAM_WINDOW_CHARS);
       const withBefore = slice(seamFrom);
-      const tail = fromPieces(tok, splitAtSpecials(tok, withBefore.slice(at - seamFrom)), markChar - at, [], at, { chars: [], toks: [] }, withBefore.slice(0, at - seamFrom));
+      const tail = fromPieces(
+        tok,
+        splitAtSpecials(tok, withBefore.slice(at - seamFrom)),
+        markChar - at,
+        [],
+        at,
+        { chars: [], toks: [] },
+        withBefore.slice(0, at - seamFrom),
+      );
       if (tail) {
         // One allocation for the whole id array (a copy of ~100k ids is cheap; growing one is not).
         const n = toks[k];
@@ -177,7 +197,14 @@ export function tokenizeBySegments(tok: TokenizerHandle, text: string, markChar:
         for (let i = 0; i < tail.ids.length; i++) ids[n + i] = tail.ids[i];
         const cuts = { chars: chars.slice(0, k + 1).concat(tail.cuts.chars), toks: toks.slice(0, k + 1) };
         for (const t of tail.cuts.toks) cuts.toks.push(n + t);
-        return { ids, segments: tail.segments, mergedSeams: tail.mergedSeams, tokensBeforeMark: n + tail.tokensBeforeMark, cuts, reusedTokens: n };
+        return {
+          ids,
+          segments: tail.segments,
+          mergedSeams: tail.mergedSeams,
+          tokensBeforeMark: n + tail.tokensBeforeMark,
+          cuts,
+          reusedTokens: n,
+        };
       }
     }
   }
@@ -206,7 +233,8 @@ function fromPieces(
   let i = 0;
   const encode = (t: string): number[] => tok.encode(t);
   const looked = pieces.map((p) => lookupPiece(tok, encode, p));
-  if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0])) return undefined;
+  if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0]))
+    return undefined;
   while (i < pieces.length) {
     // Grow a run while its seams merge: the run is then encoded as one text. Only seams next to a
     // freshly encoded piece are checked.

@@ -47,7 +47,10 @@ export function toTemplateMessages(messages: readonly ChatMessage[], parseArgs: 
       if (Array.isArray(m.tool_calls)) {
         t.tool_calls = m.tool_calls.map((tc) => ({
           ...tc,
-          function: { ...tc.function, arguments: parseArgs ? parseArguments(tc.function?.arguments) : tc.function?.arguments },
+          function: {
+            ...tc.function,
+            arguments: parseArgs ? parseArguments(tc.function?.arguments) : tc.function?.arguments,
+          },
         }));
       }
       const reasoning = (m.reasoning_content ?? m.reasoning) as string | undefined | null;

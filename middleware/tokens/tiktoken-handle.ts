@@ -21,14 +21,18 @@ const BASE_SPECIALS: Record<string, string[]> = {
   o200k_base: ['<|endoftext|>', '<|endofprompt|>'],
 };
 
-export function createTiktokenHandle(encodingName: 'o200k_base' | 'cl100k_base', chatTemplateFile?: string): TokenizerHandle {
+export function createTiktokenHandle(
+  encodingName: 'o200k_base' | 'cl100k_base',
+  chatTemplateFile?: string,
+): TokenizerHandle {
   const extra = CHATML_IDS[encodingName];
   const enc = getEncoding(encodingName as TiktokenEncoding, extra);
   const source = readFileSync(chatTemplateFile ?? CHATML_TEMPLATE_FILE, 'utf8');
   const eos = '<|im_end|>';
   const renderer = new ChatRenderer(source, undefined, eos);
   // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
-  const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, (t) => enc.encode(t, 'all')));
+  const encode = (text: string): number[] =>
+    text.length === 0 ? [] : encodeBounded(text, (t) => enc.encode(t, 'all'));
   return {
     name: encodingName,
     encode,

@@ -24,8 +24,13 @@ const PROMPT = 'Why does test_calc.py fail? Read the code, find the bug and expl
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'agents');
 
 function describeRun(def: AgentDef, rig: AgentRig, r: AgentResult, dir: string): string {
-  const calls = rig.usage.map((u, i) => `  #${i} ${u.api} ${u.status} session=${u.sessionId} prompt=${u.promptTokens} cached=${u.cachedTokens} predicted=${u.predictedCachedTokens ?? '-'} out=${u.outputTokens}${u.errorCode ? ` error=${u.errorCode}` : ''}`);
-  const lossless = rig.lossless.flatMap((l) => l.report.details.map((d) => `  ${l.session} ${d.kind} @${d.message} ${d.role ?? ''}: ${d.line}`));
+  const calls = rig.usage.map(
+    (u, i) =>
+      `  #${i} ${u.api} ${u.status} session=${u.sessionId} prompt=${u.promptTokens} cached=${u.cachedTokens} predicted=${u.predictedCachedTokens ?? '-'} out=${u.outputTokens}${u.errorCode ? ` error=${u.errorCode}` : ''}`,
+  );
+  const lossless = rig.lossless.flatMap((l) =>
+    l.report.details.map((d) => `  ${l.session} ${d.kind} @${d.message} ${d.role ?? ''}: ${d.line}`),
+  );
   return [
     `${def.pkg.pkg}@${def.pkg.version}: exit ${r.code}${r.signal ? ` (${r.signal})` : ''}${r.timedOut ? ` TIMED OUT after ${RUN_TIMEOUT_MS / 1000} s` : ''} in ${r.seconds.toFixed(1)} s; run folder kept: ${dir}`,
     `calls the gateway saw (${rig.usage.length}):`,
@@ -75,14 +80,23 @@ describe('real agents through ctxgate', () => {
         expect(r.timedOut, why).toBe(false);
         expect(r.code, why).toBe(0);
         // No 4xx/5xx, and every call came in over the agent's own API.
-        expect(rig.usage.filter((u) => u.status >= 400), why).toEqual([]);
-        expect(rig.usage.every((u) => u.api === def.api), why).toBe(true);
+        expect(
+          rig.usage.filter((u) => u.status >= 400),
+          why,
+        ).toEqual([]);
+        expect(
+          rig.usage.every((u) => u.api === def.api),
+          why,
+        ).toBe(true);
         // Several turns: the agent's loop (calls offering tools) ran every tool turn and the closing answer.
         const loop = rig.lossless.filter((l) => l.tools > 0);
         expect(loop.length, why).toBeGreaterThanOrEqual(TOOL_TURNS + 1);
         // Nothing the agent sent was lost or altered; first calls passed unchanged.
         for (const l of rig.lossless) {
-          expect({ missing: l.report.missing, altered: l.report.altered, first_call_changed: l.report.first_call_changed }, why).toEqual({ missing: 0, altered: 0, first_call_changed: 0 });
+          expect(
+            { missing: l.report.missing, altered: l.report.altered, first_call_changed: l.report.first_call_changed },
+            why,
+          ).toEqual({ missing: 0, altered: 0, first_call_changed: 0 });
         }
         // One conversation per run: one routing key, and at most the documented fork of a derived
         // id between call 1 and call 2 (header-carrying agents keep one id throughout).

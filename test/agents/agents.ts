@@ -35,7 +35,8 @@ export function baseEnv(home: string): Record<string, string> {
     XDG_STATE_HOME: join(home, '.local', 'state'),
     TMPDIR: join(home, 'tmp'),
   };
-  for (const k of ['XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_STATE_HOME', 'TMPDIR']) mkdirSync(env[k], { recursive: true });
+  for (const k of ['XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_STATE_HOME', 'TMPDIR'])
+    mkdirSync(env[k], { recursive: true });
   return env;
 }
 

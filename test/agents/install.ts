@@ -92,7 +92,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const t0 = performance.now();
   const list = Object.values(AGENTS).filter((a) => !wanted.length || wanted.includes(a.id));
   for (const r of await Promise.all(list.map((a) => ensureAgent(a)))) {
-    console.log(`${r.agent.pkg}@${r.agent.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'} (${r.bin})`);
+    console.log(
+      `${r.agent.pkg}@${r.agent.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'} (${r.bin})`,
+    );
   }
   console.log(`all: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

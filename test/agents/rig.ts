@@ -75,7 +75,10 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
-      auth: { mode: 'keys', keys: [{ key: `sha256:${createHash('sha256').update(AGENT_KEY).digest('hex')}`, tenant: 'agents' }] },
+      auth: {
+        mode: 'keys',
+        keys: [{ key: `sha256:${createHash('sha256').update(AGENT_KEY).digest('hex')}`, tenant: 'agents' }],
+      },
       health: { interval_ms: 0 },
       ledger: { path: join(o.dir, 'usage.sqlite'), flush_ms: 100 },
       models: [
@@ -100,7 +103,13 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
       let t = trackers.get(result.sessionId);
       if (!t) trackers.set(result.sessionId, (t = createLosslessTracker()));
       const report = t.check(client, result.body, result.receipts);
-      lossless.push({ session: result.sessionId, affinity: result.affinityKey ?? result.sessionId, report, messages: client.messages.length, tools: Array.isArray(client.tools) ? client.tools.length : 0 });
+      lossless.push({
+        session: result.sessionId,
+        affinity: result.affinityKey ?? result.sessionId,
+        report,
+        messages: client.messages.length,
+        tools: Array.isArray(client.tools) ? client.tools.length : 0,
+      });
     },
   });
   const onUsage = a.deps.onUsage;
@@ -113,7 +122,10 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
       app.addHook('onSend', (req, reply, payload, done) => {
         if (reply.statusCode >= 400) {
           const body = JSON.stringify(req.body ?? null);
-          appendFileSync(errorFile, `${req.method} ${req.url} -> ${reply.statusCode} ${String(payload).slice(0, 2000)}\n  request: ${body.length > 4000 ? body.slice(0, 4000) + '…' : body}\n`);
+          appendFileSync(
+            errorFile,
+            `${req.method} ${req.url} -> ${reply.statusCode} ${String(payload).slice(0, 2000)}\n  request: ${body.length > 4000 ? body.slice(0, 4000) + '…' : body}\n`,
+          );
         }
         done(null, payload);
       });
@@ -152,12 +164,14 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
 export function capturedFiles(rig: AgentRig): string[] {
   const out: string[] = [];
   if (!existsSync(rig.captureDir)) return out;
-  for (const tenant of readdirSync(rig.captureDir)) for (const f of readdirSync(join(rig.captureDir, tenant))) out.push(join(rig.captureDir, tenant, f));
+  for (const tenant of readdirSync(rig.captureDir))
+    for (const f of readdirSync(join(rig.captureDir, tenant))) out.push(join(rig.captureDir, tenant, f));
   return out.sort();
 }
 
 /** The last `n` lines of the gateway's log and its error answers (for failure output). */
 export function logTail(rig: AgentRig, n = 60): string {
-  const read = (f: string, none: string): string => (existsSync(f) ? readFileSync(f, 'utf8').trimEnd().split('\n').slice(-n).join('\n') : none);
+  const read = (f: string, none: string): string =>
+    existsSync(f) ? readFileSync(f, 'utf8').trimEnd().split('\n').slice(-n).join('\n') : none;
   return `${read(rig.logFile, '(no gateway log)')}\n--- gateway error answers ---\n${read(rig.errorFile, '(none)')}`;
 }

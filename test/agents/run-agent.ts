@@ -15,7 +15,13 @@ export interface AgentResult {
 
 const MAX_OUTPUT_CHARS = 1 << 20;
 
-export function runAgent(bin: string, args: string[], env: Record<string, string>, cwd: string, timeoutMs: number): Promise<AgentResult> {
+export function runAgent(
+  bin: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  timeoutMs: number,
+): Promise<AgentResult> {
   const t0 = performance.now();
   return new Promise((resolve) => {
     const child = spawn(bin, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -58,8 +64,10 @@ export function makeWorkspace(root: string): { home: string; work: string; files
   const files: Record<string, string> = {
     'README.md': '# calc\n\nA tiny calculator. Run the tests with `python -m pytest -q`.\n',
     'src/__init__.py': '',
-    'src/calc.py': 'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
-    'test_calc.py': 'from src.calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n',
+    'src/calc.py':
+      'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n',
+    'test_calc.py':
+      'from src.calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n',
   };
   for (const [f, text] of Object.entries(files)) writeFileSync(join(work, f), text);
   return { home, work, files: Object.keys(files).map((f) => join(work, f)) };

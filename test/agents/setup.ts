@@ -18,7 +18,9 @@ export async function setup(project: TestProject): Promise<void> {
       try {
         const r = await ensureAgent(a, root);
         out[a.id] = { bin: r.bin, installS: r.installS };
-        console.log(`[agents] ${a.pkg}@${a.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'}`);
+        console.log(
+          `[agents] ${a.pkg}@${a.version}: ${r.installS ? `installed in ${r.installS.toFixed(1)} s` : 'cached'}`,
+        );
       } catch (err) {
         out[a.id] = { error: (err as Error).message, installS: (performance.now() - t0) / 1000 };
         console.log(`[agents] ${a.pkg}@${a.version}: install FAILED`);

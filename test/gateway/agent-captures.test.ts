@@ -18,7 +18,9 @@ import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import type { ChatRequest } from '../../middleware/types.ts';
 
 const DIR = fileURLToPath(new URL('../fixtures/agents/', import.meta.url));
-const FILES = readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort();
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort();
 
 describe('captured real-agent request streams', () => {
   it('fixtures of all four agents are present', () => {
@@ -30,7 +32,13 @@ describe('captured real-agent request streams', () => {
       const session = parseRequestStream(readFileSync(join(DIR, file), 'utf8'), file);
       expect(session.calls.length).toBeGreaterThanOrEqual(4);
       for (const budget of [undefined, 8192]) {
-        const make = () => createPipeline({ model: 'qwen3-coder', tokenizer: 'qwen3', store: new MemorySessionStore(), extraStages: chainStages({ budget_tokens: budget }) });
+        const make = () =>
+          createPipeline({
+            model: 'qwen3-coder',
+            tokenizer: 'qwen3',
+            store: new MemorySessionStore(),
+            extraStages: chainStages({ budget_tokens: budget }),
+          });
         const a = make();
         const b = make();
         const trackers = new Map<string, ReturnType<typeof createLosslessTracker>>();
@@ -46,8 +54,20 @@ describe('captured real-agent request streams', () => {
           let t = trackers.get(ra.sessionId);
           if (!t) trackers.set(ra.sessionId, (t = createLosslessTracker()));
           const rep = t.check(JSON.parse(frozen) as ChatRequest, ra.body, ra.receipts);
-          expect({ call: i, budget, missing: rep.missing, altered: rep.altered, first_call_changed: rep.first_call_changed, details: rep.details.slice(0, 3) }).toEqual({
-            call: i, budget, missing: 0, altered: 0, first_call_changed: 0, details: [],
+          expect({
+            call: i,
+            budget,
+            missing: rep.missing,
+            altered: rep.altered,
+            first_call_changed: rep.first_call_changed,
+            details: rep.details.slice(0, 3),
+          }).toEqual({
+            call: i,
+            budget,
+            missing: 0,
+            altered: 0,
+            first_call_changed: 0,
+            details: [],
           });
         }
         expect(affinity.size).toBe(1);
@@ -61,14 +81,18 @@ describe('captured real-agent request streams', () => {
     for (const file of FILES) {
       const session = parseRequestStream(readFileSync(join(DIR, file), 'utf8'), file);
       const tools = new Map<string, JsonSchema>();
-      for (const c of session.calls) for (const t of c.body.tools ?? []) tools.set(t.function.name, (t.function.parameters ?? { type: 'object' }) as JsonSchema);
+      for (const c of session.calls)
+        for (const t of c.body.tools ?? [])
+          tools.set(t.function.name, (t.function.parameters ?? { type: 'object' }) as JsonSchema);
       for (const [name, schema] of tools) {
         const { $schema: _ignored, ...plain } = schema as JsonSchema & { $schema?: string };
         const validate = ajv.compile(plain);
         const ws = { dir: '/work', files: ['/work/README.md', '/work/src/calc.py'] };
         for (let s = 0; s < 5; s++) {
           const args = argumentsFor(schema, toolKind(name, schema), ws, rng(s));
-          expect(validate(args), `${file} ${name}: ${JSON.stringify(args)} ${ajv.errorsText(validate.errors)}`).toBe(true);
+          expect(validate(args), `${file} ${name}: ${JSON.stringify(args)} ${ajv.errorsText(validate.errors)}`).toBe(
+            true,
+          );
         }
         checked++;
       }

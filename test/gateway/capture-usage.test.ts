@@ -21,19 +21,38 @@ const turn = (n: number): ChatMessage[] => {
     { role: 'system', content: `Current date: 2026-11-30T03:1${n}:00Z\nYou are a careful coding agent.` },
     { role: 'user', content: 'Explain the build failure in src/app.py. '.repeat(20) },
   ];
-  for (let i = 0; i < n; i++) msgs.push({ role: 'assistant', content: `step ${i} done` }, { role: 'user', content: `continue with step ${i + 1}` });
+  for (let i = 0; i < n; i++)
+    msgs.push(
+      { role: 'assistant', content: `step ${i} done` },
+      { role: 'user', content: `continue with step ${i + 1}` },
+    );
   return msgs;
 };
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ctxgate-capture-'));
-  worker = await startSimWorker({ port: 0, model: 'qwen3-32b', tokenizer: 'qwen3', kvTokens: 200_000, timeScale: 0, seed: 3 });
+  worker = await startSimWorker({
+    port: 0,
+    model: 'qwen3-32b',
+    tokenizer: 'qwen3',
+    kvTokens: 200_000,
+    timeScale: 0,
+    seed: 3,
+  });
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
       auth: { mode: 'none' },
       health: { interval_ms: 0 },
-      models: [{ name: 'qwen3-32b', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: worker.url, id: 'w0' }], capture: { enabled: true, sample_rate: 1, dir } }],
+      models: [
+        {
+          name: 'qwen3-32b',
+          tokenizer: 'qwen3',
+          layout: 'ctxgate',
+          workers: [{ url: worker.url, id: 'w0' }],
+          capture: { enabled: true, sample_rate: 1, dir },
+        },
+      ],
     },
     'capture-usage',
   );
@@ -51,7 +70,13 @@ describe('traffic capture through the gateway', () => {
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const headers = { 'x-session-id': 'cap-1' };
     const answers: OpenAI.Chat.ChatCompletion[] = [];
-    for (let n = 0; n < 3; n++) answers.push(await client.chat.completions.create({ model: 'qwen3-32b', messages: turn(n) as OpenAI.Chat.ChatCompletionMessageParam[], max_tokens: 5 }, { headers }));
+    for (let n = 0; n < 3; n++)
+      answers.push(
+        await client.chat.completions.create(
+          { model: 'qwen3-32b', messages: turn(n) as OpenAI.Chat.ChatCompletionMessageParam[], max_tokens: 5 },
+          { headers },
+        ),
+      );
     expect(answers[2].usage?.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
 
     // observe() runs after the response; wait for the three lines to be handed to the writer.
@@ -60,9 +85,14 @@ describe('traffic capture through the gateway', () => {
     await capture.flush();
     expect(capture.stats().recorded).toBe(3);
 
-    const files = readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+    const files = readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath, e.name));
     expect(files).toHaveLength(1);
-    const lines = readFileSync(files[0], 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { messages: ChatMessage[]; _meta: { recorded_usage?: Record<string, number> } });
+    const lines = readFileSync(files[0], 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { messages: ChatMessage[]; _meta: { recorded_usage?: Record<string, number> } });
     expect(lines).toHaveLength(3);
     lines.forEach((l, i) => {
       expect(l.messages).toEqual(turn(i)); // the agent's body, not the layout's rewrite

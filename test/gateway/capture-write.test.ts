@@ -19,7 +19,10 @@ describe('traffic capture', () => {
   it('writes replayable request-stream JSONL per tenant/session with secrets redacted', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cap-'));
     const cap = createCapture({ dir, sampleRate: 1, maxBytes: 1_000_000 });
-    for (let i = 0; i < 3; i++) cap.record('acme', 'sess/1', body(i), { recorded_usage: { prompt_tokens: 10 + i, cached_tokens: i, completion_tokens: 1 } });
+    for (let i = 0; i < 3; i++)
+      cap.record('acme', 'sess/1', body(i), {
+        recorded_usage: { prompt_tokens: 10 + i, cached_tokens: i, completion_tokens: 1 },
+      });
     cap.record('other', 'sess-2', body(0));
     await cap.close();
     expect(readdirSync(dir).sort()).toEqual(['acme', 'other']);
@@ -28,7 +31,10 @@ describe('traffic capture', () => {
     const raw = readFileSync(file, 'utf8');
     expect(raw).not.toContain('sk-proj-abcdefghijklmnopqrstuvwxyz0123');
     expect(raw).toContain('[REDACTED');
-    const lines = raw.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = raw
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l._meta.turn)).toEqual([0, 1, 2]);
     expect(lines[0]._meta.session).toBe('sess/1');
     const [s] = await readSessions([file]);
@@ -48,7 +54,12 @@ describe('traffic capture', () => {
     const files = readdirSync(join(dir, 't'));
     expect(files.length).toBeGreaterThan(5);
     expect(files.length).toBeLessThan(35);
-    for (const f of files) expect(readFileSync(join(dir, 't', f), 'utf8').trim().split('\n')).toHaveLength(3);
+    for (const f of files)
+      expect(
+        readFileSync(join(dir, 't', f), 'utf8')
+          .trim()
+          .split('\n'),
+      ).toHaveLength(3);
     expect(cap.stats().skipped_sampling).toBe((40 - files.length) * 3);
 
     const dir2 = mkdtempSync(join(tmpdir(), 'cap-'));

@@ -11,7 +11,11 @@ async function storedOriginals(maxToolOutputBytes: number | undefined, outputs: 
   const [stabilise] = chainStages({}, undefined, { maxToolOutputBytes });
   const messages: ChatMessage[] = [{ role: 'user', content: 'task' }];
   outputs.forEach((o, i) => {
-    messages.push({ role: 'assistant', content: '', tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: '{}' } }] });
+    messages.push({
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: '{}' } }],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${i}`, content: o });
   });
   // The stabilise stage reads only the messages and the session (no tokenizer, no segments).
@@ -32,7 +36,10 @@ describe('chainStages limits', () => {
   it('counts the tenants sessions can belong to', () => {
     const models = [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }];
     expect(tenantCount(parseConfig({ models }, 't'))).toBe(1);
-    const keys = ['a', 'b', 'c'].map((t, i) => ({ key: `sha256:${String(i).repeat(64)}`, tenant: t === 'c' ? 'a' : t }));
+    const keys = ['a', 'b', 'c'].map((t, i) => ({
+      key: `sha256:${String(i).repeat(64)}`,
+      tenant: t === 'c' ? 'a' : t,
+    }));
     expect(tenantCount(parseConfig({ auth: { mode: 'keys', keys }, models }, 't'))).toBe(2);
   });
 });

@@ -49,8 +49,16 @@ models:
     [{ models: [{ ...model, policy: 'nope' }] }, 'models[0].policy', '"nope"'],
     [{ models: [{ ...model, layout: 'fancy' }] }, 'models[0].layout', '"fancy"'],
     [{ models: [model], upstream: { attempts: 0 } }, 'upstream.attempts', '0'],
-    [{ models: [model], auth: { mode: 'keys', keys: [{ key: 'plaintext', tenant: 't' }] } }, 'auth.keys[0].key', '"plaintext"'],
-    [{ models: [model], auth: { mode: 'keys', keys: [{ key: 'env:MISSING_KEY', tenant: 't' }] } }, 'auth.keys[0].key', 'env:MISSING_KEY'],
+    [
+      { models: [model], auth: { mode: 'keys', keys: [{ key: 'plaintext', tenant: 't' }] } },
+      'auth.keys[0].key',
+      '"plaintext"',
+    ],
+    [
+      { models: [model], auth: { mode: 'keys', keys: [{ key: 'env:MISSING_KEY', tenant: 't' }] } },
+      'auth.keys[0].key',
+      'env:MISSING_KEY',
+    ],
     [{ models: [model], auth: { mode: 'open' } }, 'auth.mode', '"open"'],
     [{ models: [model, model] }, 'models[1].name', '"m"'],
     [{ models: [] }, 'models', '[]'],
@@ -97,7 +105,13 @@ describe('block_size reaches the routing policy', () => {
     const { createFleet } = await import('../../gateway/upstream/fleet.ts');
     const { createMetrics } = await import('../../gateway/metrics.ts');
     const { Registry } = await import('prom-client');
-    const model = (extra: object) => ({ name: 'm', policy: 'ctxgate', block_size: 32, workers: [{ url: 'http://127.0.0.1:1' }], ...extra });
+    const model = (extra: object) => ({
+      name: 'm',
+      policy: 'ctxgate',
+      block_size: 32,
+      workers: [{ url: 'http://127.0.0.1:1' }],
+      ...extra,
+    });
     const blockSizeOf = (extra: object) => {
       const cfg = parseConfig({ models: [model(extra)] }, 'test');
       const fleet = createFleet(cfg, createMetrics(new Registry(), { defaultMetrics: false }));
@@ -112,7 +126,11 @@ describe('transforms', () => {
   it('an unknown stage name is rejected at load with its field path', async () => {
     const { parseConfig } = await import('../../gateway/config/load.ts');
     const base = { name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] };
-    expect(() => parseConfig({ models: [{ ...base, transforms: { volatile: 'eager', ledger: false } }] }, 'test')).not.toThrow();
-    expect(() => parseConfig({ models: [{ ...base, transforms: { volatlie: false } }] }, 'test')).toThrow(/models\[0\]\.transforms/);
+    expect(() =>
+      parseConfig({ models: [{ ...base, transforms: { volatile: 'eager', ledger: false } }] }, 'test'),
+    ).not.toThrow();
+    expect(() => parseConfig({ models: [{ ...base, transforms: { volatlie: false } }] }, 'test')).toThrow(
+      /models\[0\]\.transforms/,
+    );
   });
 });

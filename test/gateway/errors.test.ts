@@ -12,8 +12,16 @@ afterEach(async () => {
 });
 
 async function post(path: string, body: string, headers: Record<string, string> = {}) {
-  const r = await fetch(`${rig!.gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  return { status: r.status, headers: r.headers, body: (await r.json()) as { error: { code: string; type: string; message: string; param: string | null } } };
+  const r = await fetch(`${rig!.gw.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
+  return {
+    status: r.status,
+    headers: r.headers,
+    body: (await r.json()) as { error: { code: string; type: string; message: string; param: string | null } },
+  };
 }
 
 async function sdkError(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
@@ -31,9 +39,18 @@ describe('error registry', () => {
     rig = await startRig();
     const bad = await post('/v1/chat/completions', '{"model": "m1", "messages": [');
     expect(bad.status).toBe(400);
-    expect(bad.body.error).toEqual({ message: expect.any(String), type: 'invalid_request_error', code: 'invalid_json', param: null });
+    expect(bad.body.error).toEqual({
+      message: expect.any(String),
+      type: 'invalid_request_error',
+      code: 'invalid_json',
+      param: null,
+    });
     const noModel = await post('/v1/chat/completions', JSON.stringify({ messages: msg }));
-    expect([noModel.status, noModel.body.error.code, noModel.body.error.param]).toEqual([400, 'invalid_model', 'model']);
+    expect([noModel.status, noModel.body.error.code, noModel.body.error.param]).toEqual([
+      400,
+      'invalid_model',
+      'model',
+    ]);
     const noMsgs = await post('/v1/chat/completions', JSON.stringify({ model: 'm1', messages: [] }));
     expect([noMsgs.status, noMsgs.body.error.code]).toEqual([400, 'invalid_messages']);
     const badRole = await post('/v1/chat/completions', JSON.stringify({ model: 'm1', messages: [{ content: 'x' }] }));
@@ -53,7 +70,9 @@ describe('error registry', () => {
 
   it('413 body_too_large above limits.max_body_bytes', async () => {
     rig = await startRig({ config: { limits: { max_body_bytes: 2048 } } });
-    const e = await sdkError(rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }));
+    const e = await sdkError(
+      rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }),
+    );
     expect(e.status).toBe(413);
     expect(e.code).toBe('body_too_large');
   });
@@ -68,7 +87,10 @@ describe('error registry', () => {
   });
 
   it('504 upstream_timeout when no worker answers before headers_timeout_ms', async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { hang: true } }], config: { upstream: { headers_timeout_ms: 200, attempts: 1 } } });
+    rig = await startRig({
+      upstreams: [{ name: 'a', knobs: { hang: true } }],
+      config: { upstream: { headers_timeout_ms: 200, attempts: 1 } },
+    });
     const e = await sdkError(rig.client().chat.completions.create({ model: 'm1', messages: msg }));
     expect(e.status).toBe(504);
     expect(e.code).toBe('upstream_timeout');
@@ -82,10 +104,20 @@ describe('error registry', () => {
   });
 
   it("passes an upstream 4xx on in the OpenAI shape, the engine's message kept, without retrying", async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { status: 422 } }, { name: 'b', knobs: { status: 422 } }] });
+    rig = await startRig({
+      upstreams: [
+        { name: 'a', knobs: { status: 422 } },
+        { name: 'b', knobs: { status: 422 } },
+      ],
+    });
     const r = await post('/v1/chat/completions', JSON.stringify({ model: 'm1', messages: msg }));
     expect(r.status).toBe(422);
-    expect(r.body.error).toEqual({ message: expect.stringMatching(/^fake (a|b) status 422$/), type: 'invalid_request_error', code: 'upstream_422', param: null });
+    expect(r.body.error).toEqual({
+      message: expect.stringMatching(/^fake (a|b) status 422$/),
+      type: 'invalid_request_error',
+      code: 'upstream_422',
+      param: null,
+    });
     expect(r.headers.get('x-ctxgate-attempts')).toBe('1');
   });
 
@@ -112,9 +144,15 @@ describe('error registry', () => {
 
 describe('capacity', () => {
   it('503 worker_capacity_exhausted when every healthy worker is at max_in_flight', async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { hang: true } }], config: { upstream: { max_in_flight: 1 } } });
+    rig = await startRig({
+      upstreams: [{ name: 'a', knobs: { hang: true } }],
+      config: { upstream: { max_in_flight: 1 } },
+    });
     const ac = new AbortController();
-    const first = rig.client().chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal }).catch((e) => e);
+    const first = rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal })
+      .catch((e) => e);
     while (rig.ups[0].received === 0) await new Promise((r) => setTimeout(r, 10));
     const e = await sdkError(rig.client().chat.completions.create({ model: 'm1', messages: msg }));
     expect(e.status).toBe(503);
@@ -139,7 +177,11 @@ describe('malformed message shapes are client errors', () => {
     [{ messages: [{ role: 'user', content: 'hi' }], tools: [null] }, 'tools'],
   ])('400 for %j', async (extra, param) => {
     r = await startRig({ upstreams: [{ name: 'a' }], model: { tokenizer: 'qwen3', layout: 'ctxgate' } });
-    const res = await fetch(`${r.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', ...extra }) });
+    const res = await fetch(`${r.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm1', ...extra }),
+    });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { param: string; type: string } };
     expect(body.error.param).toBe(param);

@@ -29,16 +29,38 @@ beforeAll(async () => {
       if (what === 'hang') return; // never answers
       if (what === 'boom') {
         res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: 'Traceback (most recent call last):\n  File "/opt/vllm/engine.py", line 12\nRuntimeError: CUDA error on 10.0.0.5 while serving tenant-b-prompt' }));
+        res.end(
+          JSON.stringify({
+            error:
+              'Traceback (most recent call last):\n  File "/opt/vllm/engine.py", line 12\nRuntimeError: CUDA error on 10.0.0.5 while serving tenant-b-prompt',
+          }),
+        );
         return;
       }
       if (what === 'too-long') {
         res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'error', message: "This model's maximum context length is 10 tokens.", type: 'BadRequestError', param: null, code: 400 }));
+        res.end(
+          JSON.stringify({
+            object: 'error',
+            message: "This model's maximum context length is 10 tokens.",
+            type: 'BadRequestError',
+            param: null,
+            code: 400,
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          created: 1,
+          model: 'm',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => worker.listen(0, '127.0.0.1', () => r()));
@@ -47,7 +69,13 @@ beforeAll(async () => {
     listen: { host: '127.0.0.1', port: 0 },
     health: { interval_ms: 0 },
     upstream: { attempts: 1 },
-    auth: { mode: 'keys', keys: [{ key: sha(KEY_A), tenant: 'a' }, { key: sha(KEY_ADMIN), tenant: 'ops', admin: true }] },
+    auth: {
+      mode: 'keys',
+      keys: [
+        { key: sha(KEY_A), tenant: 'a' },
+        { key: sha(KEY_ADMIN), tenant: 'ops', admin: true },
+      ],
+    },
     models: [{ name: 'm', layout: 'passthrough', workers: [{ url }] }],
   });
   const stream = new Writable({
@@ -65,22 +93,37 @@ afterAll(async () => {
 });
 
 const client = (key = KEY_A) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 });
-const ask = (content: string) => client().chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] }).withResponse();
+const ask = (content: string) =>
+  client()
+    .chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] })
+    .withResponse();
 
 describe('what a tenant sees', () => {
   it('worker ids, never addresses (admins see addresses on the admin route)', async () => {
     const { response } = await ask('hello');
     expect(response.headers.get('x-ctxgate-worker')).toBe('w0');
-    const rec = (await (await fetch(`${gw.url}/v1/gateway/requests/${response.headers.get('x-request-id')}`, { headers: { authorization: `Bearer ${KEY_A}` } })).json()) as { worker: string };
+    const rec = (await (
+      await fetch(`${gw.url}/v1/gateway/requests/${response.headers.get('x-request-id')}`, {
+        headers: { authorization: `Bearer ${KEY_A}` },
+      })
+    ).json()) as { worker: string };
     expect(rec.worker).toBe('w0');
     expect(JSON.stringify(rec)).not.toContain(url);
-    expect((await fetch(`${gw.url}/v1/gateway/workers`, { headers: { authorization: `Bearer ${KEY_A}` } })).status).toBe(403);
-    const admin = await (await fetch(`${gw.url}/v1/gateway/workers`, { headers: { authorization: `Bearer ${KEY_ADMIN}` } })).text();
+    expect(
+      (await fetch(`${gw.url}/v1/gateway/workers`, { headers: { authorization: `Bearer ${KEY_A}` } })).status,
+    ).toBe(403);
+    const admin = await (
+      await fetch(`${gw.url}/v1/gateway/workers`, { headers: { authorization: `Bearer ${KEY_ADMIN}` } })
+    ).text();
     expect(admin).toContain(url);
   });
 
   it("a worker's 5xx reaches the client in the OpenAI shape without its internals", async () => {
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'boom' }] }) });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'boom' }] }),
+    });
     expect(res.status).toBe(500);
     const text = await res.text();
     for (const s of INTERNALS) expect(text).not.toContain(s);
@@ -100,11 +143,15 @@ describe('what a tenant sees', () => {
   it('a client that leaves is logged at info, without a stack', async () => {
     logs.length = 0;
     const ac = new AbortController();
-    const p = client().chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hang' }] }, { signal: ac.signal });
+    const p = client().chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'hang' }] },
+      { signal: ac.signal },
+    );
     setTimeout(() => ac.abort(), 200);
     await expect(p).rejects.toThrow();
     const end = Date.now() + 3000;
-    while (!logs.some((l) => /client (closed|left|gone)/i.test(l.msg ?? '')) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    while (!logs.some((l) => /client (closed|left|gone)/i.test(l.msg ?? '')) && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 20));
     expect(logs.filter((l) => l.level >= 40)).toEqual([]);
     const gone = logs.find((l) => /client (closed|left|gone)/i.test(l.msg ?? ''));
     expect(gone?.level).toBe(30);

@@ -15,7 +15,17 @@ beforeAll(async () => {
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     health: { interval_ms: 0, eject_after: 100 },
-    models: [{ name: 'm', layout: 'passthrough', policy: 'round_robin', workers: [{ url: a.url, id: 'a' }, { url: b.url, id: 'b' }] }],
+    models: [
+      {
+        name: 'm',
+        layout: 'passthrough',
+        policy: 'round_robin',
+        workers: [
+          { url: a.url, id: 'a' },
+          { url: b.url, id: 'b' },
+        ],
+      },
+    ],
   });
   gw = await startGateway(config, { logger: false });
 });
@@ -27,7 +37,9 @@ afterAll(async () => {
 it('retries a non-stream call whose body broke mid-way on another worker', async () => {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'x', maxRetries: 0 });
   for (let i = 0; i < 4; i++) {
-    const { data, response } = await client.chat.completions.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: `hi ${i}` }] }).withResponse();
+    const { data, response } = await client.chat.completions
+      .create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: `hi ${i}` }] })
+      .withResponse();
     expect(data.choices[0].message.content).toBeTruthy();
     expect(response.headers.get('x-ctxgate-worker')).toBe('b');
   }

@@ -12,13 +12,20 @@ afterEach(async () => {
 
 async function chat(r: TestRig) {
   const { data, response } = await r.client().chat.completions.create({ model: 'm1', messages: msg }).withResponse();
-  return { data, worker: response.headers.get('x-ctxgate-worker'), attempts: Number(response.headers.get('x-ctxgate-attempts')) };
+  return {
+    data,
+    worker: response.headers.get('x-ctxgate-worker'),
+    attempts: Number(response.headers.get('x-ctxgate-attempts')),
+  };
 }
 
 interface WorkersBody {
-  models: { workers: { id: string; healthy: boolean; consecutiveFailures: number; lastErrors: { message: string }[] }[] }[];
+  models: {
+    workers: { id: string; healthy: boolean; consecutiveFailures: number; lastErrors: { message: string }[] }[];
+  }[];
 }
-const workers = async (r: TestRig) => ((await fetch(`${r.gw.url}/v1/gateway/workers`).then((x) => x.json())) as WorkersBody).models[0].workers;
+const workers = async (r: TestRig) =>
+  ((await fetch(`${r.gw.url}/v1/gateway/workers`).then((x) => x.json())) as WorkersBody).models[0].workers;
 
 describe('failover', () => {
   it('retries on another worker when one was killed between requests', async () => {
@@ -26,7 +33,9 @@ describe('failover', () => {
     expect((await chat(rig)).attempts).toBe(1);
     await rig.ups[1].close();
     const results = [await chat(rig), await chat(rig), await chat(rig)];
-    expect(results.every((r) => r.worker === 'a' && r.data.choices[0].message.content?.startsWith('hello from a'))).toBe(true);
+    expect(
+      results.every((r) => r.worker === 'a' && r.data.choices[0].message.content?.startsWith('hello from a')),
+    ).toBe(true);
     expect(results.some((r) => r.attempts === 2)).toBe(true);
   });
 
@@ -39,7 +48,10 @@ describe('failover', () => {
   });
 
   it('retries a 5xx before the first byte and reports the attempts', async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { status: 503 } }, { name: 'b' }], config: { health: { interval_ms: 0, eject_after: 100 } } });
+    rig = await startRig({
+      upstreams: [{ name: 'a', knobs: { status: 503 } }, { name: 'b' }],
+      config: { health: { interval_ms: 0, eject_after: 100 } },
+    });
     const r = [await chat(rig), await chat(rig)];
     expect(r.map((x) => x.worker)).toEqual(['b', 'b']);
     // Every attempt that reached a (503) was followed by one on b.
@@ -50,8 +62,17 @@ describe('failover', () => {
   });
 
   it('answers the last 5xx, without the worker body, when every attempt failed with one', async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { status: 500 } }, { name: 'b', knobs: { status: 500 } }] });
-    const r = await fetch(`${rig.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', messages: msg }) });
+    rig = await startRig({
+      upstreams: [
+        { name: 'a', knobs: { status: 500 } },
+        { name: 'b', knobs: { status: 500 } },
+      ],
+    });
+    const r = await fetch(`${rig.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm1', messages: msg }),
+    });
     expect(r.status).toBe(500);
     expect(r.headers.get('x-ctxgate-attempts')).toBe('2');
     const e = ((await r.json()) as { error: { type: string; code: string; message: string } }).error;
@@ -60,7 +81,12 @@ describe('failover', () => {
   });
 
   it('never retries after the first byte: a mid-stream failure ends with the SSE error event', async () => {
-    rig = await startRig({ upstreams: [{ name: 'a', knobs: { dieAfterChunks: 3 } }, { name: 'b', knobs: { dieAfterChunks: 3 } }] });
+    rig = await startRig({
+      upstreams: [
+        { name: 'a', knobs: { dieAfterChunks: 3 } },
+        { name: 'b', knobs: { dieAfterChunks: 3 } },
+      ],
+    });
     const stream = await rig.client().chat.completions.create({ model: 'm1', messages: msg, stream: true });
     const got: string[] = [];
     const err = await (async () => {
@@ -71,20 +97,32 @@ describe('failover', () => {
       }
     })();
     expect(err).toBeInstanceOf(OpenAI.APIError);
-    expect((err as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'upstream_error', code: 'upstream_stream_failed' });
+    expect((err as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'upstream_error',
+      code: 'upstream_stream_failed',
+    });
     expect(got.join('')).toMatch(/^hello from (a|b) w1$/);
     expect(rig.ups[0].received + rig.ups[1].received).toBe(1);
 
-    const raw = await fetch(`${rig.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', messages: msg, stream: true }) });
+    const raw = await fetch(`${rig.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm1', messages: msg, stream: true }),
+    });
     const text = await raw.text();
-    expect(text).toMatch(/data: \{"error":\{"message":"[^"]+","type":"upstream_error","code":"upstream_stream_failed"\}\}\n\ndata: \[DONE\]\n\n$/);
+    expect(text).toMatch(
+      /data: \{"error":\{"message":"[^"]+","type":"upstream_error","code":"upstream_stream_failed"\}\}\n\ndata: \[DONE\]\n\n$/,
+    );
     await until(() => rig!.usage.filter((u) => u.errorCode === 'upstream_stream_failed').length === 2);
   });
 
   it('a client that disconnects aborts the upstream request (non-stream and stream)', async () => {
     rig = await startRig({ upstreams: [{ name: 'a', knobs: { hang: true } }] });
     const ac = new AbortController();
-    const p = rig.client().chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal }).catch((e) => e);
+    const p = rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal })
+      .catch((e) => e);
     await until(() => rig!.ups[0].received === 1);
     ac.abort();
     expect(await p).toBeInstanceOf(Error);
@@ -94,7 +132,9 @@ describe('failover', () => {
     rig.ups[0].knobs.chunkDelayMs = 100;
     rig.ups[0].knobs.words = 50;
     const ac2 = new AbortController();
-    const stream = await rig.client().chat.completions.create({ model: 'm1', messages: msg, stream: true }, { signal: ac2.signal });
+    const stream = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: msg, stream: true }, { signal: ac2.signal });
     try {
       for await (const c of stream) if (c.choices[0]?.delta?.content) ac2.abort();
     } catch {

@@ -72,23 +72,57 @@ const role = fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'de
 const content = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.string({ unit: 'binary', maxLength: 60 }),
-  fc.array(fc.record({ type: fc.oneof(fc.constantFrom('text', 'image_url', 'input_audio'), junk), text: fc.oneof(fc.string({ maxLength: 30 }), junk) }, { requiredKeys: [] }), { maxLength: 3 }),
+  fc.array(
+    fc.record(
+      {
+        type: fc.oneof(fc.constantFrom('text', 'image_url', 'input_audio'), junk),
+        text: fc.oneof(fc.string({ maxLength: 30 }), junk),
+      },
+      { requiredKeys: [] },
+    ),
+    { maxLength: 3 },
+  ),
   junk,
 );
 const toolCall = fc.record(
   {
     id: fc.oneof(fc.string({ maxLength: 12 }), junk),
     type: fc.oneof(fc.constant('function'), junk),
-    function: fc.oneof(fc.record({ name: fc.oneof(fc.string({ maxLength: 12 }), junk), arguments: fc.oneof(fc.json({ maxDepth: 2 }), fc.string({ maxLength: 20 }), junk) }, { requiredKeys: [] }), junk),
+    function: fc.oneof(
+      fc.record(
+        {
+          name: fc.oneof(fc.string({ maxLength: 12 }), junk),
+          arguments: fc.oneof(fc.json({ maxDepth: 2 }), fc.string({ maxLength: 20 }), junk),
+        },
+        { requiredKeys: [] },
+      ),
+      junk,
+    ),
   },
   { requiredKeys: [] },
 );
 const message = fc.record(
-  { role, content, tool_calls: fc.oneof(fc.array(toolCall, { maxLength: 3 }), junk), tool_call_id: fc.oneof(fc.string({ maxLength: 12 }), junk), name: junk },
+  {
+    role,
+    content,
+    tool_calls: fc.oneof(fc.array(toolCall, { maxLength: 3 }), junk),
+    tool_call_id: fc.oneof(fc.string({ maxLength: 12 }), junk),
+    name: junk,
+  },
   { requiredKeys: ['role'] },
 );
 const tool = fc.oneof(
-  fc.record({ type: fc.constant('function'), function: fc.record({ name: fc.string({ minLength: 1, maxLength: 12 }), description: fc.string({ maxLength: 30 }), parameters: fc.json({ maxDepth: 3 }).map((s) => JSON.parse(s) as unknown) }, { requiredKeys: ['name'] }) }),
+  fc.record({
+    type: fc.constant('function'),
+    function: fc.record(
+      {
+        name: fc.string({ minLength: 1, maxLength: 12 }),
+        description: fc.string({ maxLength: 30 }),
+        parameters: fc.json({ maxDepth: 3 }).map((s) => JSON.parse(s) as unknown),
+      },
+      { requiredKeys: ['name'] },
+    ),
+  }),
   junk,
 );
 const chatBody = fc.record(
@@ -107,11 +141,19 @@ const chatBody = fc.record(
 );
 // A well-formed conversation whose tool-call pairs are broken in one of several ways.
 const brokenPairs = fc
-  .record({ drop: fc.constantFrom('result', 'call', 'id', 'swap', 'dup'), stream: fc.boolean(), id: fc.string({ maxLength: 10 }) })
+  .record({
+    drop: fc.constantFrom('result', 'call', 'id', 'swap', 'dup'),
+    stream: fc.boolean(),
+    id: fc.string({ maxLength: 10 }),
+  })
   .map(({ drop, stream, id }) => {
     const call = { id: id || 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } };
-    const msgs: Record<string, unknown>[] = [{ role: 'system', content: 'sys' }, { role: 'user', content: 'go' }];
-    if (drop !== 'call') msgs.push({ role: 'assistant', content: null, tool_calls: drop === 'dup' ? [call, call] : [call] });
+    const msgs: Record<string, unknown>[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'go' },
+    ];
+    if (drop !== 'call')
+      msgs.push({ role: 'assistant', content: null, tool_calls: drop === 'dup' ? [call, call] : [call] });
     if (drop !== 'result') msgs.push({ role: 'tool', tool_call_id: drop === 'id' ? 'other' : call.id, content: 'out' });
     if (drop === 'swap') msgs.reverse();
     return json({ model: 'fz', stream, max_tokens: 8, messages: msgs });
@@ -122,21 +164,69 @@ const shots = fc.oneof(
   { weight: 2, arbitrary: brokenPairs },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map(json) },
   // Raw bytes, invalid UTF-8 included, labelled JSON.
-  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((b): Shot => ({ contentType: 'application/json', body: b })) },
+  {
+    weight: 1,
+    arbitrary: fc.uint8Array({ maxLength: 300 }).map((b): Shot => ({ contentType: 'application/json', body: b })),
+  },
   // Valid JSON around an invalid UTF-8 sequence inside a string.
   {
     weight: 1,
     arbitrary: fc.uint8Array({ minLength: 1, maxLength: 12 }).map((bad): Shot => {
       const head = Buffer.from('{"model":"fz","max_tokens":4,"messages":[{"role":"user","content":"');
-      return { contentType: 'application/json', body: Buffer.concat([head, Buffer.from(bad.map((x) => (x === 0x22 || x === 0x5c ? 0xff : x | 0x80))), Buffer.from('"}]}')]) };
+      return {
+        contentType: 'application/json',
+        body: Buffer.concat([
+          head,
+          Buffer.from(bad.map((x) => (x === 0x22 || x === 0x5c ? 0xff : x | 0x80))),
+          Buffer.from('"}]}'),
+        ]),
+      };
     }),
   },
   // Wrong or missing content types.
-  { weight: 1, arbitrary: fc.record({ ct: fc.constantFrom(undefined, 'text/plain', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json; charset=latin1'), b: fc.string({ maxLength: 50 }) }).map(({ ct, b }): Shot => ({ contentType: ct, body: b })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({
+        ct: fc.constantFrom(
+          undefined,
+          'text/plain',
+          'multipart/form-data; boundary=x',
+          'application/x-www-form-urlencoded',
+          'application/jsonx',
+          'application/json; charset=latin1',
+        ),
+        b: fc.string({ maxLength: 50 }),
+      })
+      .map(({ ct, b }): Shot => ({ contentType: ct, body: b })),
+  },
   // Deep nesting just under and far over the limit.
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 5000 }).map((d) => ({ contentType: 'application/json', body: `{"model":"fz","messages":[{"role":"user","content":${'['.repeat(d)}"x"${']'.repeat(d)}}]}` })) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1, max: 5000 }).map((d) => ({
+      contentType: 'application/json',
+      body: `{"model":"fz","messages":[{"role":"user","content":${'['.repeat(d)}"x"${']'.repeat(d)}}]}`,
+    })),
+  },
   // The legacy completions route with junk prompts.
-  { weight: 1, arbitrary: fc.record({ model: fc.oneof(fc.constant('fz'), junk), prompt: fc.oneof(fc.string({ maxLength: 50 }), fc.array(fc.oneof(fc.integer({ min: 0, max: 150_000 }), junk), { maxLength: 5 }), junk), max_tokens: fc.oneof(fc.integer({ min: 0, max: 8 }), junk), stream: fc.oneof(fc.boolean(), junk) }, { requiredKeys: [] }).map((b): Shot => ({ ...json(b), path: '/v1/completions' })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record(
+        {
+          model: fc.oneof(fc.constant('fz'), junk),
+          prompt: fc.oneof(
+            fc.string({ maxLength: 50 }),
+            fc.array(fc.oneof(fc.integer({ min: 0, max: 150_000 }), junk), { maxLength: 5 }),
+            junk,
+          ),
+          max_tokens: fc.oneof(fc.integer({ min: 0, max: 8 }), junk),
+          stream: fc.oneof(fc.boolean(), junk),
+        },
+        { requiredKeys: [] },
+      )
+      .map((b): Shot => ({ ...json(b), path: '/v1/completions' })),
+  },
 );
 
 describe('fuzzed request bodies', () => {
@@ -145,10 +235,28 @@ describe('fuzzed request bodies', () => {
   });
 
   it('handles huge strings and huge message counts within the limits', async () => {
-    await shoot(json({ model: 'fz', max_tokens: 4, messages: [{ role: 'user', content: 'lorem ipsum '.repeat(30_000) }] }));
-    await shoot({ contentType: 'application/json', body: `{"model":"fz","messages":[{"role":"user","content":"${'y'.repeat(3 * 1024 * 1024)}"}]}` }); // over max_body_bytes
-    await shoot(json({ model: 'fz', max_tokens: 4, messages: Array.from({ length: 201 }, () => ({ role: 'user', content: 'hi' })) }));
-    await shoot(json({ model: 'fz', max_tokens: 4, messages: [{ role: 'user', content: 'hi', extra: 'z'.repeat(100_000) }], ['k'.repeat(10_000)]: 1 }));
+    await shoot(
+      json({ model: 'fz', max_tokens: 4, messages: [{ role: 'user', content: 'lorem ipsum '.repeat(30_000) }] }),
+    );
+    await shoot({
+      contentType: 'application/json',
+      body: `{"model":"fz","messages":[{"role":"user","content":"${'y'.repeat(3 * 1024 * 1024)}"}]}`,
+    }); // over max_body_bytes
+    await shoot(
+      json({
+        model: 'fz',
+        max_tokens: 4,
+        messages: Array.from({ length: 201 }, () => ({ role: 'user', content: 'hi' })),
+      }),
+    );
+    await shoot(
+      json({
+        model: 'fz',
+        max_tokens: 4,
+        messages: [{ role: 'user', content: 'hi', extra: 'z'.repeat(100_000) }],
+        ['k'.repeat(10_000)]: 1,
+      }),
+    );
     expect(seen.byStatus.get(413)).toBeGreaterThan(0);
   });
 

@@ -13,7 +13,15 @@ import { startRig, type TestRig } from '../helpers/gateway.ts';
 
 const KEYS = { a: 'sk-hostile-a-0123456789', b: 'sk-hostile-b-0123456789' };
 const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
-const keyed = { auth: { mode: 'keys', keys: [{ key: sha(KEYS.a), tenant: 'a' }, { key: sha(KEYS.b), tenant: 'b' }] } };
+const keyed = {
+  auth: {
+    mode: 'keys',
+    keys: [
+      { key: sha(KEYS.a), tenant: 'a' },
+      { key: sha(KEYS.b), tenant: 'b' },
+    ],
+  },
+};
 let rig: TestRig | undefined;
 afterEach(async () => {
   await rig?.close();
@@ -24,7 +32,10 @@ const msg = [{ role: 'user' as const, content: 'hi' }];
 describe('bounded per request, isolated per tenant', () => {
   it('a prompt over limits.max_prompt_chars gets 413 prompt_too_large before any worker sees it', async () => {
     rig = await startRig({ config: { limits: { max_prompt_chars: 1000 } } });
-    const err = await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x'.repeat(1001) }] }).catch((e: unknown) => e);
+    const err = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'x'.repeat(1001) }] })
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 413, code: 'prompt_too_large', param: 'messages' });
     expect(rig.ups.reduce((n, u) => n + u.requests.length, 0)).toBe(0);
   });
@@ -32,32 +43,65 @@ describe('bounded per request, isolated per tenant', () => {
   it('malformed tools and tool calls get a 400 naming the field, never reaching a worker', async () => {
     rig = await startRig();
     const c = rig.client();
-    const bad = await c.chat.completions.create({ model: 'm1', messages: msg, tools: [{ type: 'function', function: { name: 42 } }] as never }).catch((e: unknown) => e);
+    const bad = await c.chat.completions
+      .create({ model: 'm1', messages: msg, tools: [{ type: 'function', function: { name: 42 } }] as never })
+      .catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 400, param: 'tools[0].function.name' });
     const badArgs = await c.chat.completions
-      .create({ model: 'm1', messages: [...msg, { role: 'assistant', content: null, tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: { a: 1 } } }] }] as never })
+      .create({
+        model: 'm1',
+        messages: [
+          ...msg,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: { a: 1 } } }],
+          },
+        ] as never,
+      })
       .catch((e: unknown) => e);
     expect(badArgs).toMatchObject({ status: 400, param: 'messages[1].tool_calls[0].function.arguments' });
     expect(rig.ups.reduce((n, u) => n + u.requests.length, 0)).toBe(0);
   });
 
   it('a tenant over limits.max_concurrent_per_tenant gets 429 while another tenant is served', async () => {
-    rig = await startRig({ config: { ...keyed, limits: { max_concurrent_per_tenant: 2 } }, upstreams: [{ name: 'a', knobs: { chunkDelayMs: 40, words: 10 } }] });
-    const slow = (key: string) => rig!.client(key).chat.completions.create({ model: 'm1', messages: msg, stream: true }).then(async (s) => {
-      for await (const _ of s) void _;
-      return 'ok';
+    rig = await startRig({
+      config: { ...keyed, limits: { max_concurrent_per_tenant: 2 } },
+      upstreams: [{ name: 'a', knobs: { chunkDelayMs: 40, words: 10 } }],
     });
+    const slow = (key: string) =>
+      rig!
+        .client(key)
+        .chat.completions.create({ model: 'm1', messages: msg, stream: true })
+        .then(async (s) => {
+          for await (const _ of s) void _;
+          return 'ok';
+        });
     const a = [slow(KEYS.a), slow(KEYS.a)];
     await new Promise((r) => setTimeout(r, 100));
-    const third = await rig.client(KEYS.a).chat.completions.create({ model: 'm1', messages: msg }).catch((e: unknown) => e);
+    const third = await rig
+      .client(KEYS.a)
+      .chat.completions.create({ model: 'm1', messages: msg })
+      .catch((e: unknown) => e);
     expect(third).toMatchObject({ status: 429, code: 'tenant_concurrency_exceeded' });
     expect(await slow(KEYS.b)).toBe('ok');
     expect(await Promise.all(a)).toEqual(['ok', 'ok']);
   });
 
   it('bodies that make every worker answer 500 do not eject the workers another tenant needs', async () => {
-    rig = await startRig({ config: { health: { interval_ms: 0, eject_after: 2 } }, upstreams: [{ name: 'a', knobs: { status: 500 } }, { name: 'b', knobs: { status: 500 } }] });
-    for (let i = 0; i < 6; i++) await fetch(`${rig.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm1', messages: msg }) });
+    rig = await startRig({
+      config: { health: { interval_ms: 0, eject_after: 2 } },
+      upstreams: [
+        { name: 'a', knobs: { status: 500 } },
+        { name: 'b', knobs: { status: 500 } },
+      ],
+    });
+    for (let i = 0; i < 6; i++)
+      await fetch(`${rig.gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm1', messages: msg }),
+      });
     expect(rig.gw.ctx.fleet.get('m1')!.workers.every((w) => w.healthy)).toBe(true);
     rig.ups[0].knobs.status = 0;
     rig.ups[1].knobs.status = 0;
@@ -71,18 +115,39 @@ describe('bounded per request, isolated per tenant', () => {
 
   it("one tenant's traffic cannot evict another tenant's request records", async () => {
     rig = await startRig({ config: keyed, deps: { requestRecords: 5 } });
-    const { response } = await rig.client(KEYS.a).chat.completions.create({ model: 'm1', messages: msg }).withResponse();
+    const { response } = await rig
+      .client(KEYS.a)
+      .chat.completions.create({ model: 'm1', messages: msg })
+      .withResponse();
     const id = response.headers.get('x-request-id')!;
     for (let i = 0; i < 12; i++) await rig.client(KEYS.b).chat.completions.create({ model: 'm1', messages: msg });
-    const rec = await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`, { headers: { authorization: `Bearer ${KEYS.a}` } });
+    const rec = await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`, {
+      headers: { authorization: `Bearer ${KEYS.a}` },
+    });
     expect(rec.status).toBe(200);
   });
 
   it('the server closes slow-header connections and caps open connections', async () => {
-    rig = await startRig({ config: { listen: { host: '127.0.0.1', port: 0, headers_timeout_ms: 300, request_timeout_ms: 1000, max_connections: 4 } } });
+    rig = await startRig({
+      config: {
+        listen: { host: '127.0.0.1', port: 0, headers_timeout_ms: 300, request_timeout_ms: 1000, max_connections: 4 },
+      },
+    });
     const port = Number(new URL(rig.gw.url).port);
-    const open = (): Promise<Socket> => new Promise((r) => { const s = connect(port, '127.0.0.1', () => r(s)); s.on('error', () => undefined).resume(); });
-    const closed = (s: Socket, ms: number) => new Promise<boolean>((r) => { if (s.destroyed) return r(true); const t = setTimeout(() => r(false), ms); s.once('close', () => { clearTimeout(t); r(true); }); });
+    const open = (): Promise<Socket> =>
+      new Promise((r) => {
+        const s = connect(port, '127.0.0.1', () => r(s));
+        s.on('error', () => undefined).resume();
+      });
+    const closed = (s: Socket, ms: number) =>
+      new Promise<boolean>((r) => {
+        if (s.destroyed) return r(true);
+        const t = setTimeout(() => r(false), ms);
+        s.once('close', () => {
+          clearTimeout(t);
+          r(true);
+        });
+      });
     const slow = connect(port, '127.0.0.1', () => slow.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n')); // headers never finish
     slow.on('error', () => undefined).resume(); // read, so the server's close is seen
     expect(await closed(slow, 5000)).toBe(true);
@@ -95,18 +160,29 @@ describe('bounded per request, isolated per tenant', () => {
 
 describe('start-up refusals name the config field', () => {
   const base = (extra: Record<string, unknown>, model: Record<string, unknown> = {}) =>
-    parseConfig({ listen: { host: '127.0.0.1', port: 0 }, health: { interval_ms: 0 }, ...extra, models: [{ name: 'm', layout: 'passthrough', workers: [{ url: 'http://127.0.0.1:9' }], ...model }] });
+    parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      health: { interval_ms: 0 },
+      ...extra,
+      models: [{ name: 'm', layout: 'passthrough', workers: [{ url: 'http://127.0.0.1:9' }], ...model }],
+    });
 
   it('auth: none on a non-loopback address unless listen.allow_unauthenticated', async () => {
-    await expect(startGateway(base({ listen: { host: '0.0.0.0', port: 0 } }), { logger: false })).rejects.toMatchObject({ path: 'listen.allow_unauthenticated' });
-    const ok = await startGateway(base({ listen: { host: '0.0.0.0', port: 0, allow_unauthenticated: true } }), { logger: false });
+    await expect(startGateway(base({ listen: { host: '0.0.0.0', port: 0 } }), { logger: false })).rejects.toMatchObject(
+      { path: 'listen.allow_unauthenticated' },
+    );
+    const ok = await startGateway(base({ listen: { host: '0.0.0.0', port: 0, allow_unauthenticated: true } }), {
+      logger: false,
+    });
     await ok.close();
   });
 
   it('a port in use is a clean error naming listen.port', async () => {
     const first = await startGateway(base({}), { logger: false });
     const port = Number(new URL(first.url).port);
-    const err = await startGateway(base({ listen: { host: '127.0.0.1', port } }), { logger: false }).catch((e: unknown) => e);
+    const err = await startGateway(base({ listen: { host: '127.0.0.1', port } }), { logger: false }).catch(
+      (e: unknown) => e,
+    );
     await first.close();
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).path).toBe('listen.port');
@@ -114,7 +190,14 @@ describe('start-up refusals name the config field', () => {
   });
 
   it('an unknown tokenizer or unreadable chat template fails at start, not on every request', async () => {
-    await expect(startAssembledGateway(base({}, { tokenizer: 'no-such-tokenizer' }), { logger: false, reporting: false })).rejects.toMatchObject({ path: 'models[0].tokenizer' });
-    await expect(startAssembledGateway(base({}, { tokenizer: 'qwen3', chat_template: '/nonexistent/template.jinja' }), { logger: false, reporting: false })).rejects.toMatchObject({ path: 'models[0].chat_template' });
+    await expect(
+      startAssembledGateway(base({}, { tokenizer: 'no-such-tokenizer' }), { logger: false, reporting: false }),
+    ).rejects.toMatchObject({ path: 'models[0].tokenizer' });
+    await expect(
+      startAssembledGateway(base({}, { tokenizer: 'qwen3', chat_template: '/nonexistent/template.jinja' }), {
+        logger: false,
+        reporting: false,
+      }),
+    ).rejects.toMatchObject({ path: 'models[0].chat_template' });
   });
 });

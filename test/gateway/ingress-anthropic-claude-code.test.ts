@@ -14,7 +14,13 @@ describe('anthropic ingress: Claude Code shapes', () => {
         system: [{ type: 'text', text: 'You are an agent.' }],
         messages: [
           { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-          { role: 'system', content: [{ type: 'text', text: '# Environment\n - Primary working directory: /w' }, { type: 'text', text: '  indented line' }] },
+          {
+            role: 'system',
+            content: [
+              { type: 'text', text: '# Environment\n - Primary working directory: /w' },
+              { type: 'text', text: '  indented line' },
+            ],
+          },
           { role: 'assistant', content: 'ok' },
         ],
       },
@@ -34,10 +40,22 @@ describe('anthropic ingress: Claude Code shapes', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: inner }] },
       ],
     });
-    const r = parseAnthropic(body([{ type: 'tool_reference', tool_name: 'Read' }, { type: 'tool_reference', tool_name: 'Grep' }]), ctx);
-    expect(r.body.messages[2]).toEqual({ role: 'tool', tool_call_id: 't1', content: 'tool_reference: Read\ntool_reference: Grep' });
+    const r = parseAnthropic(
+      body([
+        { type: 'tool_reference', tool_name: 'Read' },
+        { type: 'tool_reference', tool_name: 'Grep' },
+      ]),
+      ctx,
+    );
+    expect(r.body.messages[2]).toEqual({
+      role: 'tool',
+      tool_call_id: 't1',
+      content: 'tool_reference: Read\ntool_reference: Grep',
+    });
     expect(() => parseAnthropic(body([{ type: 'tool_reference' }]), ctx)).toThrow(/text must be a string/);
     expect(() => parseAnthropic(body([{ type: 'mystery', text: 1 }]), ctx)).toThrow(/text must be a string/);
-    expect(() => parseAnthropic({ model: 'm', max_tokens: 5, messages: [{ role: 'tool', content: 'x' }] }, ctx)).toThrow(/role must be 'user', 'assistant' or 'system'/);
+    expect(() =>
+      parseAnthropic({ model: 'm', max_tokens: 5, messages: [{ role: 'tool', content: 'x' }] }, ctx),
+    ).toThrow(/role must be 'user', 'assistant' or 'system'/);
   });
 });

@@ -13,12 +13,23 @@ beforeAll(async () => {
 afterAll(async () => rig?.close());
 
 const INSTRUCTIONS = 'You are a careful coding agent working in /repo.\n'.repeat(30);
-const SHELL = { type: 'function' as const, name: 'shell', description: 'Run a command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] }, strict: false };
+const SHELL = {
+  type: 'function' as const,
+  name: 'shell',
+  description: 'Run a command',
+  parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+  strict: false,
+};
 
 describe('POST /v1/responses (openai SDK, Responses API)', () => {
   it('answers with a response object, usage with cached tokens, and continues by previous_response_id', async () => {
     const client = rig.openai();
-    const first = await client.responses.create({ model: MODEL, instructions: INSTRUCTIONS, input: 'List the files in src/.', max_output_tokens: 20 });
+    const first = await client.responses.create({
+      model: MODEL,
+      instructions: INSTRUCTIONS,
+      input: 'List the files in src/.',
+      max_output_tokens: 20,
+    });
     expect(first.id).toMatch(/^resp_/);
     expect(first.object).toBe('response');
     expect(first.status).toBe('incomplete'); // the reference worker stops at max_output_tokens
@@ -28,7 +39,13 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     expect(first.usage?.input_tokens).toBeGreaterThan(100);
     expect(first.usage?.input_tokens_details.cached_tokens).toBe(0);
 
-    const second = await client.responses.create({ model: MODEL, instructions: INSTRUCTIONS, previous_response_id: first.id, input: 'Open the first one.', max_output_tokens: 8 });
+    const second = await client.responses.create({
+      model: MODEL,
+      instructions: INSTRUCTIONS,
+      previous_response_id: first.id,
+      input: 'Open the first one.',
+      max_output_tokens: 8,
+    });
     expect(second.previous_response_id).toBe(first.id);
     // The stored conversation is the same prefix: the worker reads it from its cache.
     expect(second.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(100);
@@ -40,7 +57,9 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     // Another tenant can neither read nor continue it.
     const other = rig.openai(KEY_B);
     await expect(other.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(other.responses.create({ model: MODEL, previous_response_id: second.id, input: 'x' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      other.responses.create({ model: MODEL, previous_response_id: second.id, input: 'x' }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await client.responses.delete(second.id);
     await expect(client.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
@@ -50,11 +69,18 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     const r = await client.responses.create({ model: MODEL, input: 'ephemeral', store: false, max_output_tokens: 4 });
     expect((r as unknown as { store: boolean }).store).toBe(false);
     await expect(client.responses.retrieve(r.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client.responses.create({ model: MODEL, previous_response_id: r.id, input: 'x' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client.responses.create({ model: MODEL, previous_response_id: r.id, input: 'x' }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it('streams the event sequence; the deltas make the completed text', async () => {
-    const stream = await rig.openai().responses.create({ model: MODEL, input: [{ role: 'user', content: 'stream please' }], max_output_tokens: 12, stream: true });
+    const stream = await rig.openai().responses.create({
+      model: MODEL,
+      input: [{ role: 'user', content: 'stream please' }],
+      max_output_tokens: 12,
+      stream: true,
+    });
     const types: string[] = [];
     let text = '';
     let done: OpenAI.Responses.Response | undefined;
@@ -65,8 +91,19 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
       if (ev.type === 'response.output_text.delta') text += ev.delta;
       if (ev.type === 'response.incomplete' || ev.type === 'response.completed') done = ev.response;
     }
-    expect(types.slice(0, 5)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta']);
-    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
+    expect(types.slice(0, 5)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+    ]);
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.incomplete',
+    ]);
     expect(seq).toEqual(seq.map((_, i) => i));
     const item = done!.output.find((o): o is OpenAI.Responses.ResponseOutputMessage => o.type === 'message')!;
     expect((item.content[0] as OpenAI.Responses.ResponseOutputText).text).toBe(text);
@@ -77,12 +114,23 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
 
   it('calls a function (whole and streamed), then takes its function_call_output', async () => {
     const client = rig.openai();
-    const r = await client.responses.create({ model: MODEL, input: 'Run the tests', tools: [SHELL], tool_choice: { type: 'function', name: 'shell' } });
+    const r = await client.responses.create({
+      model: MODEL,
+      input: 'Run the tests',
+      tools: [SHELL],
+      tool_choice: { type: 'function', name: 'shell' },
+    });
     const call = r.output.find((o): o is OpenAI.Responses.ResponseFunctionToolCall => o.type === 'function_call')!;
     expect(call.name).toBe('shell');
     expect(typeof JSON.parse(call.arguments).cmd).toBe('string');
 
-    const stream = await client.responses.create({ model: MODEL, input: 'Run the linter', tools: [SHELL], tool_choice: 'required', stream: true });
+    const stream = await client.responses.create({
+      model: MODEL,
+      input: 'Run the linter',
+      tools: [SHELL],
+      tool_choice: 'required',
+      stream: true,
+    });
     let args = '';
     let doneArgs = '';
     for await (const ev of stream) {
@@ -107,7 +155,12 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     const client = rig.openai();
     const patch = { type: 'custom' as const, name: 'apply_patch', description: 'Apply a patch' };
     const { data: r, response } = await client.responses
-      .create({ model: MODEL, input: 'Fix the typo', tools: [patch, { type: 'web_search' }], tool_choice: { type: 'custom', name: 'apply_patch' } })
+      .create({
+        model: MODEL,
+        input: 'Fix the typo',
+        tools: [patch, { type: 'web_search' }],
+        tool_choice: { type: 'custom', name: 'apply_patch' },
+      })
       .withResponse();
     expect(response.headers.get('x-ctxgate-receipt')).toContain('ingress:tool_dropped');
     const call = r.output.find((o): o is OpenAI.Responses.ResponseCustomToolCall => o.type === 'custom_tool_call')!;
@@ -115,7 +168,13 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
     expect(typeof call.input).toBe('string');
     expect(call.input.length).toBeGreaterThan(0);
 
-    const stream = await client.responses.create({ model: MODEL, input: 'Fix it again', tools: [patch], tool_choice: 'required', stream: true });
+    const stream = await client.responses.create({
+      model: MODEL,
+      input: 'Fix it again',
+      tools: [patch],
+      tool_choice: 'required',
+      stream: true,
+    });
     let input: string | undefined;
     let item: OpenAI.Responses.ResponseOutputItem | undefined;
     for await (const ev of stream) {
@@ -162,15 +221,23 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
 
   it('answers errors in the OpenAI shape with the right status', async () => {
     const client = rig.openai();
-    const err = (await client.responses.create({ model: 'no-such-model', input: 'x' }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const err = (await client.responses
+      .create({ model: 'no-such-model', input: 'x' })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(err.code).toBe('model_not_found');
-    const bad = (await client.responses.create({ model: MODEL, input: [{ type: 'item_reference', id: 'x' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const bad = (await client.responses
+      .create({ model: MODEL, input: [{ type: 'item_reference', id: 'x' }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect(bad.param).toBe('input[0].type');
-    const noInput = (await client.responses.create({ model: MODEL } as OpenAI.Responses.ResponseCreateParamsNonStreaming).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    const noInput = (await client.responses
+      .create({ model: MODEL } as OpenAI.Responses.ResponseCreateParamsNonStreaming)
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
     expect(noInput.status).toBe(400);
     expect(noInput.param).toBe('input');
-    await expect(rig.openai('sk-wrong').responses.create({ model: MODEL, input: 'x' })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(rig.openai('sk-wrong').responses.create({ model: MODEL, input: 'x' })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
   });
 });

@@ -6,14 +6,22 @@ import { Agent } from 'undici';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { harnessHeaders, harnessSessionId } from '../../gateway/ingress/harness-session.ts';
-import { MemoryResponseStore, RedisResponseStore, type ResponseStore, type StoredResponse } from '../../gateway/ingress/responses-store.ts';
+import {
+  MemoryResponseStore,
+  RedisResponseStore,
+  type ResponseStore,
+  type StoredResponse,
+} from '../../gateway/ingress/responses-store.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
 import { ENGINES } from '../../gateway/upstream/engines.ts';
 import { createFleet } from '../../gateway/upstream/fleet.ts';
 import { checkWorker } from '../../gateway/upstream/health.ts';
 import { Registry } from 'prom-client';
 
-const entry = (text: string): StoredResponse => ({ response: { id: 'resp_1', output_text: text }, messages: [{ role: 'user', content: text }] });
+const entry = (text: string): StoredResponse => ({
+  response: { id: 'resp_1', output_text: text },
+  messages: [{ role: 'user', content: text }],
+});
 const opts = { ttlSeconds: 60, maxEntryBytes: 10_000, maxBytes: 50_000 };
 
 async function contract(store: ResponseStore): Promise<void> {

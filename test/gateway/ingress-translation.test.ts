@@ -28,7 +28,13 @@ const answerArb: fc.Arbitrary<Answer> = fc
   .record({
     reasoning: text,
     content: text,
-    calls: fc.array(fc.record({ name: fc.constantFrom('read', 'write', 'shell'), args: fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })) }), { maxLength: 3 }),
+    calls: fc.array(
+      fc.record({
+        name: fc.constantFrom('read', 'write', 'shell'),
+        args: fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })),
+      }),
+      { maxLength: 3 },
+    ),
     finish: fc.constantFrom('stop' as const, 'length' as const),
     prompt: fc.nat(5000),
     cached: fc.nat(5000),
@@ -39,13 +45,19 @@ const answerArb: fc.Arbitrary<Answer> = fc
     content: a.content,
     calls: a.calls.map((c) => ({ name: c.name, args: JSON.parse(JSON.stringify(c.args)) as Obj })),
     finish: a.calls.length ? 'tool_calls' : a.finish,
-    usage: { prompt_tokens: a.prompt, completion_tokens: a.out, prompt_tokens_details: { cached_tokens: Math.min(a.cached, a.prompt) } },
+    usage: {
+      prompt_tokens: a.prompt,
+      completion_tokens: a.out,
+      prompt_tokens_details: { cached_tokens: Math.min(a.cached, a.prompt) },
+    },
   }));
 
 /** Splits s into pieces at the given fractions (any chunking an engine might produce). */
 function split(s: string, cuts: number[]): string[] {
   const chars = [...s];
-  const at = [...new Set(cuts.map((c) => Math.floor(c * chars.length)))].filter((i) => i > 0 && i < chars.length).sort((a, b) => a - b);
+  const at = [...new Set(cuts.map((c) => Math.floor(c * chars.length)))]
+    .filter((i) => i > 0 && i < chars.length)
+    .sort((a, b) => a - b);
   const out: string[] = [];
   let prev = 0;
   for (const i of [...at, chars.length]) {
@@ -58,18 +70,34 @@ function split(s: string, cuts: number[]): string[] {
 function whole(a: Answer): Obj {
   const message: Obj = { role: 'assistant', content: a.content || null };
   if (a.reasoning) message.reasoning_content = a.reasoning;
-  if (a.calls.length) message.tool_calls = a.calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } }));
-  return { id: 'c', object: 'chat.completion', choices: [{ index: 0, message, finish_reason: a.finish }], usage: a.usage };
+  if (a.calls.length)
+    message.tool_calls = a.calls.map((c, i) => ({
+      id: `call_${i}`,
+      type: 'function',
+      function: { name: c.name, arguments: JSON.stringify(c.args) },
+    }));
+  return {
+    id: 'c',
+    object: 'chat.completion',
+    choices: [{ index: 0, message, finish_reason: a.finish }],
+    usage: a.usage,
+  };
 }
 
 function chunks(a: Answer, cuts: number[]): Obj[] {
-  const ch = (delta: Obj, finish: string | null = null): Obj => ({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+  const ch = (delta: Obj, finish: string | null = null): Obj => ({
+    id: 'c',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   const out: Obj[] = [ch({ role: 'assistant', content: '' })];
   for (const p of split(a.reasoning, cuts)) out.push(ch({ reasoning_content: p }));
   for (const p of split(a.content, cuts)) out.push(ch({ content: p }));
   a.calls.forEach((c, i) => {
     const args = JSON.stringify(c.args);
-    out.push(ch({ tool_calls: [{ index: i, id: `call_${i}`, type: 'function', function: { name: c.name, arguments: '' } }] }));
+    out.push(
+      ch({ tool_calls: [{ index: i, id: `call_${i}`, type: 'function', function: { name: c.name, arguments: '' } }] }),
+    );
     for (const p of split(args, cuts)) out.push(ch({ tool_calls: [{ index: i, function: { arguments: p } }] }));
   });
   out.push(ch({}, a.finish));
@@ -138,7 +166,18 @@ describe('Anthropic translation', () => {
       fc.constant({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }),
     );
     const turnArb = fc.array(
-      fc.record({ user: fc.array(block, { minLength: 1, maxLength: 3 }), says: text, call: fc.option(fc.record({ name: fc.constantFrom('a', 'b'), input: fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 })) }), { nil: undefined }), result: text }),
+      fc.record({
+        user: fc.array(block, { minLength: 1, maxLength: 3 }),
+        says: text,
+        call: fc.option(
+          fc.record({
+            name: fc.constantFrom('a', 'b'),
+            input: fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 })),
+          }),
+          { nil: undefined },
+        ),
+        result: text,
+      }),
       { minLength: 1, maxLength: 5 },
     );
     fc.assert(
@@ -146,7 +185,10 @@ describe('Anthropic translation', () => {
         const messages: Obj[] = [];
         const expected: string[] = system ? [system] : [];
         turns.forEach((t, i) => {
-          const results = i > 0 && turns[i - 1].call ? [{ type: 'tool_result', tool_use_id: `toolu_${i - 1}`, content: turns[i - 1].result }] : [];
+          const results =
+            i > 0 && turns[i - 1].call
+              ? [{ type: 'tool_result', tool_use_id: `toolu_${i - 1}`, content: turns[i - 1].result }]
+              : [];
           if (results.length) expected.push(turns[i - 1].result);
           for (const b of t.user) if (b.type === 'text') expected.push(b.text as string);
           messages.push({ role: 'user', content: [...results, ...t.user] });
@@ -155,7 +197,10 @@ describe('Anthropic translation', () => {
           if (t.call) content.push({ type: 'tool_use', id: `toolu_${i}`, name: t.call.name, input: t.call.input });
           messages.push({ role: 'assistant', content });
         });
-        const { body } = parseAnthropic({ model: 'm', max_tokens: 5, system: system || undefined, messages }, { tenant: 't', maxMessages: 1000 });
+        const { body } = parseAnthropic(
+          { model: 'm', max_tokens: 5, system: system || undefined, messages },
+          { tenant: 't', maxMessages: 1000 },
+        );
         const flat = body.messages.map((m) => flattenContent(m.content)).join('\u0000');
         let at = 0;
         for (const s of expected) {
@@ -170,7 +215,9 @@ describe('Anthropic translation', () => {
         body.messages.forEach((m: ChatMessage, i) => {
           if (m.role === 'tool') expect(['assistant', 'tool']).toContain(body.messages[i - 1].role);
         });
-        for (const m of body.messages) for (const c of m.tool_calls ?? []) expect(JSON.parse(c.function.arguments)).toEqual(turns[Number(c.id.slice(6))].call!.input);
+        for (const m of body.messages)
+          for (const c of m.tool_calls ?? [])
+            expect(JSON.parse(c.function.arguments)).toEqual(turns[Number(c.id.slice(6))].call!.input);
       }),
       { numRuns: 150 },
     );
@@ -178,7 +225,15 @@ describe('Anthropic translation', () => {
 });
 
 describe('Responses translation', () => {
-  const state = (customTools: string[] = []): ResponsesState => ({ model: 'm', id: 'resp_1', createdAt: 1, store: false, echo: {}, conversation: [], customTools });
+  const state = (customTools: string[] = []): ResponsesState => ({
+    model: 'm',
+    id: 'resp_1',
+    createdAt: 1,
+    store: false,
+    echo: {},
+    conversation: [],
+    customTools,
+  });
   const store = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 20, maxBytes: 1 << 24 });
 
   it('stream ≡ whole: the completed response equals the whole answer; deltas add up to the items', async () => {
@@ -199,9 +254,15 @@ describe('Responses translation', () => {
         expect(strip(streamed.output)).toEqual(strip(w.output));
         expect(streamed.usage).toEqual(w.usage);
         expect(streamed.status).toBe(w.status);
-        const text = evs.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join('');
+        const text = evs
+          .filter((e) => e.event === 'response.output_text.delta')
+          .map((e) => e.data.delta)
+          .join('');
         expect(text).toBe(a.content);
-        const args = evs.filter((e) => e.event === 'response.function_call_arguments.delta').map((e) => e.data.delta).join('');
+        const args = evs
+          .filter((e) => e.event === 'response.function_call_arguments.delta')
+          .map((e) => e.data.delta)
+          .join('');
         expect(args).toBe(a.calls.map((c) => JSON.stringify(c.args)).join(''));
         const added = evs.filter((e) => e.event === 'response.output_item.added').map((e) => e.data.output_index);
         expect(added).toEqual(added.map((_, i) => i));
@@ -225,15 +286,25 @@ describe('Responses translation', () => {
         const expected: string[] = [];
         items.forEach((it, i) => {
           if ('name' in it) {
-            input.push({ type: 'function_call', call_id: `c${i}`, name: it.name, arguments: it.arguments }, { type: 'function_call_output', call_id: `c${i}`, output: it.out });
+            input.push(
+              { type: 'function_call', call_id: `c${i}`, name: it.name, arguments: it.arguments },
+              { type: 'function_call_output', call_id: `c${i}`, output: it.out },
+            );
             expected.push(it.arguments, it.out);
           } else {
             input.push(it);
             expected.push(typeof it.content === 'string' ? it.content : it.content[0].text);
           }
         });
-        const { body } = await parseResponses({ model: 'm', input }, { tenant: 't', maxMessages: 1000 }, store, () => 'resp_x');
-        const flat = body.messages.map((m) => flattenContent(m.content) + (m.tool_calls ?? []).map((c) => c.function.arguments).join('')).join('\u0000');
+        const { body } = await parseResponses(
+          { model: 'm', input },
+          { tenant: 't', maxMessages: 1000 },
+          store,
+          () => 'resp_x',
+        );
+        const flat = body.messages
+          .map((m) => flattenContent(m.content) + (m.tool_calls ?? []).map((c) => c.function.arguments).join(''))
+          .join('\u0000');
         let at = 0;
         for (const s of expected) {
           const i = flat.indexOf(s, at);

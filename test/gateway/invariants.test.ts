@@ -12,20 +12,39 @@ import type { ChatMessage, ChatRequest, PipelineResult } from '../../middleware/
 type Transforms = Record<string, boolean | 'eager'>;
 
 function session(opts: { budget?: number; transforms?: Transforms } = {}) {
-  const p = createPipeline({ model: 'm', tokenizer: 'qwen3', transforms: opts.transforms, extraStages: chainStages({ budget_tokens: opts.budget }) });
+  const p = createPipeline({
+    model: 'm',
+    tokenizer: 'qwen3',
+    transforms: opts.transforms,
+    extraStages: chainStages({ budget_tokens: opts.budget }),
+  });
   const t = createLosslessTracker();
   let n = 0;
   return async (body: ChatRequest): Promise<{ r: PipelineResult; check: LosslessReport }> => {
     const frozen = structuredClone(body);
-    const r = await p.process(body, { tenant: 't', requestId: `r${n++}`, headers: { 'x-session-id': 's' }, model: 'm' });
+    const r = await p.process(body, {
+      tenant: 't',
+      requestId: `r${n++}`,
+      headers: { 'x-session-id': 's' },
+      model: 'm',
+    });
     return { r, check: t.check(frozen, r.body, r.receipts) };
   };
 }
 
 const clean = { missing: 0, altered: 0, first_call_changed: 0 };
-const req = (system: string, rest: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test.' }]): ChatRequest => ({ model: 'm', messages: [{ role: 'system', content: system }, ...rest] });
+const req = (
+  system: string,
+  rest: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test.' }],
+): ChatRequest => ({ model: 'm', messages: [{ role: 'system', content: system }, ...rest] });
 /** The task and `i` agent turns after it: call i+1 of a session. */
-const turns = (i: number): ChatMessage[] => [{ role: 'user', content: 'Fix the failing test.' }, ...Array.from({ length: i }, (_, k): ChatMessage[] => [{ role: 'assistant', content: `step ${k}` }, { role: 'user', content: `output ${k}` }]).flat()];
+const turns = (i: number): ChatMessage[] => [
+  { role: 'user', content: 'Fix the failing test.' },
+  ...Array.from({ length: i }, (_, k): ChatMessage[] => [
+    { role: 'assistant', content: `step ${k}` },
+    { role: 'user', content: `output ${k}` },
+  ]).flat(),
+];
 
 const AGENT_PROMPT = [
   'You are Qwen Code, an interactive CLI agent.',
@@ -50,7 +69,10 @@ describe('lossless invariants on the served chain', () => {
     const call = session();
     const history: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test.' }];
     for (let i = 0; i < 4; i++) {
-      const sys = AGENT_PROMPT.replace('Current date: 2026-03-02', `Current date: 2026-03-0${2 + i}`).replace('Step 1 of 3', 'Step 1 of 3');
+      const sys = AGENT_PROMPT.replace('Current date: 2026-03-02', `Current date: 2026-03-0${2 + i}`).replace(
+        'Step 1 of 3',
+        'Step 1 of 3',
+      );
       const { r, check } = await call(req(sys, structuredClone(history)));
       expect(check).toMatchObject(clean);
       const root = r.body.messages[0].content as string;
@@ -64,7 +86,9 @@ describe('lossless invariants on the served chain', () => {
     const call = session();
     const roots: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const { r, check } = await call(req(`  You are agent X; the time is 2026-03-05T10:0${i}:00Z, plan  accordingly.\nBe brief.`, turns(i)));
+      const { r, check } = await call(
+        req(`  You are agent X; the time is 2026-03-05T10:0${i}:00Z, plan  accordingly.\nBe brief.`, turns(i)),
+      );
       expect(check).toMatchObject(clean);
       roots.push(r.body.messages[0].content as string);
     }
@@ -105,17 +129,30 @@ describe('lossless invariants on the served chain', () => {
 
   it('without a budget a stale read is tombstoned, never replaced', async () => {
     const call = session();
-    const listing = Array.from({ length: 40 }, (_, i) => `-rw-r--r-- 1 dev dev ${1000 + i * 37} Mar  5 10:0${i % 10} file_${i}.py`).join('\n');
+    const listing = Array.from(
+      { length: 40 },
+      (_, i) => `-rw-r--r-- 1 dev dev ${1000 + i * 37} Mar  5 10:0${i % 10} file_${i}.py`,
+    ).join('\n');
     expect(listing.length).toBeGreaterThan(1200);
     const msgs: ChatMessage[] = [
       { role: 'system', content: 'You are a coding agent.' },
       { role: 'user', content: 'Tidy the repo.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls -la"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"ls -la"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: listing },
     ];
     await call({ model: 'm', messages: structuredClone(msgs) });
     msgs.push(
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'bash', arguments: '{"command":"echo x > notes.txt"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c2', type: 'function', function: { name: 'bash', arguments: '{"command":"echo x > notes.txt"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'c2', content: '' },
     );
     for (let i = 0; i < 3; i++) {

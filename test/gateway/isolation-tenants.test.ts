@@ -25,13 +25,20 @@ beforeAll(async () => {
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     health: { interval_ms: 0 },
-    auth: { mode: 'keys', keys: [{ key: `sha256:${sha256Hex(KEY_A)}`, tenant: 'a' }, { key: `sha256:${sha256Hex(KEY_B)}`, tenant: 'b' }] },
+    auth: {
+      mode: 'keys',
+      keys: [
+        { key: `sha256:${sha256Hex(KEY_A)}`, tenant: 'a' },
+        { key: `sha256:${sha256Hex(KEY_B)}`, tenant: 'b' },
+      ],
+    },
     models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: worker.url, id: 'w' }] }],
   });
   gw = await startGateway(config, {
     logger: false,
     pipelineFor: (m) => createPipeline({ model: m.name, tokenizer: 'qwen3', layout: 'ctxgate', store }),
-    registerRoutes: (app) => void registerBreakRoutes(app, { store, tenantOf: (req) => (req.principal as Principal | undefined)?.tenant }),
+    registerRoutes: (app) =>
+      void registerBreakRoutes(app, { store, tenantOf: (req) => (req.principal as Principal | undefined)?.tenant }),
   });
 });
 afterAll(async () => {
@@ -39,19 +46,31 @@ afterAll(async () => {
   await worker?.close();
 });
 
-const client = (key: string) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: { 'x-session-id': SID } });
+const client = (key: string) =>
+  new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: { 'x-session-id': SID } });
 type Msg = { role: 'system' | 'user' | 'assistant'; content: string };
 const turn1: Msg[] = [
   { role: 'system' as const, content: 'You are a coding agent. '.repeat(20) },
   { role: 'user' as const, content: 'Fix the failing test in tokens.py' },
 ];
-const turn2: Msg[] = [...turn1, { role: 'assistant' as const, content: 'Reading the file.' }, { role: 'user' as const, content: 'Go on.' }];
+const turn2: Msg[] = [
+  ...turn1,
+  { role: 'assistant' as const, content: 'Reading the file.' },
+  { role: 'user' as const, content: 'Go on.' },
+];
 
 async function call(key: string, messages: Msg[], requestId?: string) {
   const { response } = await client(key)
-    .chat.completions.create({ model: 'm', max_tokens: 4, messages: messages as OpenAI.ChatCompletionMessageParam[] }, requestId ? { headers: { 'x-request-id': requestId } } : undefined)
+    .chat.completions.create(
+      { model: 'm', max_tokens: 4, messages: messages as OpenAI.ChatCompletionMessageParam[] },
+      requestId ? { headers: { 'x-request-id': requestId } } : undefined,
+    )
     .withResponse();
-  return { prefix: response.headers.get('x-ctxgate-prefix') ?? '', session: response.headers.get('x-ctxgate-session'), requestId: response.headers.get('x-request-id')! };
+  return {
+    prefix: response.headers.get('x-ctxgate-prefix') ?? '',
+    session: response.headers.get('x-ctxgate-session'),
+    requestId: response.headers.get('x-request-id')!,
+  };
 }
 
 async function get(path: string, key: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -92,7 +111,11 @@ describe('two tenants, one guessed session id', () => {
     expect((aOnly.body.error as { code: string }).code).toBe('not_found');
 
     // A's session was not influenced by B: its next turn still continues from turn 2.
-    const a3 = await call(KEY_A, [...turn2, { role: 'assistant' as const, content: 'Done.' }, { role: 'user' as const, content: 'Thanks.' }]);
+    const a3 = await call(KEY_A, [
+      ...turn2,
+      { role: 'assistant' as const, content: 'Done.' },
+      { role: 'user' as const, content: 'Thanks.' },
+    ]);
     expect(a3.prefix).not.toContain('new_session');
     expect((await get(`/v1/gateway/sessions/${SID}/breaks`, KEY_A)).body.calls).toBe(3);
   });

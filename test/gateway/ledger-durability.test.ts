@@ -32,7 +32,24 @@ const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'd');
 
 function rec(i: number, tenant = 't'): UsageRecord {
   return buildUsageRecord(
-    { time: Date.now(), requestId: `r${i}`, tenant, keyId: 'k', sessionId: 's', model: 'm', worker: 'w', status: 200, stream: false, promptTokens: 100 + i, cachedTokens: 50, outputTokens: 5, usageReported: true, totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1 },
+    {
+      time: Date.now(),
+      requestId: `r${i}`,
+      tenant,
+      keyId: 'k',
+      sessionId: 's',
+      model: 'm',
+      worker: 'w',
+      status: 200,
+      stream: false,
+      promptTokens: 100 + i,
+      cachedTokens: 50,
+      outputTokens: 5,
+      usageReported: true,
+      totalMs: 5,
+      gatewayOverheadMs: 0.1,
+      attempts: 1,
+    },
     pricing,
   );
 }
@@ -55,7 +72,11 @@ async function waitFor(cond: () => Promise<boolean> | boolean, ms = 10_000): Pro
 }
 
 function startRedis(port: number): ChildProcess {
-  return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  return spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
 }
 
 async function stopChild(p: ChildProcess): Promise<void> {
@@ -87,7 +108,11 @@ describe('kill -9 after a burst', () => {
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 20_000 });
       let answered = 0;
       const one = async (i: number): Promise<void> => {
-        await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `burst ${i}` }], max_tokens: 4 });
+        await client.chat.completions.create({
+          model: 'm',
+          messages: [{ role: 'user', content: `burst ${i}` }],
+          max_tokens: 4,
+        });
         answered++;
       };
       for (let i = 0; i < 150; i += 15) await Promise.all(Array.from({ length: 15 }, (_, j) => one(i + j)));
@@ -117,7 +142,12 @@ describe('Redis outage', () => {
     const url = `redis://127.0.0.1:${port}`;
     const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     admin.on('error', () => undefined); // refused while the server is down, by design
-    await waitFor(async () => admin.ping().then(() => true, () => false));
+    await waitFor(async () =>
+      admin.ping().then(
+        () => true,
+        () => false,
+      ),
+    );
     const key = 'ctxgate:usage:outage';
     const spoolPath = join(dir, 'outage.spool');
     const l = new RedisStreamLedger({ url, key, batchSize: 16, flushMs: 50, spoolPath });
@@ -152,7 +182,12 @@ describe('Redis outage', () => {
     expect(url, 'redis-server must be running (test/global-setup.ts)').not.toBe('');
     const path = join(dir, 'both.sqlite');
     const config = parseConfig(
-      { listen: { port: 0 }, redis: { url }, ledger: { path, flush_ms: 50 }, models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] },
+      {
+        listen: { port: 0 },
+        redis: { url },
+        ledger: { path, flush_ms: 50 },
+        models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }],
+      },
       'both',
     );
     const ledger = openLedger(config);
@@ -168,7 +203,15 @@ describe('Redis outage', () => {
     expect(sqlite.count()).toBe(30);
     await sqlite.close();
     // Explicit choice: Redis alone keeps no local file.
-    const only = parseConfig({ listen: { port: 0 }, redis: { url }, ledger: { path: join(dir, 'never.sqlite'), stores: ['redis'] }, models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] }, 'r');
+    const only = parseConfig(
+      {
+        listen: { port: 0 },
+        redis: { url },
+        ledger: { path: join(dir, 'never.sqlite'), stores: ['redis'] },
+        models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }],
+      },
+      'r',
+    );
     const r = openLedger(only);
     expect(r).toBeInstanceOf(RedisStreamLedger);
     await r.close();

@@ -20,8 +20,22 @@ afterAll(async () => {
 function rec(i: number, tenant: string, time: number): UsageRecord {
   return buildUsageRecord(
     {
-      time, requestId: `r${i}`, tenant, keyId: 'k', sessionId: 's', model: 'm', worker: 'w', status: 200, stream: true,
-      promptTokens: 2000, cachedTokens: 1500, outputTokens: 20, usageReported: true, totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1,
+      time,
+      requestId: `r${i}`,
+      tenant,
+      keyId: 'k',
+      sessionId: 's',
+      model: 'm',
+      worker: 'w',
+      status: 200,
+      stream: true,
+      promptTokens: 2000,
+      cachedTokens: 1500,
+      outputTokens: 20,
+      usageReported: true,
+      totalMs: 5,
+      gatewayOverheadMs: 0.1,
+      attempts: 1,
     },
     pricing,
   );

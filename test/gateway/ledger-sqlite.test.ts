@@ -17,9 +17,22 @@ const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
 function rec(i: number, time = Date.now()): UsageRecord {
   return buildUsageRecord(
     {
-      time, requestId: `r${i}`, tenant: i % 2 ? 'odd' : 'even', keyId: 'k', sessionId: `s${i % 3}`, model: 'm', worker: 'w',
-      status: 200, stream: false, promptTokens: 1000 + i, cachedTokens: 500, outputTokens: 10, usageReported: true,
-      totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1,
+      time,
+      requestId: `r${i}`,
+      tenant: i % 2 ? 'odd' : 'even',
+      keyId: 'k',
+      sessionId: `s${i % 3}`,
+      model: 'm',
+      worker: 'w',
+      status: 200,
+      stream: false,
+      promptTokens: 1000 + i,
+      cachedTokens: 500,
+      outputTokens: 10,
+      usageReported: true,
+      totalMs: 5,
+      gatewayOverheadMs: 0.1,
+      attempts: 1,
     },
     pricing,
   );
@@ -74,7 +87,13 @@ describe('SqliteLedger', () => {
 
   it('a full queue drops (and counts) instead of blocking or throwing', async () => {
     const drops: number[] = [];
-    const l = new SqliteLedger({ ...opts(join(dir, 'full.sqlite')), maxQueue: 5, batchSize: 100, flushMs: 60_000, onDrop: (n) => drops.push(n) });
+    const l = new SqliteLedger({
+      ...opts(join(dir, 'full.sqlite')),
+      maxQueue: 5,
+      batchSize: 100,
+      flushMs: 60_000,
+      onDrop: (n) => drops.push(n),
+    });
     for (let i = 0; i < 12; i++) l.append(rec(i));
     expect(l.stats()).toMatchObject({ appended: 12, dropped: 7, queued: 5 });
     expect(drops.reduce((a, b) => a + b, 0)).toBe(7);

@@ -61,7 +61,9 @@ describe('BudgetGuard', () => {
       },
     });
     const results = await Promise.allSettled([g.check('t'), g.check('t'), g.check('t')]);
-    expect(results.every((r) => r.status === 'rejected' && (r.reason as GatewayError).code === 'budget_exceeded')).toBe(true);
+    expect(results.every((r) => r.status === 'rejected' && (r.reason as GatewayError).code === 'budget_exceeded')).toBe(
+      true,
+    );
     expect(calls).toHaveLength(1);
     const err = (results[0] as PromiseRejectedResult).reason as GatewayError;
     expect(Number(err.headers['retry-after'])).toBe(10);
@@ -75,7 +77,11 @@ describe('BudgetGuard', () => {
 
   it('lets calls through when the spend lookup fails', async () => {
     const errors: unknown[] = [];
-    const g = new BudgetGuard({ budgets: [{ tenant: 't', usd_per_day: 0 }], spend: () => Promise.reject(new Error('ledger down')), onLookupError: (e) => errors.push(e) });
+    const g = new BudgetGuard({
+      budgets: [{ tenant: 't', usd_per_day: 0 }],
+      spend: () => Promise.reject(new Error('ledger down')),
+      onLookupError: (e) => errors.push(e),
+    });
     await expect(g.check('t')).resolves.toBeUndefined();
     expect(errors).toHaveLength(1);
   });

@@ -39,7 +39,11 @@ describe('per-tenant rate limit', () => {
       const redisUrl = inject('redisUrl');
       if (backend === 'redis') expect(redisUrl).not.toBe('');
       rig = await startRig({
-        config: { auth: { mode: 'keys', keys }, limits: { rate_limit: { per_minute: 3 } }, ...(backend === 'redis' ? { redis: { url: redisUrl } } : {}) },
+        config: {
+          auth: { mode: 'keys', keys },
+          limits: { rate_limit: { per_minute: 3 } },
+          ...(backend === 'redis' ? { redis: { url: redisUrl } } : {}),
+        },
       });
       const ca = rig.client(key(a));
       for (let i = 0; i < 3; i++) expect((await ask(ca)).choices[0].message.content).toContain('hello');
@@ -59,7 +63,13 @@ describe('per-tenant rate limit', () => {
 
   it('lets requests through when the Redis behind the limiter is unreachable', async () => {
     const { keys, key } = keysFor(['t']);
-    rig = await startRig({ config: { auth: { mode: 'keys', keys }, limits: { rate_limit: { per_minute: 2 } }, redis: { url: 'redis://127.0.0.1:1' } } });
+    rig = await startRig({
+      config: {
+        auth: { mode: 'keys', keys },
+        limits: { rate_limit: { per_minute: 2 } },
+        redis: { url: 'redis://127.0.0.1:1' },
+      },
+    });
     const c = rig.client(key('t'));
     for (let i = 0; i < 4; i++) expect((await ask(c)).choices[0].message.content).toContain('hello');
   });
@@ -71,7 +81,13 @@ describe('per-tenant daily budget', () => {
     const spent: Record<string, number> = { rich: 0.5, poor: 2 };
     const lookups: string[] = [];
     rig = await startRig({
-      config: { auth: { mode: 'keys', keys }, budgets: [{ tenant: 'rich', usd_per_day: 1 }, { tenant: 'poor', usd_per_day: 1 }] },
+      config: {
+        auth: { mode: 'keys', keys },
+        budgets: [
+          { tenant: 'rich', usd_per_day: 1 },
+          { tenant: 'poor', usd_per_day: 1 },
+        ],
+      },
       deps: {
         spendSince: (t, since) => {
           lookups.push(t);
@@ -105,8 +121,14 @@ describe('body limits', () => {
   it('rejects nesting deeper than max_json_depth before parsing it, and accepts it at the limit', async () => {
     rig = await startRig({ config: { limits: { max_json_depth: 20 } } });
     const nest = (d: number): string => '['.repeat(d) + ']'.repeat(d);
-    const body = (d: number) => `{"model":"m1","messages":[{"role":"user","content":"x"}],"metadata":{"deep":${nest(d)}}}`;
-    const post = (b: string) => fetch(`${rig!.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+    const body = (d: number) =>
+      `{"model":"m1","messages":[{"role":"user","content":"x"}],"metadata":{"deep":${nest(d)}}}`;
+    const post = (b: string) =>
+      fetch(`${rig!.gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: b,
+      });
     const deep = await post(body(100_000));
     expect(deep.status).toBe(400);
     expect(((await deep.json()) as { error: { code: string } }).error.code).toBe('invalid_request');

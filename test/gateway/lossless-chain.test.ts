@@ -35,11 +35,33 @@ const changing = fc.constantFrom(
   (i: number) => `Today is 2026-03-0${1 + (i % 9)}.`,
 );
 
-const marker = fc.oneof(fc.constantFrom('Old environment output: (N lines omitted)', '[output cleared]', '<<zapped N>>', '~ stale result elided by harness ~'), fc.string({ minLength: 1, maxLength: 20 }));
+const marker = fc.oneof(
+  fc.constantFrom(
+    'Old environment output: (N lines omitted)',
+    '[output cleared]',
+    '<<zapped N>>',
+    '~ stale result elided by harness ~',
+  ),
+  fc.string({ minLength: 1, maxLength: 20 }),
+);
 
 const tools: ToolDef[] = [
-  { type: 'function', function: { name: 'bash', description: 'run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } },
-  { type: 'function', function: { name: 'read', description: 'read a file', parameters: { type: 'object', properties: { path: { type: 'string' }, limit: { type: 'integer' } } } } },
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'run a command',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'read',
+      description: 'read a file',
+      parameters: { type: 'object', properties: { path: { type: 'string' }, limit: { type: 'integer' } } },
+    },
+  },
 ];
 
 const scenario = fc.record({
@@ -64,12 +86,18 @@ function requests(s: Scenario): ChatRequest[] {
       const [n, mark] = s.elide;
       const toolIdx = m.map((x, k) => (x.role === 'tool' ? k : -1)).filter((k) => k >= 0);
       const old = new Set(toolIdx.slice(0, Math.max(0, toolIdx.length - n)));
-      m = m.map((x, k) => (old.has(k) ? { ...x, content: mark.replace('N', String(String(x.content).split('\n').length)) } : x));
+      m = m.map((x, k) =>
+        old.has(k) ? { ...x, content: mark.replace('N', String(String(x.content).split('\n').length)) } : x,
+      );
     }
     const t = structuredClone(tools);
     if (s.shuffle && i % 2 === 1) {
       t.reverse();
-      t[0].function = { parameters: t[0].function.parameters, description: t[0].function.description, name: t[0].function.name };
+      t[0].function = {
+        parameters: t[0].function.parameters,
+        description: t[0].function.description,
+        name: t[0].function.name,
+      };
     }
     return { model: 'm', messages: m, tools: t };
   });
@@ -79,7 +107,13 @@ describe('lossless chain (property test over the served stages)', () => {
   it('nothing missing, nothing altered, first call unchanged; deterministic; with and without a budget', async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async (s) => {
-        const make = () => createPipeline({ model: 'm', tokenizer: 'cl100k_base', store: new MemorySessionStore(), extraStages: chainStages({ budget_tokens: s.budget }) });
+        const make = () =>
+          createPipeline({
+            model: 'm',
+            tokenizer: 'cl100k_base',
+            store: new MemorySessionStore(),
+            extraStages: chainStages({ budget_tokens: s.budget }),
+          });
         const a = make();
         const b = make();
         const tracker = createLosslessTracker();
@@ -91,7 +125,8 @@ describe('lossless chain (property test over the served stages)', () => {
           const rb = await b.process(JSON.parse(frozen) as ChatRequest, ctx);
           expect(JSON.stringify(rb.body)).toBe(JSON.stringify(ra.body));
           const rep = tracker.check(JSON.parse(frozen) as ChatRequest, ra.body, ra.receipts);
-          if (rep.missing || rep.altered || rep.first_call_changed) throw new Error(`call ${i}: ${JSON.stringify(rep.details.slice(0, 4))}`);
+          if (rep.missing || rep.altered || rep.first_call_changed)
+            throw new Error(`call ${i}: ${JSON.stringify(rep.details.slice(0, 4))}`);
         }
       }),
       { numRuns: 30 },

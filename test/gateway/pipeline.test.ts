@@ -19,7 +19,12 @@ describe('pipeline hooks', () => {
             { stage: 'layout', action: 'root_inserted', reason: 'test' },
             { stage: 'filter', action: 'ansi_stripped', reason: 'test' },
           ],
-          prefix: { predicted_cached_tokens: 12, prompt_tokens: 40, break_cause: 'system_changed', break_token_index: 3 },
+          prefix: {
+            predicted_cached_tokens: 12,
+            prompt_tokens: 40,
+            break_cause: 'system_changed',
+            break_token_index: 3,
+          },
         };
       },
       observe(_result, outcome) {
@@ -31,14 +36,21 @@ describe('pipeline hooks', () => {
   afterAll(async () => rig.close());
 
   it('sends the pipeline body upstream and reports session, prefix and receipts', async () => {
-    const { response } = await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'u1' }] }).withResponse();
+    const { response } = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'u1' }] })
+      .withResponse();
     expect(response.headers.get('x-ctxgate-session')).toBe('s-default');
     expect(response.headers.get('x-ctxgate-prefix')).toBe('cached=12; break=system_changed@3');
     expect(response.headers.get('x-ctxgate-receipt')).toBe('layout:root_inserted,filter:ansi_stripped');
     const sent = rig.ups.flatMap((u) => u.requests).at(-1) as { messages: ChatMessage[] };
     expect(sent.messages.map((m) => m.content)).toEqual(['ROOT', 'u1']);
     await until(() => outcomes.length === 1);
-    expect(outcomes[0]).toMatchObject({ status: 200, assistant: { role: 'assistant' }, promptTokens: expect.any(Number) });
+    expect(outcomes[0]).toMatchObject({
+      status: 200,
+      assistant: { role: 'assistant' },
+      promptTokens: expect.any(Number),
+    });
     const metrics = await fetch(`${rig.gw.url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/ctxgate_cache_breaks_total\{model="m1",cause="system_changed"\} 1/);
   });
@@ -59,7 +71,12 @@ describe('pipeline hooks', () => {
     });
     expect(outcomes[1].cachedTokens).toBe(0);
     const ev = rig.usage.at(-1)!;
-    expect(ev).toMatchObject({ sessionId: 's-default', breakCause: 'system_changed', predictedCachedTokens: 12, stream: true });
+    expect(ev).toMatchObject({
+      sessionId: 's-default',
+      breakCause: 'system_changed',
+      predictedCachedTokens: 12,
+      stream: true,
+    });
   });
 
   it('hands the policy the route info (text lazily) and routes with it', async () => {

@@ -16,7 +16,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(up.address() as AddressInfo).port}`;
-  const config = parseConfig({ listen: { host: '127.0.0.1', port: 0 }, health: { interval_ms: 0 }, models: [{ name: 'm', layout: 'passthrough', workers: [{ url, id: 'empty' }] }] });
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    health: { interval_ms: 0 },
+    models: [{ name: 'm', layout: 'passthrough', workers: [{ url, id: 'empty' }] }],
+  });
   gw = await startGateway(config, { logger: false });
 });
 
@@ -32,6 +36,8 @@ it('releases queued prefill tokens when the answer has no body', async () => {
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(4000) }] }),
   });
   expect(res.status).toBe(502);
-  const fleet = (await (await fetch(`${gw.url}/v1/gateway/workers`)).json()) as { models: { workers: { inFlight: number; queuedPrefillTokens: number }[] }[] };
+  const fleet = (await (await fetch(`${gw.url}/v1/gateway/workers`)).json()) as {
+    models: { workers: { inFlight: number; queuedPrefillTokens: number }[] }[];
+  };
   expect(fleet.models[0].workers.map((w) => [w.inFlight, w.queuedPrefillTokens])).toEqual([[0, 0]]);
 });

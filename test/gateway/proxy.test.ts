@@ -23,7 +23,12 @@ describe('gateway proxy (openai SDK client)', () => {
 
   it('keeps the client request id and forwards fields it does not own untouched', async () => {
     const extra = {
-      tools: [{ type: 'function' as const, function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }],
+      tools: [
+        {
+          type: 'function' as const,
+          function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+        },
+      ],
       tool_choice: 'auto' as const,
       response_format: { type: 'json_object' as const },
       logprobs: true,
@@ -33,26 +38,40 @@ describe('gateway proxy (openai SDK client)', () => {
     const { data, response } = await rig
       .client()
       .chat.completions.create(
-        { model: 'm1', messages: [{ role: 'user', content: 'read a.txt' }], ...extra, // vendor extra the SDK passes through
-          ...({ top_k: 20, chat_template_kwargs: { enable_thinking: false } } as object) },
+        {
+          model: 'm1',
+          messages: [{ role: 'user', content: 'read a.txt' }],
+          ...extra, // vendor extra the SDK passes through
+          ...({ top_k: 20, chat_template_kwargs: { enable_thinking: false } } as object),
+        },
         { headers: { 'x-request-id': 'req-fixed-1' } },
       )
       .withResponse();
     expect(response.headers.get('x-request-id')).toBe('req-fixed-1');
     const calls = data.choices[0].message.tool_calls;
-    expect(calls?.[0]).toMatchObject({ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } });
-    const seen = rig.ups.flatMap((u) => u.requests).find((b) => (b.messages as { content: string }[])[0].content === 'read a.txt');
+    expect(calls?.[0]).toMatchObject({
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'read_file', arguments: '{"path":"a.txt"}' },
+    });
+    const seen = rig.ups
+      .flatMap((u) => u.requests)
+      .find((b) => (b.messages as { content: string }[])[0].content === 'read a.txt');
     expect(seen).toMatchObject({ ...extra, top_k: 20, chat_template_kwargs: { enable_thinking: false } });
   });
 
   it('streams deltas, asks upstream for usage, and hides the usage chunk the client did not ask for', async () => {
-    const stream = await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'stream me' }], stream: true });
+    const stream = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'stream me' }], stream: true });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
     expect(text).toMatch(/^hello from (a|b) w1 w2/);
     expect(chunks.every((c) => c.choices.length === 1 && !('usage' in c))).toBe(true);
-    const sent = rig.ups.flatMap((u) => u.requests).find((b) => (b.messages as { content: string }[])[0].content === 'stream me') as { stream_options?: unknown };
+    const sent = rig.ups
+      .flatMap((u) => u.requests)
+      .find((b) => (b.messages as { content: string }[])[0].content === 'stream me') as { stream_options?: unknown };
     expect(sent.stream_options).toEqual({ include_usage: true });
     await until(() => rig.usage.some((u) => u.stream && u.usageReported && u.ttftMs !== undefined));
     const ev = rig.usage.filter((u) => u.stream).at(-1)!;
@@ -105,10 +124,15 @@ describe('gateway proxy (openai SDK client)', () => {
   it('lists configured models and records requests for their tenant', async () => {
     const models = await rig.client().models.list();
     expect(models.data.map((m) => m.id)).toEqual(['m1']);
-    const { response } = await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'rec' }] }).withResponse();
+    const { response } = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'rec' }] })
+      .withResponse();
     const id = response.headers.get('x-request-id')!;
     await until(() => rig.usage.some((u) => u.requestId === id));
-    const rec = (await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`).then((r) => r.json())) as { usage: { usageReported: boolean } };
+    const rec = (await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`).then((r) => r.json())) as {
+      usage: { usageReported: boolean };
+    };
     expect(rec).toMatchObject({ id, tenant: 'default', model: 'm1', attempts: 1, status: 200 });
     expect(rec.usage.usageReported).toBe(true);
   });

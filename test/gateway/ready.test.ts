@@ -25,7 +25,10 @@ describe('/ready', () => {
     rig = await startRig({ config: { health: { interval_ms: 0 } } });
     const before = await fetch(`${rig.gw.url}/ready`);
     expect(before.status).toBe(503);
-    expect(await before.json()).toEqual({ status: 'not_ready', models: { m1: { healthy: 0, workers: 2, unchecked: 2 } } });
+    expect(await before.json()).toEqual({
+      status: 'not_ready',
+      models: { m1: { healthy: 0, workers: 2, unchecked: 2 } },
+    });
     await rig.gw.checkHealth();
     const after = await fetch(`${rig.gw.url}/ready`);
     expect(after.status).toBe(200);
@@ -43,7 +46,10 @@ describe('/ready', () => {
 describe('health logs', () => {
   it('warns once when a worker becomes unreachable and once when it is ejected; info when it is back', async () => {
     const sink = logSink();
-    rig = await startRig({ config: { health: { interval_ms: 0, eject_after: 2, readmit_after: 1 } }, deps: { logger: sink.logger } });
+    rig = await startRig({
+      config: { health: { interval_ms: 0, eject_after: 2, readmit_after: 1 } },
+      deps: { logger: sink.logger },
+    });
     await rig.gw.checkHealth();
     rig.ups[0].knobs.healthy = false;
     for (let i = 0; i < 4; i++) await rig.gw.checkHealth();

@@ -23,7 +23,15 @@ const SECRET_LINES = [
   'curl -H "authorization: bearer lowerbearer0123456789" https://api',
   'postgres://admin:hunter2secret@db.internal:5432/app',
 ];
-const CORES = ['gpsecretbody0001', 'lowercasepw77', 'quoted value with spaces', 'jsonpassw0rd', 'yaml pass phrase', 'lowerbearer0123', 'hunter2secret'];
+const CORES = [
+  'gpsecretbody0001',
+  'lowercasepw77',
+  'quoted value with spaces',
+  'jsonpassw0rd',
+  'yaml pass phrase',
+  'lowerbearer0123',
+  'hunter2secret',
+];
 
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -32,17 +40,25 @@ const redisUrl = inject('redisUrl');
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ctxgate-redact-'));
-  workers = await Promise.all([0].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })));
+  workers = await Promise.all(
+    [0].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })),
+  );
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
-    auth: { mode: 'keys', keys: [{ key: `sha256:${createHash('sha256').update(KEY).digest('hex')}`, tenant: 'redact-tenant' }] },
+    auth: {
+      mode: 'keys',
+      keys: [{ key: `sha256:${createHash('sha256').update(KEY).digest('hex')}`, tenant: 'redact-tenant' }],
+    },
     health: { interval_ms: 0 },
     redis: { url: redisUrl },
     artifacts: { dir: join(dir, 'artifacts') },
     ledger: { path: join(dir, 'usage.sqlite') },
     models: [
       {
-        name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', budget_tokens: 2500,
+        name: 'm',
+        tokenizer: 'qwen3',
+        layout: 'ctxgate',
+        budget_tokens: 2500,
         capture: { enabled: true, sample_rate: 1, dir: join(dir, 'capture') },
         workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })),
       },
@@ -63,15 +79,34 @@ function history(calls: number): ChatMessage[] {
   ];
   for (let i = 0; i < calls; i++) {
     const id = `call_${i}`;
-    msgs.push({ role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat deploy/f${i}.env # ${SECRET_LINES[2]}` }) } }] });
-    msgs.push({ role: 'tool', tool_call_id: id, content: `${SECRET_LINES.join('\n')}\n${`line ${i} of the deploy log, nothing to see\n`.repeat(40)}` });
+    msgs.push({
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        {
+          id,
+          type: 'function',
+          function: {
+            name: 'bash',
+            arguments: JSON.stringify({ command: `cat deploy/f${i}.env # ${SECRET_LINES[2]}` }),
+          },
+        },
+      ],
+    });
+    msgs.push({
+      role: 'tool',
+      tool_call_id: id,
+      content: `${SECRET_LINES.join('\n')}\n${`line ${i} of the deploy log, nothing to see\n`.repeat(40)}`,
+    });
   }
   return msgs;
 }
 
 const walk = (d: string): string[] => {
   try {
-    return readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [readFileSync(join(d, f), 'utf8')]));
+    return readdirSync(d).flatMap((f) =>
+      statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [readFileSync(join(d, f), 'utf8')],
+    );
   } catch {
     return [];
   }
@@ -81,7 +116,10 @@ describe('no secret persists in clear', () => {
   it('capture files, artifacts and Redis session state hold only redacted forms', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 20_000 });
     for (let call = 1; call <= 10; call++) {
-      await client.chat.completions.create({ model: 'm', messages: history(call) as never, max_tokens: 8 }, { headers: { 'x-session-id': 'deploy-1' } });
+      await client.chat.completions.create(
+        { model: 'm', messages: history(call) as never, max_tokens: 8 },
+        { headers: { 'x-session-id': 'deploy-1' } },
+      );
     }
     const state = await gw.assembled.store.get('redact-tenant', 'deploy-1');
     expect(state).toBeDefined();

@@ -89,7 +89,13 @@ describe('report aggregation', () => {
     expect(d.breaks.reduce((a, b) => a + b.count, 0)).toBe(records.filter((r) => r.breakCause).length);
     expect(d.ttft.counts.reduce((a, b) => a + b, 0)).toBe(300);
     const days = await ledger.report({ groupBy: 'day' });
-    expect(days.groups.map((x) => x.key)).toEqual(['2026-03-01', '2026-03-02', '2026-03-03', '2026-03-04', '2026-03-05']);
+    expect(days.groups.map((x) => x.key)).toEqual([
+      '2026-03-01',
+      '2026-03-02',
+      '2026-03-03',
+      '2026-03-04',
+      '2026-03-05',
+    ]);
   });
 
   it('the tenant filter keeps only that tenant; time bounds are [since, until)', async () => {
@@ -102,7 +108,17 @@ describe('report aggregation', () => {
   it('json, csv and markdown carry the same totals', async () => {
     const d = await ledger.report({ groupBy: 'model' });
     const j = toJsonReport(d);
-    expect(Object.keys(j.totals)).toEqual(expect.arrayContaining(['requests', 'prompt_tokens', 'cached_tokens', 'output_tokens', 'cost_usd', 'savings_usd', 'hit_rate']));
+    expect(Object.keys(j.totals)).toEqual(
+      expect.arrayContaining([
+        'requests',
+        'prompt_tokens',
+        'cached_tokens',
+        'output_tokens',
+        'cost_usd',
+        'savings_usd',
+        'hit_rate',
+      ]),
+    );
     expect(j.totals.cost_nusd).toBe(d.totals.costNusd);
     expect(j.groups.map((g) => g.key)).toEqual(d.groups.map((g) => g.key));
     const csv = renderCsv(d).trim().split('\n');

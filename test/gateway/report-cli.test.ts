@@ -20,9 +20,22 @@ beforeAll(async () => {
     l.append(
       buildUsageRecord(
         {
-          time: T0 + i * 86_400_000, requestId: `r${i}`, tenant: i < 4 ? 'red' : 'blue', keyId: 'k', sessionId: `s${i}`, model: 'm', worker: 'w',
-          status: 200, stream: false, promptTokens: 10_000, cachedTokens: 9_000, outputTokens: 100, usageReported: true, totalMs: 5,
-          gatewayOverheadMs: 0.1, attempts: 1,
+          time: T0 + i * 86_400_000,
+          requestId: `r${i}`,
+          tenant: i < 4 ? 'red' : 'blue',
+          keyId: 'k',
+          sessionId: `s${i}`,
+          model: 'm',
+          worker: 'w',
+          status: 200,
+          stream: false,
+          promptTokens: 10_000,
+          cachedTokens: 9_000,
+          outputTokens: 100,
+          usageReported: true,
+          totalMs: 5,
+          gatewayOverheadMs: 0.1,
+          attempts: 1,
         },
         pricing,
       ),
@@ -32,16 +45,38 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ['bin/ctxgate.js', 'report', ...args], { encoding: 'utf8' });
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, ['bin/ctxgate.js', 'report', ...args], { encoding: 'utf8' });
 
 describe('ctxgate report', () => {
   it('prints the JSON report: totals and groups, filtered by time and tenant', () => {
-    const r = cli('--ledger', path, '--format', 'json', '--group-by', 'day', '--tenant', 'red', '--since', new Date(T0 + 86_400_000).toISOString());
+    const r = cli(
+      '--ledger',
+      path,
+      '--format',
+      'json',
+      '--group-by',
+      'day',
+      '--tenant',
+      'red',
+      '--since',
+      new Date(T0 + 86_400_000).toISOString(),
+    );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    const j = JSON.parse(r.stdout) as { totals: Record<string, number>; groups: { key: string; requests: number; cost_usd: number }[] };
+    const j = JSON.parse(r.stdout) as {
+      totals: Record<string, number>;
+      groups: { key: string; requests: number; cost_usd: number }[];
+    };
     // 1,000 uncached × $1/M + 9,000 cached × $0.10/M + 100 output × $4/M = $0.0023 per request.
-    expect(j.totals).toMatchObject({ requests: 3, prompt_tokens: 30_000, cached_tokens: 27_000, output_tokens: 300, cost_usd: 0.0069, hit_rate: 0.9 });
+    expect(j.totals).toMatchObject({
+      requests: 3,
+      prompt_tokens: 30_000,
+      cached_tokens: 27_000,
+      output_tokens: 300,
+      cost_usd: 0.0069,
+      hit_rate: 0.9,
+    });
     expect(j.totals.savings_usd).toBeCloseTo(3 * (0.0104 - 0.0023), 9);
     expect(j.groups.map((g) => g.key)).toEqual(['2026-06-02', '2026-06-03', '2026-06-04']);
   });
@@ -61,7 +96,10 @@ describe('ctxgate report', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/no ledger at/);
     const cfg = join(dir, 'gw.yaml');
-    writeFileSync(cfg, `models:\n  - name: m\n    workers: [{ url: "http://127.0.0.1:1" }]\nledger:\n  path: ${path}\n`);
+    writeFileSync(
+      cfg,
+      `models:\n  - name: m\n    workers: [{ url: "http://127.0.0.1:1" }]\nledger:\n  path: ${path}\n`,
+    );
     const viaConfig = cli('--config', cfg, '--format', 'csv');
     expect(viaConfig.status).toBe(0);
     expect(viaConfig.stdout.trim().split('\n').pop()).toMatch(/^TOTAL,6,/);

@@ -34,17 +34,31 @@ describe('Grafana dashboard', () => {
   it('covers every series the reporting issue lists', () => {
     const text = exprs().join('\n');
     for (const m of [
-      'ctxgate_requests_total', 'ctxgate_ttft_seconds', 'ctxgate_request_duration_seconds', 'ctxgate_gateway_overhead_seconds',
-      'ctxgate_prompt_tokens_total', 'ctxgate_cached_tokens_total', 'ctxgate_predicted_cached_tokens_total', 'ctxgate_output_tokens_total',
-      'ctxgate_cost_usd_total', 'ctxgate_savings_usd_total', 'ctxgate_worker_cache_hit_ratio', 'ctxgate_routing_decisions_total',
-      'ctxgate_tombstones_total', 'ctxgate_compactions_total', 'ctxgate_cache_breaks_total', 'ctxgate_usage_records_dropped_total',
+      'ctxgate_requests_total',
+      'ctxgate_ttft_seconds',
+      'ctxgate_request_duration_seconds',
+      'ctxgate_gateway_overhead_seconds',
+      'ctxgate_prompt_tokens_total',
+      'ctxgate_cached_tokens_total',
+      'ctxgate_predicted_cached_tokens_total',
+      'ctxgate_output_tokens_total',
+      'ctxgate_cost_usd_total',
+      'ctxgate_savings_usd_total',
+      'ctxgate_worker_cache_hit_ratio',
+      'ctxgate_routing_decisions_total',
+      'ctxgate_tombstones_total',
+      'ctxgate_compactions_total',
+      'ctxgate_cache_breaks_total',
+      'ctxgate_usage_records_dropped_total',
     ]) {
       expect(text, m).toContain(m);
     }
   });
 
   it('the Prometheus example scrapes /metrics', () => {
-    const prom = parseYaml(readFileSync('configs/prometheus.yml', 'utf8')) as { scrape_configs: { job_name: string; metrics_path: string }[] };
+    const prom = parseYaml(readFileSync('configs/prometheus.yml', 'utf8')) as {
+      scrape_configs: { job_name: string; metrics_path: string }[];
+    };
     expect(prom.scrape_configs[0]).toMatchObject({ job_name: 'ctxgate', metrics_path: '/metrics' });
   });
 });

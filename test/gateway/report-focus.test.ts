@@ -26,11 +26,27 @@ beforeAll(async () => {
     l.append(
       buildUsageRecord(
         {
-          time: T0 + i * 1_234_567, requestId: `r${i}`, tenant: TENANTS[i % 3], keyId: 'k', sessionId: i % 7 === 0 ? 'sess,\n"x"' : `s${i % 5}`,
-          model: i % 4 === 0 ? 'gpu-model' : 'tok-model', worker: `w${i % 3}`, status: i % 13 === 0 ? 503 : 200, stream: false,
-          promptTokens: prompt, cachedTokens: (i * 977) % prompt, outputTokens: 10 + (i % 90), usageReported: i % 13 !== 0, totalMs: 900 + i,
-          ttftMs: 100 + i, gatewayOverheadMs: 0.1, attempts: 1, cacheWriteTokens: i % 5 === 0 ? 100 : undefined,
-          counterfactualPromptTokensCached: i % 2 ? 0 : undefined, prefillMs: i % 4 === 0 ? 40 + i : undefined, decodeMs: i % 4 === 0 ? 700 : undefined,
+          time: T0 + i * 1_234_567,
+          requestId: `r${i}`,
+          tenant: TENANTS[i % 3],
+          keyId: 'k',
+          sessionId: i % 7 === 0 ? 'sess,\n"x"' : `s${i % 5}`,
+          model: i % 4 === 0 ? 'gpu-model' : 'tok-model',
+          worker: `w${i % 3}`,
+          status: i % 13 === 0 ? 503 : 200,
+          stream: false,
+          promptTokens: prompt,
+          cachedTokens: (i * 977) % prompt,
+          outputTokens: 10 + (i % 90),
+          usageReported: i % 13 !== 0,
+          totalMs: 900 + i,
+          ttftMs: 100 + i,
+          gatewayOverheadMs: 0.1,
+          attempts: 1,
+          cacheWriteTokens: i % 5 === 0 ? 100 : undefined,
+          counterfactualPromptTokensCached: i % 2 ? 0 : undefined,
+          prefillMs: i % 4 === 0 ? 40 + i : undefined,
+          decodeMs: i % 4 === 0 ? 700 : undefined,
         },
         i % 4 === 0 ? gpu : token,
       ),
@@ -40,7 +56,8 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ['bin/ctxgate.js', 'report', '--ledger', path, ...args], { encoding: 'utf8' });
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, ['bin/ctxgate.js', 'report', '--ledger', path, ...args], { encoding: 'utf8' });
 
 /** RFC 4180 parser (quoted cells with commas, quotes and newlines). */
 function parseCsv(text: string): string[][] {
@@ -69,53 +86,57 @@ function nusd(s: string): number {
 }
 
 describe('ctxgate report --format focus', () => {
-  it.each([[[] as string[]], [['--tenant', 'blue']], [['--since', new Date(T0 + 20 * 3_600_000).toISOString(), '--until', new Date(T0 + 30 * 3_600_000).toISOString()]]])(
-    'rows reconcile exactly with --format json (%j)',
-    (extra) => {
-      const f = cli('--format', 'focus', ...extra);
-      expect(f.stderr).toBe('');
-      const [header, ...rows] = parseCsv(f.stdout);
-      expect(header).toEqual([...FOCUS_COLUMNS]);
-      const col = (n: (typeof FOCUS_COLUMNS)[number]) => header.indexOf(n);
-      const j = JSON.parse(cli('--format', 'json', '--group-by', 'tenant', ...extra).stdout);
-      expect(rows.length).toBeGreaterThan(0);
-      let cost = 0;
-      let savings = 0;
-      let requests = 0;
-      const byTenant = new Map<string, number>();
-      const tokens = { input: 0, cached_input: 0, cache_write: 0, output: 0 };
-      for (const r of rows) {
-        expect(r).toHaveLength(header.length);
-        const c = nusd(r[col('BilledCost')]);
-        for (const k of ['EffectiveCost', 'ListCost', 'ContractedCost'] as const) expect(r[col(k)]).toBe(r[col('BilledCost')]);
-        expect(r[col('ChargeCategory')]).toBe('Usage');
-        expect(r[col('ServiceCategory')]).toBe('AI and Machine Learning');
-        expect(Date.parse(r[col('ChargePeriodEnd')]) - Date.parse(r[col('ChargePeriodStart')])).toBe(3_600_000);
-        expect(Date.parse(r[col('BillingPeriodStart')])).toBeLessThanOrEqual(Date.parse(r[col('ChargePeriodStart')]));
-        expect(Date.parse(r[col('BillingPeriodEnd')])).toBeGreaterThanOrEqual(Date.parse(r[col('ChargePeriodEnd')]));
-        const tags = JSON.parse(r[col('Tags')]) as { tenant: string; session: string; model: string };
-        expect(Object.keys(tags).sort()).toEqual(['model', 'session', 'tenant']);
-        expect(r[col('SkuId')].startsWith(`${tags.model}/`)).toBe(true);
-        expect(r[col('ResourceId')]).toMatch(/^w\d$/);
-        cost += c;
-        savings += nusd(r[col('x_SavingsUsd')]);
-        requests += Number(r[col('x_Requests')]);
-        byTenant.set(tags.tenant, (byTenant.get(tags.tenant) ?? 0) + c);
-        const sku = r[col('SkuId')].split('/')[1];
-        if (sku in tokens) {
-          expect(r[col('ConsumedUnit')]).toBe('Tokens');
-          tokens[sku as keyof typeof tokens] += Number(r[col('ConsumedQuantity')]);
-        } else expect(r[col('ConsumedUnit')]).toBe('GPU Hours');
-      }
-      expect(cost).toBe(j.totals.cost_nusd);
-      expect(savings).toBe(j.totals.savings_nusd);
-      // Unbilled failures are not rows; every billed request is counted once.
-      expect(requests).toBe(j.totals.requests - j.totals.errors + j.totals.billed_failures);
-      for (const g of j.groups) expect(byTenant.get(g.key) ?? 0).toBe(g.cost_nusd);
-      expect(byTenant.size).toBe(j.groups.filter((g: { cost_nusd: number; requests: number; errors: number }) => g.requests > g.errors).length);
-      expect(tokens.output).toBeGreaterThan(0);
-    },
-  );
+  it.each([
+    [[] as string[]],
+    [['--tenant', 'blue']],
+    [['--since', new Date(T0 + 20 * 3_600_000).toISOString(), '--until', new Date(T0 + 30 * 3_600_000).toISOString()]],
+  ])('rows reconcile exactly with --format json (%j)', (extra) => {
+    const f = cli('--format', 'focus', ...extra);
+    expect(f.stderr).toBe('');
+    const [header, ...rows] = parseCsv(f.stdout);
+    expect(header).toEqual([...FOCUS_COLUMNS]);
+    const col = (n: (typeof FOCUS_COLUMNS)[number]) => header.indexOf(n);
+    const j = JSON.parse(cli('--format', 'json', '--group-by', 'tenant', ...extra).stdout);
+    expect(rows.length).toBeGreaterThan(0);
+    let cost = 0;
+    let savings = 0;
+    let requests = 0;
+    const byTenant = new Map<string, number>();
+    const tokens = { input: 0, cached_input: 0, cache_write: 0, output: 0 };
+    for (const r of rows) {
+      expect(r).toHaveLength(header.length);
+      const c = nusd(r[col('BilledCost')]);
+      for (const k of ['EffectiveCost', 'ListCost', 'ContractedCost'] as const)
+        expect(r[col(k)]).toBe(r[col('BilledCost')]);
+      expect(r[col('ChargeCategory')]).toBe('Usage');
+      expect(r[col('ServiceCategory')]).toBe('AI and Machine Learning');
+      expect(Date.parse(r[col('ChargePeriodEnd')]) - Date.parse(r[col('ChargePeriodStart')])).toBe(3_600_000);
+      expect(Date.parse(r[col('BillingPeriodStart')])).toBeLessThanOrEqual(Date.parse(r[col('ChargePeriodStart')]));
+      expect(Date.parse(r[col('BillingPeriodEnd')])).toBeGreaterThanOrEqual(Date.parse(r[col('ChargePeriodEnd')]));
+      const tags = JSON.parse(r[col('Tags')]) as { tenant: string; session: string; model: string };
+      expect(Object.keys(tags).sort()).toEqual(['model', 'session', 'tenant']);
+      expect(r[col('SkuId')].startsWith(`${tags.model}/`)).toBe(true);
+      expect(r[col('ResourceId')]).toMatch(/^w\d$/);
+      cost += c;
+      savings += nusd(r[col('x_SavingsUsd')]);
+      requests += Number(r[col('x_Requests')]);
+      byTenant.set(tags.tenant, (byTenant.get(tags.tenant) ?? 0) + c);
+      const sku = r[col('SkuId')].split('/')[1];
+      if (sku in tokens) {
+        expect(r[col('ConsumedUnit')]).toBe('Tokens');
+        tokens[sku as keyof typeof tokens] += Number(r[col('ConsumedQuantity')]);
+      } else expect(r[col('ConsumedUnit')]).toBe('GPU Hours');
+    }
+    expect(cost).toBe(j.totals.cost_nusd);
+    expect(savings).toBe(j.totals.savings_nusd);
+    // Unbilled failures are not rows; every billed request is counted once.
+    expect(requests).toBe(j.totals.requests - j.totals.errors + j.totals.billed_failures);
+    for (const g of j.groups) expect(byTenant.get(g.key) ?? 0).toBe(g.cost_nusd);
+    expect(byTenant.size).toBe(
+      j.groups.filter((g: { cost_nusd: number; requests: number; errors: number }) => g.requests > g.errors).length,
+    );
+    expect(tokens.output).toBeGreaterThan(0);
+  });
 
   it('rejects an unknown format, naming the choices', () => {
     const r = cli('--format', 'focus2');

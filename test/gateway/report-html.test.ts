@@ -28,10 +28,28 @@ async function reportHtml(): Promise<string> {
   const recs = Array.from({ length: 400 }, (_, i) =>
     buildUsageRecord(
       {
-        time: t0 + i * 90_000, requestId: `r${i}`, tenant: ['a', 'b'][i % 2], keyId: 'k', sessionId: `session-${i % 13}`, model: 'm',
-        worker: `w${i % 3}`, status: 200, stream: true, promptTokens: 8000, cachedTokens: Math.min(8000, 500 + i * 30), predictedCachedTokens: Math.min(8000, i * 32),
-        outputTokens: 200, usageReported: true, ttftMs: 40 + ((i * 131) % 3000), totalMs: 4000, gatewayOverheadMs: 0.3, attempts: 1,
-        breakCause: i % 9 === 0 ? ['tool_schema_changed', 'system_prompt_changed', 'history_rewritten'][Math.floor(i / 9) % 3] : undefined,
+        time: t0 + i * 90_000,
+        requestId: `r${i}`,
+        tenant: ['a', 'b'][i % 2],
+        keyId: 'k',
+        sessionId: `session-${i % 13}`,
+        model: 'm',
+        worker: `w${i % 3}`,
+        status: 200,
+        stream: true,
+        promptTokens: 8000,
+        cachedTokens: Math.min(8000, 500 + i * 30),
+        predictedCachedTokens: Math.min(8000, i * 32),
+        outputTokens: 200,
+        usageReported: true,
+        ttftMs: 40 + ((i * 131) % 3000),
+        totalMs: 4000,
+        gatewayOverheadMs: 0.3,
+        attempts: 1,
+        breakCause:
+          i % 9 === 0
+            ? ['tool_schema_changed', 'system_prompt_changed', 'history_rewritten'][Math.floor(i / 9) % 3]
+            : undefined,
       },
       pricing,
     ),
@@ -98,11 +116,24 @@ describe('HTML report', () => {
 
 describe('chart helpers', () => {
   it('are pure SVG strings with escaped titles and one mark per value', () => {
-    const bar = barChart({ title: 'a<b', bars: [{ label: 'x', value: 1 }, { label: 'y', value: 3 }] });
+    const bar = barChart({
+      title: 'a<b',
+      bars: [
+        { label: 'x', value: 1 },
+        { label: 'y', value: 3 },
+      ],
+    });
     expect(bar.startsWith('<svg')).toBe(true);
     expect(bar).toContain('<title>a&lt;b</title>');
     expect(bar.match(/<rect class="bar"/g)).toHaveLength(2);
-    const stacked = stackedBarChart({ title: 's', labels: ['p', 'q'], stacks: [{ name: 'u', values: [1, 2] }, { name: 'v', values: [0, 5] }] });
+    const stacked = stackedBarChart({
+      title: 's',
+      labels: ['p', 'q'],
+      stacks: [
+        { name: 'u', values: [1, 2] },
+        { name: 'v', values: [0, 5] },
+      ],
+    });
     expect(stacked.match(/<rect class="bar seg"/g)).toHaveLength(3); // zero segments are skipped
     const line = lineChart({ title: 'l', labels: ['1', '2', '3'], series: [{ name: 's', values: [1, null, 2] }] });
     expect(line).toMatch(/d="M[\d.]+,[\d.]+M[\d.]+,[\d.]+"/); // null breaks the line

@@ -39,7 +39,14 @@ beforeAll(async () => {
       ],
     },
     health: { interval_ms: 0 },
-    models: [{ name: 'm1', layout: 'passthrough', workers: [{ url: up.url, id: 'w1' }], pricing: { input_per_mtok: 2, cached_input_per_mtok: 0.5, output_per_mtok: 8 } }],
+    models: [
+      {
+        name: 'm1',
+        layout: 'passthrough',
+        workers: [{ url: up.url, id: 'w1' }],
+        pricing: { input_per_mtok: 2, cached_input_per_mtok: 0.5, output_per_mtok: 8 },
+      },
+    ],
   });
   ledger = new SqliteLedger({ path: join(dir, 'usage.sqlite'), retentionDays: 90, batchSize: 16, flushMs: 20 });
   recorder = createUsageRecorder({ ledger, pricingFor: createPricingLookup(config) });
@@ -56,7 +63,12 @@ beforeAll(async () => {
     const r = await client(key).chat.completions.create({ model: 'm1', messages: msgs }).withResponse();
     ids.push(r.response.headers.get('x-request-id')!);
   }
-  const stream = await client(KEYS.b).chat.completions.create({ model: 'm1', messages: msgs, stream: true, stream_options: { include_usage: true } });
+  const stream = await client(KEYS.b).chat.completions.create({
+    model: 'm1',
+    messages: msgs,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   for await (const _ of stream) void _;
   await until(() => ids.every((id) => recorder.lastRecord(id)) && ledger.stats().appended === 3);
   await ledger.flush();
@@ -87,18 +99,25 @@ describe('GET /v1/gateway/report', () => {
 
   it('an admin sees every tenant and the totals reconcile with the per-request records', async () => {
     const res = await get(KEYS.admin, 'group_by=tenant&format=json');
-    const j = (await res.json()) as { totals: { requests: number; cost_nusd: number; cached_tokens: number; prompt_tokens: number }; groups: { key: string }[] };
+    const j = (await res.json()) as {
+      totals: { requests: number; cost_nusd: number; cached_tokens: number; prompt_tokens: number };
+      groups: { key: string }[];
+    };
     expect(j.groups.map((g) => g.key).sort()).toEqual(['team-a', 'team-b']);
     expect(j.totals.requests).toBe(3);
     const rows = [];
     for await (const r of ledger.query()) rows.push(r);
-    expect(rows.every((r) => r.usageSource === 'reported' && r.cachedTokens === 3 && r.pricingKind === 'token')).toBe(true);
+    expect(rows.every((r) => r.usageSource === 'reported' && r.cachedTokens === 3 && r.pricingKind === 'token')).toBe(
+      true,
+    );
     expect(j.totals.cost_nusd).toBe(rows.reduce((a, r) => a + r.costNusd, 0));
     expect(j.totals.cached_tokens).toBe(9);
     const first = recorder.lastRecord(ids[0])!;
     // $2/M input, $0.50/M cached, $8/M output: 2000, 500, 8000 nUSD per token.
     expect(first.costNusd).toBe((first.promptTokens - 3) * 2000 + 3 * 500 + first.outputTokens * 8000);
-    const narrowed = (await (await get(KEYS.admin, 'group_by=model&tenant=team-b')).json()) as { totals: { requests: number } };
+    const narrowed = (await (await get(KEYS.admin, 'group_by=model&tenant=team-b')).json()) as {
+      totals: { requests: number };
+    };
     expect(narrowed.totals.requests).toBe(1);
   });
 
@@ -115,7 +134,9 @@ describe('GET /v1/gateway/report', () => {
   it('bad parameters and missing keys get OpenAI-shaped errors', async () => {
     const bad = await get(KEYS.admin, 'group_by=planet');
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_request', param: 'group_by' } });
+    expect(await bad.json()).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'invalid_request', param: 'group_by' },
+    });
     const badTime = await get(KEYS.admin, 'since=yesterday-ish');
     expect(badTime.status).toBe(400);
     const anon = await get(null, 'group_by=tenant');

@@ -13,11 +13,21 @@ let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
 
 beforeAll(async () => {
-  workers = await Promise.all([0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })));
+  workers = await Promise.all(
+    [0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })),
+  );
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     health: { interval_ms: 0 },
-    models: [{ name: 'm', tokenizer: 'qwen3', layout: 'passthrough', policy: 'ctxgate', workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })) }],
+    models: [
+      {
+        name: 'm',
+        tokenizer: 'qwen3',
+        layout: 'passthrough',
+        policy: 'ctxgate',
+        workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })),
+      },
+    ],
   });
   gw = await startAssembledGateway(config, { logger: false, reporting: false });
 });
@@ -34,21 +44,38 @@ interface Routing {
 }
 
 async function ask(session: string, system: string, user: string): Promise<{ cached: number; routing: Routing }> {
-  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, defaultHeaders: { 'x-session-id': session } });
+  const client = new OpenAI({
+    baseURL: `${gw.url}/v1`,
+    apiKey: 'none',
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': session },
+  });
   const { data, response } = await client.chat.completions
-    .create({ model: 'm', max_tokens: 4, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] })
+    .create({
+      model: 'm',
+      max_tokens: 4,
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: user },
+      ],
+    })
     .withResponse();
   const id = response.headers.get('x-request-id')!;
   // the record is written right after the response ends
   for (let i = 0; i < 50; i++) {
     const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200) return { cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1, routing: ((await res.json()) as { routing: Routing }).routing };
+    if (res.status === 200)
+      return {
+        cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1,
+        routing: ((await res.json()) as { routing: Routing }).routing,
+      };
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`no record for ${id}`);
 }
 
-const metric = async (re: RegExp): Promise<number> => Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+const metric = async (re: RegExp): Promise<number> =>
+  Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
 
 describe('routing attribution', () => {
   const handbook = 'Follow the repository rules and explain every change you make. '.repeat(20);
@@ -64,8 +91,12 @@ describe('routing attribution', () => {
     expect(second.cached).toBeGreaterThan(150);
     // the prediction is the index's view: within one block of what the worker holds
     expect(Math.abs(second.routing.predictedCachedTokens! - second.cached)).toBeLessThanOrEqual(64);
-    const predicted = await metric(/^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="predicted"\} (\d+)/m);
-    const reported = await metric(/^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="reported"\} (\d+)/m);
+    const predicted = await metric(
+      /^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="predicted"\} (\d+)/m,
+    );
+    const reported = await metric(
+      /^ctxgate_routing_cached_tokens_total\{model="m",policy="ctxgate",source="reported"\} (\d+)/m,
+    );
     expect(reported).toBe(second.cached);
     expect(predicted).toBe(second.routing.predictedCachedTokens);
   });

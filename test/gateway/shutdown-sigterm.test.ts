@@ -47,7 +47,11 @@ describe('SIGTERM during a stream', () => {
     up = await startFakeUpstream({ name: 'slow', knobs: { chunkDelayMs: 60, words: 20 } });
     const gw = await serve(up.url, 20_000);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'go' }] });
+    const stream = await client.chat.completions.create({
+      model: 'm1',
+      stream: true,
+      messages: [{ role: 'user', content: 'go' }],
+    });
     let text = '';
     let signalled = false;
     for await (const chunk of stream) {
@@ -99,7 +103,9 @@ describe('onShutdown hooks', () => {
       throw new Error('boom');
     }, 'bad');
     rig.gw.ctx.onShutdown(async () => order.push(`sessions(in-flight=${rig.gw.ctx.lifecycle.inFlight})`), 'sessions');
-    const stream = await rig.client().chat.completions.create({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'go' }] });
+    const stream = await rig
+      .client()
+      .chat.completions.create({ model: 'm1', stream: true, messages: [{ role: 'user', content: 'go' }] });
     const it = stream[Symbol.asyncIterator]();
     await it.next();
     const closing = rig.close().then(() => order.push('closed'));

@@ -4,12 +4,19 @@ import { describe, expect, it } from 'vitest';
 import { SseRelay } from '../../gateway/proxy/sse.ts';
 
 const chunk = (extra: Record<string, unknown>) =>
-  JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'hi' } }], ...extra });
+  JSON.stringify({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { content: 'hi' } }],
+    ...extra,
+  });
 
 describe('SseRelay', () => {
   it('removes usage from a frame but keeps its id and event lines', () => {
     const r = new SseRelay(false);
-    const out = r.push(`id: 7\nevent: message\ndata: ${chunk({ usage: { prompt_tokens: 5, completion_tokens: 1 } })}\n\n`);
+    const out = r.push(
+      `id: 7\nevent: message\ndata: ${chunk({ usage: { prompt_tokens: 5, completion_tokens: 1 } })}\n\n`,
+    );
     expect(out).toBe(`id: 7\nevent: message\ndata: ${chunk({})}\n\n`);
   });
 

@@ -9,19 +9,37 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
-const KEYS = { a: 'sk-tenant-a-salt-0123456789', b: 'sk-tenant-b-salt-0123456789', c: 'sk-tenant-c-salt-0123456789', d: 'sk-tenant-d-salt-0123456789' };
+const KEYS = {
+  a: 'sk-tenant-a-salt-0123456789',
+  b: 'sk-tenant-b-salt-0123456789',
+  c: 'sk-tenant-c-salt-0123456789',
+  d: 'sk-tenant-d-salt-0123456789',
+};
 const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
 
 beforeAll(async () => {
-  workers = await Promise.all([0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })));
+  workers = await Promise.all(
+    [0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })),
+  );
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     auth: { mode: 'keys', keys: Object.entries(KEYS).map(([t, k]) => ({ key: sha(k), tenant: t })) },
     health: { interval_ms: 0 },
-    tenancy: { cache_salt_secret: 'test-secret-0123456789abcdef', cache_groups: [{ name: 'public-docs', tenants: ['c', 'd'] }] },
-    models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', policy: 'ctxgate', workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })) }],
+    tenancy: {
+      cache_salt_secret: 'test-secret-0123456789abcdef',
+      cache_groups: [{ name: 'public-docs', tenants: ['c', 'd'] }],
+    },
+    models: [
+      {
+        name: 'm',
+        tokenizer: 'qwen3',
+        layout: 'ctxgate',
+        policy: 'ctxgate',
+        workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })),
+      },
+    ],
   });
   gw = await startAssembledGateway(config, { logger: false, reporting: false });
 });
@@ -30,16 +48,37 @@ afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
 });
 
-const system = (pin: string) => `You are the support agent of ACME bank. The vault PIN is ${pin}. Never reveal it. ` + 'Follow the policy handbook carefully. '.repeat(30);
+const system = (pin: string) =>
+  `You are the support agent of ACME bank. The vault PIN is ${pin}. Never reveal it. ` +
+  'Follow the policy handbook carefully. '.repeat(30);
 
 async function ask(tenant: keyof typeof KEYS, pin: string, session: string, extra: Record<string, unknown> = {}) {
-  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEYS[tenant], maxRetries: 0, defaultHeaders: { 'x-session-id': session } });
+  const client = new OpenAI({
+    baseURL: `${gw.url}/v1`,
+    apiKey: KEYS[tenant],
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': session },
+  });
   const { data, response } = await client.chat.completions
-    .create({ model: 'm', max_tokens: 4, messages: [{ role: 'system', content: system(pin) }, { role: 'user', content: 'What are your opening hours?' }], ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+    .create({
+      model: 'm',
+      max_tokens: 4,
+      messages: [
+        { role: 'system', content: system(pin) },
+        { role: 'user', content: 'What are your opening hours?' },
+      ],
+      ...extra,
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming)
     .withResponse();
   const id = response.headers.get('x-request-id')!;
-  const rec = (await (await fetch(`${gw.url}/v1/gateway/requests/${id}`, { headers: { authorization: `Bearer ${KEYS[tenant]}` } })).json()) as { routing?: { branch: string; predictedCachedTokens?: number } };
-  return { cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1, prefix: response.headers.get('x-ctxgate-prefix'), routing: rec.routing };
+  const rec = (await (
+    await fetch(`${gw.url}/v1/gateway/requests/${id}`, { headers: { authorization: `Bearer ${KEYS[tenant]}` } })
+  ).json()) as { routing?: { branch: string; predictedCachedTokens?: number } };
+  return {
+    cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1,
+    prefix: response.headers.get('x-ctxgate-prefix'),
+    routing: rec.routing,
+  };
 }
 
 describe('per-tenant cache_salt', () => {

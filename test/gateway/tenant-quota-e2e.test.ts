@@ -22,7 +22,17 @@ function history(calls: number, topic: string): ChatMessage[] {
     { role: 'user', content: `Look into ${topic}.` },
   ];
   for (let i = 0; i < calls; i++) {
-    msgs.push({ role: 'assistant', content: '', tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `ls dir${i}` }) } }] });
+    msgs.push({
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        {
+          id: `c${i}`,
+          type: 'function',
+          function: { name: 'bash', arguments: JSON.stringify({ command: `ls dir${i}` }) },
+        },
+      ],
+    });
     msgs.push({ role: 'tool', tool_call_id: `c${i}`, content: `file${i}.txt\n`.repeat(10) });
   }
   return msgs;
@@ -31,20 +41,43 @@ function history(calls: number, topic: string): ChatMessage[] {
 async function prefixOf(key: string, session: string, calls: number, topic: string): Promise<string> {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000 });
   const { response } = await client.chat.completions
-    .create({ model: 'qwen3-32b', messages: history(calls, topic) as never, max_tokens: 8 }, { headers: { 'x-session-id': session } })
+    .create(
+      { model: 'qwen3-32b', messages: history(calls, topic) as never, max_tokens: 8 },
+      { headers: { 'x-session-id': session } },
+    )
     .withResponse();
   return response.headers.get('x-ctxgate-prefix') ?? '';
 }
 
 beforeAll(async () => {
-  worker = await startSimWorker({ port: 0, model: 'qwen3-32b', tokenizer: 'qwen3', kvTokens: 200_000, timeScale: 0, seed: 1 });
+  worker = await startSimWorker({
+    port: 0,
+    model: 'qwen3-32b',
+    tokenizer: 'qwen3',
+    kvTokens: 200_000,
+    timeScale: 0,
+    seed: 1,
+  });
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
-      auth: { mode: 'keys', keys: [{ key: sha(KEY_A), tenant: 'team-a' }, { key: sha(KEY_B), tenant: 'team-b' }] },
+      auth: {
+        mode: 'keys',
+        keys: [
+          { key: sha(KEY_A), tenant: 'team-a' },
+          { key: sha(KEY_B), tenant: 'team-b' },
+        ],
+      },
       health: { interval_ms: 0 },
       limits: { max_sessions: 2 },
-      models: [{ name: 'qwen3-32b', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: worker.url, id: 'w0', kv_tokens: 200_000 }] }],
+      models: [
+        {
+          name: 'qwen3-32b',
+          tokenizer: 'qwen3',
+          layout: 'ctxgate',
+          workers: [{ url: worker.url, id: 'w0', kv_tokens: 200_000 }],
+        },
+      ],
     },
     'quota-e2e',
   );

@@ -43,7 +43,9 @@ async function listen(s: Server): Promise<string> {
 beforeAll(async () => {
   receiver = createServer(async (req, res) => {
     exports.push({ contentType: String(req.headers['content-type']), body: await body(req) });
-    res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' }).end(req.headers['content-type']?.includes('json') ? '{}' : '');
+    res
+      .writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/json' })
+      .end(req.headers['content-type']?.includes('json') ? '{}' : '');
   });
   receiverUrl = await listen(receiver);
   // A minimal OpenAI-compatible worker that records the traceparent it is sent.
@@ -57,11 +59,21 @@ beforeAll(async () => {
         return;
       }
       const answer = {
-        id: 'c1', object: 'chat.completion', created: 1, model: 'm',
+        id: 'c1',
+        object: 'chat.completion',
+        created: 1,
+        model: 'm',
         choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 120, completion_tokens: 7, total_tokens: 127, prompt_tokens_details: { cached_tokens: 96 } },
+        usage: {
+          prompt_tokens: 120,
+          completion_tokens: 7,
+          total_tokens: 127,
+          prompt_tokens_details: { cached_tokens: 96 },
+        },
       };
-      res.writeHead(200, { 'content-type': 'application/json', 'x-sim-timing': 'prefill_ms=3;decode_ms=9' }).end(JSON.stringify(answer));
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'x-sim-timing': 'prefill_ms=3;decode_ms=9' })
+        .end(JSON.stringify(answer));
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -81,7 +93,18 @@ const config = () =>
       auth: { mode: 'none' },
       health: { interval_ms: 0 },
       upstream: { attempts: 2 },
-      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', policy: 'ctxgate', workers: [{ url: workerUrl, id: 'wa' }, { url: workerUrl, id: 'wb' }] }],
+      models: [
+        {
+          name: 'm',
+          tokenizer: 'qwen3',
+          layout: 'ctxgate',
+          policy: 'ctxgate',
+          workers: [
+            { url: workerUrl, id: 'wa' },
+            { url: workerUrl, id: 'wb' },
+          ],
+        },
+      ],
     },
     'otel',
   );
@@ -89,7 +112,8 @@ const config = () =>
 const attr = (s: OtlpSpan, k: string): unknown => {
   const v = s.attributes.find((a) => a.key === k)?.value;
   if (!v) return undefined;
-  if ('arrayValue' in v) return ((v.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map((x) => Object.values(x)[0]);
+  if ('arrayValue' in v)
+    return ((v.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map((x) => Object.values(x)[0]);
   const raw = Object.values(v)[0];
   return 'intValue' in v ? Number(raw) : raw;
 };
@@ -97,7 +121,9 @@ const attr = (s: OtlpSpan, k: string): unknown => {
 function spansOf(json: Buffer[]): OtlpSpan[] {
   const out: OtlpSpan[] = [];
   for (const b of json) {
-    const d = JSON.parse(b.toString('utf8')) as { resourceSpans: { resource: unknown; scopeSpans: { spans: OtlpSpan[] }[] }[] };
+    const d = JSON.parse(b.toString('utf8')) as {
+      resourceSpans: { resource: unknown; scopeSpans: { spans: OtlpSpan[] }[] }[];
+    };
     for (const rs of d.resourceSpans) for (const ss of rs.scopeSpans) out.push(...ss.spans);
   }
   return out;
@@ -109,18 +135,27 @@ describe('OpenTelemetry traces', () => {
     expect(await tracingFromEnv({ OTEL_SERVICE_NAME: 'x' })).toBeNull();
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_SDK_DISABLED: 'true' })).toBe(false);
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_TRACES_EXPORTER: 'none' })).toBe(false);
-    await expect(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
+    await expect(
+      tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+    ).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/);
   });
 
   it('exports a request span with GenAI attributes and pipeline, routing and attempt children (OTLP/HTTP JSON)', async () => {
     exports.length = 0;
     workerTraceparents.length = 0;
-    const tracing = await tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'ctxgate-test' });
+    const tracing = await tracingFromEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'ctxgate-test',
+    });
     const gw = await startAssembledGateway(config(), { logger: false, reporting: false, tracing });
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
     failNext = 1; // the first attempt gets a 503: two attempt spans, one failed
     const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hello there' }] }, { headers: { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` } });
+    await client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'hello there' }] },
+      { headers: { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` } },
+    );
     await gw.close(); // flushes the span processor
     const spans = spansOf(exports.filter((e) => e.contentType.includes('json')).map((e) => e.body));
     const root = spans.find((s) => s.name === 'chat m')!;

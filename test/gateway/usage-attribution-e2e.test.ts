@@ -23,7 +23,11 @@ const MODEL = 'qwen3-32b';
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ctxgate-attr-'));
   ledgerPath = join(dir, 'usage.sqlite');
-  workers = await Promise.all([0, 1, 2].map((i) => startSimWorker({ port: 0, model: MODEL, tokenizer: 'qwen3', kvTokens: 200_000, timeScale: 0, seed: i })));
+  workers = await Promise.all(
+    [0, 1, 2].map((i) =>
+      startSimWorker({ port: 0, model: MODEL, tokenizer: 'qwen3', kvTokens: 200_000, timeScale: 0, seed: i }),
+    ),
+  );
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
@@ -31,7 +35,15 @@ beforeAll(async () => {
       health: { interval_ms: 0 },
       ledger: { path: ledgerPath, flush_ms: 20 },
       upstream: { attempts: 3 },
-      models: [{ name: MODEL, tokenizer: 'qwen3', layout: 'ctxgate', policy: 'ctxgate', workers: workers.map((w, i) => ({ url: w.url, id: `w${i}`, kv_tokens: 200_000 })) }],
+      models: [
+        {
+          name: MODEL,
+          tokenizer: 'qwen3',
+          layout: 'ctxgate',
+          policy: 'ctxgate',
+          workers: workers.map((w, i) => ({ url: w.url, id: `w${i}`, kv_tokens: 200_000 })),
+        },
+      ],
     },
     'attr',
   );
@@ -67,17 +79,31 @@ describe('savings by cause, timing and failures through the gateway', () => {
     const doc = 'def add(a, b):\n    return a + b\n'.repeat(120);
     const msgs: { role: 'system' | 'user' | 'assistant'; content: string }[] = [];
     for (let call = 0; call < 5; call++) {
-      const system = { role: 'system' as const, content: `Current time: 2026-11-30T10:${String(10 + call).padStart(2, '0')}:00Z\nYou are a coding agent.\n${doc}` };
+      const system = {
+        role: 'system' as const,
+        content: `Current time: 2026-11-30T10:${String(10 + call).padStart(2, '0')}:00Z\nYou are a coding agent.\n${doc}`,
+      };
       msgs.push({ role: 'user', content: `step ${call}: look at the code again and explain line ${call}` });
-      const r = await client.chat.completions.create({ model: MODEL, messages: [system, ...msgs], max_tokens: 8 }, { headers: { 'x-session-id': 'clocked' } });
+      const r = await client.chat.completions.create(
+        { model: MODEL, messages: [system, ...msgs], max_tokens: 8 },
+        { headers: { 'x-session-id': 'clocked' } },
+      );
       msgs.push({ role: 'assistant', content: r.choices[0].message.content ?? '' });
     }
     // Context too long: the worker answers 400; the gateway must not bill its predicted usage.
     await expect(
-      client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 500_000 }, { headers: { 'x-session-id': 'too-long' } }),
+      client.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 500_000 },
+        { headers: { 'x-session-id': 'too-long' } },
+      ),
     ).rejects.toMatchObject({ status: 400 });
     for (const w of workers) w.setFault({ failRate: 1, failStatus: 503 });
-    await expect(client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 }, { headers: { 'x-session-id': 'down' } })).rejects.toMatchObject({
+    await expect(
+      client.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 },
+        { headers: { 'x-session-id': 'down' } },
+      ),
+    ).rejects.toMatchObject({
       status: 503,
     });
     for (const w of workers) w.setFault({ failRate: 0 });
@@ -114,7 +140,10 @@ describe('savings by cause, timing and failures through the gateway', () => {
     const hist: { role: 'user' | 'assistant'; content: string }[] = [];
     for (let call = 0; call < 3; call++) {
       hist.push({ role: 'user', content: `q${call}` });
-      const r = await client.chat.completions.create({ model: MODEL, messages: [...base, ...hist], max_tokens: 4 }, { headers: { 'x-session-id': 'routed' } });
+      const r = await client.chat.completions.create(
+        { model: MODEL, messages: [...base, ...hist], max_tokens: 4 },
+        { headers: { 'x-session-id': 'routed' } },
+      );
       hist.push({ role: 'assistant', content: r.choices[0].message.content ?? '' });
     }
     const r = (await settle(10)).filter((x) => x.sessionId === 'routed');

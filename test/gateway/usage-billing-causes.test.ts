@@ -23,15 +23,41 @@ const T0 = Date.UTC(2026, 3, 1);
 
 function ev(i: number, over: Partial<UsageInput> = {}): UsageInput {
   return {
-    time: T0 + i * 1000, requestId: `r${i}`, tenant: 't', keyId: 'k', sessionId: 's', model: 'm', worker: 'w1', status: 200, stream: false,
-    promptTokens: 10_000, cachedTokens: 8_000, outputTokens: 100, usageReported: true, ttftMs: 50, totalMs: 500, gatewayOverheadMs: 0.1, attempts: 1,
+    time: T0 + i * 1000,
+    requestId: `r${i}`,
+    tenant: 't',
+    keyId: 'k',
+    sessionId: 's',
+    model: 'm',
+    worker: 'w1',
+    status: 200,
+    stream: false,
+    promptTokens: 10_000,
+    cachedTokens: 8_000,
+    outputTokens: 100,
+    usageReported: true,
+    ttftMs: 50,
+    totalMs: 500,
+    gatewayOverheadMs: 0.1,
+    attempts: 1,
     ...over,
   };
 }
 
 describe('failures are not billed', () => {
   it('a worker 400 with no usage costs nothing and keeps its status; no tokens are invented', () => {
-    const r = buildUsageRecord(ev(1, { status: 400, errorCode: 'upstream_400', usageReported: false, promptTokens: 200_000, cachedTokens: 0, outputTokens: 0, predictedCachedTokens: 150_000 }), DEFAULT);
+    const r = buildUsageRecord(
+      ev(1, {
+        status: 400,
+        errorCode: 'upstream_400',
+        usageReported: false,
+        promptTokens: 200_000,
+        cachedTokens: 0,
+        outputTokens: 0,
+        predictedCachedTokens: 150_000,
+      }),
+      DEFAULT,
+    );
     expect(r.status).toBe(400);
     expect(r.billing).toBe('unbilled_failure');
     expect([r.costNusd, r.cfNoCacheNusd, r.savingsNusd, r.promptTokens, r.cachedTokens]).toEqual([0, 0, 0, 0, 0]);
@@ -40,7 +66,10 @@ describe('failures are not billed', () => {
   });
 
   it('a 503 is never priced on predicted usage', () => {
-    const r = buildUsageRecord(ev(2, { status: 503, errorCode: 'upstream_503', usageReported: false, predictedCachedTokens: 9_000 }), DEFAULT);
+    const r = buildUsageRecord(
+      ev(2, { status: 503, errorCode: 'upstream_503', usageReported: false, predictedCachedTokens: 9_000 }),
+      DEFAULT,
+    );
     expect(r.costNusd).toBe(0);
     expect(r.billing).toBe('unbilled_failure');
     const gw = buildUsageRecord(ev(3, { status: 502, usageReported: false, prefillMs: 100, decodeMs: 900 }), GPU);
@@ -48,7 +77,10 @@ describe('failures are not billed', () => {
   });
 
   it('a failure with worker-reported usage is billed as reported and flagged', () => {
-    const r = buildUsageRecord(ev(4, { status: 499, errorCode: 'client_closed', promptTokens: 1000, cachedTokens: 0, outputTokens: 10 }), DEFAULT);
+    const r = buildUsageRecord(
+      ev(4, { status: 499, errorCode: 'client_closed', promptTokens: 1000, cachedTokens: 0, outputTokens: 10 }),
+      DEFAULT,
+    );
     expect(r.billing).toBe('billed_failure');
     expect(r.costNusd).toBe(1000 * 1000 + 10 * 4000);
     const ok = buildUsageRecord(ev(5), DEFAULT);
@@ -56,7 +88,11 @@ describe('failures are not billed', () => {
   });
 
   it('reports count billed failures and sum only billed money', async () => {
-    const recs = [ev(6), ev(7, { status: 400, usageReported: false }), ev(8, { status: 500, errorCode: 'upstream_500' })].map((e) => buildUsageRecord(e, DEFAULT));
+    const recs = [
+      ev(6),
+      ev(7, { status: 400, usageReported: false }),
+      ev(8, { status: 500, errorCode: 'upstream_500' }),
+    ].map((e) => buildUsageRecord(e, DEFAULT));
     const d = await aggregateRecords(recs, { groupBy: 'model' });
     expect(d.totals.errors).toBe(2);
     expect(d.totals.billedFailures).toBe(1);
@@ -71,7 +107,11 @@ describe('savings by cause', () => {
     // 500 of the remaining 2000 (routing 1500), engine 500. Saving 8000 × $0.9/M = 7.2 mUSD.
     const r = buildUsageRecord(ev(10, { counterfactualPromptTokensCached: 2000, uniformCachedTokens: 500 }), DEFAULT);
     expect(r.savingsNusd).toBe(8000 * 900);
-    expect([r.savingsLayoutNusd, r.savingsRoutingNusd, r.savingsEngineNusd]).toEqual([6000 * 900, 1500 * 900, 500 * 900]);
+    expect([r.savingsLayoutNusd, r.savingsRoutingNusd, r.savingsEngineNusd]).toEqual([
+      6000 * 900,
+      1500 * 900,
+      500 * 900,
+    ]);
     // The original-layout counterfactual is this cost plus what the layout saved (not the cost itself).
     expect(r.cfOriginalNusd).toBe(r.costNusd + r.savingsLayoutNusd);
     expect(r.cfOriginalNusd).not.toBe(r.costNusd);
@@ -85,19 +125,38 @@ describe('savings by cause', () => {
 
   it('property: the three parts are non-negative integers summing to the saving exactly', () => {
     fc.assert(
-      fc.property(fc.integer({ min: -5_000_000, max: 1e12 }), fc.nat(2_000_000), fc.option(fc.nat(2_000_000)), fc.option(fc.nat(2_000_000)), (s, c, o, u) => {
-        const p = splitSavings(s, c, o, u);
-        expect(p.layout + p.routing + p.engine).toBe(s);
-        expect(Number.isInteger(p.layout) && Number.isInteger(p.routing) && Number.isInteger(p.engine)).toBe(true);
-        if (s >= 0) expect(Math.min(p.layout, p.routing, p.engine)).toBeGreaterThanOrEqual(0);
-      }),
+      fc.property(
+        fc.integer({ min: -5_000_000, max: 1e12 }),
+        fc.nat(2_000_000),
+        fc.option(fc.nat(2_000_000)),
+        fc.option(fc.nat(2_000_000)),
+        (s, c, o, u) => {
+          const p = splitSavings(s, c, o, u);
+          expect(p.layout + p.routing + p.engine).toBe(s);
+          expect(Number.isInteger(p.layout) && Number.isInteger(p.routing) && Number.isInteger(p.engine)).toBe(true);
+          if (s >= 0) expect(Math.min(p.layout, p.routing, p.engine)).toBeGreaterThanOrEqual(0);
+        },
+      ),
     );
   });
 
   it('SQL and in-memory reports, JSON, CSV and HTML carry the split, summing to savings_usd', async () => {
-    const ledger = new SqliteLedger({ path: join(dir, 'causes.sqlite'), retentionDays: 100_000, batchSize: 8, flushMs: 50 });
+    const ledger = new SqliteLedger({
+      path: join(dir, 'causes.sqlite'),
+      retentionDays: 100_000,
+      batchSize: 8,
+      flushMs: 50,
+    });
     const recs = Array.from({ length: 40 }, (_, i) =>
-      buildUsageRecord(ev(20 + i, { tenant: `t${i % 3}`, cachedTokens: 100 * i, counterfactualPromptTokensCached: i % 2 ? 37 * i : undefined, uniformCachedTokens: i % 3 ? 11 * i : undefined }), i % 4 ? DEFAULT : GPU),
+      buildUsageRecord(
+        ev(20 + i, {
+          tenant: `t${i % 3}`,
+          cachedTokens: 100 * i,
+          counterfactualPromptTokensCached: i % 2 ? 37 * i : undefined,
+          uniformCachedTokens: i % 3 ? 11 * i : undefined,
+        }),
+        i % 4 ? DEFAULT : GPU,
+      ),
     );
     for (const r of recs) ledger.append(r);
     await ledger.flush();
@@ -109,7 +168,11 @@ describe('savings by cause', () => {
     for (const s of [j.totals, ...j.groups]) {
       const c = s.savings_by_cause_nusd;
       expect(c.layout + c.routing + c.engine).toBe(s.savings_nusd);
-      expect(Number((s.savings_by_cause_usd.layout + s.savings_by_cause_usd.routing + s.savings_by_cause_usd.engine).toFixed(9))).toBeCloseTo(s.savings_usd, 8);
+      expect(
+        Number(
+          (s.savings_by_cause_usd.layout + s.savings_by_cause_usd.routing + s.savings_by_cause_usd.engine).toFixed(9),
+        ),
+      ).toBeCloseTo(s.savings_usd, 8);
     }
     expect(j.totals.savings_by_cause_nusd.layout).toBeGreaterThan(0);
     expect(j.totals.savings_by_cause_nusd.routing).toBeGreaterThan(0);
@@ -141,7 +204,9 @@ describe('ledger schema migration', () => {
     await ledger.flush();
     const d = await ledger.report({ groupBy: 'model' });
     expect(d.totals.requests).toBe(2);
-    expect(d.totals.savingsLayoutNusd + d.totals.savingsRoutingNusd + d.totals.savingsEngineNusd).toBe(d.totals.savingsNusd);
+    expect(d.totals.savingsLayoutNusd + d.totals.savingsRoutingNusd + d.totals.savingsEngineNusd).toBe(
+      d.totals.savingsNusd,
+    );
     const old = [];
     for await (const r of ledger.query({})) if (r.requestId === 'old') old.push(r);
     expect(old[0]).toMatchObject({ savingsEngineNusd: 45000, savingsLayoutNusd: 0, billing: 'billed' });

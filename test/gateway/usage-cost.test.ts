@@ -45,14 +45,26 @@ function event(i: number, over: Partial<UsageInput>): UsageInput {
 function fromPayload(i: number, payload: unknown, over: Partial<UsageInput> = {}): UsageInput {
   const u = extractUsage(payload);
   expect(u).toBeDefined();
-  return event(i, { promptTokens: u!.promptTokens, cachedTokens: u!.cachedTokens, outputTokens: u!.outputTokens, ...over });
+  return event(i, {
+    promptTokens: u!.promptTokens,
+    cachedTokens: u!.cachedTokens,
+    outputTokens: u!.outputTokens,
+    ...over,
+  });
 }
 
 // Hand-computed at $1/M input, $0.10/M cached, $4/M output (1 token at $1/M = 1000 nUSD).
 const CASES: { name: string; ev: UsageInput; cost: number; savings: number; cached: number }[] = [
   {
     name: 'vLLM non-stream usage',
-    ev: fromPayload(0, { usage: { prompt_tokens: 12000, completion_tokens: 350, total_tokens: 12350, prompt_tokens_details: { cached_tokens: 10240 } } }),
+    ev: fromPayload(0, {
+      usage: {
+        prompt_tokens: 12000,
+        completion_tokens: 350,
+        total_tokens: 12350,
+        prompt_tokens_details: { cached_tokens: 10240 },
+      },
+    }),
     cost: 1_760_000 + 1_024_000 + 1_400_000,
     savings: 12_000_000 + 1_400_000 - 4_184_000,
     cached: 10240,
@@ -68,7 +80,17 @@ const CASES: { name: string; ev: UsageInput; cost: number; savings: number; cach
     name: 'streaming final chunk',
     ev: fromPayload(
       2,
-      { id: 'c', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 2048, completion_tokens: 64, total_tokens: 2112, prompt_tokens_details: { cached_tokens: 2048 } } },
+      {
+        id: 'c',
+        object: 'chat.completion.chunk',
+        choices: [],
+        usage: {
+          prompt_tokens: 2048,
+          completion_tokens: 64,
+          total_tokens: 2112,
+          prompt_tokens_details: { cached_tokens: 2048 },
+        },
+      },
       { stream: true },
     ),
     cost: 0 + 204_800 + 256_000,
@@ -77,7 +99,14 @@ const CASES: { name: string; ev: UsageInput; cost: number; savings: number; cach
   },
   {
     name: 'no usage -> predicted',
-    ev: event(3, { usageReported: false, promptTokens: 3000, cachedTokens: 0, predictedCachedTokens: 2000, outputTokens: 100, stream: true }),
+    ev: event(3, {
+      usageReported: false,
+      promptTokens: 3000,
+      cachedTokens: 0,
+      predictedCachedTokens: 2000,
+      outputTokens: 100,
+      stream: true,
+    }),
     cost: 1_000_000 + 200_000 + 400_000,
     savings: 3_000_000 + 400_000 - 1_600_000,
     cached: 2000,
@@ -103,7 +132,12 @@ describe('usage record cost', () => {
   });
 
   it('a worker reporting cached > prompt is clamped, not double-billed', () => {
-    const r = buildUsageRecord(fromPayload(9, { usage: { prompt_tokens: 100, completion_tokens: 0, prompt_tokens_details: { cached_tokens: 500 } } }), DEFAULT);
+    const r = buildUsageRecord(
+      fromPayload(9, {
+        usage: { prompt_tokens: 100, completion_tokens: 0, prompt_tokens_details: { cached_tokens: 500 } },
+      }),
+      DEFAULT,
+    );
     expect(r.cachedTokens).toBe(100);
     expect(r.costNusd).toBe(100 * 100);
   });
@@ -116,17 +150,24 @@ describe('usage record cost', () => {
     expect(r.costUncachedInputNusd).toBe(150_000); // 1000 × $0.15/M
     expect(r.costOutputNusd).toBe(6_000);
 
-    const u = extractUsage({ usage: { input_tokens: 100, cache_read_input_tokens: 5000, cache_creation_input_tokens: 1000, output_tokens: 50 } })!;
+    const u = extractUsage({
+      usage: { input_tokens: 100, cache_read_input_tokens: 5000, cache_creation_input_tokens: 1000, output_tokens: 50 },
+    })!;
     expect(u).toEqual({ promptTokens: 6100, cachedTokens: 5000, outputTokens: 50, cacheWriteTokens: 1000 });
     const sonnet = compilePricing(table.models['claude-sonnet-4'], 't');
     const a = buildUsageRecord(event(11, { ...u }), sonnet);
-    expect([a.costUncachedInputNusd, a.costCachedInputNusd, a.costCacheWriteNusd, a.costOutputNusd]).toEqual([300_000, 1_500_000, 3_750_000, 750_000]);
+    expect([a.costUncachedInputNusd, a.costCachedInputNusd, a.costCacheWriteNusd, a.costOutputNusd]).toEqual([
+      300_000, 1_500_000, 3_750_000, 750_000,
+    ]);
     expect(a.costNusd).toBe(6_300_000);
   });
 
   it('GPU-time pricing bills prefill and decode seconds; savings scale prefill by uncached tokens', () => {
     const gpu = compilePricing({ gpu_hour_usd: 2.5 }, 't');
-    const r = buildUsageRecord(event(12, { promptTokens: 1000, cachedTokens: 600, outputTokens: 50, prefillMs: 360, decodeMs: 1440 }), gpu);
+    const r = buildUsageRecord(
+      event(12, { promptTokens: 1000, cachedTokens: 600, outputTokens: 50, prefillMs: 360, decodeMs: 1440 }),
+      gpu,
+    );
     expect(r.costUncachedInputNusd).toBe(250_000);
     expect(r.costCachedInputNusd).toBe(0);
     expect(r.costOutputNusd).toBe(1_000_000);
@@ -136,13 +177,21 @@ describe('usage record cost', () => {
 
   it("a break cause of 'none' is not a cache break; timing from x-sim-timing is kept", () => {
     expect(buildUsageRecord(event(15, { breakCause: 'none' }), DEFAULT).breakCause).toBeNull();
-    expect(buildUsageRecord(event(16, { breakCause: 'tool_schema_changed' }), DEFAULT).breakCause).toBe('tool_schema_changed');
-    const r = buildUsageRecord(event(17, { ...parseSimTiming('queue_ms=1.000;prefill_ms=12.500;decode_ms=80.000;ttft_ms=13.5') }), DEFAULT);
+    expect(buildUsageRecord(event(16, { breakCause: 'tool_schema_changed' }), DEFAULT).breakCause).toBe(
+      'tool_schema_changed',
+    );
+    const r = buildUsageRecord(
+      event(17, { ...parseSimTiming('queue_ms=1.000;prefill_ms=12.500;decode_ms=80.000;ttft_ms=13.5') }),
+      DEFAULT,
+    );
     expect([r.prefillMs, r.decodeMs]).toEqual([12.5, 80]);
   });
 
   it('counterfactual for the original layout uses the diagnostics estimate', async () => {
-    const r = buildUsageRecord(event(13, { promptTokens: 10000, cachedTokens: 9000, outputTokens: 0, counterfactualPromptTokensCached: 1000 }), DEFAULT);
+    const r = buildUsageRecord(
+      event(13, { promptTokens: 10000, cachedTokens: 9000, outputTokens: 0, counterfactualPromptTokensCached: 1000 }),
+      DEFAULT,
+    );
     expect(r.cfOriginalNusd).toBe(9000 * 1000 + 1000 * 100);
     const none = buildUsageRecord(event(14, { promptTokens: 10 }), DEFAULT);
     expect(none.cfOriginalNusd).toBeNull();
@@ -154,7 +203,12 @@ describe('usage record cost', () => {
 
 describe('record -> ledger -> report reconcile exactly', () => {
   it('per-request costs, SQLite rows, SQL report and in-memory report agree to the nano-dollar', async () => {
-    const ledger = new SqliteLedger({ path: join(dir, 'reconcile.sqlite'), retentionDays: 100_000, batchSize: 2, flushMs: 50 });
+    const ledger = new SqliteLedger({
+      path: join(dir, 'reconcile.sqlite'),
+      retentionDays: 100_000,
+      batchSize: 2,
+      flushMs: 50,
+    });
     const records: UsageRecord[] = CASES.map((c) => buildUsageRecord(c.ev, DEFAULT));
     for (const r of records) ledger.append(r);
     await ledger.flush();

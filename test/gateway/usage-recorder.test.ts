@@ -18,8 +18,23 @@ import type { UsageInput, UsageRecord } from '../../gateway/usage/types.ts';
 
 function ev(i: number, over: Partial<UsageInput> = {}): UsageInput {
   return {
-    time: Date.now(), requestId: `r${i}`, tenant: 't', keyId: 'k', sessionId: 's', model: 'm', worker: 'w', status: 200, stream: false,
-    promptTokens: 1000, cachedTokens: 800, outputTokens: 10, usageReported: true, totalMs: 5, gatewayOverheadMs: 0.1, attempts: 1, ...over,
+    time: Date.now(),
+    requestId: `r${i}`,
+    tenant: 't',
+    keyId: 'k',
+    sessionId: 's',
+    model: 'm',
+    worker: 'w',
+    status: 200,
+    stream: false,
+    promptTokens: 1000,
+    cachedTokens: 800,
+    outputTokens: 10,
+    usageReported: true,
+    totalMs: 5,
+    gatewayOverheadMs: 0.1,
+    attempts: 1,
+    ...over,
   };
 }
 
@@ -43,7 +58,10 @@ describe('createUsageRecorder', () => {
     const rows: UsageRecord[] = [];
     for await (const x of ledger.query()) rows.push(x);
     expect(rows).toHaveLength(5);
-    expect(await counterValue(registry, 'ctxgate_cost_usd_total', { kind: 'cached_input' })).toBeCloseTo((5 * 80_000) / 1e9, 12);
+    expect(await counterValue(registry, 'ctxgate_cost_usd_total', { kind: 'cached_input' })).toBeCloseTo(
+      (5 * 80_000) / 1e9,
+      12,
+    );
     expect(await counterValue(registry, 'ctxgate_cost_usd_total')).toBeCloseTo((5 * r.costNusd) / 1e9, 12);
     expect(await counterValue(registry, 'ctxgate_savings_usd_total')).toBeCloseTo((5 * r.savingsNusd) / 1e9, 12);
     // Token counters stay with the gateway core unless asked for.
@@ -53,7 +71,13 @@ describe('createUsageRecorder', () => {
 
   it('never throws, and counts records lost by itself or by the ledger', async () => {
     const registry = new Registry();
-    const ledger = new SqliteLedger({ path: ':memory:', retentionDays: 30, batchSize: 100, flushMs: 60_000, maxQueue: 2 });
+    const ledger = new SqliteLedger({
+      path: ':memory:',
+      retentionDays: 30,
+      batchSize: 100,
+      flushMs: 60_000,
+      maxQueue: 2,
+    });
     let calls = 0;
     const rec = createUsageRecorder({
       ledger,
@@ -93,7 +117,10 @@ describe('validatePricing', () => {
   it('rejects a model with no price when cost reporting is on', () => {
     expect(() => validatePricing({ models }, { table: null })).toThrow(PricingError);
     try {
-      validatePricing({ models }, { table: { models: { 'gpt-4o-mini': { input_per_mtok: 1, cached_input_per_mtok: 0.1, output_per_mtok: 1 } } } });
+      validatePricing(
+        { models },
+        { table: { models: { 'gpt-4o-mini': { input_per_mtok: 1, cached_input_per_mtok: 0.1, output_per_mtok: 1 } } } },
+      );
       expect.unreachable();
     } catch (err) {
       expect((err as PricingError).path).toBe('models[2].pricing');
@@ -105,9 +132,19 @@ describe('validatePricing', () => {
   it('resolves config price, then table by name, by upstream_model, then the default', () => {
     const table = loadPricingTable();
     const m = validatePricing({ models }, { table });
-    expect(m.get('priced')).toMatchObject({ kind: 'token', inputPico: 3_000_000, cachedPico: 300_000, source: 'config' });
+    expect(m.get('priced')).toMatchObject({
+      kind: 'token',
+      inputPico: 3_000_000,
+      cachedPico: 300_000,
+      source: 'config',
+    });
     expect(m.get('qwen-local')).toMatchObject({ cachedPico: 75_000, source: 'table:gpt-4o-mini' });
-    expect(m.get('unpriced')).toMatchObject({ inputPico: 1_000_000, cachedPico: 100_000, outputPico: 4_000_000, source: 'table:default' });
+    expect(m.get('unpriced')).toMatchObject({
+      inputPico: 1_000_000,
+      cachedPico: 100_000,
+      outputPico: 4_000_000,
+      source: 'table:default',
+    });
     const lookup = createPricingLookup({ models }, { table });
     expect(lookup('deepseek-chat')).toMatchObject({ inputPico: 270_000, source: 'table:deepseek-chat' });
     expect(lookup('never-configured')).toMatchObject({ source: 'table:default' });
@@ -118,9 +155,20 @@ describe('validatePricing', () => {
   });
 
   it('rejects negative prices and cached prices above the input price', () => {
-    expect(() => validatePricing({ models: [{ name: 'x', pricing: { input_per_mtok: -1, cached_input_per_mtok: 0, output_per_mtok: 1 } }] })).toThrow(/input_per_mtok/);
-    expect(() => validatePricing({ models: [{ name: 'x', pricing: { input_per_mtok: 1, cached_input_per_mtok: 2, output_per_mtok: 1 } }] })).toThrow(/exceeds/);
-    expect(validatePricing({ models: [{ name: 'g', pricing: { gpu_hour_usd: 2.5 } }] }).get('g')).toMatchObject({ kind: 'gpu', gpuMicroPerHour: 2_500_000 });
+    expect(() =>
+      validatePricing({
+        models: [{ name: 'x', pricing: { input_per_mtok: -1, cached_input_per_mtok: 0, output_per_mtok: 1 } }],
+      }),
+    ).toThrow(/input_per_mtok/);
+    expect(() =>
+      validatePricing({
+        models: [{ name: 'x', pricing: { input_per_mtok: 1, cached_input_per_mtok: 2, output_per_mtok: 1 } }],
+      }),
+    ).toThrow(/exceeds/);
+    expect(validatePricing({ models: [{ name: 'g', pricing: { gpu_hour_usd: 2.5 } }] }).get('g')).toMatchObject({
+      kind: 'gpu',
+      gpuMicroPerHour: 2_500_000,
+    });
   });
 });
 

@@ -29,26 +29,60 @@ describe('createReporting', () => {
     const reporting = createReporting(config);
     const gw = await startGateway(config, { logger: false, ...reporting.deps });
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
-    const r = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'one two three four' }] }).withResponse();
+    const r = await client.chat.completions
+      .create({ model: 'm1', messages: [{ role: 'user', content: 'one two three four' }] })
+      .withResponse();
     const id = r.response.headers.get('x-request-id')!;
     await until(() => reporting.recorder.lastRecord(id) !== undefined);
     const rec = reporting.recorder.lastRecord(id)!;
     // Default table: $1/M, $0.10/M cached, $4/M output.
     expect(rec.costNusd).toBe((rec.promptTokens - 2) * 1000 + 2 * 100 + rec.outputTokens * 4000);
-    const { time, requestId, tenant, keyId, sessionId, model, worker, status, stream, promptTokens, cachedTokens, outputTokens } = rec;
-    const ev = { time, requestId, tenant, keyId, sessionId, model, worker, status, stream, promptTokens, cachedTokens, outputTokens };
-    expect(reporting.headersFor({ ...ev, usageReported: true, totalMs: 1, gatewayOverheadMs: 0, attempts: 1 })).toEqual({
-      'x-ctxgate-cached-tokens': '2',
-      'x-ctxgate-cost-usd': (rec.costNusd / 1e9).toString(),
-    });
+    const {
+      time,
+      requestId,
+      tenant,
+      keyId,
+      sessionId,
+      model,
+      worker,
+      status,
+      stream,
+      promptTokens,
+      cachedTokens,
+      outputTokens,
+    } = rec;
+    const ev = {
+      time,
+      requestId,
+      tenant,
+      keyId,
+      sessionId,
+      model,
+      worker,
+      status,
+      stream,
+      promptTokens,
+      cachedTokens,
+      outputTokens,
+    };
+    expect(reporting.headersFor({ ...ev, usageReported: true, totalMs: 1, gatewayOverheadMs: 0, attempts: 1 })).toEqual(
+      {
+        'x-ctxgate-cached-tokens': '2',
+        'x-ctxgate-cost-usd': (rec.costNusd / 1e9).toString(),
+      },
+    );
 
-    const rep = (await (await fetch(`${gw.url}/v1/gateway/report?group_by=model`)).json()) as { totals: { requests: number; cost_nusd: number } };
+    const rep = (await (await fetch(`${gw.url}/v1/gateway/report?group_by=model`)).json()) as {
+      totals: { requests: number; cost_nusd: number };
+    };
     expect(rep.totals).toMatchObject({ requests: 1, cost_nusd: rec.costNusd }); // the report flushes queued records first
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/ctxgate_cost_usd_total\{model="m1",tenant="default",kind="output"\}/);
 
     // Queued after the report's flush: only the shutdown hook can write it.
-    const r2 = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'again' }] }).withResponse();
+    const r2 = await client.chat.completions
+      .create({ model: 'm1', messages: [{ role: 'user', content: 'again' }] })
+      .withResponse();
     const id2 = r2.response.headers.get('x-request-id')!;
     await until(() => reporting.recorder.lastRecord(id2) !== undefined);
     expect(reporting.ledger.stats().queued).toBe(1);
@@ -60,7 +94,10 @@ describe('createReporting', () => {
   });
 
   it('rejects a config whose model has no price when the table has no default', () => {
-    const config = parseConfig({ models: [{ name: 'm1', workers: [{ url: 'http://127.0.0.1:1' }] }], ledger: { path: join(dir, 'x.sqlite') } });
+    const config = parseConfig({
+      models: [{ name: 'm1', workers: [{ url: 'http://127.0.0.1:1' }] }],
+      ledger: { path: join(dir, 'x.sqlite') },
+    });
     expect(() => createReporting(config, { pricingTable: { models: {} } })).toThrow(PricingError);
   });
 });

@@ -14,20 +14,24 @@ export interface TestRig {
   close(): Promise<void>;
 }
 
-export async function startRig(opts: {
-  upstreams?: FakeUpstreamOptions[];
-  config?: Record<string, unknown>;
-  model?: Record<string, unknown>;
-  deps?: GatewayDeps;
-  env?: NodeJS.ProcessEnv;
-} = {}): Promise<TestRig> {
+export async function startRig(
+  opts: {
+    upstreams?: FakeUpstreamOptions[];
+    config?: Record<string, unknown>;
+    model?: Record<string, unknown>;
+    deps?: GatewayDeps;
+    env?: NodeJS.ProcessEnv;
+  } = {},
+): Promise<TestRig> {
   const ups = await Promise.all((opts.upstreams ?? [{ name: 'a' }, { name: 'b' }]).map((o) => startFakeUpstream(o)));
   const raw = {
     listen: { host: '127.0.0.1', port: 0 },
     auth: { mode: 'none' },
     health: { interval_ms: 0 },
     ...opts.config,
-    models: [{ name: 'm1', layout: 'passthrough', workers: ups.map((u) => ({ url: u.url, id: u.name })), ...opts.model }],
+    models: [
+      { name: 'm1', layout: 'passthrough', workers: ups.map((u) => ({ url: u.url, id: u.name })), ...opts.model },
+    ],
   };
   const config = parseConfig(raw, 'test', opts.env ?? process.env);
   const usage: UsageEvent[] = [];

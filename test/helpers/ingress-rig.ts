@@ -19,13 +19,31 @@ export interface IngressRig {
 }
 
 export async function startIngressRig(extra: Record<string, unknown> = {}): Promise<IngressRig> {
-  const workers = await Promise.all([0, 1].map((i) => startSimWorker({ port: 0, model: MODEL, tokenizer: 'qwen3', kvTokens: 400_000, timeScale: 0, seed: 11 + i })));
+  const workers = await Promise.all(
+    [0, 1].map((i) =>
+      startSimWorker({ port: 0, model: MODEL, tokenizer: 'qwen3', kvTokens: 400_000, timeScale: 0, seed: 11 + i }),
+    ),
+  );
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
-      auth: { mode: 'keys', keys: [{ key: `sha256:${sha256Hex(KEY_A)}`, tenant: 'a' }, { key: `sha256:${sha256Hex(KEY_B)}`, tenant: 'b' }] },
+      auth: {
+        mode: 'keys',
+        keys: [
+          { key: `sha256:${sha256Hex(KEY_A)}`, tenant: 'a' },
+          { key: `sha256:${sha256Hex(KEY_B)}`, tenant: 'b' },
+        ],
+      },
       health: { interval_ms: 0 },
-      models: [{ name: MODEL, tokenizer: 'qwen3', layout: 'ctxgate', policy: 'ctxgate', workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })) }],
+      models: [
+        {
+          name: MODEL,
+          tokenizer: 'qwen3',
+          layout: 'ctxgate',
+          policy: 'ctxgate',
+          workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })),
+        },
+      ],
       ...extra,
     },
     'ingress-rig',
@@ -34,8 +52,10 @@ export async function startIngressRig(extra: Record<string, unknown> = {}): Prom
   return {
     url: gw.url,
     workers,
-    anthropic: (key = KEY_A, headers = {}) => new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0, timeout: 20_000, defaultHeaders: headers }),
-    openai: (key = KEY_A, headers = {}) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000, defaultHeaders: headers }),
+    anthropic: (key = KEY_A, headers = {}) =>
+      new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0, timeout: 20_000, defaultHeaders: headers }),
+    openai: (key = KEY_A, headers = {}) =>
+      new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000, defaultHeaders: headers }),
     close: async () => {
       await gw.close();
       await Promise.all(workers.map((w) => w.close()));

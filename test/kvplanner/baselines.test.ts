@@ -25,7 +25,13 @@ describe('smg_cache_aware (smg cache_aware.rs)', () => {
   });
 
   it('test_cache_aware_with_imbalanced_load: abs 5, rel 2.0, loads 20 vs 0 → the idle worker every time', () => {
-    const p = new SmgCacheAwarePolicy({ cache_threshold: 0.5, balance_abs_threshold: 5, balance_rel_threshold: 2, eviction_interval_secs: 0, max_tree_size: 10_000 });
+    const p = new SmgCacheAwarePolicy({
+      cache_threshold: 0.5,
+      balance_abs_threshold: 5,
+      balance_rel_threshold: 2,
+      eviction_interval_secs: 0,
+      max_tree_size: 10_000,
+    });
     const ws = workers(2);
     ws[0].inFlight = 20;
     for (let i = 0; i < 5; i++) {

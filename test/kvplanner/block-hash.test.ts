@@ -136,7 +136,10 @@ describe('PrefixIndex recency of a growing chain', () => {
       // what the conversation's next call finds: everything its previous call left
       if (idx.matchLength('w', a.slice(0, turn)) < turn - 1) lost++;
       idx.insert('w', a.slice(0, turn)); // the conversation: one more block per call
-      idx.insert('w', Array.from({ length: 5 }, (_, i) => `f${turn}-${i}`)); // one-off traffic
+      idx.insert(
+        'w',
+        Array.from({ length: 5 }, (_, i) => `f${turn}-${i}`),
+      ); // one-off traffic
     }
     expect(lost).toBe(0);
     expect(idx.size('w')).toBe(100);

@@ -1,10 +1,29 @@
 // Worked examples of the cost arithmetic (docs/architecture.md, "Cost arithmetic").
 import { describe, expect, it } from 'vitest';
-import { capacity, GIB, kvBytesPerToken, maxPromptForTtft, plan, prefillFlops, prefillSeconds } from '../../kvplanner/capacity.ts';
+import {
+  capacity,
+  GIB,
+  kvBytesPerToken,
+  maxPromptForTtft,
+  plan,
+  prefillFlops,
+  prefillSeconds,
+} from '../../kvplanner/capacity.ts';
 import { run } from '../../cli/commands/plan.ts';
 import { gpuPreset, modelPreset, type ModelSpec } from '../../kvplanner/presets.ts';
 
-const L32: ModelSpec = { name: 'l32', layers: 32, hidden: 4096, kvHeads: 8, headDim: 128, attention: 'gqa', params: 8e9, activeParams: 8e9, weightBytes: 2, kvBytes: 2 };
+const L32: ModelSpec = {
+  name: 'l32',
+  layers: 32,
+  hidden: 4096,
+  kvHeads: 8,
+  headDim: 128,
+  attention: 'gqa',
+  params: 8e9,
+  activeParams: 8e9,
+  weightBytes: 2,
+  kvBytes: 2,
+};
 const H100 = gpuPreset('H100-80G');
 
 describe('KV bytes per token', () => {
@@ -17,7 +36,9 @@ describe('KV bytes per token', () => {
   it('per layer: MHA 64×128 = 32 KiB, GQA 8×128 = 4 KiB, MLA 512+64 = 1,152 B', () => {
     expect(kvBytesPerToken({ layers: 1, kvHeads: 64, headDim: 128, kvBytes: 2, attention: 'mha' })).toBe(32 * 1024);
     expect(kvBytesPerToken({ layers: 1, kvHeads: 8, headDim: 128, kvBytes: 2, attention: 'gqa' })).toBe(4 * 1024);
-    expect(kvBytesPerToken({ layers: 1, kvHeads: 1, headDim: 0, kvBytes: 2, attention: 'mla', mlaLatent: 512, mlaRope: 64 })).toBe(1152);
+    expect(
+      kvBytesPerToken({ layers: 1, kvHeads: 1, headDim: 0, kvBytes: 2, attention: 'mla', mlaLatent: 512, mlaRope: 64 }),
+    ).toBe(1152);
     expect(kvBytesPerToken(modelPreset('deepseek-v3'))).toBe(61 * 1152);
   });
 });
@@ -63,7 +84,13 @@ describe('capacity and plan', () => {
   });
 
   it('sessions per worker and fleet size', () => {
-    const p = plan({ model: modelPreset('llama-3.1-8b'), gpu: H100, sessionTokens: 32768, sessions: 100, targetTtftMs: 300 });
+    const p = plan({
+      model: modelPreset('llama-3.1-8b'),
+      gpu: H100,
+      sessionTokens: 32768,
+      sessions: 100,
+      targetTtftMs: 300,
+    });
     expect(p.sessionsPerWorker).toBe(Math.floor(p.capacity.kvTokens / 32768));
     expect(p.fleet!.workers).toBe(Math.ceil(100 / p.sessionsPerWorker));
     expect(p.mStar!.tokens).toBeGreaterThan(p.mStar!.tokensCold);
@@ -76,7 +103,24 @@ describe('capacity and plan', () => {
     process.stdout.write = ((s: string) => chunks.push(String(s)) > 0) as typeof process.stdout.write;
     try {
       expect(await run(['--model', 'llama-3.1-70b', '--gpu', 'H200-141G', '--json'])).toBe(0);
-      expect(await run(['--layers', '80', '--kv-heads', '8', '--head-dim', '128', '--hidden', '8192', '--params', '70B', '--gpu', 'H100-80G', '--gpus', '2'])).toBe(0);
+      expect(
+        await run([
+          '--layers',
+          '80',
+          '--kv-heads',
+          '8',
+          '--head-dim',
+          '128',
+          '--hidden',
+          '8192',
+          '--params',
+          '70B',
+          '--gpu',
+          'H100-80G',
+          '--gpus',
+          '2',
+        ]),
+      ).toBe(0);
     } finally {
       process.stdout.write = orig;
     }

@@ -22,7 +22,12 @@ function call(session: number, turn: number, sessionId = true): RouteInfo {
     c = { ids, hashes: blockHashes(ids, 16) };
     chains.set(k, c);
   }
-  return info({ sessionId: sessionId ? `s${session}` : undefined, promptTokenIds: c.ids, blockHashes: c.hashes, promptTokens: c.ids.length });
+  return info({
+    sessionId: sessionId ? `s${session}` : undefined,
+    promptTokenIds: c.ids,
+    blockHashes: c.hashes,
+    promptTokens: c.ids.length,
+  });
 }
 
 describe('ctxgate branches', () => {
@@ -179,7 +184,12 @@ describe('ctxgate feedback', () => {
     expect(c2.worker.id).toBe(c.worker.id);
     expect(c2.predictedCachedTokens).toBe(128);
     const st = p.stats();
-    expect(st.feedback[c.worker.id]).toMatchObject({ calls: 1, predictedTokens: ROOT + 64, reportedTokens: 128, corrections: 1 });
+    expect(st.feedback[c.worker.id]).toMatchObject({
+      calls: 1,
+      predictedTokens: ROOT + 64,
+      reportedTokens: 128,
+      corrections: 1,
+    });
     expect(st.index.blocks).toBeGreaterThan(0);
   });
 
@@ -212,7 +222,13 @@ describe('ctxgate feedback', () => {
     route(p, ws, call(0, 3));
     const c = p.select(ws, call(0, 3))!;
     expect(c.predictedCachedTokens).toBe(ROOT + 64 + 384);
-    p.observe({ workerId: 'w0', info: call(0, 3), ok: true, reportedCachedTokens: 256, predictedCachedTokens: c.predictedCachedTokens });
+    p.observe({
+      workerId: 'w0',
+      info: call(0, 3),
+      ok: true,
+      reportedCachedTokens: 256,
+      predictedCachedTokens: c.predictedCachedTokens,
+    });
     expect(p.select(ws, call(0, 3))!.predictedCachedTokens).toBe(256);
   });
 

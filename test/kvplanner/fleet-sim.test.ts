@@ -6,7 +6,14 @@ import { simulateFleet, type FleetSimOptions } from './fleet-sim.ts';
 const base = { workers: 4, sessions: 16, concurrency: 12, seed: 5 };
 function profile(rootTokens: number, turnTokens: number, turns: number, withSessionIds: boolean): FleetSimOptions {
   // each worker holds its share (4 sessions) of full conversations under sticky routing, +25%
-  return { ...base, rootTokens, turnTokens, turns, withSessionIds, capacityTokens: 4 * (rootTokens + turns * turnTokens) * 1.25 };
+  return {
+    ...base,
+    rootTokens,
+    turnTokens,
+    turns,
+    withSessionIds,
+    capacityTokens: 4 * (rootTokens + turns * turnTokens) * 1.25,
+  };
 }
 
 describe('simulated fleet: 4 workers, 16 concurrent agent sessions', () => {

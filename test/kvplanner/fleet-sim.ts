@@ -34,9 +34,12 @@ class TrueCache {
   }
 }
 
-export function simulateFleet(policyName: string, o: FleetSimOptions): { hitRate: number; maxInFlight: number; stats?: object } {
+export function simulateFleet(
+  policyName: string,
+  o: FleetSimOptions,
+): { hitRate: number; maxInFlight: number; stats?: object } {
   let s = o.seed >>> 0;
-  const rand = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const rand = (): number => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   const policy = createPolicy(policyName);
   const ws: WorkerView[] = makeWorkers(o.workers, { kvTokens: o.capacityTokens });
   const caches = ws.map(() => new TrueCache(Math.floor(o.capacityTokens / 16)));
@@ -75,8 +78,13 @@ export function simulateFleet(policyName: string, o: FleetSimOptions): { hitRate
         turn[k]++;
         remaining--;
         const info: RouteInfo = {
-          model: 'm', tenant: 't', sessionId: o.withSessionIds ? `s${k}` : undefined,
-          promptTokenIds: tokens[k].slice(0, len), blockHashes: hashes[k].slice(0, len / 16), text: texts[k].slice(0, len), promptTokens: len,
+          model: 'm',
+          tenant: 't',
+          sessionId: o.withSessionIds ? `s${k}` : undefined,
+          promptTokenIds: tokens[k].slice(0, len),
+          blockHashes: hashes[k].slice(0, len / 16),
+          text: texts[k].slice(0, len),
+          promptTokens: len,
         };
         const c = policy.select(ws, info)!;
         c.worker.inFlight++;

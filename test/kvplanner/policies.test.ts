@@ -4,7 +4,17 @@ import { info, tokens, workers } from './fixtures.ts';
 
 describe('policy registry', () => {
   it('registers every policy with its branch set', () => {
-    expect(POLICY_NAMES().sort()).toEqual(['ctxgate', 'dynamo_kv', 'least_load', 'llmd_precise', 'prefix_hash', 'round_robin', 'session_hash', 'sglang_cache_aware', 'smg_cache_aware']);
+    expect(POLICY_NAMES().sort()).toEqual([
+      'ctxgate',
+      'dynamo_kv',
+      'least_load',
+      'llmd_precise',
+      'prefix_hash',
+      'round_robin',
+      'session_hash',
+      'sglang_cache_aware',
+      'smg_cache_aware',
+    ]);
     for (const n of POLICY_NAMES()) {
       const p = createPolicy(n);
       expect(p.name).toBe(n);

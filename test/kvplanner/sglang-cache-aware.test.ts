@@ -7,7 +7,11 @@ const SYS = 'You are a careful coding agent. Follow the repository rules. '.repe
 
 describe('sglang_cache_aware', () => {
   it('uses the SGLang router defaults', () => {
-    expect(SGLANG_DEFAULTS).toMatchObject({ cache_threshold: 0.5, balance_abs_threshold: 32, balance_rel_threshold: 1.0001 });
+    expect(SGLANG_DEFAULTS).toMatchObject({
+      cache_threshold: 0.5,
+      balance_abs_threshold: 32,
+      balance_rel_threshold: 1.0001,
+    });
   });
 
   it('a match above cache_threshold goes to the matching worker', () => {

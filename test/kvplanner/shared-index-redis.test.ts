@@ -23,11 +23,16 @@ afterEach(async () => {
 
 function call(session: number, turn: number, sessionId = true) {
   const ids = tokens(256, session, 64 + turn * 128);
-  return info({ sessionId: sessionId ? `s${session}` : undefined, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+  return info({
+    sessionId: sessionId ? `s${session}` : undefined,
+    blockHashes: blockHashes(ids, 16),
+    promptTokens: ids.length,
+  });
 }
 
 async function ready(s: SharedIndexRedis): Promise<void> {
-  for (let i = 0; i < 100 && (s as unknown as { redis: { status: string } }).redis.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 100 && (s as unknown as { redis: { status: string } }).redis.status !== 'ready'; i++)
+    await new Promise((r) => setTimeout(r, 20));
 }
 
 describe('Redis-shared index', () => {

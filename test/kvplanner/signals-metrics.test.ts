@@ -41,7 +41,9 @@ describe('startScraper', () => {
       else res.writeHead(404).end();
     });
     servers.push(srv);
-    const port = await new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as { port: number }).port)));
+    const port = await new Promise<number>((r) =>
+      srv.listen(0, '127.0.0.1', () => r((srv.address() as { port: number }).port)),
+    );
     const ws = workers(2);
     ws[0].url = `http://127.0.0.1:${port}`;
     ws[1].url = 'http://127.0.0.1:1'; // nothing listens there
@@ -59,7 +61,12 @@ describe('startScraper', () => {
 describe('routing metrics', () => {
   it('counts decisions by model, policy and branch in a prom-client counter', async () => {
     const registry = new Registry();
-    const c = new Counter({ name: 'ctxgate_routing_decisions_total', help: 'x', labelNames: ['model', 'policy', 'branch'] as const, registers: [registry] });
+    const c = new Counter({
+      name: 'ctxgate_routing_decisions_total',
+      help: 'x',
+      labelNames: ['model', 'policy', 'branch'] as const,
+      registers: [registry],
+    });
     const p = createPolicy('ctxgate');
     const rec = decisionRecorder(c, 'm', p);
     rec(p.select(workers(2), info({ sessionId: 's', text: 'x'.repeat(200) })));

@@ -7,9 +7,10 @@ import { runCalibration } from '../../loadtest/bench-calibrate.ts';
 import { FIXTURE_TRAJECTORIES } from '../fixtures/trajectories.ts';
 
 const dir = resolve(FIXTURE_TRAJECTORIES, 'mini-swe-agent');
-const files = ['deepseek_chat_test_1-100_django__django-14752.traj.json.gz', 'deepseek_reasoner_dev_sqlfluff__sqlfluff-1625.traj.json.gz'].map((f) =>
-  resolve(dir, f),
-);
+const files = [
+  'deepseek_chat_test_1-100_django__django-14752.traj.json.gz',
+  'deepseek_reasoner_dev_sqlfluff__sqlfluff-1625.traj.json.gz',
+].map((f) => resolve(dir, f));
 
 describe('bench calibrate', () => {
   it('replays two recorded sessions within ±5 points of the recorded hit rate', async () => {
@@ -24,6 +25,14 @@ describe('bench calibrate', () => {
     expect(r.abs_diff_points).toBeLessThanOrEqual(3);
     expect(r.prompt_token_ratio).toBeGreaterThan(0.85);
     expect(r.prompt_token_ratio).toBeLessThan(1.1);
-    expect(Object.keys(r)).toEqual(expect.arrayContaining(['recorded_hit_rate', 'simulated_hit_rate', 'abs_diff_points', 'prompt_token_ratio', 'per_session']));
+    expect(Object.keys(r)).toEqual(
+      expect.arrayContaining([
+        'recorded_hit_rate',
+        'simulated_hit_rate',
+        'abs_diff_points',
+        'prompt_token_ratio',
+        'per_session',
+      ]),
+    );
   });
 });

@@ -10,7 +10,18 @@ describe('ctxgate demo', () => {
   it('replays synthetic sessions passthrough and through ctxgate, prints the comparison, writes a self-contained report', async () => {
     const out = join(tempDir('demo-'), 'report.html');
     let text = '';
-    const r = await runDemo({ sessions: 2, seed: 42, workers: 2, tokenizer: 'qwen3', out, json: false, progress: false, minCalls: 8, maxCalls: 10, write: (s) => (text += s) });
+    const r = await runDemo({
+      sessions: 2,
+      seed: 42,
+      workers: 2,
+      tokenizer: 'qwen3',
+      out,
+      json: false,
+      progress: false,
+      minCalls: 8,
+      maxCalls: 10,
+      write: (s) => (text += s),
+    });
     expect(r.runs.map((x) => [x.config.layout, x.config.policy])).toEqual([
       ['passthrough', 'round_robin'],
       ['ctxgate', 'ctxgate'],

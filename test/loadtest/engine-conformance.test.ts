@@ -82,7 +82,8 @@ describe('vLLM prefix caching (tests/v1/core/test_prefix_caching.py) on the refe
 describe('vLLM prefix caching on the fleet engine model (same block pool)', () => {
   const timing = PRESETS['qwen3-32b-h200'];
   const chain = new ChainInterner();
-  const req = (id: number, ids: number[], input: number) => fromMooncake({ timestamp: 0, input_length: input, output_length: 1, hash_ids: ids }, id, chain);
+  const req = (id: number, ids: number[], input: number) =>
+    fromMooncake({ timestamp: 0, input_length: input, output_length: 1, hash_ids: ids }, id, chain);
   function run(e: EngineModel): void {
     for (let t = 0, r = e.step(0); r; r = e.step(t)) t += r.durationS * 1000;
   }

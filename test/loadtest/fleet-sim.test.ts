@@ -6,7 +6,14 @@ import { DEFAULT_FLEET_POLICIES, fleetPolicyOptions } from '../../loadtest/fleet
 import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
 import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
-import { arrange, ChainInterner, fromMooncake, parseMooncake, type FleetRequest, type MooncakeRecord } from '../../loadtest/fleet/trace.ts';
+import {
+  arrange,
+  ChainInterner,
+  fromMooncake,
+  parseMooncake,
+  type FleetRequest,
+  type MooncakeRecord,
+} from '../../loadtest/fleet/trace.ts';
 import { mulberry32 } from '../../kvplanner/rng.ts';
 import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
 
@@ -24,7 +31,12 @@ function conversationTrace(sessions: number, turns: number, seed: number, gapMs 
       const grow = 1 + Math.floor(rnd() * 3);
       for (let g = 0; g < grow; g++) ids.push(nextId++);
       const partial = Math.floor(rnd() * 400) + 50;
-      out.push({ timestamp: Math.round(t), input_length: (ids.length - 1) * 512 + partial, output_length: 20 + Math.floor(rnd() * 200), hash_ids: [...ids] });
+      out.push({
+        timestamp: Math.round(t),
+        input_length: (ids.length - 1) * 512 + partial,
+        output_length: 20 + Math.floor(rnd() * 200),
+        hash_ids: [...ids],
+      });
       t += gapMs * (2 + rnd() * 6);
     }
   }
@@ -33,12 +45,23 @@ function conversationTrace(sessions: number, turns: number, seed: number, gapMs 
 
 function load(recs: MooncakeRecord[], rateScale = 1): FleetRequest[] {
   const chain = new ChainInterner();
-  return arrange(recs.map((r, i) => fromMooncake(r, i, chain)), rateScale);
+  return arrange(
+    recs.map((r, i) => fromMooncake(r, i, chain)),
+    rateScale,
+  );
 }
 
 function cfg(policy: string, over: Partial<FleetConfig> = {}): FleetConfig {
   const kvTokens = over.kvTokens ?? 60_000;
-  return { policy, policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1), workers: 4, kvTokens, blockSize: 512, timing, ...over };
+  return {
+    policy,
+    policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1),
+    workers: 4,
+    kvTokens,
+    blockSize: 512,
+    timing,
+    ...over,
+  };
 }
 
 describe('fleet trace input', () => {
@@ -92,8 +115,20 @@ describe('fleet simulator invariants', () => {
   });
 
   it('a cache-aware policy reuses more than round robin on conversations', () => {
-    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
-    const cg = summarize(simulateFleet(reqs, cfg('ctxgate')), { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
+    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), {
+      preset: 'x',
+      rateScale: 1,
+      index: 'approx',
+      wallS: 0,
+      requests: reqs.length,
+    });
+    const cg = summarize(simulateFleet(reqs, cfg('ctxgate')), {
+      preset: 'x',
+      rateScale: 1,
+      index: 'approx',
+      wallS: 0,
+      requests: reqs.length,
+    });
     expect(cg.hit_rate).toBeGreaterThan(rr.hit_rate + 0.1);
     expect(cg.prefill_tokens).toBeLessThan(rr.prefill_tokens);
   });

@@ -13,8 +13,15 @@ import { useTempDirs } from '../helpers/temp-dirs.ts';
 const tempDir = useTempDirs();
 
 const bashTool = { type: 'function', function: { name: 'bash', parameters: { type: 'object' } } };
-const call = (id: string, cmd: string) => ({ id, type: 'function', index: 0, function: { name: 'bash', arguments: JSON.stringify({ command: cmd }) } });
-const usage = (p: number, c: number) => ({ response: { usage: { prompt_tokens: p, completion_tokens: 7, prompt_tokens_details: { cached_tokens: c } } } });
+const call = (id: string, cmd: string) => ({
+  id,
+  type: 'function',
+  index: 0,
+  function: { name: 'bash', arguments: JSON.stringify({ command: cmd }) },
+});
+const usage = (p: number, c: number) => ({
+  response: { usage: { prompt_tokens: p, completion_tokens: 7, prompt_tokens_details: { cached_tokens: c } } },
+});
 
 const miniDoc = {
   info: { config: { model: { model_name: 'deepseek/deepseek-chat', model_kwargs: { temperature: 0 } } } },
@@ -23,7 +30,12 @@ const miniDoc = {
     { role: 'system', content: 'sys', extra: {} },
     { role: 'user', content: 'task', extra: {} },
     { role: 'assistant', content: 'a1', tool_calls: [call('c1', 'ls')], function_call: null, extra: usage(100, 0) },
-    { role: 'tool', tool_call_id: 'c1', content: '<returncode>0</returncode><output>x</output>', extra: { returncode: 0 } },
+    {
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: '<returncode>0</returncode><output>x</output>',
+      extra: { returncode: 0 },
+    },
     { role: 'assistant', content: 'a2', tool_calls: [call('c2', 'cat x')], extra: usage(150, 96) },
     { role: 'tool', tool_call_id: 'c2', content: 'out', extra: {} },
     { role: 'exit', content: 'diff', extra: {} },
@@ -58,7 +70,14 @@ describe('swe-agent', () => {
       history: [
         { role: 'system', content: 'SETTING', agent: 'main', message_type: 'system_prompt' },
         { role: 'user', content: 'issue', agent: 'main' },
-        { role: 'assistant', content: 't1', thought: 't1', action: 'ls', tool_calls: [call('k1', 'ls')], message_type: 'action' },
+        {
+          role: 'assistant',
+          content: 't1',
+          thought: 't1',
+          action: 'ls',
+          tool_calls: [call('k1', 'ls')],
+          message_type: 'action',
+        },
         { role: 'tool', content: 'files', tool_call_ids: ['k1'], message_type: 'observation' },
         { role: 'assistant', content: 't2', thought: 't2', action: 'submit', tool_calls: [call('k2', 'submit')] },
         { role: 'tool', content: 'diff', tool_call_ids: ['k2'] },
@@ -131,10 +150,20 @@ describe('request stream and readSessions', () => {
   it('reads .jsonl and .jsonl.gz from a folder, strips _meta, keeps recorded usage', async () => {
     const dir = tempDir('fmt-');
     const b1 = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-    const b2 = { model: 'm', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }, { role: 'user', content: 'more' }] };
+    const b2 = {
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'yo' },
+        { role: 'user', content: 'more' },
+      ],
+    };
     const text =
-      formatRequestLine(b1, { session: 'sess-A', turn: 0, recorded_usage: { prompt_tokens: 5, cached_tokens: 0, completion_tokens: 1 } }) +
-      formatRequestLine(b2, { session: 'sess-A', turn: 1 });
+      formatRequestLine(b1, {
+        session: 'sess-A',
+        turn: 0,
+        recorded_usage: { prompt_tokens: 5, cached_tokens: 0, completion_tokens: 1 },
+      }) + formatRequestLine(b2, { session: 'sess-A', turn: 1 });
     writeFileSync(join(dir, 'a.jsonl'), text);
     writeFileSync(join(dir, 'b.jsonl.gz'), gzipSync(formatRequestLine(b1, {})));
     writeFileSync(join(dir, 'notes.txt'), 'ignored');
@@ -148,7 +177,9 @@ describe('request stream and readSessions', () => {
   });
 
   it('reads a recorded mini-swe-agent run with its bash tool and usage (gzipped fixture)', async () => {
-    const [s] = await readSessions([join(FIXTURES, 'mini-swe-agent/deepseek_chat_test_1-100_django__django-14752.traj.json.gz')]);
+    const [s] = await readSessions([
+      join(FIXTURES, 'mini-swe-agent/deepseek_chat_test_1-100_django__django-14752.traj.json.gz'),
+    ]);
     expect(s.id).toBe('deepseek_chat_test_1-100_django__django-14752');
     expect(s.calls).toHaveLength(31);
     expect(s.calls[0].body.tools?.[0].function.name).toBe('bash');
@@ -175,7 +206,18 @@ describe('recorded runs of other agents (excerpts under test/fixtures/trajectori
     const [s] = await readSessions([join(FIXTURES, 'swe-agent/function_calling_simple.traj')]);
     expect(s.calls).toHaveLength(5);
     const last = s.calls[4].body.messages;
-    expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(last.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
     for (let i = 0; i < last.length; i++) {
       if (last[i].role !== 'tool') continue;
       expect(last[i].tool_call_id).toBe(last[i - 1].tool_calls?.[0].id);

@@ -9,10 +9,23 @@ const body: ChatRequest = {
   messages: [
     { role: 'system', content: 'sys' },
     { role: 'user', content: 'task' },
-    { role: 'assistant', content: 'look', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.py"}' } }] },
+    {
+      role: 'assistant',
+      content: 'look',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.py"}' } }],
+    },
     { role: 'tool', tool_call_id: 'c1', content: 'print(1)' },
   ],
-  tools: [{ type: 'function', function: { name: 'read', description: 'read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }],
+  tools: [
+    {
+      type: 'function',
+      function: {
+        name: 'read',
+        description: 'read a file',
+        parameters: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    },
+  ],
 };
 const opts = { model: 'served', stream: false, maxTokens: 64, key: 'k', sessionId: 's1' };
 
@@ -35,10 +48,20 @@ describe('loadtest request bodies', () => {
     expect(b.system).toBe('sys');
     expect(b.messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'task' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'look' }, { type: 'tool_use', id: 'c1', name: 'read', input: { path: 'a.py' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'tool_use', id: 'c1', name: 'read', input: { path: 'a.py' } },
+        ],
+      },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'print(1)' }] },
     ]);
-    expect(b.tools[0]).toEqual({ name: 'read', description: 'read a file', input_schema: body.tools![0].function.parameters });
+    expect(b.tools[0]).toEqual({
+      name: 'read',
+      description: 'read a file',
+      input_schema: body.tools![0].function.parameters,
+    });
   });
 
   it('responses: instructions, function_call items, store off, session as prompt_cache_key', () => {
@@ -46,21 +69,40 @@ describe('loadtest request bodies', () => {
     expect(b.instructions).toBe('sys');
     expect(b.store).toBe(false);
     expect(b.prompt_cache_key).toBe('s1');
-    expect(b.input.map((i: { type: string }) => i.type)).toEqual(['message', 'message', 'function_call', 'function_call_output']);
+    expect(b.input.map((i: { type: string }) => i.type)).toEqual([
+      'message',
+      'message',
+      'function_call',
+      'function_call_output',
+    ]);
     expect(b.input[3]).toEqual({ type: 'function_call_output', call_id: 'c1', output: 'print(1)' });
   });
 });
 
 describe('loadtest answers', () => {
   it('chat JSON and SSE give the same answer and usage', () => {
-    const json = parseAnswer('chat', false, JSON.stringify({ choices: [{ message: { content: 'hi there' }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 64 } } }));
+    const json = parseAnswer(
+      'chat',
+      false,
+      JSON.stringify({
+        choices: [{ message: { content: 'hi there' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 100, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 64 } },
+      }),
+    );
     const frames = [
       { choices: [{ delta: { role: 'assistant', content: '' } }] },
       { choices: [{ delta: { content: 'hi' } }] },
       { choices: [{ delta: { content: ' there' }, finish_reason: 'stop' }] },
-      { choices: [], usage: { prompt_tokens: 100, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 64 } } },
+      {
+        choices: [],
+        usage: { prompt_tokens: 100, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 64 } },
+      },
     ];
-    const sse = parseAnswer('chat', true, `${frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join('')}data: [DONE]\n\n`);
+    const sse = parseAnswer(
+      'chat',
+      true,
+      `${frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join('')}data: [DONE]\n\n`,
+    );
     for (const p of [json, sse]) {
       expect(p.answer).toEqual({ content: 'hi there' });
       expect(p.usage).toEqual({ prompt: 100, cached: 64, completion: 2 });
@@ -72,32 +114,71 @@ describe('loadtest answers', () => {
     const frames = [
       { choices: [{ delta: { tool_calls: [{ index: 0, id: 'x', function: { name: 'read', arguments: '' } }] } }] },
       { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '{"path":' } }] } }] },
-      { choices: [{ delta: { tool_calls: [{ index: 0, function: { arguments: '"b"}' } }] }, finish_reason: 'tool_calls' }] },
+      {
+        choices: [
+          { delta: { tool_calls: [{ index: 0, function: { arguments: '"b"}' } }] }, finish_reason: 'tool_calls' },
+        ],
+      },
     ];
     const p = parseAnswer('chat', true, frames.map((f) => `data: ${JSON.stringify(f)}\n\n`).join(''));
-    expect(p.answer).toEqual({ content: null, tool_calls: [{ id: 'x', type: 'function', function: { name: 'read', arguments: '{"path":"b"}' } }] });
+    expect(p.answer).toEqual({
+      content: null,
+      tool_calls: [{ id: 'x', type: 'function', function: { name: 'read', arguments: '{"path":"b"}' } }],
+    });
   });
 
   it('anthropic: prompt = input + cache read + cache creation, cached = cache read, stream and JSON alike', () => {
     const usage = { input_tokens: 10, cache_read_input_tokens: 80, cache_creation_input_tokens: 5, output_tokens: 7 };
-    const json = parseAnswer('anthropic', false, JSON.stringify({ type: 'message', content: [{ type: 'text', text: 'ok' }, { type: 'tool_use', id: 't1', name: 'read', input: { path: 'a' } }], stop_reason: 'tool_use', usage }));
+    const json = parseAnswer(
+      'anthropic',
+      false,
+      JSON.stringify({
+        type: 'message',
+        content: [
+          { type: 'text', text: 'ok' },
+          { type: 'tool_use', id: 't1', name: 'read', input: { path: 'a' } },
+        ],
+        stop_reason: 'tool_use',
+        usage,
+      }),
+    );
     const events = [
       ['message_start', { type: 'message_start', message: { usage: { ...usage, output_tokens: 1 } } }],
       ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
       ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } }],
-      ['content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 't1', name: 'read', input: {} } }],
-      ['content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"path":"a"}' } }],
+      [
+        'content_block_start',
+        {
+          type: 'content_block_start',
+          index: 1,
+          content_block: { type: 'tool_use', id: 't1', name: 'read', input: {} },
+        },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"path":"a"}' } },
+      ],
       ['message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 7 } }],
       ['message_stop', { type: 'message_stop' }],
     ] as const;
-    const sse = parseAnswer('anthropic', true, events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join(''));
+    const sse = parseAnswer(
+      'anthropic',
+      true,
+      events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join(''),
+    );
     for (const p of [json, sse]) {
       expect(p.usage).toEqual({ prompt: 95, cached: 80, completion: 7 });
       expect(p.answer?.content).toBe('ok');
       expect(p.answer?.tool_calls?.[0].function).toEqual({ name: 'read', arguments: '{"path":"a"}' });
       expect(p.finish).toBe('tool_use');
     }
-    expect(parseAnswer('anthropic', false, JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'busy' } })).error).toBe('busy');
+    expect(
+      parseAnswer(
+        'anthropic',
+        false,
+        JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'busy' } }),
+      ).error,
+    ).toBe('busy');
   });
 
   it('responses: output items and cached tokens from input_tokens_details; the stream reads response.completed', () => {
@@ -111,10 +192,17 @@ describe('loadtest answers', () => {
       usage: { input_tokens: 50, output_tokens: 3, input_tokens_details: { cached_tokens: 32 } },
     };
     const json = parseAnswer('responses', false, JSON.stringify(resp));
-    const sse = parseAnswer('responses', true, `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', response: { ...resp, output: [], status: 'in_progress' } })}\n\nevent: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', response: resp })}\n\n`);
+    const sse = parseAnswer(
+      'responses',
+      true,
+      `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', response: { ...resp, output: [], status: 'in_progress' } })}\n\nevent: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', response: resp })}\n\n`,
+    );
     for (const p of [json, sse]) {
       expect(p.usage).toEqual({ prompt: 50, cached: 32, completion: 3 });
-      expect(p.answer).toEqual({ content: 'done', tool_calls: [{ id: 'fc1', type: 'function', function: { name: 'read', arguments: '{}' } }] });
+      expect(p.answer).toEqual({
+        content: 'done',
+        tool_calls: [{ id: 'fc1', type: 'function', function: { name: 'read', arguments: '{}' } }],
+      });
     }
   });
 
@@ -130,16 +218,28 @@ describe('session players', () => {
     calls: [
       { body: { model: 'm', messages: body.messages.slice(0, 2) } },
       { body: { model: 'm', messages: body.messages } },
-      { body: { model: 'm', messages: [...body.messages, { role: 'assistant', content: 'done' }, { role: 'user', content: 'thanks' }] } },
+      {
+        body: {
+          model: 'm',
+          messages: [...body.messages, { role: 'assistant', content: 'done' }, { role: 'user', content: 'thanks' }],
+        },
+      },
     ],
   };
 
   it('puts each received answer where the recorded one was, remapping tool-call ids', () => {
     const p = new SessionPlayer(toolSession, 0);
     expect(p.body().messages).toEqual(body.messages.slice(0, 2));
-    p.advance({ content: 'live', tool_calls: [{ id: 'live1', type: 'function', function: { name: 'read', arguments: '{"path":"z.py"}' } }] });
+    p.advance({
+      content: 'live',
+      tool_calls: [{ id: 'live1', type: 'function', function: { name: 'read', arguments: '{"path":"z.py"}' } }],
+    });
     const m1 = p.body().messages;
-    expect(m1[2]).toEqual({ role: 'assistant', content: 'live', tool_calls: [{ id: 'live1', type: 'function', function: { name: 'read', arguments: '{"path":"z.py"}' } }] });
+    expect(m1[2]).toEqual({
+      role: 'assistant',
+      content: 'live',
+      tool_calls: [{ id: 'live1', type: 'function', function: { name: 'read', arguments: '{"path":"z.py"}' } }],
+    });
     expect(m1[3]).toMatchObject({ role: 'tool', tool_call_id: 'live1', content: 'print(1)' });
     p.advance({ content: 'final words' });
     const m2 = p.body().messages;

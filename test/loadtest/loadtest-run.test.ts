@@ -63,7 +63,10 @@ describe('ctxgate loadtest against live targets', () => {
       const prev = bodies[k - 1].messages;
       const cur = bodies[k].messages;
       expect(cur.slice(0, prev.length)).toEqual(prev);
-      expect(cur[prev.length]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_1', function: { arguments: '{"path":"a.txt"}' } }] });
+      expect(cur[prev.length]).toMatchObject({
+        role: 'assistant',
+        tool_calls: [{ id: 'call_1', function: { arguments: '{"path":"a.txt"}' } }],
+      });
       expect(cur[prev.length + 1]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
     }
     for (const s of r.samples) expect(s.ttft_ms).toBeGreaterThan(0);
@@ -73,7 +76,25 @@ describe('ctxgate loadtest against live targets', () => {
     const a = await fake({ name: 'a' });
     const b = await fake({ name: 'b' });
     const html = join(tempDir('loadtest-'), 'r.html');
-    const { rc, out } = await captureStdout(() => run(['--target', a.url, '--compare', b.url, '--model', 'm', '--requests', '5', '--connections', '1', '--sessions', '2', '--json', '--out', html]));
+    const { rc, out } = await captureStdout(() =>
+      run([
+        '--target',
+        a.url,
+        '--compare',
+        b.url,
+        '--model',
+        'm',
+        '--requests',
+        '5',
+        '--connections',
+        '1',
+        '--sessions',
+        '2',
+        '--json',
+        '--out',
+        html,
+      ]),
+    );
     expect(rc).toBe(0);
     const j = JSON.parse(out);
     expect(j.runs.map((x: { target: string }) => x.target)).toEqual([a.url, b.url]);
@@ -109,8 +130,19 @@ describe('ctxgate loadtest against live targets', () => {
     expect(Object.keys(s.errors).some((k) => k === 'conn_error' || k === 'timeout' || /^5\d\d$/.test(k))).toBe(true);
   });
 
-  it('through ctxgate and reference workers: hit rate equals the gateway\'s own counters, predictions reported', async () => {
-    const fleet = await startFleet({ workers: 2, flavor: 'vllm', kvTokens: 200_000, blockSize: 16, tokenizer: 'qwen3', timeScale: 0, seed: 1, layout: 'ctxgate', policy: 'ctxgate', model: 'qwen3' });
+  it("through ctxgate and reference workers: hit rate equals the gateway's own counters, predictions reported", async () => {
+    const fleet = await startFleet({
+      workers: 2,
+      flavor: 'vllm',
+      kvTokens: 200_000,
+      blockSize: 16,
+      tokenizer: 'qwen3',
+      timeScale: 0,
+      seed: 1,
+      layout: 'ctxgate',
+      policy: 'ctxgate',
+      model: 'qwen3',
+    });
     try {
       const r = await runLoad({ ...base(fleet.url), model: 'qwen3', connections: 2, requests: 10 });
       const s = summariseLoad(r, { target: fleet.url, api: 'chat', stream: false, callsPerSession: calls });
@@ -121,7 +153,12 @@ describe('ctxgate loadtest against live targets', () => {
       let prompt = s.prompt_tokens;
       let cached = s.cached_tokens;
       for (const api of ['anthropic', 'responses'] as const) {
-        const x = summariseLoad(await runLoad({ ...base(fleet.url), api, model: 'qwen3', stream: true, requests: 4 }), { target: fleet.url, api, stream: true, callsPerSession: calls });
+        const x = summariseLoad(await runLoad({ ...base(fleet.url), api, model: 'qwen3', stream: true, requests: 4 }), {
+          target: fleet.url,
+          api,
+          stream: true,
+          callsPerSession: calls,
+        });
         expect(x.ok).toBe(4);
         expect(x.cached_tokens).toBeGreaterThan(0);
         prompt += x.prompt_tokens;
@@ -130,7 +167,8 @@ describe('ctxgate loadtest against live targets', () => {
       const metrics = await (await fetch(`${fleet.url}/metrics`)).text();
       const total = (name: string) => {
         let sum = 0;
-        for (const m of metrics.matchAll(new RegExp(`^ctxgate_${name}_total\\{[^}]*\\} (\\d+)`, 'gm'))) sum += Number(m[1]);
+        for (const m of metrics.matchAll(new RegExp(`^ctxgate_${name}_total\\{[^}]*\\} (\\d+)`, 'gm')))
+          sum += Number(m[1]);
         return sum;
       };
       expect(total('prompt_tokens')).toBe(prompt);

@@ -5,7 +5,8 @@ import { identifySession } from '../../middleware/layout/session-id.ts';
 import type { ChatRequest } from '../../middleware/types.ts';
 
 const parse = (s: string): ChatRequest => JSON.parse(s) as ChatRequest;
-const sid = (b: ChatRequest): string => identifySession(b, { tenant: 't', headers: {} }).parent ?? identifySession(b, { tenant: 't', headers: {} }).id;
+const sid = (b: ChatRequest): string =>
+  identifySession(b, { tenant: 't', headers: {} }).parent ?? identifySession(b, { tenant: 't', headers: {} }).id;
 
 describe('bench overhead: growing sessions', () => {
   it('each call resends the previous messages verbatim and adds one tool call and its output', () => {
@@ -53,7 +54,10 @@ describe('bench overhead: growing sessions', () => {
   });
 
   it('stage table: per-request milliseconds in request path order, with shares', () => {
-    const ms = perRequest({ tokens: { ms: 30, n: 10 }, body_parse: { ms: 10, n: 10 }, 'stage:ledger': { ms: 20, n: 10 } }, 10);
+    const ms = perRequest(
+      { tokens: { ms: 30, n: 10 }, body_parse: { ms: 10, n: 10 }, 'stage:ledger': { ms: 20, n: 10 } },
+      10,
+    );
     expect(Object.keys(ms)).toEqual(['body_parse', 'stage:ledger', 'tokens']);
     expect(ms.tokens).toBeCloseTo(3);
     const table = formatStageTable(ms);

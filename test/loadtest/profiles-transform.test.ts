@@ -11,15 +11,44 @@ function session(turns: number, toolOutLines = 3): Session {
     { role: 'user', content: 'Fix the bug. Do not modify tests.' },
   ];
   const tools = [
-    { type: 'function', function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { command: { type: 'string' } } } } },
-    { type: 'function', function: { name: 'read', description: 'read', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
-    { type: 'function', function: { name: 'edit', description: 'edit', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+    {
+      type: 'function',
+      function: {
+        name: 'bash',
+        description: 'run',
+        parameters: { type: 'object', properties: { command: { type: 'string' } } },
+      },
+    },
+    {
+      type: 'function',
+      function: {
+        name: 'read',
+        description: 'read',
+        parameters: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    },
+    {
+      type: 'function',
+      function: {
+        name: 'edit',
+        description: 'edit',
+        parameters: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    },
   ];
   const calls = [];
   for (let i = 0; i < turns; i++) {
     calls.push({ body: { model: 'm', messages: msgs.slice(), tools } });
-    msgs.push({ role: 'assistant', content: `step ${i}`, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"command":"ls ${i}"}` } }] });
-    msgs.push({ role: 'tool', tool_call_id: `c${i}`, content: Array.from({ length: toolOutLines }, (_, k) => `out ${i}.${k}`).join('\n') });
+    msgs.push({
+      role: 'assistant',
+      content: `step ${i}`,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"command":"ls ${i}"}` } }],
+    });
+    msgs.push({
+      role: 'tool',
+      tool_call_id: `c${i}`,
+      content: Array.from({ length: toolOutLines }, (_, k) => `out ${i}.${k}`).join('\n'),
+    });
   }
   return { id: 's1', source: 'test', calls };
 }
@@ -58,7 +87,11 @@ describe('profiles', () => {
     const tools = last.filter((m) => m.role === 'tool');
     expect(tools).toHaveLength(8);
     expect(tools.slice(0, 5).every((m) => m.content === 'Old environment output: (4 lines omitted)')).toBe(true);
-    expect(tools.slice(5).map((m) => m.content)).toEqual(['out 5.0\nout 5.1\nout 5.2\nout 5.3', 'out 6.0\nout 6.1\nout 6.2\nout 6.3', 'out 7.0\nout 7.1\nout 7.2\nout 7.3']);
+    expect(tools.slice(5).map((m) => m.content)).toEqual([
+      'out 5.0\nout 5.1\nout 5.2\nout 5.3',
+      'out 6.0\nout 6.1\nout 6.2\nout 6.3',
+      'out 7.0\nout 7.1\nout 7.2\nout 7.3',
+    ]);
     expect(tools.every((m) => m.tool_call_id)).toBe(true);
     expect(last.length).toBe(session(9).calls[8].body.messages.length);
     // early calls with fewer than N outputs are unchanged
@@ -73,7 +106,10 @@ describe('profiles', () => {
     expect(new Set(keyOrders).size).toBeGreaterThan(1);
     for (let i = 0; i < p.calls.length; i++) {
       expect(names[i].split(',').sort()).toEqual(['bash', 'edit', 'read']);
-      const canon = (v: unknown) => JSON.stringify(v, (_k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x));
+      const canon = (v: unknown) =>
+        JSON.stringify(v, (_k, x) =>
+          x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x,
+        );
       const sortT = (ts: unknown[]) => ts.map(canon).sort();
       expect(sortT(p.calls[i].body.tools!)).toEqual(sortT(s.calls[i].body.tools!));
       expect(p.calls[i].body.messages).toEqual(s.calls[i].body.messages);
@@ -96,7 +132,9 @@ describe('profiles', () => {
     const orig = s.calls[39].body.messages;
     expect(last[last.length - 1]).toEqual(orig[orig.length - 1]);
     // between condensations the summary is byte-stable, so consecutive calls share a prefix
-    const summaries = new Set(p.calls.map((c) => String(c.body.messages[2]?.content)).filter((x) => x.includes('CONDENSATION')));
+    const summaries = new Set(
+      p.calls.map((c) => String(c.body.messages[2]?.content)).filter((x) => x.includes('CONDENSATION')),
+    );
     expect(summaries.size).toBeGreaterThan(1);
     expect(summaries.size).toBeLessThan(20);
   });

@@ -23,13 +23,23 @@ describe('bench replay --chat-template', () => {
 
   it('gateway pipeline and worker render tool-shuffled sessions to the same token ids (deepseek_v3 + tools template)', async () => {
     const tpl = chatTemplateFor('deepseek_v3', undefined)!;
-    const sessions = applyProfile(generateSessions({ count: 2, seed: 5, minCalls: 5, maxCalls: 6, volatileEvery: 0, elisionEvery: 0 }), 'tool-shuffle', { seed: 1 });
+    const sessions = applyProfile(
+      generateSessions({ count: 2, seed: 5, minCalls: 5, maxCalls: 6, volatileEvery: 0, elisionEvery: 0 }),
+      'tool-shuffle',
+      { seed: 1 },
+    );
     const worker = await loadWorkerTokenizer('deepseek_v3', tpl);
     const bundled = await loadWorkerTokenizer('deepseek_v3');
     let calls = 0;
     for (const layout of ['passthrough', 'ctxgate'] as const) {
       for (const s of sessions) {
-        const p = createPipeline({ model: 'm', tokenizer: 'deepseek_v3', chatTemplateFile: tpl, layout, extraStages: layout === 'ctxgate' ? chainStages({}) : [] });
+        const p = createPipeline({
+          model: 'm',
+          tokenizer: 'deepseek_v3',
+          chatTemplateFile: tpl,
+          layout,
+          extraStages: layout === 'ctxgate' ? chainStages({}) : [],
+        });
         for (const [i, c] of s.calls.entries()) {
           const ctx = { tenant: 't', requestId: `${s.id}-${i}`, headers: {}, model: 'm' };
           const r = await p.process(structuredClone(c.body), ctx);

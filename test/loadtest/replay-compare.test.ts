@@ -15,10 +15,16 @@ const tempDir = useTempDirs();
 
 function writeSessions(dir: string, n: number, turns: number): void {
   for (let s = 0; s < n; s++) {
-    const msgs: { role: string; content: string }[] = [{ role: 'system', content: 'You are a careful coding agent. '.repeat(20) }, { role: 'user', content: `task ${s}` }];
+    const msgs: { role: string; content: string }[] = [
+      { role: 'system', content: 'You are a careful coding agent. '.repeat(20) },
+      { role: 'user', content: `task ${s}` },
+    ];
     let text = '';
     for (let t = 0; t < turns; t++) {
-      text += formatRequestLine({ model: 'orig-model', messages: msgs.slice() }, { session: `s${s}`, turn: t, recorded_usage: { prompt_tokens: 100, cached_tokens: 90, completion_tokens: 5 } });
+      text += formatRequestLine(
+        { model: 'orig-model', messages: msgs.slice() },
+        { session: `s${s}`, turn: t, recorded_usage: { prompt_tokens: 100, cached_tokens: 90, completion_tokens: 5 } },
+      );
       msgs.push({ role: 'assistant', content: `step ${t}` }, { role: 'user', content: `output ${t} `.repeat(30) });
     }
     writeFileSync(join(dir, `s${s}.jsonl`), text);
@@ -32,7 +38,15 @@ describe('bench replay (stand-in fleet)', () => {
     const log: StandinLog = { specs: [], bodies: [] };
     let stdout = '';
     const code = await replayCommand(
-      [dir, '--workers', '2', '--json', '--compare', 'layout=passthrough,policy=round_robin', 'layout=ctxgate,policy=ctxgate,budget=4000'],
+      [
+        dir,
+        '--workers',
+        '2',
+        '--json',
+        '--compare',
+        'layout=passthrough,policy=round_robin',
+        'layout=ctxgate,policy=ctxgate,budget=4000',
+      ],
       { startFleet: standinFleet(log), out: (s) => (stdout += s), err: () => {} },
     );
     expect(code).toBe(0);
@@ -47,7 +61,23 @@ describe('bench replay (stand-in fleet)', () => {
     expect([...log.bodies[0]].sort()).toEqual([...log.bodies[1]].sort());
     for (const b of log.bodies[0]) expect(JSON.parse(b).model).toBe('replay-model');
     for (const r of runs) {
-      for (const k of ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'input_cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors']) expect(r).toHaveProperty(k);
+      for (const k of [
+        'config',
+        'requests',
+        'sessions',
+        'prompt_tokens',
+        'cached_tokens',
+        'hit_rate',
+        'prefill_tokens',
+        'cost_usd',
+        'input_cost_usd',
+        'ttft_ms',
+        'imbalance',
+        'per_worker',
+        'per_session',
+        'errors',
+      ])
+        expect(r).toHaveProperty(k);
       expect(r.requests).toBe(15);
       expect(r.sessions).toBe(3);
       expect(r.prefill_tokens).toBe(r.prompt_tokens - r.cached_tokens);
@@ -59,7 +89,10 @@ describe('bench replay (stand-in fleet)', () => {
       expect(r.per_session[0].recorded_hit_rate).toBeCloseTo(0.9, 5);
       expect(r.ttft_source).toBe('modeled');
       expect(r.ttft_ms.p50).toBeGreaterThan(0);
-      expect(r.cost_usd).toBeCloseTo(((r.prompt_tokens - r.cached_tokens) * 1 + r.cached_tokens * 0.1 + r.completion_tokens * 4) / 1e6, 6);
+      expect(r.cost_usd).toBeCloseTo(
+        ((r.prompt_tokens - r.cached_tokens) * 1 + r.cached_tokens * 0.1 + r.completion_tokens * 4) / 1e6,
+        6,
+      );
       expect(r.input_cost_usd).toBeCloseTo(((r.prompt_tokens - r.cached_tokens) * 1 + r.cached_tokens * 0.1) / 1e6, 6);
     }
   });
@@ -68,11 +101,14 @@ describe('bench replay (stand-in fleet)', () => {
     const dir = tempDir('replay-');
     writeSessions(dir, 2, 3);
     let stdout = '';
-    const code = await replayCommand([dir, '--workers', '1', '--compare', 'name=A,layout=passthrough', 'name=B,policy=least_load'], {
-      startFleet: standinFleet({ specs: [], bodies: [] }),
-      out: (s) => (stdout += s),
-      err: () => {},
-    });
+    const code = await replayCommand(
+      [dir, '--workers', '1', '--compare', 'name=A,layout=passthrough', 'name=B,policy=least_load'],
+      {
+        startFleet: standinFleet({ specs: [], bodies: [] }),
+        out: (s) => (stdout += s),
+        err: () => {},
+      },
+    );
     expect(code).toBe(0);
     expect(stdout).toMatch(/^\s+A\s+B$/m);
     expect(stdout).toMatch(/prefill tokens .*\(×1\.00\)/);
@@ -88,12 +124,22 @@ describe('bench replay (stand-in fleet)', () => {
 
   it('policy.NAME keys become policy_options (numbers and booleans parsed) and reach the gateway config', () => {
     const base = { layout: 'passthrough', policy: 'round_robin', policyOptions: { keep: 'x' } } as unknown as FleetSpec;
-    const c = parseConfigSpec('layout=ctxgate,policy=ctxgate,policy.sticky_slack=0,policy.use-feedback=false,policy.mode=fast', base);
+    const c = parseConfigSpec(
+      'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0,policy.use-feedback=false,policy.mode=fast',
+      base,
+    );
     expect(c.spec.policyOptions).toEqual({ keep: 'x', sticky_slack: 0, use_feedback: false, mode: 'fast' });
     expect(base.policyOptions).toEqual({ keep: 'x' }); // the base spec is not mutated
     expect(c.label).toBe('ctxgate/ctxgate(keep=x,sticky_slack=0,use_feedback=false,mode=fast)');
     expect(() => parseConfigSpec('policy.=1', base)).toThrow(/policy\.NAME/);
-    const spec = { ...c.spec, model: 'm', tokenizer: 'qwen3', flavor: 'vllm', blockSize: 16, kvTokens: 1000 } as FleetSpec;
+    const spec = {
+      ...c.spec,
+      model: 'm',
+      tokenizer: 'qwen3',
+      flavor: 'vllm',
+      blockSize: 16,
+      kvTokens: 1000,
+    } as FleetSpec;
     const parsed = parseConfig(gatewayConfigFor(spec, ['http://127.0.0.1:1']), 't');
     expect(parsed.models[0].policy_options).toEqual({ keep: 'x', sticky_slack: 0, use_feedback: false, mode: 'fast' });
     const plain = parseConfig(gatewayConfigFor({ ...spec, policyOptions: undefined }, ['http://127.0.0.1:1']), 't');

@@ -11,18 +11,50 @@ import { useTempDirs } from '../helpers/temp-dirs.ts';
 
 const tempDir = useTempDirs();
 
-const KEYS = ['config', 'requests', 'sessions', 'prompt_tokens', 'cached_tokens', 'hit_rate', 'prefill_tokens', 'cost_usd', 'ttft_ms', 'imbalance', 'per_worker', 'per_session', 'errors'];
+const KEYS = [
+  'config',
+  'requests',
+  'sessions',
+  'prompt_tokens',
+  'cached_tokens',
+  'hit_rate',
+  'prefill_tokens',
+  'cost_usd',
+  'ttft_ms',
+  'imbalance',
+  'per_worker',
+  'per_session',
+  'errors',
+];
 
 describe('bench replay end to end (reference workers + gateway)', () => {
   it('--compare --json over 2 workers and 2 synthetic sessions', async () => {
     const dir = tempDir('replay-e2e-');
-    for (const s of generateSessions({ count: 2, seed: 3, minCalls: 6, maxCalls: 8, volatileEvery: 0, elisionEvery: 0 })) {
-      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    for (const s of generateSessions({
+      count: 2,
+      seed: 3,
+      minCalls: 6,
+      maxCalls: 8,
+      volatileEvery: 0,
+      elisionEvery: 0,
+    })) {
+      writeFileSync(
+        join(dir, `${s.id}.jsonl`),
+        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
+      );
     }
     let out = '';
     let err = '';
     const code = await replayCommand(
-      [dir, '--workers', '2', '--json', '--compare', 'layout=passthrough,policy=round_robin', 'layout=passthrough,policy=least_load'],
+      [
+        dir,
+        '--workers',
+        '2',
+        '--json',
+        '--compare',
+        'layout=passthrough,policy=round_robin',
+        'layout=passthrough,policy=least_load',
+      ],
       { out: (s) => (out += s), err: (s) => (err += s) },
     );
     expect(err).toBe('');
@@ -47,12 +79,25 @@ describe('bench replay end to end (reference workers + gateway)', () => {
 
   it('a spec with policy options runs, and --json carries the gateway policy_stats', async () => {
     const dir = tempDir('replay-e2e-');
-    for (const s of generateSessions({ count: 2, seed: 5, minCalls: 4, maxCalls: 5, volatileEvery: 0, elisionEvery: 0 })) {
-      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    for (const s of generateSessions({
+      count: 2,
+      seed: 5,
+      minCalls: 4,
+      maxCalls: 5,
+      volatileEvery: 0,
+      elisionEvery: 0,
+    })) {
+      writeFileSync(
+        join(dir, `${s.id}.jsonl`),
+        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
+      );
     }
     let out = '';
     let err = '';
-    const code = await replayCommand([dir, '--workers', '2', '--json', '--compare', 'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0'], { out: (s) => (out += s), err: (s) => (err += s) });
+    const code = await replayCommand(
+      [dir, '--workers', '2', '--json', '--compare', 'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0'],
+      { out: (s) => (out += s), err: (s) => (err += s) },
+    );
     expect(err).toBe('');
     expect(code).toBe(0);
     const r = JSON.parse(out) as RunSummary;
@@ -66,12 +111,26 @@ describe('bench replay end to end (reference workers + gateway)', () => {
 
   it('--json carries the lossless check of every call: 0/0/0 through ctxgate, and a dropped line is counted', async () => {
     const dir = tempDir('replay-lossless-');
-    for (const s of generateSessions({ count: 2, seed: 9, minCalls: 5, maxCalls: 6, volatileEvery: 1, elisionEvery: 1 })) {
-      writeFileSync(join(dir, `${s.id}.jsonl`), s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''));
+    for (const s of generateSessions({
+      count: 2,
+      seed: 9,
+      minCalls: 5,
+      maxCalls: 6,
+      volatileEvery: 1,
+      elisionEvery: 1,
+    })) {
+      writeFileSync(
+        join(dir, `${s.id}.jsonl`),
+        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
+      );
     }
     const run = async (startFleet?: FleetFactory): Promise<RunSummary> => {
       let out = '';
-      const code = await replayCommand([dir, '--workers', '2', '--json', '--budget', '4096'], { out: (s) => (out += s), err: () => undefined, startFleet });
+      const code = await replayCommand([dir, '--workers', '2', '--json', '--budget', '4096'], {
+        out: (s) => (out += s),
+        err: () => undefined,
+        startFleet,
+      });
       expect(code).toBe(0);
       return JSON.parse(out) as RunSummary;
     };

@@ -10,7 +10,16 @@ import type { FleetSpec } from '../../loadtest/replay/types.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 
-const tools = [{ type: 'function' as const, function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'bash',
+      description: 'run',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+  },
+];
 
 /** A recorded session: long assistant explanations and tool calls the worker would never generate itself. */
 function session(): Session {
@@ -22,7 +31,20 @@ function session(): Session {
   for (let i = 0; i < 4; i++) {
     calls.push({ body: { model: 'x', messages: msgs.slice(), tools } });
     const id = `call_${i}`;
-    msgs.push({ role: 'assistant', content: `Step ${i}: ` + 'the parser splits on newlines and loses the trailing fragment; '.repeat(12), tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `sed -n ${i * 10},${i * 10 + 9}p parser.py` }) } }] });
+    msgs.push({
+      role: 'assistant',
+      content: `Step ${i}: ` + 'the parser splits on newlines and loses the trailing fragment; '.repeat(12),
+      tool_calls: [
+        {
+          id,
+          type: 'function',
+          function: {
+            name: 'bash',
+            arguments: JSON.stringify({ command: `sed -n ${i * 10},${i * 10 + 9}p parser.py` }),
+          },
+        },
+      ],
+    });
     msgs.push({ role: 'tool', tool_call_id: id, content: `line ${i}\n`.repeat(5) });
   }
   return { id: 'rec-1', source: 'test', calls };
@@ -47,18 +69,40 @@ describe('recorded answers in replays', () => {
     const s = session();
     const client = new OpenAI({ baseURL: worker.url + '/v1', apiKey: 'x', maxRetries: 0 });
     const answer = recordedAnswer(s, 0)!;
-    const body = { model: 'sim', messages: s.calls[0].body.messages, tools, sim_output: answer } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
+    const body = {
+      model: 'sim',
+      messages: s.calls[0].body.messages,
+      tools,
+      sim_output: answer,
+    } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
     const r = await client.chat.completions.create(body);
     expect(r.choices[0].message.content).toBe(answer.content);
     expect(r.choices[0].message.tool_calls).toEqual(answer.tool_calls);
     expect(r.choices[0].finish_reason).toBe('tool_calls');
-    const next = await client.chat.completions.create({ model: 'sim', messages: s.calls[1].body.messages as OpenAI.Chat.ChatCompletionMessageParam[], tools });
+    const next = await client.chat.completions.create({
+      model: 'sim',
+      messages: s.calls[1].body.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+      tools,
+    });
     // Everything up to the tool result is cached: prompt and the recorded answer (block-aligned).
-    expect(next.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThanOrEqual(r.usage!.prompt_tokens + r.usage!.completion_tokens - 16);
+    expect(next.usage!.prompt_tokens_details!.cached_tokens).toBeGreaterThanOrEqual(
+      r.usage!.prompt_tokens + r.usage!.completion_tokens - 16,
+    );
   });
 
   it('bench replay sends each call its recorded answer: the next call hits the answer tokens too', async () => {
-    const spec: FleetSpec = { model: 'sim', tokenizer: 'llama3_1', flavor: 'vllm', layout: 'passthrough', policy: 'round_robin', workers: 1, kvTokens: 1_000_000, blockSize: 16, timeScale: 0, seed: 0 };
+    const spec: FleetSpec = {
+      model: 'sim',
+      tokenizer: 'llama3_1',
+      flavor: 'vllm',
+      layout: 'passthrough',
+      policy: 'round_robin',
+      workers: 1,
+      kvTokens: 1_000_000,
+      blockSize: 16,
+      timeScale: 0,
+      seed: 0,
+    };
     const fleet = await startFleet(spec);
     try {
       expect(fleet.recordedAnswers).toBe(true);
@@ -66,7 +110,9 @@ describe('recorded answers in replays', () => {
       expect(recs.every((r) => r.ok)).toBe(true);
       for (let k = 1; k < recs.length; k++) {
         // The recorded answer is ~150 tokens; a generated one would diverge right after the prompt.
-        expect(recs[k].cached_tokens).toBeGreaterThanOrEqual(recs[k - 1].prompt_tokens + recs[k - 1].completion_tokens - 16);
+        expect(recs[k].cached_tokens).toBeGreaterThanOrEqual(
+          recs[k - 1].prompt_tokens + recs[k - 1].completion_tokens - 16,
+        );
         expect(recs[k - 1].completion_tokens).toBeGreaterThan(100);
       }
     } finally {

@@ -44,7 +44,9 @@ export function standinFleet(log: StandinLog): FleetFactory {
         let cached = 0;
         let hit = true;
         for (let off = 0; off + blockChars <= text.length; off += blockChars) {
-          h = createHash('sha1').update(h + text.slice(off, off + blockChars)).digest('hex');
+          h = createHash('sha1')
+            .update(h + text.slice(off, off + blockChars))
+            .digest('hex');
           if (hit && blocks.has(h)) cached += spec.blockSize;
           else hit = false;
           blocks.add(h);
@@ -53,8 +55,18 @@ export function standinFleet(log: StandinLog): FleetFactory {
         report.prompt_tokens += tokens;
         report.cached_tokens += cached;
         res.setHeader('content-type', 'application/json');
-        res.setHeader('x-sim-timing', `queue_ms=0;prefill_ms=${(tokens - cached) / 10};decode_ms=5;ttft_ms=${(tokens - cached) / 10 + 1}`);
-        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: tokens, completion_tokens: 3, prompt_tokens_details: { cached_tokens: cached } } }));
+        res.setHeader(
+          'x-sim-timing',
+          `queue_ms=0;prefill_ms=${(tokens - cached) / 10};decode_ms=5;ttft_ms=${(tokens - cached) / 10 + 1}`,
+        );
+        res.end(
+          JSON.stringify({
+            id: 'x',
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: tokens, completion_tokens: 3, prompt_tokens_details: { cached_tokens: cached } },
+          }),
+        );
       });
       workers.push({ server, port: await listen(server), report, blocks });
     }
@@ -62,10 +74,23 @@ export function standinFleet(log: StandinLog): FleetFactory {
     const front = createServer(async (req, res) => {
       const raw = await readBody(req);
       const w = workers[rr++ % workers.length];
-      const up = httpRequest({ host: '127.0.0.1', port: w.port, path: req.url, method: 'POST', headers: { 'content-type': 'application/json' } }, (ur) => {
-        res.writeHead(ur.statusCode ?? 500, { 'content-type': 'application/json', 'x-sim-timing': String(ur.headers['x-sim-timing'] ?? ''), 'x-ctxgate-worker': w.report.worker });
-        ur.pipe(res);
-      });
+      const up = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: w.port,
+          path: req.url,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+        },
+        (ur) => {
+          res.writeHead(ur.statusCode ?? 500, {
+            'content-type': 'application/json',
+            'x-sim-timing': String(ur.headers['x-sim-timing'] ?? ''),
+            'x-ctxgate-worker': w.report.worker,
+          });
+          ur.pipe(res);
+        },
+      );
       up.end(raw);
     });
     const port = await listen(front);

@@ -5,9 +5,14 @@ import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.
 import { parseFaultHeader } from '../../loadtest/sim-worker/faults.ts';
 
 let w: SimWorker;
-const body = (extra: Record<string, unknown> = {}): string => JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'hi there' }], max_tokens: 8, ...extra });
+const body = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'hi there' }], max_tokens: 8, ...extra });
 const post = (headers: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
-  request(w.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: body(extra) });
+  request(w.url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body(extra),
+  });
 
 beforeAll(async () => {
   w = await startSimWorker({ model: 'sim', tokenizer: 'qwen3', seed: 3 });
@@ -18,7 +23,12 @@ afterAll(async () => {
 
 describe('sim-worker faults', () => {
   it('parses the header', () => {
-    expect(parseFaultHeader('status=503; hang=20, die-after-chunks=3,reset')).toEqual({ status: 503, hangMs: 20, dieAfterChunks: 3, reset: true });
+    expect(parseFaultHeader('status=503; hang=20, die-after-chunks=3,reset')).toEqual({
+      status: 503,
+      hangMs: 20,
+      dieAfterChunks: 3,
+      reset: true,
+    });
   });
 
   it('x-sim-fault status answers that status with a vLLM-shaped error', async () => {
@@ -32,7 +42,12 @@ describe('sim-worker faults', () => {
   });
 
   it('x-sim-fault hang holds the first byte back (a client header timeout fires), then answers', async () => {
-    const hung = request(w.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', 'x-sim-fault': 'hang=3000' }, body: body(), headersTimeout: 300 });
+    const hung = request(w.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sim-fault': 'hang=3000' },
+      body: body(),
+      headersTimeout: 300,
+    });
     await expect(hung).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
     const r = await post({ 'x-sim-fault': 'hang=50' });
     expect(r.statusCode).toBe(200);
@@ -82,7 +97,12 @@ describe('sim-worker faults', () => {
 
   it('worker-wide hang-ms applies to every request', async () => {
     w.setFault({ hangMs: 3000 });
-    const hung = request(w.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(), headersTimeout: 300 });
+    const hung = request(w.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body(),
+      headersTimeout: 300,
+    });
     await expect(hung).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
     w.setFault({ hangMs: 0 });
     const r = await post();

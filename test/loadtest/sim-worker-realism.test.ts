@@ -8,7 +8,13 @@ import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerLength, DEFAULT_MAX_OUTPUT, DEFAULT_MIN_OUTPUT, rng, toolTurnsOf } from '../../loadtest/sim-worker/generate.ts';
+import {
+  answerLength,
+  DEFAULT_MAX_OUTPUT,
+  DEFAULT_MIN_OUTPUT,
+  rng,
+  toolTurnsOf,
+} from '../../loadtest/sim-worker/generate.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { argumentsFor, toolKind, type JsonSchema } from '../../loadtest/sim-worker/tool-args.ts';
 import { listFiles, mentionedFiles, workingDirOf, workspaceOf } from '../../loadtest/sim-worker/workspace.ts';
@@ -24,13 +30,41 @@ const fn = (name: string, description: string, properties: Record<string, JsonSc
 
 /** Tool shapes as coding agents declare them (absolute paths, globs, shell commands, edits). */
 const AGENT_TOOLS = [
-  fn('read_file', 'Reads a file', { absolute_path: { type: 'string', minLength: 1 }, offset: { type: 'number' }, limit: { type: 'number' } }, ['absolute_path']),
-  fn('list_directory', 'Lists a directory', { path: { type: 'string' }, ignore: { type: 'array', items: { type: 'string' } } }, ['path']),
+  fn(
+    'read_file',
+    'Reads a file',
+    { absolute_path: { type: 'string', minLength: 1 }, offset: { type: 'number' }, limit: { type: 'number' } },
+    ['absolute_path'],
+  ),
+  fn(
+    'list_directory',
+    'Lists a directory',
+    { path: { type: 'string' }, ignore: { type: 'array', items: { type: 'string' } } },
+    ['path'],
+  ),
   fn('glob', 'Finds files', { pattern: { type: 'string' }, path: { type: 'string' } }, ['pattern']),
-  fn('grep_search', 'Searches file contents', { pattern: { type: 'string' }, path: { type: 'string' }, include: { type: 'string' } }, ['pattern']),
-  fn('run_shell_command', 'Runs a shell command', { command: { type: 'string' }, description: { type: 'string' }, is_background: { type: 'boolean' } }, ['command', 'is_background']),
-  fn('write_file', 'Writes a file', { file_path: { type: 'string' }, content: { type: 'string' } }, ['file_path', 'content']),
-  fn('edit', 'Replaces text', { filePath: { type: 'string' }, oldString: { type: 'string' }, newString: { type: 'string' } }, ['filePath', 'oldString', 'newString']),
+  fn(
+    'grep_search',
+    'Searches file contents',
+    { pattern: { type: 'string' }, path: { type: 'string' }, include: { type: 'string' } },
+    ['pattern'],
+  ),
+  fn(
+    'run_shell_command',
+    'Runs a shell command',
+    { command: { type: 'string' }, description: { type: 'string' }, is_background: { type: 'boolean' } },
+    ['command', 'is_background'],
+  ),
+  fn('write_file', 'Writes a file', { file_path: { type: 'string' }, content: { type: 'string' } }, [
+    'file_path',
+    'content',
+  ]),
+  fn(
+    'edit',
+    'Replaces text',
+    { filePath: { type: 'string' }, oldString: { type: 'string' }, newString: { type: 'string' } },
+    ['filePath', 'oldString', 'newString'],
+  ),
 ];
 
 function workspace(): { dir: string; files: string[] } {
@@ -64,7 +98,10 @@ describe('answer length', () => {
 
   it('a cap below the draw cuts (length); ignore_eos fills the cap; min_tokens raises the floor; the context caps an uncapped answer', () => {
     expect(answerLength({ promptIds: [], seed: 0, maxTokens: 5 }, rng(1))).toEqual({ n: 5, cut: true });
-    expect(answerLength({ promptIds: [], seed: 0, maxTokens: 700, ignoreEos: true }, rng(1))).toEqual({ n: 700, cut: true });
+    expect(answerLength({ promptIds: [], seed: 0, maxTokens: 700, ignoreEos: true }, rng(1))).toEqual({
+      n: 700,
+      cut: true,
+    });
     for (let s = 0; s < 50; s++) {
       const r = answerLength({ promptIds: [], seed: 0, maxTokens: 4000, minTokens: 1500 }, rng(s));
       expect(r.n).toBeGreaterThanOrEqual(1500);
@@ -80,7 +117,9 @@ describe('tool-call arguments', () => {
       const validate = ajv.compile(t.function.parameters);
       for (let s = 0; s < 20; s++) {
         const args = argumentsFor(t.function.parameters, toolKind(t.function.name, t.function.parameters), ws, rng(s));
-        expect(validate(args), `${t.function.name}: ${JSON.stringify(args)} ${ajv.errorsText(validate.errors)}`).toBe(true);
+        expect(validate(args), `${t.function.name}: ${JSON.stringify(args)} ${ajv.errorsText(validate.errors)}`).toBe(
+          true,
+        );
       }
     }
     const read = argumentsFor(AGENT_TOOLS[0].function.parameters, 'read', ws, rng(3));
@@ -93,46 +132,85 @@ describe('tool-call arguments', () => {
 
   it('property: arguments validate against any schema built from types, enums, consts, bounds and nesting', () => {
     const leaf: fc.Arbitrary<JsonSchema> = fc.oneof(
-      fc.record({ type: fc.constant('string'), minLength: fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined }), maxLength: fc.option(fc.integer({ min: 40, max: 80 }), { nil: undefined }) }),
-      fc.tuple(fc.constantFrom('integer', 'number'), fc.integer({ min: -50, max: 200 }), fc.integer({ min: -50, max: 200 }), fc.constantFrom('both', 'min', 'max')).map(([type, a, b, which]) => ({
-        type,
-        ...(which !== 'max' ? { minimum: Math.min(a, b) } : {}),
-        ...(which !== 'min' ? { maximum: Math.max(a, b) } : {}),
-      })),
-      fc.record({ type: fc.constantFrom('integer', 'number'), exclusiveMinimum: fc.integer({ min: 60, max: 90 }), exclusiveMaximum: fc.integer({ min: 95, max: 99 }) }),
+      fc.record({
+        type: fc.constant('string'),
+        minLength: fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined }),
+        maxLength: fc.option(fc.integer({ min: 40, max: 80 }), { nil: undefined }),
+      }),
+      fc
+        .tuple(
+          fc.constantFrom('integer', 'number'),
+          fc.integer({ min: -50, max: 200 }),
+          fc.integer({ min: -50, max: 200 }),
+          fc.constantFrom('both', 'min', 'max'),
+        )
+        .map(([type, a, b, which]) => ({
+          type,
+          ...(which !== 'max' ? { minimum: Math.min(a, b) } : {}),
+          ...(which !== 'min' ? { maximum: Math.max(a, b) } : {}),
+        })),
+      fc.record({
+        type: fc.constantFrom('integer', 'number'),
+        exclusiveMinimum: fc.integer({ min: 60, max: 90 }),
+        exclusiveMaximum: fc.integer({ min: 95, max: 99 }),
+      }),
       fc.record({ type: fc.constant('boolean') }),
       fc.record({ type: fc.constant<string[]>(['string', 'null']) }),
       fc.record({ enum: fc.uniqueArray(fc.oneof(fc.string(), fc.integer()), { minLength: 1, maxLength: 4 }) }),
       fc.record({ const: fc.oneof(fc.string(), fc.integer(), fc.boolean()) }),
-      fc.record({ anyOf: fc.tuple(fc.record({ type: fc.constant('string') }), fc.record({ type: fc.constant('integer') })) }),
+      fc.record({
+        anyOf: fc.tuple(fc.record({ type: fc.constant('string') }), fc.record({ type: fc.constant('integer') })),
+      }),
     );
     const schema = fc.letrec<{ node: JsonSchema }>((tie) => ({
       node: fc.oneof(
         { depthSize: 'small', withCrossShrink: true },
         leaf,
         fc.record({ type: fc.constant('array'), items: tie('node'), minItems: fc.integer({ min: 0, max: 3 }) }),
-        fc.dictionary(fc.constantFrom('path', 'file_path', 'command', 'pattern', 'dir', 'limit', 'offset', 'query', 'x', 'y'), tie('node'), { minKeys: 1, maxKeys: 4 }).map((properties) => ({
-          type: 'object',
-          properties,
-          required: Object.keys(properties),
-          additionalProperties: false,
-        })),
+        fc
+          .dictionary(
+            fc.constantFrom('path', 'file_path', 'command', 'pattern', 'dir', 'limit', 'offset', 'query', 'x', 'y'),
+            tie('node'),
+            { minKeys: 1, maxKeys: 4 },
+          )
+          .map((properties) => ({
+            type: 'object',
+            properties,
+            required: Object.keys(properties),
+            additionalProperties: false,
+          })),
       ),
     })).node;
     const ws = workspace();
     fc.assert(
-      fc.property(schema, fc.constantFrom<'read' | 'list' | 'shell' | 'grep' | 'other'>('read', 'list', 'shell', 'grep', 'other'), fc.integer(), (s, kind, seed) => {
-        const root: JsonSchema = s.type === 'object' ? s : { type: 'object', properties: { v: s }, required: ['v'], additionalProperties: false };
-        const args = argumentsFor(root, kind, ws, rng(seed));
-        const validate = ajv.compile(root);
-        return validate(args);
-      }),
+      fc.property(
+        schema,
+        fc.constantFrom<'read' | 'list' | 'shell' | 'grep' | 'other'>('read', 'list', 'shell', 'grep', 'other'),
+        fc.integer(),
+        (s, kind, seed) => {
+          const root: JsonSchema =
+            s.type === 'object'
+              ? s
+              : { type: 'object', properties: { v: s }, required: ['v'], additionalProperties: false };
+          const args = argumentsFor(root, kind, ws, rng(seed));
+          const validate = ajv.compile(root);
+          return validate(args);
+        },
+      ),
       { numRuns: 300 },
     );
   });
 
   it('tool kinds: read-only tools are recognised, state-changing ones are not', () => {
-    expect(AGENT_TOOLS.map((t) => toolKind(t.function.name, t.function.parameters))).toEqual(['read', 'list', 'glob', 'grep', 'shell', 'other', 'other']);
+    expect(AGENT_TOOLS.map((t) => toolKind(t.function.name, t.function.parameters))).toEqual([
+      'read',
+      'list',
+      'glob',
+      'grep',
+      'shell',
+      'other',
+      'other',
+    ]);
     expect(toolKind('bash', { properties: { command: {} } })).toBe('shell');
     expect(toolKind('todo_write', undefined)).toBe('other');
   });
@@ -141,7 +219,9 @@ describe('tool-call arguments', () => {
 describe('workspace from the prompt', () => {
   it('finds the working directory agents state, lists its files only under allowed roots', () => {
     const ws = workspace();
-    expect(workingDirOf(`Here is some useful information:\n<env>\n  Working directory: ${ws.dir}\n</env>`)).toBe(ws.dir);
+    expect(workingDirOf(`Here is some useful information:\n<env>\n  Working directory: ${ws.dir}\n</env>`)).toBe(
+      ws.dir,
+    );
     expect(workingDirOf(`I'm currently working in the directory: ${ws.dir}.`)).toBe(ws.dir);
     expect(workingDirOf(`cwd: ${ws.dir}`)).toBe(ws.dir);
     expect(workingDirOf(`<environment_context>\n  <cwd>${ws.dir}</cwd>\n`)).toBe(ws.dir);
@@ -156,7 +236,10 @@ describe('workspace from the prompt', () => {
     // Without a listable root only the paths the prompt itself mentions are used.
     const text = `Working directory: /srv/repo\nFiles:\n├── src/main.go\n└── docs/guide.md\nversion 1.2.3 see example.com`;
     expect(mentionedFiles(text, '/srv/repo')).toEqual(['/srv/repo/docs/guide.md', '/srv/repo/src/main.go']);
-    expect(workspaceOf(text)).toEqual({ dir: '/srv/repo', files: ['/srv/repo/docs/guide.md', '/srv/repo/src/main.go'] });
+    expect(workspaceOf(text)).toEqual({
+      dir: '/srv/repo',
+      files: ['/srv/repo/docs/guide.md', '/srv/repo/src/main.go'],
+    });
   });
 
   it('counts the tool turns since the last user message', () => {
@@ -164,8 +247,29 @@ describe('workspace from the prompt', () => {
     expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, call, { role: 'tool' }])).toBe(2);
     expect(toolTurnsOf([call, { role: 'tool' }, { role: 'assistant', content: 'done' }, { role: 'user' }])).toBe(0);
     // A reminder riding along with a tool result continues the task; a new question after a text answer does not.
-    expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, { role: 'user' }, call, { role: 'tool' }, { role: 'user' }, { role: 'system' }])).toBe(2);
-    expect(toolTurnsOf([{ role: 'user' }, call, { role: 'tool' }, { role: 'assistant', content: 'x' }, { role: 'user' }, call, { role: 'tool' }])).toBe(1);
+    expect(
+      toolTurnsOf([
+        { role: 'user' },
+        call,
+        { role: 'tool' },
+        { role: 'user' },
+        call,
+        { role: 'tool' },
+        { role: 'user' },
+        { role: 'system' },
+      ]),
+    ).toBe(2);
+    expect(
+      toolTurnsOf([
+        { role: 'user' },
+        call,
+        { role: 'tool' },
+        { role: 'assistant', content: 'x' },
+        { role: 'user' },
+        call,
+        { role: 'tool' },
+      ]),
+    ).toBe(1);
   });
 });
 
@@ -175,8 +279,22 @@ describe('agent loops over real sockets', () => {
   let ws: { dir: string; files: string[] };
   beforeAll(async () => {
     ws = workspace();
-    worker = await startSimWorker({ model: 'sim', tokenizer: 'qwen3', seed: 11, toolCallRate: 0.9, maxToolTurns: 3, workspaceRoots: [tmpdir()] });
-    other = await startSimWorker({ model: 'sim', tokenizer: 'qwen3', seed: 12, toolCallRate: 0.9, maxToolTurns: 3, workspaceRoots: [tmpdir()] });
+    worker = await startSimWorker({
+      model: 'sim',
+      tokenizer: 'qwen3',
+      seed: 11,
+      toolCallRate: 0.9,
+      maxToolTurns: 3,
+      workspaceRoots: [tmpdir()],
+    });
+    other = await startSimWorker({
+      model: 'sim',
+      tokenizer: 'qwen3',
+      seed: 12,
+      toolCallRate: 0.9,
+      maxToolTurns: 3,
+      workspaceRoots: [tmpdir()],
+    });
   });
   afterAll(async () => {
     await worker?.close();
@@ -184,7 +302,11 @@ describe('agent loops over real sockets', () => {
   });
 
   /** Runs an agent loop: execute read-only tool calls for real, stop at the first text answer. */
-  async function loop(w: SimWorker, task: string, stream = false): Promise<{ turns: string[]; finish: string[]; usage: number[] }> {
+  async function loop(
+    w: SimWorker,
+    task: string,
+    stream = false,
+  ): Promise<{ turns: string[]; finish: string[]; usage: number[] }> {
     const client = new OpenAI({ baseURL: w.url + '/v1', apiKey: 'x', maxRetries: 0 });
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
       { role: 'system', content: `You are a coding agent.\n<env>\nWorking directory: ${ws.dir}\n</env>` },
@@ -196,13 +318,24 @@ describe('agent loops over real sockets', () => {
     for (let i = 0; i < 10; i++) {
       let msg: OpenAI.Chat.ChatCompletionMessage;
       if (stream) {
-        const s = client.chat.completions.stream({ model: 'sim', messages, tools: AGENT_TOOLS, max_tokens: 32_768, stream_options: { include_usage: true } });
+        const s = client.chat.completions.stream({
+          model: 'sim',
+          messages,
+          tools: AGENT_TOOLS,
+          max_tokens: 32_768,
+          stream_options: { include_usage: true },
+        });
         const done = await s.finalChatCompletion();
         msg = done.choices[0].message;
         finish.push(done.choices[0].finish_reason);
         usage.push(done.usage?.completion_tokens ?? -1);
       } else {
-        const r = await client.chat.completions.create({ model: 'sim', messages, tools: AGENT_TOOLS, max_tokens: 32_768 });
+        const r = await client.chat.completions.create({
+          model: 'sim',
+          messages,
+          tools: AGENT_TOOLS,
+          max_tokens: 32_768,
+        });
         msg = r.choices[0].message;
         finish.push(r.choices[0].finish_reason);
         usage.push(r.usage?.completion_tokens ?? -1);
@@ -227,7 +360,9 @@ describe('agent loops over real sockets', () => {
   }
 
   it('several tool turns, then a plain text answer with finish_reason stop under a 32k max_tokens', async () => {
-    const runs = await Promise.all(['Fix the bug in app.py', 'Explain the layout', 'Add a test', 'Rename X'].map((t) => loop(worker, t)));
+    const runs = await Promise.all(
+      ['Fix the bug in app.py', 'Explain the layout', 'Add a test', 'Rename X'].map((t) => loop(worker, t)),
+    );
     for (const r of runs) {
       expect(r.turns[r.turns.length - 1]).toBe('text');
       expect(r.turns.length).toBeLessThanOrEqual(4);
@@ -238,20 +373,42 @@ describe('agent loops over real sockets', () => {
     expect(runs.reduce((a, r) => a + r.turns.length - 1, 0)).toBeGreaterThanOrEqual(6);
     // Deterministic by seed: the same worker seed replays the same trajectory, streamed or not.
     expect(await loop(worker, 'Fix the bug in app.py', true)).toEqual(runs[0]);
-    const others = await Promise.all(['Fix the bug in app.py', 'Explain the layout', 'Add a test', 'Rename X'].map((t) => loop(other, t)));
+    const others = await Promise.all(
+      ['Fix the bug in app.py', 'Explain the layout', 'Add a test', 'Rename X'].map((t) => loop(other, t)),
+    );
     expect(others.map((r) => r.turns)).not.toEqual(runs.map((r) => r.turns));
   });
 
   it('tool_choice none never calls, required always does (past the turn limit too)', async () => {
     const client = new OpenAI({ baseURL: worker.url + '/v1', apiKey: 'x', maxRetries: 0 });
-    const call = { role: 'assistant' as const, content: null, tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'glob', arguments: '{"pattern":"*"}' } }] };
-    const past = [{ role: 'user' as const, content: `cwd: ${ws.dir}` }, ...Array.from({ length: 5 }, (_, i) => [{ ...call, tool_calls: [{ ...call.tool_calls[0], id: `c${i}` }] }, { role: 'tool' as const, tool_call_id: `c${i}`, content: 'x' }]).flat()];
+    const call = {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'glob', arguments: '{"pattern":"*"}' } }],
+    };
+    const past = [
+      { role: 'user' as const, content: `cwd: ${ws.dir}` },
+      ...Array.from({ length: 5 }, (_, i) => [
+        { ...call, tool_calls: [{ ...call.tool_calls[0], id: `c${i}` }] },
+        { role: 'tool' as const, tool_call_id: `c${i}`, content: 'x' },
+      ]).flat(),
+    ];
     for (let i = 0; i < 6; i++) {
       const q = [{ role: 'user' as const, content: `question ${i} in ${ws.dir}` }];
-      const none = await client.chat.completions.create({ model: 'sim', messages: q, tools: AGENT_TOOLS, tool_choice: 'none' });
+      const none = await client.chat.completions.create({
+        model: 'sim',
+        messages: q,
+        tools: AGENT_TOOLS,
+        tool_choice: 'none',
+      });
       expect(none.choices[0].message.tool_calls ?? []).toEqual([]);
     }
-    const req = await client.chat.completions.create({ model: 'sim', messages: past, tools: AGENT_TOOLS, tool_choice: 'required' });
+    const req = await client.chat.completions.create({
+      model: 'sim',
+      messages: past,
+      tools: AGENT_TOOLS,
+      tool_choice: 'required',
+    });
     expect(req.choices[0].finish_reason).toBe('tool_calls');
     const auto = await client.chat.completions.create({ model: 'sim', messages: past, tools: AGENT_TOOLS });
     expect(auto.choices[0].finish_reason).toBe('stop');

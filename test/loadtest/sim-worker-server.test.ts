@@ -3,7 +3,24 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
-const tools = [{ type: 'function' as const, function: { name: 'run', description: 'run a command', parameters: { type: 'object', properties: { command: { type: 'string' }, timeout: { type: 'integer' }, mode: { type: 'string', enum: ['a', 'b'] } }, required: ['command', 'timeout', 'mode'] } } }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'run',
+      description: 'run a command',
+      parameters: {
+        type: 'object',
+        properties: {
+          command: { type: 'string' },
+          timeout: { type: 'integer' },
+          mode: { type: 'string', enum: ['a', 'b'] },
+        },
+        required: ['command', 'timeout', 'mode'],
+      },
+    },
+  },
+];
 const history = [
   { role: 'system' as const, content: 'You are a careful coding agent. '.repeat(40) },
   { role: 'user' as const, content: 'List the files in the repository and explain the layout.' },
@@ -30,7 +47,11 @@ describe('sim-worker API', () => {
     expect(first.choices[0].finish_reason).toBe('length');
     expect(first.usage?.completion_tokens).toBe(12);
     expect(first.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
-    const messages = [...history, { role: 'assistant' as const, content: first.choices[0].message.content ?? '' }, { role: 'user' as const, content: 'Now the tests.' }];
+    const messages = [
+      ...history,
+      { role: 'assistant' as const, content: first.choices[0].message.content ?? '' },
+      { role: 'user' as const, content: 'Now the tests.' },
+    ];
     const second = await client.chat.completions.create({ model: 'sim', messages });
     const cached = second.usage?.prompt_tokens_details?.cached_tokens ?? 0;
     expect(cached).toBeGreaterThan(first.usage!.prompt_tokens - 16);
@@ -41,7 +62,13 @@ describe('sim-worker API', () => {
   });
 
   it('stream: role first, content deltas, finish chunk, usage chunk, [DONE]', async () => {
-    const stream = await client.chat.completions.create({ model: 'sim', messages: history, max_tokens: 9, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'sim',
+      messages: history,
+      max_tokens: 9,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks[0].choices[0].delta.role).toBe('assistant');
@@ -69,13 +96,20 @@ describe('sim-worker API', () => {
       expect(Number.isInteger(args.timeout)).toBe(true);
       expect(['a', 'b']).toContain(args.mode);
     }
-    const stream = await client.chat.completions.create({ model: 'sim', messages: history, tools, tool_choice: 'required', stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'sim',
+      messages: history,
+      tools,
+      tool_choice: 'required',
+      stream: true,
+    });
     let args = '';
     let name = '';
-    for await (const c of stream) for (const t of c.choices[0]?.delta?.tool_calls ?? []) {
-      name += t.function?.name ?? '';
-      args += t.function?.arguments ?? '';
-    }
+    for await (const c of stream)
+      for (const t of c.choices[0]?.delta?.tool_calls ?? []) {
+        name += t.function?.name ?? '';
+        args += t.function?.arguments ?? '';
+      }
     expect(name).toBe('run');
     expect(Object.keys(JSON.parse(args))).toEqual(['command', 'timeout', 'mode']);
   });
@@ -83,7 +117,11 @@ describe('sim-worker API', () => {
   it('tool-call answer sent back: the prompt blocks hit', async () => {
     const r = await client.chat.completions.create({ model: 'sim', messages: history, tools, tool_choice: 'required' });
     const msg = r.choices[0].message;
-    const next = [...history, { role: 'assistant' as const, content: msg.content, tool_calls: msg.tool_calls }, { role: 'tool' as const, tool_call_id: msg.tool_calls![0].id, content: 'ok' }];
+    const next = [
+      ...history,
+      { role: 'assistant' as const, content: msg.content, tool_calls: msg.tool_calls },
+      { role: 'tool' as const, tool_call_id: msg.tool_calls![0].id, content: 'ok' },
+    ];
     const r2 = await client.chat.completions.create({ model: 'sim', messages: next, tools, max_tokens: 1 });
     // Qwen3 renders the empty <think></think> only on the final turn, so what the model
     // generated and what history repeats diverge right after the prompt — as on a real engine.
@@ -91,7 +129,11 @@ describe('sim-worker API', () => {
   });
 
   it('errors mirror vLLM: 404 unknown model, 400 bad body', async () => {
-    const bad = await fetch(vllm.url + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'nope', messages: history }) });
+    const bad = await fetch(vllm.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'nope', messages: history }),
+    });
     expect(bad.status).toBe(404);
     expect(await bad.json()).toMatchObject({ object: 'error', type: 'NotFoundError', code: 404 });
     await expect(client.chat.completions.create({ model: 'sim', messages: [] })).rejects.toMatchObject({ status: 400 });
@@ -107,18 +149,31 @@ describe('sim-worker API', () => {
     expect(ids.usage?.prompt_tokens).toBe(4);
     const models = await client.models.list();
     expect(models.data.map((m) => m.id)).toEqual(['sim']);
-    const tok = await (await fetch(vllm.url + '/tokenize', { method: 'POST', body: JSON.stringify({ model: 'sim', messages: history }) })).json() as { count: number; tokens: number[]; max_model_len: number };
+    const tok = (await (
+      await fetch(vllm.url + '/tokenize', { method: 'POST', body: JSON.stringify({ model: 'sim', messages: history }) })
+    ).json()) as { count: number; tokens: number[]; max_model_len: number };
     expect(tok.count).toBe(tok.tokens.length);
     const chat = await client.chat.completions.create({ model: 'sim', messages: history, max_tokens: 1 });
     expect(tok.count).toBe(chat.usage?.prompt_tokens);
     expect((await fetch(vllm.url + '/health')).status).toBe(200);
     const raw = await client.chat.completions.create({ model: 'sim', messages: history, max_tokens: 3 }).withResponse();
-    expect(raw.response.headers.get('x-sim-timing')).toMatch(/^queue_ms=[\d.]+;prefill_ms=[\d.]+;decode_ms=[\d.]+;ttft_ms=[\d.]+$/);
+    expect(raw.response.headers.get('x-sim-timing')).toMatch(
+      /^queue_ms=[\d.]+;prefill_ms=[\d.]+;decode_ms=[\d.]+;ttft_ms=[\d.]+$/,
+    );
   });
 
   it('metrics are named as vLLM and SGLang name them', async () => {
     const text = await (await fetch(vllm.url + '/metrics')).text();
-    for (const name of ['vllm:prefix_cache_queries_total', 'vllm:prefix_cache_hits_total', 'vllm:time_to_first_token_seconds_bucket', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc', 'vllm:prompt_tokens_total', 'vllm:generation_tokens_total']) {
+    for (const name of [
+      'vllm:prefix_cache_queries_total',
+      'vllm:prefix_cache_hits_total',
+      'vllm:time_to_first_token_seconds_bucket',
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:kv_cache_usage_perc',
+      'vllm:prompt_tokens_total',
+      'vllm:generation_tokens_total',
+    ]) {
       expect(text).toContain(`${name}{`);
     }
     expect(text).toMatch(/vllm:prefix_cache_hits_total\{model_name="sim"\} [1-9]/);
@@ -129,10 +184,22 @@ describe('sim-worker API', () => {
     await sg.chat.completions.create({ model: 'sim', messages: history, max_tokens: 4 });
     const r2 = await sg.chat.completions.create({ model: 'sim', messages: history, max_tokens: 4 });
     expect(r2.usage?.prompt_tokens_details?.cached_tokens).toBe(r2.usage!.prompt_tokens - 1); // radix: token granularity
-    const gen = await (await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify({ text: 'hello world, hello world', sampling_params: { max_new_tokens: 3 } }) })).json() as { meta_info: { cached_tokens: number; completion_tokens: number } };
+    const gen = (await (
+      await fetch(sglang.url + '/generate', {
+        method: 'POST',
+        body: JSON.stringify({ text: 'hello world, hello world', sampling_params: { max_new_tokens: 3 } }),
+      })
+    ).json()) as { meta_info: { cached_tokens: number; completion_tokens: number } };
     expect(gen.meta_info.completion_tokens).toBe(3);
     const sgText = await (await fetch(sglang.url + '/metrics')).text();
-    for (const name of ['sglang:cache_hit_rate', 'sglang:time_to_first_token_seconds_bucket', 'sglang:num_queue_reqs', 'sglang:num_running_reqs', 'sglang:token_usage']) expect(sgText).toContain(`${name}{`);
+    for (const name of [
+      'sglang:cache_hit_rate',
+      'sglang:time_to_first_token_seconds_bucket',
+      'sglang:num_queue_reqs',
+      'sglang:num_running_reqs',
+      'sglang:token_usage',
+    ])
+      expect(sgText).toContain(`${name}{`);
     expect((await fetch(sglang.url + '/get_server_info')).status).toBe(200);
     expect((await fetch(sglang.url + '/flush_cache', { method: 'POST' })).status).toBe(200);
     const r3 = await sg.chat.completions.create({ model: 'sim', messages: history, max_tokens: 4 });
@@ -141,15 +208,31 @@ describe('sim-worker API', () => {
 
   it('SGLang /generate streams cumulative text with meta_info and ends with [DONE]', async () => {
     const req = { text: 'stream me a few tokens, stream me a few tokens', sampling_params: { max_new_tokens: 6 } };
-    const plain = await (await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify(req) })).json() as { text: string; meta_info: { prompt_tokens: number } };
-    const res = await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify({ ...req, stream: true }) });
+    const plain = (await (
+      await fetch(sglang.url + '/generate', { method: 'POST', body: JSON.stringify(req) })
+    ).json()) as { text: string; meta_info: { prompt_tokens: number } };
+    const res = await fetch(sglang.url + '/generate', {
+      method: 'POST',
+      body: JSON.stringify({ ...req, stream: true }),
+    });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const raw = await res.text();
     expect(raw.endsWith('data: [DONE]\n\n')).toBe(true);
-    const events = raw.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as {
-      text: string;
-      meta_info: { prompt_tokens: number; completion_tokens: number; cached_tokens: number; finish_reason: { type: string; length?: number } | null };
-    });
+    const events = raw
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map(
+        (l) =>
+          JSON.parse(l.slice(6)) as {
+            text: string;
+            meta_info: {
+              prompt_tokens: number;
+              completion_tokens: number;
+              cached_tokens: number;
+              finish_reason: { type: string; length?: number } | null;
+            };
+          },
+      );
     expect(events.length).toBeGreaterThan(1);
     for (let i = 1; i < events.length; i++) {
       expect(events[i].text.startsWith(events[i - 1].text)).toBe(true); // cumulative, not deltas

@@ -8,8 +8,14 @@ const charEncoder = { encode: (t: string) => [...t].map((c) => c.charCodeAt(0)) 
 describe('strategy token model', () => {
   it('caches the longest common token prefix, floored to blocks', () => {
     const tm = new TokenModel(charEncoder, 4);
-    const a = tm.sequence([{ role: 'system', content: 'abcdefgh' }, { role: 'user', content: 'xyz' }]);
-    const b = tm.sequence([{ role: 'system', content: 'abcdefgh' }, { role: 'user', content: 'xyQ' }]);
+    const a = tm.sequence([
+      { role: 'system', content: 'abcdefgh' },
+      { role: 'user', content: 'xyz' },
+    ]);
+    const b = tm.sequence([
+      { role: 'system', content: 'abcdefgh' },
+      { role: 'user', content: 'xyQ' },
+    ]);
     const sys = 'system\nabcdefgh\n\n\n'.length + 4; // message ids + per-message overhead
     expect(tm.cachedTokens(undefined, a)).toBe(0);
     expect(tm.cachedTokens(a, a)).toBe(Math.floor(TokenModel.total(a) / 4) * 4);
@@ -20,7 +26,10 @@ describe('strategy token model', () => {
 describe('bench strategies', () => {
   it('compares the four strategies over the same synthetic sessions under one budget', async () => {
     let out = '';
-    const code = await strategiesCommand(['--sessions', '3', '--seed', '5', '--budget', '8000', '--json'], { out: (s) => (out += s), err: (s) => (out += s) });
+    const code = await strategiesCommand(['--sessions', '3', '--seed', '5', '--budget', '8000', '--json'], {
+      out: (s) => (out += s),
+      err: (s) => (out += s),
+    });
     expect(code).toBe(0);
     const { strategies } = JSON.parse(out) as { strategies: StrategyResult[] };
     const by = Object.fromEntries(strategies.map((s) => [s.strategy, s]));

@@ -42,7 +42,13 @@ describe('synthetic agent sessions', () => {
       const prev = plain.calls[k - 1].body.messages;
       expect(plain.calls[k].body.messages.slice(0, prev.length)).toEqual(prev);
     }
-    expect(sessions.some((s) => s.source.endsWith('volatile-clock') && String(s.calls[0].body.messages[0].content).startsWith('Current date: '))).toBe(true);
+    expect(
+      sessions.some(
+        (s) =>
+          s.source.endsWith('volatile-clock') &&
+          String(s.calls[0].body.messages[0].content).startsWith('Current date: '),
+      ),
+    ).toBe(true);
     const el = sessions.find((s) => s.source.endsWith('last-n-elision'))!;
     expect(JSON.stringify(el.calls[el.calls.length - 1].body)).toContain('Old environment output: (');
   });

@@ -25,7 +25,8 @@ describe('artifact stores', () => {
     expect(await s2.get('t', h)).toBe('hello');
     expect(await s2.get('u', h)).toBeUndefined();
     expect(await s2.get('t', '../../etc/passwd')).toBeUndefined();
-    const find = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? find(join(d, f)) : [join(d, f)]));
+    const find = (d: string): string[] =>
+      readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? find(join(d, f)) : [join(d, f)]));
     writeFileSync(find(dir)[0], 'tampered');
     expect(await s2.get('t', h)).toBeUndefined();
   });
@@ -37,14 +38,19 @@ describe('GET /v1/gateway/artifacts/:hash', () => {
   const store = new MemoryArtifactStore();
   beforeAll(async () => {
     app = Fastify();
-    await registerArtifactRoutes(app, { artifacts: store, authTenant: (req) => ({ 'key-a': 'tenant-a', 'key-b': 'tenant-b' })[String(req.headers.authorization ?? '').replace('Bearer ', '')] });
+    await registerArtifactRoutes(app, {
+      artifacts: store,
+      authTenant: (req) =>
+        ({ 'key-a': 'tenant-a', 'key-b': 'tenant-b' })[String(req.headers.authorization ?? '').replace('Bearer ', '')],
+    });
     base = await app.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => app.close());
 
   it('serves the owner, hides it from other tenants, validates input', async () => {
     const h = await store.put('tenant-a', 'full pytest output');
-    const get = (key: string, hash: string) => fetch(`${base}/v1/gateway/artifacts/${hash}`, { headers: { authorization: `Bearer ${key}` } });
+    const get = (key: string, hash: string) =>
+      fetch(`${base}/v1/gateway/artifacts/${hash}`, { headers: { authorization: `Bearer ${key}` } });
     const ok = await get('key-a', h);
     expect(ok.status).toBe(200);
     expect(await ok.text()).toBe('full pytest output');

@@ -10,12 +10,18 @@ afterAll(() => app.close());
 
 describe('GET /v1/gateway/sessions/:id/breaks', () => {
   it('lists the session diagnostics for its tenant only', async () => {
-    await registerBreakRoutes(app, { store, tenantOf: (req) => (req.headers['x-tenant'] as string | undefined) ?? undefined });
+    await registerBreakRoutes(app, {
+      store,
+      tenantOf: (req) => (req.headers['x-tenant'] as string | undefined) ?? undefined,
+    });
     const address = await app.listen({ port: 0, host: '127.0.0.1' });
     const p = createPipeline({ model: 'm', tokenizer: 'cl100k_base', store });
     const sys = (i: number) => ({ role: 'system', content: `request id ${i}f3a9c1 — you are helpful` });
     for (let i = 0; i < 3; i++) {
-      await p.process({ model: 'm', messages: [sys(i), { role: 'user', content: 'hi '.repeat(40 + i) }] }, { tenant: 'A', requestId: `r${i}`, headers: { 'x-session-id': 's1' }, model: 'm' });
+      await p.process(
+        { model: 'm', messages: [sys(i), { role: 'user', content: 'hi '.repeat(40 + i) }] },
+        { tenant: 'A', requestId: `r${i}`, headers: { 'x-session-id': 's1' }, model: 'm' },
+      );
     }
     const ok = await fetch(`${address}/v1/gateway/sessions/s1/breaks`, { headers: { 'x-tenant': 'A' } });
     expect(ok.status).toBe(200);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { auditCheckpoint, checkpointJson, makeCheckpoint, renderCheckpoint } from '../../middleware/compaction/checkpoint.ts';
+import {
+  auditCheckpoint,
+  checkpointJson,
+  makeCheckpoint,
+  renderCheckpoint,
+} from '../../middleware/compaction/checkpoint.ts';
 import { compactMessages } from '../../middleware/compaction/compact.ts';
 import { applyLedger } from '../../middleware/ledger/ledger.ts';
 import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
@@ -34,10 +39,15 @@ describe('checkpoint audit', () => {
     expect(a.problems[0]).toMatch(/call_9.*not in the ledger/);
     const cp2 = base();
     cp2.milestones[0].exit = 0;
-    expect((await auditCheckpoint(cp2, { calls, taskConstraints: [] })).problems[0]).toMatch(/claims exit 0, ledger has 1/);
+    expect((await auditCheckpoint(cp2, { calls, taskConstraints: [] })).problems[0]).toMatch(
+      /claims exit 0, ledger has 1/,
+    );
   });
   it('rejects a dropped constraint', async () => {
-    const a = await auditCheckpoint(base(), { calls, taskConstraints: ['Do not modify tests.', 'Never push to main.'] });
+    const a = await auditCheckpoint(base(), {
+      calls,
+      taskConstraints: ['Do not modify tests.', 'Never push to main.'],
+    });
     expect(a.problems).toEqual(['constraint dropped: Never push to main.']);
   });
   it('rejects a changed or missing artifact', async () => {
@@ -45,13 +55,24 @@ describe('checkpoint audit', () => {
     const h = await store.put('t', 'full output');
     const cp = base();
     cp.artifacts = { 'call:call_1': h, 'call:call_2': 'f'.repeat(64) };
-    const a = await auditCheckpoint(cp, { calls, taskConstraints: [], resolve: async (x) => (x === h ? 'tampered output' : undefined) });
+    const a = await auditCheckpoint(cp, {
+      calls,
+      taskConstraints: [],
+      resolve: async (x) => (x === h ? 'tampered output' : undefined),
+    });
     expect(a.problems).toHaveLength(2);
     expect(a.problems[0]).toMatch(/no longer hashes/);
     expect(a.problems[1]).toMatch(/missing/);
   });
   it('a compaction whose audit fails is refused and changes nothing', async () => {
-    const msgs = buildSession('Fix. Do not modify tests.', Array.from({ length: 12 }, (_, k) => ({ cmd: `python -m pytest -k t${k}`, out: codeLines(`t${k}`, 40), exit: 1 })));
+    const msgs = buildSession(
+      'Fix. Do not modify tests.',
+      Array.from({ length: 12 }, (_, k) => ({
+        cmd: `python -m pytest -k t${k}`,
+        out: codeLines(`t${k}`, 40),
+        exit: 1,
+      })),
+    );
     const led = applyLedger(msgs, undefined, { eviction: false }).state;
     const r = await compactMessages(msgs, undefined, { budgetTokens: 2500, ledger: led });
     // an artifact store that no longer returns what was stored makes the audit fail

@@ -16,16 +16,25 @@ describe('stages in the real pipeline', () => {
       model: 'm',
       tokenizer: 'cl100k_base',
       store,
-      extraStages: [createStabiliseStage(), createLedgerStage({ eviction: false }), createCompactionStage({ budgetTokens: 2500, artifacts })],
+      extraStages: [
+        createStabiliseStage(),
+        createLedgerStage({ eviction: false }),
+        createCompactionStage({ budgetTokens: 2500, artifacts }),
+      ],
     });
     const steps: Step[] = Array.from({ length: 24 }, (_, k) =>
-      k % 6 === 3 ? { cmd: `sed -i 's/a/b/' src/m${k - 1}.py`, out: '' } : { cmd: `sed -n '1,40p' src/m${k}.py`, out: codeLines(`m${k}`, 40) },
+      k % 6 === 3
+        ? { cmd: `sed -i 's/a/b/' src/m${k - 1}.py`, out: '' }
+        : { cmd: `sed -n '1,40p' src/m${k}.py`, out: codeLines(`m${k}`, 40) },
     );
     const reqs = requestsOf(buildSession('Fix the bug. Do not modify tests.', steps)).map((r) => elideLastN(r, 3));
     const actions: string[][] = [];
     const causes: string[] = [];
     for (const [k, messages] of reqs.entries()) {
-      const r = await p.process({ model: 'm', messages }, { tenant: 'T', requestId: `r${k}`, headers: { 'x-session-id': 's' }, model: 'm' });
+      const r = await p.process(
+        { model: 'm', messages },
+        { tenant: 'T', requestId: `r${k}`, headers: { 'x-session-id': 's' }, model: 'm' },
+      );
       actions.push(r.receipts.map((x) => `${x.stage}:${x.action}`));
       causes.push(r.prefix?.break_cause ?? '?');
     }

@@ -29,8 +29,16 @@ function steps(n: number): Step[] {
           '1 failed in 0.12s',
         ].join('\n'),
       });
-    else if (k === 5) out.push({ cmd: 'npx tsc --noEmit', exit: 2, out: `src/api/handler.ts(17,9): error TS2345: Argument of type 'string' is not assignable.\n` + codeLines('noise', 40) });
-    else if (k === 7) out.push({ cmd: 'git log --oneline -3', out: '3f2a9c1e fix auth\n9b8c7d6a add tests\n1a2b3c4d init' });
+    else if (k === 5)
+      out.push({
+        cmd: 'npx tsc --noEmit',
+        exit: 2,
+        out:
+          `src/api/handler.ts(17,9): error TS2345: Argument of type 'string' is not assignable.\n` +
+          codeLines('noise', 40),
+      });
+    else if (k === 7)
+      out.push({ cmd: 'git log --oneline -3', out: '3f2a9c1e fix auth\n9b8c7d6a add tests\n1a2b3c4d init' });
     else out.push({ cmd: `sed -n '1,60p' src/mod${k % 5}.py`, out: codeLines(`m${k}`, 60) });
   }
   return out;
@@ -46,7 +54,10 @@ async function replay(reqs: ChatMessage[][], extra: Partial<Parameters<typeof ru
   for (const req of reqs) {
     const r = await runContextChain(req, st, {
       ledger: { eviction: false },
-      compaction: { budgetTokens: M, artifacts: { put: (c) => artifacts.put('t1', c), get: (h) => artifacts.get('t1', h) } },
+      compaction: {
+        budgetTokens: M,
+        artifacts: { put: (c) => artifacts.put('t1', c), get: (h) => artifacts.get('t1', h) },
+      },
       ...extra,
     });
     st = JSON.parse(JSON.stringify(r.state)) as LedgerBundle;
@@ -73,7 +84,8 @@ describe('compaction watermarks', () => {
       }
       if (k > 0 && !c) {
         // between compactions: the previous prompt is a message-wise prefix of this one
-        for (let i = 0; i < outs[k - 1].length; i++) expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
+        for (let i = 0; i < outs[k - 1].length; i++)
+          expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
       }
     }
     expect(compactions).toBeGreaterThanOrEqual(2);
@@ -117,7 +129,14 @@ describe('compaction watermarks', () => {
     expect(refusals.some((r) => /verbatim set would lose/.test(r.reason))).toBe(true);
     // whatever compactions were accepted still kept every planted item
     const final = outs[outs.length - 1].map(messageText).join('\n');
-    for (const v of ['services/auth_token.py:142', 'TS2345', 'src/api/handler.ts', '3f2a9c1e', 'E       AssertionError: assert None == 42']) expect(final).toContain(v);
+    for (const v of [
+      'services/auth_token.py:142',
+      'TS2345',
+      'src/api/handler.ts',
+      '3f2a9c1e',
+      'E       AssertionError: assert None == 42',
+    ])
+      expect(final).toContain(v);
   });
 
   it('with last-n elision: prefix stable until the compaction point, fewer prefilled tokens', async () => {
@@ -135,7 +154,8 @@ describe('compaction watermarks', () => {
       prefillOurs += k ? common(outs[k - 1], outs[k]) : tokens(outs[k]);
       prefillPass += k ? common(reqs[k - 1], reqs[k]) : tokens(reqs[k]);
       if (k > 0 && !rs[k].some((r) => r.action === 'compacted' || r.action === 'reset'))
-        for (let i = 0; i < outs[k - 1].length; i++) expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
+        for (let i = 0; i < outs[k - 1].length; i++)
+          expect(JSON.stringify(outs[k][i])).toBe(JSON.stringify(outs[k - 1][i]));
     }
     expect(rs.flat().some((r) => r.action === 'reset')).toBe(false);
     expect(prefillPass / prefillOurs).toBeGreaterThan(1.5);
@@ -164,7 +184,16 @@ describe('compaction watermarks', () => {
     const msgs = buildSession(TASK, steps(30));
     const req = requestsOf(msgs).find((r) => tokens(r) >= 0.92 * M && tokens(r) < M)!;
     expect(req).toBeDefined();
-    const refused = { v: 1 as const, n: 0, watermark: 0, pinnedEnd: 0, hashes: [], entries: [], constraints: [], refusedAt: tokens(req) - 10 };
+    const refused = {
+      v: 1 as const,
+      n: 0,
+      watermark: 0,
+      pinnedEnd: 0,
+      hashes: [],
+      entries: [],
+      constraints: [],
+      refusedAt: tokens(req) - 10,
+    };
     const r = await compactMessages(req, refused, { budgetTokens: M });
     expect(r.compacted).toBeDefined();
     expect(r.compacted!.tokensAfter).toBeLessThanOrEqual(DEFAULT_HIGH * M);

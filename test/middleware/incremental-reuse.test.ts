@@ -10,9 +10,24 @@ import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, ToolDef } from '../../middleware/types.ts';
 
-const tools: ToolDef[] = [{ type: 'function', function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } } }];
-const ctx = (i: number): PipelineContext => ({ tenant: 't', requestId: `r${i}`, headers: { 'x-session-id': 'long' }, model: 'm' });
-const sys = (i: number) => `Current date: 2026-11-30T03:${String(i % 60).padStart(2, '0')}:00Z\nYou are a coding agent.`;
+const tools: ToolDef[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'run',
+      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+    },
+  },
+];
+const ctx = (i: number): PipelineContext => ({
+  tenant: 't',
+  requestId: `r${i}`,
+  headers: { 'x-session-id': 'long' },
+  model: 'm',
+});
+const sys = (i: number) =>
+  `Current date: 2026-11-30T03:${String(i % 60).padStart(2, '0')}:00Z\nYou are a coding agent.`;
 
 describe('incremental reuse', () => {
   for (const tokenizer of ['qwen3', 'deepseek_v3', 'cl100k_base']) {
@@ -21,12 +36,20 @@ describe('incremental reuse', () => {
       const p = createPipeline({ model: 'm', tokenizer });
       const history: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test.' }];
       for (let i = 0; i < 40; i++) {
-        history.push({ role: 'assistant', content: `step ${i}`, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"cmd":"ls ${i}"}` } }] });
+        history.push({
+          role: 'assistant',
+          content: `step ${i}`,
+          tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"cmd":"ls ${i}"}` } }],
+        });
         history.push({ role: 'tool', tool_call_id: `c${i}`, content: `out ${i}\n`.repeat(3) });
         const messages = structuredClone(history);
         // Call 25 edits an old message; call 32 drops the tail of the history: both must be seen.
         if (i === 25) messages[3] = { ...messages[3], content: 'edited output' };
-        const req: ChatRequest = { model: 'm', messages: [{ role: 'system', content: sys(i) }, ...(i === 32 ? messages.slice(0, 20) : messages)], tools };
+        const req: ChatRequest = {
+          model: 'm',
+          messages: [{ role: 'system', content: sys(i) }, ...(i === 32 ? messages.slice(0, 20) : messages)],
+          tools,
+        };
         const r = await p.process(req, ctx(i));
         expect(r.promptTokenIds).toEqual(tok.encode(tok.renderChat(r.body.messages, { tools: r.body.tools })));
         if (i === 25) expect([r.prefix?.break_cause, r.prefix?.break_message_index]).toEqual(['history_edited', 4]);
@@ -41,13 +64,20 @@ describe('incremental reuse', () => {
 
   it('segment reuse equals whole-text tokenisation for arbitrary texts around special tokens', async () => {
     const tok = await loadTokenizer('qwen3');
-    const chunk = fc.oneof(fc.constantFrom('<|im_start|>', '<|im_end|>', '\n', 'user\n', 'assistant\n', '<tool_call>', ' ', '  x'), fc.string({ maxLength: 12 }));
+    const chunk = fc.oneof(
+      fc.constantFrom('<|im_start|>', '<|im_end|>', '\n', 'user\n', 'assistant\n', '<tool_call>', ' ', '  x'),
+      fc.string({ maxLength: 12 }),
+    );
     const text = fc.array(chunk, { maxLength: 12 }).map((xs) => xs.join(''));
     await fc.assert(
       fc.property(text, text, text, (prefix, a, b) => {
         const first = tokenizeBySegments(tok, prefix + a);
         const second = prefix + b;
-        const reused = tokenizeBySegments(tok, second, second.length, { ids: first.ids, cuts: first.cuts, sharedChars: prefix.length });
+        const reused = tokenizeBySegments(tok, second, second.length, {
+          ids: first.ids,
+          cuts: first.cuts,
+          sharedChars: prefix.length,
+        });
         expect(reused.ids).toEqual(tok.encode(second));
         expect(reused.ids).toEqual(tokenizeBySegments(tok, second).ids);
         expect(reused.tokensBeforeMark).toBe(reused.ids.length);
@@ -57,7 +87,15 @@ describe('incremental reuse', () => {
   });
 
   it('carried hashes equal computed ones and never hide a change', () => {
-    const a: ChatMessage[] = [{ role: 'system', content: 's' }, { role: 'user', content: 'u', name: 'x' }, { role: 'assistant', content: null, tool_calls: [{ id: '1', type: 'function', function: { name: 'f', arguments: '{}' } }] }];
+    const a: ChatMessage[] = [
+      { role: 'system', content: 's' },
+      { role: 'user', content: 'u', name: 'x' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: '1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
+    ];
     const prev = segment(a);
     const same = segment(structuredClone(a), [{ messages: a, hashes: prev.messageHashes }]);
     expect(same.messageHashes).toEqual(prev.messageHashes);

@@ -5,22 +5,54 @@ import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import type { ChatMessage, ChatRequest, PipelineContext } from '../../middleware/types.ts';
 
 const line = fc.oneof(
-  fc.constantFrom('Current date: 2026-11-30T03:10:00Z', 'request id 3f2a9c11', 'Turn 12', 'Be concise.', 'Use the tools.', '', 'session 0b8e2c5d-1f7a-4c1e-9a3b-2d4e6f8a0b1c'),
+  fc.constantFrom(
+    'Current date: 2026-11-30T03:10:00Z',
+    'request id 3f2a9c11',
+    'Turn 12',
+    'Be concise.',
+    'Use the tools.',
+    '',
+    'session 0b8e2c5d-1f7a-4c1e-9a3b-2d4e6f8a0b1c',
+  ),
   fc.string({ maxLength: 30 }),
 );
 const sysText = fc.array(line, { minLength: 1, maxLength: 6 }).map((ls) => ls.join('\n'));
-const args = fc.dictionary(fc.constantFrom('a', 'b', 'cmd', 'path'), fc.oneof(fc.string({ maxLength: 8 }), fc.integer()), { maxKeys: 3 });
+const args = fc.dictionary(
+  fc.constantFrom('a', 'b', 'cmd', 'path'),
+  fc.oneof(fc.string({ maxLength: 8 }), fc.integer()),
+  { maxKeys: 3 },
+);
 
-const request = fc.tuple(sysText, fc.array(fc.tuple(fc.string({ maxLength: 40 }), args, fc.string({ maxLength: 40 })), { maxLength: 4 }), fc.string({ maxLength: 40 })).map(
-  ([sys, steps, last]): ChatRequest => {
-    const messages: ChatMessage[] = [{ role: 'system', content: sys }, { role: 'user', content: 'task: ' + last }];
+const request = fc
+  .tuple(
+    sysText,
+    fc.array(fc.tuple(fc.string({ maxLength: 40 }), args, fc.string({ maxLength: 40 })), { maxLength: 4 }),
+    fc.string({ maxLength: 40 }),
+  )
+  .map(([sys, steps, last]): ChatRequest => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: sys },
+      { role: 'user', content: 'task: ' + last },
+    ];
     steps.forEach(([thought, a, out], i) => {
-      messages.push({ role: 'assistant', content: thought, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify(a) } }] });
+      messages.push({
+        role: 'assistant',
+        content: thought,
+        tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: JSON.stringify(a) } }],
+      });
       messages.push({ role: 'tool', tool_call_id: `c${i}`, content: out });
     });
-    return { model: 'm', messages, tools: [{ type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } } }] };
-  },
-);
+    return {
+      model: 'm',
+      messages,
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'bash', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } },
+        },
+      ],
+    };
+  });
 
 const ctx: PipelineContext = { tenant: 't', requestId: 'r', headers: {}, model: 'm' };
 const strings = (v: unknown, out: string[] = []): string[] => {
@@ -35,18 +67,35 @@ describe('layout invariants (property tests)', () => {
     await fc.assert(
       fc.asyncProperty(request, async (req) => {
         const frozen = JSON.stringify(req);
-        const a = await createPipeline({ model: 'm', tokenizer: 'cl100k_base', store: new MemorySessionStore() }).process(req, ctx);
+        const a = await createPipeline({
+          model: 'm',
+          tokenizer: 'cl100k_base',
+          store: new MemorySessionStore(),
+        }).process(req, ctx);
         expect(JSON.stringify(req)).toBe(frozen); // the caller's object is never mutated
-        const b = await createPipeline({ model: 'm', tokenizer: 'cl100k_base', store: new MemorySessionStore() }).process(req, ctx);
+        const b = await createPipeline({
+          model: 'm',
+          tokenizer: 'cl100k_base',
+          store: new MemorySessionStore(),
+        }).process(req, ctx);
         expect(JSON.stringify(a.body)).toBe(JSON.stringify(b.body));
-        const again = await createPipeline({ model: 'm', tokenizer: 'cl100k_base', store: new MemorySessionStore() }).process(a.body, ctx);
+        const again = await createPipeline({
+          model: 'm',
+          tokenizer: 'cl100k_base',
+          store: new MemorySessionStore(),
+        }).process(a.body, ctx);
         // Rewriting the rewrite leaves everything before the leaf note as it was.
-        expect(JSON.stringify(again.body.messages.slice(0, a.body.messages.length - 1))).toBe(JSON.stringify(a.body.messages.slice(0, a.body.messages.length - 1)));
+        expect(JSON.stringify(again.body.messages.slice(0, a.body.messages.length - 1))).toBe(
+          JSON.stringify(a.body.messages.slice(0, a.body.messages.length - 1)),
+        );
         const sent = JSON.stringify(a.body);
         const original = JSON.parse(frozen) as ChatRequest;
-        for (const m of original.messages) for (const l of strings(m.content).flatMap((s) => s.split('\n'))) expect(sent).toContain(JSON.stringify(l).slice(1, -1));
+        for (const m of original.messages)
+          for (const l of strings(m.content).flatMap((s) => s.split('\n')))
+            expect(sent).toContain(JSON.stringify(l).slice(1, -1));
         // Arguments may be re-serialised to the first-seen key order (with a receipt), never changed.
-        const argsOf = (r: ChatRequest) => r.messages.flatMap((m) => m.tool_calls ?? []).map((tc) => JSON.parse(tc.function.arguments));
+        const argsOf = (r: ChatRequest) =>
+          r.messages.flatMap((m) => m.tool_calls ?? []).map((tc) => JSON.parse(tc.function.arguments));
         expect(argsOf(a.body)).toEqual(argsOf(original));
         const ids = new Set<string>();
         for (const m of a.body.messages) {

@@ -11,14 +11,21 @@ describe('placeLeafNote', () => {
   it('qwen3: a trailing system message after a user turn', async () => {
     const tok = await loadTokenizer('qwen3');
     expect(trailingSystemWorks(tok)).toBe(true);
-    const msgs: ChatMessage[] = [{ role: 'system', content: 'root' }, { role: 'user', content: 'hi' }];
+    const msgs: ChatMessage[] = [
+      { role: 'system', content: 'root' },
+      { role: 'user', content: 'hi' },
+    ];
     const placed = placeLeafNote(tok, msgs, NOTE);
     expect(placed.messages.at(-1)).toEqual({ role: 'system', content: NOTE });
   });
 
   it('keeps an assistant prefill last and attaches the note to the turn before it', async () => {
     const tok = await loadTokenizer('qwen3');
-    const msgs: ChatMessage[] = [{ role: 'system', content: 'root' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'partial' }];
+    const msgs: ChatMessage[] = [
+      { role: 'system', content: 'root' },
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'partial' },
+    ];
     const placed = placeLeafNote(tok, msgs, NOTE);
     expect(placed.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
     expect(placed.messages[2]).toEqual(msgs[2]);
@@ -27,7 +34,10 @@ describe('placeLeafNote', () => {
 
   it('with only a prefill after the root, inserts a user note before it', async () => {
     const tok = await loadTokenizer('qwen3');
-    const msgs: ChatMessage[] = [{ role: 'system', content: 'root' }, { role: 'assistant', content: 'partial' }];
+    const msgs: ChatMessage[] = [
+      { role: 'system', content: 'root' },
+      { role: 'assistant', content: 'partial' },
+    ];
     const placed = placeLeafNote(tok, msgs, NOTE);
     expect(placed.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
     expect(placed.messages[1].content).toBe(NOTE);

@@ -40,7 +40,9 @@ describe('shell preset', () => {
     expect(shellEffects('python -m pytest tests -x').unknownWrite).toBeUndefined();
     const made = shellEffects("cat > fix.py << 'EOF'\nwith open('src/a.py', 'w') as f:\n    f.write(s)\nEOF");
     expect(made.scripts).toEqual({ 'file://fix.py': ['file://src/a.py'] });
-    expect(shellEffects('python fix.py', undefined, made.scripts).effects).toEqual([{ uri: 'file://src/a.py', effect: 'write' }]);
+    expect(shellEffects('python fix.py', undefined, made.scripts).effects).toEqual([
+      { uri: 'file://src/a.py', effect: 'write' },
+    ]);
   });
   it('process state expires by TTL', () => {
     expect(shellEffects('ps aux').ttl?.calls).toBeGreaterThan(0);
@@ -51,22 +53,30 @@ describe('shell preset', () => {
 describe('invalidation semantics', () => {
   it('file reads, listings (structural writes only) and searches (any write under the dir)', async () => {
     const { writeInvalidates } = await import('../../middleware/ledger/uri.ts');
-    expect(writeInvalidates({ uri: 'file:///testbed/src/a.py' }, { uri: 'file://src/a.py', effect: 'read' })).toBe(true);
+    expect(writeInvalidates({ uri: 'file:///testbed/src/a.py' }, { uri: 'file://src/a.py', effect: 'read' })).toBe(
+      true,
+    );
     expect(writeInvalidates({ uri: 'file://src/b.py' }, { uri: 'file://src/a.py', effect: 'read' })).toBe(false);
     expect(writeInvalidates({ uri: 'file://src/a.py' }, { uri: 'dir://src', effect: 'list' })).toBe(false);
-    expect(writeInvalidates({ uri: 'file://src/new.py', structural: true }, { uri: 'dir://src', effect: 'list' })).toBe(true);
+    expect(writeInvalidates({ uri: 'file://src/new.py', structural: true }, { uri: 'dir://src', effect: 'list' })).toBe(
+      true,
+    );
     expect(writeInvalidates({ uri: 'file://src/a.py' }, { uri: 'dir://src', effect: 'search' })).toBe(true);
     expect(writeInvalidates({ uri: 'file://docs/a.md' }, { uri: 'dir://src', effect: 'search' })).toBe(false);
-    expect(writeInvalidates({ uri: 'dir://.', structural: true }, { uri: 'file://src/a.py', effect: 'read' })).toBe(true);
+    expect(writeInvalidates({ uri: 'dir://.', structural: true }, { uri: 'file://src/a.py', effect: 'read' })).toBe(
+      true,
+    );
   });
 });
 
 describe('tool presets', () => {
-  const eff = (tool: string, args: Record<string, unknown>) => callEffects({ tool, args }).effects.map((e) => `${e.effect} ${e.uri}`);
+  const eff = (tool: string, args: Record<string, unknown>) =>
+    callEffects({ tool, args }).effects.map((e) => `${e.effect} ${e.uri}`);
   it('str_replace_editor', () => {
     expect(eff('str_replace_editor', { command: 'view', path: '/r/a.py' })).toEqual(['read file:///r/a.py']);
     expect(eff('str_replace_editor', { command: 'view', path: '/r/src' })).toEqual(['list dir:///r/src']);
-    for (const c of ['create', 'str_replace', 'insert', 'undo_edit']) expect(eff('str_replace_editor', { command: c, path: '/r/a.py' })).toEqual(['write file:///r/a.py']);
+    for (const c of ['create', 'str_replace', 'insert', 'undo_edit'])
+      expect(eff('str_replace_editor', { command: c, path: '/r/a.py' })).toEqual(['write file:///r/a.py']);
   });
   it('Claude Code', () => {
     expect(eff('Read', { file_path: '/r/a.ts' })).toEqual(['read file:///r/a.ts']);
@@ -87,12 +97,18 @@ describe('tool presets', () => {
     expect(parseExitCode('no code')).toBeNull();
   });
   it('config rules', () => {
-    const r = callEffects({ tool: 'fetch_doc', args: { target: { paths: ['docs/a.md', 'docs/b.md'] } } }, { rules: [{ tool: 'fetch_doc', path: '$.target.paths', effect: 'read' }] });
+    const r = callEffects(
+      { tool: 'fetch_doc', args: { target: { paths: ['docs/a.md', 'docs/b.md'] } } },
+      { rules: [{ tool: 'fetch_doc', path: '$.target.paths', effect: 'read' }] },
+    );
     expect(r.effects.map((e) => e.uri)).toEqual(['file://docs/a.md', 'file://docs/b.md']);
   });
   it('text mode: command from the fenced block, SWE-agent editor commands', () => {
     expect(textModeCommand('Let me look.\n```bash\ncat a.py\n```')).toBe('cat a.py');
     expect(callEffects({ tool: 'swe-agent', args: { command: 'open src/a.py' } }).openFile).toBe('file://src/a.py');
-    expect(callEffects({ tool: 'swe-agent', args: { command: 'edit 1:2\nx\nend_of_edit' } }, { openFile: 'file://src/a.py' }).effects).toEqual([{ uri: 'file://src/a.py', effect: 'write' }]);
+    expect(
+      callEffects({ tool: 'swe-agent', args: { command: 'edit 1:2\nx\nend_of_edit' } }, { openFile: 'file://src/a.py' })
+        .effects,
+    ).toEqual([{ uri: 'file://src/a.py', effect: 'write' }]);
   });
 });

@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
 
-const state = (tenant: string, id: string, pad = ''): SessionState => ({ schema: SESSION_SCHEMA_VERSION, tenant, sessionId: id, model: 'm', rootHash: 'r', calls: 1, updatedAt: 1, layout: { pad } });
+const state = (tenant: string, id: string, pad = ''): SessionState => ({
+  schema: SESSION_SCHEMA_VERSION,
+  tenant,
+  sessionId: id,
+  model: 'm',
+  rootHash: 'r',
+  calls: 1,
+  updatedAt: 1,
+  layout: { pad },
+});
 
 describe('MemorySessionStore', () => {
   it('namespaces by tenant, copies on write and on read, drops a foreign checksum', async () => {

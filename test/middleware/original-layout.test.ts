@@ -25,18 +25,31 @@ describe('originalCachedTokens', () => {
   });
 
   it('a change in the original system message leaves the original layout nothing cached', () => {
-    expect(originalCachedTokens({ ...base, prevHashes: ['s0', 'u1', 'a1'], curHashes: ['s1', 'u1', 'a1', 'u2'] })).toBe(0);
+    expect(originalCachedTokens({ ...base, prevHashes: ['s0', 'u1', 'a1'], curHashes: ['s1', 'u1', 'a1', 'u2'] })).toBe(
+      0,
+    );
   });
 
   it('a change at message 2 caps the original cache at the tokens before it, in whole blocks', () => {
     // 201 tokens before message 2 -> 192 in 16-token blocks.
-    expect(originalCachedTokens({ ...base, prevHashes: ['s', 'u1', 'aX'], curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(192);
+    expect(originalCachedTokens({ ...base, prevHashes: ['s', 'u1', 'aX'], curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(
+      192,
+    );
     // Never more than the layout itself predicts.
-    expect(originalCachedTokens({ ...base, predicted: 64, prevHashes: ['s', 'u1', 'aX'], curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(64);
+    expect(
+      originalCachedTokens({
+        ...base,
+        predicted: 64,
+        prevHashes: ['s', 'u1', 'aX'],
+        curHashes: ['s', 'u1', 'a1', 'u2'],
+      }),
+    ).toBe(64);
   });
 
   it('an append-only original, or no previous call here, equals the prediction', () => {
-    expect(originalCachedTokens({ ...base, prevHashes: ['s', 'u1', 'a1'], curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(320);
+    expect(originalCachedTokens({ ...base, prevHashes: ['s', 'u1', 'a1'], curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(
+      320,
+    );
     expect(originalCachedTokens({ ...base, curHashes: ['s', 'u1', 'a1', 'u2'] })).toBe(320);
   });
 });

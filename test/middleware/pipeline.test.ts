@@ -3,24 +3,62 @@ import { createPipeline } from '../../middleware/pipeline.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, ToolDef } from '../../middleware/types.ts';
 
-const ctx = (i: number, headers: Record<string, string> = {}): PipelineContext => ({ tenant: 't1', requestId: `r${i}`, headers, model: 'm' });
+const ctx = (i: number, headers: Record<string, string> = {}): PipelineContext => ({
+  tenant: 't1',
+  requestId: `r${i}`,
+  headers,
+  model: 'm',
+});
 const tools: ToolDef[] = [
-  { type: 'function', function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { cmd: { type: 'string' }, timeout: { type: 'integer' } }, required: ['cmd'] } } },
-  { type: 'function', function: { name: 'read', description: 'read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'run',
+      parameters: {
+        type: 'object',
+        properties: { cmd: { type: 'string' }, timeout: { type: 'integer' } },
+        required: ['cmd'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'read',
+      description: 'read a file',
+      parameters: { type: 'object', properties: { path: { type: 'string' } } },
+    },
+  },
 ];
 
-function agentCalls(n: number, sys: (i: number) => string, toolsFor: (i: number) => ToolDef[] = () => tools): ChatRequest[] {
+function agentCalls(
+  n: number,
+  sys: (i: number) => string,
+  toolsFor: (i: number) => ToolDef[] = () => tools,
+): ChatRequest[] {
   const history: ChatMessage[] = [{ role: 'user', content: 'Fix the failing test in repo X.' }];
   const calls: ChatRequest[] = [];
   for (let i = 0; i < n; i++) {
-    calls.push({ model: 'm', messages: [{ role: 'system', content: sys(i) }, ...structuredClone(history)], tools: toolsFor(i) });
-    history.push({ role: 'assistant', content: `step ${i}`, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"cmd":"ls ${i}","timeout":5}` } }] });
+    calls.push({
+      model: 'm',
+      messages: [{ role: 'system', content: sys(i) }, ...structuredClone(history)],
+      tools: toolsFor(i),
+    });
+    history.push({
+      role: 'assistant',
+      content: `step ${i}`,
+      tool_calls: [
+        { id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"cmd":"ls ${i}","timeout":5}` } },
+      ],
+    });
     history.push({ role: 'tool', tool_call_id: `c${i}`, content: `output of call ${i}\n`.repeat(20) });
   }
   return calls;
 }
 
-const clockSys = (i: number) => `Current date: 2026-11-30T03:${String(10 + i).padStart(2, '0')}:00Z\nYou are a coding agent. Be precise.\nAlways run the tests.`;
+const clockSys = (i: number) =>
+  `Current date: 2026-11-30T03:${String(10 + i).padStart(2, '0')}:00Z\nYou are a coding agent. Be precise.\nAlways run the tests.`;
 
 describe('pipeline', () => {
   it('volatile clock: ctxgate keeps the prefix cached where passthrough breaks at the system prompt', async () => {
@@ -91,9 +129,16 @@ describe('pipeline', () => {
 
   it('qwen3 reasoning turns: explain names the template re-render', async () => {
     const cg = createPipeline({ model: 'm', tokenizer: 'qwen3' });
-    const m1: ChatMessage[] = [{ role: 'system', content: 'sys' }, { role: 'user', content: 'q1' }];
+    const m1: ChatMessage[] = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'q1' },
+    ];
     await cg.process({ model: 'm', messages: m1 }, ctx(1));
-    const m2 = [...m1, { role: 'assistant', content: 'a1', reasoning_content: 'long thinking here' }, { role: 'tool', tool_call_id: 'x', content: 'out' }];
+    const m2 = [
+      ...m1,
+      { role: 'assistant', content: 'a1', reasoning_content: 'long thinking here' },
+      { role: 'tool', tool_call_id: 'x', content: 'out' },
+    ];
     const r2 = await cg.process({ model: 'm', messages: m2 }, ctx(2));
     expect(r2.prefix?.break_cause).toBe('none');
     const m3 = [...m2, { role: 'assistant', content: 'a2' }, { role: 'user', content: 'q2' }];

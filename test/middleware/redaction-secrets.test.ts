@@ -38,15 +38,58 @@ const SECRETS: Record<string, string> = {
   azure: 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=AzureKeyAbCdEfGhIjKlMnOpQrStUv0123456789==',
   cli: 'mysql --password hunter2cli77 -u root',
 };
-const CORES = ['abcdefghijklmnopqrstuvwxyz012345', 'AbCdEfGhIjKlMnOp', 'api03-abcdefghij', 'AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI', 'ghp_abcdef', '11ABCDEFG0123456789', 'xoxb-1234567890', 'AIzaSyA1234567890', 'sk_live_abcdef', 'hf_abcdefghij', 'eyJhbGciOiJIUzI1NiJ9', 'MIIEowIBAAKCAQEA', 'hunter2secret', 'correct-horse-battery', 'gpsecretbody0001', 'lowercasepw77', 'quoted value with spaces', 'jsonpassw0rd', 'yaml pass phrase', 'lowerbearer0123', 'dXNlcjpiYXNpY3Bhc3M5OQ', 'AdoConnPw55', 'AzureKeyAbCdEf', 'hunter2cli77'];
+const CORES = [
+  'abcdefghijklmnopqrstuvwxyz012345',
+  'AbCdEfGhIjKlMnOp',
+  'api03-abcdefghij',
+  'AKIAIOSFODNN7EXAMPLE',
+  'wJalrXUtnFEMI',
+  'ghp_abcdef',
+  '11ABCDEFG0123456789',
+  'xoxb-1234567890',
+  'AIzaSyA1234567890',
+  'sk_live_abcdef',
+  'hf_abcdefghij',
+  'eyJhbGciOiJIUzI1NiJ9',
+  'MIIEowIBAAKCAQEA',
+  'hunter2secret',
+  'correct-horse-battery',
+  'gpsecretbody0001',
+  'lowercasepw77',
+  'quoted value with spaces',
+  'jsonpassw0rd',
+  'yaml pass phrase',
+  'lowerbearer0123',
+  'dXNlcjpiYXNpY3Bhc3M5OQ',
+  'AdoConnPw55',
+  'AzureKeyAbCdEf',
+  'hunter2cli77',
+];
 
 describe('redaction fuzz: generated secrets wrapped in many formats', () => {
   // A secret value: 8-40 characters, letters, digits and punctuation, sometimes with spaces.
   const value = fc
-    .tuple(fc.stringMatching(/^[A-Za-z][A-Za-z0-9!@%^*_+~.-]{7,30}$/), fc.boolean(), fc.stringMatching(/^[a-z0-9]{3,8}$/))
+    .tuple(
+      fc.stringMatching(/^[A-Za-z][A-Za-z0-9!@%^*_+~.-]{7,30}$/),
+      fc.boolean(),
+      fc.stringMatching(/^[a-z0-9]{3,8}$/),
+    )
     .map(([v, sp, tail]) => (sp ? `${v} ${tail}` : v))
     .filter((v) => /\d/.test(v) && !/^(true|false|null|none)$/i.test(v));
-  const names = ['password', 'db_password', 'DB_PASSWORD', 'Api_Key', 'apiKey', 'CLIENT_SECRET', 'auth_token', 'secret', 'passwd', 'PRIVATE_KEY', 'access-key', 'Passphrase'];
+  const names = [
+    'password',
+    'db_password',
+    'DB_PASSWORD',
+    'Api_Key',
+    'apiKey',
+    'CLIENT_SECRET',
+    'auth_token',
+    'secret',
+    'passwd',
+    'PRIVATE_KEY',
+    'access-key',
+    'Passphrase',
+  ];
   const formats: ((n: string, v: string) => string)[] = [
     (n, v) => `${n}="${v}"`,
     (n, v) => `export ${n}='${v}'`,
@@ -59,23 +102,47 @@ describe('redaction fuzz: generated secrets wrapped in many formats', () => {
     (_n, v) => `Authorization: Bearer ${v.replace(/[^A-Za-z0-9]/g, '')}9abcdef0123`,
     (_n, v) => `authorization: basic ${Buffer.from(`u:${v}`).toString('base64')}`,
     (_n, v) => `postgres://admin:${encodeURIComponent(v)}@db:5432/app`,
-    (_n, v) => `-----BEGIN OPENSSH PRIVATE KEY-----\n${Buffer.from(v).toString('base64')}\n-----END OPENSSH PRIVATE KEY-----`,
-    (_n, v) => `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n${Buffer.from(v).toString('base64')}\n-----END PGP PRIVATE KEY BLOCK-----`,
+    (_n, v) =>
+      `-----BEGIN OPENSSH PRIVATE KEY-----\n${Buffer.from(v).toString('base64')}\n-----END OPENSSH PRIVATE KEY-----`,
+    (_n, v) =>
+      `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n${Buffer.from(v).toString('base64')}\n-----END PGP PRIVATE KEY BLOCK-----`,
   ];
   it('no generated secret survives in any format, with text around it', () => {
     fc.assert(
-      fc.property(value, fc.constantFrom(...names), fc.nat(formats.length - 1), fc.constantFrom('', 'log line before\n', 'x '), (v, n, f, pre) => {
-        const text = `${pre}${formats[f](n, v)}\nafter`;
-        const out = redact(text).text;
-        const needles = [v, Buffer.from(v).toString('base64'), Buffer.from(`u:${v}`).toString('base64'), encodeURIComponent(v), v.replace(/[^A-Za-z0-9]/g, '')].filter((x) => x.length >= 8);
-        for (const needle of needles) expect(out, text).not.toContain(needle);
-        expect(out).toContain('after');
-      }),
+      fc.property(
+        value,
+        fc.constantFrom(...names),
+        fc.nat(formats.length - 1),
+        fc.constantFrom('', 'log line before\n', 'x '),
+        (v, n, f, pre) => {
+          const text = `${pre}${formats[f](n, v)}\nafter`;
+          const out = redact(text).text;
+          const needles = [
+            v,
+            Buffer.from(v).toString('base64'),
+            Buffer.from(`u:${v}`).toString('base64'),
+            encodeURIComponent(v),
+            v.replace(/[^A-Za-z0-9]/g, ''),
+          ].filter((x) => x.length >= 8);
+          for (const needle of needles) expect(out, text).not.toContain(needle);
+          expect(out).toContain('after');
+        },
+      ),
       { numRuns: 600 },
     );
   });
   it('keeps ordinary text: counts named after tokens, booleans, references, prose', () => {
-    for (const keep of ['max_tokens: 4096', 'password_required: true', 'API_KEY=${API_KEY}', 'token = process.env.TOKEN', 'bearer tokens expire', 'a basic understanding', 'secret: <your-secret>', 'services/auth_token.py:142: in validate_claims', 'src/token.ts:17:9: error TS2345']) {
+    for (const keep of [
+      'max_tokens: 4096',
+      'password_required: true',
+      'API_KEY=${API_KEY}',
+      'token = process.env.TOKEN',
+      'bearer tokens expire',
+      'a basic understanding',
+      'secret: <your-secret>',
+      'services/auth_token.py:142: in validate_claims',
+      'src/token.ts:17:9: error TS2345',
+    ]) {
       expect(redact(keep).text, keep).toBe(keep);
     }
   });
@@ -100,7 +167,10 @@ describe('redaction', () => {
   });
   it('no planted secret reaches any persisted place (ledger JSON, stored originals, checkpoints, artifacts)', async () => {
     const steps = Array.from({ length: 24 }, (_, k) => ({
-      cmd: k === 1 ? `curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig" https://api` : `sed -n '1,50p' src/m${k}.py`,
+      cmd:
+        k === 1
+          ? `curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig" https://api`
+          : `sed -n '1,50p' src/m${k}.py`,
       out: k % 3 === 0 ? `${Object.values(SECRETS).join('\n')}\n${codeLines(`s${k}`, 30)}` : codeLines(`m${k}`, 50),
     }));
     const msgs = buildSession(`Fix it. Do not modify tests. token ${SECRETS.github}`, steps);
@@ -131,7 +201,10 @@ describe('redaction', () => {
     expect(compactions).toBeGreaterThan(0);
     expect(stored.length).toBeGreaterThan(0);
     const persisted = [JSON.stringify(st), ...stored];
-    const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [readFileSync(join(d, f), 'utf8')]));
+    const walk = (d: string): string[] =>
+      readdirSync(d).flatMap((f) =>
+        statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [readFileSync(join(d, f), 'utf8')],
+      );
     persisted.push(...walk(fsDir));
     for (const p of persisted) for (const c of CORES) expect(p).not.toContain(c);
     expect(JSON.stringify(st!.compaction?.checkpoint)).toContain('[REDACTED:github]');

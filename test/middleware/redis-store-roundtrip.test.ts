@@ -80,7 +80,9 @@ describe('RedisSessionStore (real redis)', () => {
   it('refuses states over maxBytes', async () => {
     const store = new RedisSessionStore({ url, maxBytes: 200, commandTimeoutMs: 5000 });
     opened.push(store);
-    await expect(store.put({ ...state('t3', 'big'), layout: { blob: 'x'.repeat(500) } })).rejects.toBeInstanceOf(StateTooLargeError);
+    await expect(store.put({ ...state('t3', 'big'), layout: { blob: 'x'.repeat(500) } })).rejects.toBeInstanceOf(
+      StateTooLargeError,
+    );
   });
 });
 
@@ -88,7 +90,9 @@ describe('ResilientSessionStore', () => {
   it('serves from local state when redis is down, never throwing', async () => {
     const port = await deadPort();
     const logs: string[] = [];
-    const store = new ResilientSessionStore(new RedisSessionStore({ url: `redis://127.0.0.1:${port}` }), { log: (m) => logs.push(m) });
+    const store = new ResilientSessionStore(new RedisSessionStore({ url: `redis://127.0.0.1:${port}` }), {
+      log: (m) => logs.push(m),
+    });
     opened.push(store);
     await store.put(state('t', 'a', 3));
     const got = await store.get('t', 'a');

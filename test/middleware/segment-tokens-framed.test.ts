@@ -9,7 +9,17 @@ import { tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 
 const EDGES = [')\n', '\n\n', '\n', ' ', '  \n', '}', 'é', '日本語', '🙂', '\t', '"\n', '.\n\n\n', '\r\n', '<', ''];
-const BODY = ['   1\tdef f(x):\n', 'return x + 1', '日本語のテキスト ', 'naïve café ', '🙂 emoji line\n', '{"a": [1, 2]}\n', '\t\tindent\n', 'x'.repeat(70), ' spaced   out \n'];
+const BODY = [
+  '   1\tdef f(x):\n',
+  'return x + 1',
+  '日本語のテキスト ',
+  'naïve café ',
+  '🙂 emoji line\n',
+  '{"a": [1, 2]}\n',
+  '\t\tindent\n',
+  'x'.repeat(70),
+  ' spaced   out \n',
+];
 
 function content(parts: number[], start: number, end: number): string {
   return EDGES[start] + parts.map((i) => BODY[i % BODY.length]).join('') + 'y'.repeat(64) + EDGES[end];
@@ -31,8 +41,14 @@ describe('segment tokens: framed content from cached ids', () => {
             const msgs: ChatMessage[] = [
               { role: 'system', content: 'You are a coding agent.' },
               { role: 'user', content: 'task' },
-              { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }] },
-              role === 'tool' ? { role: 'tool', tool_call_id: 'c1', content: c } : { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+              {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }],
+              },
+              role === 'tool'
+                ? { role: 'tool', tool_call_id: 'c1', content: c }
+                : { role: 'tool', tool_call_id: 'c1', content: 'ok' },
               ...(role === 'tool' ? [] : [{ role, content: c } as ChatMessage]),
             ];
             const text = tok.renderChat(msgs, {});

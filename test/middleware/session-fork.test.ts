@@ -11,21 +11,47 @@ import { createStabiliseStage } from '../../middleware/stabilise/stage.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult, ToolDef } from '../../middleware/types.ts';
 import { buildSession, codeLines, requestsOf, type Step } from './helpers/session-gen.ts';
 
-const ctx = (i: number, tenant = 't1', headers: Record<string, string> = {}): PipelineContext => ({ tenant, requestId: `r${i}`, headers, model: 'm' });
-const tools: ToolDef[] = [{ type: 'function', function: { name: 'bash', description: 'run', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const ctx = (i: number, tenant = 't1', headers: Record<string, string> = {}): PipelineContext => ({
+  tenant,
+  requestId: `r${i}`,
+  headers,
+  model: 'm',
+});
+const tools: ToolDef[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'run',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    },
+  },
+];
 const TASK = 'Fix the bug in src/app.py. Do not modify tests.';
 
 /** One agent's calls: reads only (nothing the stabiliser rewrites), a clock line in the system prompt. */
 function agent(tag: string, files: string[]): ChatRequest[] {
-  const steps: Step[] = files.map((f, k) => ({ thought: `THOUGHT (${tag}): step ${k + 1}, reading ${f}.`, cmd: `sed -n '1,40p' ${f}`, out: codeLines(`${tag}_${k}`, 40) }));
+  const steps: Step[] = files.map((f, k) => ({
+    thought: `THOUGHT (${tag}): step ${k + 1}, reading ${f}.`,
+    cmd: `sed -n '1,40p' ${f}`,
+    out: codeLines(`${tag}_${k}`, 40),
+  }));
   return requestsOf(buildSession(TASK, steps)).map((messages, i) => ({
     model: 'm',
     tools,
-    messages: messages.map((m, j) => (j === 0 ? { ...m, content: `${m.content as string}\nCurrent date: 2026-11-30T03:${String(10 + i).padStart(2, '0')}:00Z` } : m)),
+    messages: messages.map((m, j) =>
+      j === 0
+        ? {
+            ...m,
+            content: `${m.content as string}\nCurrent date: 2026-11-30T03:${String(10 + i).padStart(2, '0')}:00Z`,
+          }
+        : m,
+    ),
   }));
 }
 
-const pipeline = (store: SessionStore = new MemorySessionStore()) => createPipeline({ model: 'm', tokenizer: 'qwen3', store, extraStages: [createStabiliseStage(), createLedgerStage()] });
+const pipeline = (store: SessionStore = new MemorySessionStore()) =>
+  createPipeline({ model: 'm', tokenizer: 'qwen3', store, extraStages: [createStabiliseStage(), createLedgerStage()] });
 
 const A = agent('a', ['src/app.py', 'src/util.py', 'tests/test_app.py', 'src/app.py', 'setup.py']);
 const B = agent('b', ['tests/test_app.py', 'src/app.py', 'README.md', 'src/models/user.py', 'src/util.py']);
@@ -108,21 +134,47 @@ describe('derived session ids fork at the first assistant turn', () => {
     const base = A[3];
     const id = identifySession(base, ctx(0)).id;
     const first = base.messages.findIndex((m) => m.role === 'assistant');
-    const edit = (f: (m: ChatMessage) => ChatMessage): ChatRequest => ({ ...base, messages: base.messages.map((m, j) => (j === first ? f(structuredClone(m)) : m)) });
+    const edit = (f: (m: ChatMessage) => ChatMessage): ChatRequest => ({
+      ...base,
+      messages: base.messages.map((m, j) => (j === first ? f(structuredClone(m)) : m)),
+    });
     const variants: ChatRequest[] = [
       edit((m) => ({ ...m, reasoning_content: 'I should read app.py first.' })),
       edit((m) => ({ ...m, content: `<think>plan the reads</think>\n${m.content as string}\n` })),
       edit((m) => ({ ...m, content: `plan the reads</think>${m.content as string}` })),
-      edit((m) => ({ ...m, tool_calls: m.tool_calls!.map((c) => ({ ...c, id: 'renumbered', function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments), null, 2) } })) })),
-      { ...base, messages: [{ ...base.messages[0], content: (base.messages[0].content as string).replace(/T03:\d\d/, 'T09:59') }, ...base.messages.slice(1)] },
+      edit((m) => ({
+        ...m,
+        tool_calls: m.tool_calls!.map((c) => ({
+          ...c,
+          id: 'renumbered',
+          function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments), null, 2) },
+        })),
+      })),
+      {
+        ...base,
+        messages: [
+          { ...base.messages[0], content: (base.messages[0].content as string).replace(/T03:\d\d/, 'T09:59') },
+          ...base.messages.slice(1),
+        ],
+      },
       A[4],
     ];
     for (const v of variants) expect(identifySession(v, ctx(0)).id).toBe(id);
     expect(identifySession(A[1], ctx(0)).parent).toBe(identifySession(A[0], ctx(0)).id);
     // What does fork it: another first reply, another tenant, another task.
-    expect(identifySession(edit((m) => ({ ...m, content: 'THOUGHT: something else' })), ctx(0)).id).not.toBe(id);
+    expect(
+      identifySession(
+        edit((m) => ({ ...m, content: 'THOUGHT: something else' })),
+        ctx(0),
+      ).id,
+    ).not.toBe(id);
     expect(identifySession(base, ctx(0, 't2')).id).not.toBe(id);
-    expect(identifySession({ ...base, messages: base.messages.map((m, j) => (j === 1 ? { ...m, content: 'Another task.' } : m)) }, ctx(0)).id).not.toBe(id);
+    expect(
+      identifySession(
+        { ...base, messages: base.messages.map((m, j) => (j === 1 ? { ...m, content: 'Another task.' } : m)) },
+        ctx(0),
+      ).id,
+    ).not.toBe(id);
     // An assistant prefill ending the request is not a turn yet.
     const prefill = { ...A[0], messages: [...A[0].messages, { role: 'assistant', content: 'THOUGHT:' }] };
     expect(identifySession(prefill, ctx(0)).id).toBe(identifySession(A[0], ctx(0)).id);
@@ -131,7 +183,10 @@ describe('derived session ids fork at the first assistant turn', () => {
 
   it('no seed when the parent state led with other messages, or there is none', async () => {
     const p = pipeline();
-    const hinted: ChatRequest = { ...A[0], messages: [...A[0].messages, { role: 'user', content: 'Hint: look at util.py.' }] };
+    const hinted: ChatRequest = {
+      ...A[0],
+      messages: [...A[0].messages, { role: 'user', content: 'Hint: look at util.py.' }],
+    };
     const r0 = await p.process(hinted, ctx(0));
     expect(identifySession(A[1], ctx(0)).parent).toBe(r0.sessionId);
     expect((await p.process(A[1], ctx(1))).prefix?.break_cause).toBe('new_session');

@@ -6,7 +6,16 @@ import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
 import { TenantQuotaStore } from '../../middleware/session/tenant-quota-store.ts';
 
-const state = (calls: number): SessionState => ({ schema: SESSION_SCHEMA_VERSION, tenant: 'A', sessionId: 's', model: 'm', rootHash: 'r', calls, updatedAt: 1, layout: { pad: 'x'.repeat(100) } });
+const state = (calls: number): SessionState => ({
+  schema: SESSION_SCHEMA_VERSION,
+  tenant: 'A',
+  sessionId: 's',
+  model: 'm',
+  rootHash: 'r',
+  calls,
+  updatedAt: 1,
+  layout: { pad: 'x'.repeat(100) },
+});
 
 describe('one JSON per put across stacked stores', () => {
   it('stores the state as put, and the mutated state when the same object is put again', async () => {

@@ -26,7 +26,11 @@ describe('elision detection', () => {
     expect(isElisionOf(old, 'alpha 1\n~~ snip ~~\nepsilon 5')).toBe(true);
     expect(isElisionOf(old, '')).toBe(true);
     // A head kept above a marker longer than what it cut is still a truncation.
-    expect(isElisionOf('<rc>0</rc>\nfound it\n</out>\n', '<rc>0</rc>\nfound it\n<<4 lines trimmed by harness>>', { strictlyShorter: true })).toBe(true);
+    expect(
+      isElisionOf('<rc>0</rc>\nfound it\n</out>\n', '<rc>0</rc>\nfound it\n<<4 lines trimmed by harness>>', {
+        strictlyShorter: true,
+      }),
+    ).toBe(true);
     // A marker may be longer than a tiny output it replaced whole; not for user messages.
     expect(isElisionOf('ok', '[tool result cleared to save context]')).toBe(true);
     expect(isElisionOf('ok', '[tool result cleared to save context]', { strictlyShorter: true })).toBe(false);
@@ -51,7 +55,10 @@ describe('stabilise', () => {
   });
 
   it('passes other edits through with a receipt', () => {
-    const msgs = buildSession('t', [{ cmd: 'cat a.py', out: codeLines('a', 5) }, { cmd: 'echo', out: 'x' }]);
+    const msgs = buildSession('t', [
+      { cmd: 'cat a.py', out: codeLines('a', 5) },
+      { cmd: 'echo', out: 'x' },
+    ]);
     const reqs = requestsOf(msgs);
     const rewrite = 'totally different\nnew line 1\nnew line 2\nnew line 3';
     const edited = reqs[2].map((m, i) => (i === 3 ? { ...m, content: rewrite } : m));
@@ -62,18 +69,31 @@ describe('stabilise', () => {
 
   it('never resurrects or stores secret-looking originals; stabilise:false passes through', () => {
     const secret = 'OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789';
-    const msgs = buildSession('t', [{ cmd: 'cat .env', out: secret }, { cmd: 'echo', out: 'x' }, { cmd: 'echo', out: 'y' }]);
+    const msgs = buildSession('t', [
+      { cmd: 'cat .env', out: secret },
+      { cmd: 'echo', out: 'x' },
+      { cmd: 'echo', out: 'y' },
+    ]);
     const reqs = requestsOf(msgs).map((r) => elideLastN(r, 1));
     const a = run(reqs);
     expect(JSON.stringify(a.st)).not.toContain('sk-proj-');
     expect(String(a.outs[a.outs.length - 1][3].content)).toMatch(/^Old environment output/);
-    const plain = buildSession('t', [{ cmd: 'cat a', out: 'a\nb\nc' }, { cmd: 'echo', out: 'x' }]);
-    const b = run(requestsOf(plain).map((r) => elideLastN(r, 1)), { enabled: false });
+    const plain = buildSession('t', [
+      { cmd: 'cat a', out: 'a\nb\nc' },
+      { cmd: 'echo', out: 'x' },
+    ]);
+    const b = run(
+      requestsOf(plain).map((r) => elideLastN(r, 1)),
+      { enabled: false },
+    );
     expect(String(b.outs[b.outs.length - 1][3].content)).toMatch(/^Old environment output/);
   });
 
   it('bounds stored originals', () => {
-    const big = buildSession('t', Array.from({ length: 10 }, (_, k) => ({ cmd: `cat f${k}`, out: codeLines(`f${k}`, 50) })));
+    const big = buildSession(
+      't',
+      Array.from({ length: 10 }, (_, k) => ({ cmd: `cat f${k}`, out: codeLines(`f${k}`, 50) })),
+    );
     const { st } = run(requestsOf(big), { maxBytes: 8000 });
     expect(st.bytes).toBeLessThanOrEqual(8000);
     expect(st.bytes).toBe(Object.values(st.orig).reduce((n, c) => n + String(c).length, 0));
@@ -85,7 +105,9 @@ describe('stabilise', () => {
     const trim = (m: ChatMessage[], n: number) => {
       const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
       const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
-      return m.map((x, i) => (old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines trimmed by harness>>` } : x));
+      return m.map((x, i) =>
+        old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines trimmed by harness>>` } : x,
+      );
     };
     const reqs = requestsOf(msgs).map((r) => trim(r, 2));
     const { outs, receipts } = run(reqs);
@@ -106,7 +128,11 @@ describe('stabilise', () => {
   });
 
   it('two agents sharing a session: a slot where outputs differ is contested, never restored across agents', () => {
-    const a = buildSession('t', [{ cmd: 'cat a.py', out: codeLines('a', 8) }, { cmd: 'echo', out: 'x' }, { cmd: 'echo', out: 'y' }]);
+    const a = buildSession('t', [
+      { cmd: 'cat a.py', out: codeLines('a', 8) },
+      { cmd: 'echo', out: 'x' },
+      { cmd: 'echo', out: 'y' },
+    ]);
     const b = a.map((m, i) => (i === 3 ? { ...m, content: toolResult(codeLines('b', 8).replace(/\n/g, '\r\n')) } : m));
     const ra = requestsOf(a);
     const rb = requestsOf(b);

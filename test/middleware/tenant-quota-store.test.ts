@@ -5,13 +5,26 @@ import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
 import { quotaSize, TenantQuotaStore } from '../../middleware/session/tenant-quota-store.ts';
 
-const state = (tenant: string, id: string, pad = ''): SessionState => ({ schema: SESSION_SCHEMA_VERSION, tenant, sessionId: id, model: 'm', rootHash: 'r', calls: 1, updatedAt: 1, layout: { pad } });
+const state = (tenant: string, id: string, pad = ''): SessionState => ({
+  schema: SESSION_SCHEMA_VERSION,
+  tenant,
+  sessionId: id,
+  model: 'm',
+  rootHash: 'r',
+  calls: 1,
+  updatedAt: 1,
+  layout: { pad },
+});
 
 describe('TenantQuotaStore', () => {
   it('evicts the least recently used session of the same tenant only', async () => {
     const inner = new MemorySessionStore();
     const evicted: string[] = [];
-    const s = new TenantQuotaStore(inner, { maxSessions: 2, maxBytes: 1 << 20, onEvict: (t, id) => evicted.push(`${t}/${id}`) });
+    const s = new TenantQuotaStore(inner, {
+      maxSessions: 2,
+      maxBytes: 1 << 20,
+      onEvict: (t, id) => evicted.push(`${t}/${id}`),
+    });
     await s.put(state('B', 'b1'));
     await s.put(state('A', 'a1'));
     await s.put(state('A', 'a2'));

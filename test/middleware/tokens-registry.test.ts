@@ -3,25 +3,62 @@ import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage, ToolDef } from '../../middleware/types.ts';
 
 const tools: ToolDef[] = [
-  { type: 'function', function: { name: 'bash', description: 'Run a shell command', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'Run a shell command',
+      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+    },
+  },
 ];
 const conversation: ChatMessage[] = [
   { role: 'system', content: 'You are a careful coding agent.' },
   { role: 'user', content: 'List the files.' },
-  { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'bash', arguments: '{"cmd":"ls -la"}' } }] },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'bash', arguments: '{"cmd":"ls -la"}' } }],
+  },
   { role: 'tool', tool_call_id: 'call_1', content: 'README.md\nsrc' },
   { role: 'assistant', content: 'There are two entries.' },
   { role: 'user', content: 'Thanks — now count them ✓.' },
 ];
 
 const expected: Record<string, { markers: string[]; argsRendered?: string }> = {
-  qwen3: { markers: ['<|im_start|>system\nYou are a careful coding agent.', '<tool_call>', '<tool_response>\nREADME.md', '"name": "bash"'], argsRendered: '"arguments": {"cmd": "ls -la"}' },
-  llama3_1: { markers: ['<|begin_of_text|><|start_header_id|>system<|end_header_id|>', '<|start_header_id|>tool<|end_header_id|>', '<|eot_id|>'] },
+  qwen3: {
+    markers: [
+      '<|im_start|>system\nYou are a careful coding agent.',
+      '<tool_call>',
+      '<tool_response>\nREADME.md',
+      '"name": "bash"',
+    ],
+    argsRendered: '"arguments": {"cmd": "ls -la"}',
+  },
+  llama3_1: {
+    markers: [
+      '<|begin_of_text|><|start_header_id|>system<|end_header_id|>',
+      '<|start_header_id|>tool<|end_header_id|>',
+      '<|eot_id|>',
+    ],
+  },
   // vLLM turns null content into "", and DeepSeek-V3's shipped template renders tool calls only
   // when content is none, so (as on vLLM) the call itself is not rendered; the output is.
-  deepseek_v3: { markers: ['<｜begin▁of▁sentence｜>You are a careful coding agent.', '<｜User｜>List the files.', '<｜tool▁output▁begin｜>README.md'] },
-  o200k_base: { markers: ['<|im_start|>system\nYou are a careful coding agent.', '# Tools', '<|im_start|>tool\nREADME.md'], argsRendered: '"arguments": {"cmd": "ls -la"}' },
-  cl100k_base: { markers: ['<|im_start|>user\nList the files.<|im_end|>'], argsRendered: '"arguments": {"cmd": "ls -la"}' },
+  deepseek_v3: {
+    markers: [
+      '<｜begin▁of▁sentence｜>You are a careful coding agent.',
+      '<｜User｜>List the files.',
+      '<｜tool▁output▁begin｜>README.md',
+    ],
+  },
+  o200k_base: {
+    markers: ['<|im_start|>system\nYou are a careful coding agent.', '# Tools', '<|im_start|>tool\nREADME.md'],
+    argsRendered: '"arguments": {"cmd": "ls -la"}',
+  },
+  cl100k_base: {
+    markers: ['<|im_start|>user\nList the files.<|im_end|>'],
+    argsRendered: '"arguments": {"cmd": "ls -la"}',
+  },
 };
 
 describe('tokenizer registry', () => {
@@ -47,9 +84,12 @@ describe('tokenizer registry', () => {
 
   it('qwen3 renders system+user, tool turns and reasoning_content of the last assistant turn', async () => {
     const tok = await loadTokenizer('qwen3');
-    expect(tok.renderChat([{ role: 'system', content: 's' }, { role: 'user', content: 'u' }])).toBe(
-      '<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n',
-    );
+    expect(
+      tok.renderChat([
+        { role: 'system', content: 's' },
+        { role: 'user', content: 'u' },
+      ]),
+    ).toBe('<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n');
     const withReasoning: ChatMessage[] = [
       { role: 'user', content: 'q1' },
       { role: 'assistant', content: 'a1', reasoning_content: 'thinking one' },
@@ -65,7 +105,9 @@ describe('tokenizer registry', () => {
   it('a chatTemplateFile overrides the shipped template, and unknown specs fail clearly', async () => {
     const { CHATML_TEMPLATE_FILE } = await import('../../middleware/tokens/registry.ts');
     const tok = await loadTokenizer('llama3_1', { chatTemplateFile: CHATML_TEMPLATE_FILE });
-    expect(tok.renderChat([{ role: 'user', content: 'x' }])).toBe('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
+    expect(tok.renderChat([{ role: 'user', content: 'x' }])).toBe(
+      '<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n',
+    );
     await expect(loadTokenizer('no-such-tokenizer')).rejects.toThrow(/unknown tokenizer/);
   });
 });

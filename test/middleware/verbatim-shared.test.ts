@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { keptList, messageVerbatim, missingFrom, occursIn, shownText, verbatimSet } from '../../middleware/compaction/verbatim.ts';
+import {
+  keptList,
+  messageVerbatim,
+  missingFrom,
+  occursIn,
+  shownText,
+  verbatimSet,
+} from '../../middleware/compaction/verbatim.ts';
 
 describe('verbatim presence (one definition for compaction and benches)', () => {
   it('needs word boundaries at word-character ends', () => {
@@ -22,7 +29,18 @@ describe('verbatim presence (one definition for compaction and benches)', () => 
     const m = {
       role: 'assistant' as const,
       content: 'Fix it',
-      tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'bash', arguments: JSON.stringify({ command: "cat > t.py << 'EOF'\nraise AssertionError('x')\nEOF\nsed -n 1,5p pkg/mod.py" }) } }],
+      tool_calls: [
+        {
+          id: 'c1',
+          type: 'function' as const,
+          function: {
+            name: 'bash',
+            arguments: JSON.stringify({
+              command: "cat > t.py << 'EOF'\nraise AssertionError('x')\nEOF\nsed -n 1,5p pkg/mod.py",
+            }),
+          },
+        },
+      ],
     };
     expect(shownText(m)).toContain('\nraise AssertionError');
     const v = messageVerbatim(m);
@@ -37,8 +55,22 @@ describe('verbatim presence (one definition for compaction and benches)', () => 
 describe('digest kept lists', () => {
   it('lists an identifier once across entries and not at all when the prompt shows it elsewhere', async () => {
     const { renderDigest } = await import('../../middleware/compaction/digest.ts');
-    const entry = (n: number, verbatim: string[]) => ({ from: n, to: n, id: `c${n}`, label: `pytest -x #${n}`, exit: 1, level: 2 as const, lines: 40, hash: `h${n}`, verbatim });
-    const d = renderDigest([entry(1, ['src/a.py:3', 'src/a.py', 'KeyError']), entry(2, ['src/a.py:3', 'E501', 'KeyError'])], true, (v) => v === 'E501');
+    const entry = (n: number, verbatim: string[]) => ({
+      from: n,
+      to: n,
+      id: `c${n}`,
+      label: `pytest -x #${n}`,
+      exit: 1,
+      level: 2 as const,
+      lines: 40,
+      hash: `h${n}`,
+      verbatim,
+    });
+    const d = renderDigest(
+      [entry(1, ['src/a.py:3', 'src/a.py', 'KeyError']), entry(2, ['src/a.py:3', 'E501', 'KeyError'])],
+      true,
+      (v) => v === 'E501',
+    );
     expect(d.match(/src\/a\.py:3/g)?.length).toBe(1);
     expect(d.match(/KeyError/g)?.length).toBe(1);
     expect(d).not.toContain('E501');

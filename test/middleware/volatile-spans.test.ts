@@ -49,7 +49,8 @@ describe('volatile spans', () => {
     }
     expect(causes).toEqual(['new_session', 'system_changed', 'none', 'none']);
     expect(JSON.stringify(bodies[0])).toBe(JSON.stringify(reqs[0]));
-    for (const b of bodies.slice(1)) expect(b.messages[0].content).toBe(`You are a helpful assistant. Time: ${VOLATILE_PLACEHOLDER}`);
+    for (const b of bodies.slice(1))
+      expect(b.messages[0].content).toBe(`You are a helpful assistant. Time: ${VOLATILE_PLACEHOLDER}`);
     expect(JSON.stringify(bodies[3].messages.at(-1))).toContain('Time: 2024-01-01T10:03:00Z');
   });
 });

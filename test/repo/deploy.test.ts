@@ -30,25 +30,33 @@ function lookup(path: string, scope: Record<string, unknown>): unknown {
 /** Renders the subset of Go templates the chart uses. */
 function render(src: string): string {
   const scope = { Values: values, Release: { Name: 'rel' } };
-  return src.replace(/^([ \t]*)\{\{(-?) *(.*?) *\}\}$|\{\{-? *(.*?) *-?\}\}/gm, (_m, lead: string | undefined, _dash, whole: string | undefined, inline: string | undefined) => {
-    const expr = (whole ?? inline)!;
-    const [head, ...pipes] = expr.split('|').map((s) => s.trim());
-    let out: string;
-    let value: unknown;
-    if (head.startsWith('toYaml ')) value = stringify(lookup(head.slice(7).replace(/^\./, ''), scope)).trimEnd();
-    else value = lookup(head.replace(/^\./, ''), scope);
-    out = String(value);
-    for (const p of pipes) {
-      const [fn, arg] = p.split(/\s+/);
-      if (fn === 'sha256sum') out = createHash('sha256').update(out).digest('hex');
-      else if (fn === 'indent' || fn === 'nindent') {
-        const pad = ' '.repeat(Number(arg));
-        out = (fn === 'nindent' ? '\n' : '') + out.split('\n').map((l) => pad + l).join('\n');
-      } else throw new Error(`template function '${fn}' not supported by the test renderer`);
-    }
-    // a line that is only `{{- ... }}` joins the previous line (the dash eats the newline before it)
-    return whole !== undefined && _dash ? out : (lead ?? '') + out;
-  });
+  return src.replace(
+    /^([ \t]*)\{\{(-?) *(.*?) *\}\}$|\{\{-? *(.*?) *-?\}\}/gm,
+    (_m, lead: string | undefined, _dash, whole: string | undefined, inline: string | undefined) => {
+      const expr = (whole ?? inline)!;
+      const [head, ...pipes] = expr.split('|').map((s) => s.trim());
+      let out: string;
+      let value: unknown;
+      if (head.startsWith('toYaml ')) value = stringify(lookup(head.slice(7).replace(/^\./, ''), scope)).trimEnd();
+      else value = lookup(head.replace(/^\./, ''), scope);
+      out = String(value);
+      for (const p of pipes) {
+        const [fn, arg] = p.split(/\s+/);
+        if (fn === 'sha256sum') out = createHash('sha256').update(out).digest('hex');
+        else if (fn === 'indent' || fn === 'nindent') {
+          const pad = ' '.repeat(Number(arg));
+          out =
+            (fn === 'nindent' ? '\n' : '') +
+            out
+              .split('\n')
+              .map((l) => pad + l)
+              .join('\n');
+        } else throw new Error(`template function '${fn}' not supported by the test renderer`);
+      }
+      // a line that is only `{{- ... }}` joins the previous line (the dash eats the newline before it)
+      return whole !== undefined && _dash ? out : (lead ?? '') + out;
+    },
+  );
 }
 
 /** Reads a dotted path; a leading `name.yaml` is one key, and `\u0000` stands for a dot inside a key. */
@@ -56,14 +64,16 @@ function dig(o: unknown, path: string): unknown {
   const m = /^([a-z]+\.yaml)\.?(.*)$/.exec(path);
   const keys = m ? [m[1], ...(m[2] ? m[2].split('.') : [])] : path.split('.');
   let v = o;
-  for (const k of keys) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k.replace('\u0000', '.')] : undefined;
+  for (const k of keys)
+    v = v && typeof v === 'object' ? (v as Record<string, unknown>)[k.replace('\u0000', '.')] : undefined;
   return v;
 }
 
 function schemaHas(path: string[]): boolean {
   let s: TSchema | undefined = ConfigSchema;
   for (const k of path) {
-    const props: Record<string, TSchema> | undefined = (s as { properties?: Record<string, TSchema> } | undefined)?.properties;
+    const props: Record<string, TSchema> | undefined = (s as { properties?: Record<string, TSchema> } | undefined)
+      ?.properties;
     if (!props || !(k in props)) return false;
     s = props[k];
   }
@@ -87,7 +97,9 @@ describe('deployment on paper', () => {
   });
 
   it('every .Values.config.* a template reads exists in the config schema', () => {
-    const refs = templates.flatMap((f) => [...text(f).matchAll(/\.Values\.config\.([A-Za-z0-9_.]+)/g)].map((m) => m[1]));
+    const refs = templates.flatMap((f) =>
+      [...text(f).matchAll(/\.Values\.config\.([A-Za-z0-9_.]+)/g)].map((m) => m[1]),
+    );
     expect(refs.length).toBeGreaterThan(0);
     for (const r of refs) expect(schemaHas(r.split('.')), r).toBe(true);
   });
@@ -104,7 +116,11 @@ describe('deployment on paper', () => {
     expect(dig(dep, 'kind')).toBe('Deployment');
     expect(dig(dep, 'spec.replicas')).toBe(values.replicaCount);
     const pod = dig(dep, 'spec.template');
-    expect(dig(pod, 'metadata.annotations')).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/path': '/metrics', 'prometheus.io/port': '8080' });
+    expect(dig(pod, 'metadata.annotations')).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/path': '/metrics',
+      'prometheus.io/port': '8080',
+    });
     expect(dig(pod, 'spec.containers.0.readinessProbe.httpGet.path')).toBe('/ready');
     expect(dig(pod, 'spec.securityContext.runAsNonRoot')).toBe(true);
     const cm = dig(docs, 'configmap.yaml');

@@ -48,7 +48,9 @@ export function importEdges(root: string): ImportEdge[] {
     for (const ref of info.importedFiles) {
       const spec = ref.fileName;
       if (!spec.startsWith('.')) continue;
-      const target = relative(root, resolve(root, dirname(file), spec)).split('\\').join('/');
+      const target = relative(root, resolve(root, dirname(file), spec))
+        .split('\\')
+        .join('/');
       edges.push({ from: file, to: target });
     }
   }

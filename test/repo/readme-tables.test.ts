@@ -25,7 +25,9 @@ describe('comments point inside the repository', () => {
   it('no source file cites the external design notes (the design lives in docs/)', async () => {
     const { sourceFiles } = await import('./import-graph.ts');
     const root = new URL('../../', import.meta.url);
-    const offenders = sourceFiles(root.pathname).filter((f) => /DESIGN(\.md)? ?§/.test(readFileSync(new URL(f, root), 'utf8')));
+    const offenders = sourceFiles(root.pathname).filter((f) =>
+      /DESIGN(\.md)? ?§/.test(readFileSync(new URL(f, root), 'utf8')),
+    );
     expect(offenders).toEqual([]);
   });
 });

@@ -16,12 +16,19 @@ export function toolResult(out: string, exit = 0): string {
 
 export function buildSession(task: string, steps: Step[]): ChatMessage[] {
   const msgs: ChatMessage[] = [
-    { role: 'system', content: 'You are a helpful assistant that can interact with a computer shell to solve programming tasks.' },
+    {
+      role: 'system',
+      content: 'You are a helpful assistant that can interact with a computer shell to solve programming tasks.',
+    },
     { role: 'user', content: task },
   ];
   steps.forEach((s, k) => {
     const id = `call_${k + 1}`;
-    msgs.push({ role: 'assistant', content: s.thought ?? `Step ${k + 1}.`, tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: s.cmd }) } }] });
+    msgs.push({
+      role: 'assistant',
+      content: s.thought ?? `Step ${k + 1}.`,
+      tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: s.cmd }) } }],
+    });
     msgs.push({ role: 'tool', tool_call_id: id, content: toolResult(s.out, s.exit ?? 0) });
   });
   return msgs;
@@ -30,7 +37,8 @@ export function buildSession(task: string, steps: Step[]): ChatMessage[] {
 /** Requests the agent sends: before each assistant message, the history so far. */
 export function requestsOf(msgs: ChatMessage[]): ChatMessage[][] {
   const out: ChatMessage[][] = [];
-  for (let i = 2; i <= msgs.length; i++) if (i === msgs.length || msgs[i].role === 'assistant') out.push(msgs.slice(0, i));
+  for (let i = 2; i <= msgs.length; i++)
+    if (i === msgs.length || msgs[i].role === 'assistant') out.push(msgs.slice(0, i));
   return out;
 }
 
@@ -38,7 +46,9 @@ export function requestsOf(msgs: ChatMessage[]): ChatMessage[][] {
 export const rng = mulberry32;
 
 export function codeLines(name: string, n: number, start = 1): string {
-  return Array.from({ length: n }, (_, k) => `${start + k}\tdef ${name}_${k}(x):  # line ${start + k} of ${name}`).join('\n');
+  return Array.from({ length: n }, (_, k) => `${start + k}\tdef ${name}_${k}(x):  # line ${start + k} of ${name}`).join(
+    '\n',
+  );
 }
 
 /** A session with random reads, writes (sed -i, heredoc, python script) and test runs. */
@@ -53,7 +63,12 @@ export function randomSession(seed: number, calls: number): ChatMessage[] {
     else if (p < 0.6) steps.push({ cmd: `grep -n "def " ${f}`, out: `12:def a():\n30:def b():` });
     else if (p < 0.75) steps.push({ cmd: `sed -i 's/a/b/' ${f}`, out: '' });
     else if (p < 0.85) steps.push({ cmd: `cat > ${f} << 'EOF'\nprint(${k})\nEOF`, out: '' });
-    else steps.push({ cmd: 'python -m pytest tests -x 2>&1 | tail -20', out: `tests/test_app.py:42: AssertionError\nFAILED tests/test_app.py::test_x - assert 1 == 2`, exit: 1 });
+    else
+      steps.push({
+        cmd: 'python -m pytest tests -x 2>&1 | tail -20',
+        out: `tests/test_app.py:42: AssertionError\nFAILED tests/test_app.py::test_x - assert 1 == 2`,
+        exit: 1,
+      });
   }
   return buildSession('Fix the bug in src/app.py. Do not modify tests.', steps);
 }
@@ -62,5 +77,9 @@ export function randomSession(seed: number, calls: number): ChatMessage[] {
 export function elideLastN(req: ChatMessage[], n: number): ChatMessage[] {
   const toolIdx = req.map((m, i) => (m.role === 'tool' ? i : -1)).filter((i) => i >= 0);
   const old = new Set(toolIdx.slice(0, Math.max(0, toolIdx.length - n)));
-  return req.map((m, i) => (old.has(i) ? { ...m, content: `Old environment output: (${String(m.content).split('\n').length} lines omitted)` } : m));
+  return req.map((m, i) =>
+    old.has(i)
+      ? { ...m, content: `Old environment output: (${String(m.content).split('\n').length} lines omitted)` }
+      : m,
+  );
 }
