@@ -21,7 +21,7 @@ import { summariseLoad } from './summary.ts';
 
 export const DEFAULT_LOADGEN_CONNECTIONS = 64;
 export const DEFAULT_LOADGEN_DURATION_S = 5;
-export const DEFAULT_LOADGEN_ROUNDS = 3;
+export const DEFAULT_LOADGEN_ROUNDS = 5;
 
 async function fakeUpstream(): Promise<{ proc: ChildProcess; url: string }> {
   const proc = spawn(
@@ -42,7 +42,7 @@ async function fakeUpstream(): Promise<{ proc: ChildProcess; url: string }> {
   return { proc, url };
 }
 
-function staticRps(url: string, body: string, connections: number, durationS: number): Promise<number> {
+function staticRps(url: string, body: string | Buffer, connections: number, durationS: number): Promise<number> {
   return new Promise((resolve, reject) => {
     autocannon(
       {

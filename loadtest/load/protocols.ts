@@ -21,7 +21,8 @@ export interface BuildOptions {
 export interface BuiltRequest {
   path: string;
   headers: Record<string, string>;
-  body: string;
+  /** UTF-8 JSON; the chat body is built as bytes from cached message JSON. */
+  body: string | Buffer;
 }
 
 export interface UsageCounts {
@@ -145,22 +146,34 @@ function responsesBody(b: ChatRequest, o: BuildOptions): Json {
 
 // Bodies of one session share most message objects with the previous body: their JSON is made
 // once (a body is then a join of cached strings, not a full JSON.stringify of the history).
-const jsonCache = new WeakMap<object, string>();
-function jsonOf(v: unknown): string {
-  if (typeof v !== 'object' || v === null) return JSON.stringify(v);
-  let s = jsonCache.get(v);
-  if (s === undefined) {
-    s = JSON.stringify(v);
-    jsonCache.set(v, s);
+const jsonCache = new WeakMap<object, Buffer>();
+function jsonOf(v: unknown): Buffer {
+  if (typeof v !== 'object' || v === null) return Buffer.from(JSON.stringify(v));
+  let b = jsonCache.get(v);
+  if (b === undefined) {
+    b = Buffer.from(JSON.stringify(v));
+    jsonCache.set(v, b);
   }
-  return s;
+  return b;
 }
 
-function chatJson(b: ChatRequest, o: BuildOptions): string {
+const COMMA = Buffer.from(',');
+const MESSAGES_OPEN = Buffer.from(',"messages":[');
+const TOOLS_OPEN = Buffer.from(',"tools":');
+const CLOSE = Buffer.from(']}');
+
+/** The chat body as bytes: cached message JSON copied once into one buffer (no string join, no re-encode). */
+function chatJson(b: ChatRequest, o: BuildOptions): Buffer {
   const { messages, tools, ...rest } = chatBody(b, o) as Json & { messages: ChatMessage[]; tools?: unknown };
-  const head = JSON.stringify(rest).slice(0, -1);
-  const toolsPart = tools === undefined ? '' : `,"tools":${jsonOf(tools)}`;
-  return `${head}${toolsPart},"messages":[${messages.map(jsonOf).join(',')}]}`;
+  const parts: Buffer[] = [Buffer.from(JSON.stringify(rest).slice(0, -1))];
+  if (tools !== undefined) parts.push(TOOLS_OPEN, jsonOf(tools));
+  parts.push(MESSAGES_OPEN);
+  for (let i = 0; i < messages.length; i++) {
+    if (i) parts.push(COMMA);
+    parts.push(jsonOf(messages[i]));
+  }
+  parts.push(CLOSE);
+  return Buffer.concat(parts);
 }
 
 export function buildRequest(api: ApiName, b: ChatRequest, o: BuildOptions): BuiltRequest {

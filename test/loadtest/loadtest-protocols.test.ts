@@ -32,7 +32,7 @@ const opts = { model: 'served', stream: false, maxTokens: 64, key: 'k', sessionI
 describe('loadtest request bodies', () => {
   it('chat: model, cap and stream options set; key as bearer', () => {
     const r = buildRequest('chat', { ...body, stream_options: { include_usage: false } }, { ...opts, stream: true });
-    const b = JSON.parse(r.body);
+    const b = JSON.parse(String(r.body));
     expect(r.path).toBe('/v1/chat/completions');
     expect(r.headers.authorization).toBe('Bearer k');
     expect(b).toMatchObject({ model: 'served', max_tokens: 64, stream: true, stream_options: { include_usage: true } });
@@ -41,7 +41,7 @@ describe('loadtest request bodies', () => {
 
   it('anthropic: system lifted, tool calls as tool_use, results as user tool_result, x-api-key', () => {
     const r = buildRequest('anthropic', body, opts);
-    const b = JSON.parse(r.body);
+    const b = JSON.parse(String(r.body));
     expect(r.path).toBe('/v1/messages');
     expect(r.headers['x-api-key']).toBe('k');
     expect(r.headers.authorization).toBeUndefined();
@@ -65,7 +65,7 @@ describe('loadtest request bodies', () => {
   });
 
   it('responses: instructions, function_call items, store off, session as prompt_cache_key', () => {
-    const b = JSON.parse(buildRequest('responses', body, opts).body);
+    const b = JSON.parse(String(buildRequest('responses', body, opts).body));
     expect(b.instructions).toBe('sys');
     expect(b.store).toBe(false);
     expect(b.prompt_cache_key).toBe('s1');
