@@ -25,7 +25,9 @@ async function serve(upstreamUrl: string, deadlineMs: number): Promise<{ url: st
   const cfg = join(dir, 'gw.yaml');
   writeFileSync(
     cfg,
+    // the ledger in the test's own folder, never ctxgate-usage.sqlite in the checkout
     `listen: { host: 127.0.0.1, port: 0 }\nhealth: { interval_ms: 0 }\nshutdown: { deadline_ms: ${deadlineMs} }\n` +
+      `ledger: { path: '${join(dir, 'usage.sqlite')}' }\n` +
       `models:\n  - name: m1\n    layout: passthrough\n    workers: [{ url: '${upstreamUrl}', id: w1 }]\n`,
   );
   child = spawn(process.execPath, [BIN, 'serve', '--config', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
