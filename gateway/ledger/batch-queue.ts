@@ -1,8 +1,8 @@
 // Bounded in-memory queue in front of a ledger store. push() is O(1) and never blocks: when the
-// queue is full the record is dropped and counted. What was pushed during one event-loop turn is
-// written at the end of that turn (one setImmediate, one batch of up to batch_size per write), so a
-// process killed with -9 loses at most the records of the turn it died in, not up to flush_ms of
-// them; flush_ms remains as a retry timer. Writes never overlap.
+// queue is full the record is dropped and counted. What was pushed by one synchronous job is written
+// right after it (one microtask, one batch of up to batch_size per write), so a process killed with
+// -9 loses at most the records of the job it died in, not up to flush_ms of them; flush_ms remains
+// as a retry timer. Writes never overlap.
 import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from './types.ts';
 
 export interface BatchQueueOptions<T> {
@@ -39,7 +39,10 @@ export class BatchQueue<T> {
     this.buf.push(item);
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => {
+      // a microtask, not setImmediate: the record is written before the loop polls again, so a
+      // kill -9 right after the answers went out finds it on disk (records pushed by the same
+      // synchronous job still share one batch)
+      queueMicrotask(() => {
         this.scheduled = false;
         void this.drain();
       });

@@ -17,13 +17,13 @@ const dir = mkdtempSync(join(tmpdir(), 'ctxgate-reporting-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('createReporting', () => {
-  it('records, reports and flushes the ledger at shutdown', async () => {
+  it('records, reports and writes each record without waiting for flush_ms or shutdown', async () => {
     const up = await startFakeUpstream({ name: 'w1', knobs: { cachedTokens: 2 } });
     const path = join(dir, 'usage.sqlite');
     const config = parseConfig({
       listen: { host: '127.0.0.1', port: 0 },
       health: { interval_ms: 0 },
-      ledger: { path, flush_ms: 60_000, batch_size: 1000 }, // only the shutdown flush writes
+      ledger: { path, flush_ms: 60_000, batch_size: 1000 }, // the retry timer never fires in this test
       models: [{ name: 'm1', layout: 'passthrough', workers: [{ url: up.url, id: 'w1' }] }],
     });
     const reporting = createReporting(config);
@@ -79,13 +79,14 @@ describe('createReporting', () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/ctxgate_cost_usd_total\{model="m1",tenant="default",kind="output"\}/);
 
-    // Queued after the report's flush: only the shutdown hook can write it.
+    // A record is written right after the job that produced it (a microtask), not at the next flush_ms
+    // or at shutdown: nothing is left queued once the record exists, and the shutdown flush finds it written.
     const r2 = await client.chat.completions
       .create({ model: 'm1', messages: [{ role: 'user', content: 'again' }] })
       .withResponse();
     const id2 = r2.response.headers.get('x-request-id')!;
     await until(() => reporting.recorder.lastRecord(id2) !== undefined);
-    expect(reporting.ledger.stats().queued).toBe(1);
+    expect(reporting.ledger.stats().queued).toBe(0);
     await gw.close();
     await up.close();
     const reopened = new SqliteLedger({ path, retentionDays: 90, batchSize: 10, flushMs: 1000, readonly: true });
