@@ -104,42 +104,23 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
       const m: ChatMessage = { role, content: collapse(partsOf(it.content, `${w}.content`)) };
       if (role === 'assistant') takeReasoning(m);
       out.push(m);
-    } else if (type === 'function_call') {
+    } else if (type === 'function_call' || type === 'custom_tool_call') {
       if (typeof it.call_id !== 'string' || typeof it.name !== 'string')
         throw bad(`${w} needs a string call_id and name`, w);
-      const call = {
-        id: it.call_id,
-        type: 'function',
-        function: {
-          name: it.name,
-          arguments: typeof it.arguments === 'string' ? it.arguments : JSON.stringify(it.arguments ?? {}),
-        },
-      };
+      // a freeform (custom) tool's raw input travels as one JSON field the answer side unwraps
+      const args =
+        type === 'custom_tool_call'
+          ? JSON.stringify({ [CUSTOM_TOOL_INPUT]: typeof it.input === 'string' ? it.input : '' })
+          : typeof it.arguments === 'string'
+            ? it.arguments
+            : JSON.stringify(it.arguments ?? {});
       let m = lastAssistant();
       if (!m) {
         m = { role: 'assistant', content: null };
         out.push(m);
       }
       takeReasoning(m);
-      (m.tool_calls ??= []).push(call);
-    } else if (type === 'custom_tool_call') {
-      if (typeof it.call_id !== 'string' || typeof it.name !== 'string')
-        throw bad(`${w} needs a string call_id and name`, w);
-      const call = {
-        id: it.call_id,
-        type: 'function',
-        function: {
-          name: it.name,
-          arguments: JSON.stringify({ [CUSTOM_TOOL_INPUT]: typeof it.input === 'string' ? it.input : '' }),
-        },
-      };
-      let m = lastAssistant();
-      if (!m) {
-        m = { role: 'assistant', content: null };
-        out.push(m);
-      }
-      takeReasoning(m);
-      (m.tool_calls ??= []).push(call);
+      (m.tool_calls ??= []).push({ id: it.call_id, type: 'function', function: { name: it.name, arguments: args } });
     } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       if (typeof it.call_id !== 'string') throw bad(`${w}.call_id must be a string`, `${w}.call_id`);
       const content = typeof it.output === 'string' ? it.output : collapse(partsOf(it.output, `${w}.output`));
