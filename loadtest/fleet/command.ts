@@ -46,6 +46,9 @@ hash_ids of 512-token blocks); several files share one clock and one block names
   --opt POLICY.KEY=VALUE  a policy option, repeatable (e.g. --opt ctxgate.epsilon=0.5)
   --max-batched-tokens N  chunked-prefill token budget per step (default 8192)
   --max-seqs N          running requests per engine (default 256)
+  --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
+                        a request is admitted when its whole prompt's blocks are free;
+                        first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
   --seed N              seed for the policies that sample (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
                         e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, ...}]}`;
@@ -104,6 +107,7 @@ export async function run(argv: string[]): Promise<number> {
     'opt',
     'max-batched-tokens',
     'max-seqs',
+    'admission',
     'seed',
     'json',
   ]);
@@ -141,6 +145,9 @@ export async function run(argv: string[]): Promise<number> {
     const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
     const maxBatchedTokens = Math.floor(num(a, 'max-batched-tokens', 8192, 1));
     const maxSeqs = Math.floor(num(a, 'max-seqs', 256, 1));
+    const admission = str(a, 'admission') ?? 'full-prompt';
+    if (admission !== 'full-prompt' && admission !== 'first-chunk')
+      throw new Error(`--admission must be full-prompt or first-chunk, got '${admission}'`);
 
     const progress = createProgress(!json);
     const runs: FleetRunSummary[] = [];
@@ -159,6 +166,7 @@ export async function run(argv: string[]): Promise<number> {
           timing,
           maxBatchedTokens,
           maxSeqs,
+          reserveFullPrompt: admission === 'full-prompt',
           index,
         },
         (done) => {

@@ -1,12 +1,19 @@
-// One simulated vLLM engine (v1 scheduler) on the fleet simulator's virtual clock. Each step:
+// One simulated vLLM engine (v1 scheduler, vllm/v1/core/sched/scheduler.py) on the fleet
+// simulator's virtual clock. Each step:
 //  1. running requests first, in order: a prefilling one takes min(remaining, token budget)
 //     tokens (chunked prefill), a decoding one 1; each must hold blocks for every token it has
 //     computed plus the step's — when the pool runs short, the last running request is preempted
 //     (its blocks freed tail first, all progress dropped, back to the front of the queue: vLLM's
-//     recompute preemption), until the request fits or is itself the victim;
+//     recompute preemption, `self.running.pop()`), until the request fits or is itself the victim;
 //  2. then, unless someone was preempted, waiting requests in FCFS order while budget, blocks and
 //     max_num_seqs allow: the longest cached prefix of full blocks counts as computed (never the
-//     last token), and a request that cannot get its blocks waits (admission stops there);
+//     last token); a request is admitted only when the blocks for its WHOLE prompt (less the hit)
+//     are free now (vLLM `scheduler_reserve_full_isl`, default on: `allocate_slots(...,
+//     full_sequence_must_fit=True)`), though only its first chunk's are taken; one that does not
+//     fit waits and admission stops there. `reserveFullPrompt: false` is the older behaviour
+//     (only the first chunk must fit), which over-admits long prompts and thrashes.
+// A block is cached under its chain key once the step that fills it is scheduled (vLLM
+// cache_blocks up to num_computed + num_new tokens), never while partial.
 // step time = max(compute, memory): FLOPs of the step's prefill chunks (2·P per token +
 // attention over cached and new keys) and decode tokens over MFU × peak, vs weights + the KV the
 // step reads over HBM bandwidth (the reference worker's timing model, one batch at a time).
@@ -26,6 +33,8 @@ export interface EngineConfig {
   timing: TimingModel;
   maxBatchedTokens?: number;
   maxSeqs?: number;
+  /** vLLM scheduler_reserve_full_isl (default true): admit only when the whole prompt fits. */
+  reserveFullPrompt?: boolean;
   events?: BlockPoolEvents<number>;
 }
 
@@ -39,6 +48,8 @@ export interface SimRequest {
   prefilling: boolean;
   generated: number;
   blocks: PoolBlock<number>[];
+  /** Leading blocks already looked at for caching (cached, or left private as duplicates). */
+  keyed: number;
   /** Prompt tokens found cached at first admission (-1 before). */
   cachedTokens: number;
   firstScheduledMs: number;
@@ -78,6 +89,7 @@ export class EngineModel {
   readonly blockSize: number;
   private readonly budget: number;
   private readonly maxSeqs: number;
+  private readonly reserveFull: boolean;
   private readonly t: TimingModel;
   private readonly kvPerToken: number;
   peakUsedBlocks = 0;
@@ -89,6 +101,7 @@ export class EngineModel {
     this.pool = new BlockPool<number>(Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize)), cfg.events);
     this.budget = cfg.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS;
     this.maxSeqs = cfg.maxSeqs ?? DEFAULT_MAX_SEQS;
+    this.reserveFull = cfg.reserveFullPrompt ?? true;
     this.t = cfg.timing;
     this.kvPerToken = kvBytesPerToken(cfg.timing);
   }
@@ -101,6 +114,7 @@ export class EngineModel {
       prefilling: true,
       generated: 0,
       blocks: [],
+      keyed: 0,
       cachedTokens: -1,
       firstScheduledMs: -1,
       firstTokenMs: -1,
@@ -122,25 +136,25 @@ export class EngineModel {
     return r.req.inputTokens + r.generated;
   }
 
-  /** Blocks for `tokens` tokens of `r`: all or none. */
+  /** Blocks for `tokens` tokens of `r`: all or none; the prompt blocks they fill get cached. */
   private ensure(r: SimRequest, tokens: number): boolean {
     const need = Math.ceil(tokens / this.blockSize) - r.blocks.length;
-    if (need <= 0) return true;
-    if (need > this.pool.availableBlocks()) return false;
-    for (let i = 0; i < need; i++) {
-      const j = r.blocks.length;
-      // a full prompt block is cached under its key unless another request cached it first
-      const key = j < r.keys.length && !this.pool.get(r.keys[j]) ? r.keys[j] : undefined;
-      r.blocks.push(this.pool.allocate(key)!);
+    if (need > 0) {
+      if (need > this.pool.availableBlocks()) return false;
+      for (let i = 0; i < need; i++) r.blocks.push(this.pool.allocate()!);
+      const used = this.pool.usedBlocks();
+      if (used > this.peakUsedBlocks) this.peakUsedBlocks = used;
     }
-    const used = this.pool.usedBlocks();
-    if (used > this.peakUsedBlocks) this.peakUsedBlocks = used;
+    // a full prompt block is cached under its key unless another request cached it first
+    const full = Math.min(Math.floor(tokens / this.blockSize), r.keys.length);
+    for (; r.keyed < full; r.keyed++) this.pool.promote(r.blocks[r.keyed], r.keys[r.keyed]);
     return true;
   }
 
   private release(r: SimRequest): void {
     for (let i = r.blocks.length - 1; i >= 0; i--) this.pool.unref(r.blocks[i]);
     r.blocks = [];
+    r.keyed = 0;
   }
 
   /** Refs the longest cached prefix (never covering the last token to compute). */
@@ -154,6 +168,7 @@ export class EngineModel {
       r.blocks.push(b);
       n++;
     }
+    r.keyed = n;
     return n * this.blockSize;
   }
 
@@ -191,7 +206,8 @@ export class EngineModel {
       const r = this.waiting[0];
       const hit = this.matchPrefix(r);
       const want = Math.min(this.target(r) - hit, budget);
-      if (!this.ensure(r, hit + want)) {
+      const fullNeed = Math.ceil(this.target(r) / this.blockSize) - r.blocks.length;
+      if ((this.reserveFull && fullNeed > this.pool.availableBlocks()) || !this.ensure(r, hit + want)) {
         this.release(r);
         break;
       }

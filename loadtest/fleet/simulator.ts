@@ -22,6 +22,8 @@ export interface FleetConfig {
   timing: TimingModel;
   maxBatchedTokens?: number;
   maxSeqs?: number;
+  /** vLLM scheduler_reserve_full_isl (default true). */
+  reserveFullPrompt?: boolean;
   model?: string;
   /** approx: policies learn from their own decisions; precise: from the engines' KV events */
   index?: 'approx' | 'precise';
@@ -175,6 +177,7 @@ export function simulateFleet(
       timing: cfg.timing,
       maxBatchedTokens: cfg.maxBatchedTokens,
       maxSeqs: cfg.maxSeqs,
+      reserveFullPrompt: cfg.reserveFullPrompt,
       events: ev,
     });
   });

@@ -76,6 +76,17 @@ export class BlockPool<K> {
     return block;
   }
 
+  /** Caches a referenced private block under `key` once its tokens are all computed (vLLM
+   *  cache_full_blocks); false when another block already holds `key` (it stays private). */
+  promote(block: PoolBlock<K>, key: K): boolean {
+    if (block.key !== undefined || this.cached.has(key)) return false;
+    block.key = key;
+    this.privateBlocks--;
+    this.cached.set(key, block);
+    this.events.stored?.(key);
+    return true;
+  }
+
   /** Drops every unreferenced cached block (vLLM reset_prefix_cache). */
   flush(): void {
     for (const [key] of this.free) {

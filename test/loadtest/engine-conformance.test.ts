@@ -168,3 +168,64 @@ describe('SGLang radix cache (test/registered/unit/mem_cache/test_radix_cache_un
     expect(c.begin([1, 2, 3, 4]).cachedTokens).toBe(3);
   });
 });
+
+// vLLM V1 scheduler (vllm/v1/core/sched/scheduler.py schedule(), vllm/v1/core/kv_cache_manager.py
+// allocate_slots) on the fleet engine model, 512-token blocks.
+describe('vLLM V1 scheduler admission and preemption on the fleet engine model', () => {
+  const timing = PRESETS['qwen3-32b-h200'];
+  const chain = new ChainInterner();
+  const req = (id: number, ids: number[], input: number, output = 1) =>
+    fromMooncake({ timestamp: 0, input_length: input, output_length: output, hash_ids: ids }, id, chain);
+
+  // Two 12-block prompts, a 20-block pool, an 8-block token budget. A is admitted with its first
+  // chunk (8 blocks). B waits for budget; in step 2 A takes 4 more blocks (12 used, 8 free).
+  function twoLongPrompts(reserveFullPrompt: boolean) {
+    const e = new EngineModel({
+      kvTokens: 20 * 512,
+      blockSize: 512,
+      timing,
+      maxBatchedTokens: 8 * 512,
+      reserveFullPrompt,
+    });
+    const a = e.add(req(0, range(200, 212), 12 * 512, 50));
+    const b = e.add(req(1, range(300, 312), 12 * 512, 50));
+    return { e, a, b };
+  }
+
+  it('scheduler_reserve_full_isl (default on): a waiting prompt is admitted only when ALL its blocks are free', () => {
+    const { e, a, b } = twoLongPrompts(true);
+    e.step(0);
+    expect(e.running).toEqual([a]);
+    e.step(1);
+    // B needs 12 blocks and 8 are free: it waits, though its first 4-block chunk would fit
+    expect(e.running).toEqual([a]);
+    expect(e.waiting).toEqual([b]);
+    for (let t = 2, r = e.step(t); r; r = e.step(++t));
+    expect(e.preemptions).toBe(0);
+    expect(b.finishMs).toBeGreaterThan(a.finishMs);
+  });
+
+  it('first-chunk admission (scheduler_reserve_full_isl=False) over-admits: B runs out mid-prefill and is preempted', () => {
+    const { e, a, b } = twoLongPrompts(false);
+    e.step(0);
+    e.step(1);
+    expect(e.running).toEqual([a, b]); // B's 4-block chunk fit the 8 free blocks
+    for (let t = 2, r = e.step(t); r; r = e.step(++t));
+    // B's second chunk needs 8 more blocks than the pool has: the last running request (B) goes
+    expect(b.preemptions).toBeGreaterThan(0);
+    expect(a.preemptions).toBe(0);
+    expect(e.peakUsedBlocks).toBeLessThanOrEqual(20);
+  });
+
+  it('cache_blocks: a block is cached only once the chunk that fills it is scheduled, never while partial', () => {
+    // budget 700 tokens: step 1 computes tokens 0..699, filling block 0 but only 188 of block 1
+    const e = new EngineModel({ kvTokens: 20 * 512, blockSize: 512, timing, maxBatchedTokens: 700 });
+    e.add(req(2, [400, 401, 402], 3 * 512, 4));
+    e.step(0);
+    expect(e.pool.cachedBlocks()).toBe(1); // block 1 holds 188 computed tokens: not a hit for anyone
+    e.step(1); // tokens 700..1399 fill block 1
+    expect(e.pool.cachedBlocks()).toBe(2);
+    e.step(2); // the last 136 tokens fill block 2, which holds the prompt's last token
+    expect(e.pool.cachedBlocks()).toBe(3);
+  });
+});
