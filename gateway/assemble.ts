@@ -216,7 +216,10 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     for (const [model, route] of ctx.fleet) {
       // Replicas sharing Redis learn each other's prefix index and session homes (ctxgate policy).
       const shared = config.redis?.url ? shareIndex(route.policy, { redisUrl: config.redis.url, model }) : undefined;
-      if (shared) ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
+      if (shared) {
+        route.placement = shared;
+        ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
+      }
       if (route.config.scrape_metrics_ms > 0) {
         const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
           names: engineOf(route.config).metrics,

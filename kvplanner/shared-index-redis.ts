@@ -5,10 +5,17 @@
 // into the in-memory index without re-publishing them. A session key select() finds unpinned is
 // looked up (GET, on this module's timer, never from select) so its next call finds its worker. Redis down: batches are dropped, reads
 // skipped, `degraded` is set; nothing is thrown towards routing. Stream capped (MAXLEN ~ logMaxLen).
+// Session homes are also kept in step synchronously when the gateway calls beforeSelect/afterSelect
+// around select(): one GET of the session's key before (another replica's home is adopted), one SET
+// after when the home changed (awaited before the request goes upstream, so before the answer). The
+// periodic log alone let one session's calls alternating between two replicas back to back land on
+// a fresh worker every other call (14 flips in 28 calls); Redis is then the session table's truth
+// and the log only warms the prefix index. Cost: one Redis round trip per session call, two when
+// its home changes.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { CtxgatePolicy } from './policies/ctxgate.ts';
-import type { Policy } from './types.ts';
+import type { Policy, RouteInfo } from './types.ts';
 
 export interface SharedIndexOptions {
   redisUrl: string;
@@ -57,6 +64,11 @@ export class SharedIndexRedis {
   private readonly misses = new Set<string>();
   private readonly published = new Map<string, { worker: string; at: number }>();
   private stopped = false;
+  /** set once the gateway syncs homes around select(): the periodic flush then leaves the
+   *  session keys alone (a late batched SET could overwrite a newer home another replica stored) */
+  private syncPlacement = false;
+  /** the home read from Redis before select(), per request (what afterSelect compares against) */
+  private readonly seen = new WeakMap<RouteInfo, string | null>();
   degraded = false;
 
   constructor(
@@ -146,7 +158,8 @@ export class SharedIndexRedis {
         'b',
         JSON.stringify({ r: this.replicaId, ev } satisfies Batch),
       );
-      for (const e of ev) if (e.k === 's') m.set(this.k(`s:${e.s}`), `${e.w}\u0000${e.t}`, 'EX', ttl);
+      if (!this.syncPlacement)
+        for (const e of ev) if (e.k === 's') m.set(this.k(`s:${e.s}`), `${e.w}\u0000${e.t}`, 'EX', ttl);
       await m.exec();
     } catch (err) {
       this.fail(err as Error);
@@ -220,6 +233,63 @@ export class SharedIndexRedis {
     }
   }
 
+  /**
+   * Before select(): the session's home as Redis holds it becomes this replica's pin (another
+   * replica may have placed or moved the session since this one last saw it). Never throws.
+   */
+  async beforeSelect(info: RouteInfo): Promise<void> {
+    this.syncPlacement = true;
+    const key = sessionKey(info);
+    if (!key || !this.ready) return;
+    try {
+      const v = await this.redis.get(this.k(`s:${key}`));
+      this.seen.set(info, v);
+      if (!v) return;
+      const [worker, tokens] = v.split('\u0000');
+      const now = info.nowMs ?? Date.now();
+      if (this.policy.affinity.get(key, now) !== worker) {
+        this.applying = true;
+        try {
+          this.policy.affinity.assign(key, worker, Number(tokens) || 0, now, false);
+        } finally {
+          this.applying = false;
+        }
+      }
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
+  /**
+   * After select(): when the session's home differs from what Redis held (a new session, a
+   * migration), or its key is due a TTL refresh, store it now; the caller awaits this before the
+   * request goes upstream, so the next call through any replica finds it. Never throws.
+   */
+  async afterSelect(info: RouteInfo): Promise<void> {
+    const key = sessionKey(info);
+    if (!key || !this.ready) return;
+    const now = Date.now();
+    const worker = this.policy.affinity.get(key, info.nowMs ?? now);
+    if (worker === undefined) return;
+    const held = this.seen.get(info);
+    const last = this.published.get(key);
+    const ttlMs = this.policy.affinity.ttlMs;
+    if (held?.split('\u0000')[0] === worker && last?.worker === worker && now - last.at < ttlMs / 4) return;
+    try {
+      await this.redis.set(
+        this.k(`s:${key}`),
+        `${worker}\u0000${info.promptTokens ?? 0}`,
+        'EX',
+        Math.ceil(ttlMs / 1000),
+      );
+      this.published.delete(key);
+      this.published.set(key, { worker, at: now });
+      if (this.published.size > MAX_PUBLISHED) this.published.delete(this.published.keys().next().value!);
+    } catch (err) {
+      this.fail(err as Error);
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -227,6 +297,11 @@ export class SharedIndexRedis {
     await this.flush();
     this.redis.disconnect();
   }
+}
+
+/** The policy's session key (as CtxgatePolicy.select builds it), or undefined without a session. */
+function sessionKey(info: RouteInfo): string | undefined {
+  return info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
 }
 
 /**

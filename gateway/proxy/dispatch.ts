@@ -87,6 +87,8 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
   let failedOn: { worker: Worker; choice: Choice } | undefined;
   let waitMs = 0;
   const suspects: Worker[] = [];
+  // replicas sharing Redis: this session's home as another replica may have placed it
+  if (route.placement) await route.placement.beforeSelect(req.info);
   for (let attempt = 1; attempt <= req.attempts; attempt++) {
     const t0 = tick();
     const { views, full } = candidates(route, tried);
@@ -105,6 +107,8 @@ export async function dispatch(route: ModelRoute, req: DispatchRequest, metrics:
       break;
     }
     tried.add(worker);
+    // the home is visible to every replica before this call's answer can reach the client
+    if (route.placement) await route.placement.afterSelect(req.info);
     metrics.routingDecisions.inc({ model, policy: route.policy.name, branch: choice.branch });
     if (attempt > 1) metrics.retries.inc({ model });
     // Queued prefill is what the worker must compute: the prompt minus what the policy expects cached.

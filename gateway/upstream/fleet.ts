@@ -1,6 +1,6 @@
 // Per model: its workers and its routing policy instance.
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
-import type { Policy } from '../../kvplanner/types.ts';
+import type { Policy, RouteInfo } from '../../kvplanner/types.ts';
 import type { GatewayConfig, ModelConfig } from '../config/schema.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { engineOf } from './engines.ts';
@@ -11,6 +11,15 @@ export interface ModelRoute {
   workers: Worker[];
   byId: Map<string, Worker>;
   policy: Policy;
+  /** Replicas keeping session homes in step (Redis): awaited around the policy's select(). */
+  placement?: PlacementSync;
+}
+
+export interface PlacementSync {
+  /** Adopt the session's home another replica stored. Never throws. */
+  beforeSelect(info: RouteInfo): Promise<void>;
+  /** Store the session's home when select() changed it. Never throws. */
+  afterSelect(info: RouteInfo): Promise<void>;
 }
 
 export type Fleet = Map<string, ModelRoute>;
