@@ -12,7 +12,7 @@ import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode } from '../ledger/semantics.ts';
 import { scanCalls } from './calls.ts';
-import { looksLikeMarker } from '../stabilise/elision.ts';
+import { fingerprintOf, isElisionOfFingerprint, looksLikeMarker, type Fingerprint } from '../stabilise/elision.ts';
 import { redact } from '../redaction/redact.ts';
 import { auditCheckpoint, makeCheckpoint, renderCheckpoint, type Checkpoint, type Milestone } from './checkpoint.ts';
 import {
@@ -74,6 +74,9 @@ export interface CompactionState {
   hashes: string[];
   /** Text length of the agent's messages [0, watermark): a shorter resend there is an elision. */
   sizes?: number[];
+  /** Elision fingerprints (elision.ts) of the agent's tool/user messages [0, watermark), null
+   * for other roles: a head/tail truncation whose marker outweighs a tiny output is an elision. */
+  fingerprints?: (Fingerprint | null)[];
   /** Messages [0, pinnedEnd) are the pinned root and task, re-sent from the agent's own copy
    * (hash-checked) so they are never persisted here. */
   pinnedEnd: number;
@@ -147,10 +150,13 @@ function prefixStillValid(input: ChatMessage[], st: CompactionState, rawHashes?:
     if (h === st.hashes[i]) continue;
     const m = input[i];
     // Agents eliding outputs we already compacted away change nothing we send: any shorter text
-    // (or, for a state without sizes, a marker-sized one), whatever its wording.
+    // (or, for a state without sizes, a marker-sized one), or an elision of the fingerprinted
+    // text (a kept head plus a marker longer than what it cut), whatever its wording.
     const text = messageText(m);
     const shorter = st.sizes?.[i] !== undefined ? text.length < st.sizes[i] : looksLikeMarker(text);
-    if ((m.role === 'tool' || m.role === 'user') && shorter && i > 1) {
+    const fp = st.fingerprints?.[i];
+    const elided = shorter || (!!fp && isElisionOfFingerprint(fp, text, { strictlyShorter: m.role !== 'tool' }));
+    if ((m.role === 'tool' || m.role === 'user') && elided && i > 1) {
       st.hashes[i] = h;
       continue;
     }
@@ -413,6 +419,12 @@ async function compactOnce(
     sizes: [
       ...(st?.sizes ?? []).slice(0, start),
       ...raw.slice(st?.sizes ? start : 0, W).map((m) => messageText(m).length),
+    ].slice(0, W),
+    fingerprints: [
+      ...(st?.fingerprints ?? []).slice(0, start),
+      ...raw
+        .slice(st?.fingerprints ? start : 0, W)
+        .map((m) => (m.role === 'tool' || m.role === 'user' ? fingerprintOf(messageText(m)) : null)),
     ].slice(0, W),
     pinnedEnd,
     checkpointMessage: cpMsg,

@@ -161,6 +161,38 @@ describe('compaction watermarks', () => {
     expect(prefillPass / prefillOurs).toBeGreaterThan(1.5);
   });
 
+  it('a head truncation whose marker outweighs a tiny compacted output keeps the compacted prefix', async () => {
+    // Tiny outputs (5 lines) truncated to their first 3 lines plus a longer marker once older
+    // than the last 3: below the watermark that is an elision (fingerprint), not a rewrite.
+    const s = steps(40).map((st, k) =>
+      k > 7 && k % 3 === 1 ? { ...st, out: `Found rho_${k} at line ${k}\nFix applied!` } : st,
+    );
+    const trim = (req: ChatMessage[]): ChatMessage[] => {
+      const tools = req.map((m, i) => (m.role === 'tool' ? i : -1)).filter((i) => i >= 0);
+      const old = new Set(tools.slice(0, Math.max(0, tools.length - 3)));
+      return req.map((m, i) => {
+        if (!old.has(i)) return m;
+        const lines = String(m.content).split('\n');
+        return { ...m, content: [...lines.slice(0, 3), `<<${lines.length} lines trimmed by harness>>`].join('\n') };
+      });
+    };
+    const msgs = buildSession(TASK, s);
+    const { outs, rs } = await replay(requestsOf(msgs).map(trim));
+    expect(rs.flat().filter((r) => r.action === 'compacted').length).toBeGreaterThanOrEqual(2);
+    expect(rs.flat().some((r) => r.action === 'reset')).toBe(false);
+    const final = outs[outs.length - 1].map(messageText).join('\n');
+    for (const v of ['services/auth_token.py:142', 'TS2345', '3f2a9c1e']) expect(final).toContain(v);
+    // a rewrite below the watermark (new lines, not a reduction) still resets
+    const reqs = requestsOf(msgs);
+    const edited = reqs.map((r, k) =>
+      k === reqs.length - 1
+        ? r.map((m, i) => (i === 5 ? { ...m, content: `${String(m.content)}\nNEW 1\nNEW 2` } : m))
+        : r,
+    );
+    const again = await replay(edited);
+    expect(again.rs[again.rs.length - 1].some((r) => r.action === 'reset')).toBe(true);
+  });
+
   it('best effort past M* when τ_low is unreachable (large pinned task); strict mode refuses', async () => {
     const bigTask = TASK + '\n' + 'Background: '.repeat(300);
     const msgs = buildSession(bigTask, steps(30));

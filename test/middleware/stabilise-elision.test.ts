@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isElisionOf } from '../../middleware/stabilise/elision.ts';
+import { fingerprintOf, isElisionOf, isElisionOfFingerprint } from '../../middleware/stabilise/elision.ts';
 import { stabilise, type StabiliseState } from '../../middleware/stabilise/stabilise.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 import { buildSession, codeLines, elideLastN, randomSession, requestsOf, toolResult } from './helpers/session-gen.ts';
@@ -37,6 +37,30 @@ describe('elision detection', () => {
     expect(isElisionOf(old, 'alpha 1\nX\nY\nZ\nW')).toBe(false);
     expect(isElisionOf(old, old + '\nzeta 6')).toBe(false);
     expect(isElisionOf(old, old)).toBe(false);
+  });
+
+  it('a fingerprint of the old text (kept below a compaction watermark) gives the same answers', () => {
+    const tiny = '<rc>0</rc>\n<output>\nFound it\nFix applied!\n</output>';
+    const long = Array.from({ length: 200 }, (_, k) => `row ${k} of the listing`).join('\n');
+    const cases: [string, string, boolean][] = [
+      // a head kept above a marker longer than the tiny output it cut (the novel-elision case)
+      [tiny, '<rc>0</rc>\n<output>\nFound it\n<<5 lines trimmed by harness>>', true],
+      [tiny, '<<5 lines trimmed by harness>>', true],
+      [long, 'row 0 of the listing\nrow 1 of the listing\n(198 lines omitted)', true],
+      [long, '(10 lines omitted)\nrow 198 of the listing\nrow 199 of the listing', true],
+      [long, '<<200 lines trimmed by harness>>', true],
+      [tiny, '<rc>0</rc>\n<output>\nFound it\nSomething else\nand more\nand more\nand more', false],
+      [long, `${long}\nrow 200`, false],
+    ];
+    for (const [a, b, want] of cases) {
+      expect(isElisionOf(a, b)).toBe(want);
+      expect(isElisionOfFingerprint(fingerprintOf(a), b)).toBe(want);
+    }
+    // a user observation must get shorter when nothing is kept
+    expect(isElisionOfFingerprint(fingerprintOf('ok'), '[cleared]', { strictlyShorter: true })).toBe(false);
+    // bounded whatever the text's size
+    expect(fingerprintOf(long).length).toBeLessThanOrEqual(26);
+    expect(isElisionOfFingerprint(['garbage'], 'x')).toBe(false);
   });
 });
 
