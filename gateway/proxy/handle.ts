@@ -1,6 +1,7 @@
 // One proxied request for any ingress API: the adapter validates and translates to the canonical
-// chat form, the context pipeline runs, the request is routed with failover, the answer is relayed
-// (and translated back by the adapter), then accounted for (finish.ts). Nothing here is API-shaped.
+// chat form, the context pipeline runs, the upstream call routes it with failover (upstream-call.ts,
+// attempts observed here for the request's accounting), the answer is relayed (and translated back
+// by the adapter), then accounted for (finish.ts). Nothing here is API-shaped.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteInfo } from '../../kvplanner/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
@@ -8,19 +9,16 @@ import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { checkRequestShape } from '../limits/request-shape.ts';
-import { GatewayError } from '../../middleware/errors.ts';
+import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
 import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
-import type { Worker } from '../upstream/worker.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
 import { parseSimTiming } from '../usage/extract.ts';
+import type { AttemptObserver } from './attempt.ts';
 import { upstreamBody } from './body.ts';
-import { dispatch, type Dispatched } from './dispatch.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
-import { relayJson, relayStream, sendUpstreamFailure } from './relay.ts';
-
-/** Non-stream answers that broke while being read: nothing reached the client, so try another worker. */
-const RETRY_BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout']);
+import { Relay, sendUpstreamFailure } from './relay.ts';
+import { type CallResult, UpstreamCall } from './upstream-call.ts';
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
 
@@ -148,88 +146,35 @@ export async function handleProxy(
     reply.raw.once('close', onClose);
     const upHeaders: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
     if (ex.stream) upHeaders.accept = 'text/event-stream';
-    const tried = new Set<Worker>();
-    const maxAttempts = gw.config.upstream.attempts;
-    let used = 0;
-    // A broken answer being retried: if no other worker is left, the client gets this error, not 503.
-    let bodyError: GatewayError | undefined;
+    const call = new UpstreamCall(
+      route,
+      {
+        path: adapter.upstreamPath,
+        body: up.bytes,
+        headers: upHeaders,
+        signal: ac.signal,
+        shuttingDown: () => ex.stoppedByShutdown === true,
+        info: ex.info,
+        prefillTokens: promptTokens,
+        attempts: gw.config.upstream.attempts,
+        trace: ex.trace,
+      },
+      gw.metrics,
+      [exchangeObserver(gw, ex, reply)],
+    );
+    let r: CallResult;
     try {
-      // Loops only when a non-stream answer broke before the client saw a byte: retried elsewhere.
-      for (;;) {
-        let d: Dispatched;
-        try {
-          d = await dispatch(
-            route,
-            {
-              path: adapter.upstreamPath,
-              body: up.bytes,
-              headers: upHeaders,
-              signal: ac.signal,
-              info: ex.info,
-              prefillTokens: promptTokens,
-              attempts: maxAttempts - used,
-              tried,
-              trace: ex.trace,
-            },
-            gw.metrics,
-          );
-        } catch (err) {
-          if (ex.stoppedByShutdown)
-            throw new GatewayError(
-              'shutting_down',
-              'the gateway is shutting down; request ended at the shutdown deadline',
-            );
-          if (ac.signal.aborted) {
-            clientGone(reply, ex);
-            return;
-          }
-          if (bodyError && err instanceof GatewayError && err.code === 'no_healthy_worker') throw bodyError;
-          throw err;
-        }
-        used += d.attempts;
-        ex.worker = d.worker;
-        ex.attempts = used;
-        ex.choice = d.choice;
-        ex.queuedPrefill = d.queuedPrefill;
-        ex.upstreamWaitMs += d.waitMs;
-        setResponseHeaders(reply, ex);
-        if (d.failed) {
-          d.span?.end(`HTTP ${d.failed.status}`);
-          ex.status = d.failed.status;
-          ex.errorCode = `upstream_${d.failed.status}`;
-          sendUpstreamFailure(adapter, reply, d.failed);
-          return;
-        }
-        const res = d.res!;
-        const timing = res.headers['x-sim-timing'];
-        if (timing !== undefined) ex.timing = parseSimTiming(Array.isArray(timing) ? timing[0] : timing);
-        for (const h of gw.config.upstream.forward_response_headers) {
-          const v = res.headers[h];
-          if (v !== undefined) reply.header(h, v);
-        }
-        try {
-          const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
-          if (ex.stream && isSse && res.statusCode < 300)
-            await relayStream(gw, ex, res, reply, ac.signal, adapter, answer);
-          else await relayJson(gw, ex, res, reply, ac.signal, adapter, answer);
-          return;
-        } catch (err) {
-          const retryable =
-            err instanceof GatewayError && RETRY_BODY_ERRORS.has(err.code) && !reply.sent && !ac.signal.aborted;
-          if (!retryable || used >= maxAttempts) throw err;
-          bodyError = err;
-          gw.metrics.retries.inc({ model: ex.model });
-        } finally {
-          // No body byte ever came (empty body, reset, timeout, client gone): release the queue here.
-          if (ex.queuedPrefill) d.worker.prefillDone(ex.queuedPrefill);
-          ex.queuedPrefill = 0;
-          d.worker.end();
-          d.span?.end(ex.errorCode);
-        }
-      }
+      r = await call.run(new Relay(gw, ex, reply, ac.signal, adapter, answer));
     } finally {
       reply.raw.off('close', onClose);
     }
+    if (r.kind === 'failed') {
+      ex.status = r.status;
+      ex.errorCode = `upstream_${r.status}`;
+      sendUpstreamFailure(adapter, reply, r);
+    } else if (r.kind === 'client_closed') clientGone(reply, ex);
+    else if (r.kind === 'ended_mid_stream')
+      ex.errorCode = r.attempt.outcome === 'shutting_down' ? 'shutting_down' : STREAM_ERROR_CODE;
   } catch (err) {
     const ge = err instanceof GatewayError ? err : undefined;
     ex.status = ge?.status ?? 500;
@@ -248,6 +193,32 @@ export async function handleProxy(
     req.body = undefined;
     req.rawBody = undefined;
   }
+}
+
+/** The request's view of its attempts: worker, routing choice, attempt count, headers, waits. */
+function exchangeObserver(gw: GatewayContext, ex: Exchange, reply: FastifyReply): AttemptObserver {
+  return {
+    onBegin(a) {
+      ex.worker = a.worker;
+      ex.choice = a.choice;
+      ex.attempts = a.n;
+    },
+    onHeaders(a) {
+      setResponseHeaders(reply, ex);
+      if (a.statusCode >= 500) return;
+      const h = a.responseHeaders;
+      const timing = h['x-sim-timing'];
+      if (timing !== undefined) ex.timing = parseSimTiming(Array.isArray(timing) ? timing[0] : timing);
+      for (const name of gw.config.upstream.forward_response_headers) {
+        const v = h[name];
+        if (v !== undefined) reply.header(name, v);
+      }
+    },
+    onEnd(a) {
+      // Waiting for the status line; the body's wait is the relay's (it knows its own processing).
+      ex.upstreamWaitMs += (a.headersAt ?? a.endedAt ?? a.startedAt) - a.startedAt;
+    },
+  };
 }
 
 export function setResponseHeaders(reply: FastifyReply, ex: Exchange): void {

@@ -1,38 +1,25 @@
-// Relays the upstream answer to the client. Non-stream: the body is read once, parsed once (for
-// usage and the assistant message) and sent as the original bytes. Stream: frames are forwarded
-// as they arrive, honouring the client's backpressure; an upstream failure after the first byte
-// ends the stream with the documented SSE error event. Translating adapters (Anthropic Messages,
-// OpenAI Responses) get the parsed answer (toResponse) or each parsed chunk (their stream
-// translator); every client gets the worker's errors reshaped into its API (upstreamErrorBody).
+// Relays one attempt's live answer to the client (the ResponseConsumer of upstream-call.ts, which
+// owns failover and decides what a failure means). Non-stream: the body is read once, parsed once
+// (for usage and the assistant message) and sent as the original bytes. Stream: frames are
+// forwarded as they arrive, honouring the client's backpressure; the client's status line is
+// written with the first upstream byte, so a worker that fails before it is still failed over.
+// Translating adapters (Anthropic Messages, OpenAI Responses) get the parsed answer (toResponse)
+// or each parsed chunk (their stream translator); every client gets the worker's errors reshaped
+// into its API (upstreamErrorBody).
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
-import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 import type { AnswerContext, IngressAdapter, ShapedError } from '../ingress/types.ts';
-import { clientGone, usageEvent, type Exchange } from './finish.ts';
+import type { Attempt } from './attempt.ts';
+import type { ResponseConsumer } from './upstream-call.ts';
+import { usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import { extractUsage } from './usage.ts';
-
-const TIMEOUT_CODES = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
-
-/** The stream was cut on our side: by the client leaving, or by the shutdown deadline. */
-function endedEarly(ex: Exchange, out: ServerResponse, relay: SseRelay): void {
-  if (ex.stoppedByShutdown && !out.destroyed) {
-    ex.errorCode = 'shutting_down';
-    out.write(
-      relay.errorFrames(
-        new GatewayError('shutting_down', 'the gateway is shutting down; stream ended at the shutdown deadline'),
-      ),
-    );
-    return;
-  }
-  ex.status = 499;
-  ex.errorCode = 'client_closed';
-}
 
 function drain(res: ServerResponse): Promise<unknown> {
   return Promise.race([once(res, 'drain'), once(res, 'close')]);
@@ -111,144 +98,133 @@ function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[]
   return undefined;
 }
 
-export async function relayJson(
-  gw: GatewayContext,
-  ex: Exchange,
-  res: Dispatcher.ResponseData,
-  reply: FastifyReply,
-  signal: AbortSignal,
-  adapter: IngressAdapter,
-  answer: AnswerContext,
-): Promise<void> {
-  const worker = ex.worker!;
-  const chunks: Buffer[] = [];
-  const t = performance.now();
-  try {
-    for await (const c of res.body) {
-      if (chunks.length === 0) {
-        ex.ttftAt = performance.now();
-        worker.prefillDone(ex.queuedPrefill ?? 0);
-        ex.queuedPrefill = 0;
-      }
-      chunks.push(c as Buffer);
-    }
-  } catch (err) {
-    ex.upstreamWaitMs += performance.now() - t;
-    if (ex.stoppedByShutdown)
-      throw new GatewayError('shutting_down', 'the gateway is shutting down; request ended at the shutdown deadline');
-    if (signal.aborted) {
-      clientGone(reply, ex);
-      return;
-    }
-    const code = (err as { code?: string }).code ?? '';
-    worker.recordFailure(`body: ${code || (err as Error).message}`);
-    if (TIMEOUT_CODES.has(code)) throw new GatewayError('upstream_timeout', 'worker stopped sending the response body');
-    throw new GatewayError('upstream_bad_response', `worker connection failed mid-response (${code || 'error'})`);
-  }
-  ex.upstreamWaitMs += performance.now() - t;
-  const t1 = tick();
-  let buf: Buffer | string = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-  let contentType = String(res.headers['content-type'] ?? 'application/json');
-  ex.status = res.statusCode;
-  if (res.statusCode < 300) {
-    let obj: unknown;
-    try {
-      obj = JSON.parse(buf.toString('utf8'));
-    } catch {
-      worker.recordFailure('unparseable JSON body');
-      throw new GatewayError('upstream_bad_response', 'worker returned a body that is not valid JSON');
-    }
-    if (!obj || typeof obj !== 'object')
-      throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
-    ex.usage = extractUsage(obj);
-    ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
-    ex.finishReasons = finishReasonsOf(obj);
-    if (adapter.toResponse) {
-      buf = JSON.stringify(await adapter.toResponse(obj as Record<string, unknown>, ex.usage, answer));
-      contentType = 'application/json';
-    }
-  } else {
-    ex.errorCode = `upstream_${res.statusCode}`;
-    const e = upstreamErrorBody(adapter, res.statusCode, buf);
-    buf = e.body;
-    if (e.json) contentType = 'application/json';
-  }
-  worker.recordSuccess(false);
-  if (gw.responseHeaders && ex.usage) {
-    try {
-      reply.headers(gw.responseHeaders(usageEvent(ex)));
-    } catch (err) {
-      // Accounting must never fail an answer the worker already gave.
-      process.emitWarning(`ctxgate: responseHeaders threw: ${(err as Error).message}`);
-    }
-  }
-  lap('response', t1);
-  reply.code(res.statusCode).header('content-type', contentType).send(buf);
-}
+/** The relay of one request; the same instance serves each attempt until one answers. */
+export class Relay implements ResponseConsumer {
+  private sse: SseRelay | undefined;
 
-export async function relayStream(
-  gw: GatewayContext,
-  ex: Exchange,
-  res: Dispatcher.ResponseData,
-  reply: FastifyReply,
-  signal: AbortSignal,
-  adapter: IngressAdapter,
-  answer: AnswerContext,
-): Promise<void> {
-  const worker = ex.worker!;
-  reply.hijack();
-  const out = reply.raw;
-  out.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  const relay = new SseRelay(ex.clientWantsUsage ?? false, adapter.streamer?.(answer));
-  res.body.setEncoding('utf8');
-  ex.status = 200;
-  const start = performance.now();
-  let processing = 0;
-  let first = true;
-  try {
-    for await (const chunk of res.body) {
-      const p0 = performance.now();
-      if (first) {
-        first = false;
-        worker.prefillDone(ex.queuedPrefill ?? 0);
-        ex.queuedPrefill = 0;
+  constructor(
+    private readonly gw: GatewayContext,
+    private readonly ex: Exchange,
+    private readonly reply: FastifyReply,
+    private readonly signal: AbortSignal,
+    private readonly adapter: IngressAdapter,
+    private readonly answer: AnswerContext,
+  ) {}
+
+  consume(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+    const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+    if (this.ex.stream && isSse && res.statusCode < 300) return this.stream(a, res);
+    return this.json(a, res);
+  }
+
+  committed(): boolean {
+    return this.reply.raw.headersSent;
+  }
+
+  failMidStream(err: ShapedError): void {
+    const out = this.reply.raw;
+    if (!out.destroyed && this.sse) out.write(this.sse.errorFrames(err));
+    if (!out.destroyed) out.end();
+  }
+
+  private async json(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+    const { ex, reply, adapter } = this;
+    const chunks: Buffer[] = [];
+    const t = performance.now();
+    try {
+      for await (const c of res.body) {
+        if (chunks.length === 0) a.firstByte();
+        chunks.push(c as Buffer);
       }
-      const text = relay.push(chunk as string);
-      if (text && !out.write(text)) await drain(out);
-      processing += performance.now() - p0;
-      if (signal.aborted || out.destroyed) break;
+    } finally {
+      ex.upstreamWaitMs += performance.now() - t;
     }
-    if (signal.aborted || out.destroyed) {
-      endedEarly(ex, out, relay);
+    if (this.signal.aborted) return 'cut';
+    ex.ttftAt = a.firstByteAt;
+    const t1 = tick();
+    let buf: Buffer | string = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    let contentType = String(res.headers['content-type'] ?? 'application/json');
+    ex.status = res.statusCode;
+    if (res.statusCode < 300) {
+      let obj: unknown;
+      try {
+        obj = JSON.parse(buf.toString('utf8'));
+      } catch {
+        throw new GatewayError('upstream_bad_response', 'worker returned a body that is not valid JSON');
+      }
+      if (!obj || typeof obj !== 'object')
+        throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
+      ex.usage = extractUsage(obj);
+      ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
+      ex.finishReasons = finishReasonsOf(obj);
+      if (adapter.toResponse) {
+        buf = JSON.stringify(await adapter.toResponse(obj as Record<string, unknown>, ex.usage, this.answer));
+        contentType = 'application/json';
+      }
     } else {
+      ex.errorCode = `upstream_${res.statusCode}`;
+      const e = upstreamErrorBody(adapter, res.statusCode, buf);
+      buf = e.body;
+      if (e.json) contentType = 'application/json';
+    }
+    if (this.gw.responseHeaders && ex.usage) {
+      try {
+        reply.headers(this.gw.responseHeaders(usageEvent(ex)));
+      } catch (err) {
+        // Accounting must never fail an answer the worker already gave.
+        process.emitWarning(`ctxgate: responseHeaders threw: ${(err as Error).message}`);
+      }
+    }
+    lap('response', t1);
+    reply.code(res.statusCode).header('content-type', contentType).send(buf);
+    return 'complete';
+  }
+
+  /** Hijacks the reply and writes the SSE status line: from here on, the client has the answer. */
+  private open(): void {
+    const { reply } = this;
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+  }
+
+  private async stream(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+    const { ex, signal } = this;
+    const out = this.reply.raw;
+    const relay = new SseRelay(ex.clientWantsUsage ?? false, this.adapter.streamer?.(this.answer));
+    this.sse = relay;
+    res.body.setEncoding('utf8');
+    ex.status = 200;
+    const start = performance.now();
+    let processing = 0;
+    try {
+      for await (const chunk of res.body) {
+        const p0 = performance.now();
+        if (a.firstByteAt === undefined) {
+          a.firstByte();
+          this.open();
+        }
+        const text = relay.push(chunk as string);
+        if (text && !out.write(text)) await drain(out);
+        processing += performance.now() - p0;
+        if (signal.aborted || out.destroyed) return 'cut';
+      }
+      if (signal.aborted) return 'cut';
+      if (!out.headersSent) this.open();
       const tail = await relay.end();
       if (tail) out.write(tail);
-      worker.recordSuccess(false);
+      if (!out.destroyed) out.end();
+      return 'complete';
+    } finally {
+      ex.upstreamWaitMs += performance.now() - start - processing;
+      ex.ttftAt = relay.firstTokenAt;
+      ex.usage = relay.usage;
+      ex.assistant = relay.assistant();
+      ex.finishReasons = relay.finishReasons.filter(Boolean);
     }
-  } catch (err) {
-    if (signal.aborted || out.destroyed) {
-      endedEarly(ex, out, relay);
-    } else {
-      const code = (err as { code?: string }).code ?? '';
-      const msg = `worker stream failed after the first byte (${code || (err as Error).message})`;
-      worker.recordFailure(msg);
-      gw.metrics.streamErrors.inc({ model: ex.model });
-      ex.errorCode = 'upstream_stream_failed';
-      out.write(
-        relay.errorFrames({ status: 502, type: 'upstream_error', code: STREAM_ERROR_CODE, message: msg, param: null }),
-      );
-    }
-  } finally {
-    ex.upstreamWaitMs += performance.now() - start - processing;
-    ex.ttftAt = relay.firstTokenAt;
-    ex.usage = relay.usage;
-    ex.assistant = relay.assistant();
-    ex.finishReasons = relay.finishReasons.filter(Boolean);
-    if (!out.destroyed) out.end();
   }
 }

@@ -1,6 +1,7 @@
 // Fault injection: worker-wide knobs (CLI flags or setFault at runtime) and a per-request
 // `x-sim-fault` header, e.g. `status=503`, `hang=2000`, `die-after-chunks=3`, `reset`,
-// combinable with ';' or ','. Header values win over worker-wide ones.
+// `die-after-headers` (200 and its headers, then the connection drops before any body byte: an
+// engine that accepted the request and died in prefill), combinable with ';' or ','. Header values win over worker-wide ones.
 import { rng } from './generate.ts';
 
 export interface FaultConfig {
@@ -11,6 +12,10 @@ export interface FaultConfig {
   hangMs: number;
   /** Streams: destroy the socket after this many data chunks (0 = off). */
   dieAfterChunks: number;
+  /** Destroy every request's socket before any byte. */
+  reset: boolean;
+  /** Send 200 and its headers, then drop the connection before the first body byte. */
+  dieAfterHeaders: boolean;
 }
 
 export interface RequestFault {
@@ -18,9 +23,17 @@ export interface RequestFault {
   hangMs: number;
   dieAfterChunks: number;
   reset: boolean;
+  dieAfterHeaders: boolean;
 }
 
-export const DEFAULT_FAULTS: FaultConfig = { failRate: 0, failStatus: 503, hangMs: 0, dieAfterChunks: 0 };
+export const DEFAULT_FAULTS: FaultConfig = {
+  failRate: 0,
+  failStatus: 503,
+  hangMs: 0,
+  dieAfterChunks: 0,
+  reset: false,
+  dieAfterHeaders: false,
+};
 
 export function parseFaultHeader(value: string | undefined): Partial<RequestFault> {
   const out: Partial<RequestFault> = {};
@@ -33,6 +46,7 @@ export function parseFaultHeader(value: string | undefined): Partial<RequestFaul
     if (!k) continue;
     const n = Number(v);
     if (k === 'reset') out.reset = true;
+    else if (k === 'die-after-headers') out.dieAfterHeaders = true;
     else if (k === 'status' && Number.isFinite(n)) out.status = n;
     else if (k === 'hang' && Number.isFinite(n)) out.hangMs = n;
     else if (k === 'die-after-chunks' && Number.isFinite(n)) out.dieAfterChunks = n;
@@ -66,7 +80,8 @@ export class FaultInjector {
       status: h.status ?? (draw < c.failRate ? c.failStatus : undefined),
       hangMs: h.hangMs ?? c.hangMs,
       dieAfterChunks: h.dieAfterChunks ?? c.dieAfterChunks,
-      reset: h.reset ?? false,
+      reset: h.reset ?? c.reset,
+      dieAfterHeaders: h.dieAfterHeaders ?? c.dieAfterHeaders,
     };
   }
 }

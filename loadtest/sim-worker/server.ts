@@ -325,6 +325,13 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     }
     if (!body || typeof body !== 'object' || Array.isArray(body))
       throw new HttpError(400, 'request body must be a JSON object');
+    if (fault.dieAfterHeaders) {
+      res.writeHead(200, { 'content-type': body.stream === true ? 'text/event-stream' : 'application/json' });
+      res.flushHeaders();
+      await sleep(MIN_SLEEP_MS);
+      res.socket?.destroy();
+      return void res.destroy();
+    }
     if (path === '/v1/chat/completions') return chat(body, res, fault);
     if (path === '/v1/completions') return completion(body, res, fault);
     if (path === '/tokenize') return tokenize(body, res);

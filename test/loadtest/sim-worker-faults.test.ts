@@ -29,6 +29,7 @@ describe('sim-worker faults', () => {
       dieAfterChunks: 3,
       reset: true,
     });
+    expect(parseFaultHeader('die-after-headers')).toEqual({ dieAfterHeaders: true });
   });
 
   it('x-sim-fault status answers that status with a vLLM-shaped error', async () => {
