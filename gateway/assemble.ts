@@ -36,6 +36,7 @@ import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './c
 import { startGateway } from './server.ts';
 import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
 import { checkModels } from './startup-checks.ts';
+import { createRenderPool, type RenderPool } from './workers-pool/pool.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './usage/reporting.ts';
 
 export interface AssembleOptions {
@@ -60,6 +61,8 @@ export interface Assembled {
   artifacts: ArtifactStore;
   reporting?: Reporting;
   captures: Map<string, Capture>;
+  /** Threads rendering and tokenising big calls (absent when `render_pool.threads` is 0). */
+  renderPool?: RenderPool;
   /** Releases what assemble opened (idempotent); also registered as a gateway shutdown hook. */
   close(): Promise<void>;
 }
@@ -168,6 +171,8 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       : new MemoryArtifactStore({ maxBytes: config.artifacts.max_bytes }));
   const reporting = opts.reporting === false ? undefined : createReporting(config, opts.reporting);
   const captures = new Map<string, Capture>();
+  // One pool for every model: threads load each model's tokenizer on its first job.
+  const renderPool = createRenderPool(config.render_pool);
 
   const pipelineFor = (m: ModelConfig): ContextPipeline => {
     // Without a tokenizer nothing can be rendered engine-exactly: forward untouched.
@@ -180,6 +185,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       blockSize: m.block_size,
       transforms: m.transforms,
       store,
+      offload: renderPool,
       extraStages:
         m.layout === 'ctxgate'
           ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes })
@@ -204,6 +210,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       await Promise.allSettled([...captures.values()].map((c) => c.close()));
       await reporting?.close();
       await store.close();
+      await renderPool?.close();
     })());
 
   const registerRoutes = (app: FastifyInstance, ctx: GatewayContext): void => {
@@ -239,7 +246,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     responseHeaders: reporting ? (ev) => reporting.headersFor(ev) : undefined,
     registerRoutes,
   };
-  return { deps, store, artifacts, reporting, captures, close };
+  return { deps, store, artifacts, reporting, captures, renderPool, close };
 }
 
 /** startGateway with everything assemble() wires; close() also releases stores and the ledger. */

@@ -23,12 +23,14 @@ export const ERRORS = {
   rate_limited: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
   tenant_concurrency_exceeded: { status: 429, type: 'rate_limit_error' },
+  tenant_render_queue_full: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
   upstream_bad_response: { status: 502, type: 'upstream_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
   no_healthy_worker: { status: 503, type: 'server_error' },
   worker_capacity_exhausted: { status: 503, type: 'server_error' },
   shutting_down: { status: 503, type: 'server_error' },
+  render_queue_full: { status: 503, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
 } as const satisfies Record<string, ErrorSpec>;
 

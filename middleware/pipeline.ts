@@ -29,12 +29,20 @@ import { lap, tick } from './perf/stage-timers.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './session/store.ts';
 import type { RequestView, Stage, StageContext } from './stage.ts';
-import { renderPrompt, type RenderMemo } from './tokens/incremental-render.ts';
+import type { RenderMemo } from './tokens/incremental-render.ts';
 import { extendBlockHashes } from './tokens/prefix-blocks.ts';
 import { loadTokenizer } from './tokens/registry.ts';
-import { tokenizeBySegments, type TokenCuts } from './tokens/segment-tokens.ts';
+import {
+  fromOffloadReply,
+  newChars,
+  offloadJob,
+  renderAndTokenise,
+  type RenderOffload,
+  type RenderTokensInput,
+} from './tokens/render-tokens.ts';
+import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
-import type { ChatMessage, ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
+import type { ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
 
 /** Built-in layout stages, in order. */
 export const BUILTIN_STAGES: readonly Stage[] = [canonicalToolsStage, volatileStage];
@@ -51,6 +59,8 @@ export interface PipelineOptions {
   transforms?: Readonly<Record<string, boolean | 'eager'>>;
   store?: SessionStore;
   extraStages?: Stage[];
+  /** A render pool: calls with at least `minChars` new characters render and tokenise there. */
+  offload?: RenderOffload;
 }
 
 interface LocalCall {
@@ -117,6 +127,12 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
   tokenizer.catch(() => undefined);
+  const poolBase = (seed: string) => ({
+    tokenizer: opts.tokenizer,
+    chatTemplateFile: opts.chatTemplateFile,
+    blockSize,
+    seed,
+  });
   const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: localSize });
 
   async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
@@ -197,39 +213,37 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
     const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
     const toolsJson = JSON.stringify(tools ?? []);
-    let rendered;
-    try {
-      rendered = renderPrompt(
-        tok,
-        out.messages,
-        segs.messageHashes,
-        segs.root.end,
-        stableEnd,
-        { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) },
-        prevLocal?.memo,
-      );
-    } catch (err) {
+    const rtIn: RenderTokensInput = {
+      messages: out.messages,
+      hashes: segs.messageHashes,
+      rootEnd: segs.root.end,
+      stableEnd,
+      render: { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) },
+      prev: prevLocal ? { memo: prevLocal.memo, ids: prevLocal.ids, cuts: prevLocal.cuts } : undefined,
+    };
+    const seed = hashSeed(ctx.cacheSalt);
+    // A big call renders and tokenises on a pool thread, so the event loop keeps serving others.
+    const pool = opts.offload;
+    const offloaded =
+      pool && newChars(out.messages, tools, prevLocal?.memo?.textNoGen.length ?? 0) >= pool.minChars
+        ? fromOffloadReply(await pool.run(offloadJob(poolBase(seed), rtIn), { tenant: ctx.tenant, affinity: key }))
+        : undefined;
+    const rt =
+      offloaded ??
+      renderAndTokenise(tok, rtIn, () => {
+        t = lap('render', t);
+      });
+    if (!rt.ok) {
       // An unrenderable request is the upstream's to reject; the pipeline never blocks it.
-      receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${(err as Error).message}` });
+      receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${rt.error}` });
       state.calls++;
       state.updatedAt = Date.now();
       await store.put(state);
       return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
-    t = lap('render', t);
-    const stableChars = rendered.memo.textNoGen.length;
+    const { rendered, toks } = rt;
+    t = lap(offloaded ? 'pool_render_tokens' : 'tokens', t);
     const stablePrefix = rendered.stablePrefix;
-    // Characters this prompt shares with the previous one: its stable text, when both begin with it.
-    const prevStable = prevLocal?.cuts && prevLocal.memo ? prevLocal.memo.textNoGen : undefined;
-    const shared =
-      prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable))
-        ? prevStable.length
-        : 0;
-    const reuse =
-      shared > 0 && prevLocal?.cuts
-        ? { ids: prevLocal.ids, cuts: prevLocal.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom }
-        : undefined;
-    const toks = tokenizeBySegments(tok, rendered.text, stablePrefix ? stableChars : 0, reuse);
     if (toks.mergedSeams > 0)
       receipts.push({
         stage: 'tokens',
@@ -238,7 +252,6 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
         reason: 'segment ids merged across a seam; re-encoded as whole text there',
       });
     const ids = toks.ids;
-    t = lap('tokens', t);
     const cur: CallFingerprint = {
       systemHash: sha1(segs.messageHashes.slice(segs.root.start, segs.root.end).join(',')),
       toolsHash: sha1(toolsJson),
@@ -268,7 +281,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
     t = lap('diagnose', t);
-    const hashes = extendBlockHashes(ids, blockSize, prevLocal, commonExact, hashSeed(ctx.cacheSalt));
+    const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, commonExact, seed);
     t = lap('block_hashes', t);
     local.set(key, {
       ids,

@@ -2,6 +2,7 @@
 // here, optional with named defaults, so a config is validated once, at start, in one place.
 import { Type, type Static } from '@sinclair/typebox';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
+import { DEFAULT_OFFLOAD_MIN_CHARS } from '../../middleware/tokens/render-tokens.ts';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
@@ -39,6 +40,10 @@ export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 /** Longest prompt (characters of all message text) the gateway renders and forwards. */
 export const DEFAULT_MAX_PROMPT_CHARS = 4_000_000;
 export const DEFAULT_MAX_CONCURRENT_PER_TENANT = 0; // 0 = unlimited
+/** Jobs waiting for a render pool thread, all tenants together; more get 503. */
+export const DEFAULT_RENDER_POOL_MAX_QUEUE = 64;
+/** Jobs of one tenant waiting or running in the render pool; more get 429. */
+export const DEFAULT_RENDER_POOL_MAX_PER_TENANT = 8;
 /** Whole request (headers and body) must arrive within this (Node's requestTimeout). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** Request headers must arrive within this (Node's headersTimeout; slowloris). */
@@ -236,6 +241,20 @@ export const ConfigSchema = Type.Object(
           { per_minute: NonNegInt(DEFAULT_RATE_LIMIT_PER_MINUTE) },
           { additionalProperties: false, default: {} },
         ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    /**
+     * Worker threads that render and tokenise big calls off the event loop
+     * (gateway/workers-pool/): `threads` absent = availableParallelism() − 1 (at least 1), 0 = off.
+     */
+    render_pool: Type.Object(
+      {
+        threads: Type.Optional(Type.Integer({ minimum: 0, maximum: 256 })),
+        /** New prompt characters from which a call goes to the pool (smaller ones stay inline). */
+        min_chars: NonNegInt(DEFAULT_OFFLOAD_MIN_CHARS),
+        max_queue: PosInt(DEFAULT_RENDER_POOL_MAX_QUEUE),
+        max_per_tenant: PosInt(DEFAULT_RENDER_POOL_MAX_PER_TENANT),
       },
       { additionalProperties: false, default: {} },
     ),

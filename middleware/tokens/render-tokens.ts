@@ -1,0 +1,171 @@
+// Render + tokenise + block hashes of one prompt, as one pure job: the inline path of the pipeline
+// and a pool thread (gateway/workers-pool/) run this same code, so the ids, cuts and hashes a
+// thread returns are those the event loop would have computed (tested). What crosses the thread
+// boundary is plain data: the previous call's ids travel as a Uint32Array (one copy), the block
+// hashes come back as one string of fixed-width hex (no array of 10k strings to clone).
+// Cost: what renderPrompt and tokenizeBySegments cost (O(new characters) with reuse, O(prompt)
+// without); the offload wrapper adds O(prompt tokens) copies, done on the thread side where it can.
+import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
+import type { ChatMessage, ToolDef } from '../types.ts';
+import type { TokenizerHandle } from './handle.ts';
+import { renderPrompt, type RenderMemo, type RenderResult } from './incremental-render.ts';
+import { extendBlockHashes } from './prefix-blocks.ts';
+import { tokenizeBySegments, type SegmentTokens, type TokenCuts } from './segment-tokens.ts';
+
+/** Characters of new prompt text from which a pool (when configured) renders and tokenises a call. */
+export const DEFAULT_OFFLOAD_MIN_CHARS = 16_384;
+/** Hex characters of one block hash (kvplanner/block-hash.ts). */
+const HASH_HEX = 16;
+
+export interface RenderTokensInput {
+  messages: ChatMessage[];
+  hashes: string[];
+  rootEnd: number;
+  stableEnd: number;
+  render: { tools?: ToolDef[]; extra?: Record<string, unknown>; contextKey: string };
+  /** The session's previous call in this process: its render memo, ids and cut points. */
+  prev?: { memo?: RenderMemo; ids: readonly number[]; cuts?: TokenCuts };
+}
+
+export type RenderTokensOutput =
+  | { ok: true; rendered: RenderResult; toks: SegmentTokens }
+  | { ok: false; error: string };
+
+/** The pipeline's render → reuse decision → tokenise sequence. */
+export function renderAndTokenise(
+  tok: TokenizerHandle,
+  input: RenderTokensInput,
+  onRendered?: () => void,
+): RenderTokensOutput {
+  const { prev } = input;
+  let rendered: RenderResult;
+  try {
+    rendered = renderPrompt(
+      tok,
+      input.messages,
+      input.hashes,
+      input.rootEnd,
+      input.stableEnd,
+      input.render,
+      prev?.memo,
+    );
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  }
+  onRendered?.();
+  const stableChars = rendered.memo.textNoGen.length;
+  // Characters this prompt shares with the previous one: its stable text, when both begin with it.
+  const prevStable = prev?.cuts && prev.memo ? prev.memo.textNoGen : undefined;
+  const shared =
+    prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable))
+      ? prevStable.length
+      : 0;
+  const reuse =
+    shared > 0 && prev?.cuts
+      ? { ids: prev.ids, cuts: prev.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom }
+      : undefined;
+  const toks = tokenizeBySegments(tok, rendered.text, rendered.stablePrefix ? stableChars : 0, reuse);
+  return { ok: true, rendered, toks };
+}
+
+/** Characters of text a request carries beyond what the previous call rendered (a cost estimate). */
+export function newChars(messages: readonly ChatMessage[], tools: unknown, prevChars: number): number {
+  let n = 0;
+  for (const m of messages) {
+    const c = m.content;
+    if (typeof c === 'string') n += c.length;
+    else if (Array.isArray(c)) for (const p of c) n += typeof p.text === 'string' ? p.text.length : 0;
+    if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
+    if (m.tool_calls) for (const tc of m.tool_calls) n += tc.function?.arguments?.length ?? 0;
+  }
+  // Tool schemas are rendered into the root; their size is bounded by the body limit.
+  if (Array.isArray(tools) && tools.length > 0) n += tools.length * 256;
+  return n - prevChars;
+}
+
+/** A render + tokenise job for a pool thread: plain, structured-cloneable data. */
+export interface OffloadJob {
+  tokenizer: string;
+  chatTemplateFile?: string;
+  input: Omit<RenderTokensInput, 'prev'> & {
+    prev?: { memo?: RenderMemo; ids: Uint32Array; cuts?: TokenCuts };
+  };
+  blockSize: number;
+  /** Root of the block-hash chain (hashSeed of the tenant's cache salt). */
+  seed: string;
+}
+
+/** What a pool thread sends back (plain data; `ids` is transferred). */
+export type OffloadReply =
+  | {
+      ok: true;
+      text: string;
+      memo: RenderMemo;
+      mode: RenderResult['mode'];
+      stablePrefix: boolean;
+      ids: Uint32Array;
+      toks: Omit<SegmentTokens, 'ids'>;
+      /** Block hashes, concatenated (HASH_HEX characters each). */
+      hashes: string;
+    }
+  | { ok: false; error: string };
+
+/** Thread side: runs the job with a loaded tokenizer. */
+export function runOffloadJob(tok: TokenizerHandle, job: OffloadJob): OffloadReply {
+  const p = job.input.prev;
+  const out = renderAndTokenise(tok, {
+    ...job.input,
+    prev: p ? { memo: p.memo, ids: Array.from(p.ids), cuts: p.cuts } : undefined,
+  });
+  if (!out.ok) return out;
+  const { rendered, toks } = out;
+  const hashes = extendBlockHashes(toks.ids, job.blockSize, undefined, 0, job.seed ?? DEFAULT_HASH_SEED).join('');
+  const { ids, ...rest } = toks;
+  return {
+    ok: true,
+    text: rendered.text,
+    memo: rendered.memo,
+    mode: rendered.mode,
+    stablePrefix: rendered.stablePrefix,
+    ids: Uint32Array.from(ids),
+    toks: rest,
+    hashes,
+  };
+}
+
+/** Main side: the job for a call (copies the previous ids once). */
+export function offloadJob(
+  base: Pick<OffloadJob, 'tokenizer' | 'chatTemplateFile' | 'blockSize' | 'seed'>,
+  input: RenderTokensInput,
+): OffloadJob {
+  const p = input.prev;
+  return {
+    ...base,
+    input: { ...input, prev: p ? { memo: p.memo, ids: Uint32Array.from(p.ids), cuts: p.cuts } : undefined },
+  };
+}
+
+/** Main side: the reply as the inline path's results, plus the block hashes. */
+export function fromOffloadReply(r: OffloadReply): RenderTokensOutput & { hashes?: string[] } {
+  if (!r.ok) return r;
+  const text = r.text;
+  const rendered: RenderResult = {
+    text,
+    textNoGen: r.memo.textNoGen,
+    memo: r.memo,
+    mode: r.mode,
+    stablePrefix: r.stablePrefix,
+    sliceFrom: (from) => text.slice(from),
+  };
+  const ids = Array.from(r.ids);
+  const hashes = new Array<string>(r.hashes.length / HASH_HEX);
+  for (let i = 0; i < hashes.length; i++) hashes[i] = r.hashes.slice(i * HASH_HEX, (i + 1) * HASH_HEX);
+  return { ok: true, rendered, toks: { ...r.toks, ids }, hashes };
+}
+
+/** The pipeline's seam to a render pool: run a job off the event loop (rejects when the pool is full). */
+export interface RenderOffload {
+  /** A call whose new characters (newChars) reach this many goes to the pool; smaller ones run inline. */
+  readonly minChars: number;
+  run(job: OffloadJob, meta: { tenant: string; affinity: string }): Promise<OffloadReply>;
+}

@@ -1,0 +1,162 @@
+// The render pool (gateway/workers-pool/): a big call renders and tokenises on a worker thread
+// with exactly the ids, block hashes, diagnostics and receipts the event loop computes; tenants
+// are served in turn; the queue is bounded (429/503 in the caller's shape); /health answers while
+// a 400k-character prompt is being tokenised (an ordering, not a timing, claim); close() ends it.
+import OpenAI from 'openai';
+import { Piscina, type PiscinaTask } from 'piscina';
+import { afterEach, describe, expect, it } from 'vitest';
+import { chainStages, startAssembledGateway } from '../../gateway/assemble.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { FairTaskQueue } from '../../gateway/workers-pool/fair-queue.ts';
+import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
+import { createPipeline } from '../../middleware/pipeline.ts';
+import type { RenderOffload } from '../../middleware/tokens/render-tokens.ts';
+import type { ChatMessage } from '../../middleware/types.ts';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+
+const poolCfg = { min_chars: 0, max_queue: 8, max_per_tenant: 8 };
+let pools: RenderPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+  pools = [];
+});
+
+function text(n: number, seed: number): string {
+  const words = ['def ', 'return x', ' = 1;\n', 'src/app.py:12 ', '{"k": [1, 2]} ', 'αβγ ', 'naïve ', '\t\tif ok:\n'];
+  let s = '';
+  for (let i = seed; s.length < n; i = (i * 31 + 7) % 9973) s += words[i % words.length];
+  return s;
+}
+
+describe('render pool', () => {
+  it('a pooled call equals the inline one: ids, block hashes, diagnostics, receipts, body', async () => {
+    const pool = createRenderPool({ threads: 2, ...poolCfg })!;
+    pools.push(pool);
+    let pooled = 0;
+    const counting: RenderOffload = {
+      minChars: 0,
+      run: (job, meta) => {
+        pooled++;
+        return pool.run(job, meta);
+      },
+    };
+    const mk = (offload?: RenderOffload) =>
+      createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', extraStages: chainStages({}), offload });
+    const inline = mk();
+    const offl = mk(counting);
+    const messages: ChatMessage[] = [
+      { role: 'system', content: `You are a coding agent. ${text(3000, 1)}` },
+      { role: 'user', content: 'Fix the failing test.' },
+    ];
+    const calls: ChatMessage[][] = [];
+    for (let i = 0; i < 4; i++) {
+      calls.push(messages.slice());
+      messages.push(
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"cmd":"cat f${i}.py"}` } },
+          ],
+        },
+        { role: 'tool', tool_call_id: `c${i}`, content: text(20_000 + i * 777, i + 2) },
+      );
+    }
+    for (const [session, salt] of [
+      ['s1', 'salt-a'],
+      ['s2', undefined],
+    ] as const) {
+      for (const msgs of calls) {
+        const ctx = { tenant: 't', requestId: 'r', headers: { 'x-session-id': session }, model: 'm', cacheSalt: salt };
+        const a = await inline.process({ model: 'm', messages: msgs }, ctx);
+        const b = await offl.process({ model: 'm', messages: msgs }, ctx);
+        expect(b.promptTokenIds).toEqual(a.promptTokenIds);
+        expect(b.blockHashes).toEqual(a.blockHashes);
+        expect(b.prefix).toEqual(a.prefix);
+        expect(b.receipts).toEqual(a.receipts);
+        expect(b.body).toEqual(a.body);
+        expect(a.promptTokenIds!.length).toBeGreaterThan(1000);
+      }
+    }
+    expect(pooled).toBe(8);
+  }, 60_000);
+
+  it('serves tenants in turn: a burst of one tenant waits behind itself', () => {
+    const q = new FairTaskQueue();
+    const task = (tenant: string, id: string) =>
+      ({ id, [Piscina.queueOptionsSymbol]: { tenant } }) as unknown as PiscinaTask;
+    for (const id of ['a1', 'a2', 'a3']) q.push(task('a', id));
+    q.push(task('b', 'b1'));
+    const c1 = task('c', 'c1');
+    q.push(c1);
+    q.remove(c1);
+    const order: string[] = [];
+    for (let t = q.shift(); t; t = q.shift()) order.push((t as unknown as { id: string }).id);
+    expect(order).toEqual(['a1', 'b1', 'a2', 'a3']);
+    expect(q.size).toBe(0);
+  });
+
+  it('bounds: a tenant over max_per_tenant gets 429, a full queue 503, a closed pool refuses', async () => {
+    const pool = createRenderPool({ threads: 1, min_chars: 0, max_queue: 1, max_per_tenant: 2 })!;
+    pools.push(pool);
+    const p = createPipeline({ model: 'm', tokenizer: 'qwen3', offload: pool });
+    const call = (tenant: string, i: number) =>
+      p.process(
+        { model: 'm', messages: [{ role: 'user', content: text(60_000, i) }] },
+        { tenant, requestId: `r${i}`, headers: {}, model: 'm' },
+      );
+    const results = await Promise.allSettled([call('a', 1), call('a', 2), call('a', 3), call('b', 4), call('c', 5)]);
+    const codes = results.map((r) => (r.status === 'rejected' ? (r.reason as { code: string }).code : 'ok'));
+    // a1 runs, a2 waits (the queue's one slot), a3 is over a's cap, b and c find the queue full.
+    expect(codes).toEqual(['ok', 'ok', 'tenant_render_queue_full', 'render_queue_full', 'render_queue_full']);
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({
+      status: 429,
+      headers: { 'retry-after': '1' },
+    });
+    expect((results[3] as PromiseRejectedResult).reason).toMatchObject({ status: 503 });
+    expect(pool.pending()).toBe(0);
+    await pool.close();
+    await expect(call('a', 6)).rejects.toMatchObject({ code: 'shutting_down' });
+  }, 60_000);
+});
+
+describe('render pool behind the gateway (real sockets)', () => {
+  let up: FakeUpstream | undefined;
+  let gw: Awaited<ReturnType<typeof startAssembledGateway>> | undefined;
+  afterEach(async () => {
+    await gw?.close();
+    await up?.close();
+    gw = up = undefined;
+  });
+
+  it('answers /health while a 400k-character prompt is tokenised (before its pipeline ends)', async () => {
+    up = await startFakeUpstream({ name: 'w' });
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: { mode: 'none' },
+      health: { interval_ms: 0 },
+      render_pool: { threads: 1 },
+      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
+    });
+    const order: string[] = [];
+    // Called as soon as the pipeline is done with the big call: inline, that is before the event
+    // loop can look at the /health request that arrived meanwhile.
+    const tap = () => void order.push('pipeline');
+    gw = await startAssembledGateway(config, { logger: false, reporting: false, tap });
+    expect(gw.assembled.renderPool?.threads).toBe(1);
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120_000 });
+    const big = client.chat.completions
+      .create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: text(400_000, 5) }] })
+      .then((r) => {
+        order.push('big');
+        return r;
+      });
+    await new Promise((r) => setTimeout(r, 300));
+    const health = await fetch(`${gw.url}/health`);
+    order.push(`health:${health.status}`);
+    const done = await big;
+    expect(done.choices.length).toBe(1);
+    expect(order).toEqual(['health:200', 'pipeline', 'big']);
+    expect(up.requests.length).toBe(1);
+  }, 120_000);
+});
