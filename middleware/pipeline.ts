@@ -7,7 +7,7 @@
 // `layout: passthrough` runs none of them and returns the body untouched (the session id, tokens,
 // block hashes and diagnostics are still computed, for routing and metrics).
 //
-// Per call: one store get + put (one more get on the call where a derived id forks), stages
+// Per call: one store get + put (see layout/session-claim.ts for the derived-id cases), stages
 // O(request), rendering incremental (tokens/incremental-render.ts), block hashes only for the new
 // tail. The previous call of a session is kept in this
 // process (LRU `local`): its message objects let message hashes carry over to structurally equal
@@ -23,6 +23,7 @@ import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
 import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
+import { resolveSession } from './layout/session-claim.ts';
 import { identifySession } from './layout/session-id.ts';
 import { volatileStage } from './layout/volatile-stage.ts';
 import { lap, tick } from './perf/stage-timers.ts';
@@ -64,6 +65,9 @@ export interface PipelineOptions {
 }
 
 interface LocalCall {
+  /** The session state's call count after this call: a local call is only continued from the
+   * state it belongs to (another replica may have served calls since). */
+  calls: number;
   ids: readonly number[];
   hashes: readonly string[];
   blockSize: number;
@@ -96,27 +100,6 @@ function freshState(tenant: string, sessionId: string, model: string, body: Chat
   };
 }
 
-/**
- * State for a derived session id seen for the first time that forks from `parent` (see
- * layout/session-id.ts): a copy of the parent's state, taken only when the parent's last call led
- * with the same messages as this request, so call 2 keeps call 1's work and diagnostics. Each of
- * several parallel conversations forking from one parent gets its own copy; the parent is untouched.
- */
-async function forkSeed(
-  store: SessionStore,
-  tenant: string,
-  parent: string,
-  lead: string | undefined,
-  sessionId: string,
-): Promise<SessionState | undefined> {
-  const p = await store.get(tenant, parent);
-  if (!p || lead === undefined || p.layout?.lead !== lead) return undefined;
-  const seed = structuredClone(p);
-  seed.sessionId = sessionId;
-  delete seed.checksum;
-  return seed;
-}
-
 export function createPipeline(opts: PipelineOptions): ContextPipeline {
   const layout = opts.layout ?? 'ctxgate';
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;
@@ -143,20 +126,17 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const body = layout === 'passthrough' ? received : escapeRequest(received);
     t = lap('escape', t);
     const ident = identifySession(body, ctx);
-    const sessionId = ident.id;
-    const key = `${ctx.tenant}\u0000${sessionId}`;
-    let loaded = await store.get(ctx.tenant, sessionId);
-    let prevLocal = local.get(key);
-    // A fork this process already served whose state is gone was not new: no stale seed for it.
-    if (!loaded && !prevLocal && ident.parent) {
-      const seed = await forkSeed(store, ctx.tenant, ident.parent, ident.lead, sessionId);
-      if (seed) {
-        loaded = seed;
-        prevLocal = local.get(`${ctx.tenant}\u0000${ident.parent}`);
-      }
-    }
-    const state = loaded ?? freshState(ctx.tenant, sessionId, opts.model, body);
+    const localKey = (id: string): string => `${ctx.tenant}\u0000${id}`;
+    const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKey(id)));
+    const sessionId = resolved.id;
+    const key = localKey(resolved.stateId);
+    const loaded = resolved.loaded;
+    const lastLocal = local.get(localKey(resolved.localFrom));
+    const prevLocal = lastLocal && (!loaded || lastLocal.calls === loaded.calls) ? lastLocal : undefined;
+    if (resolved.seedId && prevLocal) local.set(localKey(resolved.seedId), prevLocal);
+    const state = loaded ?? freshState(ctx.tenant, resolved.stateId, opts.model, body);
     if (ident.lead !== undefined) (state.layout ??= {}).lead = ident.lead;
+    if (resolved.claim !== undefined) (state.layout ??= {}).turn = resolved.claim;
     const receipts: Receipt[] = [];
     t = lap('session', t);
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
@@ -284,6 +264,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, commonExact, seed);
     t = lap('block_hashes', t);
     local.set(key, {
+      calls: state.calls + 1,
       ids,
       hashes,
       blockSize,

@@ -88,7 +88,7 @@ export interface PipelineResult {
   /** The body to send upstream (the same object when layout is passthrough). */
   body: ChatRequest;
   sessionId: string;
-  /** Key routing keeps sticky: the session's first-call id, stable across a fork (defaults to sessionId). */
+  /** Key routing keeps sticky: the session's first-call (base) id, also for a fork (defaults to sessionId). */
   affinityKey?: string;
   receipts: Receipt[];
   prefix?: PrefixDiagnostics;

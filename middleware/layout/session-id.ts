@@ -5,19 +5,19 @@
 //
 // Parallel agents on the same task (evaluation harnesses, best-of-n) send the same root and task,
 // so that hash alone would put two conversations into one session. Once a request carries an
-// assistant turn, the derived id also hashes the FIRST assistant message (reasoning and <think>
-// blocks dropped, tool-call ids ignored, arguments canonicalised, since agents commonly strip or
-// re-serialise those): the id forks where the conversations diverge and then stays fixed for the
-// rest of the conversation, because later calls resend that message unchanged. `parent` names the
-// pre-assistant id so the pipeline can seed the fork with call 1's state (see pipeline.ts), and
-// `lead` fingerprints the non-root messages before the first assistant turn, so the seed is only
-// taken when the parent's last call is a prefix of this request.
+// assistant turn, a fork id is derived that also hashes the FIRST assistant message (reasoning and
+// <think> blocks dropped, tool-call ids ignored, arguments canonicalised, since agents commonly
+// strip or re-serialise those); it stays fixed for the rest of the conversation, because later
+// calls resend that message unchanged. `parent` names the pre-assistant (base) id and `lead`
+// fingerprints the non-root messages before the first assistant turn. Which of the two ids a
+// request gets is decided with the session store (session-claim.ts): the first conversation to
+// continue the base keeps the base id for its whole run (one session id per agent run); another
+// conversation with a different first turn (a true fork) moves to its fork id, seeded with call 1.
 //
-// Consequences: the id a client sees changes once, between call 1 and call 2 (the fork carries
-// call 1's state, breaks included). An agent that rewrites or drops its first assistant message
-// (e.g. compaction that elides the earliest turns) gets a new derived id from then on, seeded from
-// the pre-assistant state. Two agents whose first replies are identical (greedy decoding) still
-// share a session until nothing tells them apart; their prompts are identical up to there anyway.
+// Consequences: an agent that rewrites or drops its first assistant message (e.g. compaction that
+// elides the earliest turns) gets its fork id from then on, seeded from call 1's state. Two
+// agents whose first replies are identical (greedy decoding) still share a session until nothing
+// tells them apart; their prompts are identical up to there anyway.
 // O(root + first user message + first assistant message).
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
@@ -31,7 +31,8 @@ export type SessionSource = 'header' | 'prompt_cache_key' | 'user' | 'hash';
 export interface SessionIdentity {
   id: string;
   source: SessionSource;
-  /** Derived ids of requests with an assistant turn: the pre-assistant id this one forks from. */
+  /** Derived ids of requests with an assistant turn: the pre-assistant (base) id; `id` is then the
+   * fork id, used only when another conversation claimed the base (session-claim.ts). */
   parent?: string;
   /** Derived ids only: fingerprint of the non-root messages before the first assistant turn. */
   lead?: string;

@@ -18,7 +18,7 @@ export const AGENT_KEY = 'sk-agent-tier-0123456789abcdef';
 
 export interface LosslessCall {
   session: string;
-  /** The conversation's routing key: the first call's id, stable across a derived-id fork. */
+  /** The conversation's routing key: the first call's id, also for a derived-id fork. */
   affinity: string;
   report: LosslessReport;
   /** Number of messages and whether tools were offered: tells the agent's main loop from side calls. */

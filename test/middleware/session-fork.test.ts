@@ -1,5 +1,6 @@
-// Derived session ids fork at the first assistant turn: parallel agents on the same task (same
-// system prompt, same task) get separate sessions from call 2 on, each seeded with call 1's state.
+// Derived session ids: one id per agent run (the first conversation to continue call 1 claims
+// its id); a parallel agent on the same task (same system prompt, same task, another first
+// reply) forks to its own session from call 2 on, seeded with call 1's state.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { identifySession } from '../../middleware/layout/session-id.ts';
 import { createLedgerStage } from '../../middleware/ledger/stage.ts';
@@ -56,7 +57,7 @@ const pipeline = (store: SessionStore = new MemorySessionStore()) =>
 const A = agent('a', ['src/app.py', 'src/util.py', 'tests/test_app.py', 'src/app.py', 'setup.py']);
 const B = agent('b', ['tests/test_app.py', 'src/app.py', 'README.md', 'src/models/user.py', 'src/util.py']);
 
-describe('derived session ids fork at the first assistant turn', () => {
+describe('derived session ids: one per run, a parallel run on the same task forks', () => {
   it('two interleaved agents with the same system prompt and task: own ids, own diagnostics, as if each ran alone', async () => {
     const solo = async (calls: ChatRequest[]): Promise<PipelineResult[]> => {
       const p = pipeline();
@@ -77,11 +78,15 @@ describe('derived session ids fork at the first assistant turn', () => {
     expect(ra[0].sessionId).toBe(rb[0].sessionId);
     expect(ra[0].prefix?.break_cause).toBe('new_session');
     expect(rb[0].prefix?.break_cause).toBe('none');
+    // Alone, each run is one session; interleaved, A (first to continue call 1) keeps its id and
+    // B forks at its first turn.
+    expect(new Set(soloA.map((r) => r.sessionId)).size).toBe(1);
+    expect(new Set(soloB.map((r) => r.sessionId)).size).toBe(1);
     for (let i = 1; i < A.length; i++) {
       expect(ra[i].sessionId).toMatch(/^s_[0-9a-f]{32}$/);
       expect(ra[i].sessionId).not.toBe(rb[i].sessionId);
-      expect(ra[i].sessionId).not.toBe(ra[0].sessionId);
-      expect(ra[i].sessionId).toBe(ra[1].sessionId);
+      expect(ra[i].sessionId).toBe(ra[0].sessionId);
+      expect(rb[i].sessionId).not.toBe(rb[0].sessionId);
       expect(rb[i].sessionId).toBe(rb[1].sessionId);
       for (const [mine, alone, prev] of [
         [ra[i], soloA[i], ra[i - 1]],
@@ -102,21 +107,30 @@ describe('derived session ids fork at the first assistant turn', () => {
     expect(soloA[1].sessionId).toBe(ra[1].sessionId);
   });
 
-  it('the fork carries call 1 into its own state; the parent is left as it was', async () => {
+  it('the fork carries call 1 into its own state; a later call 1 never rewinds the claimed session', async () => {
     const store = new MemorySessionStore();
     const p = pipeline(store);
     const r1 = await p.process(A[0], ctx(0));
     await p.process(B[0], ctx(0));
     const r2a = await p.process(A[1], ctx(1));
     const r2b = await p.process(B[1], ctx(1));
-    const parent = (await store.get('t1', r1.sessionId))!;
-    const forkA = (await store.get('t1', r2a.sessionId))!;
+    expect(r2a.sessionId).toBe(r1.sessionId);
+    const claimed = (await store.get('t1', r1.sessionId))!;
     const forkB = (await store.get('t1', r2b.sessionId))!;
-    expect(parent.calls).toBe(2);
-    expect(forkA.sessionId).toBe(r2a.sessionId);
-    expect(forkA.calls).toBe(3);
+    expect(claimed.calls).toBe(3);
     expect(forkB.calls).toBe(3);
-    expect(JSON.stringify(forkA.ledger)).not.toBe(JSON.stringify(forkB.ledger));
+    expect(JSON.stringify(claimed.ledger)).not.toBe(JSON.stringify(forkB.ledger));
+    // A third run starting the same task: call 1 leaves A's state alone, and its call 2 forks
+    // from a call-1 seed (a system_changed break where the clock moved, not a new session).
+    const C = agent('c', ['setup.py', 'src/app.py']);
+    const before = JSON.stringify((await store.get('t1', r1.sessionId))!.ledger);
+    const c0 = await p.process(C[0], ctx(2));
+    expect(c0.sessionId).toBe(r1.sessionId);
+    expect(JSON.stringify((await store.get('t1', r1.sessionId))!.ledger)).toBe(before);
+    const c1 = await p.process(C[1], ctx(3));
+    expect(c1.sessionId).not.toBe(r1.sessionId);
+    expect(c1.prefix?.break_cause).toBe('system_changed');
+    expect((await p.process(A[2], ctx(4))).prefix?.break_cause).toBe('none');
   });
 
   it('explicit ids are never forked', async () => {
@@ -200,7 +214,7 @@ describe('fork seeding through a shared Redis store', () => {
     for (const s of stores) await s.close();
   });
 
-  it('call 1 on one replica, call 2 on another: the fork is seeded from Redis, not a new session', async () => {
+  it('call 1 on one replica, call 2 on another: one session; a parallel run forks seeded from Redis', async () => {
     const url = inject('redisUrl');
     const open = () => {
       const s = new RedisSessionStore({ url, ttlSeconds: 120, commandTimeoutMs: 5000 });
@@ -212,15 +226,20 @@ describe('fork seeding through a shared Redis store', () => {
     const replica2 = pipeline(open());
     const r1 = await replica1.process(A[0], ctx(0, tenant));
     const r2 = await replica2.process(A[1], ctx(1, tenant));
-    expect(r2.sessionId).not.toBe(r1.sessionId);
-    // Seeded: the clock line's first change breaks at the system prompt, not as a new session.
+    expect(r2.sessionId).toBe(r1.sessionId);
+    // The same session: the clock line's first change breaks at the system prompt, not as a new session.
     expect(r2.prefix?.break_cause).toBe('system_changed');
     const r3 = await replica1.process(A[2], ctx(2, tenant));
-    expect(r3.sessionId).toBe(r2.sessionId);
+    expect(r3.sessionId).toBe(r1.sessionId);
     expect(r3.prefix?.break_cause).toBe('none');
     expect(r3.prefix!.predicted_cached_tokens).toBeGreaterThan(0);
+    // B on the other replica, same task, another first reply: forks, seeded with call 1's state.
+    const b1 = await replica2.process(B[1], ctx(1, tenant));
+    expect(b1.sessionId).not.toBe(r1.sessionId);
+    expect(b1.prefix?.break_cause).toBe('system_changed');
+    expect((await replica1.process(B[2], ctx(2, tenant))).sessionId).toBe(b1.sessionId);
     const check = open();
-    expect((await check.get(tenant, r2.sessionId))?.calls).toBe(3);
-    expect((await check.get(tenant, r1.sessionId))?.sessionId).toBe(r1.sessionId);
+    expect((await check.get(tenant, r1.sessionId))?.calls).toBe(3);
+    expect((await check.get(tenant, b1.sessionId))?.calls).toBe(3);
   });
 });
