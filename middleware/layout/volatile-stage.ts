@@ -13,7 +13,6 @@
 // Byte for byte: a line either stays as sent, stays with whole spans replaced by the placeholder,
 // or is removed whole; the note carries every affected line as sent. O(root length) per call;
 // the state holds hashes only (line, its runs), never prompt text.
-import { createHash } from 'node:crypto';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
 import {
@@ -21,11 +20,12 @@ import {
   eagerLabelSpans,
   LABEL_MAX_WORDS,
   lineShape,
-  valueRuns,
   withPlaceholders,
   wordsOutside,
   type Span,
 } from './volatile-spans.ts';
+import { observeLine, pruneLearned, shortHash } from './line-learner.ts';
+import { relocateToolVolatility } from './volatile-tools.ts';
 
 export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
@@ -49,14 +49,7 @@ interface Moved {
   why: string;
 }
 
-const h = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 12);
-
-/** FNV-1a of a value run, base 36: cheap, and enough to tell which run of a line changed. */
-function runHash(s: string, from: number, to: number): string {
-  let x = 0x811c9dc5;
-  for (let i = from; i < to; i++) x = Math.imul(x ^ s.charCodeAt(i), 0x01000193);
-  return (x >>> 0).toString(36);
-}
+const h = shortHash;
 
 function textsOf(m: ChatMessage): string[] | undefined {
   if (typeof m.content === 'string') return [m.content];
@@ -102,24 +95,8 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     const r = rank.get(shape) ?? 0;
     rank.set(shape, r + 1);
     const key = `${shape}#${r}/${shapeCount.get(shape)}`;
-    const runs = valueRuns(line);
-    const cur = [h(line), ...runs.map((sp) => runHash(line, sp.start, sp.end))];
-    nextPrev[key] = cur;
-    const before = prev[key];
-    if (before && before[0] !== cur[0]) {
-      const seen = new Set(learned[key] ?? []);
-      let any = false;
-      for (let k = 0; k < runs.length; k++) {
-        if (before[k + 1] !== cur[k + 1]) {
-          seen.add(k);
-          any = true;
-        }
-      }
-      if (!any) seen.add(-1); // only whitespace around the line changed: the line as a whole
-      learned[key] = [...seen].sort((a, b) => a - b);
-    }
+    const { known, runs } = observeLine(key, line, prev, learned, nextPrev);
     let decision: Moved | undefined;
-    const known = learned[key];
     if (known?.length) {
       if (known.includes(-1) || known.some((k) => k >= runs.length))
         decision = {
@@ -146,8 +123,7 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     if (!edits.has(at)) edits.set(at, new Map());
     edits.get(at)!.set(li, decision);
   }
-  // What was learned about lines no longer in the root is dropped: the state stays O(root).
-  for (const k of Object.keys(learned)) if (!(k in nextPrev)) delete learned[k];
+  pruneLearned(learned, nextPrev);
   layout.volatile = { v: 3, prev: nextPrev, learned } satisfies VolatileState;
   // A conversation's opening call (no assistant turn yet) is an agent's first call even when an
   // identical opening shares this session (parallel agents fork later): it passes unchanged,
@@ -204,4 +180,12 @@ function trimSpan(line: string, sp: Span): Span {
   return { start: sp.start + lead, end: Math.max(sp.start + lead, sp.end - trail) };
 }
 
-export const volatileStage: Stage = { name: VOLATILE_STAGE, run: relocateVolatile };
+/** Root lines, then tool definitions (volatile-tools.ts): one stage, one switch. */
+export const volatileStage: Stage = {
+  name: VOLATILE_STAGE,
+  run(view, ctx) {
+    const root = relocateVolatile(view, ctx);
+    const tools = relocateToolVolatility(root.view, ctx);
+    return { view: tools.view, receipts: [...root.receipts, ...tools.receipts] };
+  },
+};

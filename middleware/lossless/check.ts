@@ -18,7 +18,8 @@
 //   reasoning, tool-call names and arguments): the client side is escaped before comparing.
 // An upstream line of an aligned message that is neither a copy of an agent line, nor a gateway
 // line, nor a placeholder line whose full line is in a note, is `altered` (a silent cut). Tool
-// definitions and tool-call arguments are compared as JSON values (key order may be canonicalised).
+// definitions and tool-call arguments are compared as JSON values (key order may be canonicalised);
+// a line of a tool's string may carry placeholders when the agent's line is in a note (escaped).
 // `first_call_changed` is 1 when there are no prior bodies (the session's first call) and the
 // messages or tools are not byte-identical as JSON (escaping aside), unless a compaction receipt
 // explains it. Reports counts plus details (message index, line). O(total lines) with hashing.
@@ -278,8 +279,11 @@ export function checkWith(
     }
   }
 
-  if (sortedToolSet(clientBody.tools) !== sortedToolSet(upstreamBody.tools))
-    note('altered', -1, 'tools differ (as JSON values, any order)');
+  if (sortedToolSet(clientBody.tools) !== sortedToolSet(upstreamBody.tools)) {
+    const moved = toolsMoved(clientBody.tools, upstreamBody.tools, noteLines);
+    if (moved === undefined) note('altered', -1, 'tools differ (as JSON values, any order)');
+    else rep.moved += moved;
+  }
   if (firstCall && removed.size === 0) {
     const same = C.length === U.length && C.every((m, i) => sameMessage(m, U[i]));
     if (!same || JSON.stringify(clientBody.tools ?? null) !== JSON.stringify(upstreamBody.tools ?? null)) {
@@ -302,6 +306,69 @@ function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
   // Escaping the frame marker inside untrusted text is the only change allowed on a first call.
   const ea = { ...a, content: typeof a.content === 'string' ? escapeFrame(a.content) : a.content };
   return JSON.stringify(ea) === JSON.stringify(b);
+}
+
+/**
+ * Tools that differ only by placeholder lines in their strings, each standing for the agent's line
+ * found (escaped) in a note: how many lines moved (consumed from `noteLines`), or undefined when
+ * any tool is otherwise different. Tools are paired by JSON value of their name, in any order.
+ */
+function toolsMoved(client: unknown, upstream: unknown, noteLines: Map<string, number>): number | undefined {
+  const cs = Array.isArray(client) ? client : [];
+  const us = Array.isArray(upstream) ? upstream : [];
+  if (cs.length !== us.length) return undefined;
+  const free = cs.map((_, i) => i);
+  let moved = 0;
+  for (const u of us) {
+    const name = sortedJson((u as ToolDefLike)?.function?.name);
+    const at = free.findIndex((i) => {
+      if (sortedJson((cs[i] as ToolDefLike)?.function?.name) !== name) return false;
+      const used: string[] = [];
+      if (sameBut(cs[i], u, noteLines, used)) {
+        moved += used.length;
+        return true;
+      }
+      for (const l of used) bump(noteLines, l, 1);
+      return false;
+    });
+    if (at < 0) return undefined;
+    free.splice(at, 1);
+  }
+  return moved;
+}
+
+type ToolDefLike = { function?: { name?: unknown } } | undefined;
+
+function sameBut(c: unknown, u: unknown, noteLines: Map<string, number>, used: string[]): boolean {
+  if (typeof c === 'string' && typeof u === 'string') {
+    if (c === u) return true;
+    const cl = c.split('\n');
+    const ul = u.split('\n');
+    if (cl.length !== ul.length) return false;
+    return cl.every((l, i) => {
+      if (l === ul[i]) return true;
+      const esc = escapeFrame(l);
+      if (!ul[i].includes(VOLATILE_PLACEHOLDER) || !placeholderMatches(ul[i], l) || !noteLines.has(esc)) return false;
+      bump(noteLines, esc, -1);
+      used.push(esc);
+      return true;
+    });
+  }
+  if (Array.isArray(c) || Array.isArray(u))
+    return (
+      Array.isArray(c) &&
+      Array.isArray(u) &&
+      c.length === u.length &&
+      c.every((x, i) => sameBut(x, u[i], noteLines, used))
+    );
+  if (c && u && typeof c === 'object' && typeof u === 'object') {
+    const co = c as Record<string, unknown>;
+    const uo = u as Record<string, unknown>;
+    const ck = Object.keys(co).filter((k) => co[k] !== undefined);
+    const uk = Object.keys(uo).filter((k) => uo[k] !== undefined);
+    return ck.length === uk.length && ck.every((k) => k in uo && sameBut(co[k], uo[k], noteLines, used));
+  }
+  return sortedJson(c) === sortedJson(u);
 }
 
 function sortedToolSet(tools: unknown): string {

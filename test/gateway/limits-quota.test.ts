@@ -2,7 +2,7 @@
 // day rollover, capToolOutput and jsonDepth.
 import { describe, expect, it } from 'vitest';
 import { BudgetGuard, capToolOutput, jsonDepth, TenantQuota } from '../../gateway/limits/index.ts';
-import { GatewayError } from '../../middleware/errors.ts';
+import type { GatewayError } from '../../middleware/errors.ts';
 
 describe('TenantQuota', () => {
   it('evicts the least recently used session of the same tenant past maxSessions', () => {

@@ -2,7 +2,7 @@
 // note), with and without a budget M*: over generated agent sessions — system prompts with static
 // dates, ids, counters, indentation and Unicode, a clock or counter line that changes per call,
 // reads and later writes of the same files, outputs elided in place with arbitrary markers,
-// reshuffled tools — the lossless checker finds nothing missing, nothing altered and no changed
+// reshuffled tools, a changing line inside a tool's description or schema — the lossless checker finds nothing missing, nothing altered and no changed
 // first call, and the chain is deterministic (two pipelines, same bodies).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -71,6 +71,7 @@ const scenario = fc.record({
   calls: fc.integer({ min: 2, max: 9 }),
   elide: fc.option(fc.tuple(fc.integer({ min: 1, max: 3 }), marker), { nil: undefined }),
   shuffle: fc.boolean(),
+  toolLine: fc.option(fc.tuple(fc.constantFrom('description', 'schema'), changing), { nil: undefined }),
   budget: fc.constantFrom(undefined, 1536, 3072),
 });
 
@@ -91,6 +92,14 @@ function requests(s: Scenario): ChatRequest[] {
       );
     }
     const t = structuredClone(tools);
+    if (s.toolLine) {
+      const [where, line] = s.toolLine;
+      const bash = t[0].function;
+      if (where === 'description') bash.description = `run a command\n${line(i)}\nStatic: release-2024-06-01.`;
+      else
+        (bash.parameters as { properties: Record<string, { description?: string }> }).properties.command.description =
+          line(i);
+    }
     if (s.shuffle && i % 2 === 1) {
       t.reverse();
       t[0].function = {
@@ -117,6 +126,7 @@ describe('lossless chain (property test over the served stages)', () => {
         const a = make();
         const b = make();
         const tracker = createLosslessTracker();
+        let prevTools = '';
         for (const [i, req] of requests(s).entries()) {
           const ctx = { tenant: 't', requestId: `r${i}`, headers: { 'x-session-id': 's' }, model: 'm' };
           const frozen = JSON.stringify(req);
@@ -127,6 +137,10 @@ describe('lossless chain (property test over the served stages)', () => {
           const rep = tracker.check(JSON.parse(frozen) as ChatRequest, ra.body, ra.receipts);
           if (rep.missing || rep.altered || rep.first_call_changed)
             throw new Error(`call ${i}: ${JSON.stringify(rep.details.slice(0, 4))}`);
+          // A tool line seen changing is learned at call 2: from then on the tools are byte-stable.
+          const toolsNow = JSON.stringify(ra.body.tools);
+          if (i >= 2) expect(toolsNow).toBe(prevTools);
+          prevTools = toolsNow;
         }
       }),
       { numRuns: 30 },

@@ -1,0 +1,125 @@
+// Volatility learned inside tool definitions: an agent that writes a date, a counter or an id into
+// a tool's description (or a schema's `description`/`title`) and changes it between calls would
+// otherwise change the tools block — rendered before the whole history — on every call.
+// Same rule as the root (line-learner.ts): call 1 passes unchanged; a line of such a string seen
+// changing between calls of the session keeps its place with each changing span replaced by the
+// constant placeholder `⟦ctxgate: see note⟧`, and the full line travels verbatim in the leaf note
+// under a `[ctxgate]` header naming the tool. The tools keep their first-seen order (canonical
+// tools run first) and every other byte; a line never moves out of a tool (a tool must stay whole
+// to be callable), and values that are the tool's contract (`name`, `enum`, `const`, `default`,
+// `pattern`, property names) are never touched: a change there is a tools change (diagnosed).
+// O(size of the tool definitions) per call; the state holds hashes only.
+import type { RequestView, StageContext, StageResult } from '../stage.ts';
+import { escapeFrame } from '../redaction/framing.ts';
+import type { Receipt, ToolDef } from '../types.ts';
+import { lineKeys, observeLine, pruneLearned, shortHash, type LearnState } from './line-learner.ts';
+import { changingSpans, withPlaceholders, type Span } from './volatile-spans.ts';
+
+/** Keys whose string values are prose for the model, never part of the call contract. */
+const PROSE_KEYS = new Set(['description', 'title']);
+
+interface ToolsVolatility extends LearnState {
+  v: 1;
+}
+
+export const toolNoteHeader = (name: string): string =>
+  `[ctxgate] moved from the definition of tool ${JSON.stringify(name)} (volatile, changes between calls):`;
+
+interface Found {
+  /** Path from the tool's `function` object. */
+  path: (string | number)[];
+  text: string;
+}
+
+function prose(value: unknown, path: (string | number)[], out: Found[]): void {
+  if (Array.isArray(value)) value.forEach((v, i) => prose(v, [...path, i], out));
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      // A schema's `properties` maps names to schemas: a property called `description` is a schema.
+      if (typeof v === 'string' && PROSE_KEYS.has(k) && path[path.length - 1] !== 'properties')
+        out.push({ path: [...path, k], text: v });
+      else if (typeof v === 'object') prose(v, [...path, k], out);
+    }
+}
+
+function setAt(root: unknown, path: (string | number)[], text: string): unknown {
+  if (path.length === 0) return text;
+  const [k, ...rest] = path;
+  if (Array.isArray(root)) return root.map((v, i) => (i === k ? setAt(v, rest, text) : v));
+  const o = root as Record<string, unknown>;
+  return { ...o, [k]: setAt(o[k], rest, text) };
+}
+
+/** The span without the line's leading/trailing whitespace (indentation stays in place). */
+function trimmed(line: string): Span {
+  const lead = line.length - line.trimStart().length;
+  return { start: lead, end: Math.max(lead, line.trimEnd().length) };
+}
+
+export function relocateToolVolatility(view: RequestView, ctx: StageContext): StageResult {
+  const layout = (view.session.layout ??= {});
+  const old = layout.volatileTools as Partial<ToolsVolatility> | undefined;
+  const tools = view.body.tools;
+  if (!Array.isArray(tools) || tools.length === 0) {
+    if (old) delete layout.volatileTools;
+    return { view, receipts: [] };
+  }
+  const prev = ctx.newSession || old?.v !== 1 ? {} : (old.prev ?? {});
+  const learned: LearnState['learned'] = ctx.newSession || old?.v !== 1 ? {} : { ...(old.learned ?? {}) };
+  const next: LearnState['prev'] = {};
+  // A conversation's opening call (no assistant turn yet) passes unchanged: it only learns.
+  const opening = !view.body.messages.some((m) => m.role === 'assistant');
+  const receipts: Receipt[] = [];
+  const notes: string[] = [];
+  const out = tools.slice();
+  tools.forEach((tool, ti) => {
+    const name = tool.function?.name ?? `#${ti}`;
+    const found: Found[] = [];
+    prose(tool.function, [], found);
+    let fn: unknown = tool.function;
+    const moved: string[] = [];
+    for (const f of found) {
+      const lines = f.text.split('\n');
+      const keys = lineKeys(`${shortHash(`${name}\u0000${JSON.stringify(f.path)}`)}:`, lines);
+      let changed = false;
+      const kept = lines.map((line, li) => {
+        const key = keys[li];
+        if (key === undefined) return line;
+        const { known, runs } = observeLine(key, line, prev, learned, next);
+        if (opening || !known?.length) return line;
+        const spans =
+          known.includes(-1) || known.some((k) => k >= runs.length)
+            ? [trimmed(line)]
+            : changingSpans(
+                line,
+                known.map((k) => runs[k]),
+              );
+        changed = true;
+        // Tool text is not escaped on the way in; in a note it must not pass as a gateway line.
+        moved.push(escapeFrame(line));
+        receipts.push({
+          stage: 'volatile',
+          action: 'placeholder',
+          target: `tools[${JSON.stringify(name)}].${f.path.join('.')}`,
+          tokens_before: ctx.tokenizer.countTokens(line),
+          tokens_after: 0,
+          reason:
+            'values in this line of a tool definition change between calls of this session; the line stays with a placeholder, in full in the leaf note',
+        });
+        return withPlaceholders(line, spans);
+      });
+      if (changed) fn = setAt(fn, f.path, kept.join('\n'));
+    }
+    if (moved.length) {
+      out[ti] = { ...tool, function: fn as ToolDef['function'] };
+      notes.push([toolNoteHeader(name), ...moved].join('\n'));
+    }
+  });
+  pruneLearned(learned, next);
+  layout.volatileTools = { v: 1, prev: next, learned } satisfies ToolsVolatility;
+  if (notes.length === 0) return { view, receipts: [] };
+  return {
+    view: { ...view, body: { ...view.body, tools: out }, notes: [...view.notes, ...notes] },
+    receipts,
+  };
+}
