@@ -19,6 +19,7 @@ import { openaiErrorBody } from './ingress/openai-chat.ts';
 import { createResponseStore } from './ingress/responses-store.ts';
 import { RequestRecords } from './request-records.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
+import { registerEngineAdminRoutes } from './routes/engine-admin.ts';
 import { registerIngressRoutes, type ErrorShaper } from './routes/ingress.ts';
 import { lap, tick } from '../middleware/perf/stage-timers.ts';
 import { drain, Lifecycle } from './shutdown.ts';
@@ -208,6 +209,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   );
   shapers = registerIngressRoutes(app, ctx, adapters, responses);
   registerAdminRoutes(app, ctx);
+  registerEngineAdminRoutes(app, ctx);
   deps.registerRoutes?.(app, ctx);
 
   const workers = allWorkers(fleet);

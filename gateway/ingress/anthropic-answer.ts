@@ -124,7 +124,7 @@ export class AnthropicStream implements StreamTranslator {
 
   chunk(obj: Obj): string {
     let out = this.start();
-    const u = extractUsage(obj);
+    const u = this.ctx.readUsage(obj);
     if (u) this.usage = u;
     const c = firstChoice(obj);
     if (!c) return out;

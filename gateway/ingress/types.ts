@@ -28,6 +28,8 @@ export interface AnswerContext {
   /** Estimated prompt tokens (for the first stream event, before the worker reports usage). */
   promptTokens: number;
   state: unknown;
+  /** The engine's usage reader (its adapter's): answers and stream chunks carry usage its way. */
+  readUsage(payload: unknown): ExtractedUsage | undefined;
 }
 
 /** Turns upstream chat-completion chunks into the client API's stream events. */

@@ -12,12 +12,14 @@ import { checkRequestShape } from '../limits/request-shape.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
 import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
+import { engineOf } from '../upstream/engines.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
 import { parseSimTiming } from '../usage/extract.ts';
 import type { AttemptObserver } from './attempt.ts';
 import { upstreamBody } from './body.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
-import { Relay, sendUpstreamFailure } from './relay.ts';
+import { Relay } from './relay.ts';
+import { sendUpstreamFailure } from './upstream-error.ts';
 import { type CallResult, UpstreamCall } from './upstream-call.ts';
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
@@ -132,7 +134,14 @@ export async function handleProxy(
       result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
     ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens);
-    const answer: AnswerContext = { requestId: req.id, tenant: principal.tenant, promptTokens, state: parsed.state };
+    const engine = engineOf(route.config);
+    const answer: AnswerContext = {
+      requestId: req.id,
+      tenant: principal.tenant,
+      promptTokens,
+      state: parsed.state,
+      readUsage: engine.usage,
+    };
     lap('upstream_body', t);
 
     const ac = new AbortController();
@@ -164,14 +173,14 @@ export async function handleProxy(
     );
     let r: CallResult;
     try {
-      r = await call.run(new Relay(gw, ex, reply, ac.signal, adapter, answer));
+      r = await call.run(new Relay(gw, ex, reply, ac.signal, adapter, answer, engine));
     } finally {
       reply.raw.off('close', onClose);
     }
     if (r.kind === 'failed') {
       ex.status = r.status;
       ex.errorCode = `upstream_${r.status}`;
-      sendUpstreamFailure(adapter, reply, r);
+      sendUpstreamFailure(adapter, engine, reply, r);
     } else if (r.kind === 'client_closed') clientGone(reply, ex);
     else if (r.kind === 'ended_mid_stream')
       ex.errorCode = r.attempt.outcome === 'shutting_down' ? 'shutting_down' : STREAM_ERROR_CODE;

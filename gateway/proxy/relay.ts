@@ -5,7 +5,7 @@
 // written with the first upstream byte, so a worker that fails before it is still failed over.
 // Translating adapters (Anthropic Messages, OpenAI Responses) get the parsed answer (toResponse)
 // or each parsed chunk (their stream translator); every client gets the worker's errors reshaped
-// into its API (upstreamErrorBody).
+// into its API (upstream-error.ts).
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
@@ -19,67 +19,11 @@ import type { ResponseConsumer } from './upstream-call.ts';
 import { usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
-import { extractUsage } from './usage.ts';
+import type { EngineAdapter } from '../upstream/engines.ts';
+import { upstreamErrorBody } from './upstream-error.ts';
 
 function drain(res: ServerResponse): Promise<unknown> {
   return Promise.race([once(res, 'drain'), once(res, 'close')]);
-}
-
-/** Longest engine message passed on from a 4xx (a validation message, e.g. the context length). */
-const MAX_UPSTREAM_MESSAGE = 500;
-
-/**
- * A worker's error (5xx after every attempt, or a 4xx) in the client's API shape, the one place
- * the proxy reshapes them. A 5xx says only that the worker failed: its body may hold stack
- * traces, paths or other tenants' data. A 4xx keeps the engine's message (the client needs "the
- * prompt is too long"), clipped, from any of the bodies engines send: OpenAI `{error: {…}}`, vLLM
- * `{"object": "error", message, type, param, code}`, FastAPI `{detail}`, SGLang `{message}`.
- */
-export function upstreamErrorBody(
-  adapter: IngressAdapter,
-  status: number,
-  body: Buffer,
-): { body: Buffer | string; json: boolean } {
-  let message =
-    status >= 500 ? `the worker failed (HTTP ${status})` : `the worker rejected the request (HTTP ${status})`;
-  let param: string | null = null;
-  if (status < 500) {
-    try {
-      const o = JSON.parse(body.toString('utf8')) as {
-        error?: { message?: unknown; param?: unknown } | string;
-        message?: unknown;
-        detail?: unknown;
-        param?: unknown;
-      };
-      const m = typeof o.error === 'object' && o.error ? o.error.message : (o.error ?? o.message ?? o.detail);
-      const text = typeof m === 'string' ? m : m !== undefined ? JSON.stringify(m) : '';
-      if (text) message = text.length > MAX_UPSTREAM_MESSAGE ? `${text.slice(0, MAX_UPSTREAM_MESSAGE)}…` : text;
-      const p = typeof o.error === 'object' && o.error ? o.error.param : o.param;
-      if (typeof p === 'string') param = p;
-    } catch {
-      // not JSON: the status line says enough
-    }
-  }
-  const err: ShapedError = {
-    status,
-    type: status >= 500 ? 'upstream_error' : 'invalid_request_error',
-    code: `upstream_${status}`,
-    message,
-    param,
-  };
-  return { body: JSON.stringify(adapter.errorBody(err)), json: true };
-}
-
-export function sendUpstreamFailure(
-  adapter: IngressAdapter,
-  reply: FastifyReply,
-  failed: { status: number; contentType: string; body: Buffer },
-): void {
-  const e = upstreamErrorBody(adapter, failed.status, failed.body);
-  reply
-    .code(failed.status)
-    .header('content-type', e.json ? 'application/json' : failed.contentType)
-    .send(e.body);
 }
 
 function finishReasonsOf(obj: object): string[] {
@@ -109,6 +53,7 @@ export class Relay implements ResponseConsumer {
     private readonly signal: AbortSignal,
     private readonly adapter: IngressAdapter,
     private readonly answer: AnswerContext,
+    private readonly engine: EngineAdapter,
   ) {}
 
   consume(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
@@ -154,7 +99,7 @@ export class Relay implements ResponseConsumer {
       }
       if (!obj || typeof obj !== 'object')
         throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
-      ex.usage = extractUsage(obj);
+      ex.usage = this.engine.usage(obj);
       ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
       ex.finishReasons = finishReasonsOf(obj);
       if (adapter.toResponse) {
@@ -163,7 +108,7 @@ export class Relay implements ResponseConsumer {
       }
     } else {
       ex.errorCode = `upstream_${res.statusCode}`;
-      const e = upstreamErrorBody(adapter, res.statusCode, buf);
+      const e = upstreamErrorBody(adapter, this.engine, res.statusCode, buf);
       buf = e.body;
       if (e.json) contentType = 'application/json';
     }
@@ -195,7 +140,7 @@ export class Relay implements ResponseConsumer {
   private async stream(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
     const { ex, signal } = this;
     const out = this.reply.raw;
-    const relay = new SseRelay(ex.clientWantsUsage ?? false, this.adapter.streamer?.(this.answer));
+    const relay = new SseRelay(ex.clientWantsUsage ?? false, this.adapter.streamer?.(this.answer), this.engine.usage);
     this.sse = relay;
     res.body.setEncoding('utf8');
     ex.status = 200;

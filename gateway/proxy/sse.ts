@@ -50,6 +50,8 @@ export class SseRelay {
   constructor(
     private readonly clientWantsUsage: boolean,
     private readonly translator?: StreamTranslator,
+    /** The engine adapter's usage reader. */
+    private readonly readUsage: (payload: unknown) => Usage | undefined = extractUsage,
   ) {}
 
   /** Feeds upstream bytes; returns what to write to the client now ('' when nothing). */
@@ -108,7 +110,7 @@ export class SseRelay {
       return this.translator ? '' : raw; // not JSON: not ours to judge, forwarded untouched to OpenAI clients
     }
     if (!obj || typeof obj !== 'object') return this.translator ? '' : raw;
-    const u = extractUsage(obj);
+    const u = this.readUsage(obj);
     if (u) this.usage = u;
     const choices = Array.isArray(obj.choices) ? obj.choices : [];
     for (const c of choices) this.learn(c);

@@ -60,7 +60,13 @@ export async function measureIngressCpu(model: string): Promise<IngressCpu> {
   const raw = { chat, anthropic: chatToAnthropic(chat), responses: chatToResponses(chat) };
   const ctx = { tenant: 't', maxMessages: 10_000 };
   const store = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 24, maxBytes: 1 << 26 });
-  const answer = (state: unknown): AnswerContext => ({ requestId: 'r', tenant: 't', promptTokens: 17000, state });
+  const answer = (state: unknown): AnswerContext => ({
+    requestId: 'r',
+    tenant: 't',
+    promptTokens: 17000,
+    state,
+    readUsage: extractUsage,
+  });
   const usage = extractUsage(ANSWER);
   // Each path does what the gateway does on it: JSON.parse of the body (the body parser), the
   // adapter's parse, the upstream body's JSON, and the answer back to the client's JSON.

@@ -1,7 +1,7 @@
 // HTTP surface of the reference worker (node:http, no framework, so faults can cut sockets
 // at exact points): OpenAI chat/completions (stream and not), /v1/models, /health, /metrics,
-// vLLM /tokenize and /reset_prefix_cache, SGLang /generate (stream and not), /flush_cache,
-// /get_server_info.
+// /tokenize and /detokenize, vLLM /reset_prefix_cache, SGLang /generate (stream and not),
+// /flush_cache, /get_server_info.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, type Admission, type Prepared, type SimEngine } from './engine.ts';
@@ -50,11 +50,15 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
-function sendError(res: ServerResponse, err: unknown): void {
+function sendError(res: ServerResponse, err: unknown, sglangNative = false): void {
   const status = err instanceof HttpError ? err.status : 500;
   const message = err instanceof Error ? err.message : String(err);
-  if (!res.headersSent) sendJson(res, status, errorBody(status, message, err instanceof HttpError ? err.param : null));
-  else res.destroy();
+  if (res.headersSent) return void res.destroy();
+  sendJson(
+    res,
+    status,
+    sglangNative ? { error: { message } } : errorBody(status, message, err instanceof HttpError ? err.param : null),
+  );
 }
 
 export function createHandler(d: ServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
@@ -258,6 +262,15 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     sendJson(res, 200, { count: tokens.length, max_model_len: o.maxModelLen, tokens, token_strs: null });
   }
 
+  /** vLLM: `{prompt}`; SGLang: `{text}` (each engine's DetokenizeResponse). */
+  function detokenize(body: Record<string, unknown>, res: ServerResponse): void {
+    const ids = body.tokens;
+    if (!Array.isArray(ids) || !ids.every((x) => Number.isInteger(x) && x >= 0))
+      throw new HttpError(400, 'tokens must be a list of token ids', 'tokens');
+    const text = engine.tok.decode(ids as number[]);
+    sendJson(res, 200, o.flavor === 'sglang' ? { text } : { prompt: text });
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
@@ -306,7 +319,12 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
       res.writeHead(200, { 'content-type': 'text/plain' });
       return void res.end(o.flavor === 'sglang' ? 'Cache flushed.\n' : '');
     }
-    const routes: Record<string, true> = { '/v1/chat/completions': true, '/v1/completions': true, '/tokenize': true };
+    const routes: Record<string, true> = {
+      '/v1/chat/completions': true,
+      '/v1/completions': true,
+      '/tokenize': true,
+      '/detokenize': true,
+    };
     if (o.flavor === 'sglang') routes['/generate'] = true;
     if (!routes[path]) return sendJson(res, 404, errorBody(404, `Not Found: ${method} ${path}`));
     if (method !== 'POST') return sendJson(res, 405, errorBody(405, 'Method Not Allowed'));
@@ -335,10 +353,14 @@ export function createHandler(d: ServerDeps): (req: IncomingMessage, res: Server
     if (path === '/v1/chat/completions') return chat(body, res, fault);
     if (path === '/v1/completions') return completion(body, res, fault);
     if (path === '/tokenize') return tokenize(body, res);
+    if (path === '/detokenize') return detokenize(body, res);
     return sglangGenerate(body, res, fault);
   }
 
   return (req, res) => {
-    route(req, res).catch((err) => sendError(res, err));
+    // SGLang's native routes answer errors as `{"error": {"message"}}` (http_server), not the
+    // OpenAI routes' flat `{"object": "error", ...}`.
+    const native = o.flavor === 'sglang' && (req.url ?? '').split('?')[0] === '/generate';
+    route(req, res).catch((err) => sendError(res, err, native));
   };
 }

@@ -115,7 +115,13 @@ function events(sse: string): { event: string; data: Obj }[] {
     });
 }
 
-const ctx = (state: unknown): AnswerContext => ({ requestId: 'r', tenant: 't', promptTokens: 1, state });
+const ctx = (state: unknown): AnswerContext => ({
+  requestId: 'r',
+  tenant: 't',
+  promptTokens: 1,
+  state,
+  readUsage: extractUsage,
+});
 const cutsArb = fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 });
 
 describe('Anthropic translation', () => {
