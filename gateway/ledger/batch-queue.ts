@@ -1,8 +1,10 @@
 // Bounded in-memory queue in front of a ledger store. push() is O(1) and never blocks: when the
-// queue is full the record is dropped and counted. What was pushed by one synchronous job is written
-// right after it (one microtask, one batch of up to batch_size per write), so a process killed with
-// -9 loses at most the records of the job it died in, not up to flush_ms of them; flush_ms remains
-// as a retry timer. Writes never overlap.
+// queue is full the record is dropped and counted. By default (`eager`) what was pushed by one
+// synchronous job is written right after it (one microtask, one batch of up to batch_size per
+// write), so a process killed with -9 loses at most the records of the job it died in, not up to
+// flush_ms of them; flush_ms remains as a retry timer. A store that makes records durable itself
+// on push (the SQLite ledger's journal) passes `eager: false`: batches are then written every
+// flush_ms, or as soon as batch_size records wait. Writes never overlap.
 import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from './types.ts';
 
 export interface BatchQueueOptions<T> {
@@ -13,6 +15,8 @@ export interface BatchQueueOptions<T> {
   write(batch: T[]): void | Promise<void>;
   onDrop?: DropListener;
   onError?: (err: unknown) => void;
+  /** Write after every synchronous job (default), or only at batch_size / flush_ms. */
+  eager?: boolean;
 }
 
 export class BatchQueue<T> {
@@ -37,7 +41,7 @@ export class BatchQueue<T> {
       return;
     }
     this.buf.push(item);
-    if (!this.scheduled) {
+    if (!this.scheduled && (this.o.eager !== false || this.buf.length >= this.o.batchSize)) {
       this.scheduled = true;
       // a microtask, not setImmediate: the record is written before the loop polls again, so a
       // kill -9 right after the answers went out finds it on disk (records pushed by the same

@@ -1,23 +1,16 @@
-// Embedded usage ledger: one SQLite file in WAL mode. Records are queued in memory and written
-// in batches (one transaction per batch) off the request path; a timer deletes rows older than
-// retention_days. Survives restarts (it is just a file). Reads use the same connection: SQLite
-// calls are synchronous, so the report runs between batches, never inside one.
+// Embedded usage ledger: one SQLite file in WAL mode. Records are appended to a journal file (one
+// synchronous write each, see journal.ts: kill -9 safe) and written to SQLite in batches (one
+// transaction per batch_size records or flush_ms) off the request path; a timer deletes rows older
+// than retention_days. Survives restarts (it is just a file). Reads flush first and use the same
+// connection: SQLite calls are synchronous, so the report runs between batches, never inside one.
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReportData, ReportQuery } from '../report/types.ts';
 import type { UsageRecord } from '../usage/types.ts';
 import { BatchQueue } from './batch-queue.ts';
-import {
-  BACKFILL_SQL,
-  DDL,
-  INSERT_SQL,
-  MIGRATIONS,
-  SCHEMA_VERSION,
-  fromRow,
-  toRow,
-  type Row,
-} from './sqlite-schema.ts';
+import { JOURNAL_META_KEY, JOURNAL_SUFFIX, Journal, pendingLines } from './journal.ts';
+import { BACKFILL_SQL, COLUMNS, DDL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
 
@@ -37,10 +30,16 @@ export interface SqliteLedgerOptions {
   readonly?: boolean;
 }
 
+type Values = (string | number | null)[];
+const INSERT_POSITIONAL = `INSERT INTO usage (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`;
+
 export class SqliteLedger implements UsageLedger {
   readonly db: Database.Database;
-  private readonly queue: BatchQueue<UsageRecord>;
+  private readonly queue: BatchQueue<Values>;
   private readonly sweep: NodeJS.Timeout | null = null;
+  private readonly journal: Journal | null = null;
+  /** Sequence number of the oldest journaled record not yet committed. */
+  private nextSeq = 1;
   private closed = false;
 
   constructor(private readonly o: SqliteLedgerOptions) {
@@ -53,17 +52,45 @@ export class SqliteLedger implements UsageLedger {
       this.db.exec(DDL);
       this.migrate();
     }
-    const insert = o.readonly ? null : this.db.prepare(INSERT_SQL);
-    const insertMany = this.db.transaction((batch: UsageRecord[]) => {
-      for (const r of batch) insert!.run(toRow(r));
+    const insert = o.readonly ? null : this.db.prepare(INSERT_POSITIONAL);
+    const setMark = o.readonly ? null : this.db.prepare('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)');
+    const insertMany = this.db.transaction((batch: readonly Values[], mark: string | null) => {
+      for (const v of batch) insert!.run(v);
+      if (mark !== null) setMark!.run(JOURNAL_META_KEY, mark);
     });
-    this.queue = new BatchQueue<UsageRecord>({
+    if (!o.readonly && o.path !== ':memory:') {
+      const jpath = o.path + JOURNAL_SUFFIX;
+      // What a crash left journaled but uncommitted goes in before anything new.
+      const committed = this.db.prepare('SELECT v FROM meta WHERE k = ?').get(JOURNAL_META_KEY) as
+        | { v: string }
+        | undefined;
+      const left = pendingLines(Journal.read(jpath), committed?.v);
+      if (left.length) {
+        const last = left[left.length - 1];
+        insertMany(
+          left.map((l) => l.values),
+          `${last.boot}:${last.seq}`,
+        );
+      }
+      this.journal = new Journal(jpath);
+      this.journal.settled(0);
+    }
+    const journal = this.journal;
+    this.queue = new BatchQueue<Values>({
       batchSize: o.batchSize,
       flushMs: o.flushMs,
       maxQueue: o.maxQueue,
+      // Journaled records are durable already; without a journal, write after each job.
+      eager: journal === null,
       write: (batch) => {
         if (o.readonly) throw new Error('ledger opened read-only');
-        insertMany(batch);
+        const end = this.nextSeq + batch.length - 1;
+        this.nextSeq = end + 1;
+        try {
+          insertMany(batch, journal ? journal.mark(end) : null);
+        } finally {
+          journal?.settled(batch.length);
+        }
       },
       onDrop: o.onDrop,
       onError: o.onError,
@@ -87,7 +114,16 @@ export class SqliteLedger implements UsageLedger {
   }
 
   append(rec: UsageRecord): void {
-    this.queue.push(rec);
+    const row = toRow(rec);
+    const values = COLUMNS.map((c) => row[c]);
+    const dropped = this.queue.counts.dropped;
+    this.queue.push(values);
+    if (!this.journal || this.queue.counts.dropped !== dropped) return;
+    try {
+      this.journal.append(values);
+    } catch (err) {
+      this.o.onError?.(err); // still queued: only kill -9 durability is lost for this record
+    }
   }
 
   flush(): Promise<void> {
@@ -106,6 +142,7 @@ export class SqliteLedger implements UsageLedger {
   }
 
   async *query(filter: LedgerFilter = {}): AsyncIterable<UsageRecord> {
+    await this.flush();
     const parts: string[] = [];
     const params: Record<string, string | number> = {};
     const add = (sql: string, key: string, v: string | number | undefined): void => {
@@ -123,6 +160,7 @@ export class SqliteLedger implements UsageLedger {
   }
 
   async report(q: ReportQuery): Promise<ReportData> {
+    await this.flush();
     return sqliteReport(this.db, q);
   }
 
@@ -148,6 +186,7 @@ export class SqliteLedger implements UsageLedger {
     if (this.sweep) clearInterval(this.sweep);
     await this.queue.close();
     this.closed = true;
+    this.journal?.close();
     this.db.close();
   }
 }

@@ -1,6 +1,6 @@
 // The usage ledger survives what kills a gateway: `ctxgate serve` in a real child process is
-// killed with SIGKILL right after a burst of answered requests and its SQLite file must hold all
-// but at most 2 of their records; a Redis outage (our own redis-server child, stopped and
+// killed with SIGKILL right after a burst of answered requests and its SQLite file, once reopened
+// by a writer (which commits the journal), must hold all but at most 2 of their records; a Redis outage (our own redis-server child, stopped and
 // restarted on the same port) spools records to a local file and forwards them on recovery;
 // with `ledger.stores: [redis, sqlite]` both stores get every record; `bench chaos` writes its
 // ledger in its own temp dir, never the default file in the working directory.
@@ -91,7 +91,7 @@ describe('kill -9 after a burst', () => {
     const worker: SimWorker = await startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: 1 });
     const ledgerPath = join(dir, 'kill9.sqlite');
     const cfg = join(dir, 'kill9.yaml');
-    // flush_ms far beyond the test: only the per-turn write can get the records to disk in time.
+    // flush_ms far beyond the test: only the per-record journal write can get the records to disk in time.
     writeFileSync(
       cfg,
       [
@@ -119,7 +119,8 @@ describe('kill -9 after a burst', () => {
       expect(answered).toBe(150);
       process.kill(gw.pid, 'SIGKILL');
       await new Promise((r) => setTimeout(r, 200));
-      const l = new SqliteLedger({ path: ledgerPath, retentionDays: 30, batchSize: 10, flushMs: 1000, readonly: true });
+      // The next writer to open the file (a restarted gateway) commits what the journal holds.
+      const l = new SqliteLedger({ path: ledgerPath, retentionDays: 30, batchSize: 10, flushMs: 1000 });
       const n = (l.db.prepare('SELECT COUNT(*) AS n FROM usage').get() as { n: number }).n;
       await l.close();
       expect(n).toBeGreaterThanOrEqual(148);

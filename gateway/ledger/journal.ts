@@ -1,0 +1,80 @@
+// Write-ahead journal of the SQLite ledger: each accepted record is appended as one line with one
+// synchronous write (a few µs), so a process killed with -9 right after answering loses nothing,
+// while SQLite gets records in batches (a commit per request cost ~0.1 ms of CPU on the proxy
+// path). Lines are `[boot, seq, ...row values]`; the batch that commits seq N also stores
+// `boot:N` in the ledger's meta table (same transaction), and once every journaled record is
+// committed the file is truncated. On open a writer replays the lines a crash left behind that
+// meta does not cover (a crash between commit and truncation replays nothing twice), then
+// truncates. One writing process per ledger file (replicas share a Redis ledger).
+// O(1) per record; replay O(lines left).
+import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+
+export const JOURNAL_SUFFIX = '.pending';
+export const JOURNAL_META_KEY = 'journal_seq';
+
+export interface JournalLine {
+  boot: string;
+  seq: number;
+  values: (string | number | null)[];
+}
+
+/** Journal lines not covered by `committed` (`boot:seq` from meta); a torn last line is skipped. */
+export function pendingLines(text: string, committed: string | undefined): JournalLine[] {
+  const [cBoot, cSeq] = committed
+    ? [committed.slice(0, committed.lastIndexOf(':')), Number(committed.slice(committed.lastIndexOf(':') + 1))]
+    : ['', 0];
+  const out: JournalLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      continue; // torn by a crash mid-write: that record was never answered as recorded
+    }
+    if (!Array.isArray(v) || typeof v[0] !== 'string' || typeof v[1] !== 'number') continue;
+    if (v[0] === cBoot && v[1] <= cSeq) continue;
+    out.push({ boot: v[0], seq: v[1], values: v.slice(2) as JournalLine['values'] });
+  }
+  return out;
+}
+
+export class Journal {
+  readonly boot = randomBytes(6).toString('hex');
+  private fd: number;
+  private seq = 0;
+  /** Records journaled and not yet committed (or dropped). */
+  private open = 0;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'a', 0o600);
+  }
+
+  static read(path: string): string {
+    return existsSync(path) ? readFileSync(path, 'utf8') : '';
+  }
+
+  /** Appends one record's row values; returns its sequence number. */
+  append(values: readonly (string | number | null)[]): number {
+    const seq = ++this.seq;
+    writeSync(this.fd, JSON.stringify([this.boot, seq, ...values]) + '\n');
+    this.open++;
+    return seq;
+  }
+
+  /** `n` records were committed (or dropped); truncates once none is left open. */
+  settled(n: number): void {
+    this.open = Math.max(0, this.open - n);
+    if (this.open === 0) ftruncateSync(this.fd, 0);
+  }
+
+  /** The meta value the batch ending at `seq` commits. */
+  mark(seq: number): string {
+    return `${this.boot}:${seq}`;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
