@@ -195,6 +195,8 @@ export class SharedIndexRedis {
     this.applying = true;
     try {
       for (const e of b.ev) {
+        // a worker whose KV events this replica hears is indexed from them, not from others' guesses
+        if (e.k !== 's' && !this.policy.guessing(e.w)) continue;
         if (e.k === 'i') {
           this.policy.index.insert(e.w, e.h, false);
           this.policy.shared.insert(e.h);

@@ -21,7 +21,8 @@
 // worker. select() records the chain on the chosen worker (engines cache while they prefill, and
 // the next turn may come before this one ends); observe() (after the response) evicts what the
 // worker turned out not to hold, or what a failed call added. With a precise index (option
-// kv_index, fed by engine KV events) routing only reads it. Without block hashes the
+// kv_index, fed by engine KV events) routing only reads it, except for a worker whose events are
+// not in step (KvEventIndex.guessed): that entry is kept as without events. Without block hashes the
 // chain comes from token ids (hashed here) or, last, from 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, docs/architecture.md, "Cost arithmetic"). The index keeps every
@@ -31,7 +32,7 @@
 // Settings: see CTXGATE_DEFAULTS.
 import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
-import { preciseIndexOption } from '../kv-events/event-index.ts';
+import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
@@ -102,8 +103,8 @@ export interface CtxgateStats {
 export class CtxgatePolicy implements Policy {
   readonly name = 'ctxgate';
   readonly index: PrefixIndex;
-  /** engine KV events feed the index (option kv_index): routing only reads it */
-  private readonly precise: boolean;
+  /** engine KV events feed the index (option kv_index): routing only reads it (guessing()) */
+  private readonly events: KvEventIndex | undefined;
   readonly affinity: SessionAffinity;
   readonly shared = new SharedPrefixTracker();
   private readonly epsilon: number;
@@ -142,7 +143,7 @@ export class CtxgatePolicy implements Policy {
     const events = preciseIndexOption(opts);
     if (events && this.stride !== 1)
       throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
-    this.precise = events !== undefined;
+    this.events = events;
     this.index =
       events?.index ??
       new PrefixIndex(
@@ -228,7 +229,7 @@ export class CtxgatePolicy implements Policy {
       idx = pinnedIdx;
       branch = 'sticky';
       const w = workers[idx];
-      if (!this.precise) this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
+      if (this.guessing(w.id)) this.index.prepare(w.id, w.kvTokens ? w.kvTokens / blockTokens : undefined);
       held = this.index.matchLength(w.id, hashes);
     } else {
       const depth = this.depths(workers, hashes, blockTokens);
@@ -285,7 +286,7 @@ export class CtxgatePolicy implements Policy {
     // blocks as it prefills them, and the next turn of a conversation (or another request with
     // this prefix) often arrives before this one completes. observe() corrects it from what the
     // worker reports.
-    if (!this.precise) this.index.insert(worker.id, hashes, true, held);
+    if (this.guessing(worker.id)) this.index.insert(worker.id, hashes, true, held);
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key)
       this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
@@ -356,7 +357,7 @@ export class CtxgatePolicy implements Policy {
     slots.length = n;
     for (let i = 0; i < n; i++) {
       const w = workers[i];
-      slots[i] = this.index.prepare(w.id, this.precise ? undefined : w.kvTokens ? w.kvTokens / blockTokens : undefined);
+      slots[i] = this.index.prepare(w.id, this.guessing(w.id) && w.kvTokens ? w.kvTokens / blockTokens : undefined);
     }
     if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
     this.index.matchAll(hashes, this.bySlot);
@@ -449,7 +450,8 @@ export class CtxgatePolicy implements Policy {
     if (p) this.pending.delete(fb.info);
     if (!fb.ok) {
       // a failed call leaves nothing new cached: take back what select() added for it
-      if (p && !this.precise && p.held < p.hashes.length) this.index.evict(p.workerId, p.hashes.slice(p.held));
+      if (p && this.guessing(p.workerId) && p.held < p.hashes.length)
+        this.index.evict(p.workerId, p.hashes.slice(p.held));
       return;
     }
     const workerId = p?.workerId ?? fb.workerId;
@@ -464,13 +466,19 @@ export class CtxgatePolicy implements Policy {
       const reportedBlocks = Math.floor(fb.reportedCachedTokens / blockTokens);
       // one block of slack: vLLM recomputes the last token of a fully cached prompt. Everything
       // from the first missing block on goes, so held blocks stay a prefix of the chain.
-      if (!this.precise && reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
+      if (this.guessing(workerId) && reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
         s.corrections++;
         s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
         return;
       }
     }
-    if (!this.precise) this.index.insert(workerId, hashes);
+    if (this.guessing(workerId)) this.index.insert(workerId, hashes);
+  }
+
+  /** Whether this policy keeps `workerId`'s index entry itself: no precise index, or its events are
+   *  not in step (then the entry is guessed as without one). */
+  guessing(workerId: string): boolean {
+    return this.events === undefined || this.events.guessed(workerId);
   }
 
   private feedbackStats(id: string): WorkerFeedbackStats {
