@@ -6,7 +6,10 @@
 // frees a request's blocks in reverse order). When every block is referenced, new blocks
 // simply go uncached. A request's `cache_salt` is mixed into its first block's key only (as vLLM
 // does), so the whole chain of a salted prompt differs from the same prompt under another salt.
-// The block bookkeeping is BlockPool's (shared with the fleet simulator).
+// The block bookkeeping is BlockPool's (shared with the fleet simulator). With a BlockEventSink the
+// cache reports what vLLM publishes as KV events: each block as it becomes cached (with its
+// parent's key, its token ids and, for a chain's first block, the salt), each evicted one, and a
+// flush that emptied the cache.
 // Cost: O(prompt/blockSize) map operations per request.
 import { BlockPool, type BlockPoolEvents, type PoolBlock } from './block-pool.ts';
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
@@ -23,6 +26,15 @@ interface BlockLease extends CacheLease {
   /** The private block holding a trailing partial prompt block, when one was free. */
   partial: Block | undefined;
   done: boolean;
+  salt: string | undefined;
+}
+
+/** Where a cache's KV events go (the worker's publisher). */
+export interface BlockEventSink {
+  stored(key: string, parent: string | undefined, tokenIds: number[], salt: string | undefined): void;
+  removed(key: string): void;
+  /** Every cached block dropped at once (vLLM reset_prefix_cache: AllBlocksCleared). */
+  cleared(): void;
 }
 
 /** Chained 2×32-bit FNV-1a-style hash over the parent key and the block's token ids. */
@@ -50,14 +62,34 @@ export class BlockCache implements PrefixCache {
   readonly kind = 'block' as const;
   readonly pool: BlockPool<string>;
   private counters: PrefixCacheStats = { queries: 0, hits: 0, evictions: 0 };
+  private flushing = false;
 
   constructor(
     capacityTokens: number,
     readonly blockSize: number = DEFAULT_BLOCK_SIZE,
     events: BlockPoolEvents<string> = {},
+    private readonly sink?: BlockEventSink,
   ) {
     if (!(blockSize >= 1)) throw new Error('block size must be >= 1');
-    this.pool = new BlockPool<string>(Math.max(1, Math.floor(capacityTokens / blockSize)), events);
+    const removed = sink
+      ? (key: string) => {
+          events.removed?.(key);
+          if (!this.flushing) sink.removed(key);
+        }
+      : events.removed;
+    this.pool = new BlockPool<string>(Math.max(1, Math.floor(capacityTokens / blockSize)), {
+      stored: events.stored,
+      removed,
+    });
+  }
+
+  /** A newly cached block, reported to the sink (ids copied: the prompt buffer is the caller's). */
+  private announce(key: string, parent: string, ids: ArrayLike<number>, from: number, salt?: string): void {
+    if (!this.sink) return;
+    const tokens = new Array<number>(this.blockSize);
+    for (let i = 0; i < this.blockSize; i++) tokens[i] = ids[from + i];
+    const root = parent === rootKey(salt);
+    this.sink.stored(key, root ? undefined : parent, tokens, root ? salt : undefined);
   }
 
   begin(prompt: ArrayLike<number>, salt?: string): CacheLease {
@@ -77,6 +109,7 @@ export class BlockCache implements PrefixCache {
       else {
         block = this.pool.allocate(key);
         if (!block) break; // cache full of running blocks: the rest runs uncached
+        this.announce(key, parent, prompt, b * bs, salt);
       }
       held.push(block);
       parent = key;
@@ -85,7 +118,7 @@ export class BlockCache implements PrefixCache {
     const cachedTokens = hitBlocks * bs;
     this.counters.queries += prompt.length;
     this.counters.hits += cachedTokens;
-    const lease: BlockLease = { cachedTokens, prompt, held, tailKey: parent, partial, done: false };
+    const lease: BlockLease = { cachedTokens, prompt, held, tailKey: parent, partial, done: false, salt };
     return lease;
   }
 
@@ -107,7 +140,10 @@ export class BlockCache implements PrefixCache {
         const key = blockKey(parent, view, b * bs, (b + 1) * bs);
         let block = this.pool.get(key);
         if (block) this.pool.ref(block);
-        else block = this.pool.allocate(key);
+        else {
+          block = this.pool.allocate(key);
+          if (block) this.announce(key, parent, view, b * bs, l.salt);
+        }
         if (!block) break;
         l.held.push(block);
         parent = key;
@@ -138,7 +174,16 @@ export class BlockCache implements PrefixCache {
   }
 
   flush(): void {
-    this.pool.flush();
+    // vLLM reports a reset as AllBlocksCleared; blocks running requests still hold stay cached
+    // here, so then each dropped block is reported instead
+    const whole = this.pool.usedBlocks() === 0;
+    this.flushing = whole;
+    try {
+      this.pool.flush();
+    } finally {
+      this.flushing = false;
+    }
+    if (whole) this.sink?.cleared();
   }
 
   stats(): PrefixCacheStats {

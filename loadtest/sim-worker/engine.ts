@@ -4,7 +4,7 @@
 // it directly. Output ids for the cache are the template's own rendering of the answer
 // (what a model following its format emits), with any reasoning first — templates drop
 // reasoning from history, so the next prompt diverges right after it, as on the engines.
-import { BlockCache } from './block-cache.ts';
+import { BlockCache, type BlockEventSink } from './block-cache.ts';
 import { RadixCache } from './radix-cache.ts';
 import type { CacheLease, PrefixCache } from './prefix-cache.ts';
 import { BatchClock, type Schedule } from './timing.ts';
@@ -120,9 +120,12 @@ export class SimEngine {
   constructor(
     readonly opts: SimWorkerOptions,
     readonly tok: WorkerTokenizer,
+    kvEvents?: BlockEventSink,
   ) {
     this.cache =
-      opts.flavor === 'sglang' ? new RadixCache(opts.kvTokens) : new BlockCache(opts.kvTokens, opts.blockSize);
+      opts.flavor === 'sglang'
+        ? new RadixCache(opts.kvTokens)
+        : new BlockCache(opts.kvTokens, opts.blockSize, {}, kvEvents);
     this.clock = new BatchClock(opts.timing, opts.maxRunning);
   }
 

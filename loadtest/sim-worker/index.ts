@@ -2,8 +2,10 @@
 // template and tokenizer, and modeled timing. Many can run in one process (no globals).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BlockCache } from './block-cache.ts';
 import { SimEngine } from './engine.ts';
 import { FaultInjector, type FaultConfig } from './faults.ts';
+import { KvEventPublisher } from './kv-event-publisher.ts';
 import { createMetrics } from './metrics.ts';
 import { resolveOptions, type SimWorkerOptions } from './options.ts';
 import { createHandler } from './server.ts';
@@ -22,6 +24,8 @@ export interface SimWorkerStats {
   /** KV capacity in use, 0..1. */
   kvUsage: number;
   evictions: number;
+  /** Full blocks in the prefix cache (vLLM flavour; 0 for SGLang's radix tree). */
+  cachedBlocks: number;
   running: number;
   waiting: number;
 }
@@ -35,6 +39,8 @@ export interface SimWorker {
   stats(): SimWorkerStats;
   flushCache(): void;
   setFault(f: Partial<FaultConfig>): void;
+  /** The KV event publisher, when `kvEvents` is set (its `endpoint`s are the bound addresses). */
+  kvEvents?: KvEventPublisher;
 }
 
 const tokenizerCache = new Map<string, Promise<WorkerTokenizer>>();
@@ -54,7 +60,10 @@ function sharedTokenizer(spec: string, template?: string): Promise<WorkerTokeniz
 export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): Promise<SimWorker> {
   const options = resolveOptions(partial);
   const tokenizer = await sharedTokenizer(options.tokenizer, options.chatTemplate);
-  const engine = new SimEngine(options, tokenizer);
+  if (options.kvEvents && options.flavor !== 'vllm')
+    throw new Error('KV events are published by the vllm flavour only (the SGLang flavour has none yet)');
+  const kvEvents = options.kvEvents ? await new KvEventPublisher(options.kvEvents).start() : undefined;
+  const engine = new SimEngine(options, tokenizer, kvEvents);
   const faults = new FaultInjector(options.faults, options.seed);
   const metrics = createMetrics(options.flavor, options.model);
   const load = { running: 0, waiting: 0 };
@@ -62,6 +71,9 @@ export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): P
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    await kvEvents?.stop();
+    throw err;
   });
   const port = (server.address() as AddressInfo).port;
   const host = options.host.includes(':')
@@ -74,11 +86,13 @@ export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): P
     port,
     options,
     tokenizer,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      await kvEvents?.stop();
+    },
     stats: () => {
       const t = engine.totals;
       return {
@@ -86,11 +100,13 @@ export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): P
         hitRate: t.promptTokens ? t.cachedTokens / t.promptTokens : 0,
         kvUsage: engine.cache.usage(),
         evictions: engine.cache.stats().evictions,
+        cachedBlocks: engine.cache instanceof BlockCache ? engine.cache.size() : 0,
         running: load.running,
         waiting: load.waiting,
       };
     },
     flushCache: () => engine.cache.flush(),
     setFault: (f) => faults.set(f),
+    kvEvents,
   };
 }

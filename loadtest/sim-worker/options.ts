@@ -2,6 +2,7 @@
 // `ctxgate sim-worker` and `ctxgate bench calibrate`.
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { DEFAULT_FAULTS, type FaultConfig } from './faults.ts';
+import { DEFAULT_KV_EVENTS_BUFFER_STEPS, type KvEventsOptions } from './kv-event-publisher.ts';
 import { DEFAULT_MAX_TOOL_TURNS, DEFAULT_TOOL_CALL_RATE } from './generate.ts';
 import { DEFAULT_MFU, DEFAULT_PRESET, PRESETS, type TimingModel } from './timing.ts';
 
@@ -31,6 +32,8 @@ export interface SimWorkerOptions {
   /** Directories whose files tool-call arguments may name (listed from disk); none = paths from the prompt only. */
   workspaceRoots: string[];
   faults: FaultConfig;
+  /** Publish KV cache events over ZeroMQ (vLLM flavour), as vLLM's --kv-events-config does. */
+  kvEvents?: KvEventsOptions;
 }
 
 export const DEFAULT_OPTIONS: SimWorkerOptions = {
@@ -78,7 +81,38 @@ export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; d
   --tool-call-rate F  share of tool-enabled auto calls answered with a tool call (default ${DEFAULT_TOOL_CALL_RATE})
   --max-tool-turns N  tool calls in a row before a plain text answer (default ${DEFAULT_MAX_TOOL_TURNS})
   --workspace-root D  tool arguments may name files listed under D (repeatable; default: only paths in the prompt)
-  --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults`;
+  --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults
+  --kv-events-config JSON  publish KV cache events as vLLM does (vLLM flavour), e.g.
+                      '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
+                        "replay_endpoint":"tcp://*:5558","topic":"kv-events"}'`;
+
+/** vLLM's --kv-events-config JSON → publisher options (undefined when events are off). */
+export function parseKvEventsConfig(json: string): KvEventsOptions | undefined {
+  let c: Record<string, unknown>;
+  try {
+    c = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    throw new Error('--kv-events-config must be JSON');
+  }
+  if (!c || typeof c !== 'object' || c.enable_kv_cache_events !== true || c.publisher === 'null') return undefined;
+  if (c.publisher !== undefined && c.publisher !== 'zmq')
+    throw new Error("--kv-events-config: publisher must be 'zmq'");
+  const str = (k: string, d?: string): string | undefined => {
+    const v = c[k] ?? d;
+    if (v !== undefined && v !== null && typeof v !== 'string')
+      throw new Error(`--kv-events-config: ${k} must be a string`);
+    return (v ?? undefined) as string | undefined;
+  };
+  const steps = c.buffer_steps ?? DEFAULT_KV_EVENTS_BUFFER_STEPS;
+  if (typeof steps !== 'number' || !Number.isInteger(steps) || steps < 1)
+    throw new Error('--kv-events-config: buffer_steps must be a positive integer');
+  return {
+    endpoint: str('endpoint', 'tcp://*:5557')!,
+    replayEndpoint: str('replay_endpoint'),
+    topic: str('topic', '')!,
+    bufferSteps: steps,
+  };
+}
 
 /** Parses `--name value` pairs into options; unknown flags are returned in `rest`. */
 export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOptions>; rest: string[] } {
@@ -196,6 +230,9 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
         break;
       case '--die-after-chunks':
         faults.dieAfterChunks = num(flag, take());
+        break;
+      case '--kv-events-config':
+        opts.kvEvents = parseKvEventsConfig(take());
         break;
       default:
         rest.push(flag);

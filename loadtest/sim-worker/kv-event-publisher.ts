@@ -1,0 +1,186 @@
+// The reference worker's KV event publisher, as vLLM's ZmqEventPublisher works
+// (vllm/distributed/kv_events.py): a PUB socket sends [topic, seq (8 bytes big-endian), msgpack
+// KVEventBatch] per engine step, seq counting from 0; the last `buffer_steps` batches are kept, and
+// a ROUTER socket (replay_endpoint) answers a request [identity, empty, start seq] with every kept
+// batch from `start` on as [identity, empty, seq, payload], then [identity, empty, -1, empty].
+// Endpoints are bound here (vLLM binds when the address has `*`; the worker is the stable side);
+// port 0 or `*` takes a free port (see `endpoint`). Events of one engine step (one request's
+// admission or completion) go out as one batch, a stored chain as one BlockStored with its parent.
+// Faults for tests: dropNext(n) keeps the next n batches out of the PUB socket but in the replay
+// buffer (what a full PUB high-water mark does); stop()/start() take the sockets down and up
+// again with seq and buffer kept (a partition, not an engine restart).
+// Cost: O(events) per batch; replay O(buffer).
+import { Publisher, Router } from 'zeromq';
+import { encodeBatch, type OutgoingEvent, REPLAY_END_SEQ, readSeq, seqBytes } from '../../kvplanner/kv-events/wire.ts';
+import type { BlockEventSink } from './block-cache.ts';
+
+/** vLLM's defaults (KVEventsConfig). */
+export const DEFAULT_KV_EVENTS_BUFFER_STEPS = 10_000;
+export const DEFAULT_KV_EVENTS_HWM = 100_000;
+
+export interface KvEventsOptions {
+  /** PUB address, e.g. tcp://127.0.0.1:5557 (`*` or port 0: any free port) */
+  endpoint: string;
+  /** ROUTER address for replay requests (none: no replay) */
+  replayEndpoint?: string;
+  topic: string;
+  bufferSteps: number;
+}
+
+/** `tcp://*:0` → `tcp://127.0.0.1:*`: ZeroMQ's own spelling of "any free port". */
+function bindable(ep: string): string {
+  return ep.replace('tcp://*:', 'tcp://0.0.0.0:').replace(/:0$/, ':*');
+}
+
+/** Parses a block key of the worker (`h1.h2.len`, base 36) into the 64-bit hash published. */
+export function keyHash(key: string): bigint {
+  const [a, b] = key.split('.');
+  return (BigInt(Number.parseInt(a, 36)) << 32n) | BigInt(Number.parseInt(b, 36));
+}
+
+export class KvEventPublisher implements BlockEventSink {
+  private pub: Publisher | undefined;
+  private router: Router | undefined;
+  private seq = 0n;
+  private readonly buffer: Array<{ seq: bigint; payload: Uint8Array }> = [];
+  private pending: OutgoingEvent[] = [];
+  private scheduled = false;
+  private sending: Promise<void> = Promise.resolve();
+  private drop = 0;
+  endpoint = '';
+  replayEndpoint: string | undefined;
+  /** Batches published (sent or dropped), and those kept out of the PUB socket. */
+  readonly counts = { batches: 0, dropped: 0, replays: 0 };
+
+  constructor(private readonly o: KvEventsOptions) {}
+
+  async start(): Promise<this> {
+    const pub = new Publisher({ sendHighWaterMark: DEFAULT_KV_EVENTS_HWM, linger: 0 });
+    await pub.bind(this.endpoint || bindable(this.o.endpoint));
+    this.endpoint = pub.lastEndpoint ?? this.o.endpoint;
+    this.pub = pub;
+    if (this.o.replayEndpoint) {
+      const router = new Router({ linger: 0 });
+      await router.bind(this.replayEndpoint || bindable(this.o.replayEndpoint));
+      this.replayEndpoint = router.lastEndpoint ?? this.o.replayEndpoint;
+      this.router = router;
+      void this.serveReplays(router);
+    }
+    return this;
+  }
+
+  /** Keeps the next `n` batches off the PUB socket (still in the replay buffer). */
+  dropNext(n: number): void {
+    this.drop += n;
+  }
+
+  /** Sends every batch again (ends dropNext). */
+  stopDropping(): void {
+    this.drop = 0;
+  }
+
+  get lastSeq(): bigint {
+    return this.seq - 1n;
+  }
+
+  stored(key: string, parent: string | undefined, tokenIds: number[], salt: string | undefined): void {
+    const h = keyHash(key);
+    const last = this.pending[this.pending.length - 1];
+    // a chain's next block extends the open BlockStored (one event per request step, as vLLM)
+    if (
+      parent !== undefined &&
+      last?.type === 'BlockStored' &&
+      last.blockHashes[last.blockHashes.length - 1] === keyHash(parent)
+    ) {
+      last.blockHashes.push(h);
+      last.tokenIds.push(...tokenIds);
+      last.extraKeys?.push(null);
+    } else {
+      this.queue({
+        type: 'BlockStored',
+        blockHashes: [h],
+        parentBlockHash: parent === undefined ? null : keyHash(parent),
+        tokenIds: [...tokenIds],
+        blockSize: tokenIds.length,
+        extraKeys: [parent === undefined && salt ? [salt] : null],
+      });
+    }
+    this.schedule();
+  }
+
+  removed(key: string): void {
+    const last = this.pending[this.pending.length - 1];
+    if (last?.type === 'BlockRemoved') last.blockHashes.push(keyHash(key));
+    else this.queue({ type: 'BlockRemoved', blockHashes: [keyHash(key)] });
+    this.schedule();
+  }
+
+  cleared(): void {
+    this.queue({ type: 'AllBlocksCleared' });
+    this.schedule();
+  }
+
+  private queue(ev: OutgoingEvent): void {
+    this.pending.push(ev);
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => this.flush());
+  }
+
+  /** One batch of everything queued since the last one. */
+  private flush(): void {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const payload = encodeBatch(Date.now() / 1000, this.pending, 0);
+    this.pending = [];
+    const seq = this.seq++;
+    this.buffer.push({ seq, payload });
+    if (this.buffer.length > this.o.bufferSteps) this.buffer.shift();
+    this.counts.batches++;
+    if (this.drop > 0) {
+      this.drop--;
+      this.counts.dropped++;
+      return;
+    }
+    const pub = this.pub;
+    if (!pub) return; // stopped: the batch only reaches the replay buffer
+    const topic = Buffer.from(this.o.topic, 'utf8');
+    // a socket sends one message at a time: chain them in seq order
+    this.sending = this.sending.then(() => pub.send([topic, seqBytes(seq), payload]).catch(() => undefined));
+  }
+
+  private async serveReplays(router: Router): Promise<void> {
+    try {
+      for await (const frames of router) {
+        if (frames.length !== 3) continue; // vLLM: "Invalid replay request"
+        const [id, , start] = frames;
+        let from: bigint;
+        try {
+          from = readSeq(start);
+        } catch {
+          continue;
+        }
+        this.counts.replays++;
+        for (const b of this.buffer)
+          if (b.seq >= from) await router.send([id, Buffer.alloc(0), seqBytes(b.seq), b.payload]);
+        await router.send([id, Buffer.alloc(0), seqBytes(REPLAY_END_SEQ), Buffer.alloc(0)]);
+      }
+    } catch {
+      // socket closed
+    }
+  }
+
+  /** Takes both sockets down (seq and buffer kept: start() resumes on the same addresses). */
+  async stop(): Promise<void> {
+    const pub = this.pub;
+    const router = this.router;
+    this.pub = undefined;
+    this.router = undefined;
+    await this.sending;
+    pub?.close();
+    router?.close();
+  }
+}
