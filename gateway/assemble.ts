@@ -19,6 +19,7 @@ import { TenantQuotaStore } from '../middleware/session/tenant-quota-store.ts';
 import { startScraper } from '../kvplanner/load-signals.ts';
 import { engineOf } from './upstream/engines.ts';
 import { shareIndex } from '../kvplanner/shared-index-redis.ts';
+import { startKvFeeds } from './kv-events/subscriber.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
 import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
 import type { Stage } from '../middleware/stage.ts';
@@ -227,6 +228,9 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
         route.placement = shared;
         ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
       }
+      // engines' KV events feed the precise index of workers with `kv_events`
+      const feeds = startKvFeeds(route, ctx.metrics, app.log.child({ component: 'kv-events' }));
+      if (feeds.length) ctx.onShutdown(() => feeds.forEach((f) => f.stop()), `kv-events:${model}`);
       if (route.config.scrape_metrics_ms > 0) {
         const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
           names: engineOf(route.config).metrics,

@@ -103,6 +103,26 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       [] as const,
     ),
     rateLimited: counter('rate_limited_total', 'Requests refused by rate limit or budget', ['tenant'] as const),
+    kvEventBatches: counter(
+      'kv_event_batches_total',
+      'Engine KV event batches received per worker: applied live, recovered through replay, or undecodable',
+      ['model', 'worker', 'outcome'] as const,
+    ),
+    kvEventGaps: counter(
+      'kv_event_gaps_total',
+      'Sequence gaps in a worker’s KV events, by how they were closed: replay (every missed batch re-sent) or resync (the worker’s index restarted from what came next)',
+      ['model', 'worker', 'recovery'] as const,
+    ),
+    kvEventFallbacks: counter(
+      'kv_event_fallbacks_total',
+      'Times a worker’s KV events stopped (silent while requests went there, or disconnected) and routing fell back to its approximate index',
+      ['model', 'worker', 'reason'] as const,
+    ),
+    kvIndexPrecise: gauge(
+      'kv_index_precise',
+      '1 while routing reads the worker’s cache from its KV events, 0 while it guesses (approximate index)',
+      ['model', 'worker'] as const,
+    ),
   };
 }
 

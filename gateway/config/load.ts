@@ -82,6 +82,21 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       if (ids.has(w.id)) fail(`/models/${i}/workers/${j}/id`, 'duplicate worker id in this model', w.id, source);
       ids.add(w.id);
       w.max_in_flight ??= config.upstream.max_in_flight;
+      // only ctxgate reads a per-worker precise index with a fallback to its own guesses
+      if (w.kv_events && m.policy !== 'ctxgate')
+        fail(
+          `/models/${i}/workers/${j}/kv_events`,
+          `needs policy 'ctxgate' (the model's is '${m.policy}')`,
+          m.policy,
+          source,
+        );
+      if (w.kv_events && !m.tokenizer)
+        fail(
+          `/models/${i}/workers/${j}/kv_events`,
+          'needs the model’s tokenizer (the index is keyed by token block hashes)',
+          undefined,
+          source,
+        );
       if (w.api_key?.startsWith('env:')) {
         const name = w.api_key.slice(4);
         const v = env[name];

@@ -50,6 +50,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS_SERVER = 10_000;
 /** Open client connections the server accepts at once; more are closed on arrival. */
 export const DEFAULT_MAX_CONNECTIONS = 4_096;
+/** A worker's KV events count as stopped when none came this long after a request went there. */
+export const DEFAULT_KV_EVENTS_STALE_AFTER_MS = 5_000;
 export const DEFAULT_RESPONSES_TTL_S = 24 * 60 * 60;
 export const DEFAULT_RESPONSES_MAX_ENTRY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_RESPONSES_MAX_BYTES = 256 * 1024 * 1024;
@@ -67,6 +69,21 @@ export const WorkerSchema = Type.Object(
     /** Defaults to upstream.max_in_flight. */
     max_in_flight: Type.Optional(Type.Integer({ minimum: 0 })),
     kv_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** The engine's KV cache events (vLLM --kv-events-config, SGLang --kv-events-config): the
+     *  gateway subscribes and routes on what the worker's cache holds (policy ctxgate). */
+    kv_events: Type.Optional(
+      Type.Object(
+        {
+          /** The engine's PUB socket, as the gateway connects to it (tcp://host:port). */
+          endpoint: Type.String({ pattern: '^(tcp|ipc)://\\S+$' }),
+          /** The engine's ROUTER replay socket (missed batches are asked for there). */
+          replay_endpoint: Type.Optional(Type.String({ pattern: '^(tcp|ipc)://\\S+$' })),
+          topic: Type.String({ default: '' }),
+          stale_after_ms: PosInt(DEFAULT_KV_EVENTS_STALE_AFTER_MS),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

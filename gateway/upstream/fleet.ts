@@ -1,4 +1,6 @@
 // Per model: its workers and its routing policy instance.
+import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
+import { CTXGATE_DEFAULTS } from '../../kvplanner/policies/ctxgate.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import type { Policy, RouteInfo } from '../../kvplanner/types.ts';
 import type { GatewayConfig, ModelConfig } from '../config/schema.ts';
@@ -11,6 +13,8 @@ export interface ModelRoute {
   workers: Worker[];
   byId: Map<string, Worker>;
   policy: Policy;
+  /** The precise index fed by workers' KV events (when any worker has `kv_events`). */
+  kvIndex?: KvEventIndex;
   /** Replicas keeping session homes in step (Redis): awaited around the policy's select(). */
   placement?: PlacementSync;
 }
@@ -30,16 +34,25 @@ export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fle
     const engine = engineOf(m);
     const workers = m.workers.map((w) => new Worker(m.name, w, config.upstream, config.health, metrics));
     for (const w of workers) w.healthPath = engine.healthPath;
+    // workers with KV events are routed on what their caches hold; the others (and any whose
+    // events are not in step) on the policy's own guesses (KvEventIndex.guessed)
+    const kvIndex = m.workers.some((w) => w.kv_events) ? new KvEventIndex() : undefined;
+    // every worker starts guessed: those with events become precise once their stream is in step
+    for (const w of workers)
+      kvIndex?.guess(w.id, Math.floor((w.kvTokens ?? CTXGATE_DEFAULTS.default_kv_tokens) / m.block_size));
     fleet.set(m.name, {
       config: m,
       workers,
+      kvIndex,
       byId: new Map(workers.map((w) => [w.id, w])),
       // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
       // The model's block_size reaches the policy (its block hashes must match the engine's blocks) unless
       // policy_options names one explicitly.
       policy: createPolicy(m.policy, {
         block_size: m.block_size,
+        ...(kvIndex ? { index_stride: 1 } : {}),
         ...(structuredClone(m.policy_options) as Record<string, unknown>),
+        ...(kvIndex ? { kv_index: kvIndex } : {}),
       }),
     });
   }

@@ -35,6 +35,8 @@ export class Worker {
   /** Answered at least once (a health check, or a request): /ready waits for this, not for `healthy`. */
   verified = false;
   inFlight = 0;
+  /** Requests sent to this worker since start (KV-event staleness compares it across batches). */
+  requestsStarted = 0;
   queuedPrefillTokens = 0;
   consecutiveFailures = 0;
   private consecutiveSuccesses = 0;
@@ -82,6 +84,7 @@ export class Worker {
   }
 
   begin(prefillTokens: number): void {
+    this.requestsStarted++;
     this.inFlight++;
     this.queuedPrefillTokens += prefillTokens;
     this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);

@@ -134,3 +134,32 @@ describe('transforms', () => {
     );
   });
 });
+
+describe('workers[].kv_events', () => {
+  const kv = { endpoint: 'tcp://10.0.0.5:5557', replay_endpoint: 'tcp://10.0.0.5:5558', topic: 'kv-events' };
+  const withKv = (extra: Record<string, unknown>, kvEvents: unknown = kv) => ({
+    models: [
+      { name: 'm', tokenizer: 'qwen3', policy: 'ctxgate', ...extra, workers: [{ ...worker, kv_events: kvEvents }] },
+    ],
+  });
+
+  it('validates, fills defaults, and hands ctxgate a precise index with stride 1', async () => {
+    const c = parseConfig(withKv({}), 'test');
+    expect(c.models[0].workers[0].kv_events).toEqual({ ...kv, stale_after_ms: 5000 });
+    const { createFleet } = await import('../../gateway/upstream/fleet.ts');
+    const { createMetrics } = await import('../../gateway/metrics.ts');
+    const { Registry } = await import('prom-client');
+    const route = createFleet(c, createMetrics(new Registry())).get('m')!;
+    expect(route.kvIndex).toBeDefined();
+    // guessed until the worker's stream is in step
+    expect(route.kvIndex!.guessed('w0')).toBe(true);
+  });
+
+  it('names the field: another policy, no tokenizer, a bad endpoint, an unknown key', () => {
+    expect(errorOf(withKv({ policy: 'round_robin' })).message).toMatch(/models\[0\]\.workers\[0\]\.kv_events.*ctxgate/);
+    expect(errorOf(withKv({ tokenizer: undefined })).message).toMatch(/workers\[0\]\.kv_events.*tokenizer/);
+    expect(errorOf(withKv({}, { endpoint: 'http://x:1' })).message).toMatch(/kv_events\.endpoint/);
+    expect(errorOf(withKv({}, { ...kv, stale_after_ms: 0 })).message).toMatch(/kv_events\.stale_after_ms/);
+    expect(errorOf(withKv({}, { ...kv, topik: 'x' })).message).toMatch(/kv_events/);
+  });
+});

@@ -1,0 +1,225 @@
+// Engine KV events over real ZeroMQ sockets: reference workers (vLLM flavour) publish BlockStored /
+// BlockRemoved / AllBlocksCleared as vLLM does (PUB + ROUTER replay, msgpack batches); the assembled
+// gateway subscribes per worker (`workers[].kv_events`) and routes on what each cache holds. The
+// gateway's index for a worker must equal the worker's own cache block for block (stores and
+// evictions), a dropped batch must come back through the replay socket, a publisher that stops must
+// put its worker on the approximate index (metric, warn log) and its return must make it precise
+// again, and a cache reset must empty the worker's entry.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
+import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+
+const STALE_MS = 300;
+let evented: SimWorker;
+let plain: SimWorker;
+let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
+const lines: Array<{ level: number; msg: string; worker?: string; reason?: string }> = [];
+
+const kv = () => ({
+  endpoint: 'tcp://127.0.0.1:0',
+  replayEndpoint: 'tcp://127.0.0.1:0',
+  topic: 'kv-events',
+  bufferSteps: 10_000,
+});
+
+beforeAll(async () => {
+  // small KV (96 blocks) so that a few conversations evict
+  evented = await startSimWorker({ model: 'm', tokenizer: 'qwen3', kvTokens: 1536, kvEvents: kv() });
+  plain = await startSimWorker({ model: 'mix', tokenizer: 'qwen3' });
+  const mixed = await startSimWorker({ model: 'mix', tokenizer: 'qwen3', kvEvents: kv() });
+  const events = (w: SimWorker) => ({
+    endpoint: w.kvEvents!.endpoint,
+    replay_endpoint: w.kvEvents!.replayEndpoint,
+    topic: 'kv-events',
+    stale_after_ms: STALE_MS,
+  });
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    health: { interval_ms: 0 },
+    models: [
+      {
+        name: 'm',
+        tokenizer: 'qwen3',
+        policy: 'ctxgate',
+        workers: [{ url: evented.url, id: 'w0', kv_tokens: 1536, kv_events: events(evented) }],
+      },
+      {
+        name: 'mix',
+        tokenizer: 'qwen3',
+        policy: 'ctxgate',
+        workers: [
+          { url: mixed.url, id: 'a', kv_events: events(mixed) },
+          { url: plain.url, id: 'b' },
+        ],
+      },
+    ],
+  });
+  gw = await startAssembledGateway(config, {
+    logger: { level: 'info', stream: { write: (s: string) => lines.push(JSON.parse(s)) } } as never,
+    reporting: false,
+  });
+  extra.push(mixed);
+});
+const extra: SimWorker[] = [];
+afterAll(async () => {
+  await gw?.close();
+  await Promise.all([evented, plain, ...extra].map((w) => w?.close()));
+});
+
+const index = (model: string): KvEventIndex => gw.ctx.fleet.get(model)!.kvIndex!;
+const until = async (what: () => boolean, ms = 3000): Promise<void> => {
+  const t0 = Date.now();
+  while (!what()) {
+    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+const metric = async (re: RegExp): Promise<number> =>
+  Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+
+/** One call of a growing conversation; returns what the worker reported and the routing record. */
+async function ask(model: string, session: string, turn: number) {
+  const client = new OpenAI({
+    baseURL: `${gw.url}/v1`,
+    apiKey: 'none',
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': session },
+  });
+  const messages: OpenAI.ChatCompletionMessageParam[] = [
+    { role: 'system', content: `Session ${session}: you are a careful agent. `.repeat(12) },
+  ];
+  for (let t = 0; t <= turn; t++) messages.push({ role: 'user', content: `Turn ${t}: look at module_${t}.py please.` });
+  const { data, response } = await client.chat.completions.create({ model, max_tokens: 4, messages }).withResponse();
+  const id = response.headers.get('x-request-id')!;
+  let routing: { predictedCachedTokens?: number; branch?: string } = {};
+  for (let i = 0; i < 50; i++) {
+    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
+    if (res.status === 200) {
+      routing = ((await res.json()) as { routing: typeof routing }).routing;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    worker: response.headers.get('x-ctxgate-worker'),
+    cached: data.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    routing,
+  };
+}
+
+/** The gateway's entry for w0 holds exactly the blocks the worker's cache holds. */
+const inStep = () => index('m').index.size('w0') === evented.stats().cachedBlocks;
+
+describe('KV events over ZeroMQ', () => {
+  it('stores and evictions reach the index; routing predicts what the worker reports', async () => {
+    await ask('m', 's1', 0);
+    await until(() => !index('m').guessed('w0') && inStep());
+    expect(index('m').index.size('w0')).toBeGreaterThan(0);
+    const second = await ask('m', 's1', 1);
+    expect(second.cached).toBeGreaterThan(100);
+    // the precise index says what the engine will serve, to within the recomputed last block
+    expect(Math.abs((second.routing.predictedCachedTokens ?? -1) - second.cached)).toBeLessThanOrEqual(16);
+    // more conversations than 96 blocks hold: the engine evicts, the index follows
+    for (let s = 2; s < 14; s++) await ask('m', `s${s}`, 2);
+    await until(inStep);
+    expect(evented.stats().evictions).toBeGreaterThan(0);
+    expect(index('m').removed).toBeGreaterThan(0);
+  });
+
+  it('a dropped batch is recovered through the replay socket', async () => {
+    const before = await metric(/^ctxgate_kv_event_gaps_total\{model="m",worker="w0",recovery="replay"\} (\d+)/m);
+    evented.kvEvents!.dropNext(1);
+    await ask('m', `drop-${randomUUID()}`, 0); // its batch never reaches the SUB socket
+    await ask('m', `drop-${randomUUID()}`, 0); // the next one shows the gap
+    await until(inStep);
+    expect(evented.kvEvents!.counts.dropped).toBe(1);
+    expect(await metric(/^ctxgate_kv_event_gaps_total\{model="m",worker="w0",recovery="replay"\} (\d+)/m)).toBe(
+      before + 1,
+    );
+    expect(index('m').guessed('w0')).toBe(false);
+  });
+
+  it('a silent publisher falls back to the approximate index and recovers when events resume', async () => {
+    evented.kvEvents!.dropNext(1_000);
+    const s = `silent-${randomUUID()}`;
+    await ask('m', s, 0);
+    await until(() => index('m').guessed('w0'), STALE_MS * 5);
+    expect(await metric(/^ctxgate_kv_event_fallbacks_total\{model="m",worker="w0",reason="silent"\} (\d+)/m)).toBe(1);
+    expect(await metric(/^ctxgate_kv_index_precise\{model="m",worker="w0"\} (\d+)/m)).toBe(0);
+    expect(lines.some((l) => l.level === 40 && l.worker === 'w0' && /KV events stopped/.test(l.msg))).toBe(true);
+    // meanwhile routing guesses: the policy records its own pick in w0's entry again
+    const guessed = await ask('m', s, 1);
+    expect(guessed.routing.branch).toBe('sticky');
+    evented.kvEvents!.stopDropping();
+    await ask('m', s, 2);
+    await until(() => !index('m').guessed('w0') && inStep());
+    expect(await metric(/^ctxgate_kv_index_precise\{model="m",worker="w0"\} (\d+)/m)).toBe(1);
+  });
+
+  it('a dead publisher (sockets closed) falls back at once; its return replays what it missed', async () => {
+    await evented.kvEvents!.stop();
+    await until(() => index('m').guessed('w0'));
+    expect(
+      await metric(/^ctxgate_kv_event_fallbacks_total\{model="m",worker="w0",reason="disconnected"\} (\d+)/m),
+    ).toBe(1);
+    const s = `dead-${randomUUID()}`;
+    await ask('m', s, 0); // cached while nobody hears about it
+    await evented.kvEvents!.start();
+    await ask('m', s, 1);
+    await until(() => !index('m').guessed('w0') && inStep());
+  });
+
+  it('a gateway started after the engine learns its whole cache from the replay buffer', async () => {
+    await ask('m', `join-${randomUUID()}`, 0);
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      health: { interval_ms: 0 },
+      models: [
+        {
+          name: 'm',
+          tokenizer: 'qwen3',
+          policy: 'ctxgate',
+          workers: [
+            {
+              url: evented.url,
+              id: 'w0',
+              kv_events: { endpoint: evented.kvEvents!.endpoint, replay_endpoint: evented.kvEvents!.replayEndpoint },
+            },
+          ],
+        },
+      ],
+    });
+    const late = await startAssembledGateway(config, { logger: false, reporting: false });
+    try {
+      const idx = late.ctx.fleet.get('m')!.kvIndex!;
+      // no request through it: the (re)connect catch-up alone brings the index in step
+      await until(() => !idx.guessed('w0') && idx.index.size('w0') === evented.stats().cachedBlocks);
+      expect(idx.index.size('w0')).toBeGreaterThan(0);
+    } finally {
+      await late.close();
+    }
+  });
+
+  it('a cache reset (AllBlocksCleared) empties the worker’s entry', async () => {
+    expect(index('m').index.size('w0')).toBeGreaterThan(0);
+    const res = await fetch(`${evented.url}/reset_prefix_cache`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    await until(() => index('m').index.size('w0') === 0);
+    expect(evented.stats().cachedBlocks).toBe(0);
+  });
+
+  it('a worker without events is guessed, one with events is precise, in one model', async () => {
+    await ask('mix', 'x1', 0);
+    await ask('mix', 'x2', 0);
+    const mix = index('mix');
+    expect(mix.guessed('b')).toBe(true);
+    await until(() => !mix.guessed('a'));
+    // both got a conversation: b's entry is the policy's guess, a's is the engine's word
+    expect(mix.index.size('b')).toBeGreaterThan(0);
+    expect(mix.index.size('a')).toBe(extra[0].stats().cachedBlocks);
+  });
+});
