@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<CommandModule>> = {
   routing: () => import('../../kvplanner/bench-routing.ts'),
   middleware: () => import('../../middleware/bench-middleware.ts'),
   chaos: () => import('../../loadtest/bench-chaos.ts'),
+  hostile: () => import('../../loadtest/bench-hostile.ts'),
   fleet: () => import('../../loadtest/fleet/command.ts'),
   loadgen: () => import('../../loadtest/load/bench-loadgen.ts'),
 };

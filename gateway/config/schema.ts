@@ -44,6 +44,8 @@ export const DEFAULT_MAX_CONCURRENT_PER_TENANT = 0; // 0 = unlimited
 export const DEFAULT_RENDER_POOL_MAX_QUEUE = 64;
 /** Jobs of one tenant waiting or running in the render pool; more get 429. */
 export const DEFAULT_RENDER_POOL_MAX_PER_TENANT = 8;
+/** Scheduling niceness of render pool threads (Linux): the event loop wins the CPU when they contend. */
+export const DEFAULT_RENDER_POOL_NICE = 10;
 /** Whole request (headers and body) must arrive within this (Node's requestTimeout). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** Request headers must arrive within this (Node's headersTimeout; slowloris). */
@@ -272,6 +274,8 @@ export const ConfigSchema = Type.Object(
         min_chars: NonNegInt(DEFAULT_OFFLOAD_MIN_CHARS),
         max_queue: PosInt(DEFAULT_RENDER_POOL_MAX_QUEUE),
         max_per_tenant: PosInt(DEFAULT_RENDER_POOL_MAX_PER_TENANT),
+        /** Niceness of the pool threads (0–19, Linux only; elsewhere ignored). */
+        nice: Type.Integer({ minimum: 0, maximum: 19, default: DEFAULT_RENDER_POOL_NICE }),
       },
       { additionalProperties: false, default: {} },
     ),

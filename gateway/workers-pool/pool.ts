@@ -8,6 +8,8 @@
 // - Fairness: each lane's queue serves tenants in turn (fair-queue.ts).
 // - Bounds: at most `max_queue` jobs wait in all lanes (503 `render_queue_full`), at most
 //   `max_per_tenant` of one tenant wait or run (429 `tenant_render_queue_full`); both retry-after 1.
+// - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
+//   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
 // Cost per job on the event loop: a structured clone of the messages and the previous call's memo,
 // one copy of the previous ids into a Uint32Array and one back; O(1) lane choice.
@@ -17,6 +19,7 @@ import { GatewayError } from '../../middleware/errors.ts';
 import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
+import type { ThreadData } from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
 /** A thread idle this long is ended (Piscina restarts it on the next job; its caches go with it). */
@@ -66,6 +69,7 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
         idleTimeout: IDLE_TIMEOUT_MS,
         taskQueue: queue,
         closeTimeout: CLOSE_TIMEOUT_MS,
+        workerData: { nice: cfg.nice } satisfies ThreadData,
       }),
     };
   });

@@ -1,10 +1,28 @@
 // What a render pool thread runs: the pipeline's own render + tokenise + block-hash job
 // (middleware/tokens/render-tokens.ts) with this thread's tokenizer handle, loaded once per
 // tokenizer and template and kept (with its id caches) for the thread's life.
+import { setPriority } from 'node:os';
 import { Piscina } from 'piscina';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { runOffloadJob, type OffloadJob, type OffloadReply } from '../../middleware/tokens/render-tokens.ts';
 import type { TokenizerHandle } from '../../middleware/tokens/handle.ts';
+
+/** What the pool hands each thread at start. */
+export interface ThreadData {
+  /** Scheduling niceness for this thread (Linux). */
+  nice: number;
+}
+
+// On Linux, setpriority(PRIO_PROCESS, 0) applies to the calling thread only: this thread yields the
+// CPU to the event loop. Elsewhere it would renice the whole process, so it is not called there.
+const data = Piscina.workerData as ThreadData | undefined;
+if (process.platform === 'linux' && data?.nice) {
+  try {
+    setPriority(0, data.nice);
+  } catch {
+    // not permitted (a sandbox): the thread runs at the process's priority
+  }
+}
 
 const handles = new Map<string, Promise<TokenizerHandle>>();
 

@@ -40,6 +40,11 @@ export class ChaosFleet {
     }
   }
 
+  /** Process ids of the running workers. */
+  pids(): number[] {
+    return this.slots.flatMap((s) => (s.proc?.pid !== undefined ? [s.proc.pid] : []));
+  }
+
   alive(i: number): boolean {
     const p = this.slots[i].proc;
     return !!p && p.exitCode === null && p.signalCode === null;

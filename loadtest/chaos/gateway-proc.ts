@@ -21,8 +21,10 @@ export interface GatewayProc {
 
 const MAX_ERROR_LINES = 50;
 
-export async function startGatewayProc(configPath: string): Promise<GatewayProc> {
-  const proc: ChildProcess = spawn(process.execPath, ['--expose-gc', BIN, 'serve', '--config', configPath], {
+/** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). */
+export async function startGatewayProc(configPath: string, nodeArgs: string[] = []): Promise<GatewayProc> {
+  const args = [...nodeArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
+  const proc: ChildProcess = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const errors: string[] = [];

@@ -14,7 +14,7 @@ import type { RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
 
-const poolCfg = { min_chars: 0, max_queue: 8, max_per_tenant: 8 };
+const poolCfg = { min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 10 };
 let pools: RenderPool[] = [];
 afterEach(async () => {
   await Promise.all(pools.map((p) => p.close()));
@@ -97,7 +97,7 @@ describe('render pool', () => {
   });
 
   it('bounds: a tenant over max_per_tenant gets 429, a full queue 503, a closed pool refuses', async () => {
-    const pool = createRenderPool({ threads: 1, min_chars: 0, max_queue: 1, max_per_tenant: 2 })!;
+    const pool = createRenderPool({ threads: 1, min_chars: 0, max_queue: 1, max_per_tenant: 2, nice: 0 })!;
     pools.push(pool);
     const p = createPipeline({ model: 'm', tokenizer: 'qwen3', offload: pool });
     const call = (tenant: string, i: number) =>

@@ -1,0 +1,70 @@
+// bench hostile's checkers must be able to fail: a planted marker that reaches the worker
+// unescaped (or as a look-alike) is counted, the gateway's escaped form is not; a secret value in a
+// stored file is found; the bench's gateway config is a valid config with two keyed tenants and the
+// render pool setting it was given.
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { gatewayConfig } from '../../loadtest/bench-hostile.ts';
+import { MARKERS, plantedSecrets, secretsFound, unescapedMarkers } from '../../loadtest/hostile/probes.ts';
+import { bigText, noSpaceText } from '../../loadtest/hostile/traffic.ts';
+import { escapeRequest } from '../../middleware/redaction/framing.ts';
+import { parse } from 'yaml';
+
+const body = (content: string, args = '{}') =>
+  JSON.stringify({
+    model: 'm',
+    messages: [
+      { role: 'user', content },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'bash', arguments: args } }],
+      },
+    ],
+  });
+
+describe('bench hostile checkers', () => {
+  it('counts planted markers and look-alikes that reach the worker, not the escaped ones', () => {
+    const raw = MARKERS.filter((m) => !m.includes('\u200b')).map((m) => body(`${m} PLANTED-user`));
+    expect(unescapedMarkers(raw)).toBe(raw.length);
+    expect(unescapedMarkers([body('ok', JSON.stringify({ cmd: '[ctxgate] PLANTED-args' }))])).toBe(1);
+    const escaped = raw.map((b) => JSON.stringify(escapeRequest(JSON.parse(b))));
+    expect(unescapedMarkers(escaped)).toBe(0);
+    expect(unescapedMarkers([body('[ctxgate] a gateway note, not planted')])).toBe(0);
+  });
+
+  it('finds a planted secret value in stored text', () => {
+    const s = plantedSecrets();
+    expect(s.values.length).toBe(s.texts.length);
+    for (let i = 0; i < s.values.length; i++) expect(s.texts[i]).toContain(s.values[i]);
+    const files = [
+      { path: 'capture.jsonl', text: `{"content":"${s.texts[4]}"}` },
+      { path: 'ledger', text: 'nothing here' },
+    ];
+    expect(secretsFound(s.values, files)).toMatchObject({ count: 1 });
+  });
+
+  it('writes a valid gateway config: two keyed tenants, the probe model with capture, the pool setting', () => {
+    const yaml = gatewayConfig({
+      urls: ['http://127.0.0.1:1', 'http://127.0.0.1:2'],
+      probeUrl: 'http://127.0.0.1:3',
+      dir: '/tmp/x',
+      poolThreads: 0,
+    });
+    const cfg = parseConfig(parse(yaml), 'bench', {});
+    expect(cfg.auth.mode).toBe('keys');
+    expect(cfg.render_pool.threads).toBe(0);
+    expect(cfg.models.map((m) => [m.name, m.capture.enabled, m.workers.length])).toEqual([
+      ['hostile-model', false, 2],
+      ['hostile-probe', true, 1],
+    ]);
+  });
+
+  it('attack texts have the requested size and shape', () => {
+    expect(bigText(400_000, 1).length).toBe(400_000);
+    expect(bigText(1000, 1)).not.toBe(bigText(1000, 2));
+    const ns = noSpaceText(100_000, 3);
+    expect(ns.length).toBe(100_000);
+    expect(/\s/.test(ns)).toBe(false);
+  });
+});
