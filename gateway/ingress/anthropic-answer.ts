@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { extractUsage, type ExtractedUsage } from '../usage/extract.ts';
 import type { AnthropicState } from './anthropic-request.ts';
+import { signThinking } from './thinking-signature.ts';
 import { argumentsObject, choiceView, firstChoice, reasoningOf, sseEvent, type ChunkDelta } from './chat-answer.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
 
@@ -39,7 +40,12 @@ export function anthropicUsage(u: ExtractedUsage | undefined, estimatedPrompt = 
 export function toAnthropicMessage(obj: Obj, usage: ExtractedUsage | undefined, ctx: AnswerContext): Obj {
   const v = choiceView(obj);
   const content: Obj[] = [];
-  if (v.reasoning) content.push({ type: 'thinking', thinking: v.reasoning, signature: '' });
+  if (v.reasoning)
+    content.push({
+      type: 'thinking',
+      thinking: v.reasoning,
+      signature: signThinking(ctx.mac, ctx.tenant, v.reasoning),
+    });
   if (v.content) content.push({ type: 'text', text: v.content });
   for (const t of v.toolCalls)
     content.push({ type: 'tool_use', id: t.id, name: t.function.name, input: argumentsObject(t.function.arguments) });
@@ -84,6 +90,8 @@ export class AnthropicStream implements StreamTranslator {
   private stopString: string | null = null;
   private usage: ExtractedUsage | undefined;
   private readonly id = messageId();
+  /** Text of the open thinking block (signed when it closes). */
+  private thinking = '';
 
   constructor(private readonly ctx: AnswerContext) {}
 
@@ -105,8 +113,15 @@ export class AnthropicStream implements StreamTranslator {
 
   private close(): string {
     if (!this.open) return '';
+    let out = '';
+    if (this.open === 'thinking') {
+      // As Anthropic streams it: the block's signature in a signature_delta just before its stop.
+      const signature = signThinking(this.ctx.mac, this.ctx.tenant, this.thinking);
+      out = this.delta(this.index, { type: 'signature_delta', signature });
+      this.thinking = '';
+    }
     this.open = undefined;
-    return sseEvent('content_block_stop', { type: 'content_block_stop', index: this.index });
+    return out + sseEvent('content_block_stop', { type: 'content_block_stop', index: this.index });
   }
 
   private openBlock(kind: BlockKind, block: Obj): string {
@@ -136,6 +151,7 @@ export class AnthropicStream implements StreamTranslator {
       if (this.open !== 'thinking')
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
       out += this.delta(this.index, { type: 'thinking_delta', thinking: reasoning });
+      this.thinking += reasoning;
     }
     if (typeof d.content === 'string' && d.content) {
       if (this.open !== 'text') out += this.openBlock('text', { type: 'text', text: '' });

@@ -9,6 +9,7 @@
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolCall, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
+import { checkThinking, type SignatureCheck } from './thinking-signature.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
 
 type Block = Record<string, unknown>;
@@ -97,15 +98,26 @@ function userTurn(content: unknown, where: string, out: ChatMessage[]): void {
   if (parts.length) out.push({ role: 'user', content: collapse(parts) });
 }
 
-function assistantTurn(content: unknown, where: string, out: ChatMessage[]): void {
+/** What the thinking blocks sent back carried: see thinking-signature.ts. */
+type SignatureCounts = Record<SignatureCheck, number>;
+
+function assistantTurn(
+  content: unknown,
+  where: string,
+  out: ChatMessage[],
+  check: (text: string, signature: unknown) => void,
+): void {
   const texts: string[] = [];
   let reasoning = '';
   const calls: ToolCall[] = [];
   blocksOf(content, where).forEach((b, j) => {
     const w = `${where}[${j}]`;
     if (b.type === 'text') texts.push(text(b, w));
-    else if (b.type === 'thinking') reasoning += typeof b.thinking === 'string' ? b.thinking : '';
-    else if (b.type === 'redacted_thinking')
+    else if (b.type === 'thinking') {
+      const t = typeof b.thinking === 'string' ? b.thinking : '';
+      check(t, b.signature);
+      reasoning += t;
+    } else if (b.type === 'redacted_thinking')
       return; // opaque to engines: nothing to render
     else if (b.type === 'tool_use') {
       if (typeof b.id !== 'string' || typeof b.name !== 'string') throw bad(`${w} needs a string id and name`, w);
@@ -161,6 +173,12 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
   if (msgs.length > ctx.maxMessages)
     throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
   const messages: ChatMessage[] = [];
+  const signatures: SignatureCounts = { verified: 0, foreign: 0, altered: 0, missing: 0 };
+  const check = (t: string, sig: unknown): void => {
+    signatures[
+      ctx.mac ? checkThinking(ctx.mac, ctx.tenant, t, sig) : typeof sig === 'string' && sig ? 'foreign' : 'missing'
+    ]++;
+  };
   if (b.system !== undefined && b.system !== null) {
     const sys = blocksOf(b.system, 'system').map((x, j) => text(x, `system[${j}]`));
     messages.push({ role: 'system', content: sys.join('\n') });
@@ -169,7 +187,7 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
     const w = `messages[${i}]`;
     if (!isObject(m)) throw new GatewayError('invalid_messages', `${w} must be an object`, w);
     if (m.role === 'user') userTurn(m.content, `${w}.content`, messages);
-    else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages);
+    else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages, check);
     // Claude Code sends environment notes as a system turn between user turns: a system message in place.
     else if (m.role === 'system')
       messages.push({
@@ -182,6 +200,13 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
   });
   const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
   const receipts: Receipt[] = [];
+  if (signatures.verified + signatures.foreign + signatures.altered + signatures.missing > 0)
+    receipts.push({
+      stage: 'ingress',
+      action: 'thinking_signatures',
+      // Every block is kept whatever its signature: the engines cannot check Anthropic's, and the text is the client's.
+      reason: `thinking blocks kept: ${signatures.verified} signed by this gateway and verified, ${signatures.foreign} signed elsewhere, ${signatures.altered} not matching their text, ${signatures.missing} unsigned`,
+    });
   if (b.tools !== undefined && b.tools !== null) {
     const list = tools(b.tools, receipts);
     if (list.length) out.tools = list;

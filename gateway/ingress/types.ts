@@ -5,6 +5,7 @@
 // The proxy core (gateway/proxy/) knows no API; server.ts, limits and metrics derive from the list.
 import type { ChatRequest, Receipt } from '../../middleware/types.ts';
 import type { ExtractedUsage } from '../usage/extract.ts';
+import type { Mac } from './thinking-signature.ts';
 
 /** Bounded `api` label values (metrics, records, usage events). */
 export type ApiName = 'openai-chat' | 'openai-completions' | 'anthropic-messages' | 'openai-responses';
@@ -30,6 +31,8 @@ export interface AnswerContext {
   state: unknown;
   /** The engine's usage reader (its adapter's): answers and stream chunks carry usage its way. */
   readUsage(payload: unknown): ExtractedUsage | undefined;
+  /** The gateway's signing MAC (thinking signatures), keyed per purpose by the server secret. */
+  mac: Mac;
 }
 
 /** Turns upstream chat-completion chunks into the client API's stream events. */
@@ -76,4 +79,6 @@ export interface ShapedError {
 export interface ParseContext {
   tenant: string;
   maxMessages: number;
+  /** The same MAC as AnswerContext.mac: checks signatures the gateway gave out earlier. */
+  mac?: Mac;
 }

@@ -21,6 +21,8 @@ import { clientGone, finish, type Exchange } from './finish.ts';
 import { Relay } from './relay.ts';
 import { sendUpstreamFailure } from './upstream-error.ts';
 import { type CallResult, UpstreamCall } from './upstream-call.ts';
+/** The signing key's purpose label (see ingress/thinking-signature.ts). */
+const THINKING_SIGNATURE_LABEL = 'thinking-signature';
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
 
@@ -87,8 +89,10 @@ export async function handleProxy(
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
+    const mac = (data: string): string => gw.salts.mac(THINKING_SIGNATURE_LABEL, data);
     const parsed = await adapter.parse(req.body, {
       tenant: principal.tenant,
+      mac,
       maxMessages: gw.config.limits.max_messages,
     });
     const route = gw.fleet.get(parsed.model);
@@ -141,6 +145,7 @@ export async function handleProxy(
       promptTokens,
       state: parsed.state,
       readUsage: engine.usage,
+      mac,
     };
     lap('upstream_body', t);
 

@@ -19,6 +19,8 @@ export interface CacheSalts {
   saltOf(tenant: string): string;
   /** Whether the secret was generated in this process (salts then change on restart). */
   readonly generated: boolean;
+  /** HMAC-SHA256 (base64url) of `data` under a key derived from the secret for `label`. */
+  mac(label: string, data: string): string;
 }
 
 export function createCacheSalts(tenancy: GatewayConfig['tenancy'], env: NodeJS.ProcessEnv = process.env): CacheSalts {
@@ -28,8 +30,18 @@ export function createCacheSalts(tenancy: GatewayConfig['tenancy'], env: NodeJS.
   const groupOf = new Map<string, string>();
   for (const g of tenancy.cache_groups) for (const t of g.tenants) groupOf.set(t, g.name);
   const memo = new Map<string, string>();
+  const keys = new Map<string, Buffer>();
   return {
     generated: secret !== configured,
+    mac(label, data) {
+      let k = keys.get(label);
+      if (k === undefined) {
+        // One key per purpose: a signature can never pass for a salt, nor the reverse.
+        k = createHmac('sha256', secret).update(`key\u0000${label}`).digest();
+        keys.set(label, k);
+      }
+      return createHmac('sha256', k).update(data).digest('base64url');
+    },
     saltOf(tenant) {
       let s = memo.get(tenant);
       if (s === undefined) {

@@ -3,6 +3,7 @@
 // upstream chat completion into the API's answer). Wall-clock runs through the gateway carry tens of
 // milliseconds of machine noise on a busy host; this isolates the adapter's own work. Medians of
 // alternating batches, so warm-up and noise hit every API alike.
+import { createHmac } from 'node:crypto';
 import { toAnthropicMessage } from '../../gateway/ingress/anthropic-answer.ts';
 import { parseAnthropic } from '../../gateway/ingress/anthropic-request.ts';
 import { parseChat } from '../../gateway/ingress/openai-chat.ts';
@@ -13,6 +14,9 @@ import type { AnswerContext } from '../../gateway/ingress/types.ts';
 import { extractUsage } from '../../gateway/usage/extract.ts';
 import { sessionBodies } from './growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './ingress-bodies.ts';
+
+/** The signing MAC the gateway passes (tenancy secret, thinking-signature label). */
+const mac = (data: string): string => createHmac('sha256', 'test-signing-key').update(data).digest('base64url');
 
 const BATCH = 20;
 const BATCHES = 15;
@@ -66,6 +70,7 @@ export async function measureIngressCpu(model: string): Promise<IngressCpu> {
     promptTokens: 17000,
     state,
     readUsage: extractUsage,
+    mac,
   });
   const usage = extractUsage(ANSWER);
   // Each path does what the gateway does on it: JSON.parse of the body (the body parser), the

@@ -2,6 +2,7 @@
 //  - stream ≡ whole: any chunking of an upstream answer, streamed through the Anthropic or
 //    Responses translator and reassembled from the events, equals the whole answer's translation;
 //  - requests keep every text verbatim, in order, and every tool call paired with its result.
+import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AnthropicStream, toAnthropicMessage } from '../../gateway/ingress/anthropic-answer.ts';
@@ -13,6 +14,9 @@ import type { AnswerContext } from '../../gateway/ingress/types.ts';
 import { extractUsage } from '../../gateway/usage/extract.ts';
 import { flattenContent } from '../../middleware/tokens/template-input.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+
+/** The signing MAC the gateway passes (tenancy secret, thinking-signature label). */
+const mac = (data: string): string => createHmac('sha256', 'test-signing-key').update(data).digest('base64url');
 
 type Obj = Record<string, unknown>;
 interface Answer {
@@ -121,6 +125,7 @@ const ctx = (state: unknown): AnswerContext => ({
   promptTokens: 1,
   state,
   readUsage: extractUsage,
+  mac,
 });
 const cutsArb = fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 });
 
@@ -149,6 +154,7 @@ describe('Anthropic translation', () => {
             const b = blocks[data.index as number];
             if (d.type === 'text_delta') b.text = (b.text as string) + (d.text as string);
             if (d.type === 'thinking_delta') b.thinking = (b.thinking as string) + (d.thinking as string);
+            if (d.type === 'signature_delta') b.signature = d.signature;
             if (d.type === 'input_json_delta') json[data.index as number] += d.partial_json as string;
           } else if (event === 'message_delta') delta = data;
         }
