@@ -6,6 +6,7 @@ import { TokenizerLoader } from '@lenml/tokenizers';
 import { ChatRenderer, type RenderOptions, type TokenizerHandle } from './handle.ts';
 import { encodeCachedWith } from './encode-cache.ts';
 import { encodeBounded } from './long-runs.ts';
+import { memoiseByteLevel } from './byte-level-memo.ts';
 import type { ChatMessage } from '../types.ts';
 
 interface AddedTokenJson {
@@ -43,6 +44,7 @@ export function createHfHandle(
     tokenizerJSON: tokenizerJSON as Parameters<typeof TokenizerLoader.fromPreTrained>[0]['tokenizerJSON'],
     tokenizerConfig: tokenizerConfig as Parameters<typeof TokenizerLoader.fromPreTrained>[0]['tokenizerConfig'],
   });
+  memoiseByteLevel((tok as unknown as { pre_tokenizer?: unknown }).pre_tokenizer);
   const source = chatTemplate ?? templateString(tokenizerConfig.chat_template);
   if (!source) throw new Error(`tokenizer ${name}: no chat template shipped; pass chatTemplateFile`);
   const bosToken = tokenString(tokenizerConfig.bos_token);
