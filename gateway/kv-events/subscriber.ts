@@ -34,6 +34,12 @@ import type { Worker } from '../upstream/worker.ts';
 
 /** Longest wait for the replay socket's next message. */
 export const REPLAY_TIMEOUT_MS = 1_000;
+/** Largest KV event message read (ZeroMQ drops the connection on a bigger one). */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** Most batches one replay may answer before it counts as incomplete. */
+const MAX_REPLAY_BATCHES = 100_000;
+/** The chain map may hold this many times the worker's KV capacity in blocks. */
+const MAP_CAPACITY_FACTOR = 2;
 /** Staleness checks per stale_after_ms. */
 const CHECKS_PER_WINDOW = 4;
 
@@ -69,7 +75,7 @@ export class WorkerKvFeed {
   private work: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly model: string,
+    readonly model: string,
     private readonly worker: Worker,
     private readonly cfg: NonNullable<WorkerConfig['kv_events']>,
     private readonly index: KvEventIndex,
@@ -77,9 +83,9 @@ export class WorkerKvFeed {
     private readonly metrics: GatewayMetrics,
     private readonly log: KvFeedLog,
   ) {
-    this.map = new EngineChainMap(blockSize);
     this.labels = { model, worker: worker.id };
     this.capacityBlocks = Math.floor((worker.kvTokens ?? CTXGATE_DEFAULTS.default_kv_tokens) / blockSize);
+    this.map = new EngineChainMap(blockSize, this.capacityBlocks * MAP_CAPACITY_FACTOR);
   }
 
   private readonly labels: { model: string; worker: string };
@@ -87,7 +93,7 @@ export class WorkerKvFeed {
 
   start(): this {
     this.metrics.kvIndexPrecise.set(this.labels, 0);
-    const sub = new Subscriber({ linger: 0 });
+    const sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
     sub.events.on('handshake', () => {
       this.connected = true;
       if (this.cfg.replay_endpoint) this.enqueue(() => this.catchUp());
@@ -162,7 +168,8 @@ export class WorkerKvFeed {
       this.apply(b.seq, b.batch, b.payload);
       this.metrics.kvEventBatches.inc({ ...this.labels, outcome: 'replayed' });
     }
-    if (this.state !== 'precise' && this.lastSeq !== undefined) this.becomePrecise();
+    // the engine answered: what it published is applied (nothing at all: its cache is empty)
+    if (this.state !== 'precise') this.becomePrecise();
   }
 
   /** One batch off the SUB socket, in arrival order. */
@@ -209,7 +216,7 @@ export class WorkerKvFeed {
   /** Asks the engine's ROUTER for batches from `from` on; collects those before `upTo`. */
   private async replay(from: bigint, upTo?: bigint): Promise<Replayed[] | undefined> {
     if (!this.dealer) {
-      this.dealer = new Dealer({ linger: 0, receiveTimeout: REPLAY_TIMEOUT_MS });
+      this.dealer = new Dealer({ linger: 0, receiveTimeout: REPLAY_TIMEOUT_MS, maxMessageSize: MAX_MESSAGE_BYTES });
       this.dealer.connect(this.cfg.replay_endpoint!);
     }
     const dealer = this.dealer;
@@ -221,6 +228,7 @@ export class WorkerKvFeed {
         const seq = readSeq(frames[frames.length - 2]);
         const payload = frames[frames.length - 1];
         if (seq === REPLAY_END_SEQ || payload.length === 0) break;
+        if (out.length >= MAX_REPLAY_BATCHES) throw new Error(`replay longer than ${MAX_REPLAY_BATCHES} batches`);
         if (seq >= from && (upTo === undefined || seq < upTo)) out.push({ seq, payload, batch: decodeBatch(payload) });
       }
       return out;

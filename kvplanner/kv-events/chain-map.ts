@@ -7,7 +7,9 @@
 // middleware seeds the request's chain. A block whose parent was never seen (stored before the
 // gateway listened, or after a gap) cannot be placed and is counted as unmapped. Only the main
 // attention group on the GPU tier counts (other media and groups are skipped), and only events of
-// the gateway's block size. Cost: one SHA-256 per stored block; O(1) Map operations per removal.
+// the gateway's block size. The map holds at most `maxBlocks` (an engine that never reports
+// evictions cannot grow it without bound): past that the oldest-stored block is dropped, as
+// though removed. Cost: one SHA-256 per stored block; O(1) Map operations per removal.
 import { hashBlock, hashSeed } from '../block-hash.ts';
 import type { EngineHash, KvEvent } from './wire.ts';
 
@@ -37,7 +39,10 @@ export class EngineChainMap {
   private readonly map = new Map<EngineHash, string>();
   readonly stats: MapStats = { stored: 0, removed: 0, unmapped: 0, skipped: 0 };
 
-  constructor(readonly blockSize: number) {}
+  constructor(
+    readonly blockSize: number,
+    readonly maxBlocks: number = Number.POSITIVE_INFINITY,
+  ) {}
 
   get size(): number {
     return this.map.size;
@@ -86,13 +91,19 @@ export class EngineChainMap {
       return {};
     }
     const stored: string[] = [];
+    let dropped: string[] | undefined;
     for (let i = 0; i < ev.blockHashes.length; i++) {
       parent = hashBlock(parent, ev.tokenIds, i * bs, (i + 1) * bs);
       this.map.set(ev.blockHashes[i], parent);
       stored.push(parent);
+      if (this.map.size > this.maxBlocks) {
+        const [oldest, gw] = this.map.entries().next().value as [EngineHash, string];
+        this.map.delete(oldest);
+        (dropped ??= []).push(gw);
+      }
     }
     this.stats.stored += stored.length;
-    return { stored };
+    return dropped ? { stored, removed: dropped } : { stored };
   }
 
   clear(): void {

@@ -12,6 +12,7 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
 
 const STALE_MS = 300;
 let evented: SimWorker;
@@ -201,6 +202,55 @@ describe('KV events over ZeroMQ', () => {
       expect(idx.index.size('w0')).toBeGreaterThan(0);
     } finally {
       await late.close();
+    }
+  });
+
+  it('an engine restarted on the same address (counting from 0 again) replaces the worker’s entry', async () => {
+    const first = await new KvEventPublisher({ ...kv(), bufferSteps: 100 }).start();
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      health: { interval_ms: 0 },
+      models: [
+        {
+          name: 'm',
+          tokenizer: 'qwen3',
+          policy: 'ctxgate',
+          workers: [
+            {
+              url: plain.url,
+              id: 'r0',
+              kv_events: { endpoint: first.endpoint, replay_endpoint: first.replayEndpoint, topic: 'kv-events' },
+            },
+          ],
+        },
+      ],
+    });
+    const g = await startAssembledGateway(config, { logger: false, reporting: false });
+    const idx = g.ctx.fleet.get('m')!.kvIndex!;
+    const tokens = (n: number) => Array.from({ length: 16 }, (_, i) => n * 16 + i);
+    try {
+      await until(() => !idx.guessed('r0')); // joined (an empty replay is in step)
+      for (let i = 0; i < 3; i++) {
+        first.stored(`${i + 1}.1.16`, i ? `${i}.1.16` : undefined, tokens(i), undefined);
+        await until(() => idx.index.size('r0') === i + 1);
+      }
+      await first.stop();
+      // the new process: same addresses, seq from 0, an empty cache that then stores one block
+      const second = await new KvEventPublisher({
+        ...kv(),
+        endpoint: first.endpoint,
+        replayEndpoint: first.replayEndpoint,
+      }).start();
+      try {
+        second.stored('9.9.16', undefined, tokens(9), undefined);
+        await until(() => !idx.guessed('r0') && idx.index.size('r0') === 1);
+        const gaps = await (await fetch(`${g.url}/metrics`)).text();
+        expect(gaps).toMatch(/^ctxgate_kv_event_gaps_total\{model="m",worker="r0",recovery="resync"\} 1$/m);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await g.close();
     }
   });
 

@@ -115,6 +115,13 @@ describe('engine hashes onto the gateway chain', () => {
     expect(m.apply({ type: 'AllBlocksCleared' }).cleared).toBe(true);
   });
 
+  it('holds at most maxBlocks: past that the oldest-stored block is dropped as though removed', () => {
+    const m = new EngineChainMap(16, 2);
+    const r = m.apply(stored(['e1', 'e2', 'e3'], null, 0));
+    expect(m.size).toBe(2);
+    expect(r.removed).toEqual([r.stored![0]]);
+  });
+
   it('the salt is the last string of block 0’s extra keys that is not the LoRA name', () => {
     expect(saltOf([['adapter', ['mm', 0], 'salt-1']], 'adapter')).toBe('salt-1');
     expect(saltOf([['adapter']], 'adapter')).toBeUndefined();
