@@ -12,12 +12,15 @@ import type { CtxgatePolicy } from './policies/ctxgate.ts';
 import { createPolicy, POLICY_NAMES } from './policy-registry.ts';
 import type { RouteInfo, WorkerView } from './types.ts';
 
+/** KV cache per worker, tokens (the engines' LRU size for --index precise). */
+const KV_TOKENS = 262_144;
 export const help = `ctxgate bench routing — routing decision time per policy
 
 usage: ctxgate bench routing [--workers 64] [--decisions 20000] [--sessions 1000]
                              [--policies a,b,...] [--index approx|precise] [--json]
---index precise: the block-index policies read a KV event index fed with every chain a worker
-stored (as engines publish BlockStored), instead of learning from their own decisions.
+--index precise: the block-index policies read a KV event index fed with what each worker's
+engine holds (BlockStored for every chain it serves, BlockRemoved as its ${KV_TOKENS.toLocaleString('en-US')}-token LRU
+cache evicts), instead of learning from their own decisions.
 Times select() for every policy over the same request stream after a warm-up of 64 calls per
 session (ctxgate's index then holds > 100k blocks); prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.`;
 
@@ -117,6 +120,37 @@ class Traffic {
   }
 }
 
+/**
+ * What the engines publish for --index precise: each worker's prefix cache is an LRU of
+ * KV_TOKENS / BLOCK blocks (as vLLM's free queue evicts when full); a stored chain touches its
+ * blocks (BlockStored for the new ones) and evictions come out as BlockRemoved. Untimed.
+ */
+class EngineCaches {
+  private readonly lru = new Map<string, Map<string, true>>();
+  constructor(
+    private readonly events: KvEventIndex,
+    private readonly capacity: number,
+  ) {}
+
+  store(worker: string, hashes: readonly string[]): void {
+    let m = this.lru.get(worker);
+    if (!m) this.lru.set(worker, (m = new Map()));
+    const fresh: string[] = [];
+    for (const h of hashes) {
+      if (!m.delete(h)) fresh.push(h);
+      m.set(h, true);
+    }
+    if (fresh.length) this.events.blockStored(worker, fresh);
+    const gone: string[] = [];
+    for (const h of m.keys()) {
+      if (m.size - gone.length <= this.capacity) break;
+      gone.push(h);
+    }
+    for (const h of gone) m.delete(h);
+    if (gone.length) this.events.blockRemoved(worker, gone);
+  }
+}
+
 function makeWorkers(n: number): WorkerView[] {
   return Array.from({ length: n }, (_, i) => ({
     id: `w${i}`,
@@ -125,7 +159,7 @@ function makeWorkers(n: number): WorkerView[] {
     inFlight: 0,
     queuedPrefillTokens: 0,
     maxInFlight: 0,
-    kvTokens: 262_144,
+    kvTokens: KV_TOKENS,
   }));
 }
 
@@ -163,6 +197,7 @@ export async function run(argv: string[]): Promise<number> {
   const branchMix: Record<string, Record<string, { share: number; p50: number; p99: number }>> = {};
   for (const name of policies) {
     const events = precise ? new KvEventIndex() : undefined;
+    const engines = events && new EngineCaches(events, KV_TOKENS / BLOCK);
     const policy = createPolicy(name, events ? { kv_index: events, index_stride: 1, block_size: BLOCK } : {});
     const ws = makeWorkers(nWorkers);
     const r = rng(3);
@@ -195,7 +230,7 @@ export async function run(argv: string[]): Promise<number> {
       c.worker.inFlight++;
       c.worker.queuedPrefillTokens += (info.promptTokens ?? 0) - (c.predictedCachedTokens ?? 0);
       // the engine stores the prompt's blocks as it prefills them and says so
-      if (events && info.blockHashes) events.blockStored(c.worker.id, info.blockHashes);
+      if (engines && info.blockHashes) engines.store(c.worker.id, info.blockHashes);
       live.push({ worker: c.worker, info });
       complete();
     };
@@ -219,7 +254,7 @@ export async function run(argv: string[]): Promise<number> {
       branchOf[i] = c.branch;
       c.worker.inFlight++;
       const hashes = stream[i].blockHashes;
-      if (events && hashes) events.blockStored(c.worker.id, hashes);
+      if (engines && hashes) engines.store(c.worker.id, hashes);
       live.push({ worker: c.worker, info: stream[i] });
       complete();
     }

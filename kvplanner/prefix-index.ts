@@ -58,6 +58,9 @@ export class PrefixIndex {
   private readonly bySlot: WorkerEntry[] = [];
   private readonly stack: number[] = [];
   private readonly sets: number[][] = [];
+  /** matchAll scratch: mark[slot] === epoch while that slot is in the set being excluded */
+  private mark = new Int32Array(16);
+  private epoch = 0;
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -154,7 +157,12 @@ export class PrefixIndex {
       const glo = sets.pop()!;
       if (glo.length === ghi.length) continue; // nested and equal: nobody stops in between
       if (hi === lo + 1) {
-        for (const s of glo) if (out[s] === 0 && !ghi.includes(s)) out[s] = lo;
+        // slots that hold block lo-1 but not block lo stop at lo: O(|glo| + |ghi|) with a mark
+        // array (ghi.includes per slot was O(|glo|·|ghi|): 64 workers sharing a root = 4,096)
+        const e = this.nextEpoch();
+        const mark = this.mark;
+        for (const s of ghi) mark[s] = e;
+        for (const s of glo) if (out[s] === 0 && mark[s] !== e) out[s] = lo;
         continue;
       }
       const mid = (lo + hi) >>> 1;
@@ -162,6 +170,15 @@ export class PrefixIndex {
       stack.push(lo, mid, mid, hi);
       sets.push(glo, gm, gm, ghi);
     }
+  }
+
+  private nextEpoch(): number {
+    if (this.mark.length < this.slotIds.length) this.mark = new Int32Array(this.slotIds.length * 2);
+    if (++this.epoch === 0x7fffffff) {
+      this.mark.fill(0);
+      this.epoch = 1;
+    }
+    return this.epoch;
   }
 
   /** Slot of `workerId` (creating its entry), applying its KV budget when known. */

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { blockHashes, textBlockHashes } from '../../kvplanner/block-hash.ts';
+import { blockHashes, hashBlock, textBlockHashes } from '../../kvplanner/block-hash.ts';
 import { PrefixIndex } from '../../kvplanner/prefix-index.ts';
 
 describe('blockHashes', () => {
@@ -78,6 +79,16 @@ describe('PrefixIndex', () => {
   });
 });
 
+describe('hashBlock', () => {
+  it('is the first 16 hex characters of sha256(parent, token ids as uint32 LE)', () => {
+    const ids = [1, 2, 3, 70_000];
+    const buf = Buffer.alloc(16);
+    ids.forEach((x, i) => buf.writeUInt32LE(x, i * 4));
+    const want = createHash('sha256').update('ctxgate').update(buf).digest('hex').slice(0, 16);
+    expect(hashBlock('ctxgate', ids, 0, 4)).toBe(want);
+  });
+});
+
 describe('PrefixIndex.matchAll', () => {
   const chain = (tag: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${tag}${i}`);
 
@@ -94,6 +105,24 @@ describe('PrefixIndex.matchAll', () => {
     idx.matchAll(q, out);
     for (const w of ['a', 'b', 'c', 'd', 'e']) expect(out[idx.slotOf(w)]).toBe(idx.matchLength(w, q));
     expect(['a', 'b', 'c', 'd', 'e'].map((w) => out[idx.slotOf(w)])).toEqual([28, 8, 3, 15, 0]);
+  });
+
+  it('agrees with matchLength for 40 workers on random branching chains (the marks outgrow their first size)', () => {
+    const idx = new PrefixIndex(100_000);
+    let seed = 7;
+    const rnd = (): number => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+    const root = chain('r', 6);
+    const convs = Array.from({ length: 12 }, (_, c) => [...root, ...chain(`c${c}-`, 30)]);
+    for (let w = 0; w < 40; w++)
+      for (let k = 0; k < 3; k++) {
+        const c = convs[Math.floor(rnd() * convs.length)];
+        idx.insert(`w${w}`, c.slice(0, 1 + Math.floor(rnd() * c.length)));
+      }
+    for (const q of convs) {
+      const out = new Array<number>(idx.slotCount()).fill(-1);
+      idx.matchAll(q, out);
+      for (let w = 0; w < 40; w++) expect(out[idx.slotOf(`w${w}`)]).toBe(idx.matchLength(`w${w}`, q));
+    }
   });
 
   it('forgets holders on eviction', () => {
