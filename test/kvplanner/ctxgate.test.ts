@@ -121,6 +121,22 @@ describe('ctxgate branches', () => {
     ws[1].engine = { waiting: 8 }; // 8 × 1024 assumed tokens queued inside the engine
     expect(p.select(ws, info({ text: 'no session here' }))!.worker.id).toBe('w2');
   });
+
+  it('kv_pressure_s: a prompt that would not fit the KV left after the queue waits for running requests to free it', () => {
+    const ws = workers(2, { kvTokens: 10_000 });
+    ws[0].queuedPrefillTokens = 1000; // faster start by queue alone
+    ws[0].engine = { kvUsage: 0.9 }; // but 9,000 of 10,000 tokens are held by running requests
+    ws[1].queuedPrefillTokens = 3000;
+    ws[1].engine = { kvUsage: 0.1 };
+    const big = { text: 'x'.repeat(16_000) }; // ≈ 4,000 prompt tokens
+    const off = new CtxgatePolicy({ prefill_tokens_per_s: 1000, kv_pressure_s: 0 });
+    expect(off.select(ws, info(big))!.worker.id).toBe('w0');
+    const on = new CtxgatePolicy({ prefill_tokens_per_s: 1000, kv_pressure_s: 100 });
+    expect(on.select(ws, info(big))!.worker.id).toBe('w1');
+    // w0: 0.9 + (1000 + 4000) / 10,000 − 1 = 0.4 of a cache to free → +40 s
+    expect(on.ttft(ws[0], 4000, 0) - off.ttft(ws[0], 4000, 0)).toBeCloseTo(40, 5);
+    expect(on.ttft(ws[1], 4000, 0)).toBe(off.ttft(ws[1], 4000, 0));
+  });
 });
 
 describe('ctxgate bounded load', () => {
@@ -171,26 +187,40 @@ describe('ctxgate bounded load', () => {
 });
 
 describe('ctxgate feedback', () => {
-  it('fewer reported cached tokens than predicted evicts the missing blocks', () => {
+  it('fewer reported cached tokens than predicted: a worker that caches recomputed the rest and holds it; one that never served a hit keeps what it reported', () => {
+    // a worker whose cache works (it reported hits before) lost blocks, recomputed them for this
+    // call and holds the whole chain again: forgetting it would send the next turn elsewhere
     const p = new CtxgatePolicy();
     const ws = workers(2);
-    route(p, ws, call(0, 0));
+    const first = call(0, 0);
+    const c0 = p.select(ws, first)!;
+    p.observe({ workerId: c0.worker.id, info: first, ok: true, reportedCachedTokens: 0 });
+    const warm = call(0, 1);
+    const c1 = p.select(ws, warm)!;
+    p.observe({ workerId: c1.worker.id, info: warm, ok: true, reportedCachedTokens: c1.predictedCachedTokens });
     const req = call(0, 3);
     const c = p.select(ws, req)!;
-    expect(c.predictedCachedTokens).toBe(ROOT + 64);
+    expect(c.worker.id).toBe(c0.worker.id);
     p.observe({ workerId: c.worker.id, info: req, ok: true, reportedCachedTokens: 128 });
-    const again = call(0, 3);
-    const c2 = p.select(ws, again)!;
-    expect(c2.worker.id).toBe(c.worker.id);
-    expect(c2.predictedCachedTokens).toBe(128);
-    const st = p.stats();
-    expect(st.feedback[c.worker.id]).toMatchObject({
-      calls: 1,
-      predictedTokens: ROOT + 64,
-      reportedTokens: 128,
+    expect(p.stats().feedback[c.worker.id]).toMatchObject({
+      calls: 3,
+      reportedTokens: 128 + c1.predictedCachedTokens!,
       corrections: 1,
     });
-    expect(st.index.blocks).toBeGreaterThan(0);
+    expect(p.select(ws, call(0, 3))!.predictedCachedTokens).toBe(ROOT + 64 + 384);
+
+    // a worker that has never served a cached token (caching off, another tokenisation)
+    const q = new CtxgatePolicy();
+    const one = workers(1);
+    const a = call(1, 0);
+    q.select(one, a);
+    q.observe({ workerId: 'w0', info: a, ok: true, reportedCachedTokens: 0 });
+    const b = call(1, 3);
+    const cb = q.select(one, b)!;
+    expect(cb.predictedCachedTokens).toBe(ROOT + 64);
+    q.observe({ workerId: 'w0', info: b, ok: true, reportedCachedTokens: 0 });
+    expect(q.stats().feedback.w0.corrections).toBe(1);
+    expect(q.select(one, call(1, 3))!.predictedCachedTokens).toBe(0);
   });
 
   it('a report within one block of the prediction is not a correction', () => {
@@ -229,16 +259,21 @@ describe('ctxgate feedback', () => {
       reportedCachedTokens: 256,
       predictedCachedTokens: c.predictedCachedTokens,
     });
+    // w0 never reported a hit before: it keeps only what it reported
     expect(p.select(ws, call(0, 3))!.predictedCachedTokens).toBe(256);
   });
 
-  it('the KV budget bounds the index (kvTokens / block size)', () => {
-    const p = new CtxgatePolicy();
+  it('the KV budget bounds the index (index_capacity_factor × kvTokens / block size)', () => {
     const ws = workers(1, { kvTokens: 1600 });
+    const p = new CtxgatePolicy({ index_capacity_factor: 1 });
     for (let s = 0; s < 10; s++) route(p, ws, call(s, 2));
     expect(p.index.size('w0')).toBe(1600 / 64); // 16-token blocks, every 4th indexed
-    const fine = new CtxgatePolicy({ index_stride: 1 });
+    const fine = new CtxgatePolicy({ index_stride: 1, index_capacity_factor: 1 });
     for (let s = 0; s < 10; s++) route(fine, ws, call(s, 2));
     expect(fine.index.size('w0')).toBe(100);
+    // the default remembers 4× the cache: prompts still queued or running hold their blocks
+    const dflt = new CtxgatePolicy();
+    for (let s = 0; s < 40; s++) route(dflt, ws, call(s, 2));
+    expect(dflt.index.size('w0')).toBe((4 * 1600) / 64);
   });
 });
