@@ -1,8 +1,10 @@
 // Tool-semantics registry: maps one tool call to the sources it read and wrote. Presets for
 // shell tools (mini-swe-agent `bash`, OpenHands `execute_bash`, Claude Code `Bash`, Codex
 // `shell`), `str_replace_editor` (SWE-agent/OpenHands), Claude Code file tools, Codex
-// `apply_patch`, SWE-agent's windowed-editor commands in text mode; config rules cover other
-// tools (tool name + argument path → URI + effect). Config rules win over presets.
+// `apply_patch`, SWE-agent's windowed-editor commands in text mode, and the common `read_file` /
+// `write_file` / `edit_file` (no `command`) tools of Cline, Qwen Code, Cursor and ctxgate's
+// synthetic agent; config rules cover other tools (tool name + argument path → URI + effect).
+// Config rules win over presets.
 import type { CallEffects, Effect, SourceEffect, ToolInvocation } from './types.ts';
 import { shellEffects } from './shell.ts';
 import { dirUri, fileUri } from './uri.ts';
@@ -64,7 +66,16 @@ export function callEffects(inv: ToolInvocation, opts: SemanticsOptions = {}): R
     }
     return shellLike(String(cmd ?? ''), opts, opts.cwd);
   }
-  if (EDITOR_TOOLS.has(lower)) return editorEffects(args, opts.cwd);
+  if (EDITOR_TOOLS.has(lower) && (args.command !== undefined || lower !== 'edit_file'))
+    return editorEffects(args, opts.cwd);
+  const filePath = str(args.path) ?? str(args.absolute_path) ?? str(args.file_path) ?? str(args.target_file);
+  if (filePath !== undefined && (lower === 'read_file' || lower === 'edit_file' || lower === 'write_file'))
+    return one(
+      fileUri(filePath, opts.cwd),
+      lower === 'read_file' ? 'read' : 'write',
+      `${tool} ${filePath}`,
+      lower === 'write_file',
+    );
   switch (tool) {
     case 'Read':
       return one(fileUri(String(args.file_path ?? ''), opts.cwd), 'read', `Read ${args.file_path}`);
