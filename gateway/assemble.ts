@@ -1,12 +1,11 @@
-// The whole product from one validated config: the context pipeline per model (layout stages, then
-// stabilise → ledger → compaction), the session store (memory, or Redis with a local fallback),
+// The whole product from one validated config: the context pipeline per model (the one stage list
+// of middleware/chain.ts, configured by chainSpecOf), the session store (memory, or Redis with a local fallback),
 // the artifact store, traffic capture, usage accounting with its ledger and report route, and the
 // session routes (breaks, invalidate, artifacts). `ctxgate serve`, the replay fleet, the demo and
 // the chaos bench all start the gateway through here, so what is benchmarked is what is served.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { FsArtifactStore, MemoryArtifactStore, type ArtifactStore } from '../middleware/artifacts/store.ts';
-import { createCompactionStage } from '../middleware/compaction/stage.ts';
-import { createLedgerStage } from '../middleware/ledger/stage.ts';
+import type { ChainSpec } from '../middleware/chain.ts';
 import { createPipeline } from '../middleware/pipeline.ts';
 import { registerArtifactRoutes } from '../middleware/routes/artifacts.ts';
 import { registerBreakRoutes } from '../middleware/routes/breaks.ts';
@@ -20,9 +19,6 @@ import { startScraper } from '../kvplanner/load-signals.ts';
 import { engineOf } from './upstream/engines.ts';
 import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { startKvFeeds } from './kv-events/subscriber.ts';
-import { DEFAULT_MAX_ORIGINAL_BYTES } from '../middleware/stabilise/stabilise.ts';
-import { createStabiliseStage } from '../middleware/stabilise/stage.ts';
-import type { Stage } from '../middleware/stage.ts';
 import type {
   ChatRequest,
   ContextPipeline,
@@ -91,23 +87,15 @@ function openStore(config: GatewayConfig): SessionStore {
   return new TenantQuotaStore(inner, { maxSessions, maxBytes, maxTenants: tenants });
 }
 
-export interface ChainLimits {
-  /** limits.max_tool_output_bytes: no stored tool output (stabilise originals) is longer. */
-  maxToolOutputBytes?: number;
-}
-
-/** Context-chain stages after the layout stages; compaction only where the model has a budget M*. */
-export function chainStages(
-  m: Pick<ModelConfig, 'budget_tokens'>,
-  artifacts?: ArtifactStore,
-  limits: ChainLimits = {},
-): Stage[] {
-  // Stabilise bounds its stored originals per session and never keeps (nor truncates: a cut
-  // original could not be re-sent) one longer than the cap, so the config cap is its cap too.
-  const maxOriginal = Math.min(DEFAULT_MAX_ORIGINAL_BYTES, limits.maxToolOutputBytes ?? Infinity);
-  const stages: Stage[] = [createStabiliseStage({ maxBytes: maxOriginal }), createLedgerStage()];
-  if (m.budget_tokens) stages.push(createCompactionStage({ budgetTokens: m.budget_tokens, artifacts }));
-  return stages;
+/** What a model's config says about its context chain: the one mapping from config to chain,
+ * used by serve, `bench replay` (through assemble) and `bench strategies` alike. */
+export function chainSpecOf(m: ModelConfig, config: Pick<GatewayConfig, 'limits'>): ChainSpec {
+  return {
+    layout: m.layout,
+    transforms: m.transforms,
+    budgetTokens: m.budget_tokens,
+    maxToolOutputBytes: config.limits.max_tool_output_bytes,
+  };
 }
 
 /**
@@ -121,6 +109,7 @@ export function chainStages(
 function withCapture(inner: ContextPipeline, capture: Capture): ContextPipeline {
   const originals = new WeakMap<PipelineResult, ChatRequest>();
   return {
+    chain: inner.chain,
     async process(body, ctx) {
       const result = await inner.process(body, ctx);
       originals.set(result, body);
@@ -142,6 +131,7 @@ function withCapture(inner: ContextPipeline, capture: Capture): ContextPipeline 
 
 function withTap(inner: ContextPipeline, tap: NonNullable<AssembleOptions['tap']>): ContextPipeline {
   return {
+    chain: inner.chain,
     async process(body, ctx) {
       const result = await inner.process(body, ctx);
       tap(body, result, ctx);
@@ -179,18 +169,14 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     // Without a tokenizer nothing can be rendered engine-exactly: forward untouched.
     if (!m.tokenizer) return PASSTHROUGH_PIPELINE;
     let p: ContextPipeline = createPipeline({
+      ...chainSpecOf(m, config),
       model: m.name,
       tokenizer: m.tokenizer,
       chatTemplateFile: m.chat_template,
-      layout: m.layout,
       blockSize: m.block_size,
-      transforms: m.transforms,
       store,
+      artifacts,
       offload: renderPool,
-      extraStages:
-        m.layout === 'ctxgate'
-          ? chainStages(m, artifacts, { maxToolOutputBytes: config.limits.max_tool_output_bytes })
-          : [],
     });
     if (opts.tap) p = withTap(p, opts.tap);
     if (m.capture.enabled && m.capture.sample_rate > 0) {

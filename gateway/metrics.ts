@@ -1,6 +1,8 @@
 // The one metrics module: every ctxgate_ series is declared here (prefix, unit suffix, bounded
 // labels) so other parts only increment typed handles. One Registry per gateway keeps tests apart.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { RECEIPT_METRICS } from '../middleware/chain.ts';
+import type { Receipt } from '../middleware/types.ts';
 
 /** Latency buckets in seconds: sub-ms gateway overhead up to multi-minute generations. */
 const LATENCY_BUCKETS = [
@@ -130,4 +132,17 @@ export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
 export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
+}
+
+/** Counts a call's receipts as their stages declare (middleware/chain.ts RECEIPT_METRICS): the
+ * `outcome` label is bounded by the declared actions. */
+export function countReceipts(m: GatewayMetrics, model: string, receipts: readonly Receipt[]): void {
+  for (const r of receipts) {
+    const d = RECEIPT_METRICS.get(`${r.stage}\u0000${r.action}`);
+    if (!d) continue;
+    if (d.counter === 'tombstones') m.tombstones.inc({ model });
+    else m.compactions.inc({ model, outcome: r.action });
+    if (d.tokensSaved && r.tokens_before !== undefined && r.tokens_after !== undefined)
+      m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
+  }
 }

@@ -1,5 +1,8 @@
 // `ctxgate bench strategies`: the context-strategy comparison (docs/architecture.md, "Measuring a context strategy") as a token-level
 // simulation (real tokenizer, prefix-cache model over consecutive calls); no model, no fleet.
+import { chainSpecOf } from '../gateway/assemble.ts';
+import { parseConfig } from '../gateway/config/load.ts';
+import type { ChainSpec } from '../middleware/chain.ts';
 import { loadTokenizer } from '../middleware/tokens/registry.ts';
 import { readSessions } from './formats/read-sessions.ts';
 import type { Session } from './formats/types.ts';
@@ -8,7 +11,7 @@ import { bool, num, parseArgs, rejectUnknown, str } from './replay/args.ts';
 import { loadPricing } from './replay/pricing.ts';
 import { fullLog, observationMasking, slidingWindow, DEFAULT_MASK_KEEP } from './strategies/baselines.ts';
 import { DEFAULT_HIGH as TAU_HIGH, DEFAULT_LOW as TAU_LOW } from '../middleware/compaction/compact.ts';
-import { ctxgateStrategy } from './strategies/ctxgate-strategy.ts';
+import { ctxgateStrategy, STRATEGY_MODEL } from './strategies/ctxgate-strategy.ts';
 import { StrategyEvaluator, type StrategyResult } from './strategies/evaluate.ts';
 import { formatStrategyTable } from './strategies/table.ts';
 import { TokenModel } from './strategies/token-model.ts';
@@ -85,6 +88,19 @@ const KNOWN = new Set([
   'pricing',
 ]);
 
+/** The chain `ctxgate serve` runs for a model with this budget and tokenizer (config defaults
+ * included), through the same config schema and mapping as serve and `bench replay`. */
+export function strategyChainSpec(budget: number, tokenizer: string): ChainSpec {
+  const config = parseConfig(
+    {
+      auth: { mode: 'none' },
+      models: [{ name: STRATEGY_MODEL, tokenizer, budget_tokens: budget, workers: [{ url: 'http://127.0.0.1:9' }] }],
+    },
+    'bench strategies',
+  );
+  return chainSpecOf(config.models[0], config);
+}
+
 export interface StrategiesDeps {
   out?: (s: string) => void;
   err?: (s: string) => void;
@@ -117,15 +133,17 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     const profile = str(args, 'profile');
     if (profile) sessions = applyProfile(sessions, profile, { seed });
     if (!sessions.length) throw new Error('no sessions');
-    const tk = await loadTokenizer(str(args, 'tokenizer') ?? DEFAULT_TOKENIZER);
-    const model = new TokenModel({ encode: (t) => tk.encodeCached(t) }, num(args, 'block-size', DEFAULT_BLOCK_SIZE, 1));
+    const tokName = str(args, 'tokenizer') ?? DEFAULT_TOKENIZER;
+    const tk = await loadTokenizer(tokName);
+    const blockSize = num(args, 'block-size', DEFAULT_BLOCK_SIZE, 1);
+    const model = new TokenModel({ encode: (t) => tk.encodeCached(t) }, blockSize);
     const evOpts = { cacheCompletions: bool(args, 'cache-completions') };
     const ev = new StrategyEvaluator(model, budget, await loadPricing(str(args, 'pricing')), evOpts);
     const strategies = [
       fullLog,
       slidingWindow(),
       observationMasking(num(args, 'mask-keep', DEFAULT_MASK_KEEP, 0)),
-      ctxgateStrategy(),
+      ctxgateStrategy(strategyChainSpec(budget, tokName), tk, blockSize),
     ];
     const window = num(args, 'window', budget, 256);
     const results: StrategyResult[] = [];

@@ -1,9 +1,9 @@
 // The context pipeline (issue 5): session identification, layout stages, leaf note, engine-exact
 // rendering and tokens, block hashes, cache-break diagnostics and receipts.
 //
-// Adding a stage: write a `Stage` (see stage.ts for the contract) and add it to BUILTIN_STAGES
-// below, or pass it in `extraStages` (they run after the built-ins, before the leaf note is
-// placed). Each stage is switched per model by `transforms: { <stage name>: false }`;
+// Adding a stage: write a `Stage` (see stage.ts for the contract) and add it to the one list in
+// chain.ts (`contextStages`), which this pipeline, `bench replay` and `bench strategies` all run.
+// Each stage is switched per model by `transforms: { <stage name>: false }`;
 // `layout: passthrough` runs none of them and returns the body untouched (the session id, tokens,
 // block hashes and diagnostics are still computed, for routing and metrics).
 //
@@ -16,20 +16,20 @@
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
+import type { ArtifactStore } from './artifacts/store.ts';
+import { chainInput, contextStages, describeChain, runChain, type ChainSpec } from './chain.ts';
 import { pushBreak } from './diagnostics/break-ring.ts';
-import { escapeRequest } from './redaction/framing.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
-import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
-import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
-import { resolveSession } from './layout/session-claim.ts';
+import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts';
 import { identifySession } from './layout/session-id.ts';
-import { volatileStage } from './layout/volatile-stage.ts';
 import { lap, tick } from './perf/stage-timers.ts';
+import { freshSessionState } from './session/fresh-state.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
-import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './session/store.ts';
-import type { RequestView, Stage, StageContext } from './stage.ts';
+import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
+import type { SessionStore } from './session/store.ts';
+import type { RequestView, StageContext } from './stage.ts';
 import type { RenderMemo } from './tokens/incremental-render.ts';
 import { extendBlockHashes } from './tokens/prefix-blocks.ts';
 import { loadTokenizer } from './tokens/registry.ts';
@@ -43,23 +43,29 @@ import {
 } from './tokens/render-tokens.ts';
 import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
-import type { ChatRequest, ContextPipeline, PipelineContext, PipelineResult, Receipt } from './types.ts';
+import type {
+  ChainDescription,
+  ChatRequest,
+  ContextPipeline,
+  PipelineContext,
+  PipelineResult,
+  Receipt,
+} from './types.ts';
 
-/** Built-in layout stages, in order. */
-export const BUILTIN_STAGES: readonly Stage[] = [canonicalToolsStage, volatileStage];
 /** Token ids of previous calls kept in this process for exact break positions. */
 export const DEFAULT_LOCAL_TOKENS = 64_000_000;
 
-export interface PipelineOptions {
+/** The pipeline's own part of the session state: the previous call's fingerprint (cache-break diagnostics). */
+export const FINGERPRINT_SLOT = defineSlot<CallFingerprint>('fingerprint', 1);
+
+/** The chain (ChainSpec: layout, transforms, budget, tool-output cap) and what the pipeline needs. */
+export interface PipelineOptions extends Partial<ChainSpec> {
   model: string;
   tokenizer: string;
   chatTemplateFile?: string;
-  layout?: 'passthrough' | 'ctxgate';
   blockSize?: number;
-  /** Stage name → false (off), true (on, the default) or a mode (`volatile: 'eager'`). */
-  transforms?: Readonly<Record<string, boolean | 'eager'>>;
   store?: SessionStore;
-  extraStages?: Stage[];
+  artifacts?: ArtifactStore;
   /** A render pool: calls with at least `minChars` new characters render and tokenise there. */
   offload?: RenderOffload;
 }
@@ -84,28 +90,22 @@ const localSize = (v: LocalCall): number => Math.max(1, v.ids.length + ((v.memo?
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
 
-function freshState(tenant: string, sessionId: string, model: string, body: ChatRequest): SessionState {
-  const root = {
-    system: body.messages.filter((m) => m.role === 'system' || m.role === 'developer').slice(0, 1),
-    tools: body.tools ?? [],
-  };
-  return {
-    schema: SESSION_SCHEMA_VERSION,
-    tenant,
-    sessionId,
-    model,
-    rootHash: createHash('sha256').update(JSON.stringify(root)).digest('hex'),
-    calls: 0,
-    updatedAt: Date.now(),
-  };
+/** A pipeline that says which chain it runs (tests compare entry points with it). */
+export interface ChainPipeline extends ContextPipeline {
+  readonly chain: ChainDescription;
 }
 
-export function createPipeline(opts: PipelineOptions): ContextPipeline {
-  const layout = opts.layout ?? 'ctxgate';
+export function createPipeline(opts: PipelineOptions): ChainPipeline {
+  const spec: ChainSpec = {
+    layout: opts.layout ?? 'ctxgate',
+    transforms: opts.transforms ?? {},
+    budgetTokens: opts.budgetTokens,
+    maxToolOutputBytes: opts.maxToolOutputBytes,
+  };
+  const { layout, transforms } = spec;
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;
-  const transforms = opts.transforms ?? {};
   const store = opts.store ?? new MemorySessionStore();
-  const stages = [...BUILTIN_STAGES, ...(opts.extraStages ?? [])].filter((s) => transforms[s.name] !== false);
+  const stages = contextStages(spec, { artifacts: opts.artifacts });
   const stageLabels = stages.map((s) => `stage:${s.name}`);
   const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
@@ -121,9 +121,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
   async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
     let t = tick();
-    // Gateway notes are framed by a marker; no text the agent sent may carry one, whatever stages
-    // run. Passthrough adds no notes and forwards the body as received.
-    const body = layout === 'passthrough' ? received : escapeRequest(received);
+    const body = chainInput(spec, received);
     t = lap('escape', t);
     const ident = identifySession(body, ctx);
     const localKey = (id: string): string => `${ctx.tenant}\u0000${id}`;
@@ -134,10 +132,10 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     const lastLocal = local.get(localKey(resolved.localFrom));
     const prevLocal = lastLocal && (!loaded || lastLocal.calls === loaded.calls) ? lastLocal : undefined;
     if (resolved.seedId && prevLocal) local.set(localKey(resolved.seedId), prevLocal);
-    const state = loaded ?? freshState(ctx.tenant, resolved.stateId, opts.model, body);
-    if (ident.lead !== undefined) (state.layout ??= {}).lead = ident.lead;
-    if (resolved.claim !== undefined) (state.layout ??= {}).turn = resolved.claim;
-    const receipts: Receipt[] = [];
+    const state = loaded ?? freshSessionState(ctx.tenant, resolved.stateId, opts.model, body);
+    if (ident.lead !== undefined) writeSlot(state, LEAD_SLOT, ident.lead);
+    if (resolved.claim !== undefined) writeSlot(state, TURN_SLOT, resolved.claim);
+    let receipts: Receipt[] = [];
     t = lap('session', t);
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
     t = lap('message_hashes', t);
@@ -146,7 +144,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       { messages: v.body.messages, hashes: v.segments.messageHashes },
       ...(prevLocal ? [prevLocal.output] : []),
     ];
-    let view: RequestView = { body, segments: inSegs, session: state, notes: [] };
+    const view: RequestView = { body, segments: inSegs, session: state, notes: [] };
     const sctx: StageContext = {
       tenant: ctx.tenant,
       requestId: ctx.requestId,
@@ -160,35 +158,12 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     };
     let out: ChatRequest = body;
     let stableEnd = body.messages.length;
+    let staged = view;
     if (layout !== 'passthrough') {
-      for (let i = 0; i < stages.length; i++) {
-        const stage = stages[i];
-        const before = view.body.messages;
-        const r = await stage.run(view, sctx);
-        view =
-          r.view.body.messages === before
-            ? r.view
-            : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
-        for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
-        t = lap(stageLabels[i], t);
-      }
-      out = view.body;
-      if (view.notes.length > 0 && transforms[LEAF_NOTE_STAGE] !== false) {
-        const note = view.notes.join('\n\n');
-        const placed = placeLeafNote(tok, out.messages, note);
-        out = { ...out, messages: placed.messages };
-        stableEnd = placed.stableEnd;
-        receipts.push({
-          stage: LEAF_NOTE_STAGE,
-          action: 'append',
-          target: placed.target,
-          tokens_before: 0,
-          tokens_after: tok.countTokens(note),
-          reason: 'gateway notes travel after the history, where they cost no cached prefix',
-        });
-      }
+      const r = await runChain(spec, stages, view, sctx, { carried, lap: (i) => void (t = lap(stageLabels[i], t)) });
+      ({ view: staged, body: out, stableEnd, receipts } = r);
     }
-    const segs = out.messages === view.body.messages ? view.segments : segment(out.messages, carried(view));
+    const segs = out.messages === staged.body.messages ? staged.segments : segment(out.messages, carried(staged));
     t = lap('leaf_note', t);
     const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
     const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
@@ -239,7 +214,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
       promptTokens: toks.tokensBeforeMark,
     };
     const prefix = diagnose({
-      prev: loaded ? (state.layout?.prev as CallFingerprint | undefined) : undefined,
+      prev: loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined,
       prevIds: prevLocal?.ids,
       commonFloor: toks.reusedTokens,
       cur,
@@ -275,7 +250,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     });
     state.calls++;
     state.updatedAt = Date.now();
-    (state.layout ??= {}).prev = cur;
+    writeSlot(state, FINGERPRINT_SLOT, cur);
     pushBreak(state, {
       ...prefix,
       call: state.calls,
@@ -296,7 +271,7 @@ export function createPipeline(opts: PipelineOptions): ContextPipeline {
     };
   }
 
-  return { process };
+  return { process, chain: describeChain(spec, stages) };
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */

@@ -1,7 +1,7 @@
 // Stage API of the context pipeline. A stage is a named function
 //   (view: RequestView, ctx: StageContext) => { view: RequestView; receipts: Receipt[] }   (sync or async)
-// that rewrites the request body and says what it did. Stages run in the order listed in
-// pipeline.ts (built-ins first, then `extraStages`), each gated by the model's `transforms` map
+// that rewrites the request body and says what it did. Stages run in the one order listed in
+// chain.ts (`contextStages`), each gated by the model's `transforms` map
 // (`transforms[stage.name] === false` skips it; absent means on). `layout: passthrough` skips all.
 //
 // Rules for stage authors:
@@ -12,8 +12,11 @@
 //   tokens_before/after when known). Nothing the agent sent may disappear silently.
 // - Notes for the model (tombstones, relocated volatile lines) go into `view.notes`: the pipeline
 //   places all of them as ONE leaf note after the history, where it costs no cached prefix.
-// - Per-session memory lives in `view.session` under the stage's own key (`layout`, `ledger`, …);
-//   it is persisted by the pipeline after the call through the SessionStore (JSON only).
+// - Per-session memory lives in `view.session`, in the stage's own versioned part, read and
+//   written only through a typed slot (session/stage-state.ts); it is persisted by the pipeline
+//   after the call through the SessionStore (JSON only).
+// - Receipts that count as a metric are declared in `metrics`; the gateway counts from these
+//   declarations only.
 // - Deterministic and idempotent: the same input and state must give byte-identical output.
 import type { SessionState } from './session/store.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
@@ -56,6 +59,8 @@ export interface StageContext {
   blockSize: number;
   /** The model's `transforms` map: a stage may read its own setting (e.g. `volatile: 'eager'`). */
   transforms?: Readonly<Record<string, boolean | 'eager'>>;
+  /** Wall clock in ms (default Date.now); benchmarks pass a virtual one. */
+  now?: () => number;
 }
 
 export interface StageResult {
@@ -65,10 +70,26 @@ export interface StageResult {
 
 export type StageFn = (view: RequestView, ctx: StageContext) => StageResult | Promise<StageResult>;
 
+/** Counters a receipt can count toward (gateway/metrics.ts owns the series; `compactions` is
+ * labelled by the receipt's action, bounded by the declared actions). */
+export type ReceiptCounter = 'tombstones' | 'compactions';
+
+/** Which of a stage's receipts count as which metric. */
+export interface ReceiptMetric {
+  /** Receipt actions of this stage that count. */
+  actions: readonly string[];
+  counter: ReceiptCounter;
+  /** The receipt's tokens_before − tokens_after also count as tokens saved. */
+  tokensSaved?: boolean;
+}
+
 export interface Stage {
-  /** Key in the model's `transforms` switch map and in receipts. */
+  /** Key in the model's `transforms` switch map, in receipts and in the session state. */
   name: string;
   run: StageFn;
+  /** The settings the stage was created with (JSON), for comparing what runs where. */
+  settings?: Readonly<Record<string, unknown>>;
+  metrics?: readonly ReceiptMetric[];
 }
 
 /** Helper for stages: a result that changed nothing. */

@@ -111,8 +111,19 @@ export interface PipelineOutcome {
 }
 
 /** The only thing the gateway knows about the middleware. */
+/** What a context chain runs (middleware/chain.ts describeChain): entry points compare these. */
+export interface ChainDescription {
+  /** Each stage in order, with the settings it was created with. */
+  stages: { name: string; settings: Readonly<Record<string, unknown>> }[];
+  /** Whether the stages' notes are placed as a leaf note. */
+  leafNote: boolean;
+  transforms: Readonly<Record<string, boolean | 'eager'>>;
+}
+
 export interface ContextPipeline {
   process(body: ChatRequest, ctx: PipelineContext): Promise<PipelineResult>;
   /** Optional feedback once the upstream answered; must never throw into the request path. */
   observe?(result: PipelineResult, outcome: PipelineOutcome, ctx: PipelineContext): void;
+  /** The chain this pipeline runs (absent: none, e.g. a pipeline without a tokenizer). */
+  readonly chain?: ChainDescription;
 }

@@ -8,7 +8,7 @@ import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import type { ApiName } from '../ingress/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
-import { statusClass } from '../metrics.ts';
+import { countReceipts, statusClass } from '../metrics.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
 import type { UsageEvent } from '../usage-event.ts';
@@ -99,9 +99,6 @@ export function usageEvent(ex: Exchange): UsageEvent {
   return ev;
 }
 
-/** Bounded label set for ctxgate_compactions_total{outcome}. */
-const COMPACTION_OUTCOMES = new Set(['compacted', 'compacted_above_low', 'refused', 'reset']);
-
 function safe(gw: GatewayContext, what: string, f: () => void): void {
   try {
     f();
@@ -166,14 +163,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
     if (subBlockPrefix(ex)) m.subBlockPrefix.inc({ model });
     const cause = ex.result?.prefix?.break_cause;
     if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
-    for (const r of ex.result?.receipts ?? []) {
-      if (r.stage === 'ledger' && r.action === 'tombstone') m.tombstones.inc({ model });
-      else if (r.stage === 'compaction' && COMPACTION_OUTCOMES.has(r.action)) {
-        m.compactions.inc({ model, outcome: r.action });
-        if (r.tokens_before !== undefined && r.tokens_after !== undefined)
-          m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
-      }
-    }
+    countReceipts(m, model, ex.result?.receipts ?? []);
   });
   lap('metrics', t0);
   const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;

@@ -13,7 +13,6 @@ import type { ChatMessage } from '../../middleware/types.ts';
 import type { Session } from '../formats/types.ts';
 import { costUsd } from '../replay/pricing.ts';
 import type { Pricing } from '../replay/types.ts';
-import { SYNTH_RULES } from './ctxgate-strategy.ts';
 import { messageKey, TokenModel } from './token-model.ts';
 import { textOf, type Strategy, type StagedView } from './types.ts';
 
@@ -109,12 +108,13 @@ export class StrategyEvaluator {
       const constraints = task ? constraintLines(textOf(task)) : [];
       for (const call of s.calls) {
         const raw = call.body.messages;
-        truth = applyLedger(raw, truth, { eviction: false, rules: SYNTH_RULES, countTokens: count, now: 0 }).state;
+        truth = applyLedger(raw, truth, { eviction: false, countTokens: count, now: 0 }).state;
         const view = await run.stage(
           raw,
           call.body.tools?.length ? TokenModel.total(this.tokens.sequence([], call.body.tools)) : 0,
+          call.body.tools,
         );
-        const seq = this.tokens.sequence(view.messages, call.body.tools);
+        const seq = this.tokens.sequence(view.messages, view.tools ?? call.body.tools);
         const staged = TokenModel.total(seq);
         acc.calls++;
         acc.raw += TokenModel.total(this.tokens.sequence(raw, call.body.tools));

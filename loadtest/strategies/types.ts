@@ -1,7 +1,7 @@
 // A context strategy decides, per call, what of the raw (append-only) history is sent. Each run
 // is stateful over the calls of one session; `origin` maps staged messages back to raw indexes
 // so exposure metrics can tell which raw observations are still in context.
-import type { ChatMessage } from '../../middleware/types.ts';
+import type { ChatMessage, ToolDef } from '../../middleware/types.ts';
 
 export interface StagedView {
   messages: ChatMessage[];
@@ -9,6 +9,8 @@ export interface StagedView {
   origin: number[];
   /** Raw indexes whose content was replaced by a placeholder or pointer (not in context). */
   hidden: Set<number>;
+  /** The tools sent, when the strategy rewrote them (default: the call's own). */
+  tools?: ToolDef[];
 }
 
 export interface StrategyContext {
@@ -17,8 +19,8 @@ export interface StrategyContext {
 }
 
 export interface StrategyRun {
-  /** `reserved`: tokens of the request outside the messages (tool schemas). */
-  stage(raw: ChatMessage[], reserved: number): StagedView | Promise<StagedView>;
+  /** `reserved`: tokens of the request outside the messages (tool schemas); `tools`: the call's tools. */
+  stage(raw: ChatMessage[], reserved: number, tools?: ToolDef[]): StagedView | Promise<StagedView>;
 }
 
 export interface Strategy {

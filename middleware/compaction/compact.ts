@@ -25,6 +25,7 @@ import {
   type DigestEntry,
 } from './digest.ts';
 import { constraintLines, keptList, KEPT_SEP, missingFrom, occursIn, shownText, verbatimSet } from './verbatim.ts';
+import { defineSlot } from '../session/stage-state.ts';
 
 export const DEFAULT_HIGH = 0.8;
 export const DEFAULT_LOW = 0.5;
@@ -91,6 +92,9 @@ export interface CompactionState {
   /** Prompt tokens at the last refusal; no retry until the prompt grows past it. */
   refusedAt?: number;
 }
+
+/** Compaction's part of the session state (stage `compaction`). */
+export const COMPACTION_SLOT = defineSlot<CompactionState>('compaction', 1);
 
 export interface CompactionResult {
   messages: ChatMessage[];

@@ -1,12 +1,14 @@
 // Pipeline stage `compaction`: watermark-triggered batch compaction and byte-identical re-send
 // of the compacted prefix (see compact.ts). Per-model budget M* and settings are bound when the
-// stage is created; the artifact store is scoped by the request's tenant. State under
-// SessionState.ledger.compaction; after a compaction the stabiliser forgets originals below it.
-import type { Stage } from '../stage.ts';
+// stage is created; the artifact store is scoped by the request's tenant. State: COMPACTION_SLOT;
+// reads the ledger's and the stabiliser's parts, and after a compaction makes the stabiliser
+// forget its originals below the new watermark. Outcomes and tokens saved count as metrics.
 import type { ArtifactStore } from '../artifacts/store.ts';
-import type { LedgerBundle } from '../ledger/chain.ts';
-import { forgetBelow } from '../stabilise/stabilise.ts';
-import { compactMessages, type CompactionOptions } from './compact.ts';
+import { LEDGER_SLOT } from '../ledger/types.ts';
+import { clearSlot, readSlot, writeSlot } from '../session/stage-state.ts';
+import { forgetBelow, STABILISE_SLOT } from '../stabilise/stabilise.ts';
+import type { Stage } from '../stage.ts';
+import { COMPACTION_SLOT, compactMessages, type CompactionOptions } from './compact.ts';
 
 export const COMPACTION_STAGE = 'compaction';
 
@@ -16,22 +18,31 @@ export interface CompactionStageOptions
 }
 
 export function createCompactionStage(opts: CompactionStageOptions): Stage {
+  const { artifacts: store, ...settings } = opts;
   return {
     name: COMPACTION_STAGE,
+    settings,
+    metrics: [
+      {
+        actions: ['compacted', 'compacted_above_low', 'refused', 'reset'],
+        counter: 'compactions',
+        tokensSaved: true,
+      },
+    ],
     async run(view, ctx) {
-      const bundle = (view.session.ledger ?? {}) as LedgerBundle;
-      const store = opts.artifacts;
-      const r = await compactMessages(view.body.messages, bundle.compaction, {
-        ...opts,
+      const session = view.session;
+      const stab = readSlot(session, STABILISE_SLOT);
+      const r = await compactMessages(view.body.messages, readSlot(session, COMPACTION_SLOT), {
+        ...settings,
         countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
-        ledger: bundle.observations,
+        ledger: readSlot(session, LEDGER_SLOT),
         // The stabiliser's per-index hashes are the agent's own messages: the prefix binds to them.
-        rawHashes: bundle.stabilise?.a,
+        rawHashes: stab?.a,
         artifacts: store ? { put: (c) => store.put(ctx.tenant, c), get: (h) => store.get(ctx.tenant, h) } : undefined,
       });
-      const next: LedgerBundle = { ...bundle, compaction: r.state };
-      if (r.compacted && next.stabilise) next.stabilise = forgetBelow(next.stabilise, r.compacted.watermark);
-      view.session.ledger = next as Record<string, unknown>;
+      if (r.state) writeSlot(session, COMPACTION_SLOT, r.state);
+      else clearSlot(session, COMPACTION_SLOT);
+      if (r.compacted && stab) writeSlot(session, STABILISE_SLOT, forgetBelow(stab, r.compacted.watermark));
       const changed = r.messages !== view.body.messages;
       return { view: changed ? { ...view, body: { ...view.body, messages: r.messages } } : view, receipts: r.receipts };
     },

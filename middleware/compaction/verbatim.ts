@@ -1,6 +1,6 @@
 // The verbatim set V of a text (docs/architecture.md, "Compaction"): what no compression may drop. ONE definition, used
 // by compaction (refuses an eviction that loses an item), `bench strategies` (verbatim
-// retention over the raw history) and replay-check. Deliberately narrow so it is satisfiable:
+// retention over the raw history). Deliberately narrow so it is satisfiable:
 //   - file paths with a known extension, and `path:line` references (`src/x.py:42`);
 //   - `line N` of Python tracebacks;
 //   - error codes (`TS2345`, `E0425`, `W605`, `errno 2`) and commit-like hex hashes (7–64);

@@ -1,6 +1,7 @@
-// Bounded per-session ring of the last diagnostics, kept in the session state's layout part so
+// Bounded per-session ring of the last diagnostics, kept in the session state (its own part) so
 // every replica (Redis store) sees the same history. O(1) amortised per call.
 import type { PrefixDiagnostics } from '../types.ts';
+import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { SessionState } from '../session/store.ts';
 
 export const BREAK_RING_SIZE = 100;
@@ -12,15 +13,15 @@ export interface BreakRecord extends PrefixDiagnostics {
   messages: number;
 }
 
+export const BREAKS_SLOT = defineSlot<BreakRecord[]>('breaks', 1);
+
 export function pushBreak(state: SessionState, rec: BreakRecord, size: number = BREAK_RING_SIZE): void {
-  const layout = (state.layout ??= {});
-  const ring = Array.isArray(layout.breaks) ? (layout.breaks as BreakRecord[]) : [];
+  const ring = readSlot(state, BREAKS_SLOT) ?? [];
   ring.push(rec);
   if (ring.length > size) ring.splice(0, ring.length - size);
-  layout.breaks = ring;
+  writeSlot(state, BREAKS_SLOT, ring);
 }
 
 export function readBreaks(state: SessionState | undefined): BreakRecord[] {
-  const ring = state?.layout?.breaks;
-  return Array.isArray(ring) ? (ring as BreakRecord[]) : [];
+  return (state && readSlot(state, BREAKS_SLOT)) ?? [];
 }

@@ -2,23 +2,27 @@
 // key order in every JSON object of the tools, of response_format, and of tool-call arguments
 // (re-serialised only when they parse as JSON and their key order actually differs), so identical
 // meaning renders byte-identically on every call. O(tools + arguments size) per call.
+import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, Receipt, ToolDef } from '../types.ts';
 import { applyFirstSeenList, applyFirstSeenOrder, sameSerialisation, type KeyTree } from './first-seen-order.ts';
 
 export const CANONICAL_STAGE = 'canonical_tools';
 
-interface CanonState {
+export interface CanonState {
   tools: string[];
   trees: Record<string, KeyTree>;
 }
+
+/** The session's first-seen orders (mutated in place as new tools and keys are seen). */
+export const CANON_SLOT = defineSlot<CanonState>(CANONICAL_STAGE, 1);
 
 const toolName = (t: ToolDef): string => t.function?.name ?? JSON.stringify(t);
 
 export function canonicaliseTools(view: RequestView, ctx: StageContext): StageResult {
   void ctx;
-  const layout = (view.session.layout ??= {});
-  const state = ((layout.canon as CanonState | undefined) ??= { tools: [], trees: {} });
+  let state = readSlot(view.session, CANON_SLOT);
+  if (!state) writeSlot(view.session, CANON_SLOT, (state = { tools: [], trees: {} }));
   const receipts: Receipt[] = [];
   let body = view.body;
 

@@ -1,7 +1,7 @@
 // One derived session per conversation (layout step 1, after session-id.ts). A derived id is the
 // base id (root + task) until the conversation takes its first assistant turn; from then on the
 // first conversation to continue the base CLAIMS it (its fork id, which hashes its first turn, is
-// recorded in the base's state as `layout.turn`) and keeps the base id for the rest of its run, so an agent that
+// recorded in the base's state, TURN_SLOT) and keeps the base id for the rest of its run, so an agent that
 // sends no session header sees one session id from its first call to its last. A conversation
 // whose first turn differs from the claim (a parallel agent on the same task: a true fork) gets
 // the fork id session-id.ts derives, seeded with call 1's state.
@@ -14,8 +14,14 @@
 // the one whose turn is not recorded moves to its fork (one break). Store cost per call: one get;
 // two on a fork's calls and on call 1 of a claimed base; one more put, once, when a base is
 // claimed. Claims are per tenant, as every session key.
+import { defineSlot, readSlot } from '../session/stage-state.ts';
 import type { SessionState, SessionStore } from '../session/store.ts';
 import type { SessionIdentity } from './session-id.ts';
+
+/** The session's parts of the state: the non-root messages its call 1 led with (a seed is only
+ * taken by a request that led with the same), and the fork id of the conversation that claimed it. */
+export const LEAD_SLOT = defineSlot<string>('fork_lead', 1);
+export const TURN_SLOT = defineSlot<string>('claimed_turn', 1);
 
 /** Suffix of the state id that keeps a claimed base's call-1 state. */
 export const SEED_SUFFIX = '~1';
@@ -28,14 +34,14 @@ export interface ResolvedSession {
   loaded?: SessionState;
   /** State id whose in-process call (token ids, render memo) this request continues. */
   localFrom: string;
-  /** Set when this request claims the base: record it in the state (`layout.turn`). */
+  /** Set when this request claims the base: record it in the state (TURN_SLOT). */
   claim?: string;
   /** Set with `claim` when the base's call-1 state was kept under this seed id. */
   seedId?: string;
 }
 
-const turnOf = (s: SessionState | undefined): string | undefined => s?.layout?.turn as string | undefined;
-const leadOf = (s: SessionState | undefined): string | undefined => s?.layout?.lead as string | undefined;
+const turnOf = (s: SessionState | undefined): string | undefined => (s ? readSlot(s, TURN_SLOT) : undefined);
+const leadOf = (s: SessionState | undefined): string | undefined => (s ? readSlot(s, LEAD_SLOT) : undefined);
 
 /**
  * Which session a request belongs to. `hasLocal(stateId)`: whether this process served that

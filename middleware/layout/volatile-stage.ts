@@ -13,6 +13,7 @@
 // Byte for byte: a line either stays as sent, stays with whole spans replaced by the placeholder,
 // or is removed whole; the note carries every affected line as sent. O(root length) per call;
 // the state holds hashes only (line, its runs), never prompt text.
+import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
 import {
@@ -30,13 +31,15 @@ import { relocateToolVolatility } from './volatile-tools.ts';
 export const VOLATILE_STAGE = 'volatile';
 export const VOLATILE_NOTE_HEADER = '[ctxgate] moved from the system prompt (volatile, changes between calls):';
 
-interface VolatileState {
-  v: 3;
+export interface VolatileState {
   /** line key → hash of the line, then a short hash per value run (previous call). */
   prev: Record<string, string[]>;
   /** line key → indices of value runs seen changing (-1: the whole line). */
   learned: Record<string, number[]>;
 }
+
+/** The root's part of the volatile stage's state; version 3: line keys by shape and rank, run hashes. */
+export const VOLATILE_SLOT = defineSlot<VolatileState>(VOLATILE_STAGE, 3);
 
 const EAGER_WHY = 'looks volatile (eager mode)';
 
@@ -64,9 +67,7 @@ function withTexts(m: ChatMessage, texts: string[]): ChatMessage {
 }
 
 export function relocateVolatile(view: RequestView, ctx: StageContext): StageResult {
-  const layout = (view.session.layout ??= {});
-  const old = layout.volatile as Partial<VolatileState> | undefined;
-  const state: VolatileState = old?.v === 3 ? (old as VolatileState) : { v: 3, prev: {}, learned: {} };
+  const state = readSlot(view.session, VOLATILE_SLOT) ?? { prev: {}, learned: {} };
   const eager = ctx.transforms?.[VOLATILE_STAGE] === 'eager';
   const prev = ctx.newSession ? {} : state.prev;
   const learned: Record<string, number[]> = ctx.newSession ? {} : { ...state.learned };
@@ -124,7 +125,7 @@ export function relocateVolatile(view: RequestView, ctx: StageContext): StageRes
     edits.get(at)!.set(li, decision);
   }
   pruneLearned(learned, nextPrev);
-  layout.volatile = { v: 3, prev: nextPrev, learned } satisfies VolatileState;
+  writeSlot(view.session, VOLATILE_SLOT, { prev: nextPrev, learned });
   // A conversation's opening call (no assistant turn yet) is an agent's first call even when an
   // identical opening shares this session (parallel agents fork later): it passes unchanged,
   // learning only. With eager, only its eager label lines move.

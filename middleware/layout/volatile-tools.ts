@@ -9,6 +9,7 @@
 // to be callable), and values that are the tool's contract (`name`, `enum`, `const`, `default`,
 // `pattern`, property names) are never touched: a change there is a tools change (diagnosed).
 // O(size of the tool definitions) per call; the state holds hashes only.
+import { clearSlot, defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, StageContext, StageResult } from '../stage.ts';
 import { escapeFrame } from '../redaction/framing.ts';
 import type { Receipt, ToolDef } from '../types.ts';
@@ -18,9 +19,8 @@ import { changingSpans, withPlaceholders, type Span } from './volatile-spans.ts'
 /** Keys whose string values are prose for the model, never part of the call contract. */
 const PROSE_KEYS = new Set(['description', 'title']);
 
-interface ToolsVolatility extends LearnState {
-  v: 1;
-}
+/** The tool definitions' part of the volatile stage's state. */
+export const VOLATILE_TOOLS_SLOT = defineSlot<LearnState>('volatile_tools', 1);
 
 export const toolNoteHeader = (name: string): string =>
   `[ctxgate] moved from the definition of tool ${JSON.stringify(name)} (volatile, changes between calls):`;
@@ -57,15 +57,14 @@ function trimmed(line: string): Span {
 }
 
 export function relocateToolVolatility(view: RequestView, ctx: StageContext): StageResult {
-  const layout = (view.session.layout ??= {});
-  const old = layout.volatileTools as Partial<ToolsVolatility> | undefined;
+  const old = ctx.newSession ? undefined : readSlot(view.session, VOLATILE_TOOLS_SLOT);
   const tools = view.body.tools;
   if (!Array.isArray(tools) || tools.length === 0) {
-    if (old) delete layout.volatileTools;
+    clearSlot(view.session, VOLATILE_TOOLS_SLOT);
     return { view, receipts: [] };
   }
-  const prev = ctx.newSession || old?.v !== 1 ? {} : (old.prev ?? {});
-  const learned: LearnState['learned'] = ctx.newSession || old?.v !== 1 ? {} : { ...(old.learned ?? {}) };
+  const prev = old?.prev ?? {};
+  const learned: LearnState['learned'] = { ...(old?.learned ?? {}) };
   const next: LearnState['prev'] = {};
   // A conversation's opening call (no assistant turn yet) passes unchanged: it only learns.
   const opening = !view.body.messages.some((m) => m.role === 'assistant');
@@ -116,7 +115,7 @@ export function relocateToolVolatility(view: RequestView, ctx: StageContext): St
     }
   });
   pruneLearned(learned, next);
-  layout.volatileTools = { v: 1, prev: next, learned } satisfies ToolsVolatility;
+  writeSlot(view.session, VOLATILE_TOOLS_SLOT, { prev: next, learned });
   if (notes.length === 0) return { view, receipts: [] };
   return {
     view: { ...view, body: { ...view.body, tools: out }, notes: [...view.notes, ...notes] },

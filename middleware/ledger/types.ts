@@ -1,6 +1,7 @@
 // Shapes of the observation ledger: what a tool call read and wrote, the observations bound to
 // those sources, and the tombstones and evictions ctxgate emitted. All JSON-serialisable: the
-// state lives under SessionState.ledger.observations.
+// state is the `ledger` stage's part of the session state (LEDGER_SLOT).
+import { defineSlot } from '../session/stage-state.ts';
 
 /** How a call touched a source. `list` (ls/find) goes stale only on structural writes under the
  * dir (create/delete/move); `search` (grep -r, git status/diff) on any write under it. */
@@ -112,3 +113,6 @@ export function emptyLedger(): LedgerState {
     open: {},
   };
 }
+
+/** The ledger's part of the session state (stage `ledger`; also written by the invalidate route). */
+export const LEDGER_SLOT = defineSlot<LedgerState>('ledger', 1);

@@ -4,9 +4,10 @@
 // tombstone at the leaf. Tenant-scoped: the caller's tenant namespaces the store lookup.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from '../errors.ts';
-import type { LedgerBundle } from '../ledger/chain.ts';
 import { invalidate } from '../ledger/ledger.ts';
+import { LEDGER_SLOT } from '../ledger/types.ts';
 import { fileUri } from '../ledger/uri.ts';
+import { readSlot, writeSlot } from '../session/stage-state.ts';
 import type { SessionStore } from '../session/store.ts';
 
 export const MAX_URI_CHARS = 2048;
@@ -45,13 +46,10 @@ export async function registerInvalidateRoutes(app: FastifyInstance, deps: Inval
         return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
       const uri = normaliseUri(body.uri);
       const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
-      const bundle = (state.ledger ?? {}) as LedgerBundle;
-      const observations = invalidate(bundle.observations, uri, reason);
-      await deps.store.put({
-        ...state,
-        ledger: { ...bundle, observations } as Record<string, unknown>,
-        updatedAt: Date.now(),
-      });
+      const observations = invalidate(readSlot(state, LEDGER_SLOT), uri, reason);
+      writeSlot(state, LEDGER_SLOT, observations);
+      state.updatedAt = Date.now();
+      await deps.store.put(state);
       return reply
         .code(202)
         .send({ object: 'session.invalidation', session: state.sessionId, uri, pending: observations.pending.length });

@@ -1,8 +1,15 @@
 // Session store contract: one interface, memory and Redis implementations. Keys are always
 // namespaced by tenant, so one tenant can never read another's state even with a guessed id.
-// State is a JSON document; each middleware part owns one sub-object of it.
+// State is a JSON document; each stage owns one versioned part of it (stage-state.ts).
 
-export const SESSION_SCHEMA_VERSION = 1;
+/** 2: per-stage parts under `stages` (1 had untyped `layout` and `ledger` records). */
+export const SESSION_SCHEMA_VERSION = 2;
+
+/** How a stage's part is stored: the version it was written with, and the part itself (JSON). */
+export interface StageStateEntry {
+  v: number;
+  s: unknown;
+}
 
 export interface SessionState {
   schema: number;
@@ -14,10 +21,9 @@ export interface SessionState {
   /** Calls seen so far (the ledger watermark for resumes). */
   calls: number;
   updatedAt: number;
-  /** Layout part (segmentation, volatile relocation, canonical tools, last rendered call). */
-  layout?: Record<string, unknown>;
-  /** Ledger/invalidation/compaction part. */
-  ledger?: Record<string, unknown>;
+  /** Stage name (or the pipeline's own part) → its versioned part; read and written only
+   * through the typed slots of stage-state.ts. */
+  stages?: Record<string, StageStateEntry>;
   /** sha256 over the canonical JSON of everything above; set and verified by stores that serialise (Redis), not by the in-process memory store. */
   checksum?: string;
 }

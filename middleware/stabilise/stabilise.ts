@@ -12,6 +12,7 @@ import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
 import { createHash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
+import { defineSlot } from '../session/stage-state.ts';
 
 export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
 
@@ -31,6 +32,9 @@ export interface StabiliseState {
   orig: Record<string, ChatMessage['content']>;
   bytes: number;
 }
+
+/** The stabiliser's part of the session state (stage `stabilise`). */
+export const STABILISE_SLOT = defineSlot<StabiliseState>('stabilise', 1);
 
 export interface StabiliseOptions {
   /** `false`: never defer (edits pass through); hashes are still tracked for receipts. */

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { chainStages } from '../../gateway/assemble.ts';
 import { parseRequestStream } from '../../loadtest/formats/request-stream.ts';
 import { rng } from '../../loadtest/sim-worker/generate.ts';
 import { argumentsFor, toolKind, type JsonSchema } from '../../loadtest/sim-worker/tool-args.ts';
@@ -37,7 +36,7 @@ describe('captured real-agent request streams', () => {
             model: 'qwen3-coder',
             tokenizer: 'qwen3',
             store: new MemorySessionStore(),
-            extraStages: chainStages({ budget_tokens: budget }),
+            budgetTokens: budget,
           });
         const a = make();
         const b = make();

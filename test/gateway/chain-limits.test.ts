@@ -1,14 +1,24 @@
-// limits.max_tool_output_bytes reaches the context chain: the stabilise stage built by
-// chainStages keeps no tool output longer than the cap in session state (and keeps shorter ones).
+// limits.max_tool_output_bytes reaches the context chain: the stabilise stage of the chain a
+// config maps to keeps no tool output longer than the cap in session state (and keeps shorter ones).
 import { describe, expect, it } from 'vitest';
-import { chainStages, tenantCount } from '../../gateway/assemble.ts';
+import { chainSpecOf, tenantCount } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
+import { contextStages } from '../../middleware/chain.ts';
+import { freshSessionState } from '../../middleware/session/fresh-state.ts';
+import { readSlot } from '../../middleware/session/stage-state.ts';
 import type { RequestView, StageContext } from '../../middleware/stage.ts';
-import type { StabiliseState } from '../../middleware/stabilise/stabilise.ts';
+import { STABILISE_SLOT, type StabiliseState } from '../../middleware/stabilise/stabilise.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 
 async function storedOriginals(maxToolOutputBytes: number | undefined, outputs: string[]): Promise<StabiliseState> {
-  const [stabilise] = chainStages({}, undefined, { maxToolOutputBytes });
+  const config = parseConfig(
+    {
+      ...(maxToolOutputBytes ? { limits: { max_tool_output_bytes: maxToolOutputBytes } } : {}),
+      models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }],
+    },
+    't',
+  );
+  const stabilise = contextStages(chainSpecOf(config.models[0], config)).find((s) => s.name === 'stabilise')!;
   const messages: ChatMessage[] = [{ role: 'user', content: 'task' }];
   outputs.forEach((o, i) => {
     messages.push({
@@ -19,12 +29,13 @@ async function storedOriginals(maxToolOutputBytes: number | undefined, outputs: 
     messages.push({ role: 'tool', tool_call_id: `c${i}`, content: o });
   });
   // The stabilise stage reads only the messages and the session (no tokenizer, no segments).
-  const view = { body: { model: 'm', messages }, session: {}, notes: [] } as unknown as RequestView;
+  const session = freshSessionState('t', 's', 'm', { model: 'm', messages });
+  const view = { body: { model: 'm', messages }, session, notes: [] } as unknown as RequestView;
   const r = await stabilise.run(view, {} as StageContext);
-  return (r.view.session.ledger as { stabilise: StabiliseState }).stabilise;
+  return readSlot(r.view.session, STABILISE_SLOT)!;
 }
 
-describe('chainStages limits', () => {
+describe('chain limits', () => {
   it('keeps no stored tool output over limits.max_tool_output_bytes', async () => {
     const capped = await storedOriginals(1000, ['x'.repeat(5000), 'short output']);
     expect(Object.values(capped.orig)).toEqual(['short output']);

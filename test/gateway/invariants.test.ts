@@ -3,7 +3,6 @@
 // the first call, instruction lines losing spans, a one-line dated root emptied, indentation
 // lost, a hard eviction with no budget. Checked with the project's lossless checker.
 import { describe, expect, it } from 'vitest';
-import { chainStages } from '../../gateway/assemble.ts';
 import { createLosslessTracker, type LosslessReport } from '../../middleware/lossless/check.ts';
 import { VOLATILE_PLACEHOLDER } from '../../middleware/lossless/placeholder.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
@@ -16,7 +15,7 @@ function session(opts: { budget?: number; transforms?: Transforms } = {}) {
     model: 'm',
     tokenizer: 'qwen3',
     transforms: opts.transforms,
-    extraStages: chainStages({ budget_tokens: opts.budget }),
+    budgetTokens: opts.budget,
   });
   const t = createLosslessTracker();
   let n = 0;

@@ -6,7 +6,6 @@
 // first call, and the chain is deterministic (two pipelines, same bodies).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chainStages } from '../../gateway/assemble.ts';
 import { createLosslessTracker } from '../../middleware/lossless/check.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
@@ -121,7 +120,7 @@ describe('lossless chain (property test over the served stages)', () => {
             model: 'm',
             tokenizer: 'cl100k_base',
             store: new MemorySessionStore(),
-            extraStages: chainStages({ budget_tokens: s.budget }),
+            budgetTokens: s.budget,
           });
         const a = make();
         const b = make();

@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import { Piscina, type PiscinaTask } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chainStages, startAssembledGateway } from '../../gateway/assemble.ts';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { FairTaskQueue } from '../../gateway/workers-pool/fair-queue.ts';
 import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
@@ -41,7 +41,7 @@ describe('render pool', () => {
       },
     };
     const mk = (offload?: RenderOffload) =>
-      createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', extraStages: chainStages({}), offload });
+      createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', offload });
     const inline = mk();
     const offl = mk(counting);
     const messages: ChatMessage[] = [

@@ -2,7 +2,6 @@
 // pipeline's engine-exact prompt ids) and the reference worker's, with DeepSeek's tools template.
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { chainStages } from '../../gateway/assemble.ts';
 import { applyProfile } from '../../loadtest/profiles/index.ts';
 import { chatTemplateFor, DEFAULT_CHAT_TEMPLATES } from '../../loadtest/replay/chat-template.ts';
 import { loadWorkerTokenizer, type ChatMessage } from '../../loadtest/sim-worker/tokenize.ts';
@@ -38,7 +37,6 @@ describe('bench replay --chat-template', () => {
           tokenizer: 'deepseek_v3',
           chatTemplateFile: tpl,
           layout,
-          extraStages: layout === 'ctxgate' ? chainStages({}) : [],
         });
         for (const [i, c] of s.calls.entries()) {
           const ctx = { tenant: 't', requestId: `${s.id}-${i}`, headers: {}, model: 'm' };

@@ -2,10 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
-import { createStabiliseStage } from '../../middleware/stabilise/stage.ts';
-import { createLedgerStage } from '../../middleware/ledger/stage.ts';
-import { createCompactionStage } from '../../middleware/compaction/stage.ts';
-import type { LedgerBundle } from '../../middleware/ledger/chain.ts';
+import { COMPACTION_SLOT } from '../../middleware/compaction/compact.ts';
+import { readSlot } from '../../middleware/session/stage-state.ts';
 import { buildSession, codeLines, elideLastN, requestsOf, type Step } from './helpers/session-gen.ts';
 
 describe('stages in the real pipeline', () => {
@@ -16,11 +14,8 @@ describe('stages in the real pipeline', () => {
       model: 'm',
       tokenizer: 'cl100k_base',
       store,
-      extraStages: [
-        createStabiliseStage(),
-        createLedgerStage({ eviction: false }),
-        createCompactionStage({ budgetTokens: 2500, artifacts }),
-      ],
+      budgetTokens: 2500,
+      artifacts,
     });
     const steps: Step[] = Array.from({ length: 24 }, (_, k) =>
       k % 6 === 3
@@ -47,10 +42,10 @@ describe('stages in the real pipeline', () => {
       expect(causes[k], `call ${k}: ${actions[k].join(',')}`).toBe('none');
     }
     const st = await store.get('T', 's');
-    const bundle = st!.ledger as LedgerBundle;
-    expect(bundle.compaction?.n).toBeGreaterThan(0);
-    expect(Object.keys(bundle.compaction!.checkpoint!.artifacts).length).toBeGreaterThan(0);
-    const h = Object.values(bundle.compaction!.checkpoint!.artifacts)[0];
+    const compaction = readSlot(st!, COMPACTION_SLOT);
+    expect(compaction?.n).toBeGreaterThan(0);
+    expect(Object.keys(compaction!.checkpoint!.artifacts).length).toBeGreaterThan(0);
+    const h = Object.values(compaction!.checkpoint!.artifacts)[0];
     expect(await artifacts.get('T', h)).toContain('<returncode>');
   });
 });

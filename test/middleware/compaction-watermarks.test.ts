@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runContextChain, type LedgerBundle } from '../../middleware/ledger/chain.ts';
+import { runPureChain, type PureChainState } from './helpers/pure-chain.ts';
 import { approxTokens, messageText, messageTokens } from '../../middleware/ledger/message-text.ts';
 import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
 import type { ChatMessage, Receipt } from '../../middleware/types.ts';
@@ -46,13 +46,13 @@ function steps(n: number): Step[] {
 
 const TASK = 'Fix the failing auth test.\nDo not modify tests.\nYou must keep the public API unchanged.';
 
-async function replay(reqs: ChatMessage[][], extra: Partial<Parameters<typeof runContextChain>[2]> = {}) {
-  let st: LedgerBundle | undefined;
+async function replay(reqs: ChatMessage[][], extra: Partial<Parameters<typeof runPureChain>[2]> = {}) {
+  let st: PureChainState | undefined;
   const outs: ChatMessage[][] = [];
   const rs: Receipt[][] = [];
   const artifacts = new MemoryArtifactStore();
   for (const req of reqs) {
-    const r = await runContextChain(req, st, {
+    const r = await runPureChain(req, st, {
       ledger: { eviction: false },
       compaction: {
         budgetTokens: M,
@@ -60,7 +60,7 @@ async function replay(reqs: ChatMessage[][], extra: Partial<Parameters<typeof ru
       },
       ...extra,
     });
-    st = JSON.parse(JSON.stringify(r.state)) as LedgerBundle;
+    st = JSON.parse(JSON.stringify(r.state)) as PureChainState;
     outs.push(r.messages);
     rs.push(r.receipts);
   }

@@ -4,7 +4,8 @@ import { registerInvalidateRoutes } from '../../middleware/routes/invalidate.ts'
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { SESSION_SCHEMA_VERSION } from '../../middleware/session/store.ts';
 import { applyLedger } from '../../middleware/ledger/ledger.ts';
-import type { LedgerBundle } from '../../middleware/ledger/chain.ts';
+import { LEDGER_SLOT } from '../../middleware/ledger/types.ts';
+import { readSlot } from '../../middleware/session/stage-state.ts';
 import { buildSession, requestsOf } from './helpers/session-gen.ts';
 
 describe('POST /v1/gateway/sessions/:id/invalidate', () => {
@@ -37,7 +38,7 @@ describe('POST /v1/gateway/sessions/:id/invalidate', () => {
       rootHash: 'h',
       calls: 2,
       updatedAt: 1,
-      ledger: { observations: r1.state } as Record<string, unknown>,
+      stages: { [LEDGER_SLOT.key]: { v: LEDGER_SLOT.version, s: r1.state } },
     });
     const post = (key: string, body: unknown) =>
       fetch(`${base}/v1/gateway/sessions/s1/invalidate`, {
@@ -52,7 +53,7 @@ describe('POST /v1/gateway/sessions/:id/invalidate', () => {
     expect(ok.status).toBe(202);
     expect(await ok.json()).toMatchObject({ uri: 'file://src/cfg.yaml', pending: 1 });
     const st = await store.get('tenant-a', 's1');
-    const r2 = applyLedger(reqs[2], (st!.ledger as LedgerBundle).observations, { eviction: false });
+    const r2 = applyLedger(reqs[2], readSlot(st!, LEDGER_SLOT), { eviction: false });
     expect(r2.state.tombstones.map((t) => t.text)).toEqual([
       '[ctxgate] the read of src/cfg.yaml at call 1 is stale: changed outside the session (file watcher) — re-read before relying on it',
     ]);

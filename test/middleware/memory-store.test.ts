@@ -10,7 +10,7 @@ const state = (tenant: string, id: string, pad = ''): SessionState => ({
   rootHash: 'r',
   calls: 1,
   updatedAt: 1,
-  layout: { pad },
+  stages: { pad: { v: 1, s: pad } },
 });
 
 describe('MemorySessionStore', () => {
@@ -19,10 +19,10 @@ describe('MemorySessionStore', () => {
     const st = { ...state('A', 's1'), checksum: 'stale' };
     await s.put(st);
     st.calls = 99;
-    (st.layout as { pad: string }).pad = 'changed';
+    st.stages!.pad.s = 'changed';
     const got = await s.get('A', 's1');
     expect(got?.calls).toBe(1);
-    expect(got?.layout).toEqual({ pad: '' });
+    expect(got?.stages).toEqual({ pad: { v: 1, s: '' } });
     expect(got?.checksum).toBeUndefined();
     got!.calls = 7;
     expect((await s.get('A', 's1'))?.calls).toBe(1);

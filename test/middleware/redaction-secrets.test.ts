@@ -2,12 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { escapeFrame, frameNote } from '../../middleware/redaction/framing.ts';
 import { looksSecret, redact } from '../../middleware/redaction/redact.ts';
-import { runContextChain } from '../../middleware/ledger/chain.ts';
+import { runPureChain } from './helpers/pure-chain.ts';
 import { MemoryArtifactStore, FsArtifactStore } from '../../middleware/artifacts/store.ts';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LedgerBundle } from '../../middleware/ledger/chain.ts';
+import type { PureChainState } from './helpers/pure-chain.ts';
 import { buildSession, codeLines, elideLastN, requestsOf } from './helpers/session-gen.ts';
 
 const SECRETS: Record<string, string> = {
@@ -178,10 +178,10 @@ describe('redaction', () => {
     const fsDir = mkdtempSync(join(tmpdir(), 'ctxgate-art-'));
     const fsStore = new FsArtifactStore(fsDir);
     const stored: string[] = [];
-    let st: LedgerBundle | undefined;
+    let st: PureChainState | undefined;
     let compactions = 0;
     for (const req of requestsOf(msgs).map((r) => elideLastN(r, 2))) {
-      const r = await runContextChain(req, st, {
+      const r = await runPureChain(req, st, {
         compaction: {
           budgetTokens: 3000,
           artifacts: {

@@ -16,7 +16,7 @@ const state = (tenant: string, id: string, calls = 1): SessionState => ({
   rootHash: 'r'.repeat(64),
   calls,
   updatedAt: 1000 + calls,
-  ledger: { observations: { v: 1, seen: 3 }, note: 'ünïcode' },
+  stages: { ledger: { v: 1, s: { v: 1, seen: 3, note: 'ünïcode' } } },
 });
 
 async function deadPort(): Promise<number> {
@@ -80,9 +80,9 @@ describe('RedisSessionStore (real redis)', () => {
   it('refuses states over maxBytes', async () => {
     const store = new RedisSessionStore({ url, maxBytes: 200, commandTimeoutMs: 5000 });
     opened.push(store);
-    await expect(store.put({ ...state('t3', 'big'), layout: { blob: 'x'.repeat(500) } })).rejects.toBeInstanceOf(
-      StateTooLargeError,
-    );
+    await expect(
+      store.put({ ...state('t3', 'big'), stages: { blob: { v: 1, s: 'x'.repeat(500) } } }),
+    ).rejects.toBeInstanceOf(StateTooLargeError);
   });
 });
 

@@ -3,12 +3,12 @@
 // reply) forks to its own session from call 2 on, seeded with call 1's state.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { identifySession } from '../../middleware/layout/session-id.ts';
-import { createLedgerStage } from '../../middleware/ledger/stage.ts';
+import { LEDGER_SLOT } from '../../middleware/ledger/types.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import type { SessionStore } from '../../middleware/session/store.ts';
-import { createStabiliseStage } from '../../middleware/stabilise/stage.ts';
+import { readSlot } from '../../middleware/session/stage-state.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult, ToolDef } from '../../middleware/types.ts';
 import { buildSession, codeLines, requestsOf, type Step } from './helpers/session-gen.ts';
 
@@ -52,7 +52,7 @@ function agent(tag: string, files: string[]): ChatRequest[] {
 }
 
 const pipeline = (store: SessionStore = new MemorySessionStore()) =>
-  createPipeline({ model: 'm', tokenizer: 'qwen3', store, extraStages: [createStabiliseStage(), createLedgerStage()] });
+  createPipeline({ model: 'm', tokenizer: 'qwen3', store });
 
 const A = agent('a', ['src/app.py', 'src/util.py', 'tests/test_app.py', 'src/app.py', 'setup.py']);
 const B = agent('b', ['tests/test_app.py', 'src/app.py', 'README.md', 'src/models/user.py', 'src/util.py']);
@@ -119,14 +119,14 @@ describe('derived session ids: one per run, a parallel run on the same task fork
     const forkB = (await store.get('t1', r2b.sessionId))!;
     expect(claimed.calls).toBe(3);
     expect(forkB.calls).toBe(3);
-    expect(JSON.stringify(claimed.ledger)).not.toBe(JSON.stringify(forkB.ledger));
+    expect(JSON.stringify(readSlot(claimed, LEDGER_SLOT))).not.toBe(JSON.stringify(readSlot(forkB, LEDGER_SLOT)));
     // A third run starting the same task: call 1 leaves A's state alone, and its call 2 forks
     // from a call-1 seed (a system_changed break where the clock moved, not a new session).
     const C = agent('c', ['setup.py', 'src/app.py']);
-    const before = JSON.stringify((await store.get('t1', r1.sessionId))!.ledger);
+    const before = JSON.stringify(readSlot((await store.get('t1', r1.sessionId))!, LEDGER_SLOT));
     const c0 = await p.process(C[0], ctx(2));
     expect(c0.sessionId).toBe(r1.sessionId);
-    expect(JSON.stringify((await store.get('t1', r1.sessionId))!.ledger)).toBe(before);
+    expect(JSON.stringify(readSlot((await store.get('t1', r1.sessionId))!, LEDGER_SLOT))).toBe(before);
     const c1 = await p.process(C[1], ctx(3));
     expect(c1.sessionId).not.toBe(r1.sessionId);
     expect(c1.prefix?.break_cause).toBe('system_changed');

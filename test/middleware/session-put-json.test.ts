@@ -14,7 +14,7 @@ const state = (calls: number): SessionState => ({
   rootHash: 'r',
   calls,
   updatedAt: 1,
-  layout: { pad: 'x'.repeat(100) },
+  stages: { pad: { v: 1, s: 'x'.repeat(100) } },
 });
 
 describe('one JSON per put across stacked stores', () => {
@@ -25,9 +25,9 @@ describe('one JSON per put across stacked stores', () => {
     await s.put(st);
     expect(await s.get('A', 's')).toEqual(st);
     st.calls = 2;
-    (st.layout as Record<string, unknown>).pad = 'changed';
+    st.stages!.pad.s = 'changed';
     await s.put(st);
-    expect(await s.get('A', 's')).toEqual({ ...state(2), layout: { pad: 'changed' } });
+    expect(await s.get('A', 's')).toEqual({ ...state(2), stages: { pad: { v: 1, s: 'changed' } } });
     // A direct put to the memory store after a quota put of another object serialises its own state.
     const other = state(7);
     await inner.put(other);

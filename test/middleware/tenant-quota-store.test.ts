@@ -13,7 +13,7 @@ const state = (tenant: string, id: string, pad = ''): SessionState => ({
   rootHash: 'r',
   calls: 1,
   updatedAt: 1,
-  layout: { pad },
+  stages: { pad: { v: 1, s: pad } },
 });
 
 describe('TenantQuotaStore', () => {
