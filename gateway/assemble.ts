@@ -122,7 +122,7 @@ function withCapture(inner: ContextPipeline, capture: Capture): ContextPipeline 
         const body = originals.get(result);
         if (body) {
           originals.delete(result);
-          capture.record(ctx.tenant, result.sessionId, body, recordedUsage(outcome));
+          capture.record(ctx.tenant, result.sessionId, body, recordedUsage(outcome), ctx.clientBody);
         }
       }
     },

@@ -82,6 +82,9 @@ export interface PipelineContext {
   /** The tenant's prefix-cache salt: seeds the block hashes, so equal prompts of two tenants
    *  never share a chain (the worker gets it as `cache_salt`). */
   cacheSalt?: string;
+  /** The client's own body when its API is not chat (Anthropic Messages, Responses...): traffic
+   *  capture records it beside the canonical body. Never read by the stages. */
+  clientBody?: { api: string; body: unknown };
 }
 
 export interface PipelineResult {

@@ -2,7 +2,10 @@
 // session under <dir>/<tenant>/, `_meta {session, turn, tenant, time, …}` per line) so teams can
 // `ctxgate bench replay` their own traffic. Sampling is per session (a stable hash decides, so a
 // session is captured whole or not at all), total bytes are capped, secrets are redacted before
-// anything touches disk. record() never throws into the request path; O(body) per call.
+// anything touches disk. A client of another API (Anthropic Messages, OpenAI Responses) also gets
+// its own body recorded, redacted, in its API's shape as `_meta.client: {api, body}`: the line
+// stays a replayable chat request, and the exact request the agent sent is kept.
+// record() never throws into the request path; O(body) per call.
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -39,7 +42,13 @@ export interface CaptureStats {
 }
 
 export interface Capture {
-  record(tenant: string, sessionId: string, body: ChatRequest, meta?: CaptureMeta): void;
+  record(
+    tenant: string,
+    sessionId: string,
+    body: ChatRequest,
+    meta?: CaptureMeta,
+    client?: { api: string; body: unknown },
+  ): void;
   /** Waits for pending writes. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -72,6 +81,8 @@ export function createCapture(o: CaptureOptions): Capture {
       : o.redact === false
         ? (b: ChatRequest) => b
         : (b: ChatRequest) => redactDeep(b).value;
+  // The client's own body is redacted with the built-in rules unless redaction is off entirely.
+  const redactClient = o.redact === false ? (b: unknown) => b : (b: unknown) => redactDeep(b).value;
   const turns = new Map<string, number>();
   const chains = new Map<string, Promise<void>>();
   const madeDirs = new Map<string, Promise<unknown>>();
@@ -92,7 +103,7 @@ export function createCapture(o: CaptureOptions): Capture {
   return {
     pathFor,
     stats: () => ({ ...st }),
-    record(tenant, sessionId, body, meta = {}) {
+    record(tenant, sessionId, body, meta = {}, client) {
       if (closed) return;
       try {
         const sid = sessionId || NO_SESSION;
@@ -104,9 +115,9 @@ export function createCapture(o: CaptureOptions): Capture {
         const clean = redactFn(body);
         const { _meta: _drop, ...rest } = clean as ChatRequest & { _meta?: unknown };
         const turn = nextTurn(key);
-        const line =
-          JSON.stringify({ ...rest, _meta: { ...meta, session: sid, turn, tenant, time: new Date().toISOString() } }) +
-          '\n';
+        const m: CaptureMeta = { ...meta, session: sid, turn, tenant, time: new Date().toISOString() };
+        if (client) m.client = { api: client.api, body: redactClient(client.body) };
+        const line = `${JSON.stringify({ ...rest, _meta: m })}\n`;
         const bytes = Buffer.byteLength(line);
         if (st.bytes + bytes > o.maxBytes) {
           st.dropped_size++;

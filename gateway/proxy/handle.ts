@@ -108,6 +108,8 @@ export async function handleProxy(
     const cacheSalt = gw.salts.saltOf(principal.tenant);
     const headers = harnessHeaders(req.headers as Record<string, string | undefined>);
     const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers, model: ex.model, cacheSalt };
+    // Translated APIs: the client's own body rides along for capture (chat's is the canonical one).
+    if (adapter.toResponse) pctx.clientBody = { api: adapter.api, body: req.body };
     ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;

@@ -3,6 +3,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
@@ -107,5 +108,53 @@ describe('traffic capture through the gateway', () => {
     expect(s.calls).toHaveLength(3);
     expect(s.calls[2].recordedUsage?.cached_tokens).toBe(answers[2].usage!.prompt_tokens_details!.cached_tokens);
     expect(s.calls[1].body.messages).toEqual(turn(1));
+  });
+
+  it("records an Anthropic client's own body, redacted, beside the canonical chat body", async () => {
+    const client = new Anthropic({ baseURL: gw.url, apiKey: 'x', maxRetries: 0 });
+    const secret = 'AKIAIOSFODNN7EXAMPLE';
+    const body = {
+      model: 'qwen3-32b',
+      max_tokens: 5,
+      system: [
+        {
+          type: 'text' as const,
+          text: 'You are a careful coding agent.',
+          cache_control: { type: 'ephemeral' as const },
+        },
+      ],
+      messages: [
+        {
+          role: 'user' as const,
+          content: [{ type: 'text' as const, text: `deploy with aws_access_key_id=${secret}` }],
+        },
+      ],
+    };
+    await client.messages.create(body, { headers: { 'x-session-id': 'cap-anthropic' } });
+    const capture = gw.assembled.captures.get('qwen3-32b')!;
+    const file = capture.pathFor('default', 'cap-anthropic');
+    let text = '';
+    for (let i = 0; i < 200 && !text; i++) {
+      await capture.flush();
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    expect(text).not.toContain(secret);
+    const line = JSON.parse(text.trim().split('\n')[0]) as {
+      messages: ChatMessage[];
+      _meta: { client?: { api: string; body: typeof body } };
+    };
+    // The canonical chat body (replayable) ...
+    expect(line.messages[0]).toMatchObject({ role: 'system', content: 'You are a careful coding agent.' });
+    // ... and the client's own, in its API's shape: system blocks, cache_control, content blocks.
+    expect(line._meta.client?.api).toBe('anthropic-messages');
+    const original = line._meta.client!.body;
+    expect(original.system).toEqual(body.system);
+    expect(original.max_tokens).toBe(5);
+    expect(original.messages[0].content[0].type).toBe('text');
+    expect(original.messages[0].content[0].text).toMatch(/^deploy with aws_access_key_id=/);
   });
 });
