@@ -112,3 +112,17 @@ describe('tool presets', () => {
     ).toEqual([{ uri: 'file://src/a.py', effect: 'write' }]);
   });
 });
+
+describe('common file tools (Cline, Qwen Code, Cursor, the synthetic agent)', () => {
+  const fx = (tool: string, args: Record<string, unknown>): string[] =>
+    callEffects({ tool, args }).effects.map((e) => `${e.effect} ${e.uri}`);
+  it('read_file reads, write_file and edit_file without a command write', () => {
+    expect(fx('read_file', { path: 'src/a.py', start: 1, end: 20 })).toEqual(['read file://src/a.py']);
+    expect(fx('read_file', { absolute_path: '/repo/a.py' })).toEqual(['read file:///repo/a.py']);
+    expect(fx('write_file', { file_path: 'b.py', content: 'x' })).toEqual(['write file://b.py']);
+    expect(callEffects({ tool: 'write_file', args: { file_path: 'b.py' } }).effects[0].structural).toBe(true);
+    expect(fx('edit_file', { path: 'src/a.py', old: 'a', new: 'b' })).toEqual(['write file://src/a.py']);
+    // edit_file with a command is the str_replace_editor shape, as before
+    expect(fx('edit_file', { command: 'view', path: 'src/a.py' })).toEqual(['read file://src/a.py']);
+  });
+});
