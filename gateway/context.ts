@@ -12,7 +12,7 @@ import type { RequestRecords } from './request-records.ts';
 import type { Lifecycle, ShutdownHook } from './shutdown.ts';
 import type { CacheSalts } from './tenancy/cache-salt.ts';
 import type { Tracing } from './telemetry/tracing.ts';
-import type { TenantConcurrency } from './limits/tenant-concurrency.ts';
+import type { TenantSlots } from './limits/tenant-concurrency.ts';
 import type { Fleet } from './upstream/fleet.ts';
 import type { UsageEvent } from './usage-event.ts';
 
@@ -48,7 +48,7 @@ export interface GatewayContext {
   /** Per-tenant prefix-cache salts (sent upstream as cache_salt, seeding the block hashes). */
   salts: CacheSalts;
   /** Per-tenant in-flight cap (limits.max_concurrent_per_tenant). */
-  tenantSlots: TenantConcurrency;
+  tenantSlots: TenantSlots;
   onUsage?: (ev: UsageEvent) => void;
   responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   tracing?: Tracing;

@@ -26,9 +26,12 @@ import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
 import { createCacheSalts } from './tenancy/cache-salt.ts';
+import { configuredSecret, resolveSaltSecret } from './tenancy/salt-secret.ts';
 import { ConfigError } from './config/load.ts';
 import { checkListen } from './startup-checks.ts';
-import { TenantConcurrency } from './limits/tenant-concurrency.ts';
+import { TenantConcurrency, type TenantSlots } from './limits/tenant-concurrency.ts';
+import { SharedTenantConcurrency } from './limits/tenant-concurrency-redis.ts';
+import { createLimiterRedis } from './limits/rate-limit.ts';
 
 export type { GatewayDeps } from './context.ts';
 export type { GatewayConfig, ModelConfig } from './config/schema.ts';
@@ -82,6 +85,29 @@ export interface BuiltGateway {
   close(): Promise<void>;
 }
 
+/** The per-tenant in-flight cap: counted across replicas in Redis when redis.url is set. */
+function tenantSlots(config: GatewayConfig, log: (msg: string) => void): TenantSlots {
+  const max = config.limits.max_concurrent_per_tenant;
+  const url = config.redis?.url;
+  if (max <= 0 || !url) return new TenantConcurrency(max);
+  let lastLog = 0;
+  const warn = (err: Error): void => {
+    // Redis down is expected during failover; say so at most every 10 s.
+    if (Date.now() - lastLog < 10_000) return;
+    lastLog = Date.now();
+    log(`per-tenant concurrency: redis unavailable (${err.message}); counting per replica meanwhile`);
+  };
+  const redis = createLimiterRedis(url, warn);
+  const shared = new SharedTenantConcurrency(redis, max, { onFallback: warn });
+  return {
+    acquire: (t) => shared.acquire(t),
+    close: () => {
+      shared.close();
+      redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
 export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): BuiltGateway {
   const registry = deps.registry ?? new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: !deps.registry });
@@ -98,7 +124,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     salts: createCacheSalts(config.tenancy),
-    tenantSlots: new TenantConcurrency(config.limits.max_concurrent_per_tenant),
+    tenantSlots: tenantSlots(config, (msg) => app.log.warn(msg)),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
     tracing: deps.tracing,
@@ -198,6 +224,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     config.redis?.url,
   );
   lifecycle.onShutdown(() => responses.close(), 'responses-store');
+  lifecycle.onShutdown(() => ctx.tenantSlots.close?.(), 'tenant-slots');
   // After in-flight requests, so their spans are exported too.
   if (deps.tracing) lifecycle.onShutdown(() => deps.tracing!.shutdown(), 'tracing');
   const adapters = createAdapters(responses);
@@ -247,6 +274,12 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   checkListen(config);
   const built = buildGateway(config, deps);
   try {
+    // Replicas derive one salt per tenant: a configured secret, else one shared through Redis.
+    if (!configuredSecret(config.tenancy)) {
+      const s = await resolveSaltSecret(config);
+      built.ctx.salts = createCacheSalts(config.tenancy, process.env, s.secret);
+      if (s.warning && config.auth.mode === 'keys') built.app.log.warn({ source: s.source }, s.warning);
+    }
     await built.app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
     await built.close();

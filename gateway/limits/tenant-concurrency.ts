@@ -2,7 +2,14 @@
 // queues on its own budget, not on the workers every tenant shares. O(1) per request.
 import { GatewayError } from '../../middleware/errors.ts';
 
-export class TenantConcurrency {
+/** Takes a tenant's slot (429 when at its cap); the returned function gives it back once. */
+export interface TenantSlots {
+  acquire(tenant: string): (() => void) | Promise<() => void>;
+  close?(): void;
+}
+
+/** The per-process count (shared across replicas: tenant-concurrency-redis.ts). */
+export class TenantConcurrency implements TenantSlots {
   private readonly inFlight = new Map<string, number>();
   constructor(private readonly max: number) {}
 

@@ -99,7 +99,7 @@ export async function handleProxy(
     if (!route)
       throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
     checkRequestShape(parsed.body as unknown as Record<string, unknown>, gw.config.limits.max_prompt_chars);
-    releaseSlot = gw.tenantSlots.acquire(principal.tenant);
+    releaseSlot = await gw.tenantSlots.acquire(principal.tenant);
     t = lap('validate', t);
     ex.model = route.config.name;
     ex.route = route;

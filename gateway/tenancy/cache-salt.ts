@@ -6,6 +6,7 @@
 // another's), replaces any client-supplied salt with it, and seeds its own block hashes with it, so
 // the routing index, predictions and diagnostics are per tenant too. Tenants named in one
 // `tenancy.cache_groups` entry share one salt on purpose. O(1) per request (memoised per tenant).
+// Where the secret comes from when none is configured (Redis, or this process): salt-secret.ts.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { GatewayConfig } from '../config/schema.ts';
 
@@ -23,16 +24,23 @@ export interface CacheSalts {
   mac(label: string, data: string): string;
 }
 
-export function createCacheSalts(tenancy: GatewayConfig['tenancy'], env: NodeJS.ProcessEnv = process.env): CacheSalts {
+/**
+ * `shared`: a secret every replica agrees on (salt-secret.ts: from Redis); without it and without a
+ * configured one, a secret generated in this process's memory.
+ */
+export function createCacheSalts(
+  tenancy: GatewayConfig['tenancy'],
+  env: NodeJS.ProcessEnv = process.env,
+  shared?: string,
+): CacheSalts {
   const configured = tenancy.cache_salt_secret ?? env[CACHE_SALT_SECRET_ENV];
-  // A generated secret lives only in this process's memory: nothing on disk or in Redis to steal.
-  const secret = configured && configured.length >= 16 ? configured : randomBytes(32).toString('hex');
+  const secret = configured && configured.length >= 16 ? configured : (shared ?? randomBytes(32).toString('hex'));
   const groupOf = new Map<string, string>();
   for (const g of tenancy.cache_groups) for (const t of g.tenants) groupOf.set(t, g.name);
   const memo = new Map<string, string>();
   const keys = new Map<string, Buffer>();
   return {
-    generated: secret !== configured,
+    generated: secret !== configured && secret !== shared,
     mac(label, data) {
       let k = keys.get(label);
       if (k === undefined) {
