@@ -8,6 +8,7 @@ import { RoundRobinPolicy } from './policies/round-robin.ts';
 import { SESSION_HASH_BRANCHES, SessionHashPolicy } from './policies/session-hash.ts';
 import { SGLANG_BRANCHES, SglangCacheAwarePolicy } from './policies/sglang-cache-aware.ts';
 import { SMG_BRANCHES, SmgCacheAwarePolicy } from './policies/smg-cache-aware.ts';
+import { PolicyOptionError } from './policy-options.ts';
 import type { Policy, PolicyOptions } from './types.ts';
 
 type Factory = (opts: PolicyOptions) => Policy;
@@ -48,3 +49,38 @@ export function createPolicy(name: string, opts: PolicyOptions = {}): Policy {
   if (!f) throw new Error(`unknown routing policy '${name}' (known: ${Object.keys(FACTORIES).join(', ')})`);
   return f(opts);
 }
+
+/**
+ * The first problem with a policy's options, or undefined. The policy is built once over them
+ * (construction is cheap and has no side effects), recording which options it reads: a value it
+ * rejects names its option, and a key of `configKeys` it never reads is no option of that policy.
+ */
+export function checkPolicyOptions(
+  name: string,
+  opts: PolicyOptions,
+  configKeys: readonly string[],
+): { key: string; message: string } | undefined {
+  const read = new Set<string>();
+  const recorded = new Proxy(opts, {
+    get(target, k) {
+      if (typeof k === 'string') read.add(k);
+      return Reflect.get(target, k);
+    },
+  });
+  try {
+    createPolicy(name, recorded);
+  } catch (err) {
+    if (err instanceof PolicyOptionError) return { key: err.key, message: err.detail };
+    return { key: '', message: (err as Error).message };
+  }
+  const unknown = configKeys.find((k) => !read.has(k));
+  if (unknown === undefined) return undefined;
+  const known = [...read].filter((k) => !GATEWAY_SET_OPTIONS.has(k)).sort();
+  return {
+    key: unknown,
+    message: `not an option of policy '${name}' (${known.length ? `known: ${known.join(', ')}` : 'it takes none'})`,
+  };
+}
+
+/** Options the gateway sets itself (from the model config and its KV events), not listed as known. */
+const GATEWAY_SET_OPTIONS = new Set(['kv_index', 'index_stride']);

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
+import { checkPolicyOptions, POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
 import { AuthSchema, ConfigSchema, type GatewayConfig } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -75,6 +75,17 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
     names.add(m.name);
     if (!policies.includes(m.policy))
       fail(`/models/${i}/policy`, `unknown policy (known: ${policies.join(', ')})`, m.policy, source);
+    // Policy options are checked here, against the policy itself, not at the first request.
+    const bad = checkPolicyOptions(
+      m.policy,
+      { block_size: m.block_size, ...m.policy_options },
+      Object.keys(m.policy_options),
+    );
+    if (bad) {
+      const keys = bad.key ? bad.key.split('.') : [];
+      const value = keys.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], m.policy_options);
+      fail(['', 'models', i, 'policy_options', ...keys].join('/'), bad.message, value, source);
+    }
     const ids = new Set<string>();
     m.workers.forEach((w, j) => {
       // Tenants see worker ids (x-ctxgate-worker, records, reports): never default to the address.

@@ -163,3 +163,35 @@ describe('workers[].kv_events', () => {
     expect(errorOf(withKv({}, { ...kv, topik: 'x' })).message).toMatch(/kv_events/);
   });
 });
+
+describe('policy options are checked at load', () => {
+  it('a bad value or an unknown option fails with its field path, not at the first request', async () => {
+    const { parseConfig, ConfigError } = await import('../../gateway/config/load.ts');
+    const cfg = (policy: string, policy_options: object) => ({
+      models: [{ name: 'm', policy, policy_options, workers: [{ url: 'http://127.0.0.1:1' }] }],
+    });
+    const err = (policy: string, o: object): ConfigError => {
+      try {
+        parseConfig(cfg(policy, o), 'c.yaml');
+      } catch (e) {
+        return e as ConfigError;
+      }
+      throw new Error('accepted');
+    };
+    const low = err('prefix_hash', { load_factor: 0.5 });
+    expect(low).toBeInstanceOf(ConfigError);
+    expect(low.path).toBe('models[0].policy_options.load_factor');
+    expect(low.message).toContain('must be a number >= 1 (got 0.5)');
+    expect(err('prefix_hash', { lod_factor: 2 }).message).toMatch(
+      /policy_options\.lod_factor: not an option of policy 'prefix_hash' \(known: load_factor, /,
+    );
+    expect(err('round_robin', { x: 1 }).message).toContain("not an option of policy 'round_robin' (it takes none)");
+    expect(err('ctxgate', { prefill_tokens_per_s: { w0: -1 } }).path).toBe(
+      'models[0].policy_options.prefill_tokens_per_s.w0',
+    );
+    expect(err('sglang_cache_aware', { cache_threshold: 2 }).message).toContain('must be a number in [0, 1]');
+    expect(parseConfig(cfg('ctxgate', { sticky_slack: 2, kv_pressure_s: 0 }), 'c.yaml').models[0].policy).toBe(
+      'ctxgate',
+    );
+  });
+});

@@ -140,8 +140,13 @@ describe('bench replay (stand-in fleet)', () => {
       blockSize: 16,
       kvTokens: 1000,
     } as FleetSpec;
-    const parsed = parseConfig(gatewayConfigFor(spec, ['http://127.0.0.1:1']), 't');
-    expect(parsed.models[0].policy_options).toEqual({ keep: 'x', sticky_slack: 0, use_feedback: false, mode: 'fast' });
+    // Options the policy does not have are rejected at load, naming the field.
+    expect(() => parseConfig(gatewayConfigFor(spec, ['http://127.0.0.1:1']), 't')).toThrow(
+      /models\[0\]\.policy_options\.keep: not an option of policy 'ctxgate'/,
+    );
+    const known = { ...spec, policyOptions: { sticky_slack: 0, kv_pressure_s: 50 } };
+    const parsed = parseConfig(gatewayConfigFor(known, ['http://127.0.0.1:1']), 't');
+    expect(parsed.models[0].policy_options).toEqual({ sticky_slack: 0, kv_pressure_s: 50 });
     const plain = parseConfig(gatewayConfigFor({ ...spec, policyOptions: undefined }, ['http://127.0.0.1:1']), 't');
     expect(plain.models[0].policy_options).toEqual({});
   });
