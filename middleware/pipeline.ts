@@ -180,7 +180,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     // A big call renders and tokenises on a pool thread, so the event loop keeps serving others.
     const pool = opts.offload;
     const offloaded =
-      pool && newChars(out.messages, tools, prevLocal?.memo?.textNoGen.length ?? 0) >= pool.minChars
+      pool && newChars(rtIn) >= pool.minChars
         ? fromOffloadReply(await pool.run(offloadJob(poolBase(seed), rtIn), { tenant: ctx.tenant, affinity: key }))
         : undefined;
     const rt =

@@ -270,7 +270,7 @@ export const ConfigSchema = Type.Object(
     render_pool: Type.Object(
       {
         threads: Type.Optional(Type.Integer({ minimum: 0, maximum: 256 })),
-        /** New prompt characters from which a call goes to the pool (smaller ones stay inline). */
+        /** Characters to render afresh (render-tokens.ts newChars) from which a call goes to the pool. */
         min_chars: NonNegInt(DEFAULT_OFFLOAD_MIN_CHARS),
         max_queue: PosInt(DEFAULT_RENDER_POOL_MAX_QUEUE),
         max_per_tenant: PosInt(DEFAULT_RENDER_POOL_MAX_PER_TENANT),

@@ -68,19 +68,33 @@ export function renderAndTokenise(
   return { ok: true, rendered, toks };
 }
 
-/** Characters of text a request carries beyond what the previous call rendered (a cost estimate). */
-export function newChars(messages: readonly ChatMessage[], tools: unknown, prevChars: number): number {
-  let n = 0;
-  for (const m of messages) {
-    const c = m.content;
-    if (typeof c === 'string') n += c.length;
-    else if (Array.isArray(c)) for (const p of c) n += typeof p.text === 'string' ? p.text.length : 0;
-    if (typeof m.reasoning_content === 'string') n += m.reasoning_content.length;
-    if (m.tool_calls) for (const tc of m.tool_calls) n += tc.function?.arguments?.length ?? 0;
+/**
+ * Characters of text this call must render and tokenise afresh (a cost estimate, O(messages)):
+ * those of the messages from the first one that differs from the previous call's (by message
+ * hash), or of all of them when there is no previous call or the tools/template variables changed.
+ * An edit near the top of a long history therefore counts as the whole history after it.
+ */
+export function newChars(input: Pick<RenderTokensInput, 'messages' | 'hashes' | 'render' | 'prev'>): number {
+  const { messages, hashes } = input;
+  const memo = input.prev?.memo;
+  let from = 0;
+  if (memo && memo.contextKey === input.render.contextKey) {
+    const n = Math.min(memo.hashes.length, hashes.length);
+    while (from < n && memo.hashes[from] === hashes[from]) from++;
   }
-  // Tool schemas are rendered into the root; their size is bounded by the body limit.
-  if (Array.isArray(tools) && tools.length > 0) n += tools.length * 256;
-  return n - prevChars;
+  let chars = 0;
+  for (let i = from; i < messages.length; i++) {
+    const m = messages[i];
+    const c = m.content;
+    if (typeof c === 'string') chars += c.length;
+    else if (Array.isArray(c)) for (const p of c) chars += typeof p.text === 'string' ? p.text.length : 0;
+    if (typeof m.reasoning_content === 'string') chars += m.reasoning_content.length;
+    if (m.tool_calls) for (const tc of m.tool_calls) chars += tc.function?.arguments?.length ?? 0;
+  }
+  // Tool schemas render into the root: re-rendered with it.
+  const tools = input.render.tools;
+  if (from === 0 && tools) for (const t of tools) chars += JSON.stringify(t).length;
+  return chars;
 }
 
 /** A render + tokenise job for a pool thread: plain, structured-cloneable data. */

@@ -81,6 +81,49 @@ describe('render pool', () => {
     expect(pooled).toBe(8);
   }, 60_000);
 
+  it('sends a call to the pool by its new characters: appends stay inline, an edit at the top of a long history does not', async () => {
+    const pool = createRenderPool({ threads: 1, ...poolCfg })!;
+    pools.push(pool);
+    const seen: number[] = [];
+    const counting: RenderOffload = {
+      minChars: 16_384,
+      run: (job, meta) => {
+        seen.push(job.input.messages.length);
+        return pool.run(job, meta);
+      },
+    };
+    const p = createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', offload: counting });
+    const inline = createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate' });
+    const ctx = { tenant: 't', requestId: 'r', headers: { 'x-session-id': 'edit' }, model: 'm' };
+    const history: ChatMessage[] = [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: `Read this log:\n${text(40_000, 9)}` },
+      { role: 'assistant', content: 'Read it.' },
+    ];
+    const calls = [
+      [...history, { role: 'user', content: 'What failed?' }], // big first call: pool
+      [
+        ...history,
+        { role: 'user', content: 'What failed?' },
+        { role: 'assistant', content: 'x' },
+        { role: 'user', content: 'Why?' },
+      ], // append: inline
+      [
+        history[0],
+        { role: 'user', content: `Read this log:\n${text(40_000, 10)}` },
+        ...history.slice(2),
+        { role: 'user', content: 'Now?' },
+      ], // top edited: pool
+    ];
+    for (const messages of calls) {
+      const a = await p.process({ model: 'm', messages }, ctx);
+      const b = await inline.process({ model: 'm', messages }, ctx);
+      expect(a.promptTokenIds).toEqual(b.promptTokenIds);
+      expect(a.prefix).toEqual(b.prefix);
+    }
+    expect(seen).toEqual([4, 4]);
+  }, 60_000);
+
   it('serves tenants in turn: a burst of one tenant waits behind itself', () => {
     const q = new FairTaskQueue();
     const task = (tenant: string, id: string) =>
