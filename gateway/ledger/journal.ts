@@ -5,9 +5,20 @@
 // `boot:N` in the ledger's meta table (same transaction), and once every journaled record is
 // committed the file is truncated. On open a writer replays the lines a crash left behind that
 // meta does not cover (a crash between commit and truncation replays nothing twice), then
-// truncates. One writing process per ledger file (replicas share a Redis ledger).
+// truncates. One journal per ledger file: a lock file (`.lock`, holding the owner's pid) keeps a
+// second writer (another process, or another ledger in this one) from replaying or truncating the
+// owner's lines; that writer runs without a journal (each batch committed right after its job).
 // O(1) per record; replay O(lines left).
-import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 
 export const JOURNAL_SUFFIX = '.pending';
@@ -38,6 +49,37 @@ export function pendingLines(text: string, committed: string | undefined): Journ
     out.push({ boot: v[0], seq: v[1], values: v.slice(2) as JournalLine['values'] });
   }
   return out;
+}
+
+/** Whether a process with this pid runs (EPERM: it does, under another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Takes the journal's lock file; false when a live writer (or this process already) holds it. */
+export function lockJournal(path: string): boolean {
+  const lock = path + '.lock';
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return false;
+      const owner = Number(Journal.read(lock).trim());
+      if (Number.isInteger(owner) && owner > 0 && (owner === process.pid || alive(owner))) return false;
+      try {
+        unlinkSync(lock); // left by a writer that died: take it over
+      } catch {
+        return false;
+      }
+    }
+  }
+  return false;
 }
 
 export class Journal {
@@ -76,5 +118,10 @@ export class Journal {
 
   close(): void {
     closeSync(this.fd);
+    try {
+      unlinkSync(this.path + '.lock');
+    } catch {
+      /* already gone */
+    }
   }
 }

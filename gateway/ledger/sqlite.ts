@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import type { ReportData, ReportQuery } from '../report/types.ts';
 import type { UsageRecord } from '../usage/types.ts';
 import { BatchQueue } from './batch-queue.ts';
-import { JOURNAL_META_KEY, JOURNAL_SUFFIX, Journal, pendingLines } from './journal.ts';
+import { JOURNAL_META_KEY, JOURNAL_SUFFIX, Journal, lockJournal, pendingLines } from './journal.ts';
 import { BACKFILL_SQL, COLUMNS, DDL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
@@ -58,8 +58,8 @@ export class SqliteLedger implements UsageLedger {
       for (const v of batch) insert!.run(v);
       if (mark !== null) setMark!.run(JOURNAL_META_KEY, mark);
     });
-    if (!o.readonly && o.path !== ':memory:') {
-      const jpath = o.path + JOURNAL_SUFFIX;
+    const jpath = o.path + JOURNAL_SUFFIX;
+    if (!o.readonly && o.path !== ':memory:' && lockJournal(jpath)) {
       // What a crash left journaled but uncommitted goes in before anything new.
       const committed = this.db.prepare('SELECT v FROM meta WHERE k = ?').get(JOURNAL_META_KEY) as
         | { v: string }

@@ -57,7 +57,8 @@ describe('SQLite ledger journal', () => {
     const sent = Array.from({ length: 7 }, (_, i) => rec(i));
     for (const r of sent) dead.append(r);
     expect(dead.count()).toBe(0); // nothing committed: the journal alone holds them
-    // `dead` is never closed or flushed again: as after kill -9.
+    // `dead` is never closed or flushed again: as after kill -9 (its lock names a pid that is gone).
+    writeFileSync(path + JOURNAL_SUFFIX + '.lock', '999999999');
     const saved = join(dir, 'crash.journal-copy');
     copyFileSync(path + JOURNAL_SUFFIX, saved);
     const got = await rows(path);
@@ -92,6 +93,23 @@ describe('SQLite ledger journal', () => {
     expect((await rows(path)).map((r) => r.requestId)).toEqual(Array.from({ length: 11 }, (_, i) => `r${i}`));
   });
 
+  it('a second writer while the first lives neither replays nor truncates its journal (no duplicates)', async () => {
+    const path = join(dir, 'two.sqlite');
+    const a = new SqliteLedger(lazy(path));
+    for (let i = 0; i < 3; i++) a.append(rec(i));
+    const b = new SqliteLedger(lazy(path));
+    expect(b.count()).toBe(0);
+    b.append(rec(3));
+    await b.close();
+    expect(
+      readFileSync(path + JOURNAL_SUFFIX, 'utf8')
+        .split('\n')
+        .filter(Boolean),
+    ).toHaveLength(3);
+    await a.close();
+    expect((await rows(path)).map((r) => r.requestId).sort()).toEqual(['r0', 'r1', 'r2', 'r3']);
+  });
+
   it('skips a torn last line and lines a commit already covers', () => {
     const line = (boot: string, seq: number) => JSON.stringify([boot, seq, 'x']);
     const text = [line('a', 1), line('a', 2), line('a', 3), line('b', 1), '["a",4,"x'].join('\n');
@@ -105,6 +123,7 @@ describe('SQLite ledger journal', () => {
     const dead = new SqliteLedger(lazy(path));
     for (let i = 0; i < 3; i++) dead.append(rec(i));
     writeFileSync(path + JOURNAL_SUFFIX, readFileSync(path + JOURNAL_SUFFIX, 'utf8') + '["x",1,"to', { flag: 'w' });
+    writeFileSync(path + JOURNAL_SUFFIX + '.lock', '999999999');
     expect((await rows(path)).map((r) => r.requestId)).toEqual(['r0', 'r1', 'r2']);
   });
 });
