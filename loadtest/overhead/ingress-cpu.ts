@@ -1,8 +1,9 @@
 // CPU an ingress adapter adds per call, in-process and on the same bodies as the chat path: request
 // translation (validate + canonical form + the upstream body's JSON) and answer translation (the
 // upstream chat completion into the API's answer). Wall-clock runs through the gateway carry tens of
-// milliseconds of machine noise on a busy host; this isolates the adapter's own work. Medians of
-// alternating batches, so warm-up and noise hit every API alike.
+// milliseconds of machine noise on a busy host; this isolates the adapter's own work, as process CPU
+// time (user + system, so preemption by other processes is not counted). Medians of alternating
+// batches, so warm-up and noise hit every API alike.
 import { createHmac } from 'node:crypto';
 import { toAnthropicMessage } from '../../gateway/ingress/anthropic-answer.ts';
 import { parseAnthropic } from '../../gateway/ingress/anthropic-request.ts';
@@ -29,6 +30,11 @@ const ANSWER = {
       message: {
         role: 'assistant',
         content: 'Looking at src/auth/claims.py now.',
+        // Thinking as reasoning models send it: the Anthropic path signs it (an HMAC over the text).
+        reasoning_content:
+          'The failing test reads the claims before the token is verified; check the order in claims.py first. '.repeat(
+            4,
+          ),
         tool_calls: [
           {
             id: 'call_1',
@@ -62,7 +68,7 @@ export async function measureIngressCpu(model: string): Promise<IngressCpu> {
   const [head, tail] = bodies.at(-1)!;
   const chat = `${head}0-1${tail}`;
   const raw = { chat, anthropic: chatToAnthropic(chat), responses: chatToResponses(chat) };
-  const ctx = { tenant: 't', maxMessages: 10_000 };
+  const ctx = { tenant: 't', maxMessages: 10_000, mac };
   const store = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 24, maxBytes: 1 << 26 });
   const answer = (state: unknown): AnswerContext => ({
     requestId: 'r',
@@ -95,9 +101,11 @@ export async function measureIngressCpu(model: string): Promise<IngressCpu> {
   const times: Record<string, number[]> = { chat: [], anthropic: [], responses: [] };
   for (let b = 0; b < BATCHES; b++) {
     for (const [name, f] of Object.entries(paths)) {
-      const t = performance.now();
+      // CPU time, not wall time: on a shared host, time the thread spends preempted is not the adapter's.
+      const t = process.cpuUsage();
       for (let i = 0; i < BATCH; i++) await f();
-      times[name].push(((performance.now() - t) / BATCH) * 1000);
+      const d = process.cpuUsage(t);
+      times[name].push((d.user + d.system) / BATCH);
     }
   }
   await store.close();
