@@ -22,7 +22,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./commands/demo.ts'),
   },
   bench: {
-    summary: 'benchmarks: overhead | calibrate | replay | strategies | routing | middleware | chaos',
+    summary: 'benchmarks: overhead | calibrate | replay | lossless | strategies | routing | middleware | chaos',
     load: () => import('./commands/bench.ts'),
   },
   loadtest: {

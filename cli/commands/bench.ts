@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<CommandModule>> = {
   calibrate: () => import('../../loadtest/bench-calibrate.ts'),
   replay: () => import('../../loadtest/replay/command.ts'),
   strategies: () => import('../../loadtest/bench-strategies.ts'),
+  lossless: () => import('../../loadtest/bench-lossless.ts'),
   routing: () => import('../../kvplanner/bench-routing.ts'),
   middleware: () => import('../../middleware/bench-middleware.ts'),
   chaos: () => import('../../loadtest/bench-chaos.ts'),
