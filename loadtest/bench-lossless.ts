@@ -82,22 +82,24 @@ export async function losslessRun(
 ): Promise<LosslessRun> {
   const t0 = Date.now();
   const config = parseConfig(
-    gatewayConfigFor(
-      {
-        model: DEFAULT_SERVED_MODEL,
-        tokenizer: o.tokenizer,
-        chatTemplate: o.chatTemplate,
-        flavor: 'vllm',
-        layout: 'ctxgate',
-        policy: 'round_robin',
-        blockSize: DEFAULT_BLOCK_SIZE,
-        budget: budget || undefined,
-        kvTokens: 1,
-        workers: 1,
-        timeScale: 0,
-        seed: 0,
-      },
-      ['http://127.0.0.1:9'],
+    withoutPool(
+      gatewayConfigFor(
+        {
+          model: DEFAULT_SERVED_MODEL,
+          tokenizer: o.tokenizer,
+          chatTemplate: o.chatTemplate,
+          flavor: 'vllm',
+          layout: 'ctxgate',
+          policy: 'round_robin',
+          blockSize: DEFAULT_BLOCK_SIZE,
+          budget: budget || undefined,
+          kvTokens: 1,
+          workers: 1,
+          timeScale: 0,
+          seed: 0,
+        },
+        ['http://127.0.0.1:9'],
+      ),
     ),
     'bench lossless',
   );
@@ -154,6 +156,9 @@ export async function losslessRun(
   run.wall_ms = Date.now() - t0;
   return run;
 }
+
+/** Inline rendering: the pool's output equals it (gateway tests), and threads per run cost startup. */
+const withoutPool = (cfg: unknown): unknown => ({ ...(cfg as object), render_pool: { threads: 0 } });
 
 const list = (v: string | undefined): string[] | undefined =>
   v
