@@ -43,7 +43,7 @@ export const DEFAULT_MAX_CONCURRENT_PER_TENANT = 0; // 0 = unlimited
 /** Jobs waiting for a render pool thread, all tenants together; more get 503. */
 export const DEFAULT_RENDER_POOL_MAX_QUEUE = 64;
 /** Jobs of one tenant waiting or running in the render pool; more get 429. */
-export const DEFAULT_RENDER_POOL_MAX_PER_TENANT = 8;
+export const DEFAULT_RENDER_POOL_MAX_PER_TENANT = 16;
 /** Scheduling niceness of render pool threads (Linux): the event loop wins the CPU when they contend. */
 export const DEFAULT_RENDER_POOL_NICE = 10;
 /** Whole request (headers and body) must arrive within this (Node's requestTimeout). */
@@ -265,7 +265,7 @@ export const ConfigSchema = Type.Object(
     ),
     /**
      * Worker threads that render and tokenise big calls off the event loop
-     * (gateway/workers-pool/): `threads` absent = availableParallelism() − 1 (at least 1), 0 = off.
+     * (gateway/workers-pool/): `threads` absent = availableParallelism() − 1, 1 to 4; 0 = off.
      */
     render_pool: Type.Object(
       {

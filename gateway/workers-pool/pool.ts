@@ -27,9 +27,12 @@ const IDLE_TIMEOUT_MS = 10 * 60_000;
 /** How long close() waits for running jobs before ending the threads. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
-/** Threads when `render_pool.threads` is not set: one core left to the event loop. */
+/** Most threads started by default: each loads its own tokenizer (~150 MB for qwen3). */
+export const DEFAULT_MAX_THREADS = 4;
+
+/** Threads when `render_pool.threads` is not set: one core left to the event loop, at most DEFAULT_MAX_THREADS. */
 export function defaultThreads(): number {
-  return Math.max(1, availableParallelism() - 1);
+  return Math.min(DEFAULT_MAX_THREADS, Math.max(1, availableParallelism() - 1));
 }
 
 interface Lane {
