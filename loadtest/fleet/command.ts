@@ -46,6 +46,9 @@ hash_ids of 512-token blocks); several files share one clock and one block names
   --opt POLICY.KEY=VALUE  a policy option, repeatable (e.g. --opt ctxgate.epsilon=0.5)
   --max-batched-tokens N  chunked-prefill token budget per step (default 8192)
   --max-seqs N          running requests per engine (default 256)
+  --engine vllm|sglang  engine model: vLLM V1 (block pool, mixed prefill+decode steps; default) or
+                        SGLang (radix cache with LRU leaves, prefill-or-decode batches, LPM order,
+                        retraction); --index precise needs vllm
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
@@ -108,6 +111,7 @@ export async function run(argv: string[]): Promise<number> {
     'max-batched-tokens',
     'max-seqs',
     'admission',
+    'engine',
     'seed',
     'json',
   ]);
@@ -145,6 +149,8 @@ export async function run(argv: string[]): Promise<number> {
     const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
     const maxBatchedTokens = Math.floor(num(a, 'max-batched-tokens', 8192, 1));
     const maxSeqs = Math.floor(num(a, 'max-seqs', 256, 1));
+    const engine = str(a, 'engine') ?? 'vllm';
+    if (engine !== 'vllm' && engine !== 'sglang') throw new Error(`--engine must be vllm or sglang, got '${engine}'`);
     const admission = str(a, 'admission') ?? 'full-prompt';
     if (admission !== 'full-prompt' && admission !== 'first-chunk')
       throw new Error(`--admission must be full-prompt or first-chunk, got '${admission}'`);
@@ -167,6 +173,7 @@ export async function run(argv: string[]): Promise<number> {
           maxBatchedTokens,
           maxSeqs,
           reserveFullPrompt: admission === 'full-prompt',
+          engine,
           index,
         },
         (done) => {
@@ -190,7 +197,7 @@ export async function run(argv: string[]): Promise<number> {
     if (json) process.stdout.write(JSON.stringify({ runs }, null, 2) + '\n');
     else {
       process.stdout.write(
-        `fleet: ${reqs.length} requests, ${workers} × ${presetName}, kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
+        `fleet: ${reqs.length} requests, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
           'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
       );
       process.stdout.write(formatFleetTable(runs) + '\n');

@@ -59,6 +59,50 @@ export interface SimRequest {
   preemptions: number;
 }
 
+/** What the fleet simulator needs from an engine model (vLLM's here, SGLang's in sglang-engine-model.ts). */
+export interface FleetEngine {
+  readonly waiting: readonly SimRequest[];
+  readonly running: readonly SimRequest[];
+  peakUsedBlocks: number;
+  preemptions: number;
+  prefillTokens: number;
+  add(req: FleetRequest): SimRequest;
+  step(nowMs: number): StepResult | null;
+  kvUsage(): number;
+  capacityBlocks(): number;
+  cachedBlocks(): number;
+}
+
+/** Seconds one step takes: max(compute, memory) over its (request, new tokens) chunks. */
+export function stepSeconds(t: TimingModel, kvPerToken: number, chunks: ReadonlyArray<[SimRequest, number]>): number {
+  let flops = 0;
+  let kvRead = 0;
+  for (const [r, n] of chunks) {
+    const c = r.computed;
+    flops += 2 * t.params * n + 4 * t.layers * t.hidden * n * (c + n / 2);
+    kvRead += c + n;
+  }
+  return Math.max(flops / (t.mfu * t.peakFlops), (t.params * t.weightBytes + kvPerToken * kvRead) / t.bandwidth);
+}
+
+export function newSimRequest(req: FleetRequest, keys: number[]): SimRequest {
+  return {
+    req,
+    keys,
+    computed: 0,
+    prefilling: true,
+    generated: 0,
+    blocks: [],
+    keyed: 0,
+    cachedTokens: -1,
+    firstScheduledMs: -1,
+    firstTokenMs: -1,
+    finishMs: -1,
+    prefilled: 0,
+    preemptions: 0,
+  };
+}
+
 export interface StepResult {
   durationS: number;
   /** Requests that produced their first token this step. */
@@ -82,7 +126,7 @@ export function engineKeys(req: FleetRequest, blockSize: number): number[] {
   return out;
 }
 
-export class EngineModel {
+export class EngineModel implements FleetEngine {
   readonly pool: BlockPool<number>;
   readonly waiting: SimRequest[] = [];
   readonly running: SimRequest[] = [];
@@ -107,21 +151,7 @@ export class EngineModel {
   }
 
   add(req: FleetRequest): SimRequest {
-    const r: SimRequest = {
-      req,
-      keys: engineKeys(req, this.blockSize),
-      computed: 0,
-      prefilling: true,
-      generated: 0,
-      blocks: [],
-      keyed: 0,
-      cachedTokens: -1,
-      firstScheduledMs: -1,
-      firstTokenMs: -1,
-      finishMs: -1,
-      prefilled: 0,
-      preemptions: 0,
-    };
+    const r = newSimRequest(req, engineKeys(req, this.blockSize));
     this.waiting.push(r);
     return r;
   }
@@ -223,18 +253,7 @@ export class EngineModel {
     }
     if (chunks.length === 0) return null;
 
-    let flops = 0;
-    let kvRead = 0;
-    const t = this.t;
-    for (const [r, n] of chunks) {
-      const c = r.computed;
-      flops += 2 * t.params * n + 4 * t.layers * t.hidden * n * (c + n / 2);
-      kvRead += c + n;
-    }
-    const durationS = Math.max(
-      flops / (t.mfu * t.peakFlops),
-      (t.params * t.weightBytes + this.kvPerToken * kvRead) / t.bandwidth,
-    );
+    const durationS = stepSeconds(this.t, this.kvPerToken, chunks);
     const endMs = nowMs + durationS * 1000;
     const firstTokens: SimRequest[] = [];
     const finished: SimRequest[] = [];
@@ -268,5 +287,13 @@ export class EngineModel {
 
   kvUsage(): number {
     return this.pool.usedBlocks() / this.pool.capacity;
+  }
+
+  capacityBlocks(): number {
+    return this.pool.capacity;
+  }
+
+  cachedBlocks(): number {
+    return this.pool.cachedBlocks();
   }
 }

@@ -10,7 +10,8 @@ import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
-import { EngineModel, type SimRequest, type StepResult } from './engine-model.ts';
+import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
+import { SglangEngineModel } from './sglang-engine-model.ts';
 import type { FleetRequest } from './trace.ts';
 
 export interface FleetConfig {
@@ -22,6 +23,8 @@ export interface FleetConfig {
   timing: TimingModel;
   maxBatchedTokens?: number;
   maxSeqs?: number;
+  /** engine model: vLLM's V1 scheduler and block pool (default) or SGLang's radix cache and scheduler */
+  engine?: 'vllm' | 'sglang';
   /** vLLM scheduler_reserve_full_isl (default true). */
   reserveFullPrompt?: boolean;
   model?: string;
@@ -158,7 +161,11 @@ export function simulateFleet(
     cfg.policy,
     events ? { ...cfg.policyOptions, kv_index: events } : (cfg.policyOptions ?? {}),
   );
-  const engines = Array.from({ length: n }, (_, i) => {
+  if (cfg.engine === 'sglang' && cfg.index === 'precise')
+    throw new Error('--index precise needs KV events, which only the vllm engine model publishes');
+  const engines = Array.from({ length: n }, (_, i): FleetEngine => {
+    if (cfg.engine === 'sglang')
+      return new SglangEngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing });
     const id = `w${i}`;
     const hash = routingHash(cfg.blockSize, reqs[0]?.blockTokens ?? cfg.blockSize);
     const ev = events && {
@@ -313,10 +320,10 @@ export function simulateFleet(
     perWorker: engines.map((e, i) => ({
       requests: requestsPerWorker[i],
       peakUsedBlocks: e.peakUsedBlocks,
-      capacityBlocks: e.pool.capacity,
+      capacityBlocks: e.capacityBlocks(),
       preemptions: e.preemptions,
       prefillTokens: e.prefillTokens,
-      cachedBlocks: e.pool.cachedBlocks(),
+      cachedBlocks: e.cachedBlocks(),
       indexedBlocks: events?.index.size(`w${i}`),
     })),
     duplicateFinishes,

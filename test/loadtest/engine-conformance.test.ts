@@ -4,6 +4,7 @@
 // test/registered/unit/mem_cache/test_radix_cache_unit.py. Each case names the upstream test.
 import { describe, expect, it } from 'vitest';
 import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
+import { SglangEngineModel } from '../../loadtest/fleet/sglang-engine-model.ts';
 import { ChainInterner, fromMooncake } from '../../loadtest/fleet/trace.ts';
 import { BlockCache } from '../../loadtest/sim-worker/block-cache.ts';
 import { RadixCache } from '../../loadtest/sim-worker/radix-cache.ts';
@@ -227,5 +228,58 @@ describe('vLLM V1 scheduler admission and preemption on the fleet engine model',
     expect(e.pool.cachedBlocks()).toBe(2);
     e.step(2); // the last 136 tokens fill block 2, which holds the prompt's last token
     expect(e.pool.cachedBlocks()).toBe(3);
+  });
+});
+
+// The fleet simulator's SGLang engine model against the reference worker's SGLang flavour
+// (RadixCache, the same LRU-leaf radix tree SGLang's test_radix_cache_unit.py scenarios pin):
+// one trace block = one radix token, the prompt's partial last block one more token.
+describe('SGLang engine model (fleet) agrees with the reference worker radix cache', () => {
+  const timing = PRESETS['qwen3-32b-h200'];
+  const chain = new ChainInterner();
+  let nextPartial = 1_000_000;
+  const prompts: Record<string, number[]> = {
+    a: [1, 2, 3, 4],
+    b: [1, 2, 5, 6],
+    c: [7, 8, 9, 10, 11],
+  };
+  function runBoth(order: string[], capacityBlocks: number): { sim: number[]; ref: number[] } {
+    const e = new SglangEngineModel({ kvTokens: capacityBlocks * 512, blockSize: 512, timing });
+    const ref = new RadixCache(capacityBlocks);
+    const sim: number[] = [];
+    const refHits: number[] = [];
+    order.forEach((name, i) => {
+      const ids = prompts[name];
+      const r = e.add(
+        fromMooncake(
+          { timestamp: 0, input_length: ids.length * 512 + 100, output_length: 1, hash_ids: [...ids, nextPartial++] },
+          i,
+          chain,
+        ),
+      );
+      for (let t = 0, s = e.step(0); s; s = e.step(t)) t += s.durationS * 1000;
+      sim.push(r.cachedTokens / 512);
+      // the reference worker keys tokens; its chain is the same block ids plus the partial block
+      const lease = ref.begin([...ids, 1_000_000 + i]);
+      refHits.push(lease.cachedTokens);
+      ref.finish(lease, [0]);
+    });
+    return { sim, ref: refHits };
+  }
+
+  it('test_insert_and_match: shared prefixes hit, a diverging branch hits up to the split', () => {
+    const { sim, ref } = runBoth(['a', 'b', 'a', 'b', 'c'], 64);
+    expect(sim).toEqual([0, 2, 4, 4, 0]);
+    expect(ref).toEqual(sim);
+  });
+
+  it('test_evict_functionality: at capacity the least recently used unlocked leaf goes first', () => {
+    // 11 blocks: a and b share [1, 2]; c (5 blocks + its partial one) needs room, and the leaf
+    // evicted is a's tail [3, 4] (used before b's): b keeps 4 blocks, a only the shared root
+    const { sim, ref } = runBoth(['a', 'b', 'c', 'b', 'a'], 11);
+    expect(sim[3]).toBe(4); // b, used after a, survived
+    expect(sim[4]).toBe(2); // a kept only the shared root [1, 2]
+    expect(ref[3]).toBe(sim[3]);
+    expect(ref[4]).toBe(sim[4]);
   });
 });

@@ -109,6 +109,32 @@ describe('fleet simulator invariants', () => {
     }
   });
 
+  it.each([60_000, 12 * 512])(
+    '--engine sglang (kv %i): every request completes exactly once, KV never over capacity, retraction under pressure',
+    (kvTokens) => {
+      for (const policy of ['round_robin', 'smg_cache_aware', 'ctxgate']) {
+        const res = simulateFleet(
+          reqs,
+          cfg(policy, { engine: 'sglang', kvTokens, workers: kvTokens < 10_000 ? 2 : 4 }),
+        );
+        expect(res.outcomes.length + res.rejected).toBe(reqs.length);
+        expect(new Set(res.outcomes.map((o) => o.id)).size).toBe(res.outcomes.length);
+        expect(res.duplicateFinishes).toBe(0);
+        for (const w of res.perWorker) expect(w.peakUsedBlocks).toBeLessThanOrEqual(w.capacityBlocks);
+        for (const o of res.outcomes) {
+          expect(o.cachedTokens).toBeLessThan(o.inputTokens);
+          expect(o.finishMs).toBeGreaterThanOrEqual(o.firstTokenMs);
+        }
+        if (kvTokens < 10_000) expect(res.perWorker.reduce((a, w) => a + w.preemptions, 0)).toBeGreaterThan(0);
+        else expect(res.outcomes.some((o) => o.cachedTokens > 512)).toBe(true);
+      }
+    },
+  );
+
+  it('--engine sglang with --index precise is refused (no KV events from that model)', () => {
+    expect(() => simulateFleet(reqs, cfg('ctxgate', { engine: 'sglang', index: 'precise' }))).toThrow(/precise/);
+  });
+
   it('every policy sees identical arrivals', () => {
     const seen = DEFAULT_FLEET_POLICIES.map((p) => simulateFleet(reqs, cfg(p)).arrivals);
     for (const a of seen) expect(a).toEqual(reqs.map((r) => r.arrivalMs));

@@ -1,0 +1,299 @@
+// One simulated SGLang engine (python/sglang/srt/managers/scheduler.py, schedule_policy.py
+// PrefillAdder, mem_cache/radix_cache.py) on the fleet simulator's virtual clock, at block
+// granularity (SGLang's page_size = the engine block). Differences from the vLLM model:
+//  - the prefix cache is a radix tree (the reference worker's RadixCache over block keys): a
+//    running request locks its matched path; at capacity, unlocked leaves go least recently used
+//    first; a prompt enters the tree when its prefill completes (cache_unfinished_req), the
+//    blocks it computed until then are its own;
+//  - a step is either a prefill batch or a decode batch, never both (enable_mixed_chunk off):
+//    prefill first whenever a waiting request can be admitted;
+//  - admission (PrefillAdder): waiting requests in longest-prefix-match order (schedule_policy
+//    "lpm"; FCFS once more than 128 wait), one chunked request at a time, up to
+//    chunked_prefill_size tokens per batch; a request is admitted while its uncached prompt plus
+//    min(max_new_tokens, 4096) fits what is free or evictable after reserving
+//    new_token_ratio × the remaining output of every running request (the ratio starts at 0.7,
+//    decays by 0.001 per decode batch to 0.1 and goes back to 0.7 on a retraction);
+//  - a decode batch that cannot get its blocks retracts requests (fewest output tokens first,
+//    then the longest prompt) back to the waiting queue (retract_decode), freeing their blocks.
+// The trace's output length stands for max_new_tokens. Step time is the vLLM model's.
+// Cost per step: O(running + admitted), plus O(tree) per eviction round (the radix cache's).
+import { type RadixNode, RadixCache } from '../sim-worker/radix-cache.ts';
+import { kvBytesPerToken, type TimingModel } from '../sim-worker/timing.ts';
+import {
+  engineKeys,
+  type FleetEngine,
+  newSimRequest,
+  type SimRequest,
+  type StepResult,
+  stepSeconds,
+} from './engine-model.ts';
+import type { FleetRequest } from './trace.ts';
+
+/** SGLang server_args defaults: chunked_prefill_size 8192 (large GPUs), max_running_requests high. */
+export const SGLANG_CHUNKED_PREFILL = 8192;
+const CLIP_MAX_NEW_TOKENS = 4096;
+const INIT_NEW_TOKEN_RATIO = 0.7;
+const MIN_NEW_TOKEN_RATIO = 0.1;
+const NEW_TOKEN_RATIO_DECAY = 0.001;
+/** schedule_policy: LPM only while the queue is short (its sort is O(queue · prompt)). */
+const LPM_MAX_QUEUE = 128;
+
+export interface SglangEngineConfig {
+  kvTokens: number;
+  blockSize: number;
+  timing: TimingModel;
+  chunkedPrefillSize?: number;
+  maxRunning?: number;
+}
+
+interface Lease {
+  node: RadixNode;
+  /** prompt blocks found in the tree (locked) */
+  hitBlocks: number;
+  /** blocks this request holds outside the tree */
+  own: number;
+  inTree: boolean;
+}
+
+export class SglangEngineModel implements FleetEngine {
+  readonly waiting: SimRequest[] = [];
+  readonly running: SimRequest[] = [];
+  readonly tree: RadixCache;
+  readonly blockSize: number;
+  private readonly capacity: number;
+  private readonly chunk: number;
+  private readonly maxRunning: number;
+  private readonly t: TimingModel;
+  private readonly kvPerToken: number;
+  private readonly leases = new Map<SimRequest, Lease>();
+  /** blocks held outside the tree by running requests */
+  private own = 0;
+  private ratio = INIT_NEW_TOKEN_RATIO;
+  peakUsedBlocks = 0;
+  preemptions = 0;
+  prefillTokens = 0;
+
+  constructor(cfg: SglangEngineConfig) {
+    this.blockSize = cfg.blockSize;
+    this.capacity = Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize));
+    this.tree = new RadixCache(this.capacity);
+    this.chunk = cfg.chunkedPrefillSize ?? SGLANG_CHUNKED_PREFILL;
+    this.maxRunning = cfg.maxRunning ?? 1024;
+    this.t = cfg.timing;
+    this.kvPerToken = kvBytesPerToken(cfg.timing);
+  }
+
+  add(req: FleetRequest): SimRequest {
+    const r = newSimRequest(req, engineKeys(req, this.blockSize));
+    this.waiting.push(r);
+    return r;
+  }
+
+  private target(r: SimRequest): number {
+    return r.req.inputTokens + r.generated;
+  }
+
+  /** Free blocks, evicting unlocked tree leaves (LRU) when `need` exceeds what is empty. */
+  private makeRoom(need: number): boolean {
+    const free = this.capacity - this.tree.size() - this.own;
+    if (free >= need) return true;
+    this.tree.evict(need - free);
+    return this.capacity - this.tree.size() - this.own >= need;
+  }
+
+  private take(l: Lease, blocks: number): void {
+    l.own += blocks;
+    this.own += blocks;
+    const used = this.tree.size() + this.own;
+    if (used > this.peakUsedBlocks) this.peakUsedBlocks = used;
+  }
+
+  private release(r: SimRequest): void {
+    const l = this.leases.get(r);
+    if (!l) return;
+    this.leases.delete(r);
+    this.own -= l.own;
+    this.tree.unlock(l.node);
+  }
+
+  private blocksFor(tokens: number): number {
+    return Math.ceil(tokens / this.blockSize);
+  }
+
+  /** Tokens reserved for the running requests' remaining output (PrefillAdder). */
+  private reserved(): number {
+    let sum = 0;
+    for (const r of this.running) {
+      const left = Math.min(r.req.outputTokens - r.generated, CLIP_MAX_NEW_TOKENS);
+      sum += Math.max(0, left) * this.ratio;
+    }
+    return sum;
+  }
+
+  private orderWaiting(): void {
+    if (this.waiting.length < 2 || this.waiting.length > LPM_MAX_QUEUE) return;
+    const depth = new Map<SimRequest, number>();
+    for (const r of this.waiting) depth.set(r, this.prefixBlocks(r));
+    // stable: equal matches keep arrival order
+    this.waiting.sort((a, b) => depth.get(b)! - depth.get(a)!);
+  }
+
+  /** Cached prompt blocks of `r` (never covering its last token to compute). */
+  private prefixBlocks(r: SimRequest): number {
+    const limit = Math.min(r.keys.length, Math.floor((this.target(r) - 1) / this.blockSize));
+    return this.tree.match(r.keys, limit).length;
+  }
+
+  private admit(nowMs: number, chunks: Array<[SimRequest, number]>): void {
+    let budget = this.chunk;
+    // a request still prefilling (chunked) goes first
+    for (const r of this.running) {
+      if (!r.prefilling || budget <= 0) continue;
+      const want = Math.min(this.target(r) - r.computed, budget);
+      const l = this.leases.get(r)!;
+      const need = this.blocksFor(r.computed + want) - l.hitBlocks - l.own;
+      if (need > 0 && !this.makeRoom(need)) return;
+      if (need > 0) this.take(l, need);
+      chunks.push([r, want]);
+      budget -= want;
+    }
+    if (budget <= 0) return; // the chunked request took the whole batch
+    this.orderWaiting();
+    let rem = (this.capacity - this.own) * this.blockSize - this.reserved();
+    while (budget > 0 && this.waiting.length > 0 && this.running.length < this.maxRunning) {
+      const r = this.waiting[0];
+      const limit = Math.min(r.keys.length, Math.floor((this.target(r) - 1) / this.blockSize));
+      const m = this.tree.match(r.keys, limit);
+      const hit = m.length * this.blockSize;
+      const extend = this.target(r) - hit;
+      const total = extend + Math.min(Math.max(0, r.req.outputTokens - r.generated), CLIP_MAX_NEW_TOKENS);
+      // what the tree holds unlocked can be evicted: rem counts it as available
+      if (total > rem) break;
+      const want = Math.min(extend, budget);
+      const need = this.blocksFor(hit + want) - m.length;
+      this.tree.lock(m.node);
+      if (!this.makeRoom(need)) {
+        this.tree.unlock(m.node);
+        break;
+      }
+      this.waiting.shift();
+      const l: Lease = { node: m.node, hitBlocks: m.length, own: 0, inTree: false };
+      this.leases.set(r, l);
+      this.take(l, need);
+      r.computed = hit;
+      r.prefilling = true;
+      if (r.cachedTokens < 0) {
+        r.cachedTokens = hit;
+        r.firstScheduledMs = nowMs;
+      }
+      this.running.push(r);
+      chunks.push([r, want]);
+      budget -= want;
+      rem -= total;
+      if (want < extend) break; // this one is chunked: nothing after it in this batch
+    }
+  }
+
+  /** A decode batch: every running request that finished prefill takes one token. */
+  private decode(chunks: Array<[SimRequest, number]>): void {
+    let need = 0;
+    for (const r of this.running) if (!r.prefilling && (r.computed + 1) % this.blockSize === 1) need++;
+    while (need > 0 && !this.makeRoom(need) && this.running.length > 1) {
+      // retract_decode: fewest output tokens first, then the longest prompt
+      let v = 0;
+      for (let i = 1; i < this.running.length; i++) {
+        const a = this.running[i];
+        const b = this.running[v];
+        if (a.generated < b.generated || (a.generated === b.generated && a.req.inputTokens > b.req.inputTokens)) v = i;
+      }
+      const victim = this.running.splice(v, 1)[0];
+      if (!victim.prefilling && (victim.computed + 1) % this.blockSize === 1) need--;
+      this.release(victim);
+      victim.computed = 0;
+      victim.prefilling = true;
+      victim.preemptions++;
+      this.preemptions++;
+      this.waiting.unshift(victim);
+      this.ratio = INIT_NEW_TOKEN_RATIO;
+    }
+    for (const r of this.running) {
+      if (r.prefilling) continue;
+      if ((r.computed + 1) % this.blockSize === 1) {
+        if (!this.makeRoom(1)) continue; // nothing left to retract: it waits a step
+        this.take(this.leases.get(r)!, 1);
+      }
+      chunks.push([r, 1]);
+    }
+    this.ratio = Math.max(MIN_NEW_TOKEN_RATIO, this.ratio - NEW_TOKEN_RATIO_DECAY);
+  }
+
+  step(nowMs: number): StepResult | null {
+    const chunks: Array<[SimRequest, number]> = [];
+    this.admit(nowMs, chunks);
+    if (chunks.length === 0) this.decode(chunks);
+    if (chunks.length === 0) return null;
+    const durationS = stepSeconds(this.t, this.kvPerToken, chunks);
+    const endMs = nowMs + durationS * 1000;
+    const firstTokens: SimRequest[] = [];
+    const finished: SimRequest[] = [];
+    for (const [r, n] of chunks) {
+      r.computed += n;
+      if (r.prefilling) {
+        this.prefillTokens += n;
+        r.prefilled += n;
+        if (r.computed < this.target(r)) continue;
+        r.prefilling = false;
+        this.cachePrompt(r);
+      }
+      r.generated++;
+      if (r.firstTokenMs < 0) {
+        r.firstTokenMs = endMs;
+        firstTokens.push(r);
+      }
+      if (r.generated >= r.req.outputTokens) {
+        r.finishMs = endMs;
+        finished.push(r);
+      }
+    }
+    if (finished.length > 0) {
+      const done = new Set(finished);
+      for (const r of finished) this.release(r);
+      let k = 0;
+      for (const r of this.running) if (!done.has(r)) this.running[k++] = r;
+      this.running.length = k;
+    }
+    return { durationS, firstTokens, finished };
+  }
+
+  /** Prefill done: the prompt's full blocks move from the request into the tree, locked. */
+  private cachePrompt(r: SimRequest): void {
+    const l = this.leases.get(r)!;
+    if (l.inTree) return;
+    const before = this.tree.size();
+    // the blocks leave the request's own count first, so the tree has room for them
+    const moved = Math.min(l.own, r.keys.length - l.hitBlocks);
+    l.own -= moved;
+    this.own -= moved;
+    const node = this.tree.insert(r.keys);
+    const added = this.tree.size() - before;
+    // blocks another request cached meanwhile stay this request's own (a duplicate)
+    l.own += moved - added;
+    this.own += moved - added;
+    this.tree.lock(node);
+    this.tree.unlock(l.node);
+    l.node = node;
+    l.inTree = true;
+  }
+
+  kvUsage(): number {
+    return Math.min(1, (this.own + this.tree.size()) / this.capacity);
+  }
+
+  capacityBlocks(): number {
+    return this.capacity;
+  }
+
+  cachedBlocks(): number {
+    return this.tree.size();
+  }
+}
