@@ -34,7 +34,7 @@ import { startGateway } from './server.ts';
 import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
 import { checkModels } from './startup-checks.ts';
 import { createRenderPool, type RenderPool } from './workers-pool/pool.ts';
-import { createReporting, type Reporting, type ReportingOptions } from './usage/reporting.ts';
+import { createReporting, type Reporting, type ReportingOptions } from './accounting/routes/reporting.ts';
 
 export interface AssembleOptions {
   /** pino options or false (tests, benchmarks). */

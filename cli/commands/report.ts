@@ -8,18 +8,18 @@ import {
   DEFAULT_LEDGER_PATH,
   DEFAULT_LEDGER_RETENTION_DAYS,
 } from '../../gateway/config/schema.ts';
-import { openLedger } from '../../gateway/ledger/open.ts';
-import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import type { UsageLedger } from '../../gateway/ledger/types.ts';
-import { parseTime, produceReport } from '../../gateway/report/render.ts';
+import { openLedger } from '../../gateway/accounting/stores/open.ts';
+import { RedisStreamLedger } from '../../gateway/accounting/stores/redis-stream.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import type { UsageLedger } from '../../gateway/accounting/types/ledger.ts';
+import { parseTime, produceReport } from '../../gateway/accounting/report/render.ts';
 import {
   GROUP_BY,
   REPORT_FORMATS,
   type GroupBy,
   type ReportFormat,
   type ReportQuery,
-} from '../../gateway/report/types.ts';
+} from '../../gateway/accounting/types/report.ts';
 
 export const help = `ctxgate report [--ledger PATH | --config FILE | --redis URL] [options]
 
@@ -41,7 +41,7 @@ no cache hit minus actual cost) and hit rate, per group.
                     the json report of the same range
   --out FILE        write to FILE instead of stdout (html is one self-contained file)
 
-Benchmark (1M rows, median of 3): npx tsx gateway/report/bench-report.ts [--rows N]`;
+Benchmark (1M rows, median of 3): npx tsx gateway/accounting/report/bench-report.ts [--rows N]`;
 
 interface Values {
   ledger?: string;

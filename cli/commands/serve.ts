@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { PricingError } from '../../gateway/usage/pricing.ts';
+import { PricingError } from '../../gateway/accounting/record/pricing.ts';
 
 /** After draining, how long stray handles may keep the process alive before it exits anyway. */
 const EXIT_GRACE_MS = 2_000;

@@ -5,7 +5,7 @@
 // engines write every uncached prefix to their cache without a surcharge, so cache creation is 0.
 // O(answer) whole; O(chunk) per stream chunk.
 import { randomBytes } from 'node:crypto';
-import { extractUsage, type ExtractedUsage } from '../usage/extract.ts';
+import { extractUsage, type ExtractedUsage } from '../accounting/record/extract.ts';
 import type { AnthropicState } from './anthropic-request.ts';
 import { signThinking } from './thinking-signature.ts';
 import { argumentsObject, choiceView, firstChoice, reasoningOf, sseEvent, type ChunkDelta } from './chat-answer.ts';

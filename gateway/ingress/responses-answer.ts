@@ -7,7 +7,7 @@
 // previous_response_id always finds it. O(answer) whole; O(chunk) per stream chunk.
 import { randomBytes } from 'node:crypto';
 import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
-import { extractUsage, type ExtractedUsage } from '../usage/extract.ts';
+import { extractUsage, type ExtractedUsage } from '../accounting/record/extract.ts';
 import {
   argumentsObject,
   choiceView,

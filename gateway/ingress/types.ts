@@ -4,7 +4,7 @@
 // answer back (whole JSON, or stream chunk by chunk) and shapes errors the way its clients expect.
 // The proxy core (gateway/proxy/) knows no API; server.ts, limits and metrics derive from the list.
 import type { ChatRequest, Receipt } from '../../middleware/types.ts';
-import type { ExtractedUsage } from '../usage/extract.ts';
+import type { ExtractedUsage } from '../accounting/record/extract.ts';
 import type { Mac } from './thinking-signature.ts';
 
 /** Bounded `api` label values (metrics, records, usage events). */

@@ -14,7 +14,7 @@ import { harnessHeaders } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import { engineOf } from '../upstream/engines.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
-import { parseSimTiming } from '../usage/extract.ts';
+import { parseSimTiming } from '../accounting/record/extract.ts';
 import type { AttemptObserver } from './attempt.ts';
 import { upstreamBody } from './body.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';

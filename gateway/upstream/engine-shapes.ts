@@ -1,5 +1,5 @@
 // What each engine sends back, read into one form: usage and error bodies.
-// Usage (see usage/extract.ts for the normalised triple):
+// Usage (see accounting/record/extract.ts for the normalised triple):
 //  - vLLM: OpenAI `usage` with `prompt_tokens_details.cached_tokens` (null unless the server runs
 //    with --enable-prompt-tokens-details);
 //  - SGLang: the same `usage` (`prompt_tokens_details` filled with --enable-cache-report), some
@@ -13,7 +13,7 @@
 //    `{"error": {"message"}}` from native routes (http_server._create_error_response);
 //  - OpenAI: `{"error": {message, type, param, code}}`;
 //  - anything FastAPI rejects before the handler: `{"detail": ...}`.
-import { type ExtractedUsage, extractUsage, fromUsageObject } from '../usage/extract.ts';
+import { type ExtractedUsage, extractUsage, fromUsageObject } from '../accounting/record/extract.ts';
 
 /** An engine's error, as much of it as the body carried. */
 export interface EngineError {

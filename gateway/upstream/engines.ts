@@ -6,7 +6,7 @@
 // common engine). The reference worker serves each flavor's endpoints (loadtest/sim-worker/).
 import { ENGINE_LOAD_METRICS, type LoadMetricNames } from '../../kvplanner/load-signals.ts';
 import type { ModelConfig } from '../config/schema.ts';
-import type { ExtractedUsage } from '../usage/extract.ts';
+import type { ExtractedUsage } from '../accounting/record/extract.ts';
 import {
   type EngineError,
   openaiError,

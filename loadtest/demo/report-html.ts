@@ -1,8 +1,8 @@
 // The demo's HTML report: one self-contained file (the reporting module's page shell and SVG
 // charts) comparing the demo runs: cached vs prefilled tokens, hit rate, TTFT percentiles, cost,
 // per-session hit rates and per-worker load, with the simulator caveat stated up front.
-import { barChart, esc, lineChart, stackedBarChart } from '../../gateway/report/charts.ts';
-import { renderHtmlPage } from '../../gateway/report/html.ts';
+import { barChart, esc, lineChart, stackedBarChart } from '../../gateway/accounting/report/charts.ts';
+import { renderHtmlPage } from '../../gateway/accounting/report/html.ts';
 import type { RunSummary } from '../replay/types.ts';
 import { savings, SIMULATOR_NOTE } from './summary.ts';
 

@@ -1,8 +1,8 @@
 // `ctxgate loadtest --out FILE.html`: one self-contained page in the look of the demo and FinOps
 // reports (the reporting module's page shell and SVG charts): totals per target, latency and
 // TTFT percentiles, hit rate, errors by status and the per-session table.
-import { barChart, esc, lineChart } from '../../gateway/report/charts.ts';
-import { renderHtmlPage } from '../../gateway/report/html.ts';
+import { barChart, esc, lineChart } from '../../gateway/accounting/report/charts.ts';
+import { renderHtmlPage } from '../../gateway/accounting/report/html.ts';
 import type { LoadSummary } from './summary.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;

@@ -12,7 +12,7 @@ import { toResponseObject } from '../../gateway/ingress/responses-answer.ts';
 import { parseResponses } from '../../gateway/ingress/responses-request.ts';
 import { MemoryResponseStore } from '../../gateway/ingress/responses-store.ts';
 import type { AnswerContext } from '../../gateway/ingress/types.ts';
-import { extractUsage } from '../../gateway/usage/extract.ts';
+import { extractUsage } from '../../gateway/accounting/record/extract.ts';
 import { sessionBodies } from './growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './ingress-bodies.ts';
 

@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 

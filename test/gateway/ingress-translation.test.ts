@@ -11,7 +11,7 @@ import { ResponsesStream, toResponseObject } from '../../gateway/ingress/respons
 import { parseResponses, type ResponsesState } from '../../gateway/ingress/responses-request.ts';
 import { MemoryResponseStore } from '../../gateway/ingress/responses-store.ts';
 import type { AnswerContext } from '../../gateway/ingress/types.ts';
-import { extractUsage } from '../../gateway/usage/extract.ts';
+import { extractUsage } from '../../gateway/accounting/record/extract.ts';
 import { flattenContent } from '../../middleware/tokens/template-input.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 

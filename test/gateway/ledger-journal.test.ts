@@ -5,11 +5,11 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JOURNAL_SUFFIX, pendingLines } from '../../gateway/ledger/journal.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
-import type { UsageRecord } from '../../gateway/usage/types.ts';
+import { JOURNAL_SUFFIX, pendingLines } from '../../gateway/accounting/stores/journal.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
+import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-journal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,11 +2,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { RedisStreamLedger } from '../../gateway/ledger/redis-stream.ts';
-import { buildReport } from '../../gateway/report/render.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
-import type { UsageRecord } from '../../gateway/usage/types.ts';
+import { RedisStreamLedger } from '../../gateway/accounting/stores/redis-stream.ts';
+import { buildReport } from '../../gateway/accounting/report/render.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
+import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 
 const url = inject('redisUrl');
 const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');

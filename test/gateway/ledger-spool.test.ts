@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Spool } from '../../gateway/ledger/spool.ts';
+import { Spool } from '../../gateway/accounting/stores/spool.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-spool-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,11 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BatchQueue } from '../../gateway/ledger/batch-queue.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
-import type { UsageRecord } from '../../gateway/usage/types.ts';
+import { BatchQueue } from '../../gateway/accounting/stores/batch-queue.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
+import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-ledger-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -129,7 +129,7 @@ describe('SqliteLedger', () => {
 
 describe('createSpendLookup', () => {
   it('sums a tenant’s cost since an instant, queued records included', async () => {
-    const { createSpendLookup } = await import('../../gateway/ledger/spend.ts');
+    const { createSpendLookup } = await import('../../gateway/accounting/stores/spend.ts');
     const l = new SqliteLedger({ ...opts(join(dir, 'spend.sqlite')), flushMs: 60_000, batchSize: 1000 });
     const now = Date.now();
     const rs = [rec(1, now - 2 * 86_400_000), rec(3, now), rec(5, now), rec(2, now)];

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryFromArgs } from '../../cli/commands/report.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-report-cli-'));
 const path = join(dir, 'usage.sqlite');

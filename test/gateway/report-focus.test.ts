@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { FOCUS_COLUMNS } from '../../gateway/report/focus.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { FOCUS_COLUMNS } from '../../gateway/accounting/report/focus.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-focus-'));
 const path = join(dir, 'usage.sqlite');

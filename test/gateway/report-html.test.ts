@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregateRecords } from '../../gateway/report/aggregate.ts';
-import { barChart, histogram, lineChart, stackedBarChart } from '../../gateway/report/charts.ts';
-import { renderHtmlReport } from '../../gateway/report/html.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord } from '../../gateway/usage/record.ts';
+import { aggregateRecords } from '../../gateway/accounting/report/aggregate.ts';
+import { barChart, histogram, lineChart, stackedBarChart } from '../../gateway/accounting/report/charts.ts';
+import { renderHtmlReport } from '../../gateway/accounting/report/html.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-report-html-'));
 let browser: Browser;

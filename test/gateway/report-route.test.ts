@@ -8,11 +8,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../gateway/auth.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { reportRoutes } from '../../gateway/routes/report.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { reportRoutes } from '../../gateway/accounting/routes/report.ts';
 import { buildGateway, type BuiltGateway } from '../../gateway/server.ts';
-import { createPricingLookup } from '../../gateway/usage/pricing.ts';
-import { createUsageRecorder, type UsageRecorder } from '../../gateway/usage/recorder.ts';
+import { createPricingLookup } from '../../gateway/accounting/record/pricing.ts';
+import { createUsageRecorder, type UsageRecorder } from '../../gateway/accounting/record/recorder.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
 import { until } from '../helpers/gateway.ts';
 

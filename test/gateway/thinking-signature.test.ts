@@ -11,7 +11,7 @@ import { checkThinking, signThinking } from '../../gateway/ingress/thinking-sign
 import type { AnswerContext } from '../../gateway/ingress/types.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { createCacheSalts } from '../../gateway/tenancy/cache-salt.ts';
-import { extractUsage } from '../../gateway/usage/extract.ts';
+import { extractUsage } from '../../gateway/accounting/record/extract.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
 const SECRET = 'thinking-signature-test-secret';

@@ -10,8 +10,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import type { UsageRecord } from '../../gateway/usage/types.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
 let workers: SimWorker[] = [];

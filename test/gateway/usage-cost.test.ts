@@ -5,13 +5,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { aggregateRecords } from '../../gateway/report/aggregate.ts';
-import { toJsonReport } from '../../gateway/report/format.ts';
-import { extractUsage, parseSimTiming } from '../../gateway/usage/extract.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE, loadPricingTable, type Pricing } from '../../gateway/usage/pricing.ts';
-import { buildUsageRecord, formatCostHeader } from '../../gateway/usage/record.ts';
-import type { UsageInput, UsageRecord } from '../../gateway/usage/types.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { aggregateRecords } from '../../gateway/accounting/report/aggregate.ts';
+import { toJsonReport } from '../../gateway/accounting/report/format.ts';
+import { extractUsage, parseSimTiming } from '../../gateway/accounting/record/extract.ts';
+import {
+  compilePricing,
+  DEFAULT_PRICING_TABLE,
+  loadPricingTable,
+  type Pricing,
+} from '../../gateway/accounting/record/pricing.ts';
+import { buildUsageRecord, formatCostHeader } from '../../gateway/accounting/record/record.ts';
+import type { UsageInput, UsageRecord } from '../../gateway/accounting/types/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-usage-cost-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

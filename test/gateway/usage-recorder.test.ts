@@ -2,9 +2,9 @@
 // of worker timing. The recorder must never throw into the gateway and must count what it loses.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
-import { parseSimTiming } from '../../gateway/usage/extract.ts';
+import { parseSimTiming } from '../../gateway/accounting/record/extract.ts';
 import {
   compilePricing,
   createPricingLookup,
@@ -12,9 +12,9 @@ import {
   loadPricingTable,
   PricingError,
   validatePricing,
-} from '../../gateway/usage/pricing.ts';
-import { createUsageRecorder } from '../../gateway/usage/recorder.ts';
-import type { UsageInput, UsageRecord } from '../../gateway/usage/types.ts';
+} from '../../gateway/accounting/record/pricing.ts';
+import { createUsageRecorder } from '../../gateway/accounting/record/recorder.ts';
+import type { UsageInput, UsageRecord } from '../../gateway/accounting/types/usage.ts';
 
 function ev(i: number, over: Partial<UsageInput> = {}): UsageInput {
   return {

@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { SqliteLedger } from '../../gateway/ledger/sqlite.ts';
-import { JOURNAL_SUFFIX } from '../../gateway/ledger/journal.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { JOURNAL_SUFFIX } from '../../gateway/accounting/stores/journal.ts';
 import { startGateway } from '../../gateway/server.ts';
-import { PricingError } from '../../gateway/usage/pricing.ts';
-import { createReporting } from '../../gateway/usage/reporting.ts';
+import { PricingError } from '../../gateway/accounting/record/pricing.ts';
+import { createReporting } from '../../gateway/accounting/routes/reporting.ts';
 import { startFakeUpstream } from '../helpers/fake-upstream.ts';
 import { until } from '../helpers/gateway.ts';
 

@@ -71,6 +71,26 @@ export function upwardImports(edges: ImportEdge[]): ImportEdge[] {
   });
 }
 
+/** Sub-layers of gateway/accounting/, top to bottom: a file imports only its own sub-layer or lower ones. */
+export const ACCOUNTING_LAYERS = ['routes', 'report', 'stores', 'record', 'types'] as const;
+const ACCOUNTING = 'gateway/accounting/';
+
+function accountingLayerOf(file: string): number {
+  if (!file.startsWith(ACCOUNTING)) return -1;
+  return (ACCOUNTING_LAYERS as readonly string[]).indexOf(file.slice(ACCOUNTING.length).split('/')[0]);
+}
+
+/** Imports between accounting files that point up its order (types → record → stores → report → routes),
+ * and accounting files outside a known sub-layer (reported as importing themselves). */
+export function accountingUpward(edges: ImportEdge[]): ImportEdge[] {
+  return edges.filter((e) => {
+    const a = accountingLayerOf(e.from);
+    const b = accountingLayerOf(e.to);
+    if (e.from.startsWith(ACCOUNTING) && a < 0) return true;
+    return a >= 0 && b >= 0 && b < a;
+  });
+}
+
 /** Strongly connected components with more than one file (or a file importing itself). */
 export function importCycles(edges: ImportEdge[]): string[][] {
   const adj = new Map<string, string[]>();

@@ -1,6 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importCycles, importEdges, LAYERS, sourceFiles, upwardImports } from './import-graph.ts';
+import {
+  ACCOUNTING_LAYERS,
+  accountingUpward,
+  importCycles,
+  importEdges,
+  LAYERS,
+  sourceFiles,
+  upwardImports,
+} from './import-graph.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -19,6 +27,18 @@ describe('layers: imports point down cli -> loadtest -> gateway -> middleware ->
 
   it('no import cycle between files (type-only imports included)', () => {
     expect(importCycles(edges)).toEqual([]);
+  });
+
+  it('accounting is one folder ordered types -> record -> stores -> report -> routes, imports pointing down', () => {
+    const files = sourceFiles(ROOT);
+    for (const l of ACCOUNTING_LAYERS) expect(files.some((f) => f.startsWith(`gateway/accounting/${l}/`))).toBe(true);
+    expect(files.filter((f) => /^gateway\/(usage|ledger|report)\//.test(f))).toEqual([]);
+    expect(accountingUpward(edges).map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
+    const planted = [
+      { from: 'gateway/accounting/stores/a.ts', to: 'gateway/accounting/report/b.ts' },
+      { from: 'gateway/accounting/report/b.ts', to: 'gateway/accounting/stores/a.ts' },
+    ];
+    expect(accountingUpward(planted)).toEqual([planted[0]]);
   });
 
   it('the checker itself finds an upward import and a cycle', () => {

@@ -2,9 +2,9 @@
 // JS for table sorting), readable from disk without a server or network.
 // renderHtmlPage() is the generic shell, exported so other reports (the demo's comparison) can
 // reuse the same look with their own sections built from charts.ts.
-import { formatUsd, NANO_PER_USD } from '../usage/money.ts';
+import { formatUsd, NANO_PER_USD } from '../types/money.ts';
 import { esc, histogram, lineChart, stackedBarChart, barChart, PALETTE } from './charts.ts';
-import { hitRate, type GroupRow, type ReportData } from './types.ts';
+import { hitRate, type GroupRow, type ReportData } from '../types/report.ts';
 
 export interface HtmlSection {
   title: string;

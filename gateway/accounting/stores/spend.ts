@@ -1,8 +1,8 @@
 // The spend lookup budgets need (gateway/limits/budget.ts SpendLookup): USD a tenant spent since
 // an instant, from the usage ledger. SQLite answers with one indexed SUM over (tenant, time);
 // other stores scan their records for that tenant and range.
-import { NANO_PER_USD } from '../usage/money.ts';
-import type { UsageLedger } from './types.ts';
+import { NANO_PER_USD } from '../types/money.ts';
+import type { UsageLedger } from '../types/ledger.ts';
 
 export function createSpendLookup(ledger: UsageLedger): (tenant: string, sinceMs: number) => Promise<number> {
   return async (tenant, sinceMs) => {

@@ -3,9 +3,9 @@
 // each token is billed exactly once, at the price of the bucket it falls in.
 // Upstreams that report no usage are priced on the gateway's own counts (usageSource 'predicted':
 // prompt = gateway-counted tokens, cached = the router's predicted cached prefix).
-import { formatUsdExact, gpuCostNusd, tokenCostNusd } from './money.ts';
+import { formatUsdExact, gpuCostNusd, tokenCostNusd } from '../types/money.ts';
 import type { Pricing } from './pricing.ts';
-import type { UsageInput, UsageRecord } from './types.ts';
+import type { UsageInput, UsageRecord } from '../types/usage.ts';
 
 const NO_BREAK = 'none';
 

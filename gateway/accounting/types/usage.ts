@@ -1,5 +1,5 @@
 // The input and output shapes of usage accounting. `UsageInput` is the gateway's UsageEvent.
-import type { UsageEvent } from '../usage-event.ts';
+import type { UsageEvent } from '../../usage-event.ts';
 
 export type UsageInput = UsageEvent;
 

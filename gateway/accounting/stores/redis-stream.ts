@@ -9,10 +9,10 @@
 // every flush_ms). Records forwarded after an outage longer than RANGE_SLACK_MS are appended
 // too late for a report whose range ends before the outage did (an unbounded report has them).
 import { Redis } from 'ioredis';
-import type { UsageRecord } from '../usage/types.ts';
+import type { UsageRecord } from '../types/usage.ts';
 import { BatchQueue } from './batch-queue.ts';
 import { Spool } from './spool.ts';
-import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
+import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from '../types/ledger.ts';
 
 export const DEFAULT_STREAM_KEY = 'ctxgate:usage';
 export const DEFAULT_STREAM_MAXLEN = 1_000_000;

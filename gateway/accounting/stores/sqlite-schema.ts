@@ -1,7 +1,7 @@
 // Table layout of the SQLite usage ledger and the record <-> row mapping. Money columns are
 // INTEGER nano-dollars, so SUM() in SQL is exact. The index on time serves --since/--until
 // and retention; (tenant, time) serves tenant-scoped reports.
-import type { UsageRecord } from '../usage/types.ts';
+import type { UsageRecord } from '../types/usage.ts';
 
 export const SCHEMA_VERSION = 2;
 

@@ -1,7 +1,7 @@
 // In-memory report aggregation over usage records: the reference semantics the SQL aggregator
-// (ledger/sqlite-report.ts) must match, and the path for stores without SQL (Redis Stream).
+// (stores/sqlite-report.ts) must match, and the path for stores without SQL (Redis Stream).
 // One pass, O(n) time, O(groups + sessions + series buckets) memory.
-import type { UsageRecord } from '../usage/types.ts';
+import type { UsageRecord } from '../types/usage.ts';
 import {
   DEFAULT_TOP_SESSIONS,
   TTFT_EDGES_MS,
@@ -10,11 +10,12 @@ import {
   emptySums,
   pickBucketMs,
   type GroupBy,
+  sortGroups,
   type GroupRow,
   type ReportData,
   type ReportQuery,
   type Sums,
-} from './types.ts';
+} from '../types/report.ts';
 
 export function recordSums(r: UsageRecord): Sums {
   return {
@@ -73,13 +74,6 @@ function into(map: Map<string | number, Sums>, key: string | number, s: Sums): v
   const cur = map.get(key);
   if (cur) addSums(cur, s);
   else map.set(key, { ...s });
-}
-
-export function sortGroups(rows: GroupRow[], by: GroupBy): GroupRow[] {
-  // Days read best in time order; everything else by spend, biggest first.
-  return by === 'day'
-    ? rows.sort((a, b) => a.key.localeCompare(b.key))
-    : rows.sort((a, b) => b.costNusd - a.costNusd || a.key.localeCompare(b.key));
 }
 
 export async function aggregateRecords(

@@ -6,13 +6,13 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { ReportData, ReportQuery } from '../report/types.ts';
-import type { UsageRecord } from '../usage/types.ts';
+import type { ReportData, ReportQuery } from '../types/report.ts';
+import type { UsageRecord } from '../types/usage.ts';
 import { BatchQueue } from './batch-queue.ts';
 import { JOURNAL_META_KEY, JOURNAL_SUFFIX, Journal, lockJournal, pendingLines } from './journal.ts';
 import { BACKFILL_SQL, COLUMNS, DDL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
-import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
+import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from '../types/ledger.ts';
 
 export const DEFAULT_RETENTION_SWEEP_MS = 3_600_000;
 const DAY_MS = 86_400_000;

@@ -1,7 +1,7 @@
 // Text renderers of a ReportData: JSON (machine), CSV (spreadsheets), Markdown (humans, CI logs).
 // Money leaves nano-dollars only here. JSON carries both `cost_usd` and the exact `cost_nusd`.
-import { formatUsd, nusdToUsd } from '../usage/money.ts';
-import { hitRate, type ReportData, type Sums } from './types.ts';
+import { formatUsd, nusdToUsd } from '../types/money.ts';
+import { hitRate, type ReportData, type Sums } from '../types/report.ts';
 
 export interface JsonSums {
   requests: number;

@@ -7,14 +7,14 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import type { GatewayConfig } from '../config/schema.ts';
-import { microPerHour, picoPerToken } from './money.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
+import { microPerHour, picoPerToken } from '../types/money.ts';
 
 /** Documented defaults (configs/pricing.yaml `default`): $1/M input, $0.10/M cached, $4/M output. */
 export const DEFAULT_INPUT_PER_MTOK = 1;
 export const DEFAULT_CACHED_INPUT_PER_MTOK = 0.1;
 export const DEFAULT_OUTPUT_PER_MTOK = 4;
-export const DEFAULT_PRICING_FILE = join(dirname(fileURLToPath(import.meta.url)), '../../configs/pricing.yaml');
+export const DEFAULT_PRICING_FILE = join(dirname(fileURLToPath(import.meta.url)), '../../../configs/pricing.yaml');
 
 export interface TokenPriceSpec {
   input_per_mtok: number;

@@ -115,3 +115,11 @@ export function pickBucketMs(first: number | null, last: number | null): number 
 export function dayKey(t: number): string {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 }
+
+/** One order of report groups for every producer (JS and SQL): days in time order, everything
+ * else by spend, biggest first. */
+export function sortGroups(rows: GroupRow[], by: GroupBy): GroupRow[] {
+  return by === 'day'
+    ? rows.sort((a, b) => a.key.localeCompare(b.key))
+    : rows.sort((a, b) => b.costNusd - a.costNusd || a.key.localeCompare(b.key));
+}

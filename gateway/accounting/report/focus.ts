@@ -7,10 +7,10 @@
 // the same figure. Unbilled failures (no cost, no tokens) produce no row. Columns follow the FOCUS
 // 1.2 specification (focus.finops.org); the ctxgate-specific ones carry the `x_` prefix it reserves.
 // O(records) time, O(rows) memory.
-import type { UsageLedger } from '../ledger/types.ts';
-import { formatUsdExact, NANO_PER_USD } from '../usage/money.ts';
-import type { UsageRecord } from '../usage/types.ts';
-import type { ReportQuery } from './types.ts';
+import type { UsageLedger } from '../types/ledger.ts';
+import { formatUsdExact, NANO_PER_USD } from '../types/money.ts';
+import type { UsageRecord } from '../types/usage.ts';
+import type { ReportQuery } from '../types/report.ts';
 
 export const FOCUS_COLUMNS = [
   'BilledCost',

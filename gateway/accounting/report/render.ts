@@ -1,11 +1,11 @@
 // Builds a report from a ledger (SQL when the store supports it, else a streaming in-memory
 // aggregation) and renders it in the requested format.
-import type { UsageLedger } from '../ledger/types.ts';
+import type { UsageLedger } from '../types/ledger.ts';
 import { aggregateRecords } from './aggregate.ts';
 import { renderCsv, renderJson, renderMarkdown } from './format.ts';
 import { renderFocus } from './focus.ts';
 import { renderHtmlReport } from './html.ts';
-import type { ReportData, ReportFormat, ReportQuery } from './types.ts';
+import type { ReportData, ReportFormat, ReportQuery } from '../types/report.ts';
 
 export async function buildReport(ledger: UsageLedger, q: ReportQuery): Promise<ReportData> {
   // Records still queued in this process belong in the answer (a no-op for read-only ledgers).

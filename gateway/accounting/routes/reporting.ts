@@ -4,17 +4,17 @@
 //   const reporting = createReporting(config);
 //   const gw = await startGateway(config, { ...reporting.deps });
 import type { FastifyInstance } from 'fastify';
-import type { Principal } from '../auth.ts';
-import type { GatewayConfig } from '../config/schema.ts';
-import type { GatewayContext, GatewayDeps } from '../context.ts';
-import { openLedger } from '../ledger/open.ts';
-import { createSpendLookup } from '../ledger/spend.ts';
-import type { UsageLedger } from '../ledger/types.ts';
-import { reportRoutes } from '../routes/report.ts';
-import { createPricingLookup, loadPricingTable, type Pricing, type PricingTable } from './pricing.ts';
-import { buildUsageRecord, usageHeaders } from './record.ts';
-import { createUsageRecorder, type UsageRecorder } from './recorder.ts';
-import type { UsageInput } from './types.ts';
+import type { Principal } from '../../auth.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
+import type { GatewayContext, GatewayDeps } from '../../context.ts';
+import { openLedger } from '../stores/open.ts';
+import { createSpendLookup } from '../stores/spend.ts';
+import type { UsageLedger } from '../types/ledger.ts';
+import { reportRoutes } from './report.ts';
+import { createPricingLookup, loadPricingTable, type Pricing, type PricingTable } from '../record/pricing.ts';
+import { buildUsageRecord, usageHeaders } from '../record/record.ts';
+import { createUsageRecorder, type UsageRecorder } from '../record/recorder.ts';
+import type { UsageInput } from '../types/usage.ts';
 
 export interface ReportingOptions {
   /** Pricing fallback table; default configs/pricing.yaml. `null`: explicit prices only. */

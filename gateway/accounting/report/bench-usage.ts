@@ -1,5 +1,5 @@
 // Benchmark: cost of writing the usage record on the request path.
-//   npx tsx gateway/usage/bench-usage.ts [--events 100000] [--store sqlite|none]
+//   npx tsx gateway/accounting/report/bench-usage.ts [--events 100000] [--store sqlite|none]
 // Times recorder.onUsage (price + ledger append + metric increments) per event with a real
 // SQLite ledger and a real prom-client registry, yielding to the event loop every 100 events so
 // batched ledger writes happen as they would between requests. Prints p50 / p99 / max in µs.
@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setImmediate as tick } from 'node:timers/promises';
 import { Registry } from 'prom-client';
-import { SqliteLedger } from '../ledger/sqlite.ts';
-import { createMetrics } from '../metrics.ts';
-import { createPricingLookup } from './pricing.ts';
-import { createUsageRecorder } from './recorder.ts';
-import type { UsageInput } from './types.ts';
+import { SqliteLedger } from '../stores/sqlite.ts';
+import { createMetrics } from '../../metrics.ts';
+import { createPricingLookup } from '../record/pricing.ts';
+import { createUsageRecorder } from '../record/recorder.ts';
+import type { UsageInput } from '../types/usage.ts';
 
 const DEFAULT_EVENTS = 100_000;
 const YIELD_EVERY = 100;

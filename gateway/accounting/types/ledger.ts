@@ -1,8 +1,8 @@
 // The durable usage ledger contract. append() is called on the request path and must never
 // block or throw; persistence happens in batches off that path. Losing the ledger loses
 // records (counted in `dropped`), never requests.
-import type { ReportData, ReportQuery } from '../report/types.ts';
-import type { UsageRecord } from '../usage/types.ts';
+import type { ReportData, ReportQuery } from './report.ts';
+import type { UsageRecord } from './usage.ts';
 
 export interface LedgerFilter {
   /** Inclusive lower bound, epoch ms. */

@@ -2,11 +2,11 @@
 // `ledger.path`, a Redis Stream at `redis.url` (several replicas share one ledger, spooled to
 // `ledger.spool_path` while Redis is down), or both (records go to both, reads to the first).
 // Default: SQLite alone, or Redis then SQLite when `redis.url` is set.
-import type { GatewayConfig } from '../config/schema.ts';
+import type { GatewayConfig } from '../../config/schema.ts';
 import { RedisStreamLedger } from './redis-stream.ts';
 import { SqliteLedger } from './sqlite.ts';
 import { TeeLedger } from './tee.ts';
-import type { DropListener, UsageLedger } from './types.ts';
+import type { DropListener, UsageLedger } from '../types/ledger.ts';
 
 export const SPOOL_SUFFIX = '.redis-spool';
 

@@ -2,10 +2,10 @@
 // An admin sees every tenant (and may narrow with ?tenant=); any other key sees only its own
 // tenant's rows, whatever it asks for. Errors are OpenAI-shaped.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, toGatewayError } from '../../middleware/errors.ts';
-import type { UsageLedger } from '../ledger/types.ts';
+import { GatewayError, toGatewayError } from '../../../middleware/errors.ts';
+import type { UsageLedger } from '../types/ledger.ts';
 import { CONTENT_TYPES, parseTime, produceReport } from '../report/render.ts';
-import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../report/types.ts';
+import { GROUP_BY, REPORT_FORMATS, type GroupBy, type ReportFormat, type ReportQuery } from '../types/report.ts';
 
 export const DEFAULT_ROUTE_FORMAT: ReportFormat = 'json';
 export const DEFAULT_ROUTE_GROUP_BY: GroupBy = 'tenant';

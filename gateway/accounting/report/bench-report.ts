@@ -1,5 +1,5 @@
 // Benchmark: `ctxgate report` over a large SQLite ledger.
-//   npx tsx gateway/report/bench-report.ts [--rows 1000000] [--keep FILE]   (--keep reuses FILE when it exists)
+//   npx tsx gateway/accounting/report/bench-report.ts [--rows 1000000] [--keep FILE]   (--keep reuses FILE when it exists)
 // Generates N synthetic usage rows (20 tenants, 3 models, 8 workers, 5,000 sessions, 30 days),
 // then times the report three ways, three runs each, printing the median:
 //   in-process md (open + SQL aggregation + render), in-process html, and the full CLI process
@@ -10,12 +10,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DDL, INSERT_SQL, toRow } from '../ledger/sqlite-schema.ts';
-import { SqliteLedger } from '../ledger/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../usage/pricing.ts';
-import { buildUsageRecord } from '../usage/record.ts';
+import { DDL, INSERT_SQL, toRow } from '../stores/sqlite-schema.ts';
+import { SqliteLedger } from '../stores/sqlite.ts';
+import { compilePricing, DEFAULT_PRICING_TABLE } from '../record/pricing.ts';
+import { buildUsageRecord } from '../record/record.ts';
 import { produceReport } from './render.ts';
-import type { ReportFormat } from './types.ts';
+import type { ReportFormat } from '../types/report.ts';
 
 const DEFAULT_ROWS = 1_000_000;
 const RUNS = 3;

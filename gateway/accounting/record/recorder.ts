@@ -1,12 +1,12 @@
 // The one object the gateway wires as `deps.onUsage`: prices each finished request, appends the
 // record to the ledger (non-blocking), increments the cost/savings counters, and keeps the last
 // records by request id for response headers and debugging. O(1) per request; never throws.
-import type { GatewayMetrics } from '../metrics.ts';
-import type { UsageLedger } from '../ledger/types.ts';
-import { NANO_PER_USD } from './money.ts';
+import type { GatewayMetrics } from '../../metrics.ts';
+import type { UsageLedger } from '../types/ledger.ts';
+import { NANO_PER_USD } from '../types/money.ts';
 import type { Pricing } from './pricing.ts';
 import { buildUsageRecord } from './record.ts';
-import type { UsageInput, UsageRecord } from './types.ts';
+import type { UsageInput, UsageRecord } from '../types/usage.ts';
 
 export const DEFAULT_LAST_RECORDS = 1_000;
 export const DROP_POLL_MS = 1_000;

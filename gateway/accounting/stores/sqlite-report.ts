@@ -2,7 +2,6 @@
 // never materializes the rows in JS. Same semantics as report/aggregate.ts (tested against it).
 // Cost: one indexed MIN/MAX, two sorted GROUP BY scans and one unsorted scan of the filtered range.
 import type Database from 'better-sqlite3';
-import { sortGroups } from '../report/aggregate.ts';
 import {
   DAY_MS,
   DEFAULT_TOP_SESSIONS,
@@ -10,13 +9,14 @@ import {
   dayKey,
   pickBucketMs,
   type GroupBy,
+  sortGroups,
   type GroupRow,
   type ReportData,
   type ReportQuery,
   type Sums,
   emptySums,
   addSums,
-} from '../report/types.ts';
+} from '../types/report.ts';
 
 const SUMS_SQL = `COUNT(*) AS requests, SUM(prompt_tokens) AS promptTokens, SUM(cached_tokens) AS cachedTokens,
   TOTAL(predicted_cached_tokens) AS predictedCachedTokens, SUM(output_tokens) AS outputTokens,

@@ -1,9 +1,9 @@
 // Two ledgers on at once (`ledger.stores: [redis, sqlite]`): every record goes to both, reads come
 // from the first (the shared Redis Stream sees every replica; the local SQLite file only this one).
 // Appends never block or throw (each store queues on its own); stats add up the writers.
-import type { ReportData, ReportQuery } from '../report/types.ts';
-import type { UsageRecord } from '../usage/types.ts';
-import type { LedgerFilter, LedgerStats, UsageLedger } from './types.ts';
+import type { ReportData, ReportQuery } from '../types/report.ts';
+import type { UsageRecord } from '../types/usage.ts';
+import type { LedgerFilter, LedgerStats, UsageLedger } from '../types/ledger.ts';
 
 export class TeeLedger implements UsageLedger {
   readonly report?: (q: ReportQuery) => Promise<ReportData>;

@@ -5,7 +5,7 @@
 // flush_ms of them; flush_ms remains as a retry timer. A store that makes records durable itself
 // on push (the SQLite ledger's journal) passes `eager: false`: batches are then written every
 // flush_ms, or as soon as batch_size records wait. Writes never overlap.
-import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from './types.ts';
+import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from '../types/ledger.ts';
 
 export interface BatchQueueOptions<T> {
   batchSize: number;
