@@ -104,7 +104,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       'Usage records dropped (ledger backlog full or failing)',
       [] as const,
     ),
-    rateLimited: counter('rate_limited_total', 'Requests refused by rate limit or budget', ['tenant'] as const),
+    rateLimited: counter(
+      'rate_limited_total',
+      'Requests refused by a rate limit, a budget or the per-tenant in-flight cap',
+      ['tenant'] as const,
+    ),
     kvEventBatches: counter(
       'kv_event_batches_total',
       'Engine KV event batches received per worker: applied live, recovered through replay, or undecodable',

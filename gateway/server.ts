@@ -13,7 +13,7 @@ import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
-import { installLimits, jsonDepth } from './limits/index.ts';
+import { countedSlots, installLimits, jsonDepth } from './limits/index.ts';
 import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
 import { createResponseStore } from './ingress/responses-store.ts';
@@ -124,7 +124,10 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     salts: createCacheSalts(config.tenancy),
-    tenantSlots: tenantSlots(config, (msg) => app.log.warn(msg)),
+    tenantSlots: countedSlots(
+      tenantSlots(config, (msg) => app.log.warn(msg)),
+      { metrics },
+    ),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
     tracing: deps.tracing,

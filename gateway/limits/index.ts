@@ -2,14 +2,40 @@
 // per-tenant rate limit, then per-tenant daily budget. Body size, JSON depth and message count
 // are checked earlier (body parser, validation). Everything here is bounded by config.
 import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '../../middleware/errors.ts';
 import type { Redis } from 'ioredis';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { BudgetGuard, type SpendLookup } from './budget.ts';
 import { createLimiterRedis, registerTenantRateLimit, type TenantLimiter } from './rate-limit.ts';
+import type { TenantSlots } from './tenant-concurrency.ts';
+
+/** What the limits refuse with (429s); each refusal counts in ctxgate_rate_limited_total{tenant}. */
+const REFUSALS = new Set(['rate_limited', 'budget_exceeded', 'tenant_concurrency_exceeded']);
+
+/** Counts a limit's refusal (and rethrows it): the limits own ctxgate_rate_limited_total. */
+function counted(gw: Pick<GatewayContext, 'metrics'>, tenant: string, err: unknown): never {
+  if (err instanceof GatewayError && REFUSALS.has(err.code)) gw.metrics.rateLimited.inc({ tenant });
+  throw err;
+}
+
+/** The per-tenant in-flight cap, its refusals counted. */
+export function countedSlots(slots: TenantSlots, gw: Pick<GatewayContext, 'metrics'>): TenantSlots {
+  return {
+    acquire: (tenant) => {
+      try {
+        const r = slots.acquire(tenant);
+        // The per-process cap answers synchronously: no promise on its path.
+        return r instanceof Promise ? r.catch((err: unknown) => counted(gw, tenant, err)) : r;
+      } catch (err) {
+        return counted(gw, tenant, err);
+      }
+    },
+    close: slots.close ? () => slots.close!() : undefined,
+  };
+}
 
 export { BudgetGuard, utcDayStart, type SpendLookup } from './budget.ts';
-export { capToolOutput, type CappedText } from './tool-output.ts';
 export { jsonDepth } from './json-depth.ts';
 export { TenantQuota, type Evicted, type TenantQuotaOptions } from './tenant-quota.ts';
 
@@ -77,9 +103,13 @@ export function installLimits(
   if (!out.rateLimit && !out.budget) return out;
   app.addHook('preHandler', async (req) => {
     if (!limited.has(req.routeOptions.url ?? '')) return;
-    await out.rateLimit?.(req);
     const p = req.principal as Principal | undefined;
-    if (p) await out.budget?.check(p.tenant);
+    try {
+      await out.rateLimit?.(req);
+      if (p) await out.budget?.check(p.tenant);
+    } catch (err) {
+      counted(gw, p?.tenant ?? 'anonymous', err);
+    }
   });
   return out;
 }

@@ -86,6 +86,9 @@ describe('bounded per request, isolated per tenant', () => {
     expect(third).toMatchObject({ status: 429, code: 'tenant_concurrency_exceeded' });
     expect(await slow(KEYS.b)).toBe('ok');
     expect(await Promise.all(a)).toEqual(['ok', 'ok']);
+    const metrics = await (await fetch(`${rig.gw.url}/metrics`)).text();
+    expect(metrics).toContain('ctxgate_rate_limited_total{tenant="a"} 1');
+    expect(metrics).not.toContain('ctxgate_rate_limited_total{tenant="b"}');
   });
 
   it('bodies that make every worker answer 500 do not eject the workers another tenant needs', async () => {

@@ -1,7 +1,7 @@
 // Pure limit helpers: TenantQuota (per-tenant session LRU + byte cap), BudgetGuard caching and
-// day rollover, capToolOutput and jsonDepth.
+// day rollover and jsonDepth.
 import { describe, expect, it } from 'vitest';
-import { BudgetGuard, capToolOutput, jsonDepth, TenantQuota } from '../../gateway/limits/index.ts';
+import { BudgetGuard, jsonDepth, TenantQuota } from '../../gateway/limits/index.ts';
 import type { GatewayError } from '../../middleware/errors.ts';
 
 describe('TenantQuota', () => {
@@ -87,18 +87,7 @@ describe('BudgetGuard', () => {
   });
 });
 
-describe('capToolOutput / jsonDepth', () => {
-  it('cuts on a UTF-8 boundary and says how much was dropped', () => {
-    const text = 'é'.repeat(100); // 200 bytes
-    const c = capToolOutput(text, 51);
-    expect(c.truncated).toBe(true);
-    expect(c.bytes).toBe(200);
-    expect(c.text.startsWith('é'.repeat(25))).toBe(true);
-    expect(c.text).not.toContain('\ufffd');
-    expect(c.text).toContain('150 bytes truncated');
-    expect(capToolOutput('short', 51)).toEqual({ text: 'short', truncated: false, bytes: 5 });
-  });
-
+describe('jsonDepth', () => {
   it('counts nesting outside strings, escapes included', () => {
     expect(jsonDepth(Buffer.from('{"a":[1,{"b":[]}]}'))).toBe(4);
     expect(jsonDepth(Buffer.from('{"a":"[[[[\\"[[["}'))).toBe(1);

@@ -55,6 +55,10 @@ describe('per-tenant rate limit', () => {
       expect(err.headers?.get('x-ratelimit-remaining')).toBe('0');
       // The key is the tenant: another tenant is not affected.
       expect((await ask(rig.client(key(b)))).choices[0].message.content).toContain('hello');
+      // The refusal is counted, for that tenant only (the scrape goes over the same socket).
+      const metrics = await (await fetch(`${rig.gw.url}/metrics`)).text();
+      expect(metrics).toContain(`ctxgate_rate_limited_total{tenant="${a}"} 1`);
+      expect(metrics).not.toContain(`ctxgate_rate_limited_total{tenant="${b}"}`);
       // Open routes are not counted.
       const res = await fetch(`${rig.gw.url}/health`);
       expect(res.status).toBe(200);
@@ -102,6 +106,9 @@ describe('per-tenant daily budget', () => {
     expect(err.status).toBe(429);
     expect(err.code).toBe('budget_exceeded');
     expect(Number(err.headers?.get('retry-after'))).toBeGreaterThan(0);
+    expect(await (await fetch(`${rig.gw.url}/metrics`)).text()).toContain(
+      'ctxgate_rate_limited_total{tenant="poor"} 1',
+    );
     expect((await ask(rig.client(key('free')))).choices[0].message.content).toContain('hello');
     expect(lookups.filter((t) => t === 'rich')).toHaveLength(1);
     expect(lookups).not.toContain('free');

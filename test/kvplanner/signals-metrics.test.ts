@@ -1,10 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEngineMetrics, startScraper } from '../../kvplanner/load-signals.ts';
-import { decisionRecorder, recordRoutingDecision } from '../../kvplanner/metrics.ts';
-import { createPolicy } from '../../kvplanner/policy-registry.ts';
-import { info, workers } from './fixtures.ts';
+import { workers } from './fixtures.ts';
 
 const VLLM = `# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
 # TYPE vllm:num_requests_waiting gauge
@@ -55,27 +52,5 @@ describe('startScraper', () => {
     expect(ws[0].kvTokens).toBe(16_000);
     expect(ws[1].engine).toBeUndefined();
     expect(errors).toEqual(['w1']);
-  });
-});
-
-describe('routing metrics', () => {
-  it('counts decisions by model, policy and branch in a prom-client counter', async () => {
-    const registry = new Registry();
-    const c = new Counter({
-      name: 'ctxgate_routing_decisions_total',
-      help: 'x',
-      labelNames: ['model', 'policy', 'branch'] as const,
-      registers: [registry],
-    });
-    const p = createPolicy('ctxgate');
-    const rec = decisionRecorder(c, 'm', p);
-    rec(p.select(workers(2), info({ sessionId: 's', text: 'x'.repeat(200) })));
-    rec(p.select(workers(2), info({ sessionId: 's', text: 'x'.repeat(300) })));
-    recordRoutingDecision(c, 'm', 'ctxgate', null);
-    const text = await registry.metrics();
-    expect(text).toContain('ctxgate_routing_decisions_total{model="m",policy="ctxgate",branch="new_session"} 1');
-    expect(text).toContain('ctxgate_routing_decisions_total{model="m",policy="ctxgate",branch="sticky"} 1');
-    expect(text).toContain('ctxgate_routing_decisions_total{model="m",policy="ctxgate",branch="overflow"} 0');
-    expect(text).toContain('branch="no_worker"} 1');
   });
 });
