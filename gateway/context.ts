@@ -15,6 +15,7 @@ import type { Tracing } from './telemetry/tracing.ts';
 import type { TenantSlots } from './limits/tenant-concurrency.ts';
 import type { Fleet } from './upstream/fleet.ts';
 import type { UsageEvent } from './usage-event.ts';
+import { headerSessionId } from './ingress/harness-session.ts';
 
 export interface GatewayDeps {
   /** The context pipeline of a model; default: passthrough (body unchanged). */
@@ -63,7 +64,6 @@ export interface GatewayContext {
 /** Default pipeline: forwards the body unchanged; the session id comes from a header when given. */
 export const PASSTHROUGH_PIPELINE: ContextPipeline = {
   async process(body, ctx) {
-    const sid = ctx.headers['x-ctxgate-session'] ?? ctx.headers['x-session-id'] ?? '';
-    return { body, sessionId: sid, receipts: [] };
+    return { body, sessionId: headerSessionId(ctx.headers), receipts: [] };
   },
 };

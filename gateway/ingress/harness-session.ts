@@ -29,3 +29,9 @@ export function harnessHeaders(headers: Headers): Headers {
   const id = harnessSessionId(headers);
   return id ? { ...headers, 'x-session-id': id } : headers;
 }
+
+/** The session id a call without a context pipeline reports: the one reading of the session
+ * headers when nothing derives an id (`x-ctxgate-session`, then `x-session-id`, as mapped above). */
+export function headerSessionId(headers: Headers): string {
+  return headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? '';
+}

@@ -10,7 +10,7 @@ import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { checkRequestShape } from '../limits/request-shape.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
-import { harnessHeaders } from '../ingress/harness-session.ts';
+import { harnessHeaders, headerSessionId } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import { engineOf } from '../upstream/engines.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
@@ -117,7 +117,7 @@ export async function handleProxy(
       ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
       : {
           body: parsed.body,
-          sessionId: String(headers['x-ctxgate-session'] ?? headers['x-session-id'] ?? ''),
+          sessionId: headerSessionId(headers),
           receipts: [],
         };
     if (pspan) pspan.set(pipelineAttributes(result));
