@@ -1,7 +1,7 @@
 // The SQLite ledger's journal: records left uncommitted by a crash are committed by the next
 // writer, exactly once (also when the crash fell between a commit and the journal's truncation);
 // a torn last line is skipped; a clean close leaves the journal empty.
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -108,6 +108,18 @@ describe('SQLite ledger journal', () => {
     ).toHaveLength(3);
     await a.close();
     expect((await rows(path)).map((r) => r.requestId).sort()).toEqual(['r0', 'r1', 'r2', 'r3']);
+  });
+
+  it('a journal of another schema does not stop the ledger from opening; its lines are kept aside', async () => {
+    const path = join(dir, 'schema.sqlite');
+    await new SqliteLedger(lazy(path)).close();
+    writeFileSync(path + JOURNAL_SUFFIX, JSON.stringify(['old', 1, 1, 'r', 't']) + '\n');
+    const errors: unknown[] = [];
+    const l = new SqliteLedger({ ...lazy(path), onError: (e) => errors.push(e) });
+    expect(errors).toHaveLength(1);
+    expect(l.count()).toBe(0);
+    expect(readdirSync(dir).some((f) => f.startsWith('schema.sqlite.pending.unreplayed-'))).toBe(true);
+    await l.close();
   });
 
   it('skips a torn last line and lines a commit already covers', () => {

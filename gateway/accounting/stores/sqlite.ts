@@ -4,7 +4,7 @@
 // than retention_days. Survives restarts (it is just a file). Reads flush first and use the same
 // connection: SQLite calls are synchronous, so the report runs between batches, never inside one.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReportData, ReportQuery } from '../types/report.ts';
 import type { UsageRecord } from '../types/usage.ts';
@@ -67,10 +67,17 @@ export class SqliteLedger implements UsageLedger {
       const left = pendingLines(Journal.read(jpath), committed?.v);
       if (left.length) {
         const last = left[left.length - 1];
-        insertMany(
-          left.map((l) => l.values),
-          `${last.boot}:${last.seq}`,
-        );
+        try {
+          // A line of another column count comes from another version's journal: not replayable here.
+          const rows = left.filter((l) => l.values.length === COLUMNS.length).map((l) => l.values);
+          if (rows.length < left.length)
+            throw new Error(`${left.length - rows.length} journal lines of another schema`);
+          insertMany(rows, `${last.boot}:${last.seq}`);
+        } catch (err) {
+          // Start anyway; the lines are kept beside the ledger for an operator, never dropped silently.
+          renameSync(jpath, `${jpath}.unreplayed-${Date.now()}`);
+          o.onError?.(err);
+        }
       }
       this.journal = new Journal(jpath);
       this.journal.settled(0);
