@@ -21,11 +21,21 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`sim-worker: unknown option ${parsed.rest[0]}\n\n${help}\n`);
     return 2;
   }
-  const worker = await startSimWorker(parsed.opts);
+  let worker;
+  try {
+    worker = await startSimWorker(parsed.opts);
+  } catch (err) {
+    process.stderr.write(`sim-worker: ${(err as Error).message}\n`);
+    return 2;
+  }
   const o = worker.options;
   process.stdout.write(
     `sim-worker ${o.flavor} model=${o.model} tokenizer=${o.tokenizer} kv=${o.kvTokens} listening on ${worker.url}\n`,
   );
+  if (worker.kvEvents)
+    process.stdout.write(
+      `KV events on ${worker.kvEvents.endpoint}${worker.kvEvents.replayEndpoint ? ` (replay ${worker.kvEvents.replayEndpoint})` : ''}\n`,
+    );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
