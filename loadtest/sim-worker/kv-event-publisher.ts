@@ -32,6 +32,20 @@ function bindable(ep: string): string {
   return ep.replace('tcp://*:', 'tcp://0.0.0.0:').replace(/:0$/, ':*');
 }
 
+/** Binds, waiting out a port the previous socket on it is still releasing (a restart). */
+async function bindRetrying(socket: Publisher | Router, ep: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await socket.bind(ep);
+    } catch (err) {
+      if (attempt >= BIND_RETRIES || !/in use/i.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, BIND_RETRY_MS));
+    }
+  }
+}
+const BIND_RETRIES = 20;
+const BIND_RETRY_MS = 50;
+
 /** Parses a block key of the worker (`h1.h2.len`, base 36) into the 64-bit hash published. */
 export function keyHash(key: string): bigint {
   const [a, b] = key.split('.');
@@ -56,12 +70,12 @@ export class KvEventPublisher implements BlockEventSink {
 
   async start(): Promise<this> {
     const pub = new Publisher({ sendHighWaterMark: DEFAULT_KV_EVENTS_HWM, linger: 0 });
-    await pub.bind(this.endpoint || bindable(this.o.endpoint));
+    await bindRetrying(pub, this.endpoint || bindable(this.o.endpoint));
     this.endpoint = pub.lastEndpoint ?? this.o.endpoint;
     this.pub = pub;
     if (this.o.replayEndpoint) {
       const router = new Router({ linger: 0 });
-      await router.bind(this.replayEndpoint || bindable(this.o.replayEndpoint));
+      await bindRetrying(router, this.replayEndpoint || bindable(this.o.replayEndpoint));
       this.replayEndpoint = router.lastEndpoint ?? this.o.replayEndpoint;
       this.router = router;
       void this.serveReplays(router);
@@ -180,6 +194,9 @@ export class KvEventPublisher implements BlockEventSink {
     this.pub = undefined;
     this.router = undefined;
     await this.sending;
+    // unbind first: close() releases the port in the background, and start() may want it back
+    await pub?.unbind(this.endpoint).catch(() => undefined);
+    if (router && this.replayEndpoint) await router.unbind(this.replayEndpoint).catch(() => undefined);
     pub?.close();
     router?.close();
   }
