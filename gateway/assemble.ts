@@ -32,6 +32,7 @@ import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { startGateway } from './server.ts';
 import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
+import { rateLimitedWarn } from './telemetry/warn-every.ts';
 import { checkModels } from './startup-checks.ts';
 import { createRenderPool, type RenderPool } from './workers-pool/pool.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './accounting/routes/reporting.ts';
@@ -63,6 +64,9 @@ export interface Assembled {
   /** Releases what assemble opened (idempotent); also registered as a gateway shutdown hook. */
   close(): Promise<void>;
 }
+
+/** A stalled or lost Redis fails every session call: one warning per this long is enough. */
+const SHARED_INDEX_WARN_EVERY_MS = 10_000;
 
 const tenantOf = (req: FastifyRequest): string | undefined =>
   (req as FastifyRequest & { principal?: Principal }).principal?.tenant;
@@ -209,7 +213,17 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     });
     for (const [model, route] of ctx.fleet) {
       // Replicas sharing Redis learn each other's prefix index and session homes (ctxgate policy).
-      const shared = config.redis?.url ? shareIndex(route.policy, { redisUrl: config.redis.url, model }) : undefined;
+      const warn = rateLimitedWarn(app.log.child({ component: 'shared-index', model }), SHARED_INDEX_WARN_EVERY_MS);
+      const shared = config.redis?.url
+        ? shareIndex(route.policy, {
+            redisUrl: config.redis.url,
+            model,
+            onError: (err, op) => {
+              ctx.metrics.sharedIndexErrors.inc({ model, op });
+              warn(`shared index Redis ${op} failed (routing goes on locally): ${err.message}`);
+            },
+          })
+        : undefined;
       if (shared) {
         route.placement = shared;
         ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);

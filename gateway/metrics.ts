@@ -109,6 +109,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       'Requests refused by a rate limit, a budget or the per-tenant in-flight cap',
       ['tenant'] as const,
     ),
+    sharedIndexErrors: counter(
+      'shared_index_errors_total',
+      'Redis calls of the replica-shared prefix index and session homes that failed or timed out (routing went on with this replica’s own view), by operation',
+      ['model', 'op'] as const,
+    ),
     kvEventBatches: counter(
       'kv_event_batches_total',
       'Engine KV event batches received per worker: applied live, recovered through replay, or undecodable',

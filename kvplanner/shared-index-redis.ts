@@ -4,7 +4,8 @@
 // TTL, and feeds other replicas' batches (XREAD every pollMs, from the retained log on start) back
 // into the in-memory index without re-publishing them. A session key select() finds unpinned is
 // looked up (GET, on this module's timer, never from select) so its next call finds its worker. Redis down: batches are dropped, reads
-// skipped, `degraded` is set; nothing is thrown towards routing. Stream capped (MAXLEN ~ logMaxLen).
+// skipped, `degraded` is set; nothing is thrown towards routing. A stalled Redis (connection up,
+// no answers) costs a session call at most commandTimeoutMs per lookup/store, then routing goes on locally. Stream capped (MAXLEN ~ logMaxLen).
 // Session homes are also kept in step synchronously when the gateway calls beforeSelect/afterSelect
 // around select(): one GET of the session's key before (another replica's home is adopted), one SET
 // after when the home changed (awaited before the request goes upstream, so before the answer). The
@@ -28,8 +29,14 @@ export interface SharedIndexOptions {
   logMaxLen?: number;
   /** most block hashes per insert carried to other replicas (the newest part of a chain) */
   maxHashesPerEvent?: number;
-  onError?: (err: Error) => void;
+  /** ms before a Redis command counts as failed (the session lookups sit in the request path) */
+  commandTimeoutMs?: number;
+  /** a failed or timed-out call; `op` says which (routing carried on with this replica's view) */
+  onError?: (err: Error, op: SharedIndexOp) => void;
 }
+
+/** What the shared index was doing when Redis failed (a bounded metric label). */
+export type SharedIndexOp = 'lookup' | 'store' | 'flush' | 'poll' | 'connection';
 
 /** Bounds on the per-replica bookkeeping (misses awaiting lookup, pins recently published). */
 const MAX_MISSES = 10_000;
@@ -41,6 +48,9 @@ export const SHARED_INDEX_DEFAULTS = {
   pollMs: 200,
   logMaxLen: 2000,
   maxHashesPerEvent: 4096,
+  // A stalled Redis (paused by a fork, a long command, a failover, a half-open link) keeps the
+  // connection 'ready' and never answers: without a timeout every session call would wait on it.
+  commandTimeoutMs: 100,
 } as const;
 
 type Event =
@@ -81,9 +91,10 @@ export class SharedIndexRedis {
       lazyConnect: false,
       enableOfflineQueue: false, // fail fast while disconnected instead of queueing unboundedly
       maxRetriesPerRequest: 1,
+      commandTimeout: this.o.commandTimeoutMs,
       retryStrategy: (times) => Math.min(times * 200, 5000),
     });
-    this.redis.on('error', (err: Error) => this.fail(err));
+    this.redis.on('error', (err: Error) => this.fail(err, 'connection'));
     this.redis.on('ready', () => {
       this.degraded = false;
     });
@@ -115,9 +126,9 @@ export class SharedIndexRedis {
     return `${this.o.keyPrefix}:${this.o.model}:${suffix}`;
   }
 
-  private fail(err: Error): void {
+  private fail(err: Error, op: SharedIndexOp): void {
     this.degraded = true;
-    this.o.onError?.(err);
+    this.o.onError?.(err, op);
   }
 
   private get ready(): boolean {
@@ -162,7 +173,7 @@ export class SharedIndexRedis {
         for (const e of ev) if (e.k === 's') m.set(this.k(`s:${e.s}`), `${e.w}\u0000${e.t}`, 'EX', ttl);
       await m.exec();
     } catch (err) {
-      this.fail(err as Error);
+      this.fail(err as Error, 'flush');
     }
   }
 
@@ -184,7 +195,7 @@ export class SharedIndexRedis {
         if (entries.length < 500) break;
       }
     } catch (err) {
-      this.fail(err as Error);
+      this.fail(err as Error, 'poll');
     }
     return applied;
   }
@@ -230,7 +241,7 @@ export class SharedIndexRedis {
       }
       return worker;
     } catch (err) {
-      this.fail(err as Error);
+      this.fail(err as Error, 'lookup');
       return undefined;
     }
   }
@@ -245,6 +256,7 @@ export class SharedIndexRedis {
     if (!key || !this.ready) return;
     try {
       const v = await this.redis.get(this.k(`s:${key}`));
+      this.degraded = false;
       this.seen.set(info, v);
       if (!v) return;
       const [worker, tokens] = v.split('\u0000');
@@ -258,7 +270,7 @@ export class SharedIndexRedis {
         }
       }
     } catch (err) {
-      this.fail(err as Error);
+      this.fail(err as Error, 'lookup');
     }
   }
 
@@ -288,7 +300,7 @@ export class SharedIndexRedis {
       this.published.set(key, { worker, at: now });
       if (this.published.size > MAX_PUBLISHED) this.published.delete(this.published.keys().next().value!);
     } catch (err) {
-      this.fail(err as Error);
+      this.fail(err as Error, 'store');
     }
   }
 
