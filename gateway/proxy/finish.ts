@@ -35,8 +35,6 @@ export interface Exchange {
   info?: RouteInfo;
   clientWantsUsage?: boolean;
   estimatedPromptTokens?: number;
-  /** Uncached prompt tokens queued on the chosen worker until its first byte. */
-  queuedPrefill?: number;
   worker?: Worker;
   choice?: Choice;
   ttftAt?: number;
