@@ -18,7 +18,7 @@
 // elides the earliest turns) gets its fork id from then on, seeded from call 1's state. Two
 // agents whose first replies are identical (greedy decoding) still share a session until nothing
 // tells them apart; their prompts are identical up to there anyway.
-// O(root + first user message + first assistant message).
+// O(root + first user message + first assistant message, capped at MAX_ASSISTANT_KEY_CHARS).
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { ChatMessage, ChatRequest, PipelineContext } from '../types.ts';
@@ -48,8 +48,30 @@ function clientId(v: unknown): string | undefined {
   return v.length <= MAX_CLIENT_SESSION_ID ? v : 'h_' + createHash('sha256').update(v).digest('hex').slice(0, 32);
 }
 
-const THINK_BLOCK = /<think>[\s\S]*?<\/think>/g;
-const THINK_TAIL = /^[\s\S]*?<\/think>/;
+/** Characters of an assistant message that identify it: an identity key needs no more, and the
+ * cap bounds the per-request work whatever the client sends. */
+export const MAX_ASSISTANT_KEY_CHARS = 64 * 1024;
+const OPEN = '<think>';
+const CLOSE = '</think>';
+
+/** Drops `<think>…</think>` blocks, then anything up to a leading lone `</think>` (templates that
+ * open <think> in the generation prompt leave only the closing tag). One indexOf pass, O(n): a lazy
+ * regex here rescans to the end for every unclosed opener (O(openers × n)). */
+export function stripThink(s: string): string {
+  let out = '';
+  let i = 0;
+  for (;;) {
+    const o = s.indexOf(OPEN, i);
+    if (o < 0) break;
+    const c = s.indexOf(CLOSE, o + OPEN.length);
+    if (c < 0) break;
+    out += s.slice(i, o);
+    i = c + CLOSE.length;
+  }
+  out += s.slice(i);
+  const tail = out.indexOf(CLOSE);
+  return tail < 0 ? out : out.slice(tail + CLOSE.length);
+}
 
 function canonicalArgs(args: unknown): string {
   if (typeof args !== 'string') return canonicalJson(args ?? null);
@@ -62,8 +84,7 @@ function canonicalArgs(args: unknown): string {
 
 /** What identifies an assistant turn across resends: visible text and tool calls, not reasoning or call ids. */
 export function assistantKey(m: ChatMessage): string {
-  // Templates that open <think> in the generation prompt leave only the closing tag in the content.
-  const text = flattenContent(m.content).replace(THINK_BLOCK, '').replace(THINK_TAIL, '').trim();
+  const text = stripThink(flattenContent(m.content).slice(0, MAX_ASSISTANT_KEY_CHARS)).trim();
   const calls = (m.tool_calls ?? []).map(
     (c) => `${c.function?.name ?? ''}\u0001${canonicalArgs(c.function?.arguments)}`,
   );

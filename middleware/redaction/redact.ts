@@ -7,7 +7,8 @@
 // JSON `"key": "value"`, quoted values with spaces, `--key value` flags; structural rules cover
 // PEM and PGP private key blocks, bearer/basic credentials and URL passwords. Rules run most
 // specific first (an Anthropic key is reported as `anthropic`, not `openai`); a redacted value
-// is never matched again. Cost: O(rules × n), each rule one linear regex pass.
+// is never matched again. Cost: O(rules × n), each rule one linear regex pass: every repetition that
+// can fail after a long scan is bounded or stops at the next possible start (test/middleware/redaction-redos.test.ts).
 
 export interface RedactionFinding {
   kind: string;
@@ -32,7 +33,11 @@ const whole = (kind: string): string => tag(kind);
 /** Key names that carry secrets (gitleaks' generic keywords, plus common spellings). */
 const KEYWORDS =
   '(?:secret|passw(?:or)?d|pwd|passphrase|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?|auth[_.-]?(?:key|token)|session[_.-]?(?:key|secret)|signing[_.-]?key|encryption[_.-]?key|account[_.-]?key|conn(?:ection)?[_.-]?str(?:ing)?)';
-const NAME = `[A-Za-z0-9_.-]*${KEYWORDS}[A-Za-z0-9_.-]*`;
+/** Characters a key name may carry on each side of its keyword. Bounded: an unbounded
+ * `[…]*keyword[…]*` backtracks O(run²) on a long name-like run (`token-token-…`, `1-1-1-…`) from
+ * every start inside it; with the bound each start costs O(NAME_SIDE²), so a rule stays linear. */
+const NAME_SIDE = 64;
+const NAME = `[A-Za-z0-9_.-]{0,${NAME_SIDE}}${KEYWORDS}[A-Za-z0-9_.-]{0,${NAME_SIDE}}`;
 /** A value quoted inside a JSON string (`\"…\"`, e.g. tool-call arguments). */
 const ESCAPED_QUOTED = '\\\\"(?:(?!\\\\")[^\\n])*\\\\"';
 
@@ -57,7 +62,13 @@ const RULES: Rule[] = [
     re: /-----BEGIN ([A-Z0-9 ]*?)PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END \1PRIVATE KEY\2-----|$(?![\s\S]))/gi,
     replace: whole,
   },
-  { kind: 'putty_key', re: /PuTTY-User-Key-File-\d+:[\s\S]*?Private-MAC: *[0-9a-f]+/gi, replace: whole },
+  {
+    kind: 'putty_key',
+    // the body stops at the next header: every opener then scans only up to the next one (linear,
+    // where a plain lazy body rescans to the end for each unterminated header)
+    re: /PuTTY-User-Key-File-\d+:(?:(?!PuTTY-User-Key-File-)[\s\S])*?Private-MAC: *[0-9a-f]+/gi,
+    replace: whole,
+  },
   { kind: 'anthropic', re: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: whole },
   { kind: 'openai', re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: whole },
   { kind: 'stripe', re: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: whole },
@@ -69,7 +80,9 @@ const RULES: Rule[] = [
   { kind: 'huggingface', re: /\bhf_[A-Za-z0-9]{30,}/g, replace: whole },
   { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, replace: whole },
   { kind: 'sendgrid', re: /\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b/g, replace: whole },
-  { kind: 'jwt', re: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, replace: whole },
+  // header and payload bounded (1 KiB, 16 KiB: HTTP header limits are ~8 KiB): `eyJ-eyJ-…` has a
+  // start at every `eyJ` of one run
+  { kind: 'jwt', re: /\beyJ[A-Za-z0-9_-]{8,1024}\.eyJ[A-Za-z0-9_-]{8,16384}\.[A-Za-z0-9_-]{8,}/g, replace: whole },
   {
     kind: 'azure_key',
     re: /((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}/gi,
@@ -93,14 +106,15 @@ const RULES: Rule[] = [
   },
   {
     kind: 'url_password',
-    re: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)(?!\[REDACTED)[^\s@/]+@/gi,
+    // bounded parts: `a-a-a-…` has a word boundary at every character
+    re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]{1,256}:)(?!\[REDACTED)[^\s@/]{1,1024}@/gi,
     replace: (k, _m, g) => `${g[0]}${tag(k)}@`,
   },
   {
     kind: 'cli_secret',
-    // --password hunter2, --api-key=…
+    // --password hunter2, --api-key=…; a flag starts a word (one start per name-like run, not one per `-`)
     re: new RegExp(
-      `(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`,
+      `(?<![A-Za-z0-9_.-])(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`,
       'gi',
     ),
     replace: (k, _m, g) => (benign(g[0]!, g[1]!.replace(/^["']|["']$/g, '')) ? null : `${g[0]}${quoted(g[1]!, k)}`),
@@ -122,11 +136,11 @@ const RULES: Rule[] = [
         const sp = value.search(/[\s&]/);
         if (sp >= 0) [value, rest] = [value.slice(0, sp), value.slice(sp)];
       }
-      const trimmed = value.replace(/\s+$/, '');
+      const trimmed = value.trimEnd(); // not /\s+$/: O(n²) on a value with long inner blanks
       rest = value.slice(trimmed.length) + rest;
-      const name = prefix
-        .replace(/^[^A-Za-z0-9_.-]*(?:export\s+)?["']?/, '')
-        .replace(/\\?["']?\s*(?:=>|:=|=|:)\s*$/, '');
+      // the name is the run of name characters after the opener (an unanchored `\s*op\s*$` strip of
+      // the tail would be O(n²) on long blanks)
+      const name = /^[A-Za-z0-9_.-]*/.exec(prefix.replace(/^[^A-Za-z0-9_.-]*(?:export\s+)?["']?/, ''))![0];
       if (benign(name, trimmed.replace(/^\\?["']|\\?["']$/g, ''))) return null;
       return `${prefix}${quoted(trimmed, k)}${rest}`;
     },
