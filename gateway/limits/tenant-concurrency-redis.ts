@@ -6,6 +6,11 @@
 // so a replica that dies frees its slots within LEASE_MS.
 // Redis trouble never stalls a request: a command that fails or times out falls back to this
 // process's own count (TenantConcurrency, the per-process cap) until Redis answers again.
+// A timed-out command is still on the socket and runs when Redis wakes up, so an ACQUIRE that
+// timed out may yet add its lease, and a release that failed leaves one: nobody would renew or
+// release those, and they would hold the tenant's slots on every replica until LEASE_MS. Their
+// members are kept as orphans and removed (ZREM, queued right behind the failed call, then
+// retried every ORPHAN_RETRY_MS until Redis answers).
 // Cost: one Redis round trip per request when the cap is on (it is off by default).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -16,6 +21,10 @@ import { TenantConcurrency, type TenantSlots } from './tenant-concurrency.ts';
 export const INFLIGHT_KEY_PREFIX = 'ctxgate:inflight:';
 /** A lease not renewed for this long is dropped (a dead replica's slots come back). */
 export const DEFAULT_LEASE_MS = 30_000;
+/** How often members whose acquire or release failed are removed again until Redis answers. */
+export const ORPHAN_RETRY_MS = 1_000;
+/** Orphans remembered at most (beyond this the oldest are left to expire with their lease). */
+const MAX_ORPHANS = 10_000;
 
 // KEYS[1] set; ARGV: cap, member, lease ms. Redis time, so replicas' clocks need not agree.
 const ACQUIRE = `
@@ -53,6 +62,9 @@ export class SharedTenantConcurrency implements TenantSlots {
   private readonly local: TenantConcurrency;
   private readonly replica = randomUUID();
   private readonly held = new Map<string, string>(); // member → key
+  /** members Redis may hold that no request owns (failed acquire or release) → key */
+  private readonly orphans = new Map<string, string>();
+  private readonly sweeper: NodeJS.Timeout;
   private readonly leaseMs: number;
   private readonly timer: NodeJS.Timeout;
   private seq = 0;
@@ -69,6 +81,8 @@ export class SharedTenantConcurrency implements TenantSlots {
     this.redis = redis as RedisWithScripts;
     this.timer = setInterval(() => void this.renew(), Math.max(100, Math.floor(this.leaseMs / 3)));
     this.timer.unref();
+    this.sweeper = setInterval(() => void this.sweep(), ORPHAN_RETRY_MS);
+    this.sweeper.unref();
   }
 
   async acquire(tenant: string): Promise<() => void> {
@@ -79,6 +93,8 @@ export class SharedTenantConcurrency implements TenantSlots {
     try {
       ok = await this.redis.ctxgateAcquire(key, this.max, member, this.leaseMs);
     } catch (err) {
+      // the script may still run when Redis answers again: its lease must not outlive this call
+      this.orphan(member, key);
       this.opts.onFallback?.(err as Error);
       return this.local.acquire(tenant);
     }
@@ -95,9 +111,34 @@ export class SharedTenantConcurrency implements TenantSlots {
       if (done) return;
       done = true;
       this.held.delete(member);
-      // A release Redis misses is dropped when its lease runs out.
-      this.redis.zrem(key, member).catch(() => undefined);
+      this.redis.zrem(key, member).catch(() => this.orphan(member, key));
     };
+  }
+
+  /** Removes a member no request owns now (queued behind the failed call) and until Redis answers. */
+  private orphan(member: string, key: string): void {
+    this.orphans.delete(member);
+    this.orphans.set(member, key);
+    if (this.orphans.size > MAX_ORPHANS) this.orphans.delete(this.orphans.keys().next().value!);
+    this.remove(member, key);
+  }
+
+  private remove(member: string, key: string): void {
+    this.redis.zrem(key, member).then(
+      () => {
+        if (this.orphans.get(member) === key) this.orphans.delete(member);
+      },
+      () => undefined, // still an orphan: the sweep retries
+    );
+  }
+
+  private sweep(): void {
+    for (const [member, key] of this.orphans) this.remove(member, key);
+  }
+
+  /** members whose removal Redis has not confirmed yet (for tests and diagnostics) */
+  get pendingOrphans(): number {
+    return this.orphans.size;
   }
 
   private async renew(): Promise<void> {
@@ -112,5 +153,6 @@ export class SharedTenantConcurrency implements TenantSlots {
 
   close(): void {
     clearInterval(this.timer);
+    clearInterval(this.sweeper);
   }
 }

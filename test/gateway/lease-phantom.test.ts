@@ -1,0 +1,79 @@
+// The per-tenant in-flight cap across replicas (limits.max_concurrent_per_tenant with redis.url)
+// survives a Redis stall: ACQUIREs that timed out (answered from the local count) still run when
+// Redis wakes up, and must not leave leases nobody releases; otherwise the tenant, with nothing
+// in flight, is refused 429 on every replica until the leases run out (30 s).
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { INFLIGHT_KEY_PREFIX } from '../../gateway/limits/tenant-concurrency-redis.ts';
+import { startSimWorker } from '../../loadtest/sim-worker/index.ts';
+import { startOwnRedis, type OwnRedis } from '../helpers/own-redis.ts';
+
+const M = 'qwen3-32b';
+let url = '';
+let redis: OwnRedis;
+let close: () => Promise<void> = async () => undefined;
+
+beforeAll(async () => {
+  redis = await startOwnRedis();
+  const w = await startSimWorker({ port: 0, model: M, tokenizer: 'qwen3', kvTokens: 400_000, timeScale: 0, seed: 1 });
+  const config = parseConfig(
+    {
+      listen: { host: '127.0.0.1', port: 0 },
+      health: { interval_ms: 0 },
+      redis: { url: redis.url },
+      limits: { max_concurrent_per_tenant: 2 },
+      models: [{ name: M, layout: 'passthrough', workers: [{ url: w.url, id: 'w0' }] }],
+    },
+    'lease-phantom',
+  );
+  const gw = await startAssembledGateway(config, { logger: false, reporting: false });
+  url = gw.url;
+  close = async () => {
+    await gw.close();
+    await w.close();
+  };
+}, 60_000);
+
+afterAll(async () => {
+  redis?.resume();
+  await close();
+  await redis?.stop();
+});
+
+async function ask(text: string): Promise<number> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    signal: AbortSignal.timeout(20_000),
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: M, max_tokens: 2, messages: [{ role: 'user', content: text }] }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+it('a Redis stall leaves no phantom lease: the tenant is admitted right after', async () => {
+  expect(await ask('before')).toBe(200);
+  redis.pause();
+  try {
+    // twice the cap, one at a time: each ACQUIRE times out and the local count admits it
+    for (let i = 0; i < 4; i++) expect(await ask(`during ${i}`)).toBe(200);
+  } finally {
+    redis.resume();
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  // nothing is in flight: every request must be admitted (phantoms would make these 429)
+  for (let i = 0; i < 3; i++) expect(await ask(`after ${i}`)).toBe(200);
+  const probe = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  try {
+    let left = -1;
+    for (let i = 0; i < 50 && left !== 0; i++) {
+      left = await probe.zcard(`${INFLIGHT_KEY_PREFIX}default`);
+      if (left !== 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(left).toBe(0);
+  } finally {
+    probe.disconnect();
+  }
+}, 90_000);
