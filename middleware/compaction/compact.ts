@@ -153,13 +153,18 @@ function prefixStillValid(input: ChatMessage[], st: CompactionState, rawHashes?:
     const h = rawHashes?.[i] ?? messageHash(input[i]);
     if (h === st.hashes[i]) continue;
     const m = input[i];
-    // Agents eliding outputs we already compacted away change nothing we send: any shorter text
-    // (or, for a state without sizes, a marker-sized one), or an elision of the fingerprinted
-    // text (a kept head plus a marker longer than what it cut), whatever its wording.
+    // Agents eliding outputs we already compacted away change nothing we send: an elision of the
+    // fingerprinted text (what it keeps of its head or tail plus a marker, whatever its wording;
+    // the marker may outweigh a tiny output). Another message in that slot (an agent that
+    // reorders or rewrites its history) is no elision: its text was never compacted, so the prefix
+    // is dropped. States from before fingerprints: any shorter text, or a marker-sized one.
     const text = messageText(m);
-    const shorter = st.sizes?.[i] !== undefined ? text.length < st.sizes[i] : looksLikeMarker(text);
-    const fp = st.fingerprints?.[i];
-    const elided = shorter || (!!fp && isElisionOfFingerprint(fp, text, { strictlyShorter: m.role !== 'tool' }));
+    const fps = st.fingerprints;
+    const elided = fps
+      ? !!fps[i] && isElisionOfFingerprint(fps[i]!, text, { strictlyShorter: m.role !== 'tool' })
+      : st.sizes?.[i] !== undefined
+        ? text.length < st.sizes[i]
+        : looksLikeMarker(text);
     if ((m.role === 'tool' || m.role === 'user') && elided && i > 1) {
       st.hashes[i] = h;
       continue;

@@ -11,7 +11,8 @@
 // as allowed rather than missing:
 // - a budgeted compaction removed it and a `compaction` receipt (`compacted`,
 //   `compacted_above_low`) names its message range (`messages A–B`); pass the session's receipts
-//   so far, since the compacted prefix is re-sent without a new receipt;
+//   so far, since the compacted prefix is re-sent without a new receipt (the tracker also checks
+//   that the message there is one the compaction saw, or an elision of it);
 // - the message is sent as an earlier version the agent itself sent at the same position
 //   (stabilise re-sends an output the agent later elided: the model sees more, never less);
 // - marker look-alikes inside the agent's text escaped (framing.ts escapeMessage: contents,
@@ -25,6 +26,7 @@
 // explains it. Reports counts plus details (message index, line). O(total lines) with hashing.
 import { escapeFrame, escapeMessage, isFramedNote } from '../redaction/framing.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt } from '../types.ts';
+import { isElisionOf } from '../stabilise/elision.ts';
 import { placeholderMatches, VOLATILE_PLACEHOLDER } from './placeholder.ts';
 
 export type LosslessKind = 'missing' | 'altered' | 'first_call_changed';
@@ -172,6 +174,9 @@ export function checkWith(
   prior: PriorVersions,
   firstCall: boolean,
   receipts: readonly Receipt[] = [],
+  /** Per compacted index, the texts the agent had sent there by the call that compacted it: a
+   * compaction only stands for those (or an elision of one). Unknown: any text is covered. */
+  compactedVersions?: (index: number) => ReadonlySet<string> | undefined,
 ): LosslessReport {
   const rep: LosslessReport = {
     missing: 0,
@@ -201,18 +206,47 @@ export function checkWith(
   // gateway messages (checkpoint, a note message) are skipped, a mismatch is a missing message.
   const pairs: [number, number][] = [];
   let j = 0;
+  // Within a run of compacted indices, those from here on are sent again (see below).
+  let resendFrom = -1;
+  const sentAs = (c: number, u: number): boolean =>
+    U[u].role === C[c].role &&
+    (U[u].tool_call_id ?? '') === (C[c].tool_call_id ?? '') &&
+    upLines[u].own.join('\n') === nonEmpty(textOf(C[c].content)) &&
+    callsKey(U[u]) === callsKey(C[c]);
   for (let i = 0; i < C.length; i++) {
     const sameKey = (m: ChatMessage): boolean =>
       m.role === C[i].role && (m.tool_call_id ?? '') === (C[i].tool_call_id ?? '');
     // An inserted-looking message is this agent message when it leads with a frame itself or was empty.
     while (j < U.length && isInserted(U[j]) && !(sameKey(U[j]) && (isInserted(C[i]) || textOf(C[i].content) === '')))
       j++;
-    // A compaction receipt allows the message to be absent; after a reset it is sent again.
+    // A compaction receipt allows a run of messages to be absent. After a reset some or all of it
+    // is sent again: the longest suffix of the run that the upstream continues with, verbatim
+    // (message by message, so an equal message after the run is not taken for one inside it).
     if (removed.has(i)) {
-      const own = j < U.length ? upLines[j].own.join('\n') : undefined;
-      if (
-        !(j < U.length && sameKey(U[j]) && own === nonEmpty(textOf(C[i].content)) && callsKey(U[j]) === callsKey(C[i]))
-      ) {
+      if (i === 0 || !removed.has(i - 1)) {
+        let end = i;
+        while (end < C.length && removed.has(end)) end++;
+        resendFrom = end;
+        for (let from = i; from < end; from++) {
+          let u = j;
+          let c = from;
+          for (; c < end; c++, u++) {
+            while (u < U.length && isInserted(U[u])) u++;
+            if (u >= U.length || !sentAs(c, u)) break;
+          }
+          if (c === end) {
+            resendFrom = from;
+            break;
+          }
+        }
+      }
+      if (i < resendFrom) {
+        // A message the agent put at a compacted index later (it reordered or rewrote its
+        // history) was never compacted: hidden behind the checkpoint, it is missing.
+        const vs = compactedVersions?.(i);
+        const text = textOf(C[i].content);
+        if (vs && !vs.has(text) && ![...vs].some((v) => isElisionOf(v, text)))
+          for (const l of text.split('\n')) if (l !== '') note('missing', i, l, C[i].role);
         rep.compacted++;
         continue;
       }
@@ -390,11 +424,21 @@ export interface LosslessTracker {
 export function createLosslessTracker(): LosslessTracker {
   const prior = priorVersionsOf([]);
   const seen: Receipt[] = [];
+  const compacted = new Map<number, Set<string>>();
   let calls = 0;
   return {
     check(clientBody, upstreamBody, receipts = []) {
-      for (const r of receipts) if (r.stage === 'compaction') seen.push(r);
-      const rep = checkWith(clientBody, upstreamBody, prior, calls === 0, seen);
+      const now = receipts.filter((r) => r.stage === 'compaction');
+      seen.push(...now);
+      // What each compaction of this call stood for: every text sent at its indices so far.
+      for (const i of compactedIndices(now)) {
+        const vs = compacted.get(i) ?? new Set<string>();
+        for (const v of prior.at(i) ?? []) vs.add(v);
+        const m = clientBody.messages?.[i];
+        if (m) vs.add(textOf(m.content));
+        compacted.set(i, vs);
+      }
+      const rep = checkWith(clientBody, upstreamBody, prior, calls === 0, seen, (i) => compacted.get(i));
       prior.add(clientBody);
       calls++;
       return rep;
