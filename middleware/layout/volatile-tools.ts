@@ -94,7 +94,7 @@ export function relocateToolVolatility(view: RequestView, ctx: StageContext): St
                 known.map((k) => runs[k]),
               );
         changed = true;
-        // Tool text is not escaped on the way in; in a note it must not pass as a gateway line.
+        // Tool text arrives escaped (escapeRequest); escaping again is a no-op kept as a guard.
         moved.push(escapeFrame(line));
         receipts.push({
           stage: 'volatile',

@@ -6,8 +6,9 @@
 // invisible characters and whitespace dropped, case ignored. Cost: O(n) — a native pre-check for
 // any bracket-like character, then one pass over candidate spans of at most MAX_INNER characters.
 // escapeRequest() is the one place that applies it to a request: every role, content string and
-// text part, reasoning, tool-call names and arguments.
-import type { ChatMessage, ChatRequest, ContentPart, ToolCall } from '../types.ts';
+// text part, reasoning, tool-call names and arguments, and tool definitions (names, descriptions,
+// every string and key of the schema: a tool description from an MCP server is untrusted too).
+import type { ChatMessage, ChatRequest, ContentPart, ToolCall, ToolDef } from '../types.ts';
 
 export const FRAME_MARKER = '[ctxgate]';
 const ESCAPED = '[ctxgate\u200b]';
@@ -129,10 +130,37 @@ export function escapeMessage(m: ChatMessage): ChatMessage {
   return out;
 }
 
+/** Every string and object key of a JSON value escaped; the same value (identity) when nothing
+ * changed, so a tool definition without a marker stays byte-identical. Key order is kept. */
+export function escapeJson(v: unknown): unknown {
+  if (typeof v === 'string') return escapeFrame(v);
+  if (Array.isArray(v)) {
+    let changed = false;
+    const out = v.map((x) => {
+      const e = escapeJson(x);
+      if (e !== x) changed = true;
+      return e;
+    });
+    return changed ? out : v;
+  }
+  if (v && typeof v === 'object') {
+    let changed = false;
+    const entries = Object.entries(v).map(([k, x]): [string, unknown] => {
+      const ek = escapeFrame(k);
+      const ex = escapeJson(x);
+      if (ek !== k || ex !== x) changed = true;
+      return [ek, ex];
+    });
+    return changed ? Object.fromEntries(entries) : v;
+  }
+  return v;
+}
+
 /**
  * The one place untrusted text is escaped: every message of every role (the system prompt and
- * the agent's own earlier turns included: the gateway trusts none of them to carry its notes).
- * The same request object when nothing changed, so unchanged messages keep their identity.
+ * the agent's own earlier turns included: the gateway trusts none of them to carry its notes),
+ * and the tool definitions. The same request object when nothing changed, so unchanged messages
+ * and tools keep their identity.
  */
 export function escapeRequest(body: ChatRequest): ChatRequest {
   let changed = false;
@@ -141,5 +169,9 @@ export function escapeRequest(body: ChatRequest): ChatRequest {
     if (e !== m) changed = true;
     return e;
   });
-  return changed ? { ...body, messages } : body;
+  const tools = Array.isArray(body.tools) ? (escapeJson(body.tools) as ToolDef[]) : body.tools;
+  if (!changed && tools === body.tools) return body;
+  const out = { ...body, messages: changed ? messages : body.messages };
+  if (tools !== body.tools) out.tools = tools;
+  return out;
 }
