@@ -1,6 +1,8 @@
 // The SQLite ledger's journal: records left uncommitted by a crash are committed by the next
 // writer, exactly once (also when the crash fell between a commit and the journal's truncation);
-// a torn last line is skipped; a clean close leaves the journal empty.
+// a torn last line is skipped; a clean close leaves the journal empty. The crashes are real: a
+// child process appends the records and kills itself with SIGKILL.
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +16,31 @@ import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-journal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
+
+const SQLITE_LEDGER = new URL('../../gateway/accounting/stores/sqlite.ts', import.meta.url).pathname;
+const CHILD = `
+import { readFileSync } from 'node:fs';
+import { SqliteLedger } from '${SQLITE_LEDGER}';
+const l = new SqliteLedger({ path: process.argv[2], retentionDays: 36500, batchSize: 100000, flushMs: 600000 });
+for (const r of JSON.parse(readFileSync(process.argv[3], 'utf8'))) l.append(r);
+process.kill(process.pid, 'SIGKILL');
+`;
+
+/** A writer process that appends these records (journaled, none committed) and dies of kill -9. */
+function killedWriter(path: string, records: UsageRecord[]): void {
+  const script = join(dir, 'writer.mts');
+  const input = `${path}.records.json`;
+  writeFileSync(script, CHILD);
+  writeFileSync(input, JSON.stringify(records));
+  const r = spawnSync(process.execPath, ['--import', 'tsx', script, path, input], { encoding: 'utf8' });
+  if (r.signal !== 'SIGKILL') throw new Error(`writer did not die of SIGKILL: ${r.status} ${r.stderr}`);
+}
+
+function journalLines(path: string): number {
+  return readFileSync(path + JOURNAL_SUFFIX, 'utf8')
+    .split('\n')
+    .filter(Boolean).length;
+}
 
 function rec(i: number): UsageRecord {
   return buildUsageRecord(
@@ -53,12 +80,9 @@ async function rows(path: string): Promise<UsageRecord[]> {
 describe('SQLite ledger journal', () => {
   it('a writer that died with records queued: the next writer commits them, once', async () => {
     const path = join(dir, 'crash.sqlite');
-    const dead = new SqliteLedger(lazy(path));
     const sent = Array.from({ length: 7 }, (_, i) => rec(i));
-    for (const r of sent) dead.append(r);
-    expect(dead.count()).toBe(0); // nothing committed: the journal alone holds them
-    // `dead` is never closed or flushed again: as after kill -9 (its lock names a pid that is gone).
-    writeFileSync(path + JOURNAL_SUFFIX + '.lock', '999999999');
+    killedWriter(path, sent);
+    expect(journalLines(path)).toBe(7); // nothing committed: the journal alone holds them
     const saved = join(dir, 'crash.journal-copy');
     copyFileSync(path + JOURNAL_SUFFIX, saved);
     const got = await rows(path);
@@ -132,10 +156,37 @@ describe('SQLite ledger journal', () => {
 
   it('a journal line torn by the crash does not stop the others from being committed', async () => {
     const path = join(dir, 'torn.sqlite');
-    const dead = new SqliteLedger(lazy(path));
-    for (let i = 0; i < 3; i++) dead.append(rec(i));
+    killedWriter(
+      path,
+      [0, 1, 2].map((i) => rec(i)),
+    );
     writeFileSync(path + JOURNAL_SUFFIX, readFileSync(path + JOURNAL_SUFFIX, 'utf8') + '["x",1,"to', { flag: 'w' });
-    writeFileSync(path + JOURNAL_SUFFIX + '.lock', '999999999');
     expect((await rows(path)).map((r) => r.requestId)).toEqual(['r0', 'r1', 'r2']);
   });
+
+  // A pid in a lock file cannot tell a dead writer: in a container the restarted gateway is PID 1
+  // again (the lock names its own pid), and elsewhere the dead writer's pid may be reused.
+  for (const [name, pid] of [
+    ['restarted with the same pid (container PID 1)', process.pid],
+    ['its pid reused by a live process', 1],
+  ] as const)
+    it(`a writer killed with -9, then ${name}: the next writer replays its records`, async () => {
+      const path = join(dir, `pid-${pid}.sqlite`);
+      const sent = Array.from({ length: 5 }, (_, i) => rec(i));
+      killedWriter(path, sent);
+      expect(journalLines(path)).toBe(5);
+      writeFileSync(path + JOURNAL_SUFFIX + '.lock', String(pid)); // what a pid-file lock would have left
+      expect((await rows(path)).map((r) => r.requestId)).toEqual(sent.map((r) => r.requestId));
+      expect(journalLines(path)).toBe(0);
+      // and the restarted writer journals again (a second one in this process does not)
+      const again = new SqliteLedger(lazy(path));
+      again.append(rec(5));
+      expect(journalLines(path)).toBe(1);
+      const second = new SqliteLedger(lazy(path));
+      second.append(rec(6));
+      expect(journalLines(path)).toBe(1);
+      await second.close();
+      await again.close();
+      expect(await rows(path)).toHaveLength(7);
+    });
 });

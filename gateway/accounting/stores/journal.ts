@@ -5,21 +5,16 @@
 // `boot:N` in the ledger's meta table (same transaction), and once every journaled record is
 // committed the file is truncated. On open a writer replays the lines a crash left behind that
 // meta does not cover (a crash between commit and truncation replays nothing twice), then
-// truncates. One journal per ledger file: a lock file (`.lock`, holding the owner's pid) keeps a
-// second writer (another process, or another ledger in this one) from replaying or truncating the
-// owner's lines; that writer runs without a journal (each batch committed right after its job).
+// truncates. One journal per ledger file: an OS lock keeps a second writer (another process, or
+// another ledger in this one) from replaying or truncating the owner's lines; that writer runs
+// without a journal (each batch committed right after its job). The lock is an exclusive SQLite
+// transaction on a side file (`.lockdb`), held by an open connection: the kernel drops it when
+// the process dies, however it dies, so a restart always replays. (A pid file cannot tell: in a
+// container the gateway is PID 1 in every incarnation, and pids are reused.)
 // O(1) per record; replay O(lines left).
-import {
-  closeSync,
-  existsSync,
-  ftruncateSync,
-  openSync,
-  readFileSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
 
 export const JOURNAL_SUFFIX = '.pending';
 export const JOURNAL_META_KEY = 'journal_seq';
@@ -51,35 +46,28 @@ export function pendingLines(text: string, committed: string | undefined): Journ
   return out;
 }
 
-/** Whether a process with this pid runs (EPERM: it does, under another user). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+export const JOURNAL_LOCK_SUFFIX = '.lockdb';
+
+export interface JournalLock {
+  release(): void;
 }
 
-/** Takes the journal's lock file; false when a live writer (or this process already) holds it. */
-export function lockJournal(path: string): boolean {
-  const lock = path + '.lock';
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return false;
-      const owner = Number(Journal.read(lock).trim());
-      if (Number.isInteger(owner) && owner > 0 && (owner === process.pid || alive(owner))) return false;
-      try {
-        unlinkSync(lock); // left by a writer that died: take it over
-      } catch {
-        return false;
-      }
-    }
+/** Takes the journal's lock; null when another writer (in this process or another) holds it. */
+export function lockJournal(path: string): JournalLock | null {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path + JOURNAL_LOCK_SUFFIX, { timeout: 0 });
+    db.exec('BEGIN EXCLUSIVE'); // SQLITE_BUSY while any other connection holds it
+  } catch {
+    db?.close();
+    return null;
   }
-  return false;
+  const held = db;
+  return {
+    release: () => {
+      if (held.open) held.close();
+    },
+  };
 }
 
 export class Journal {
@@ -89,7 +77,10 @@ export class Journal {
   /** Records journaled and not yet committed (or dropped). */
   private open = 0;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    private readonly lock: JournalLock,
+  ) {
     this.fd = openSync(path, 'a', 0o600);
   }
 
@@ -118,10 +109,6 @@ export class Journal {
 
   close(): void {
     closeSync(this.fd);
-    try {
-      unlinkSync(this.path + '.lock');
-    } catch {
-      /* already gone */
-    }
+    this.lock.release();
   }
 }

@@ -59,7 +59,8 @@ export class SqliteLedger implements UsageLedger {
       if (mark !== null) setMark!.run(JOURNAL_META_KEY, mark);
     });
     const jpath = o.path + JOURNAL_SUFFIX;
-    if (!o.readonly && o.path !== ':memory:' && lockJournal(jpath)) {
+    const lock = !o.readonly && o.path !== ':memory:' ? lockJournal(jpath) : null;
+    if (lock) {
       // What a crash left journaled but uncommitted goes in before anything new.
       const committed = this.db.prepare('SELECT v FROM meta WHERE k = ?').get(JOURNAL_META_KEY) as
         | { v: string }
@@ -79,9 +80,14 @@ export class SqliteLedger implements UsageLedger {
           o.onError?.(err);
         }
       }
-      this.journal = new Journal(jpath);
+      this.journal = new Journal(jpath, lock);
       this.journal.settled(0);
-    }
+    } else if (!o.readonly && o.path !== ':memory:')
+      o.onError?.(
+        new Error(
+          `ledger ${o.path}: another writer holds its journal; this one runs without it (each record committed right away, a kill -9 can lose the last batch)`,
+        ),
+      );
     const journal = this.journal;
     this.queue = new BatchQueue<Values>({
       batchSize: o.batchSize,
