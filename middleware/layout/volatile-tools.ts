@@ -13,11 +13,9 @@ import { clearSlot, defineSlot, readSlot, writeSlot } from '../session/stage-sta
 import type { RequestView, StageContext, StageResult } from '../stage.ts';
 import { escapeFrame } from '../redaction/framing.ts';
 import type { Receipt, ToolDef } from '../types.ts';
+import { toolProse } from './tool-prose.ts';
 import { lineKeys, observeLine, pruneLearned, shortHash, type LearnState } from './line-learner.ts';
 import { changingSpans, withPlaceholders, type Span } from './volatile-spans.ts';
-
-/** Keys whose string values are prose for the model, never part of the call contract. */
-const PROSE_KEYS = new Set(['description', 'title']);
 
 /** The tool definitions' part of the volatile stage's state. */
 export const VOLATILE_TOOLS_SLOT = defineSlot<LearnState>('volatile_tools', 1);
@@ -29,17 +27,6 @@ interface Found {
   /** Path from the tool's `function` object. */
   path: (string | number)[];
   text: string;
-}
-
-function prose(value: unknown, path: (string | number)[], out: Found[]): void {
-  if (Array.isArray(value)) value.forEach((v, i) => prose(v, [...path, i], out));
-  else if (value && typeof value === 'object')
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      // A schema's `properties` maps names to schemas: a property called `description` is a schema.
-      if (typeof v === 'string' && PROSE_KEYS.has(k) && path[path.length - 1] !== 'properties')
-        out.push({ path: [...path, k], text: v });
-      else if (typeof v === 'object') prose(v, [...path, k], out);
-    }
 }
 
 function setAt(root: unknown, path: (string | number)[], text: string): unknown {
@@ -74,7 +61,7 @@ export function relocateToolVolatility(view: RequestView, ctx: StageContext): St
   tools.forEach((tool, ti) => {
     const name = tool.function?.name ?? `#${ti}`;
     const found: Found[] = [];
-    prose(tool.function, [], found);
+    toolProse(tool.function, (path, text) => found.push({ path, text }));
     let fn: unknown = tool.function;
     const moved: string[] = [];
     for (const f of found) {

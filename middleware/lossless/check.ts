@@ -24,9 +24,10 @@
 // `first_call_changed` is 1 when there are no prior bodies (the session's first call) and the
 // messages or tools are not byte-identical as JSON (escaping aside), unless a compaction receipt
 // explains it. Reports counts plus details (message index, line). O(total lines) with hashing.
-import { escapeFrame, escapeMessage, isFramedNote } from '../redaction/framing.ts';
+import { escapeFrame, escapeJson, escapeMessage, isFramedNote } from '../redaction/framing.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt } from '../types.ts';
 import { isElisionOf } from '../stabilise/elision.ts';
+import { toolProse } from '../layout/tool-prose.ts';
 import { placeholderMatches, VOLATILE_PLACEHOLDER } from './placeholder.ts';
 
 export type LosslessKind = 'missing' | 'altered' | 'first_call_changed';
@@ -320,7 +321,8 @@ export function checkWith(
   }
   if (firstCall && removed.size === 0) {
     const same = C.length === U.length && C.every((m, i) => sameMessage(m, U[i]));
-    if (!same || JSON.stringify(clientBody.tools ?? null) !== JSON.stringify(upstreamBody.tools ?? null)) {
+    // escaping is the only change allowed on a first call (messages and tools alike)
+    if (!same || JSON.stringify(escapeJson(clientBody.tools ?? null)) !== JSON.stringify(upstreamBody.tools ?? null)) {
       rep.first_call_changed = 1;
       const at = C.findIndex((m, i) => !U[i] || !sameMessage(m, U[i]));
       note('first_call_changed', at, at < 0 ? 'tools changed' : `message ${at} changed`);
@@ -358,7 +360,10 @@ function toolsMoved(client: unknown, upstream: unknown, noteLines: Map<string, n
     const at = free.findIndex((i) => {
       if (sortedJson((cs[i] as ToolDefLike)?.function?.name) !== name) return false;
       const used: string[] = [];
-      if (sameBut(cs[i], u, noteLines, used)) {
+      // placeholders are allowed only in prose positions; every other value must arrive exactly
+      const prose = new Set<string>();
+      toolProse((cs[i] as ToolDefLike)?.function, (p) => prose.add(JSON.stringify(['function', ...p])));
+      if (sameBut(cs[i], u, noteLines, used, [], prose)) {
         moved += used.length;
         return true;
       }
@@ -373,15 +378,24 @@ function toolsMoved(client: unknown, upstream: unknown, noteLines: Map<string, n
 
 type ToolDefLike = { function?: { name?: unknown } } | undefined;
 
-function sameBut(c: unknown, u: unknown, noteLines: Map<string, number>, used: string[]): boolean {
+function sameBut(
+  c: unknown,
+  u: unknown,
+  noteLines: Map<string, number>,
+  used: string[],
+  path: (string | number)[],
+  prose: Set<string>,
+): boolean {
   if (typeof c === 'string' && typeof u === 'string') {
-    if (c === u) return true;
+    // escaping the frame marker is the one change allowed anywhere in a tool definition
+    if (c === u || escapeFrame(c) === u) return true;
+    if (!prose.has(JSON.stringify(path))) return false;
     const cl = c.split('\n');
     const ul = u.split('\n');
     if (cl.length !== ul.length) return false;
     return cl.every((l, i) => {
-      if (l === ul[i]) return true;
       const esc = escapeFrame(l);
+      if (l === ul[i] || esc === ul[i]) return true;
       if (!ul[i].includes(VOLATILE_PLACEHOLDER) || !placeholderMatches(ul[i], l) || !noteLines.has(esc)) return false;
       bump(noteLines, esc, -1);
       used.push(esc);
@@ -393,14 +407,20 @@ function sameBut(c: unknown, u: unknown, noteLines: Map<string, number>, used: s
       Array.isArray(c) &&
       Array.isArray(u) &&
       c.length === u.length &&
-      c.every((x, i) => sameBut(x, u[i], noteLines, used))
+      c.every((x, i) => sameBut(x, u[i], noteLines, used, [...path, i], prose))
     );
   if (c && u && typeof c === 'object' && typeof u === 'object') {
     const co = c as Record<string, unknown>;
     const uo = u as Record<string, unknown>;
     const ck = Object.keys(co).filter((k) => co[k] !== undefined);
     const uk = Object.keys(uo).filter((k) => uo[k] !== undefined);
-    return ck.length === uk.length && ck.every((k) => k in uo && sameBut(co[k], uo[k], noteLines, used));
+    return (
+      ck.length === uk.length &&
+      ck.every((k) => {
+        const ek = escapeFrame(k);
+        return ek in uo && sameBut(co[k], uo[ek], noteLines, used, [...path, k], prose);
+      })
+    );
   }
   return sortedJson(c) === sortedJson(u);
 }

@@ -107,6 +107,61 @@ describe('volatile spans in tool definitions', () => {
     }
   });
 
+  it('prose-looking keys inside contract values (default, const, enum, examples) are never rewritten', async () => {
+    const contract = (i: number): ToolDef[] => [
+      {
+        type: 'function',
+        function: {
+          name: 'cfg',
+          description: 'Set config.',
+          parameters: {
+            type: 'object',
+            properties: {
+              opts: {
+                type: 'object',
+                default: { title: `build-${1000 + i}`, description: `run ${i}` },
+                const: { title: `c-${i}` },
+                enum: [{ description: `e-${i}` }],
+                examples: [{ description: `example run ${i}` }],
+                example: { title: `x-${i}` },
+                properties: { when: { type: 'string', description: `as of 2026-11-30T03:1${i}:00Z` } },
+              },
+            },
+          },
+        },
+      },
+    ];
+    const reqs = [0, 1, 2, 3].map((i) => request(i, contract(i)));
+    const res = await run(reqs);
+    const tr = createLosslessTracker();
+    for (const [i, r] of res.entries()) {
+      const opts = (r.body.tools![0].function.parameters as { properties: Record<string, Record<string, unknown>> })
+        .properties.opts;
+      const sent = (reqs[i].tools![0].function.parameters as { properties: Record<string, Record<string, unknown>> })
+        .properties.opts;
+      for (const k of ['default', 'const', 'enum', 'examples', 'example']) expect(opts[k]).toEqual(sent[k]);
+      const rep = tr.check(reqs[i], r.body, r.receipts);
+      expect(rep.altered + rep.missing, JSON.stringify(rep.details)).toBe(0);
+    }
+    // the schema description inside `properties` is still learned (call 2 on)
+    expect(JSON.stringify(res[2].body.tools)).toContain(P);
+  });
+
+  it('the checker compares non-prose tool values exactly: a placeholder in a default is altered', () => {
+    const client = request(1);
+    const upstream = structuredClone(client);
+    const props = (upstream.tools![0].function.parameters as { properties: Record<string, Record<string, unknown>> })
+      .properties;
+    props.mode.default = P;
+    const line = 'fast';
+    const withNote: ChatRequest = {
+      ...upstream,
+      messages: [...upstream.messages, { role: 'system', content: `${toolNoteHeader('bash')}\n${line}` }],
+    };
+    const rep = checkLossless({ clientBody: client, upstreamBody: withNote, priorClientBodies: [request(0)] });
+    expect(rep.altered).toBe(1);
+  });
+
   it('the checker flags a placeholder whose line is not in a note, or that stands for another line', () => {
     const client = request(1);
     const upstream = structuredClone(client);
