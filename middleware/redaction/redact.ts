@@ -177,22 +177,41 @@ export function looksSecret(text: string): boolean {
   return redact(text).findings.length > 0;
 }
 
-/** Redacts every string inside a JSON-like value (for state documents and checkpoints). */
+/** A key not yet used in `o`: the redacted text, then `#2`, `#3`, … on collision. */
+function freeKey(o: Record<string, unknown>, k: string): string {
+  if (!Object.hasOwn(o, k)) return k;
+  let n = 2;
+  while (Object.hasOwn(o, `${k}#${n}`)) n++;
+  return `${k}#${n}`;
+}
+
+/** Redacts every string inside a JSON-like value (for state documents, checkpoints and capture
+ * files), object keys included: client maps (`metadata`, schema property names, tool inputs) may
+ * use a secret as a key. A redacted key is renamed to its redacted text (suffixed on collision). */
 export function redactDeep<T>(value: T): { value: T; findings: RedactionFinding[] } {
   const totals = new Map<string, number>();
+  const text = (v: string): string => {
+    const r = redact(v);
+    for (const f of r.findings) totals.set(f.kind, (totals.get(f.kind) ?? 0) + f.count);
+    return r.text;
+  };
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') {
-      const r = redact(v);
-      for (const f of r.findings) totals.set(f.kind, (totals.get(f.kind) ?? 0) + f.count);
-      return r.text;
-    }
+    if (typeof v === 'string') return text(v);
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === 'object') {
       const o: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v)) {
         // a secret-named key's value is a secret even when the value alone looks harmless
-        o[k] =
+        const val =
           typeof x === 'string' && new RegExp(`^${NAME}$`, 'i').test(k) && !benign(k, x) ? tag('env_secret') : walk(x);
+        // defineProperty: a key such as `__proto__` stays an own data property; freeKey: a plain key
+        // equal to an earlier redacted one gets the suffix instead of overwriting it
+        Object.defineProperty(o, freeKey(o, text(k)), {
+          value: val,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return o;
     }
