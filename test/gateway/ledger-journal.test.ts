@@ -3,6 +3,7 @@
 // a torn last line is skipped; a clean close leaves the journal empty. The crashes are real: a
 // child process appends the records and kills itself with SIGKILL.
 import { spawnSync } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,5 +189,41 @@ describe('SQLite ledger journal', () => {
       await second.close();
       await again.close();
       expect(await rows(path)).toHaveLength(7);
+    });
+
+  // A commit SQLite refuses (another connection holds the write lock past the busy timeout: a
+  // backup, a `sqlite3` shell, a second writer) keeps the batch and its journal lines.
+  for (const after of ['retried at the next flush', 'replayed by the next start'] as const)
+    it(`a failed commit loses nothing: ${after}, exactly once`, async () => {
+      const path = join(dir, `busy-${after.length}.sqlite`);
+      const errors: unknown[] = [];
+      const l = new SqliteLedger({ ...lazy(path), onError: (e) => errors.push(e) });
+      const sent = Array.from({ length: 5 }, (_, i) => rec(i));
+      for (const r of sent) l.append(r);
+      const other = new Database(path, { timeout: 0 });
+      other.exec('BEGIN IMMEDIATE');
+      l.db.pragma('busy_timeout = 50');
+      await l.flush();
+      expect(String(errors[0])).toMatch(/locked|busy/i);
+      expect(l.stats()).toMatchObject({ dropped: 0, queued: 5 });
+      expect(journalLines(path)).toBe(5);
+      other.exec('ROLLBACK');
+      other.close();
+      if (after === 'retried at the next flush') {
+        await l.flush();
+        expect(l.count()).toBe(5);
+        expect(journalLines(path)).toBe(0);
+        await l.close();
+      } else {
+        // the batch still fails when the writer goes away (as a crash would leave it)
+        const again = new Database(path, { timeout: 0 });
+        again.exec('BEGIN IMMEDIATE');
+        await l.close();
+        again.exec('ROLLBACK');
+        again.close();
+        expect(journalLines(path)).toBe(5);
+      }
+      expect((await rows(path)).map((r) => r.requestId)).toEqual(sent.map((r) => r.requestId));
+      expect(await rows(path)).toHaveLength(5);
     });
 });

@@ -125,6 +125,34 @@ describe('SqliteLedger', () => {
     q.push(6); // after close: dropped, not thrown
     expect(q.stats().dropped).toBe(5);
   });
+
+  it('keepFailed: a failed batch is retried in order at the next flush, and given up after that many writes', async () => {
+    let fail = 1;
+    const stored: number[] = [];
+    const given: number[][] = [];
+    const q = new BatchQueue<number>({
+      batchSize: 2,
+      flushMs: 60_000,
+      keepFailed: 3,
+      eager: false,
+      discarded: (b) => given.push(b),
+      write: (b) => {
+        if (fail-- > 0) throw new Error('database is locked');
+        stored.push(...b);
+      },
+    });
+    [1, 2, 3].forEach((x) => q.push(x));
+    await q.drain();
+    await q.drain();
+    expect(stored).toEqual([1, 2, 3]); // the failed batch first, in order
+    expect(q.stats()).toMatchObject({ dropped: 0, written: 3, queued: 0 });
+    fail = 99;
+    [4, 5].forEach((x) => q.push(x));
+    for (let i = 0; i < 3; i++) await q.drain();
+    expect(q.stats()).toMatchObject({ dropped: 2, queued: 0 });
+    expect(given).toEqual([[4, 5]]);
+    await q.close();
+  });
 });
 
 describe('createSpendLookup', () => {

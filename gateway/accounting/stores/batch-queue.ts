@@ -4,19 +4,27 @@
 // write), so a process killed with -9 loses at most the records of the job it died in, not up to
 // flush_ms of them; flush_ms remains as a retry timer. A store that makes records durable itself
 // on push (the SQLite ledger's journal) passes `eager: false`: batches are then written every
-// flush_ms, or as soon as batch_size records wait. Writes never overlap.
+// flush_ms, or as soon as batch_size records wait. Writes never overlap. With `keepFailed` a batch
+// whose write throws goes back to the front of the queue and is retried at the next flush (in
+// order, up to keepFailed writes; the queue then holds at most maxQueue + batch_size): a store whose commit fails (SQLite
+// busy past its timeout, disk full) loses nothing it could commit later.
 import { DEFAULT_MAX_QUEUE, type DropListener, type LedgerStats } from '../types/ledger.ts';
 
 export interface BatchQueueOptions<T> {
   batchSize: number;
   flushMs: number;
   maxQueue?: number;
-  /** Writes one batch; a throw or rejection drops the batch (counted). */
+  /** Writes one batch; a throw or rejection drops the batch (counted), or keeps it (`keepFailed`). */
   write(batch: T[]): void | Promise<void>;
   onDrop?: DropListener;
   onError?: (err: unknown) => void;
   /** Write after every synchronous job (default), or only at batch_size / flush_ms. */
   eager?: boolean;
+  /** A batch whose write fails is kept at the front and retried at the next flush, up to this many
+   *  writes in all; then it is dropped (counted) and handed to `discarded`. */
+  keepFailed?: number;
+  /** A batch given up after `keepFailed` writes (the store forgets what it tracked for it). */
+  discarded?(batch: T[]): void;
 }
 
 export class BatchQueue<T> {
@@ -25,6 +33,8 @@ export class BatchQueue<T> {
   private scheduled = false;
   private timer: NodeJS.Timeout | null;
   private closed = false;
+  /** failed writes in a row of the batch at the front */
+  private failures = 0;
   private readonly max: number;
   readonly counts = { appended: 0, written: 0, dropped: 0 };
 
@@ -71,10 +81,21 @@ export class BatchQueue<T> {
         const batch = this.buf.splice(0, this.o.batchSize);
         try {
           await this.o.write(batch);
+          this.failures = 0;
           this.counts.written += batch.length;
         } catch (err) {
-          this.drop(batch.length);
           this.o.onError?.(err);
+          if (++this.failures < (this.o.keepFailed ?? 0) && !this.closed) {
+            this.buf.unshift(...batch);
+            break; // retried at the next flush, not in a tight loop
+          }
+          this.failures = 0;
+          this.drop(batch.length);
+          try {
+            this.o.discarded?.(batch);
+          } catch (e) {
+            this.o.onError?.(e);
+          }
         }
       }
     })();

@@ -16,6 +16,10 @@ import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from '../ty
 
 export const DEFAULT_RETENTION_SWEEP_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+/** Commits of one batch tried (one per flush_ms) before it is dropped: a lock held by a backup or
+ *  a shell, or a full disk, usually clears within that; a batch SQLite never takes does not block
+ *  the ledger for good. */
+export const COMMIT_ATTEMPTS = 30;
 
 export interface SqliteLedgerOptions {
   path: string;
@@ -98,12 +102,17 @@ export class SqliteLedger implements UsageLedger {
       write: (batch) => {
         if (o.readonly) throw new Error('ledger opened read-only');
         const end = this.nextSeq + batch.length - 1;
+        // A failed commit (rolled back) keeps its batch queued and its journal lines: the retry,
+        // or the next start's replay, commits them once.
+        insertMany(batch, journal ? journal.mark(end) : null);
         this.nextSeq = end + 1;
-        try {
-          insertMany(batch, journal ? journal.mark(end) : null);
-        } finally {
-          journal?.settled(batch.length);
-        }
+        journal?.settled(batch.length);
+      },
+      keepFailed: o.readonly ? 0 : COMMIT_ATTEMPTS,
+      // given up: those records are lost (counted); their journal lines are settled like committed ones
+      discarded: (batch) => {
+        this.nextSeq += batch.length;
+        journal?.settled(batch.length);
       },
       onDrop: o.onDrop,
       onError: o.onError,
