@@ -86,6 +86,15 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       const value = keys.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], m.policy_options);
       fail(['', 'models', i, 'policy_options', ...keys].join('/'), bad.message, value, source);
     }
+    // a precise (KV event) index is exact per block: the fleet sets stride 1, an explicit other one cannot work
+    const stride = (m.policy_options as Record<string, unknown>).index_stride;
+    if (m.workers.some((w) => w.kv_events) && stride !== undefined && Math.floor(Number(stride)) !== 1)
+      fail(
+        `/models/${i}/policy_options/index_stride`,
+        'must be 1 when a worker has kv_events (the precise index is exact per block)',
+        stride,
+        source,
+      );
     const ids = new Set<string>();
     m.workers.forEach((w, j) => {
       // Tenants see worker ids (x-ctxgate-worker, records, reports): never default to the address.

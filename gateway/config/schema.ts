@@ -61,6 +61,10 @@ export const DEFAULT_RESPONSES_MAX_BYTES = 256 * 1024 * 1024;
 const PosInt = (def: number) => Type.Integer({ minimum: 1, default: def });
 const NonNegInt = (def: number) => Type.Integer({ minimum: 0, default: def });
 
+/** A ZeroMQ endpoint the gateway can connect to: tcp needs host and port (zeromq rejects a bare
+ * host with "Invalid argument" at startup, naming no field), ipc a path. */
+const ZMQ_ENDPOINT = '^(?:tcp://\\S+:\\d{1,5}|ipc://\\S+)$';
+
 export const WorkerSchema = Type.Object(
   {
     url: Type.String({ pattern: '^https?://' }),
@@ -76,10 +80,10 @@ export const WorkerSchema = Type.Object(
     kv_events: Type.Optional(
       Type.Object(
         {
-          /** The engine's PUB socket, as the gateway connects to it (tcp://host:port). */
-          endpoint: Type.String({ pattern: '^(tcp|ipc)://\\S+$' }),
+          /** The engine's PUB socket, as the gateway connects to it (tcp://host:port, ipc://path). */
+          endpoint: Type.String({ pattern: ZMQ_ENDPOINT }),
           /** The engine's ROUTER replay socket (missed batches are asked for there). */
-          replay_endpoint: Type.Optional(Type.String({ pattern: '^(tcp|ipc)://\\S+$' })),
+          replay_endpoint: Type.Optional(Type.String({ pattern: ZMQ_ENDPOINT })),
           topic: Type.String({ default: '' }),
           stale_after_ms: PosInt(DEFAULT_KV_EVENTS_STALE_AFTER_MS),
         },

@@ -75,6 +75,32 @@ models:
     expect(e.message).toMatch(/listne|additional/i);
   });
 
+  it('kv_events: index_stride other than 1 and a tcp endpoint without a port fail at load, naming the field', () => {
+    const kvModel = (po: Record<string, unknown>, endpoint = 'tcp://127.0.0.1:5557') => ({
+      name: 'm',
+      tokenizer: 'qwen3',
+      policy: 'ctxgate',
+      policy_options: po,
+      workers: [{ url: 'http://127.0.0.1:9', kv_events: { endpoint } }],
+    });
+    const stride = errorOf({ models: [kvModel({ index_stride: 4 })] });
+    expect(stride).toBeInstanceOf(ConfigError);
+    expect(stride.message).toContain('index_stride');
+    expect(stride.message).toMatch(/must be 1/);
+    // stride 1 (or the fleet's own default) with kv_events, and stride 4 without, still load
+    expect(parseConfig({ models: [kvModel({ index_stride: 1 })] }).models).toHaveLength(1);
+    expect(parseConfig({ models: [kvModel({})] }).models).toHaveLength(1);
+    const plain = { ...kvModel({ index_stride: 4 }), workers: [{ url: 'http://127.0.0.1:9' }] };
+    expect(parseConfig({ models: [plain] }).models).toHaveLength(1);
+    for (const bad of ['tcp://127.0.0.1', 'tcp://host', 'udp://h:1']) {
+      const e = errorOf({ models: [kvModel({}, bad)] });
+      expect(e, bad).toBeInstanceOf(ConfigError);
+      expect(e.message, bad).toMatch(/kv_events.*endpoint|endpoint/);
+    }
+    for (const ok of ['tcp://127.0.0.1:5557', 'tcp://[::1]:5557', 'ipc:///tmp/kv.sock'])
+      expect(parseConfig({ models: [kvModel({}, ok)] }).models, ok).toHaveLength(1);
+  });
+
   it('loads every example config', () => {
     const env = { CTXGATE_ADMIN_KEY: 'a', CTXGATE_TEAM_KEY: 'b', VLLM_API_KEY: 'c' };
     for (const f of ['embedded', 'vllm', 'sglang']) {

@@ -54,6 +54,10 @@ describe('README config field table', () => {
     expect(documented.length).toBeGreaterThan(60);
   });
 
+  it('documents each field once (a second row could contradict the first)', () => {
+    expect(documented.filter((d, i) => documented.indexOf(d) !== i)).toEqual([]);
+  });
+
   it('documents only fields the schema has', () => {
     expect(documented.filter((d) => !all.has(d))).toEqual([]);
   });
