@@ -49,6 +49,10 @@ import { SessionAffinity } from '../session-affinity.ts';
 import { SharedPrefixTracker } from '../shared-prefix.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
+/** Longest session_ttl_s accepted (30 days): a pin outliving any agent run is pointless, and a huge
+ *  value would make Redis refuse the shared home's expiry (sessions then silently not shared). */
+export const MAX_SESSION_TTL_S = 2_592_000;
+
 export const CTXGATE_DEFAULTS = {
   epsilon: 0.25,
   block_size: DEFAULT_BLOCK_SIZE,
@@ -71,6 +75,7 @@ export const CTXGATE_DEFAULTS = {
    *  overflowing session copies its chain into another worker's entry, and that copy is the
    *  slowest step of a decision; 4 × 16 = 64-token resolution is plenty for routing */
   index_stride: 4,
+  /** seconds a session's pin lives unused (locally, and as its shared home's Redis expiry) */
   session_ttl_s: 900,
   /** the approximate index remembers this many times a worker's KV capacity: prompts still
    *  queued or running (often minutes under load) hold their blocks, which an LRU sized to the
@@ -171,7 +176,7 @@ export class CtxgatePolicy implements Policy {
       new PrefixIndex(
         Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)),
       );
-    this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1) * 1000);
+    this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1, MAX_SESSION_TTL_S) * 1000);
   }
 
   /** Prompt chain and tokens per block: given hashes, else from token ids, else from text. */

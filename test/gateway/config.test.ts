@@ -216,6 +216,10 @@ describe('policy options are checked at load', () => {
       'models[0].policy_options.prefill_tokens_per_s.w0',
     );
     expect(err('sglang_cache_aware', { cache_threshold: 2 }).message).toContain('must be a number in [0, 1]');
+    // a huge session TTL would make Redis refuse the shared home's expiry (EX Infinity): sessions silently unshared
+    const ttl = err('ctxgate', { session_ttl_s: 1e308 });
+    expect(ttl.path).toBe('models[0].policy_options.session_ttl_s');
+    expect(ttl.message).toContain('must be a number in [1, 2592000]');
     expect(parseConfig(cfg('ctxgate', { sticky_slack: 2, kv_pressure_s: 0 }), 'c.yaml').models[0].policy).toBe(
       'ctxgate',
     );
