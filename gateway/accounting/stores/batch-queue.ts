@@ -51,7 +51,9 @@ export class BatchQueue<T> {
       return;
     }
     this.buf.push(item);
-    if (!this.scheduled && (this.o.eager !== false || this.buf.length >= this.o.batchSize)) {
+    // after a failed write only the flush_ms timer retries (a locked SQLite file blocks each try
+    // for its busy timeout: not once per request)
+    if (!this.scheduled && this.failures === 0 && (this.o.eager !== false || this.buf.length >= this.o.batchSize)) {
       this.scheduled = true;
       // a microtask, not setImmediate: the record is written before the loop polls again, so a
       // kill -9 right after the answers went out finds it on disk (records pushed by the same
