@@ -1,7 +1,7 @@
 // A redis-server child on a fixed port for `bench chaos --redis`: killed (SIGKILL) and started
 // again on the same port to show the gateway serving through a Redis outage.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,7 +54,19 @@ export class RedisProc {
     const p = this.proc;
     if (!p || p.exitCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGCONT'); // a stopped (SIGSTOP) server still exits on SIGKILL; CONT keeps it plain
     p.kill('SIGKILL');
     await exited;
+  }
+
+  /** SIGSTOP / SIGCONT: a stalled Redis (a fork, a long command, a half-open link) and its end */
+  signal(sig: NodeJS.Signals): void {
+    if (this.proc && this.proc.exitCode === null) this.proc.kill(sig);
+  }
+
+  /** kill, then remove its data folder */
+  async dispose(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
