@@ -82,5 +82,23 @@ export function checkPolicyOptions(
   };
 }
 
+/** Whether a policy reads a precise index (option `kv_index`): built once with default options,
+ *  recording what it reads, as checkPolicyOptions does. */
+export function readsKvIndex(name: string): boolean {
+  let read = false;
+  const recorded = new Proxy({} as PolicyOptions, {
+    get(target, k) {
+      if (k === 'kv_index') read = true;
+      return Reflect.get(target, k);
+    },
+  });
+  try {
+    createPolicy(name, recorded);
+  } catch {
+    return false;
+  }
+  return read;
+}
+
 /** Options the gateway sets itself (from the model config and its KV events), not listed as known. */
 const GATEWAY_SET_OPTIONS = new Set(['kv_index', 'index_stride']);

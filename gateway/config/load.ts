@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { checkPolicyOptions, POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
+import { checkPolicyOptions, POLICY_NAMES, readsKvIndex } from '../../kvplanner/policy-registry.ts';
 import { AuthSchema, ConfigSchema, type GatewayConfig } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -102,11 +102,11 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       if (ids.has(w.id)) fail(`/models/${i}/workers/${j}/id`, 'duplicate worker id in this model', w.id, source);
       ids.add(w.id);
       w.max_in_flight ??= config.upstream.max_in_flight;
-      // only ctxgate reads a per-worker precise index with a fallback to its own guesses
-      if (w.kv_events && m.policy !== 'ctxgate')
+      // a policy with a block index reads the precise one (the others would never look at it)
+      if (w.kv_events && !readsKvIndex(m.policy))
         fail(
           `/models/${i}/workers/${j}/kv_events`,
-          `needs policy 'ctxgate' (the model's is '${m.policy}')`,
+          `needs a policy that reads a block index (${POLICY_NAMES().filter(readsKvIndex).join(', ')}); the model's is '${m.policy}'`,
           m.policy,
           source,
         );

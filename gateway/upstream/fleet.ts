@@ -1,6 +1,7 @@
 // Per model: its workers and its routing policy instance.
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
-import { CTXGATE_DEFAULTS } from '../../kvplanner/policies/ctxgate.ts';
+import { withGuessedEntries } from '../../kvplanner/kv-events/guessed-entries.ts';
+import { CTXGATE_DEFAULTS, CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import type { Policy, RouteInfo } from '../../kvplanner/types.ts';
 import type { GatewayConfig, ModelConfig } from '../config/schema.ts';
@@ -40,20 +41,23 @@ export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fle
     // every worker starts guessed: those with events become precise once their stream is in step
     for (const w of workers)
       kvIndex?.guess(w.id, Math.floor((w.kvTokens ?? CTXGATE_DEFAULTS.default_kv_tokens) / m.block_size));
+    // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
+    // The model's block_size reaches the policy (its block hashes must match the engine's blocks) unless
+    // policy_options names one explicitly.
+    const policy = createPolicy(m.policy, {
+      block_size: m.block_size,
+      ...(kvIndex ? { index_stride: 1 } : {}),
+      ...(structuredClone(m.policy_options) as Record<string, unknown>),
+      ...(kvIndex ? { kv_index: kvIndex } : {}),
+    });
     fleet.set(m.name, {
       config: m,
       workers,
       kvIndex,
       byId: new Map(workers.map((w) => [w.id, w])),
-      // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
-      // The model's block_size reaches the policy (its block hashes must match the engine's blocks) unless
-      // policy_options names one explicitly.
-      policy: createPolicy(m.policy, {
-        block_size: m.block_size,
-        ...(kvIndex ? { index_stride: 1 } : {}),
-        ...(structuredClone(m.policy_options) as Record<string, unknown>),
-        ...(kvIndex ? { kv_index: kvIndex } : {}),
-      }),
+      // ctxgate keeps a guessed worker's entry itself; the baselines only read the index
+      policy:
+        kvIndex && !(policy instanceof CtxgatePolicy) ? withGuessedEntries(policy, kvIndex, m.block_size) : policy,
     });
   }
   return fleet;

@@ -181,6 +181,14 @@ describe('workers[].kv_events', () => {
     expect(route.kvIndex!.guessed('w0')).toBe(true);
   });
 
+  it('the baselines with a block index take it too; one without an index does not', () => {
+    for (const policy of ['smg_cache_aware', 'dynamo_kv', 'llmd_precise'])
+      expect(parseConfig(withKv({ policy }), 'test').models[0].policy).toBe(policy);
+    expect(errorOf(withKv({ policy: 'session_hash' })).message).toMatch(
+      /kv_events.*reads a block index.*dynamo_kv.*'session_hash'/,
+    );
+  });
+
   it('names the field: another policy, no tokenizer, a bad endpoint, an unknown key', () => {
     expect(errorOf(withKv({ policy: 'round_robin' })).message).toMatch(/models\[0\]\.workers\[0\]\.kv_events.*ctxgate/);
     expect(errorOf(withKv({ tokenizer: undefined })).message).toMatch(/workers\[0\]\.kv_events.*tokenizer/);
