@@ -4,6 +4,26 @@ import { LRUCache } from 'lru-cache';
 import type { PrefixDiagnostics, Receipt } from '../middleware/types.ts';
 import type { UsageEvent } from './usage-event.ts';
 
+/** One upstream attempt of a request (failed ones included), in the order they were made. */
+export interface AttemptRecord {
+  worker: string;
+  /** The routing policy's branch for this pick. */
+  branch: string;
+  predictedCachedTokens?: number;
+  /** ok, 4xx, 5xx, timeout, error, bad_response, stream_failed, client_closed, shutting_down. */
+  outcome: string;
+  /** The worker's HTTP status; 0 when no status line came back. */
+  status: number;
+  /** Why it failed (clipped). */
+  detail?: string;
+  /** ms from the request's start to this attempt's start. */
+  startMs: number;
+  /** ms from this attempt's start to its status line, first body byte, and end. */
+  headersMs?: number;
+  firstByteMs?: number;
+  endMs?: number;
+}
+
 export interface RequestRecord {
   id: string;
   /** Ingress API the request came in by (openai-chat, anthropic-messages...). */
@@ -13,6 +33,8 @@ export interface RequestRecord {
   sessionId: string;
   worker: string;
   attempts: number;
+  /** Every attempt: worker, outcome, status, timing. */
+  attemptLog: AttemptRecord[];
   status: number;
   receipts: Receipt[];
   prefix?: PrefixDiagnostics;

@@ -13,6 +13,7 @@ import type { Choice } from '../../kvplanner/types.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SpanHandle } from '../telemetry/tracing.ts';
 import type { Worker } from '../upstream/worker.ts';
+import type { Usage } from './usage.ts';
 
 export type AttemptState = 'sent' | 'headers' | 'streaming' | 'ended';
 
@@ -59,6 +60,10 @@ export class Attempt {
   headersAt: number | undefined;
   firstByteAt: number | undefined;
   endedAt: number | undefined;
+  /** What the worker reported for this attempt's answer (set by the consumer before the end). */
+  usage: Usage | undefined;
+  /** Cached tokens a uniformly chosen healthy worker would hold (routing feedback, after an ok end). */
+  uniformCachedTokens: number | undefined;
 
   constructor(
     /** 1-based number of this attempt within the request. */

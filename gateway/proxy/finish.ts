@@ -1,5 +1,5 @@
-// Accounting once a request is over: the UsageEvent, metrics, feedback to the routing policy and
-// the pipeline, and the request record. Everything here is guarded: it never throws into the
+// Accounting once a request is over: the UsageEvent, metrics, feedback to the pipeline, and the
+// request record with every attempt (the routing policy's feedback is per attempt: routing-feedback.ts). Everything here is guarded: it never throws into the
 // request path, and the user hooks (onUsage, observe) run after the response, off the hot path.
 import type { FastifyReply } from 'fastify';
 import type { Choice, RouteInfo } from '../../kvplanner/types.ts';
@@ -14,6 +14,8 @@ import type { Worker } from '../upstream/worker.ts';
 import type { UsageEvent } from '../usage-event.ts';
 import type { RequestTrace } from '../telemetry/tracing.ts';
 import { endRequestSpan } from '../telemetry/request-span.ts';
+import type { AttemptRecord } from '../request-records.ts';
+import type { Attempt } from './attempt.ts';
 import type { Usage } from './usage.ts';
 
 export interface Exchange {
@@ -27,6 +29,8 @@ export interface Exchange {
   stream: boolean;
   status: number;
   attempts: number;
+  /** Every upstream attempt of the request, in order (the last one answered, if any did). */
+  attemptList: Attempt[];
   upstreamWaitMs: number;
   route?: ModelRoute;
   pctx?: PipelineContext;
@@ -49,6 +53,27 @@ export interface Exchange {
   errorCode?: string;
   /** Set when the shutdown deadline ended this request (not the client). */
   stoppedByShutdown?: boolean;
+}
+
+/** Longest failure detail kept in a request record. */
+const RECORD_DETAIL_MAX = 200;
+const ms = (x: number): number => Math.round(x * 100) / 100;
+
+/** One attempt as the request record shows it: where it went, how it ended, when. */
+export function attemptRecord(a: Attempt, t0: number): AttemptRecord {
+  const r: AttemptRecord = {
+    worker: a.worker.id,
+    branch: a.choice.branch,
+    outcome: a.outcome ?? 'unfinished',
+    status: a.statusCode,
+    startMs: ms(a.startedAt - t0),
+  };
+  if (a.choice.predictedCachedTokens !== undefined) r.predictedCachedTokens = a.choice.predictedCachedTokens;
+  if (a.detail) r.detail = a.detail.slice(0, RECORD_DETAIL_MAX);
+  if (a.headersAt !== undefined) r.headersMs = ms(a.headersAt - a.startedAt);
+  if (a.firstByteAt !== undefined) r.firstByteMs = ms(a.firstByteAt - a.startedAt);
+  if (a.endedAt !== undefined) r.endMs = ms(a.endedAt - a.startedAt);
+  return r;
 }
 
 /** The client left: nothing to send; tell Fastify the reply is handled. */
@@ -164,30 +189,13 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
     countReceipts(m, model, ex.result?.receipts ?? []);
   });
   lap('metrics', t0);
-  const ok = ex.status >= 200 && ex.status < 300 && !ex.errorCode;
   if (ex.trace) safe(gw, 'trace', () => endRequestSpan(ex.trace!, ev, ex.finishReasons));
   setImmediate(() => {
     let t = tick();
-    // Before observe(): the index must not yet hold this prompt on the chosen worker.
-    if (ex.worker && ex.info && ex.route?.policy.expectedCachedTokens) {
-      safe(gw, 'policy.expectedCachedTokens', () => {
-        const views = ex.route!.workers.filter((w) => w.healthy).map((w) => w.view());
-        if (views.length) ev.uniformCachedTokens = Math.round(ex.route!.policy.expectedCachedTokens!(views, ex.info!));
-      });
-    }
-    t = lap('routing_expected', t);
-    if (ex.worker && ex.info && ex.route?.policy.observe) {
-      safe(gw, 'policy.observe', () =>
-        ex.route!.policy.observe!({
-          workerId: ex.worker!.id,
-          info: ex.info!,
-          reportedCachedTokens: ex.usage?.cachedTokens,
-          promptTokens: ex.usage?.promptTokens,
-          ok,
-        }),
-      );
-    }
-    t = lap('routing_observe', t);
+    // The routing policy was fed by each attempt's end (routing-feedback.ts); its ok attempt's
+    // uniform-choice figure was read in an earlier setImmediate.
+    const last = ex.attemptList.at(-1);
+    if (last?.uniformCachedTokens !== undefined) ev.uniformCachedTokens = last.uniformCachedTokens;
     if (ex.pipeline?.observe && ex.result && ex.pctx) {
       safe(gw, 'pipeline.observe', () =>
         ex.pipeline!.observe!(
@@ -213,6 +221,7 @@ export function finish(gw: GatewayContext, ex: Exchange): void {
       sessionId: ev.sessionId,
       worker: ev.worker,
       attempts: ev.attempts,
+      attemptLog: ex.attemptList.map((a) => attemptRecord(a, ex.t0)),
       status: ev.status,
       receipts: ex.result?.receipts ?? [],
       prefix: ex.result?.prefix,

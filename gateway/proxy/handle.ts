@@ -82,6 +82,7 @@ export async function handleProxy(
     stream: false,
     status: 0,
     attempts: 0,
+    attemptList: [],
     upstreamWaitMs: 0,
   };
   let untrack: (() => void) | undefined;
@@ -218,6 +219,7 @@ function exchangeObserver(gw: GatewayContext, ex: Exchange, reply: FastifyReply)
       ex.worker = a.worker;
       ex.choice = a.choice;
       ex.attempts = a.n;
+      ex.attemptList.push(a);
     },
     onHeaders(a) {
       setResponseHeaders(reply, ex);

@@ -100,6 +100,7 @@ export class Relay implements ResponseConsumer {
       if (!obj || typeof obj !== 'object')
         throw new GatewayError('upstream_bad_response', 'worker returned a JSON body that is not an object');
       ex.usage = this.engine.usage(obj);
+      a.usage = ex.usage;
       ex.assistant = assistantOf(obj as Parameters<typeof assistantOf>[0]);
       ex.finishReasons = finishReasonsOf(obj);
       if (adapter.toResponse) {
@@ -168,6 +169,7 @@ export class Relay implements ResponseConsumer {
       ex.upstreamWaitMs += performance.now() - start - processing;
       ex.ttftAt = relay.firstTokenAt;
       ex.usage = relay.usage;
+      a.usage = relay.usage;
       ex.assistant = relay.assistant();
       ex.finishReasons = relay.finishReasons.filter(Boolean);
     }

@@ -10,6 +10,8 @@
 // served the same body: a body that makes every worker fail (a hostile tool schema) is that
 // request's failure, so one tenant cannot eject the workers every tenant shares. (Active health
 // checks still catch a worker that answers 5xx to everything.)
+// Each attempt's end feeds the routing policy (routing-feedback.ts): a failed one is taken back
+// from its worker before the next attempt is routed.
 import type { Dispatcher } from 'undici';
 import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
@@ -20,6 +22,7 @@ import type { RequestTrace } from '../telemetry/tracing.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
 import { Attempt, type AttemptObserver, metricsObserver, spanObserver, workerObserver } from './attempt.ts';
+import { routingObserver } from './routing-feedback.ts';
 
 /** Errors of a broken answer body: retried on another worker while the client saw nothing. */
 const BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout']);
@@ -80,7 +83,13 @@ export class UpstreamCall {
     private readonly metrics: GatewayMetrics,
     observers: readonly AttemptObserver[] = [],
   ) {
-    this.observers = [workerObserver, metricsObserver(metrics, route.config.name), spanObserver, ...observers];
+    this.observers = [
+      workerObserver,
+      metricsObserver(metrics, route.config.name),
+      spanObserver,
+      routingObserver(route, req.info),
+      ...observers,
+    ];
   }
 
   async run(consumer: ResponseConsumer): Promise<CallResult> {

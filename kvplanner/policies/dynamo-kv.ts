@@ -124,4 +124,9 @@ export class DynamoKvPolicy implements Policy {
     this.pending.delete(fb.info);
     this.activeBlocks.set(p.workerId, Math.max(0, (this.activeBlocks.get(p.workerId) ?? 0) - p.blocks));
   }
+
+  /** Blocks counted active per worker (picks not yet observed), and those picks. */
+  stats(): { activeBlocks: Record<string, number>; pending: number } {
+    return { activeBlocks: Object.fromEntries(this.activeBlocks), pending: this.pending.size };
+  }
 }

@@ -1,0 +1,61 @@
+// The routing policy's feedback, as a subscriber of the attempt lifecycle (attempt.ts): every
+// attempt's end reaches the policy, the failed ones too, not only the request's last worker.
+//  - A failed attempt (any outcome but ok) is taken back at once, synchronously, before the
+//    failover loop routes the next attempt: the policy forgets what its select() recorded for
+//    that pick on that worker (the prompt's chain in an approximate index, the active blocks it
+//    counted as that worker's load). Otherwise the next pick and later calls would count the
+//    failed worker as holding the prompt and as busier than it is. The policies key their pending
+//    picks by the RouteInfo object, which all attempts of a request share, so the take-back must
+//    come before the next select() overwrites the pick.
+//  - An answered attempt is observed after the response (setImmediate, off the hot path) with
+//    what the worker reported (cached and prompt tokens); just before, the savings attribution
+//    reads what a uniformly chosen healthy worker would have held (policy.expectedCachedTokens).
+// The worker's own bookkeeping (in flight, queued prefill released at the first byte, health) is
+// workerObserver's. Cost: one policy.observe per attempt; O(index lookups) of the policy.
+import type { RouteFeedback, RouteInfo } from '../../kvplanner/types.ts';
+import { lap, tick } from '../../middleware/perf/stage-timers.ts';
+import type { ModelRoute } from '../upstream/fleet.ts';
+import type { Attempt, AttemptObserver } from './attempt.ts';
+
+function guarded(what: string, f: () => void): void {
+  try {
+    f();
+  } catch (err) {
+    // A policy's failure must not fail the request or the gateway.
+    process.emitWarning(`ctxgate: ${what} threw: ${(err as Error).message}`);
+  }
+}
+
+function feedback(a: Attempt, info: RouteInfo, ok: boolean): RouteFeedback {
+  return {
+    workerId: a.worker.id,
+    info,
+    reportedCachedTokens: ok ? a.usage?.cachedTokens : undefined,
+    promptTokens: ok ? a.usage?.promptTokens : undefined,
+    ok,
+    predictedCachedTokens: a.choice.predictedCachedTokens,
+  };
+}
+
+export function routingObserver(route: ModelRoute, info: RouteInfo): AttemptObserver {
+  const policy = route.policy;
+  return {
+    onEnd(a) {
+      if (a.outcome !== 'ok') {
+        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, info, false)));
+        return;
+      }
+      setImmediate(() => {
+        let t = tick();
+        if (policy.expectedCachedTokens)
+          guarded('policy.expectedCachedTokens', () => {
+            const views = route.workers.filter((w) => w.healthy).map((w) => w.view());
+            if (views.length) a.uniformCachedTokens = Math.round(policy.expectedCachedTokens!(views, info));
+          });
+        t = lap('routing_expected', t);
+        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, info, true)));
+        lap('routing_observe', t);
+      });
+    },
+  };
+}
