@@ -2,7 +2,11 @@
 // from llm-d/llm-d-inference-scheduler deploy/config/epp-precise-prefix-cache-config.yaml and the
 // scorers it names (Gateway API Inference Extension scorer plugins, llm-d-kv-cache-manager):
 //   precise-prefix-cache-scorer  weight 2: blocks of the prompt each pod holds from the start (its
-//                                 KV-event index), min-max normalised over the pods (all equal → 1)
+//                                 KV-event index) ÷ the prompt's blocks, clipped to [0, 1] (the
+//                                 scorer's absoluteScoredPods, llm-d-inference-scheduler #1107; it
+//                                 replaced min-max, which gave a pod 1.0 for one block more than
+//                                 the rest — e.g. a shared first block — so the prefix weight
+//                                 outvoted queue and KV usage and piled traffic onto a few pods)
 //   kv-cache-utilization-scorer  weight 1: 1 − KV cache usage
 //   queue-scorer                 weight 1: min-max normalised waiting queue, inverted (all equal → 1)
 //   max-score-picker: the highest weighted sum, ties → random (seeded).
@@ -29,7 +33,7 @@ export const LLMD_DEFAULTS = {
 } as const;
 export const LLMD_BRANCHES = ['max_score'] as const;
 
-/** Min-max normalisation as the llm-d scorers do it: all equal → 1 each. */
+/** Min-max normalisation as llm-d's queue scorer does it: all equal → 1 each (neutral). */
 export function minMax(values: readonly number[], invert: boolean): number[] {
   let lo = Infinity;
   let hi = -Infinity;
@@ -63,9 +67,9 @@ export class LlmdPrecisePolicy implements Policy {
       new PrefixIndex(Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / this.blockSize));
   }
 
-  /** Weighted score of every worker (higher wins). */
-  scores(workers: readonly WorkerView[], depths: readonly number[]): number[] {
-    const prefix = minMax(depths, false);
+  /** Weighted score of every worker (higher wins); `total`: the prompt's blocks. */
+  scores(workers: readonly WorkerView[], depths: readonly number[], total: number): number[] {
+    const prefix = depths.map((d) => (total > 0 && d > 0 ? Math.min(1, d / total) : 0));
     const queue = minMax(
       workers.map((w) => w.engine?.waiting ?? 0),
       true,
@@ -83,7 +87,7 @@ export class LlmdPrecisePolicy implements Policy {
       if (!this.precise) this.index.prepare(w.id, w.kvTokens ? w.kvTokens / this.blockSize : undefined);
       return this.index.matchLength(w.id, hashes);
     });
-    const s = this.scores(workers, depths);
+    const s = this.scores(workers, depths, hashes.length);
     let best = -Infinity;
     for (const x of s) best = Math.max(best, x);
     const ties: number[] = [];

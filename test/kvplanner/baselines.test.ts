@@ -155,11 +155,12 @@ describe('llmd_precise (llm-d precise prefix-cache profile)', () => {
     expect(minMax([3, 0, 1], true)).toEqual([0, 1, 2 / 3]);
   });
 
-  // pods: a holds 4 blocks, b 2, c 0; waiting 3 / 0 / 1; KV usage 0.5 / 0.2 / 0.9
-  // a: 2·1   + (1−0.5) + 1·0   = 2.5
-  // b: 2·0.5 + (1−0.2) + 1·1   = 2.8   ← max
+  // prompt of 5 blocks; pods: a holds 4, b 2, c 0; waiting 3 / 0 / 1; KV usage 0.5 / 0.2 / 0.9
+  // prefix score = held ÷ prompt blocks (llm-d's absoluteScoredPods); queue min-max, inverted
+  // a: 2·4/5 + (1−0.5) + 1·0   = 2.1
+  // b: 2·2/5 + (1−0.2) + 1·1   = 2.6   ← max
   // c: 2·0   + (1−0.9) + 1·2/3 ≈ 0.767
-  it('worked example: 2.5 / 2.8 / 0.77 → b', () => {
+  it('worked example: 2.1 / 2.6 / 0.77 → b', () => {
     const ev = new KvEventIndex();
     ev.blockStored('w0', ['p1', 'p2', 'p3', 'p4']);
     ev.blockStored('w1', ['p1', 'p2']);
@@ -168,12 +169,33 @@ describe('llmd_precise (llm-d precise prefix-cache profile)', () => {
     ws[0].engine = { waiting: 3, kvUsage: 0.5 };
     ws[1].engine = { waiting: 0, kvUsage: 0.2 };
     ws[2].engine = { waiting: 1, kvUsage: 0.9 };
-    const s = p.scores(ws, [4, 2, 0]);
-    expect(s[0]).toBeCloseTo(2.5);
-    expect(s[1]).toBeCloseTo(2.8);
+    const s = p.scores(ws, [4, 2, 0], 5);
+    expect(s[0]).toBeCloseTo(2.1);
+    expect(s[1]).toBeCloseTo(2.6);
     expect(s[2]).toBeCloseTo(0.1 + 2 / 3);
     const c = p.select(ws, info({ blockHashes: ['p1', 'p2', 'p3', 'p4', 'p5'], promptTokens: 320 }))!;
     expect(c.worker.id).toBe('w1');
     expect(c.predictedCachedTokens).toBe(128);
+  });
+
+  // Every pod holds a 20-block prompt's shared first block; w0 also its second, but w0 is
+  // loaded (10 waiting, KV 90 %). Min-max (the scorer before llm-d #1107) gave w0 the whole
+  // prefix weight for that one block: 2·1 + 0.1 + 0 = 2.1 beat 0 + 0.5 + 1 = 1.5 everywhere
+  // else, which piled a trace sharing one root onto a few pods. Absolute: w0 2·2/20 + 0.1 = 0.3,
+  // the others 2·1/20 + 0.5 + 1 = 1.6.
+  it('one block more than the rest does not outvote queue and KV usage', () => {
+    const ev = new KvEventIndex();
+    const chain = Array.from({ length: 20 }, (_, i) => `q${i}`);
+    for (let i = 0; i < 4; i++) ev.blockStored(`w${i}`, chain.slice(0, i === 0 ? 2 : 1));
+    const p = new LlmdPrecisePolicy({ kv_index: ev, block_size: 64 });
+    const ws = workers(4);
+    ws[0].engine = { waiting: 10, kvUsage: 0.9 };
+    for (let i = 1; i < 4; i++) ws[i].engine = { waiting: 0, kvUsage: 0.5 };
+    const s = p.scores(ws, [2, 1, 1, 1], 20);
+    expect(s[0]).toBeCloseTo(0.3);
+    expect(s[1]).toBeCloseTo(1.6);
+    const c = p.select(ws, info({ blockHashes: chain, promptTokens: 20 * 64 }))!;
+    expect(c.worker.id).not.toBe('w0');
+    expect(c.predictedCachedTokens).toBe(64);
   });
 });
