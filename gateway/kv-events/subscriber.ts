@@ -21,7 +21,11 @@
 // step, and again when the stream stops: the SUB socket lost its connection, or requests went to
 // the worker and no batch came for `stale_after_ms` (engines publish while they prefill). That
 // fallback is logged at warn and counted; the next in-step batch makes the worker precise again,
-// its entry rebuilt from everything the events said. Cost per batch: O(events + stored blocks).
+// its entry rebuilt from everything the events said. Silence alone is no proof: a request whose
+// blocks were all cached already stores nothing, and the engine publishes nothing for it. So before
+// falling back for silence the replay socket is asked for everything after the last applied batch:
+// an answer means the engine is alive (what it holds back is applied, a gap recovered), and only
+// no answer within REPLAY_TIMEOUT_MS is a fallback. Cost per batch: O(events + stored blocks).
 import { Dealer, Subscriber } from 'zeromq';
 import { EngineChainMap } from '../../kvplanner/kv-events/chain-map.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
@@ -69,6 +73,8 @@ export class WorkerKvFeed {
   private startedMark = 0;
   private waitingSince: number | undefined;
   private stopped = false;
+  /** a liveness probe (a replay request) is under way */
+  private probing = false;
   /** the last applied batch's bytes (a catch-up checks the engine still has it) */
   private lastPayload: Uint8Array | undefined;
   /** receive / catch-up steps, one at a time in arrival order */
@@ -96,7 +102,10 @@ export class WorkerKvFeed {
     const sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
     sub.events.on('handshake', () => {
       this.connected = true;
-      if (this.cfg.replay_endpoint) this.enqueue(() => this.catchUp());
+      if (this.cfg.replay_endpoint)
+        void this.enqueue(async () => {
+          await this.catchUp();
+        });
     });
     sub.events.on('disconnect', () => {
       this.connected = false;
@@ -139,12 +148,13 @@ export class WorkerKvFeed {
     return this.work;
   }
 
-  /** After a (re)connect: whatever the engine published since the last applied batch. */
-  private async catchUp(): Promise<void> {
-    if (this.stopped) return;
+  /** After a (re)connect: whatever the engine published since the last applied batch. Returns
+   *  whether the engine answered. */
+  private async catchUp(): Promise<boolean> {
+    if (this.stopped) return false;
     const last = this.lastSeq;
     const got = await this.replay(last ?? 0n);
-    if (got === undefined) return; // no answer: the next live batch will tell
+    if (got === undefined) return false; // no answer: the next live batch will tell
     let batches = got;
     if (last !== undefined) {
       const same =
@@ -170,6 +180,18 @@ export class WorkerKvFeed {
     }
     // the engine answered: what it published is applied (nothing at all: its cache is empty)
     if (this.state !== 'precise') this.becomePrecise();
+    return true;
+  }
+
+  /** Silence past stale_after_ms: the engine is alive if its replay socket answers. */
+  private async probe(): Promise<void> {
+    if (this.stopped || this.state !== 'precise') return;
+    if (!(await this.catchUp())) {
+      this.fallBack('silent');
+      return;
+    }
+    this.startedMark = this.worker.requestsStarted;
+    this.waitingSince = undefined;
   }
 
   /** One batch off the SUB socket, in arrival order. */
@@ -283,12 +305,23 @@ export class WorkerKvFeed {
     );
   }
 
-  /** Requests went to the worker and no batch came for stale_after_ms: its events stopped. */
+  /** Requests went to the worker and no batch came for stale_after_ms: its events stopped, unless
+   *  the replay socket still answers (probe()). */
   checkStale(now: number): void {
     if (this.state !== 'precise') return;
     if (this.worker.requestsStarted === this.startedMark) return;
+    if (this.probing) return;
     if (this.waitingSince === undefined) this.waitingSince = now;
-    else if (now - this.waitingSince >= this.cfg.stale_after_ms) this.fallBack('silent');
+    else if (now - this.waitingSince >= this.cfg.stale_after_ms) {
+      if (!this.cfg.replay_endpoint) {
+        this.fallBack('silent');
+        return;
+      }
+      this.probing = true;
+      void this.enqueue(() => this.probe()).finally(() => {
+        this.probing = false;
+      });
+    }
   }
 
   get isConnected(): boolean {

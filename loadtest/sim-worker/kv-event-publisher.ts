@@ -8,7 +8,8 @@
 // admission or completion) go out as one batch, a stored chain as one BlockStored with its parent.
 // Faults for tests: dropNext(n) keeps the next n batches out of the PUB socket but in the replay
 // buffer (what a full PUB high-water mark does); stop()/start() take the sockets down and up
-// again with seq and buffer kept (a partition, not an engine restart).
+// again with seq and buffer kept (a partition, not an engine restart); freeze()/thaw(): the
+// sockets stay connected but nothing is sent and replay requests go unanswered (a hung process).
 // Cost: O(events) per batch; replay O(buffer).
 import { Publisher, Router } from 'zeromq';
 import { encodeBatch, type OutgoingEvent, REPLAY_END_SEQ, readSeq, seqBytes } from '../../kvplanner/kv-events/wire.ts';
@@ -61,6 +62,7 @@ export class KvEventPublisher implements BlockEventSink {
   private scheduled = false;
   private sending: Promise<void> = Promise.resolve();
   private drop = 0;
+  private frozen = false;
   endpoint = '';
   replayEndpoint: string | undefined;
   /** Batches published (sent or dropped), and those kept out of the PUB socket. */
@@ -86,6 +88,15 @@ export class KvEventPublisher implements BlockEventSink {
   /** Keeps the next `n` batches off the PUB socket (still in the replay buffer). */
   dropNext(n: number): void {
     this.drop += n;
+  }
+
+  /** Connected but mute: batches only reach the buffer, replay requests get no answer. */
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  thaw(): void {
+    this.frozen = false;
   }
 
   /** Sends every batch again (ends dropNext). */
@@ -154,6 +165,10 @@ export class KvEventPublisher implements BlockEventSink {
     this.buffer.push({ seq, payload });
     if (this.buffer.length > this.o.bufferSteps) this.buffer.shift();
     this.counts.batches++;
+    if (this.frozen) {
+      this.counts.dropped++;
+      return;
+    }
     if (this.drop > 0) {
       this.drop--;
       this.counts.dropped++;
@@ -170,6 +185,7 @@ export class KvEventPublisher implements BlockEventSink {
     try {
       for await (const frames of router) {
         if (frames.length !== 3) continue; // vLLM: "Invalid replay request"
+        if (this.frozen) continue;
         const [id, , start] = frames;
         let from: bigint;
         try {

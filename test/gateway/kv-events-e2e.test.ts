@@ -145,10 +145,29 @@ describe('KV events over ZeroMQ', () => {
     expect(index('m').guessed('w0')).toBe(false);
   });
 
-  it('a silent publisher falls back to the approximate index and recovers when events resume', async () => {
+  it('a request that stores no block (all cached) is no silence: the replay socket answers, no fallback', async () => {
     const silent = /^ctxgate_kv_event_fallbacks_total\{model="m",worker="w0",reason="silent"\} (\d+)/m;
     const before = await metric(silent);
-    evented.kvEvents!.dropNext(1_000);
+    const s = `repeat-${randomUUID()}`;
+    await ask('m', s, 0);
+    await until(inStep);
+    const batches = evented.kvEvents!.counts.batches;
+    const replays = evented.kvEvents!.counts.replays;
+    // the same call again: every block is cached, the engine publishes nothing
+    const again = await ask('m', s, 0);
+    expect(again.worker).toBe('w0');
+    expect(evented.kvEvents!.counts.batches).toBe(batches);
+    // past stale_after_ms the gateway asks the replay socket instead of falling back
+    await until(() => evented.kvEvents!.counts.replays > replays);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(index('m').guessed('w0')).toBe(false);
+    expect(await metric(silent)).toBe(before);
+  });
+
+  it('a silent publisher (replay unanswered too) falls back to the approximate index and recovers', async () => {
+    const silent = /^ctxgate_kv_event_fallbacks_total\{model="m",worker="w0",reason="silent"\} (\d+)/m;
+    const before = await metric(silent);
+    evented.kvEvents!.freeze();
     const s = `silent-${randomUUID()}`;
     await ask('m', s, 0);
     await until(() => index('m').guessed('w0'));
@@ -158,7 +177,7 @@ describe('KV events over ZeroMQ', () => {
     // meanwhile routing guesses: the policy records its own pick in w0's entry again
     const guessed = await ask('m', s, 1);
     expect(guessed.routing.branch).toBe('sticky');
-    evented.kvEvents!.stopDropping();
+    evented.kvEvents!.thaw();
     await ask('m', s, 2);
     await until(() => !index('m').guessed('w0') && inStep());
     expect(await metric(/^ctxgate_kv_index_precise\{model="m",worker="w0"\} (\d+)/m)).toBe(1);
