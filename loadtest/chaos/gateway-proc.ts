@@ -15,6 +15,8 @@ export interface GatewayProc {
   gc(): void;
   /** SIGTERM, then wait for exit; returns the exit code. */
   stop(): Promise<number | null>;
+  /** Settles when the process has exited (however it was ended): its files and locks are released. */
+  exited: Promise<number | null>;
   /** Lines the gateway logged at warn/error (capped), for the report. */
   errors: string[];
 }
@@ -57,6 +59,7 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
     url,
     pid,
     errors,
+    exited: exit,
     rssMb: () => {
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       return m ? Number(m[1]) / 1024 : NaN;
