@@ -99,7 +99,7 @@ class Reader {
 async function call(
   route: ModelRoute,
   metrics: ReturnType<typeof createMetrics>,
-  opts: { stream?: boolean; fault?: string; signal?: AbortSignal; shuttingDown?: boolean } = {},
+  opts: { stream?: boolean; fault?: string; signal?: AbortSignal; shuttingDown?: boolean; also?: AttemptObserver } = {},
 ): Promise<{ r: CallResult | GatewayError; log: string[]; reader: Reader }> {
   const rec = recorder();
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -122,7 +122,7 @@ async function call(
       attempts: 2,
     },
     metrics,
-    [rec.observer],
+    opts.also ? [rec.observer, opts.also] : [rec.observer],
   );
   const reader = new Reader(opts.stream ?? false, opts.signal);
   const r = await c.run(reader).catch((e: GatewayError) => e);
@@ -149,11 +149,18 @@ describe('attempt lifecycle', () => {
   it('queued prefill is held from begin until the first byte', async () => {
     const { route, metrics } = fleet();
     a.setFault({ hangMs: 300 });
-    const p = call(route, metrics);
-    await new Promise((res) => setTimeout(res, 100));
-    expect(route.byId.get('a')!.inFlight).toBe(1);
-    expect(route.byId.get('a')!.queuedPrefillTokens).toBe(100);
-    await p;
+    // Sampled at the transitions themselves (a sleep-then-look raced the hang on a loaded machine).
+    const seen: string[] = [];
+    const w = route.byId.get('a')!;
+    const sample = (at: string) => seen.push(`${at}: inFlight ${w.inFlight}, queued ${w.queuedPrefillTokens}`);
+    await call(route, metrics, {
+      also: { onBegin: () => sample('begin'), onHeaders: () => sample('headers'), onEnd: () => sample('end') },
+    });
+    expect(seen).toEqual([
+      'begin: inFlight 1, queued 100',
+      'headers: inFlight 1, queued 100',
+      'end: inFlight 0, queued 0',
+    ]);
     settled(route);
   });
 
@@ -169,7 +176,7 @@ describe('attempt lifecycle', () => {
 
   it('sent → ended(timeout) when the headers do not come in time', async () => {
     const { route, metrics } = fleet({ headers_timeout_ms: 150 });
-    a.setFault({ hangMs: 1500 });
+    a.setFault({ hangMs: 10_000 }); // far past the 150 ms timeout, however late a loaded machine fires it
     const { r, log } = await call(route, metrics);
     expect(r).toMatchObject({ kind: 'answered' });
     expect(log.slice(0, 2)).toEqual(['a:begin', 'a:end timeout']);
@@ -220,7 +227,7 @@ describe('attempt lifecycle', () => {
 
   it('ended(client_closed) when the client leaves: not retried, not the worker fault', async () => {
     const { route, metrics } = fleet();
-    a.setFault({ hangMs: 2000 });
+    a.setFault({ hangMs: 10_000 }); // far past the abort, however late a loaded machine fires it
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 100);
     const { r, log } = await call(route, metrics, { signal: ac.signal });
@@ -232,7 +239,7 @@ describe('attempt lifecycle', () => {
 
   it('ended(shutting_down) at the shutdown deadline: the gateway error, not the worker fault', async () => {
     const { route, metrics } = fleet();
-    a.setFault({ hangMs: 2000 });
+    a.setFault({ hangMs: 10_000 }); // far past the abort, however late a loaded machine fires it
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 100);
     const { r, log } = await call(route, metrics, { signal: ac.signal, shuttingDown: true });

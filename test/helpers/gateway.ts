@@ -48,8 +48,8 @@ export async function startRig(
   };
 }
 
-/** Waits until `cond` holds (hooks run after the response, via setImmediate). */
-export async function until(cond: () => boolean, ms = 3000): Promise<void> {
+/** Waits until `cond` holds (hooks run after the response, via setImmediate); a loaded machine can delay that by seconds. */
+export async function until(cond: () => boolean, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error('condition not met in time');
