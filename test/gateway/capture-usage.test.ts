@@ -82,7 +82,8 @@ describe('traffic capture through the gateway', () => {
 
     // observe() runs after the response; wait for the three lines to be handed to the writer.
     const capture = gw.assembled.captures.get('qwen3-32b')!;
-    for (let i = 0; i < 200 && capture.stats().recorded < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    for (const end = Date.now() + 15_000; capture.stats().recorded < 3 && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 10));
     await capture.flush();
     expect(capture.stats().recorded).toBe(3);
 
@@ -134,7 +135,7 @@ describe('traffic capture through the gateway', () => {
     const capture = gw.assembled.captures.get('qwen3-32b')!;
     const file = capture.pathFor('default', 'cap-anthropic');
     let text = '';
-    for (let i = 0; i < 200 && !text; i++) {
+    for (const end = Date.now() + 15_000; !text && Date.now() < end; ) {
       await capture.flush();
       try {
         text = readFileSync(file, 'utf8');
