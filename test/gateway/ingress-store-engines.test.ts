@@ -56,11 +56,12 @@ describe('response store', () => {
   });
 
   it('memory: entries expire after the TTL', async () => {
-    const s = new MemoryResponseStore({ ...opts, ttlSeconds: 0.05 });
+    // 1 s: a loaded machine can stall tens of ms between the put and the first get
+    const s = new MemoryResponseStore({ ...opts, ttlSeconds: 1 });
     stores.push(s);
     await s.put('a', 'r', entry('soon gone'));
     expect(await s.get('a', 'r')).toBeDefined();
-    await new Promise((r) => setTimeout(r, 80));
+    await new Promise((r) => setTimeout(r, 1_100));
     expect(await s.get('a', 'r')).toBeUndefined();
   });
 

@@ -62,7 +62,7 @@ async function ask(session: string, system: string, user: string): Promise<{ cac
     .withResponse();
   const id = response.headers.get('x-request-id')!;
   // the record is written right after the response ends
-  for (let i = 0; i < 50; i++) {
+  for (const end = Date.now() + 15_000; Date.now() < end; ) {
     const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
     if (res.status === 200)
       return {
