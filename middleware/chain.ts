@@ -75,6 +75,8 @@ export interface ChainRunOptions {
   carried?: (v: RequestView) => HashSource[];
   /** Called after stage i ran (stage timers); i === stages.length after the leaf note. */
   lap?: (i: number) => void;
+  /** Awaited between stages (a big request yields the event loop there: perf/time-slices.ts). */
+  between?: () => Promise<void>;
 }
 
 /** Runs the stages in order, then places their notes as one leaf note. */
@@ -97,6 +99,7 @@ export async function runChain(
       r.view.body.messages === before ? r.view : { ...r.view, segments: segment(r.view.body.messages, carried(view)) };
     for (const rc of r.receipts) receipts.push(rc.stage ? rc : { ...rc, stage: stage.name });
     opts.lap?.(i);
+    if (opts.between) await opts.between();
   }
   let body = view.body;
   let stableEnd = body.messages.length;

@@ -25,6 +25,7 @@ import { segment, type HashSource } from './layout/segmentation.ts';
 import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts';
 import { identifySession } from './layout/session-id.ts';
 import { lap, tick } from './perf/stage-timers.ts';
+import { DEFAULT_SLICE_MIN_CHARS, promptChars, yieldToLoop } from './perf/time-slices.ts';
 import { freshSessionState } from './session/fresh-state.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
 import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
@@ -68,6 +69,8 @@ export interface PipelineOptions extends Partial<ChainSpec> {
   artifacts?: ArtifactStore;
   /** A render pool: calls with at least `minChars` new characters render and tokenise there. */
   offload?: RenderOffload;
+  /** Characters of message text from which a request yields the event loop between sections. */
+  sliceMinChars?: number;
 }
 
 interface LocalCall {
@@ -104,6 +107,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   };
   const { layout, transforms } = spec;
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;
+  const sliceMinChars = opts.sliceMinChars ?? DEFAULT_SLICE_MIN_CHARS;
   const store = opts.store ?? new MemorySessionStore();
   const stages = contextStages(spec, { artifacts: opts.artifacts });
   const stageLabels = stages.map((s) => `stage:${s.name}`);
@@ -121,8 +125,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
     let t = tick();
+    // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
+    const big = Array.isArray(received.messages) && promptChars(received.messages) >= sliceMinChars;
     const body = chainInput(spec, received);
     t = lap('escape', t);
+    if (big) await yieldToLoop();
     const ident = identifySession(body, ctx);
     const localKey = (id: string): string => `${ctx.tenant}\u0000${id}`;
     const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKey(id)));
@@ -137,8 +144,10 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     if (resolved.claim !== undefined) writeSlot(state, TURN_SLOT, resolved.claim);
     let receipts: Receipt[] = [];
     t = lap('session', t);
+    if (big) await yieldToLoop();
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
     t = lap('message_hashes', t);
+    if (big) await yieldToLoop();
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
     const carried = (v: RequestView): HashSource[] => [
       { messages: v.body.messages, hashes: v.segments.messageHashes },
@@ -160,7 +169,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     let stableEnd = body.messages.length;
     let staged = view;
     if (layout !== 'passthrough') {
-      const r = await runChain(spec, stages, view, sctx, { carried, lap: (i) => void (t = lap(stageLabels[i], t)) });
+      const r = await runChain(spec, stages, view, sctx, {
+        carried,
+        lap: (i) => void (t = lap(stageLabels[i], t)),
+        between: big ? yieldToLoop : undefined,
+      });
       ({ view: staged, body: out, stableEnd, receipts } = r);
     }
     const segs = out.messages === staged.body.messages ? staged.segments : segment(out.messages, carried(staged));
@@ -198,6 +211,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     }
     const { rendered, toks } = rt;
     t = lap(offloaded ? 'pool_render_tokens' : 'tokens', t);
+    if (big) await yieldToLoop();
     const stablePrefix = rendered.stablePrefix;
     if (toks.mergedSeams > 0)
       receipts.push({
@@ -236,6 +250,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       : 0;
     const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
     t = lap('diagnose', t);
+    if (big) await yieldToLoop();
     const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, commonExact, seed);
     t = lap('block_hashes', t);
     local.set(key, {

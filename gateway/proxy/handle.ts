@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteInfo } from '../../kvplanner/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
+import { DEFAULT_SLICE_MIN_CHARS, yieldToLoop } from '../../middleware/perf/time-slices.ts';
 import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
@@ -125,8 +126,12 @@ export async function handleProxy(
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
-    t = tick();
     const raw = req.rawBody as Buffer;
+    // A big body yields the event loop between its O(prompt) sections (middleware/perf/time-slices.ts):
+    // the pipeline's last one, the upstream body, routing.
+    const big = raw.length >= DEFAULT_SLICE_MIN_CHARS;
+    if (big) await yieldToLoop();
+    t = tick();
     // Translating adapters built a new body: the client's bytes are not the upstream's.
     const up = upstreamBody(
       adapter.toResponse ? undefined : raw,
@@ -151,6 +156,7 @@ export async function handleProxy(
       mac,
     };
     lap('upstream_body', t);
+    if (big) await yieldToLoop();
 
     const ac = new AbortController();
     untrack = gw.lifecycle.track(() => {
