@@ -268,6 +268,12 @@ export class PrefixIndex {
     return n;
   }
 
+  /** Forget everything one worker holds (its cache was flushed); listeners see one eviction. */
+  clear(workerId: string, notify = true): number {
+    const e = this.workers.get(workerId);
+    return e ? this.evict(workerId, [...e.blocks.keys()], notify) : 0;
+  }
+
   removeWorker(workerId: string): void {
     const e = this.workers.get(workerId);
     if (!e) return;

@@ -60,6 +60,10 @@ export interface Policy {
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null;
   /** Learn from what happened (cache index updates, feedback correction). */
   observe?(feedback: RouteFeedback): void;
+  /** The worker dropped its whole prefix cache (an admin flush_cache): what the policy's own index
+   *  holds for it goes, so its predictions there start from nothing. A precise index (engine KV
+   *  events) learns it from the engine's AllBlocksCleared instead. */
+  forgetWorker?(workerId: string): void;
   /** Cached tokens a uniformly chosen one of `workers` would hold of this prompt, by the policy's
    *  index (savings attribution: what routing added beyond chance). Read-only; absent without an index. */
   expectedCachedTokens?(workers: readonly WorkerView[], info: RouteInfo): number;

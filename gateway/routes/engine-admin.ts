@@ -1,6 +1,7 @@
 // Admin routes onto the engines' native endpoints, through each model's engine adapter:
 //   POST /v1/gateway/models/:model/flush_cache   every worker drops its prefix cache (SGLang
-//        /flush_cache, vLLM /reset_prefix_cache): for benchmarks that must start cold;
+//        /flush_cache, vLLM /reset_prefix_cache): for benchmarks that must start cold; the
+//        routing policy forgets what its own index held for each worker that flushed;
 //   GET  /v1/gateway/models/:model/server_info   each worker's serving settings (SGLang
 //        /get_server_info);
 //   POST /v1/gateway/models/:model/detokenize    {tokens} -> {text} on one healthy worker (vLLM
@@ -75,11 +76,20 @@ export function registerEngineAdminRoutes(app: FastifyInstance, gw: GatewayConte
   app.post('/v1/gateway/models/:model/flush_cache', async (req: Params) => {
     const { route, engine, path } = target(gw, req, 'flushCachePath');
     const workers = await Promise.all(route.workers.map((w) => call(w, 'POST', path)));
+    const flushed = (w: { status: number }): boolean => w.status >= 200 && w.status < 300;
+    // The routing index must not keep predicting hits a flushed worker no longer has.
+    const forget = route.policy.forgetWorker?.bind(route.policy);
+    for (const w of workers) if (forget && flushed(w)) forget(w.id);
     return {
       model: route.config.name,
       flavor: engine.flavor,
-      ok: workers.every((w) => w.status >= 200 && w.status < 300),
-      workers: workers.map(({ id, status, error }) => ({ id, status, ...(error ? { error } : {}) })),
+      ok: workers.every(flushed),
+      workers: workers.map((w) => ({
+        id: w.id,
+        status: w.status,
+        routing_index_reset: forget !== undefined && flushed(w),
+        ...(w.error ? { error: w.error } : {}),
+      })),
     };
   });
 

@@ -514,6 +514,11 @@ export class CtxgatePolicy implements Policy {
     if (this.guessing(workerId)) this.index.insert(workerId, hashes);
   }
 
+  /** The worker's cache was flushed: its guessed entry goes (replicas sharing the index see evictions). */
+  forgetWorker(workerId: string): void {
+    if (this.guessing(workerId)) this.index.clear(workerId);
+  }
+
   /** Whether this policy keeps `workerId`'s index entry itself: no precise index, or its events are
    *  not in step (then the entry is guessed as without one). */
   guessing(workerId: string): boolean {

@@ -125,6 +125,11 @@ export class DynamoKvPolicy implements Policy {
     this.activeBlocks.set(p.workerId, Math.max(0, (this.activeBlocks.get(p.workerId) ?? 0) - p.blocks));
   }
 
+  /** The worker's cache was flushed: the approximate indexer forgets it (a precise one hears it from events). */
+  forgetWorker(workerId: string): void {
+    if (!this.precise || this.precise.guessed(workerId)) this.index.clear(workerId, false);
+  }
+
   /** Blocks counted active per worker (picks not yet observed), and those picks. */
   stats(): { activeBlocks: Record<string, number>; pending: number } {
     return { activeBlocks: Object.fromEntries(this.activeBlocks), pending: this.pending.size };

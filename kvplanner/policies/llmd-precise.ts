@@ -100,4 +100,9 @@ export class LlmdPrecisePolicy implements Policy {
       predictedCachedTokens: Math.min(depths[idx] * this.blockSize, promptTokens),
     };
   }
+
+  /** The worker's cache was flushed: the approximate index forgets it (a precise one hears it from events). */
+  forgetWorker(workerId: string): void {
+    if (!this.precise || this.precise.guessed(workerId)) this.index.clear(workerId, false);
+  }
 }

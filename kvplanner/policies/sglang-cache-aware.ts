@@ -50,6 +50,11 @@ export class SglangCacheAwarePolicy implements Policy {
     return this.tree.evictBySize(this.maxTreeSize);
   }
 
+  /** The worker's cache was flushed: its text leaves the approximate tree. */
+  forgetWorker(workerId: string): void {
+    this.tree.removeTenant(workerId);
+  }
+
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
     if (workers.length === 0) return null;
     const now = info.nowMs ?? Date.now();

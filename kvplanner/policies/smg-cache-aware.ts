@@ -52,6 +52,11 @@ export class SmgCacheAwarePolicy implements Policy {
     this.precise = preciseIndexOption(opts);
   }
 
+  /** The worker's cache was flushed: its text leaves the approximate tree. */
+  forgetWorker(workerId: string): void {
+    this.tree.removeTenant(workerId);
+  }
+
   select(workers: readonly WorkerView[], info: RouteInfo): Choice | null {
     if (workers.length === 0) return null;
     const now = info.nowMs ?? Date.now();

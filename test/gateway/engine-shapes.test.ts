@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { ENGINES } from '../../gateway/upstream/engines.ts';
+import type { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
 describe('engine shapes', () => {
@@ -81,8 +82,8 @@ describe('through the gateway', () => {
       listen: { host: '127.0.0.1', port: 0 },
       health: { interval_ms: 0 },
       models: [
-        { name: 'mv', flavor: 'vllm', layout: 'passthrough', workers: [{ url: v.url, id: 'v' }] },
-        { name: 'ms', flavor: 'sglang', layout: 'passthrough', workers: [{ url: s.url, id: 's' }] },
+        { name: 'mv', flavor: 'vllm', layout: 'passthrough', policy: 'ctxgate', workers: [{ url: v.url, id: 'v' }] },
+        { name: 'ms', flavor: 'sglang', layout: 'passthrough', policy: 'ctxgate', workers: [{ url: s.url, id: 's' }] },
       ],
     });
     gw = await startGateway(config, { logger: false });
@@ -137,16 +138,37 @@ describe('through the gateway', () => {
     }
   });
 
-  it('flush_cache reaches each flavor native endpoint; the next call reads nothing cached', async () => {
+  it('flush_cache reaches each flavor native endpoint and resets the routing index; the next call reads and predicts nothing cached', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'x', maxRetries: 0 });
     for (const model of ['mv', 'ms']) {
-      const body = { model, max_tokens: 4, messages: [{ role: 'user' as const, content: 'flush me '.repeat(10) }] };
+      const body = { model, max_tokens: 4, messages: [{ role: 'user' as const, content: 'flush me '.repeat(40) }] };
       await client.chat.completions.create(body);
+      const worker = model === 'mv' ? 'v' : 's';
+      // the routing policy (ctxgate) recorded the prompt on the worker
+      const index = (gw.ctx.fleet.get(model)!.policy as unknown as CtxgatePolicy).index;
+      expect(index.size(worker)).toBeGreaterThan(0);
       const res = await request(`${gw.url}/v1/gateway/models/${model}/flush_cache`, { method: 'POST' });
       expect(res.statusCode).toBe(200);
-      expect(await res.body.json()).toMatchObject({ ok: true, flavor: model === 'mv' ? 'vllm' : 'sglang' });
-      const after = await client.chat.completions.create(body);
+      expect(await res.body.json()).toMatchObject({
+        ok: true,
+        flavor: model === 'mv' ? 'vllm' : 'sglang',
+        workers: [{ id: worker, status: 200, routing_index_reset: true }],
+      });
+      // ...and forgot it with the flush: the next call is predicted cold, as the engine reports it
+      expect(index.size(worker)).toBe(0);
+      const { data: after, response } = await client.chat.completions.create(body).withResponse();
       expect(after.usage?.prompt_tokens_details?.cached_tokens ?? 0).toBe(0);
+      const id = response.headers.get('x-request-id')!;
+      let rec: { routing?: { predictedCachedTokens?: number } } | undefined;
+      for (let i = 0; i < 200 && !rec; i++) {
+        const r = await request(`${gw.url}/v1/gateway/requests/${id}`);
+        if (r.statusCode === 200) rec = (await r.body.json()) as typeof rec;
+        else {
+          await r.body.dump();
+          await new Promise((ok) => setTimeout(ok, 50));
+        }
+      }
+      expect(rec?.routing?.predictedCachedTokens).toBe(0);
     }
   });
 
