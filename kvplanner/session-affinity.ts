@@ -38,13 +38,18 @@ export class SessionAffinity {
   }
 
   get(key: string, now: number): string | undefined {
+    return this.entry(key, now)?.worker;
+  }
+
+  /** The live pin (worker and the prompt tokens of the call that set it), or undefined. */
+  entry(key: string, now: number): { readonly worker: string; readonly tokens: number } | undefined {
     const e = this.map.get(key);
     if (!e) return undefined;
     if (now - e.lastSeen > this.ttlMs) {
       this.drop(key, e);
       return undefined;
     }
-    return e.worker;
+    return e;
   }
 
   assign(key: string, worker: string, tokens: number, now: number, notify = true): void {

@@ -33,9 +33,10 @@
 // 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, docs/architecture.md, "Cost arithmetic"). The index keeps every
-// index_stride-th block hash (64-token resolution). Cost per decision: sticky O(log b); other
-// branches add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
-// O(log b + new blocks).
+// index_stride-th block hash (64-token resolution). Cost per decision: sticky O(n) reads of
+// in-flight counts (the load bound) and 2–3 index lookups when the home holds the session's
+// previous prompt (else O(log b)); other branches add O(n) over workers and O(k log b) index
+// lookups (PrefixIndex.matchAll); observe() O(log b + new blocks).
 // Settings: see CTXGATE_DEFAULTS. index_capacity_factor 4 and kv_pressure_s 100 were chosen
 // with the fleet simulator (Mooncake conversation half, 8 workers, 200k and 1M KV tokens, rate
 // ×1 and ×2; sweep over factor 1/2/4/8/16/32, kv_pressure_s 0/10/30/100/200/300, ε 0.1–1): p90
@@ -154,6 +155,8 @@ export class CtxgatePolicy implements Policy {
   private readonly slots: number[] = [];
   private readonly depth: number[] = [];
   private readonly missListeners: Array<(key: string) => void> = [];
+  /** worker id → position in the last worker list seen (positionOf) */
+  private readonly positions = new Map<string, number>();
 
   constructor(opts: PolicyOptions = {}) {
     const d = CTXGATE_DEFAULTS;
@@ -247,10 +250,10 @@ export class CtxgatePolicy implements Policy {
     const cap = this.loadBound(workers);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
-    const pinned = key ? this.affinity.get(key, now) : undefined;
+    const pin = key ? this.affinity.entry(key, now) : undefined;
+    const pinned = pin?.worker;
     if (key && pinned === undefined) for (const l of this.missListeners) l(key);
-    let pinnedIdx = -1;
-    if (pinned !== undefined) for (let i = 0; i < n && pinnedIdx < 0; i++) if (workers[i].id === pinned) pinnedIdx = i;
+    const pinnedIdx = pinned === undefined ? -1 : this.positionOf(workers, pinned);
 
     let idx: number;
     let branch: CtxgateBranch;
@@ -261,7 +264,8 @@ export class CtxgatePolicy implements Policy {
       branch = 'sticky';
       const w = workers[idx];
       if (this.guessing(w.id)) this.index.prepare(w.id, this.indexBlocks(w, blockTokens));
-      held = this.index.matchLength(w.id, hashes);
+      // the session's previous prompt is most likely what its home holds: two lookups, not log b
+      held = this.index.matchLength(w.id, hashes, Math.floor(pin!.tokens / blockTokens));
     } else {
       const depth = this.depths(workers, hashes, blockTokens);
       if (pinnedIdx >= 0) {
@@ -331,6 +335,16 @@ export class CtxgatePolicy implements Policy {
     return { worker, branch, predictedCachedTokens: predicted };
   }
 
+  /** Index of worker `id` in `workers`, -1 if absent: O(1) while the gateway passes the same
+   *  list (a map rebuilt when a lookup misses), instead of comparing ids across the fleet. */
+  private positionOf(workers: readonly WorkerView[], id: string): number {
+    const i = this.positions.get(id);
+    if (i !== undefined && workers[i]?.id === id) return i;
+    this.positions.clear();
+    for (let k = 0; k < workers.length; k++) this.positions.set(workers[k].id, k);
+    return this.positions.get(id) ?? -1;
+  }
+
   /**
    * Most in-flight requests a worker may have after taking this one: (1+ε)·mean + 1, mean counted
    * with this request. The +1 (integer slack) keeps a pinned session home at low load, where
@@ -360,9 +374,13 @@ export class CtxgatePolicy implements Policy {
     // the gateway's queued figure counts whole prompts, cached ones included: the home's own
     // sessions would make it look busiest exactly when its cache saves the most. Only a queue
     // the engine reports (scraped) counts here.
-    const t = (w: WorkerView, held: number): number =>
-      this.startSeconds(w, prompt, Math.min(held, prompt), (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
-    return t(home, homeHeld) <= t(alt, altHeld);
+    return this.scrapedStart(home, prompt, homeHeld) <= this.scrapedStart(alt, prompt, altHeld);
+  }
+
+  /** Start time on `w` counting only the queue its engine reports. A method, not a closure in
+   *  worthStaying: tsx keeps function names, so each closure creation cost a defineProperty. */
+  private scrapedStart(w: WorkerView, prompt: number, held: number): number {
+    return this.startSeconds(w, prompt, Math.min(held, prompt), (w.engine?.waiting ?? 0) * WAITING_REQUEST_TOKENS);
   }
 
   /** migrate: the detour target holds ≥ min_unique_tokens and ≥ MIGRATE_SHARE of the home's

@@ -71,6 +71,17 @@ describe('PrefixIndex', () => {
     expect(idx.matchLength('a', chain('x', 50))).toBe(20);
   });
 
+  it('a hint (right, too short, too long, out of range) never changes the answer', () => {
+    const idx = new PrefixIndex(1000);
+    const full = chain('h', 40);
+    for (let held = 0; held <= 40; held += 1) {
+      idx.removeWorker('a');
+      if (held > 0) idx.insert('a', full.slice(0, held));
+      for (const hint of [0, 1, 2, held - 1, held, held + 1, 39, 40, 41, 1000, -3])
+        expect(idx.matchLength('a', full, hint), `held ${held} hint ${hint}`).toBe(held);
+    }
+  });
+
   it('stays bounded under many inserts', () => {
     const idx = new PrefixIndex(100);
     for (let i = 0; i < 500; i++) idx.insert('a', chain(`s${i}-`, 30));
