@@ -25,8 +25,21 @@ export function withText(m: ChatMessage, text: string): ChatMessage {
   return { ...m, content: text };
 }
 
-/** Hash of everything the model sees in a message (role, content, calls, reasoning). */
+const hashes = new WeakMap<ChatMessage, string>();
+
+/** Hash of everything the model sees in a message (role, content, calls, reasoning). Memoised per
+ * message object (messages are never mutated: stages copy on write), so a message resent as the
+ * same object (layout/resent.ts) is hashed once per session, not once per call. */
 export function messageHash(m: ChatMessage): string {
+  let h = hashes.get(m);
+  if (h === undefined) {
+    h = hashOf(m);
+    hashes.set(m, h);
+  }
+  return h;
+}
+
+function hashOf(m: ChatMessage): string {
   return canonicalHash({
     role: m.role,
     content: m.content ?? null,

@@ -6,7 +6,10 @@
 // `user` observation an unchanged message before it; never the last message (an edited leaf is
 // the agent's new word). Other edits pass through with a receipt. Originals that look secret are never stored or
 // resurrected. Stored originals are bounded (DEFAULT_MAX_ORIGINAL_BYTES per session).
-// Pure: (messages, state, opts) → { messages, state, receipts }. O(total message bytes).
+// Pure: (messages, state, opts) → { messages, state, receipts }; the previous state is never
+// mutated (a shallow copy, its stored originals shared). O(messages) plus the bytes of messages
+// not hashed before: message hashes and identities are memoised per message object, so history
+// resent as the same objects (layout/resent.ts) costs a lookup per message.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
@@ -61,7 +64,7 @@ export function stabilise(
   prev: StabiliseState | undefined,
   opts: StabiliseOptions = {},
 ): StabiliseResult {
-  const st: StabiliseState = prev ? structuredClone(prev) : emptyStabilise();
+  const st: StabiliseState = prev ? copyOf(prev) : emptyStabilise();
   const enabled = opts.enabled !== false;
   const max = opts.maxBytes ?? DEFAULT_MAX_ORIGINAL_BYTES;
   const frozen = opts.frozenBelow ?? 0;
@@ -176,8 +179,26 @@ export function stabilise(
   return { messages: out, state: st, receipts };
 }
 
+/** A copy the caller may change: arrays and the originals' index copied, the originals shared. */
+function copyOf(p: StabiliseState): StabiliseState {
+  const st: StabiliseState = { ...p, a: p.a.slice(), d: p.d.slice(), orig: { ...p.orig } };
+  if (p.x) st.x = p.x.slice();
+  return st;
+}
+
+const identities = new WeakMap<ChatMessage, string>();
+
 /** role, tool_call_id, tool-call ids, then a hash of the text: equal slots share the first three. */
 function identity(m: ChatMessage): string {
+  let k = identities.get(m);
+  if (k === undefined) {
+    k = identityOf(m);
+    identities.set(m, k);
+  }
+  return k;
+}
+
+function identityOf(m: ChatMessage): string {
   const ids = (m.tool_calls ?? []).map((c) => c.id).join(',');
   const text = createHash('sha1').update(contentText(m.content)).digest('base64').slice(0, 12);
   return `${m.role}\u0000${m.tool_call_id ?? ''}\u0000${ids}\u0000${text}`;
@@ -207,7 +228,7 @@ function drop(st: StabiliseState, i: number): void {
 
 /** After a compaction at `watermark`, originals below it are no longer needed. */
 export function forgetBelow(prev: StabiliseState, watermark: number): StabiliseState {
-  const st = structuredClone(prev);
+  const st = copyOf(prev);
   for (const k of Object.keys(st.orig).map(Number)) if (k < watermark) drop(st, k);
   st.d = st.d.filter((k) => k >= watermark);
   return st;
