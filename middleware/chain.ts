@@ -12,7 +12,7 @@ import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { volatileStage } from './layout/volatile-stage.ts';
 import { createLedgerStage } from './ledger/stage.ts';
-import { escapeRequest } from './redaction/framing.ts';
+import { escapeRequest, type EscapeMemo } from './redaction/framing.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from './stabilise/stabilise.ts';
 import { createStabiliseStage } from './stabilise/stage.ts';
 import type { ReceiptMetric, RequestView, Stage, StageContext } from './stage.ts';
@@ -56,8 +56,8 @@ export function describeChain(spec: ChainSpec, stages: readonly Stage[]): ChainD
 
 /** The body the stages see: gateway notes are framed by a marker no text the agent sent may carry
  * (whatever stages run); passthrough adds no notes and forwards the body as received. */
-export function chainInput(spec: Pick<ChainSpec, 'layout'>, received: ChatRequest): ChatRequest {
-  return spec.layout === 'passthrough' ? received : escapeRequest(received);
+export function chainInput(spec: Pick<ChainSpec, 'layout'>, received: ChatRequest, memo?: EscapeMemo): ChatRequest {
+  return spec.layout === 'passthrough' ? received : escapeRequest(received, memo);
 }
 
 export interface ChainRun {

@@ -8,7 +8,8 @@
 // block hashes and diagnostics are still computed, for routing and metrics).
 //
 // Per call: one store get + put (see layout/session-claim.ts for the derived-id cases), stages
-// O(request), rendering incremental (tokens/incremental-render.ts), block hashes only for the new
+// O(request) with resent messages interned to the previous call's objects (layout/resent.ts), so
+// escaping and the stages' per-message hashes touch only messages not seen before; rendering incremental (tokens/incremental-render.ts), block hashes only for the new
 // tail. The previous call of a session is kept in this
 // process (LRU `local`): its message objects let message hashes carry over to structurally equal
 // resent messages (no JSON + sha1 of the history each call), and its token ids and cut points let
@@ -23,9 +24,11 @@ import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cac
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts';
+import { internResent, resendHint } from './layout/resent.ts';
 import { identifySession } from './layout/session-id.ts';
 import { lap, tick } from './perf/stage-timers.ts';
 import { DEFAULT_SLICE_MIN_CHARS, promptChars, yieldToLoop } from './perf/time-slices.ts';
+import type { EscapeMemo } from './redaction/framing.ts';
 import { freshSessionState } from './session/fresh-state.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
 import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
@@ -46,12 +49,16 @@ import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
 import type {
   ChainDescription,
+  ChatMessage,
   ChatRequest,
   ContextPipeline,
   PipelineContext,
   PipelineResult,
   Receipt,
 } from './types.ts';
+
+/** Sessions whose last call a request can be matched to by its resend hint (layout/resent.ts). */
+export const DEFAULT_MAX_HINTS = 10_000;
 
 /** Token ids of previous calls kept in this process for exact break positions. */
 export const DEFAULT_LOCAL_TOKENS = 64_000_000;
@@ -71,6 +78,9 @@ export interface PipelineOptions extends Partial<ChainSpec> {
   offload?: RenderOffload;
   /** Characters of message text from which a request yields the event loop between sections. */
   sliceMinChars?: number;
+  /** false: no message carries over from an earlier call (resent history is escaped and hashed
+   * afresh); the output must be byte-identical either way (tests compare). Default true. */
+  reuse?: boolean;
 }
 
 interface LocalCall {
@@ -83,7 +93,9 @@ interface LocalCall {
   memo?: RenderMemo;
   /** Cut points of `ids` (see segment-tokens.ts), valid when the prompt began with memo.textNoGen. */
   cuts?: TokenCuts;
-  /** The request's messages as received and as sent on, with their hashes (carried to the next call). */
+  /** The request's messages as received (resent ones interned, layout/resent.ts), as escaped
+   * and as sent on, with their hashes (carried to the next call). */
+  received: readonly ChatMessage[];
   input: HashSource;
   output: HashSource;
 }
@@ -121,13 +133,21 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     seed,
   });
   const local = new LRUCache<string, LocalCall>({ maxSize: DEFAULT_LOCAL_TOKENS, sizeCalculation: localSize });
+  const reuse = opts.reuse !== false;
+  // resendHint → the local key of the call a request most likely continues (layout/resent.ts).
+  const hints = new LRUCache<string, string>({ max: DEFAULT_MAX_HINTS });
+  const escaped: EscapeMemo = new WeakMap();
 
   async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const tok = await tokenizer;
     let t = tick();
     // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
     const big = Array.isArray(received.messages) && promptChars(received.messages) >= sliceMinChars;
-    const body = chainInput(spec, received);
+    const hint = reuse ? resendHint(ctx.tenant, received, ctx.headers) : undefined;
+    const hinted = hint === undefined ? undefined : hints.get(hint);
+    const resent = internResent(received.messages, hinted === undefined ? undefined : local.get(hinted)?.received);
+    const own: ChatRequest = resent === received.messages ? received : { ...received, messages: resent };
+    const body = chainInput(spec, own, reuse ? escaped : undefined);
     t = lap('escape', t);
     if (big) await yieldToLoop();
     const ident = identifySession(body, ctx);
@@ -166,6 +186,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       transforms,
     };
     let out: ChatRequest = body;
+    // Nothing rewritten: the caller's own object goes on (the gateway then forwards its bytes).
+    const sent = (): ChatRequest => (out === own ? received : out);
     let stableEnd = body.messages.length;
     let staged = view;
     if (layout !== 'passthrough') {
@@ -207,7 +229,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       state.calls++;
       state.updatedAt = Date.now();
       await store.put(state);
-      return { body: out, sessionId, affinityKey: ident.parent ?? sessionId, receipts };
+      return { body: sent(), sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
     const { rendered, toks } = rt;
     t = lap(offloaded ? 'pool_render_tokens' : 'tokens', t);
@@ -260,6 +282,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       blockSize,
       memo: rendered.memo,
       cuts: stablePrefix ? toks.cuts : undefined,
+      received: resent,
       input,
       output: { messages: out.messages, hashes: segs.messageHashes },
     });
@@ -275,8 +298,9 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     });
     await store.put(state);
     lap('store_put', t);
+    if (hint !== undefined) hints.set(hint, key);
     return {
-      body: out,
+      body: sent(),
       sessionId,
       affinityKey: ident.parent ?? sessionId,
       receipts,

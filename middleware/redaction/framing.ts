@@ -156,16 +156,26 @@ export function escapeJson(v: unknown): unknown {
   return v;
 }
 
+/** Escaped form per message object: a message resent as the same object (layout/resent.ts) is
+ * escaped once per session. Exact: escaping is a pure function of the message, which no one
+ * mutates (stages copy on write). */
+export type EscapeMemo = WeakMap<ChatMessage, ChatMessage>;
+
 /**
  * The one place untrusted text is escaped: every message of every role (the system prompt and
  * the agent's own earlier turns included: the gateway trusts none of them to carry its notes),
  * and the tool definitions. The same request object when nothing changed, so unchanged messages
- * and tools keep their identity.
+ * and tools keep their identity. With `memo`, messages escaped before are not scanned again.
  */
-export function escapeRequest(body: ChatRequest): ChatRequest {
+export function escapeRequest(body: ChatRequest, memo?: EscapeMemo): ChatRequest {
   let changed = false;
   const messages = body.messages.map((m) => {
-    const e = m && typeof m === 'object' ? escapeMessage(m) : m;
+    if (!m || typeof m !== 'object') return m;
+    let e = memo?.get(m);
+    if (e === undefined) {
+      e = escapeMessage(m);
+      memo?.set(m, e);
+    }
     if (e !== m) changed = true;
     return e;
   });
