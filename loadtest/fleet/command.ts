@@ -8,7 +8,14 @@ import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
 import { createProgress } from '../replay/progress.ts';
 import { simulateFleet } from './simulator.ts';
 import { formatFleetTable, summarize, type FleetRunSummary } from './summary.ts';
-import { loadFleetInputs } from './inputs.ts';
+import { chatTemplateFor } from '../replay/chat-template.ts';
+import { inputKind, loadFleetInputs } from './inputs.ts';
+import {
+  DEFAULT_OUTPUT_TOKENS,
+  DEFAULT_SESSION_BLOCK_TOKENS,
+  DEFAULT_SESSION_RATE_PER_S,
+  DEFAULT_THINK_MS,
+} from './sessions.ts';
 
 export const DEFAULT_FLEET_WORKERS = 8;
 /** KV budget per worker, tokens: Qwen3-32B on one H200 holds ~230k after weights; 200k leaves headroom. */
@@ -26,17 +33,35 @@ export const DEFAULT_FLEET_POLICIES = [
   'ctxgate',
 ];
 
+/** The tokenizer of a timing preset's model family (session inputs are rendered with it). */
+export function presetTokenizer(preset: string): string {
+  return preset.startsWith('llama') ? 'llama3_1' : 'qwen3';
+}
+
 export const help = `ctxgate bench fleet TRACE... [options]
 
 Discrete-event simulation of a fleet of vLLM engines (virtual clock: continuous batching,
 chunked prefill, prefix cache, KV admission and preemption) behind each routing policy, the
 same arrivals for every policy. TRACE: Mooncake JSONL (timestamp, input_length, output_length,
 hash_ids of 512-token blocks); several files share one clock and one block namespace.
+Or agent sessions (files or folders): the gateway's capture files and request-stream JSONL,
+mini-swe-agent .traj.json, SWE-agent .traj, aider .llm.history. Each call is rendered with the
+chat template and tokenised (--tokenizer), its blocks hashed as engines and the gateway chain
+them; sessions start as a seeded Poisson process (--rate), and each session's next call is sent
+--think-ms after the previous answer (closed loop: the same starts for every policy).
 
   --workers N           engines (default ${DEFAULT_FLEET_WORKERS})
   --kv-tokens N         KV capacity per engine, tokens (default ${DEFAULT_FLEET_KV_TOKENS})
   --block-size N        engine KV block size; must divide the trace's block (default: the trace's,
-                        512 for Mooncake, whose hash ids carry no finer reuse information)
+                        512 for Mooncake, whose hash ids carry no finer reuse information); for
+                        sessions the block the prompts are hashed in (default ${DEFAULT_SESSION_BLOCK_TOKENS})
+  --rate R              sessions: session starts per second, Poisson (default ${DEFAULT_SESSION_RATE_PER_S}; × --rate-scale)
+  --think-ms MS         sessions: agent time between an answer and the next call (default ${DEFAULT_THINK_MS})
+  --output-tokens N     sessions: answer length where the recording has neither usage nor the
+                        answer (default ${DEFAULT_OUTPUT_TOKENS})
+  --tokenizer NAME      sessions: qwen3 | llama3_1 | deepseek_v3 | o200k_base | cl100k_base | DIR
+                        (default: the preset's family, qwen3 or llama3_1)
+  --chat-template FILE  sessions: the template to render with (default: the tokenizer's own)
   --preset NAME         timing model: ${Object.keys(PRESETS).join(', ')} (default ${DEFAULT_FLEET_PRESET})
   --rate-scale X        arrivals X times faster (default 1)
   --duration-s S        only arrivals in the first S seconds (after scaling)
@@ -52,7 +77,7 @@ hash_ids of 512-token blocks); several files share one clock and one block names
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
-  --seed N              seed for the policies that sample (default 1)
+  --seed N              seed for the policies that sample and for session starts (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
                         e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, ...}]}`;
 
@@ -114,6 +139,11 @@ export async function run(argv: string[]): Promise<number> {
     'engine',
     'seed',
     'json',
+    'rate',
+    'think-ms',
+    'output-tokens',
+    'tokenizer',
+    'chat-template',
   ]);
   let a;
   try {
@@ -143,7 +173,25 @@ export async function run(argv: string[]): Promise<number> {
       if (!POLICY_NAMES().includes(p)) throw new Error(`unknown policy '${p}' (known: ${POLICY_NAMES().join(', ')})`);
     const opts = parseOpts(a.flags.get('opt') ?? [], policies);
     const seed = Math.floor(num(a, 'seed', 1, 0));
-    const reqs = await loadFleetInputs(a.positional, { rateScale, durationS });
+    const kind = await inputKind(a.positional);
+    if (kind === 'mooncake')
+      for (const k of ['rate', 'think-ms', 'output-tokens', 'tokenizer', 'chat-template'])
+        if (str(a, k) !== undefined)
+          throw new Error(`--${k} applies to agent sessions (a Mooncake trace keeps its timestamps and lengths)`);
+    const tokenizer = str(a, 'tokenizer') ?? presetTokenizer(presetName);
+    const reqs = await loadFleetInputs(a.positional, {
+      rateScale,
+      durationS,
+      sessions: {
+        tokenizer,
+        chatTemplateFile: kind === 'sessions' ? chatTemplateFor(tokenizer, str(a, 'chat-template')) : undefined,
+        blockTokens: Math.floor(num(a, 'block-size', DEFAULT_SESSION_BLOCK_TOKENS, 1)),
+        ratePerS: num(a, 'rate', DEFAULT_SESSION_RATE_PER_S, 1e-9),
+        thinkMs: num(a, 'think-ms', DEFAULT_THINK_MS, 0),
+        defaultOutputTokens: Math.floor(num(a, 'output-tokens', DEFAULT_OUTPUT_TOKENS, 1)),
+        seed,
+      },
+    });
     if (reqs.length === 0) throw new Error('the traces hold no requests');
     const traceBlock = reqs[0].blockTokens;
     const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
@@ -197,7 +245,7 @@ export async function run(argv: string[]): Promise<number> {
     if (json) process.stdout.write(JSON.stringify({ runs }, null, 2) + '\n');
     else {
       process.stdout.write(
-        `fleet: ${reqs.length} requests, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
+        `fleet: ${reqs.length} requests${kind === 'sessions' ? ` in ${new Set(reqs.map((r) => r.sessionId)).size} sessions (closed loop, tokenizer ${tokenizer})` : ''}, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
           'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
       );
       process.stdout.write(formatFleetTable(runs) + '\n');

@@ -4,7 +4,9 @@
 // first, so a worker's state is current when the router looks. The router's view of a worker is
 // what the gateway keeps (in-flight requests, predicted prefill still queued) plus the engine
 // signals a scraper would read (waiting, running, KV usage), taken fresh. observe() runs when a
-// request finishes, with the cached tokens the engine reported at admission.
+// request finishes, with the cached tokens the engine reported at admission. A request with
+// `after` (a session's next call) arrives `thinkMs` after that request finished (or was refused),
+// so session starts are identical for every policy and later calls follow each policy's answers.
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost.
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
@@ -53,7 +55,8 @@ export interface RequestOutcome {
 export interface FleetResult {
   config: FleetConfig;
   outcomes: RequestOutcome[];
-  /** Arrival times in the order the policy saw them (identical for every policy). */
+  /** Arrival times in the order the policy saw them (identical for every policy without
+   *  closed-loop requests; with them, the open ones are). */
   arrivals: number[];
   perWorker: Array<{
     requests: number;
@@ -259,6 +262,7 @@ export function simulateFleet(
       preemptions: r.preemptions,
       subBlockPrefix: r.keys.length === 0,
     });
+    release(r.req.id, r.finishMs);
     policy.observe?.({
       workerId: views[i].id,
       info: f.info,
@@ -270,10 +274,23 @@ export function simulateFleet(
   };
   let rejected = 0;
   const capacityTokens = Math.floor(cfg.kvTokens / cfg.blockSize) * cfg.blockSize;
+  // closed loop: request id → the request sent after it, and the released ones by send time
+  const follower = new Map<number, number>();
+  const open: number[] = [];
+  reqs.forEach((r, i) => {
+    if (r.after === undefined) open.push(i);
+    else follower.set(r.after, i);
+  });
+  const released = new StepHeap();
+  const release = (id: number, atMs: number): void => {
+    const i = follower.get(id);
+    if (i !== undefined) released.push(atMs + (reqs[i].thinkMs ?? 0), i);
+  };
   const arrive = (req: FleetRequest): void => {
     arrivals.push(req.arrivalMs);
     if (req.inputTokens + req.outputTokens > capacityTokens) {
       rejected++;
+      release(req.id, req.arrivalMs);
       return;
     }
     const info: RouteInfo = {
@@ -300,11 +317,18 @@ export function simulateFleet(
   };
 
   let next = 0;
-  while (next < reqs.length || heap.size > 0) {
+  let arrived = 0;
+  while (next < open.length || released.size > 0 || heap.size > 0) {
     const tStep = heap.peekTime();
-    if (next < reqs.length && reqs[next].arrivalMs < tStep) {
-      arrive(reqs[next++]);
-      if (onProgress && (next & 255) === 0) onProgress(next);
+    const tOpen = next < open.length ? reqs[open[next]].arrivalMs : Infinity;
+    const tNext = released.peekTime();
+    if (Math.min(tOpen, tNext) < tStep) {
+      if (tOpen <= tNext) arrive(reqs[open[next++]]);
+      else {
+        const [t, i] = released.pop();
+        arrive({ ...reqs[i], arrivalMs: t });
+      }
+      if (onProgress && (++arrived & 255) === 0) onProgress(arrived);
       continue;
     }
     const [t, i] = heap.pop();

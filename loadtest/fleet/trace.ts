@@ -27,6 +27,10 @@ export interface FleetRequest {
   /** Text standing for the prompt, block by block (for text-based routers). */
   text: string;
   sessionId?: string;
+  /** Closed loop (agent sessions): this call is sent `thinkMs` after request `after` finished;
+   *  arrivalMs is then only the earliest it could come. */
+  after?: number;
+  thinkMs?: number;
 }
 
 /** Interns chain keys: equal (parent, block id) pairs get equal small integers. */
