@@ -3,7 +3,13 @@
 // vLLM/SGLang do it (@huggingface/jinja, same variables). Pure types plus the shared render helper.
 import { Template } from '@huggingface/jinja';
 import type { ChatMessage, ToolDef } from '../types.ts';
-import { templateParsesArguments, toTemplateMessages, toTemplateTools } from './template-input.ts';
+import { CheckedNative, nativeRenderFor } from './native-render.ts';
+import {
+  templateParsesArguments,
+  toTemplateMessages,
+  toTemplateTools,
+  type TemplateMessage,
+} from './template-input.ts';
 
 export interface RenderOptions {
   tools?: ToolDef[];
@@ -28,10 +34,14 @@ export interface TokenizerHandle {
   encodeCached(text: string): readonly number[];
 }
 
-/** Compiles a chat template once and renders it with vLLM's variables. */
+/**
+ * Compiles a chat template once and renders it with vLLM's variables; a bundled template with a
+ * native rendering (native-render.ts) is rendered by that, cross-checked against the interpreter.
+ */
 export class ChatRenderer {
   private readonly template: Template;
   private readonly parseArgs: boolean;
+  private readonly native: CheckedNative | undefined;
 
   constructor(
     readonly source: string,
@@ -40,16 +50,41 @@ export class ChatRenderer {
   ) {
     this.template = new Template(source);
     this.parseArgs = templateParsesArguments(source);
+    const native = nativeRenderFor(source);
+    this.native = native ? new CheckedNative(native) : undefined;
   }
 
   render(messages: ChatMessage[], opts: RenderOptions = {}): string {
+    const msgs = toTemplateMessages(messages, this.parseArgs);
+    const tools = toTemplateTools(opts.tools);
+    const gen = opts.addGenerationPrompt ?? true;
+    const interpret = (): string => this.run(msgs, tools, gen, opts.extra);
+    return this.native?.render(msgs, tools, gen, opts.extra, interpret) ?? interpret();
+  }
+
+  /** Renders with the jinja interpreter only (tests compare the native rendering with it). */
+  interpret(messages: ChatMessage[], opts: RenderOptions = {}): string {
+    return this.run(
+      toTemplateMessages(messages, this.parseArgs),
+      toTemplateTools(opts.tools),
+      opts.addGenerationPrompt ?? true,
+      opts.extra,
+    );
+  }
+
+  private run(
+    messages: TemplateMessage[],
+    tools: ToolDef[] | undefined,
+    gen: boolean,
+    extra: Record<string, unknown> | undefined,
+  ): string {
     return this.template.render({
-      messages: toTemplateMessages(messages, this.parseArgs),
-      tools: toTemplateTools(opts.tools),
-      add_generation_prompt: opts.addGenerationPrompt ?? true,
+      messages,
+      tools,
+      add_generation_prompt: gen,
       bos_token: this.bosToken ?? '',
       eos_token: this.eosToken ?? '',
-      ...(opts.extra ?? {}),
+      ...(extra ?? {}),
     });
   }
 }
