@@ -126,28 +126,23 @@ export function engineKeys(req: FleetRequest, blockSize: number): number[] {
   return out;
 }
 
-export class EngineModel implements FleetEngine {
-  readonly pool: BlockPool<number>;
+/**
+ * What both engine models share: the queues and counters, a trace request's admission to the
+ * queue, and a step's settlement at its end. O(chunks + running) per settlement.
+ */
+export abstract class EngineBase implements FleetEngine {
   readonly waiting: SimRequest[] = [];
   readonly running: SimRequest[] = [];
-  readonly blockSize: number;
-  private readonly budget: number;
-  private readonly maxSeqs: number;
-  private readonly reserveFull: boolean;
-  private readonly t: TimingModel;
-  private readonly kvPerToken: number;
   peakUsedBlocks = 0;
   preemptions = 0;
   prefillTokens = 0;
+  protected readonly kvPerToken: number;
 
-  constructor(cfg: EngineConfig) {
-    this.blockSize = cfg.blockSize;
-    this.pool = new BlockPool<number>(Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize)), cfg.events);
-    this.budget = cfg.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS;
-    this.maxSeqs = cfg.maxSeqs ?? DEFAULT_MAX_SEQS;
-    this.reserveFull = cfg.reserveFullPrompt ?? true;
-    this.t = cfg.timing;
-    this.kvPerToken = kvBytesPerToken(cfg.timing);
+  constructor(
+    readonly blockSize: number,
+    protected readonly t: TimingModel,
+  ) {
+    this.kvPerToken = kvBytesPerToken(t);
   }
 
   add(req: FleetRequest): SimRequest {
@@ -156,14 +151,100 @@ export class EngineModel implements FleetEngine {
     return r;
   }
 
-  idle(): boolean {
-    return this.waiting.length === 0 && this.running.length === 0;
+  /** Tokens a prefill must compute before the request emits its next token (prompt + any output
+   *  generated before a preemption, as both engines recompute both). */
+  protected target(r: SimRequest): number {
+    return r.req.inputTokens + r.generated;
   }
 
-  /** Tokens a prefill must compute before the request emits its next token (prompt + any output
-   *  generated before a preemption, as vLLM recomputes both). */
-  private target(r: SimRequest): number {
-    return r.req.inputTokens + r.generated;
+  /** The queue's head `r` joins the running batch: `hit` tokens found cached, `want` computed now. */
+  protected schedule(
+    r: SimRequest,
+    hit: number,
+    want: number,
+    nowMs: number,
+    chunks: Array<[SimRequest, number]>,
+  ): void {
+    this.waiting.shift();
+    r.computed = hit;
+    r.prefilling = true;
+    if (r.cachedTokens < 0) {
+      r.cachedTokens = hit;
+      r.firstScheduledMs = nowMs;
+    }
+    this.running.push(r);
+    chunks.push([r, want]);
+  }
+
+  /**
+   * The step over `chunks` (request, new tokens) from `nowMs`: its time (stepSeconds), then each
+   * request advances by its tokens; a prefill counts toward prefillTokens and, once it reaches its
+   * target, yields a token, as every decode does. First tokens and finishes are stamped at the
+   * step's end; finished requests are released and leave `running`. `prefilled` runs as a
+   * request's prefill completes (SGLang caches the prompt then).
+   */
+  protected settle(
+    chunks: ReadonlyArray<[SimRequest, number]>,
+    nowMs: number,
+    prefilled?: (r: SimRequest) => void,
+  ): StepResult {
+    const durationS = stepSeconds(this.t, this.kvPerToken, chunks);
+    const endMs = nowMs + durationS * 1000;
+    const firstTokens: SimRequest[] = [];
+    const finished: SimRequest[] = [];
+    for (const [r, n] of chunks) {
+      r.computed += n;
+      if (r.prefilling) {
+        this.prefillTokens += n;
+        r.prefilled += n;
+        if (r.computed < this.target(r)) continue; // more chunks to go
+        r.prefilling = false;
+        prefilled?.(r);
+      }
+      r.generated++;
+      if (r.firstTokenMs < 0) {
+        r.firstTokenMs = endMs;
+        firstTokens.push(r);
+      }
+      if (r.generated >= r.req.outputTokens) {
+        r.finishMs = endMs;
+        finished.push(r);
+      }
+    }
+    if (finished.length > 0) {
+      for (const r of finished) this.release(r);
+      const done = new Set(finished);
+      let k = 0;
+      for (const r of this.running) if (!done.has(r)) this.running[k++] = r;
+      this.running.length = k;
+    }
+    return { durationS, firstTokens, finished };
+  }
+
+  /** Frees what a finished (or preempted) request holds. */
+  protected abstract release(r: SimRequest): void;
+  abstract step(nowMs: number): StepResult | null;
+  abstract kvUsage(): number;
+  abstract capacityBlocks(): number;
+  abstract cachedBlocks(): number;
+}
+
+export class EngineModel extends EngineBase {
+  readonly pool: BlockPool<number>;
+  private readonly budget: number;
+  private readonly maxSeqs: number;
+  private readonly reserveFull: boolean;
+
+  constructor(cfg: EngineConfig) {
+    super(cfg.blockSize, cfg.timing);
+    this.pool = new BlockPool<number>(Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize)), cfg.events);
+    this.budget = cfg.maxBatchedTokens ?? DEFAULT_MAX_BATCHED_TOKENS;
+    this.maxSeqs = cfg.maxSeqs ?? DEFAULT_MAX_SEQS;
+    this.reserveFull = cfg.reserveFullPrompt ?? true;
+  }
+
+  idle(): boolean {
+    return this.waiting.length === 0 && this.running.length === 0;
   }
 
   /** Blocks for `tokens` tokens of `r`: all or none; the prompt blocks they fill get cached. */
@@ -181,7 +262,7 @@ export class EngineModel implements FleetEngine {
     return true;
   }
 
-  private release(r: SimRequest): void {
+  protected release(r: SimRequest): void {
     for (let i = r.blocks.length - 1; i >= 0; i--) this.pool.unref(r.blocks[i]);
     r.blocks = [];
     r.keyed = 0;
@@ -241,48 +322,12 @@ export class EngineModel implements FleetEngine {
         this.release(r);
         break;
       }
-      this.waiting.shift();
-      r.computed = hit;
-      if (r.cachedTokens < 0) {
-        r.cachedTokens = hit;
-        r.firstScheduledMs = nowMs;
-      }
-      this.running.push(r);
-      chunks.push([r, want]);
+      this.schedule(r, hit, want, nowMs, chunks);
       budget -= want;
     }
     if (chunks.length === 0) return null;
 
-    const durationS = stepSeconds(this.t, this.kvPerToken, chunks);
-    const endMs = nowMs + durationS * 1000;
-    const firstTokens: SimRequest[] = [];
-    const finished: SimRequest[] = [];
-    for (const [r, n] of chunks) {
-      r.computed += n;
-      if (r.prefilling) {
-        this.prefillTokens += n;
-        r.prefilled += n;
-        if (r.computed < this.target(r)) continue; // more chunks to go
-        r.prefilling = false;
-      }
-      r.generated++;
-      if (r.firstTokenMs < 0) {
-        r.firstTokenMs = endMs;
-        firstTokens.push(r);
-      }
-      if (r.generated >= r.req.outputTokens) {
-        r.finishMs = endMs;
-        finished.push(r);
-      }
-    }
-    if (finished.length > 0) {
-      for (const r of finished) this.release(r);
-      const done = new Set(finished);
-      let k = 0;
-      for (const r of this.running) if (!done.has(r)) this.running[k++] = r;
-      this.running.length = k;
-    }
-    return { durationS, firstTokens, finished };
+    return this.settle(chunks, nowMs);
   }
 
   kvUsage(): number {

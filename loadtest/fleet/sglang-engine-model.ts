@@ -18,16 +18,8 @@
 // The trace's output length stands for max_new_tokens. Step time is the vLLM model's.
 // Cost per step: O(running + admitted), plus O(tree) per eviction round (the radix cache's).
 import { type RadixNode, RadixCache } from '../sim-worker/radix-cache.ts';
-import { kvBytesPerToken, type TimingModel } from '../sim-worker/timing.ts';
-import {
-  engineKeys,
-  type FleetEngine,
-  newSimRequest,
-  type SimRequest,
-  type StepResult,
-  stepSeconds,
-} from './engine-model.ts';
-import type { FleetRequest } from './trace.ts';
+import type { TimingModel } from '../sim-worker/timing.ts';
+import { EngineBase, type SimRequest, type StepResult } from './engine-model.ts';
 
 /** SGLang server_args defaults: chunked_prefill_size 8192 (large GPUs), max_running_requests high. */
 export const SGLANG_CHUNKED_PREFILL = 8192;
@@ -55,42 +47,22 @@ interface Lease {
   inTree: boolean;
 }
 
-export class SglangEngineModel implements FleetEngine {
-  readonly waiting: SimRequest[] = [];
-  readonly running: SimRequest[] = [];
+export class SglangEngineModel extends EngineBase {
   readonly tree: RadixCache;
-  readonly blockSize: number;
   private readonly capacity: number;
   private readonly chunk: number;
   private readonly maxRunning: number;
-  private readonly t: TimingModel;
-  private readonly kvPerToken: number;
   private readonly leases = new Map<SimRequest, Lease>();
   /** blocks held outside the tree by running requests */
   private own = 0;
   private ratio = INIT_NEW_TOKEN_RATIO;
-  peakUsedBlocks = 0;
-  preemptions = 0;
-  prefillTokens = 0;
 
   constructor(cfg: SglangEngineConfig) {
-    this.blockSize = cfg.blockSize;
+    super(cfg.blockSize, cfg.timing);
     this.capacity = Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize));
     this.tree = new RadixCache(this.capacity);
     this.chunk = cfg.chunkedPrefillSize ?? SGLANG_CHUNKED_PREFILL;
     this.maxRunning = cfg.maxRunning ?? 1024;
-    this.t = cfg.timing;
-    this.kvPerToken = kvBytesPerToken(cfg.timing);
-  }
-
-  add(req: FleetRequest): SimRequest {
-    const r = newSimRequest(req, engineKeys(req, this.blockSize));
-    this.waiting.push(r);
-    return r;
-  }
-
-  private target(r: SimRequest): number {
-    return r.req.inputTokens + r.generated;
   }
 
   /** Free blocks, evicting unlocked tree leaves (LRU) when `need` exceeds what is empty. */
@@ -108,7 +80,7 @@ export class SglangEngineModel implements FleetEngine {
     if (used > this.peakUsedBlocks) this.peakUsedBlocks = used;
   }
 
-  private release(r: SimRequest): void {
+  protected release(r: SimRequest): void {
     const l = this.leases.get(r);
     if (!l) return;
     this.leases.delete(r);
@@ -176,18 +148,10 @@ export class SglangEngineModel implements FleetEngine {
         this.tree.unlock(m.node);
         break;
       }
-      this.waiting.shift();
       const l: Lease = { node: m.node, hitBlocks: m.length, own: 0, inTree: false };
       this.leases.set(r, l);
       this.take(l, need);
-      r.computed = hit;
-      r.prefilling = true;
-      if (r.cachedTokens < 0) {
-        r.cachedTokens = hit;
-        r.firstScheduledMs = nowMs;
-      }
-      this.running.push(r);
-      chunks.push([r, want]);
+      this.schedule(r, hit, want, nowMs, chunks);
       budget -= want;
       rem -= total;
       if (want < extend) break; // this one is chunked: nothing after it in this batch
@@ -232,37 +196,7 @@ export class SglangEngineModel implements FleetEngine {
     this.admit(nowMs, chunks);
     if (chunks.length === 0) this.decode(chunks);
     if (chunks.length === 0) return null;
-    const durationS = stepSeconds(this.t, this.kvPerToken, chunks);
-    const endMs = nowMs + durationS * 1000;
-    const firstTokens: SimRequest[] = [];
-    const finished: SimRequest[] = [];
-    for (const [r, n] of chunks) {
-      r.computed += n;
-      if (r.prefilling) {
-        this.prefillTokens += n;
-        r.prefilled += n;
-        if (r.computed < this.target(r)) continue;
-        r.prefilling = false;
-        this.cachePrompt(r);
-      }
-      r.generated++;
-      if (r.firstTokenMs < 0) {
-        r.firstTokenMs = endMs;
-        firstTokens.push(r);
-      }
-      if (r.generated >= r.req.outputTokens) {
-        r.finishMs = endMs;
-        finished.push(r);
-      }
-    }
-    if (finished.length > 0) {
-      const done = new Set(finished);
-      for (const r of finished) this.release(r);
-      let k = 0;
-      for (const r of this.running) if (!done.has(r)) this.running[k++] = r;
-      this.running.length = k;
-    }
-    return { durationS, firstTokens, finished };
+    return this.settle(chunks, nowMs, (r) => this.cachePrompt(r));
   }
 
   /** Prefill done: the prompt's full blocks move from the request into the tree, locked. */
