@@ -9,8 +9,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { generateSessions } from './synth/index.ts';
+import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc } from './chaos/gateway-proc.ts';
 import { emptyStats, percentile, runLoad, type LoadStats } from './chaos/load.ts';
@@ -118,43 +118,22 @@ function layoutOf(v: string | undefined): ChaosLayout {
 }
 
 function parse(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'duration-s': { type: 'string' },
-      sessions: { type: 'string' },
-      workers: { type: 'string' },
-      'kill-every-s': { type: 'string' },
-      redis: { type: 'boolean' },
-      layout: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  });
-  const num = (v: string | undefined, d: number, name: string): number => {
-    const n = v === undefined ? d : Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
-    return n;
-  };
+  const a = readOptions(argv, ['duration-s', 'sessions', 'workers', 'kill-every-s', 'layout'], ['redis', 'json']);
   return {
-    durationS: num(values['duration-s'], DEFAULTS.durationS, 'duration-s'),
-    sessions: Math.round(num(values.sessions, DEFAULTS.sessions, 'sessions')),
-    workers: Math.round(num(values.workers, DEFAULTS.workers, 'workers')),
-    killEveryS: num(values['kill-every-s'], DEFAULTS.killEveryS, 'kill-every-s'),
-    redis: values.redis ?? false,
-    layout: layoutOf(values.layout),
-    json: values.json ?? false,
+    durationS: a.num('duration-s', DEFAULTS.durationS),
+    sessions: a.int('sessions', DEFAULTS.sessions),
+    workers: a.int('workers', DEFAULTS.workers),
+    killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
+    redis: a.bool('redis'),
+    layout: layoutOf(a.str('layout')),
+    json: a.bool('json'),
   };
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let o: ReturnType<typeof parse>;
-  try {
-    o = parse(argv);
-  } catch (err) {
-    process.stderr.write(`bench chaos: ${(err as Error).message}\n\n${help}\n`);
-    return 2;
-  }
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const o = parseOrUsage('bench chaos', help, argv, parse);
+  if (o === 2) return 2;
+  const log = benchLog(o.json);
   const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: TIME_SCALE });
   const redis = o.redis ? new RedisProc(await freePort()) : undefined;
   let gw: GatewayProc | undefined;

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc } from './chaos/gateway-proc.ts';
 import { percentile } from './chaos/load.ts';
@@ -151,53 +151,42 @@ export interface HostileReport {
 }
 
 function parse(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'phase-s': { type: 'string' },
-      rounds: { type: 'string' },
-      workers: { type: 'string' },
-      chars: { type: 'string' },
-      'attack-concurrency': { type: 'string' },
-      attacks: { type: 'string' },
-      'pool-threads': { type: 'string' },
-      'cpu-prof': { type: 'string' },
-      'workers-nice': { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  });
-  const num = (v: string | undefined, d: number, name: string, min = 1): number => {
-    const n = v === undefined ? d : Number(v);
-    if (!Number.isFinite(n) || n < min) throw new Error(`--${name} must be a number ≥ ${min}`);
-    return n;
-  };
-  const list = values.attacks ?? 'big';
+  const a = readOptions(
+    argv,
+    [
+      'phase-s',
+      'rounds',
+      'workers',
+      'chars',
+      'attack-concurrency',
+      'attacks',
+      'pool-threads',
+      'cpu-prof',
+      'workers-nice',
+    ],
+    ['json'],
+  );
+  const list = a.str('attacks') ?? 'big';
   const attacks = (list === 'all' ? [...ATTACKS] : list.split(',')) as Attack[];
-  for (const a of attacks) if (!ATTACKS.includes(a)) throw new Error(`--attacks: unknown attack '${a}'`);
+  for (const x of attacks) if (!ATTACKS.includes(x)) throw new Error(`--attacks: unknown attack '${x}'`);
   return {
-    phaseS: num(values['phase-s'], DEFAULTS.phaseS, 'phase-s'),
-    rounds: Math.round(num(values.rounds, DEFAULTS.rounds, 'rounds')),
-    workers: Math.round(num(values.workers, DEFAULTS.workers, 'workers')),
-    chars: Math.round(num(values.chars, DEFAULTS.chars, 'chars')),
-    attackConcurrency: Math.round(num(values['attack-concurrency'], DEFAULTS.attackConcurrency, 'attack-concurrency')),
+    phaseS: a.num('phase-s', DEFAULTS.phaseS, 1),
+    rounds: a.int('rounds', DEFAULTS.rounds, 1),
+    workers: a.int('workers', DEFAULTS.workers, 1),
+    chars: a.int('chars', DEFAULTS.chars, 1),
+    attackConcurrency: a.int('attack-concurrency', DEFAULTS.attackConcurrency, 1),
     attacks,
-    poolThreads:
-      values['pool-threads'] === undefined ? undefined : Math.round(num(values['pool-threads'], 0, 'pool-threads', 0)),
-    cpuProf: values['cpu-prof'],
-    workersNice: Math.round(num(values['workers-nice'], DEFAULTS.workersNice, 'workers-nice', 0)),
-    json: values.json ?? false,
+    poolThreads: a.str('pool-threads') === undefined ? undefined : a.int('pool-threads', 0, 0),
+    cpuProf: a.str('cpu-prof'),
+    workersNice: a.int('workers-nice', DEFAULTS.workersNice, 0),
+    json: a.bool('json'),
   };
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let o: ReturnType<typeof parse>;
-  try {
-    o = parse(argv);
-  } catch (err) {
-    process.stderr.write(`bench hostile: ${(err as Error).message}\n\n${help}\n`);
-    return 2;
-  }
-  const log = (s: string): void => void (o.json ? process.stderr : process.stdout).write(s + '\n');
+  const o = parseOrUsage('bench hostile', help, argv, parse);
+  if (o === 2) return 2;
+  const log = benchLog(o.json);
   const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: 0 });
   let gw: GatewayProc | undefined;
   let proxy: Awaited<ReturnType<typeof recordingProxy>> | undefined;
