@@ -45,7 +45,8 @@ describe('startScraper', () => {
     ws[0].url = `http://127.0.0.1:${port}`;
     ws[1].url = 'http://127.0.0.1:1'; // nothing listens there
     const errors: string[] = [];
-    const sc = startScraper(ws, 60_000, { timeoutMs: 500, onError: (w) => errors.push(w.id) });
+    // w1 is refused at once; the generous timeout is for w0 on a loaded machine
+    const sc = startScraper(ws, 60_000, { timeoutMs: 10_000, onError: (w) => errors.push(w.id) });
     await sc.scrapeOnce();
     sc.stop();
     expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });

@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { RedisSessionStore, redisKey, StateTooLargeError } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
@@ -18,17 +17,6 @@ const state = (tenant: string, id: string, calls = 1): SessionState => ({
   updatedAt: 1000 + calls,
   stages: { ledger: { v: 1, s: { v: 1, seen: 3, note: 'ünïcode' } } },
 });
-
-async function deadPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const p = typeof a === 'object' && a ? a.port : 1;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 const opened: { close(): Promise<void> }[] = [];
 afterAll(async () => {
@@ -88,9 +76,9 @@ describe('RedisSessionStore (real redis)', () => {
 
 describe('ResilientSessionStore', () => {
   it('serves from local state when redis is down, never throwing', async () => {
-    const port = await deadPort();
     const logs: string[] = [];
-    const store = new ResilientSessionStore(new RedisSessionStore({ url: `redis://127.0.0.1:${port}` }), {
+    // port 1: nothing listens there (a port picked free and closed could be taken by then)
+    const store = new ResilientSessionStore(new RedisSessionStore({ url: 'redis://127.0.0.1:1' }), {
       log: (m) => logs.push(m),
     });
     opened.push(store);
