@@ -17,16 +17,31 @@ export async function freePort(): Promise<number> {
   });
 }
 
-function reachable(port: number): Promise<boolean> {
+/** The pid of the redis-server answering on `port`, or undefined while nothing answers there. */
+function serverPid(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
     const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
+    let got = '';
+    const done = (pid: number | undefined) => {
       s.destroy();
-      resolve(true);
+      resolve(pid);
+    };
+    s.once('connect', () => s.write('INFO server\r\n'));
+    s.on('data', (d: Buffer) => {
+      got += d.toString();
+      const m = /process_id:(\d+)/.exec(got);
+      if (m) done(Number(m[1]));
+      else if (got.length > 65_536) done(-1); // something else listens there
     });
-    s.once('error', () => resolve(false));
+    s.once('error', () => done(undefined));
+    s.once('close', () => done(got ? -1 : undefined));
   });
 }
+
+/** The port was taken (by another process) before this redis-server could bind it. */
+export class RedisPortTakenError extends Error {}
+
+const START_TIMEOUT_MS = 30_000;
 
 export class RedisProc {
   private proc?: ChildProcess;
@@ -43,8 +58,24 @@ export class RedisProc {
       ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir],
       { stdio: 'ignore' },
     );
-    const end = Date.now() + 10_000;
-    while (!(await reachable(this.port))) {
+    const proc = this.proc;
+    let spawnError: Error | undefined;
+    proc.once('error', (err) => {
+      spawnError = err;
+    });
+    const end = Date.now() + START_TIMEOUT_MS;
+    // Ours is the server whose pid answers: a free port picked earlier can be taken meanwhile, and
+    // then our server exits (bind failed) while another process answers there.
+    for (;;) {
+      if (spawnError) throw new Error(`redis-server did not start (is it installed?): ${spawnError.message}`);
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        throw new RedisPortTakenError(`redis-server exited at start (port ${this.port} in use?)`);
+      const pid = await serverPid(this.port);
+      if (pid === proc.pid) return;
+      if (pid !== undefined) {
+        await this.kill();
+        throw new RedisPortTakenError(`port ${this.port} is taken by another process`);
+      }
       if (Date.now() > end) throw new Error('redis-server did not start (is it installed?)');
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -52,7 +83,8 @@ export class RedisProc {
 
   async kill(): Promise<void> {
     const p = this.proc;
-    if (!p || p.exitCode !== null) return;
+    // gone already (an exit code, or the signal that ended it): no 'exit' event will come again
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
     p.kill('SIGCONT'); // a stopped (SIGSTOP) server still exits on SIGKILL; CONT keeps it plain
     p.kill('SIGKILL');
@@ -68,5 +100,19 @@ export class RedisProc {
   async dispose(): Promise<void> {
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A redis-server on a free port; a port taken between the pick and the bind is picked again. */
+export async function startRedisProc(tries = 5): Promise<RedisProc> {
+  for (let i = 1; ; i++) {
+    const redis = new RedisProc(await freePort());
+    try {
+      await redis.start();
+      return redis;
+    } catch (err) {
+      await redis.dispose();
+      if (!(err instanceof RedisPortTakenError) || i >= tries) throw err;
+    }
   }
 }

@@ -71,7 +71,7 @@ describe('captured real-agent request streams', () => {
         }
         expect(affinity.size).toBe(1);
       }
-    }, 60_000);
+    });
   }
 
   it('the reference worker writes arguments that validate against every tool schema the agents offer', () => {

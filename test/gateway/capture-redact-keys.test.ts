@@ -37,7 +37,7 @@ beforeAll(async () => {
     await gw.close();
     await worker.close();
   };
-}, 60_000);
+});
 afterAll(async () => close?.());
 
 const files = (d: string): string[] =>

@@ -34,7 +34,7 @@ beforeAll(async () => {
     await gw.close();
     await w.close();
   };
-}, 60_000);
+});
 
 afterAll(async () => {
   redis?.resume();
@@ -83,4 +83,4 @@ it('a Redis stall leaves no phantom lease: the tenant is admitted right after', 
   } finally {
     probe.disconnect();
   }
-}, 90_000);
+});

@@ -4,9 +4,7 @@
 // restarted on the same port) spools records to a local file and forwards them on recovery;
 // with `ledger.stores: [redis, sqlite]` both stores get every record; `bench chaos` writes its
 // ledger in its own temp dir, never the default file in the working directory.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -24,6 +22,7 @@ import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { gatewayConfig } from '../../loadtest/bench-chaos.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
+import { startRedisProc } from '../../loadtest/chaos/redis-proc.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-durable-'));
@@ -54,36 +53,12 @@ function rec(i: number, tenant = 't'): UsageRecord {
   );
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
 async function waitFor(cond: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-function startRedis(port: number): ChildProcess {
-  return spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-}
-
-async function stopChild(p: ChildProcess): Promise<void> {
-  if (p.exitCode !== null) return;
-  const gone = new Promise((r) => p.once('exit', r));
-  p.kill('SIGKILL');
-  await gone;
 }
 
 describe('kill -9 after a burst', () => {
@@ -108,11 +83,17 @@ describe('kill -9 after a burst', () => {
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 20_000 });
       let answered = 0;
       const one = async (i: number): Promise<void> => {
-        await client.chat.completions.create({
-          model: 'm',
-          messages: [{ role: 'user', content: `burst ${i}` }],
-          max_tokens: 4,
-        });
+        try {
+          await client.chat.completions.create({
+            model: 'm',
+            messages: [{ role: 'user', content: `burst ${i}` }],
+            max_tokens: 4,
+          });
+        } catch (err) {
+          // what the child said (stderr, warn/error logs) tells a crash from a refused request
+          const cause = (err as { cause?: unknown }).cause;
+          throw new Error(`burst ${i}: ${String(err)} (cause: ${String(cause)}); gateway: ${gw.errors.join(' | ')}`);
+        }
         answered++;
       };
       for (let i = 0; i < 150; i += 15) await Promise.all(Array.from({ length: 15 }, (_, j) => one(i + j)));
@@ -148,9 +129,8 @@ describe('kill -9 after a burst', () => {
 
 describe('Redis outage', () => {
   it('spools records while Redis is down and forwards them when it is back', async () => {
-    const port = await freePort();
-    let redis = startRedis(port);
-    const url = `redis://127.0.0.1:${port}`;
+    const redis = await startRedisProc(); // stopped and restarted on the same port below
+    const url = redis.url;
     const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     admin.on('error', () => undefined); // refused while the server is down, by design
     await waitFor(async () =>
@@ -168,13 +148,13 @@ describe('Redis outage', () => {
       await l.flush();
       expect(await admin.xlen(key)).toBe(20);
 
-      await stopChild(redis);
+      await redis.kill();
       await waitFor(() => l.redis.status !== 'ready');
       for (let i = 20; i < 70; i++) l.append(rec(i));
       await l.flush();
       expect(l.stats()).toMatchObject({ dropped: 0, spooled: 50 });
 
-      redis = startRedis(port);
+      await redis.start();
       await waitFor(async () => (await admin.xlen(key).catch(() => -1)) >= 50, 15_000);
       await waitFor(() => (l.stats().forwarded ?? 0) === 50);
       expect(await admin.xlen(key)).toBe(50); // the restarted server kept nothing: exactly the outage's records
@@ -184,7 +164,7 @@ describe('Redis outage', () => {
     } finally {
       await l.close();
       admin.disconnect();
-      await stopChild(redis);
+      await redis.dispose();
     }
   });
 

@@ -144,5 +144,5 @@ describe('lossless chain (property test over the served stages)', () => {
       }),
       { numRuns: 30 },
     );
-  }, 120_000);
+  });
 });

@@ -71,10 +71,11 @@ describe('replicas share per-tenant state through Redis', () => {
     expect(salts[3]).not.toBe(salts[0]); // tenant b
     // The secret was created once: a second read returns the same value.
     expect(await redisSecret(redisUrl)).toBe(await redisSecret(redisUrl));
-  }, 30_000);
+  });
 
   it('limits.max_concurrent_per_tenant counts across replicas (429 on the other replica), per tenant', async () => {
-    const up = await startFakeUpstream({ name: 'w', knobs: { chunkDelayMs: 150, words: 10 } });
+    // a 4 s stream: still holding the slot when the other replica is asked, however slow the machine
+    const up = await startFakeUpstream({ name: 'w', knobs: { chunkDelayMs: 100, words: 40 } });
     ups.push(up);
     const cfg = { redis: { url: redisUrl }, limits: { max_concurrent_per_tenant: 1 } };
     const r1 = await replica(up, cfg);
@@ -90,22 +91,23 @@ describe('replicas share per-tenant state through Redis', () => {
     await held;
     // Released: the slot is free again on either replica.
     await expect(ask(r2, KEYS.a)).resolves.toBeDefined();
-  }, 30_000);
+  });
 
   it("a dead replica's slots come back when their lease runs out", async () => {
     const tenant = `t-${randomUUID()}`;
     const r1 = new Redis(redisUrl);
     const r2 = new Redis(redisUrl);
-    const dead = new SharedTenantConcurrency(r1, 1, { leaseMs: 300 });
-    const live = new SharedTenantConcurrency(r2, 1, { leaseMs: 300 });
+    // 1.5 s leases, renewed every 0.5 s: a loaded machine can delay a timer by a few hundred ms
+    const dead = new SharedTenantConcurrency(r1, 1, { leaseMs: 1_500 });
+    const live = new SharedTenantConcurrency(r2, 1, { leaseMs: 1_500 });
     try {
       await dead.acquire(tenant); // never released
       dead.close(); // and no longer renewed
       await expect(live.acquire(tenant)).rejects.toMatchObject({ code: 'tenant_concurrency_exceeded' });
-      await new Promise((r) => setTimeout(r, 400));
+      await new Promise((r) => setTimeout(r, 1_800));
       const release = await live.acquire(tenant);
       // A held lease is renewed past its first term.
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 2_000));
       await expect(dead.acquire(tenant)).rejects.toMatchObject({ code: 'tenant_concurrency_exceeded' });
       release();
     } finally {

@@ -1,7 +1,7 @@
 // A redis-server of the test's own (not the shared one from global-setup), so a test can stall it
 // (SIGSTOP: the connection stays up and nothing answers) without disturbing other test files.
 // The process handling is bench chaos's RedisProc.
-import { freePort, RedisProc } from '../../loadtest/chaos/redis-proc.ts';
+import { startRedisProc } from '../../loadtest/chaos/redis-proc.ts';
 
 export interface OwnRedis {
   url: string;
@@ -13,8 +13,7 @@ export interface OwnRedis {
 }
 
 export async function startOwnRedis(): Promise<OwnRedis> {
-  const redis = new RedisProc(await freePort());
-  await redis.start();
+  const redis = await startRedisProc();
   return {
     url: redis.url,
     pause: () => redis.signal('SIGSTOP'),

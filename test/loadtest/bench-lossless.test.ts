@@ -28,7 +28,7 @@ describe('bench lossless', () => {
       expect({ m: r.missing, a: r.altered, f: r.first_call_changed }).toEqual({ m: 0, a: 0, f: 0 });
     }
     expect(rc).toBe(0);
-  }, 120_000);
+  });
 
   it('refuses unknown profiles and budgets', async () => {
     const spy = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);

@@ -54,5 +54,5 @@ describe('bench replay --chat-template', () => {
       }
     }
     expect(calls).toBeGreaterThanOrEqual(20);
-  }, 30_000);
+  });
 });
