@@ -394,7 +394,9 @@ describe('agent loops over real sockets', () => {
     const others = await Promise.all(
       ['Fix the bug in app.py', 'Explain the layout', 'Add a test', 'Rename X'].map((t) => loop(other, t)),
     );
-    expect(others.map((r) => r.turns)).not.toEqual(runs.map((r) => r.turns));
+    // Another seed, another trajectory: tools and answer lengths (tool names alone, 5 safe tools
+    // over 12 picks, coincide with probability 5^-12 whatever the temp dir's name).
+    expect(others).not.toEqual(runs);
   });
 
   it('tool_choice none never calls, required always does (past the turn limit too)', async () => {
