@@ -7,12 +7,15 @@ import { Piscina, type PiscinaTask, type TaskQueue } from 'piscina';
 /** Options a task carries under Piscina.queueOptionsSymbol. */
 export interface FairQueueOptions {
   tenant: string;
+  /** Called when a thread takes the task from this queue (the pool then never evicts it). */
+  onStart?: () => void;
 }
 
 type Task = PiscinaTask;
 
-const tenantOf = (t: Task): string =>
-  ((t as unknown as Record<symbol, FairQueueOptions | null>)[Piscina.queueOptionsSymbol] ?? { tenant: '' }).tenant;
+const optionsOf = (t: Task): FairQueueOptions =>
+  (t as unknown as Record<symbol, FairQueueOptions | null>)[Piscina.queueOptionsSymbol] ?? { tenant: '' };
+const tenantOf = (t: Task): string => optionsOf(t).tenant;
 
 export class FairTaskQueue implements TaskQueue {
   private readonly byTenant = new Map<string, Task[]>();
@@ -48,6 +51,7 @@ export class FairTaskQueue implements TaskQueue {
     this.n--;
     if (q.length > 0) this.turn.push(tenant);
     else this.byTenant.delete(tenant);
+    optionsOf(task).onStart?.();
     return task;
   }
 

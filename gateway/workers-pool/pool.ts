@@ -6,17 +6,26 @@
 //   that thread's id caches stay warm for it; when that lane is busier than the least busy one, the
 //   least busy lane takes it (a warm cache is worth less than a wait behind a 400k prompt).
 // - Fairness: each lane's queue serves tenants in turn (fair-queue.ts).
-// - Bounds: at most `max_queue` jobs wait in all lanes (503 `render_queue_full`), at most
-//   `max_per_tenant` of one tenant wait or run (429 `tenant_render_queue_full`); both retry-after 1.
+// - Bounds: at most `max_queue` jobs wait in all lanes, at most `max_per_tenant` of one tenant wait
+//   or run (429 `tenant_render_queue_full`); both retry-after 1. Admission to a full queue is by
+//   share: a tenant holding at least two more waiting jobs than the newcomer gives up its newest one
+//   (429 to it); only when no tenant does is the newcomer refused (503 `render_queue_full`).
+// - Start: warm() starts each thread and test-renders each model's tokenizer there (a thread that
+//   cannot fails start-up naming render_pool.threads). A job whose thread dies (out of memory, an
+//   exit) or fails runs once more on a fresh thread before the caller sees an error.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
 // Cost per job on the event loop: a structured clone of the messages and the previous call's memo,
-// one copy of the previous ids into a Uint32Array and one back; O(1) lane choice.
+// one copy of the previous ids into a Uint32Array and one back; O(lanes) lane choice; O(tenants
+// waiting) to pick an eviction victim when the queue is full.
 import { availableParallelism } from 'node:os';
+import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { GatewayError } from '../../middleware/errors.ts';
+import { DEFAULT_BLOCK_SIZE, DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
 import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/tokens/render-tokens.ts';
+import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
 import type { ThreadData } from './thread-task.ts';
@@ -42,8 +51,58 @@ interface Lane {
   pending: number;
 }
 
+/** A model whose tokenizer the pool test-renders at start. */
+export interface WarmProbe {
+  model: string;
+  /** The config field that names the tokenizer (for the start-up error). */
+  field: string;
+  tokenizer: string;
+  chatTemplateFile?: string;
+}
+
+interface Admitted {
+  tenant: string;
+  lane: Lane;
+  ac: AbortController;
+  /** A thread took it (or it found its lane idle): never evicted. */
+  started: boolean;
+  evicted: boolean;
+  settled: boolean;
+}
+
+const WARM_MESSAGES = [
+  { role: 'system' as const, content: 'ctxgate render pool start-up check' },
+  { role: 'user' as const, content: 'hello' },
+];
+
+/** A small render + tokenise job: the thread loads the tokenizer and renders a plain conversation. */
+function warmJob(p: WarmProbe): OffloadJob {
+  return {
+    tokenizer: p.tokenizer,
+    chatTemplateFile: p.chatTemplateFile,
+    input: {
+      messages: WARM_MESSAGES,
+      hashes: WARM_MESSAGES.map((_, i) => `warm${i}`),
+      rootEnd: 1,
+      stableEnd: WARM_MESSAGES.length,
+      render: { contextKey: 'warm' },
+    },
+    blockSize: DEFAULT_BLOCK_SIZE,
+    seed: DEFAULT_HASH_SEED,
+  };
+}
+
 export interface RenderPool extends RenderOffload {
   readonly threads: number;
+  /**
+   * Starts every thread and test-renders each probe there; rejects with a ConfigError naming
+   * render_pool.threads when a thread cannot (start-up then fails with exit 2, not the first big call).
+   */
+  warm(probes: readonly WarmProbe[]): Promise<void>;
+  /** Jobs run a second time after their thread died or failed (since start). */
+  retries(): number;
+  /** The threads now running (diagnostics; tests end one to see a job survive it). */
+  workers(): Worker[];
   /** Jobs queued or running, all lanes. */
   pending(): number;
   close(): Promise<void>;
@@ -77,6 +136,9 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
     };
   });
   const perTenant = new Map<string, number>();
+  let retries = 0;
+  /** Admitted jobs no thread has taken yet, per tenant, oldest first: the ones eviction may drop. */
+  const waitingOf = new Map<string, Admitted[]>();
   let closed = false;
 
   const pick = (affinity: string): Lane => {
@@ -84,6 +146,37 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
     let best = home;
     for (const l of lanes) if (l.pending < best.pending) best = l;
     return home.pending <= best.pending ? home : best;
+  };
+
+  const unwait = (a: Admitted): void => {
+    const list = waitingOf.get(a.tenant);
+    const i = list ? list.indexOf(a) : -1;
+    if (!list || i < 0) return;
+    list.splice(i, 1);
+    if (list.length === 0) waitingOf.delete(a.tenant);
+  };
+
+  /** Gives back what admission took (once: eviction settles a job before its promise does). */
+  const settle = (a: Admitted): void => {
+    if (a.settled) return;
+    a.settled = true;
+    unwait(a);
+    a.lane.pending--;
+    const left = (perTenant.get(a.tenant) ?? 1) - 1;
+    if (left <= 0) perTenant.delete(a.tenant);
+    else perTenant.set(a.tenant, left);
+  };
+
+  /**
+   * The queue is full: the newest waiting job of the tenant holding the most waiting jobs, when that
+   * tenant holds at least two more than `tenant` does (so the shares converge to equal, and a tenant
+   * never evicts itself).
+   */
+  const victimFor = (tenant: string): Admitted | undefined => {
+    const mine = waitingOf.get(tenant)?.length ?? 0;
+    let most: Admitted[] | undefined;
+    for (const [t, list] of waitingOf) if (t !== tenant && list.length > (most?.length ?? 0)) most = list;
+    return most && most.length > mine + 1 ? most[most.length - 1] : undefined;
   };
 
   return {
@@ -104,27 +197,84 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
       // One thread per lane: a job that finds its lane busy waits. The bound is on waiting jobs.
       let waiting = 0;
       for (const l of lanes) waiting += Math.max(0, l.pending - 1);
-      if (lane.pending > 0 && waiting >= cfg.max_queue)
-        throw new GatewayError(
-          'render_queue_full',
-          `${cfg.max_queue} large prompts are waiting to be rendered (render_pool.max_queue)`,
-          null,
-          { 'retry-after': '1' },
-        );
+      if (lane.pending > 0 && waiting >= cfg.max_queue) {
+        // Full: admission is by share, not by arrival. A tenant that filled the queue gives up its
+        // newest waiting job (429 to it) so that another tenant's first big prompt gets in.
+        const victim = victimFor(tenant);
+        if (!victim)
+          throw new GatewayError(
+            'render_queue_full',
+            `${cfg.max_queue} large prompts are waiting to be rendered (render_pool.max_queue)`,
+            null,
+            { 'retry-after': '1' },
+          );
+        victim.evicted = true;
+        settle(victim);
+        victim.ac.abort();
+      }
+      const a: Admitted = {
+        tenant,
+        lane,
+        ac: new AbortController(),
+        started: lane.pending === 0,
+        evicted: false,
+        settled: false,
+      };
       perTenant.set(tenant, mine + 1);
       lane.pending++;
+      if (!a.started) waitingOf.set(tenant, [...(waitingOf.get(tenant) ?? []), a]);
+      const onStart = (): void => {
+        a.started = true;
+        unwait(a);
+      };
       const task = Object.assign(job, {
-        [Piscina.queueOptionsSymbol]: { tenant } satisfies FairQueueOptions,
+        [Piscina.queueOptionsSymbol]: { tenant, onStart } satisfies FairQueueOptions,
       });
-      const prevIds = job.input.prev?.ids;
+      // The previous ids are cloned, not transferred: a retry sends the same job again.
+      const attempt = () => lane.pool.run(task, { signal: a.ac.signal });
       try {
-        return await lane.pool.run(task, { transferList: prevIds ? [prevIds.buffer as ArrayBuffer] : undefined });
+        try {
+          return await attempt();
+        } catch (err) {
+          if (a.evicted)
+            throw new GatewayError(
+              'tenant_render_queue_full',
+              `the render queue is full and this tenant holds more than its share of it (render_pool.max_queue)`,
+              null,
+              { 'retry-after': '1' },
+            );
+          if (closed || err instanceof GatewayError) throw err;
+          // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
+          // fresh one; the job runs once more there before the caller sees an error.
+          retries++;
+          return await attempt();
+        }
       } finally {
-        lane.pending--;
-        const left = (perTenant.get(tenant) ?? 1) - 1;
-        if (left <= 0) perTenant.delete(tenant);
-        else perTenant.set(tenant, left);
+        settle(a);
       }
+    },
+    retries: () => retries,
+    workers: () => lanes.flatMap((l) => l.pool.threads),
+    async warm(probes) {
+      await Promise.all(
+        lanes.map(async (lane, i) => {
+          for (const p of probes) {
+            let reply: OffloadReply | undefined;
+            let error = '';
+            try {
+              reply = await lane.pool.run(warmJob(p));
+            } catch (err) {
+              error = (err as Error).message;
+            }
+            if (reply?.ok && reply.ids.length > 0) continue;
+            if (reply && !reply.ok) error = reply.error;
+            throw new ConfigError(
+              'render_pool.threads',
+              `config: invalid config at render_pool.threads: render pool thread ${i} cannot render for model '${p.model}' (${p.field}): ${error || 'no tokens'}; render_pool.threads: 0 renders on the event loop instead`,
+            );
+          }
+        }),
+      );
     },
     async close() {
       if (closed) return;

@@ -29,7 +29,15 @@ const handles = new Map<string, Promise<TokenizerHandle>>();
 export default async function task(job: OffloadJob): Promise<OffloadReply> {
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
-  if (!h) handles.set(key, (h = loadTokenizer(job.tokenizer, { chatTemplateFile: job.chatTemplateFile })));
+  if (!h) {
+    const loading = loadTokenizer(job.tokenizer, { chatTemplateFile: job.chatTemplateFile });
+    handles.set(key, (h = loading));
+    // A failed load (a template briefly unreadable, EMFILE) must not stick to this thread: the next
+    // job (the pool's retry included) loads again.
+    loading.catch(() => {
+      if (handles.get(key) === loading) handles.delete(key);
+    });
+  }
   const reply = runOffloadJob(await h, job);
   if (!reply.ok) return reply;
   // The ids' buffer goes back without a copy (a Piscina transferable wrapper).

@@ -1,0 +1,171 @@
+// Render pool robustness: threads are started and test-rendered at start (a thread that cannot
+// render fails start-up naming the field); a job whose thread dies runs again on a fresh thread;
+// a failed tokenizer load does not stick to a thread; a full queue admits by share, not by
+// arrival (over real sockets: tenant B's big prompt gets in while tenant A filled the queue).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
+import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
+import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
+import { GatewayError } from '../../middleware/errors.ts';
+import type { OffloadJob } from '../../middleware/tokens/render-tokens.ts';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+
+function text(n: number, seed: number): string {
+  const words = ['def ', 'return x', ' = 1;\n', 'src/app.py:12 ', '{"k": [1, 2]} ', 'naïve ', '\t\tif ok:\n'];
+  let s = '';
+  for (let i = seed; s.length < n; i = (i * 31 + 7) % 9973) s += words[i % words.length];
+  return s;
+}
+
+function job(chars: number, seed: number, chatTemplateFile?: string): OffloadJob {
+  const messages = [
+    { role: 'system' as const, content: 'You are a coding agent.' },
+    { role: 'user' as const, content: text(chars, seed) },
+  ];
+  return {
+    tokenizer: 'qwen3',
+    chatTemplateFile,
+    input: { messages, hashes: ['h0', `h${seed}`], rootEnd: 1, stableEnd: 2, render: { contextKey: 'k' } },
+    blockSize: 16,
+    seed: DEFAULT_HASH_SEED,
+  };
+}
+
+const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
+
+const settle = async <T>(p: Promise<T>): Promise<string> => {
+  try {
+    const r = (await p) as { ok?: boolean };
+    return r.ok ? 'ok' : 'not-ok';
+  } catch (err) {
+    return err instanceof GatewayError ? err.code : `error:${(err as Error).message}`;
+  }
+};
+
+let pools: RenderPool[] = [];
+let dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+  pools = [];
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
+
+const pool = (o: Partial<{ threads: number; max_queue: number; max_per_tenant: number }> = {}) => {
+  const p = createRenderPool({ threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, ...o })!;
+  pools.push(p);
+  return p;
+};
+
+describe('render pool robustness', () => {
+  it('warm() test-renders on every thread; a thread that cannot fails with a ConfigError naming the field', async () => {
+    const p = pool({ threads: 2 });
+    await p.warm([{ model: 'm', field: 'models[0].tokenizer', tokenizer: 'qwen3' }]);
+    expect(p.workers().length).toBe(2);
+    const err = await p
+      .warm([{ model: 'bad', field: 'models[1].tokenizer', tokenizer: 'no-such-tokenizer-xyz' }])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).path).toBe('render_pool.threads');
+    expect((err as Error).message).toContain("model 'bad'");
+  }, 120_000);
+
+  it('a job whose thread dies runs again on a fresh thread instead of failing', async () => {
+    const p = pool();
+    await p.warm([{ model: 'm', field: 'models[0].tokenizer', tokenizer: 'qwen3' }]);
+    const [thread] = p.workers();
+    const big = p.run(job(200_000, 3), { tenant: 'a', affinity: 's' });
+    // The job is on its way to (or running on) the only thread; end that thread.
+    await new Promise((r) => setImmediate(r));
+    await thread.terminate();
+    const r = await big;
+    expect(r.ok).toBe(true);
+    expect(r.ok && r.ids.length).toBeGreaterThan(10_000);
+    expect(p.retries()).toBe(1);
+  }, 120_000);
+
+  it('a failed tokenizer load does not stick to the thread', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctxgate-pool-'));
+    dirs.push(dir);
+    const template = join(dir, 'template.jinja');
+    const p = pool();
+    // The template is not there yet: both the job and its retry fail.
+    const first = await settle(p.run(job(100, 1, template), { tenant: 'a', affinity: 's' }));
+    expect(first).toMatch(/^error:/);
+    writeFileSync(
+      template,
+      '{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}',
+    );
+    const second = await p.run(job(100, 2, template), { tenant: 'a', affinity: 's' });
+    expect(second.ok).toBe(true);
+  }, 120_000);
+
+  it('a full queue admits by share: the tenant holding it gives up its newest waiting job', async () => {
+    const p = pool({ max_queue: 2 });
+    await p.warm([{ model: 'm', field: 'models[0].tokenizer', tokenizer: 'qwen3' }]);
+    // Admission is decided synchronously in run(): a1 runs, a2 and a3 wait (the queue is full).
+    const a = [1, 2, 3, 4].map((i) => settle(p.run(job(50_000, i), { tenant: 'a', affinity: `a${i}` })));
+    const b = settle(p.run(job(50_000, 9), { tenant: 'b', affinity: 'b1' }));
+    // a4 finds the queue full and no other tenant over its share: refused. b1 evicts a3.
+    expect(await Promise.all([...a, b])).toEqual(['ok', 'ok', 'tenant_render_queue_full', 'render_queue_full', 'ok']);
+  }, 120_000);
+});
+
+describe('render pool admission over sockets', () => {
+  let gw: Awaited<ReturnType<typeof startAssembledGateway>> | undefined;
+  let up: FakeUpstream | undefined;
+  afterEach(async () => {
+    await gw?.close();
+    await up?.close();
+    gw = up = undefined;
+  });
+
+  it("tenant B's big prompt is admitted while tenant A's fill the render queue", async () => {
+    up = await startFakeUpstream({ name: 'w' });
+    const keys = { a: 'sk-robust-tenant-a-0123456789', b: 'sk-robust-tenant-b-0123456789' };
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: {
+        mode: 'keys',
+        keys: [
+          { key: sha(keys.a), tenant: 'a' },
+          { key: sha(keys.b), tenant: 'b' },
+        ],
+      },
+      health: { interval_ms: 0 },
+      render_pool: { threads: 1, max_queue: 2, max_per_tenant: 8 },
+      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
+    });
+    gw = await startAssembledGateway(config, { logger: false, reporting: false });
+    const url = gw.url;
+    const post = async (key: string, seed: number): Promise<number> => {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({
+          model: 'm',
+          max_tokens: 4,
+          messages: [{ role: 'user', content: text(400_000, seed) }],
+        }),
+      });
+      await res.text();
+      return res.status;
+    };
+    const pool = gw.assembled.renderPool!;
+    const a = [1, 2, 3].map((i) => post(keys.a, i));
+    // Wait until A's three prompts are in the pool (one rendering, two waiting: the queue is full).
+    const deadline = Date.now() + 60_000;
+    while (pool.pending() < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(pool.pending()).toBe(3);
+    const b = await post(keys.b, 9);
+    expect(b).toBe(200);
+    const as = await Promise.all(a);
+    expect(as.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2);
+    expect(as.every((s) => s === 200 || s === 429)).toBe(true);
+  }, 180_000);
+});
