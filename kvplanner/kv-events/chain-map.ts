@@ -6,10 +6,17 @@
 // seed of the request's cache salt (vLLM puts it in block 0's extra_keys), exactly as the
 // middleware seeds the request's chain. A block whose parent was never seen (stored before the
 // gateway listened, or after a gap) cannot be placed and is counted as unmapped. Only the main
-// attention group on the GPU tier counts (other media and groups are skipped), and only events of
-// the gateway's block size. The map holds at most `maxBlocks` (an engine that never reports
-// evictions cannot grow it without bound): past that the oldest-stored block is dropped, as
-// though removed. Cost: one SHA-256 per stored block; O(1) Map operations per removal.
+// attention group on the GPU tier counts (other media and groups are skipped).
+// Engine blocks of another size (SGLang publishes one BlockStored per radix page, `page_size`
+// tokens, 1 by default) are merged or split into the gateway's blocks: each engine page keeps
+// the gateway hash of the last whole gateway block at or before its end, how many tokens past
+// that boundary it ends (fewer than one block, found through its parent pages), and the gateway
+// blocks it completed. A gateway block is held while the page holding its last token is (a radix
+// cache drops leaves first), so removing a page removes the blocks it completed.
+// The map holds at most `maxBlocks` blocks' worth of tokens (an engine that never reports
+// evictions cannot grow it without bound): past that the oldest-stored page is dropped, as
+// though removed. Cost: one SHA-256 per gateway block; O(block size) per completed block to
+// gather its tokens through the parent pages; O(1) Map operations per removal.
 import { hashBlock, hashSeed } from '../block-hash.ts';
 import type { EngineHash, KvEvent } from './wire.ts';
 
@@ -18,7 +25,7 @@ export interface MapStats {
   removed: number;
   /** Stored blocks whose parent chain was unknown here. */
   unmapped: number;
-  /** Events skipped: another block size, medium or attention group. */
+  /** Events skipped: another medium or attention group, or token ids that do not fit the hashes. */
   skipped: number;
 }
 
@@ -34,9 +41,31 @@ export function saltOf(extraKeys: ReadonlyArray<unknown[] | null> | null, loraNa
   return strings.length ? strings[strings.length - 1] : undefined;
 }
 
+/** An engine block (page) that does not end on a gateway block boundary, or is not one block. */
+interface Page {
+  /** gateway hash of the last whole gateway block at or before the page's end (or the chain seed) */
+  last: string;
+  /** tokens between that boundary and the page's end (< blockSize) */
+  tailLen: number;
+  /** the page's own token ids */
+  tokens: number[];
+  /** the parent page (its tokens complete this page's tail) */
+  prev: Page | undefined;
+  /** gateway blocks whose last token lies in this page */
+  completed: string[];
+}
+
+/** A page aligned with the gateway's blocks is just that block's gateway hash. */
+type Entry = string | Page;
+
+const asPage = (e: Entry): Page =>
+  typeof e === 'string' ? { last: e, tailLen: 0, tokens: [], prev: undefined, completed: [e] } : e;
+
 export class EngineChainMap {
-  /** engine hash -> gateway chain hash of the same block */
-  private readonly map = new Map<EngineHash, string>();
+  /** engine hash -> gateway chain hash of the same block, or the page's merge state */
+  private readonly map = new Map<EngineHash, Entry>();
+  /** tokens the mapped pages hold (the bound) */
+  private tokens = 0;
   readonly stats: MapStats = { stored: 0, removed: 0, unmapped: 0, skipped: 0 };
 
   constructor(
@@ -49,8 +78,88 @@ export class EngineChainMap {
   }
 
   /** Gateway hashes of every block the engine holds, as far as the events told. */
-  blocks(): IterableIterator<string> {
-    return this.map.values();
+  *blocks(): IterableIterator<string> {
+    for (const e of this.map.values()) {
+      if (typeof e === 'string') yield e;
+      else yield* e.completed;
+    }
+  }
+
+  private entryTokens(e: Entry): number {
+    return typeof e === 'string' ? this.blockSize : e.tokens.length;
+  }
+
+  private set(h: EngineHash, e: Entry): string[] | undefined {
+    const had = this.map.get(h);
+    if (had !== undefined) this.tokens -= this.entryTokens(had);
+    this.map.set(h, e);
+    this.tokens += this.entryTokens(e);
+    let dropped: string[] | undefined;
+    while (this.tokens > this.maxBlocks * this.blockSize && this.map.size > 1) {
+      const [oldest, gone] = this.map.entries().next().value as [EngineHash, Entry];
+      this.map.delete(oldest);
+      this.tokens -= this.entryTokens(gone);
+      (dropped ??= []).push(...(typeof gone === 'string' ? [gone] : gone.completed));
+    }
+    return dropped;
+  }
+
+  /** The last `n` tokens ending at `p`'s end, through its parent pages (n < blockSize). */
+  private tail(p: Page, n: number): number[] {
+    const parts: number[][] = [];
+    for (let cur: Page | undefined = p; n > 0 && cur; cur = cur.prev) {
+      const take = Math.min(n, cur.tokens.length);
+      parts.push(cur.tokens.slice(cur.tokens.length - take));
+      n -= take;
+    }
+    return parts.reverse().flat();
+  }
+
+  /** The page after `parent` holding `tokens`: the gateway blocks it completes, hashed. */
+  private extend(parent: Page, tokens: number[]): Page {
+    const bs = this.blockSize;
+    const total = parent.tailLen + tokens.length;
+    const prev = parent.tokens.length || parent.tailLen ? parent : undefined;
+    if (total < bs) return { last: parent.last, tailLen: total, tokens, prev, completed: [] };
+    const all = [...this.tail(parent, parent.tailLen), ...tokens];
+    const completed: string[] = [];
+    let last = parent.last;
+    let at = 0;
+    for (; at + bs <= all.length; at += bs) {
+      last = hashBlock(last, all, at, at + bs);
+      completed.push(last);
+    }
+    return { last, tailLen: all.length - at, tokens, prev, completed };
+  }
+
+  /** BlockStored of another block size than the gateway's: page by page. */
+  private storePages(ev: Extract<KvEvent, { type: 'BlockStored' }>): { stored?: string[]; removed?: string[] } {
+    const n = ev.blockHashes.length;
+    const ps = ev.blockSize;
+    if (!(ps >= 1) || n === 0 || ev.tokenIds.length > n * ps || ev.tokenIds.length <= (n - 1) * ps) {
+      this.stats.skipped++;
+      return {};
+    }
+    const parentEntry =
+      ev.parentBlockHash === null
+        ? hashSeed(ev.cacheSalt ?? saltOf(ev.extraKeys, ev.loraName))
+        : this.map.get(ev.parentBlockHash);
+    if (parentEntry === undefined) {
+      this.stats.unmapped += n;
+      return {};
+    }
+    let parent = asPage(parentEntry);
+    const stored: string[] = [];
+    let dropped: string[] | undefined;
+    for (let i = 0; i < n; i++) {
+      const page = this.extend(parent, ev.tokenIds.slice(i * ps, Math.min((i + 1) * ps, ev.tokenIds.length)));
+      const d = this.set(ev.blockHashes[i], page);
+      if (d) (dropped ??= []).push(...d);
+      stored.push(...page.completed);
+      parent = page;
+    }
+    this.stats.stored += stored.length;
+    return dropped ? { stored, removed: dropped } : { stored };
   }
 
   /**
@@ -59,7 +168,7 @@ export class EngineChainMap {
    */
   apply(ev: KvEvent): { stored?: string[]; removed?: string[]; cleared?: true } {
     if (ev.type === 'AllBlocksCleared') {
-      this.map.clear();
+      this.clear();
       return { cleared: true };
     }
     if ((ev.medium !== null && !DEVICE_MEDIA.has(ev.medium)) || (ev.groupIdx !== null && ev.groupIdx !== 0)) {
@@ -72,35 +181,33 @@ export class EngineChainMap {
         const gw = this.map.get(h);
         if (gw === undefined) continue;
         this.map.delete(h);
-        removed.push(gw);
+        this.tokens -= this.entryTokens(gw);
+        if (typeof gw === 'string') removed.push(gw);
+        else removed.push(...gw.completed);
       }
       this.stats.removed += removed.length;
       return { removed };
     }
     const bs = ev.blockSize;
-    if (bs !== this.blockSize || ev.tokenIds.length !== ev.blockHashes.length * bs) {
-      this.stats.skipped++;
-      return {};
-    }
-    let parent: string | undefined =
+    if (bs !== this.blockSize || ev.tokenIds.length !== ev.blockHashes.length * bs) return this.storePages(ev);
+    const parentEntry =
       ev.parentBlockHash === null
         ? hashSeed(ev.cacheSalt ?? saltOf(ev.extraKeys, ev.loraName))
         : this.map.get(ev.parentBlockHash);
-    if (parent === undefined) {
+    if (parentEntry === undefined) {
       this.stats.unmapped += ev.blockHashes.length;
       return {};
     }
+    // a parent page that ends inside a gateway block (mixed sizes on one engine): page by page
+    if (typeof parentEntry !== 'string' && parentEntry.tailLen > 0) return this.storePages(ev);
+    let parent = typeof parentEntry === 'string' ? parentEntry : parentEntry.last;
     const stored: string[] = [];
     let dropped: string[] | undefined;
     for (let i = 0; i < ev.blockHashes.length; i++) {
       parent = hashBlock(parent, ev.tokenIds, i * bs, (i + 1) * bs);
-      this.map.set(ev.blockHashes[i], parent);
+      const d = this.set(ev.blockHashes[i], parent);
+      if (d) (dropped ??= []).push(...d);
       stored.push(parent);
-      if (this.map.size > this.maxBlocks) {
-        const [oldest, gw] = this.map.entries().next().value as [EngineHash, string];
-        this.map.delete(oldest);
-        (dropped ??= []).push(gw);
-      }
     }
     this.stats.stored += stored.length;
     return dropped ? { stored, removed: dropped } : { stored };
@@ -108,5 +215,6 @@ export class EngineChainMap {
 
   clear(): void {
     this.map.clear();
+    this.tokens = 0;
   }
 }

@@ -105,14 +105,69 @@ describe('engine hashes onto the gateway chain', () => {
     expect(m.size).toBe(3);
   });
 
-  it('a block whose parent was never seen, another block size, or another medium is not indexed', () => {
+  it('a block whose parent was never seen, another medium, or token ids that do not fit are not indexed', () => {
     const m = new EngineChainMap(16);
     expect(m.apply(stored(['x'], 'never-seen', 0)).stored).toBeUndefined();
     expect(m.stats.unmapped).toBe(1);
-    expect(m.apply({ ...stored(['y'], null, 0), blockSize: 32, tokenIds: ids.slice(0, 32) }).stored).toBeUndefined();
+    expect(m.apply({ ...stored(['y'], null, 0), blockSize: 32, tokenIds: ids.slice(0, 40) }).stored).toBeUndefined();
     expect(m.apply({ ...stored(['z'], null, 0), medium: 'CPU' }).stored).toBeUndefined();
     expect(m.stats.skipped).toBe(2);
     expect(m.apply({ type: 'AllBlocksCleared' }).cleared).toBe(true);
+  });
+
+  /** SGLang's radix cache: one BlockStored per page (one hash, the parent page's hash). */
+  const pages = (size: number, tokens: number[], prefix = 'p', parent: string | null = null) =>
+    Array.from({ length: Math.ceil(tokens.length / size) }, (_, i) => ({
+      type: 'BlockStored' as const,
+      blockHashes: [`${prefix}${i}`],
+      parentBlockHash: i === 0 ? parent : `${prefix}${i - 1}`,
+      tokenIds: tokens.slice(i * size, (i + 1) * size),
+      blockSize: Math.min(size, tokens.length - i * size),
+      medium: 'GPU',
+      loraName: null,
+      cacheSalt: null,
+      extraKeys: null,
+      groupIdx: null,
+    }));
+
+  it.each([1, 4, 5, 16, 32, 48])(
+    'pages of %i tokens merge or split into the gateway’s 16-token chain (SGLang page_size ≠ block_size)',
+    (size) => {
+      const m = new EngineChainMap(16);
+      const got = pages(size, ids).flatMap((ev) => m.apply(ev).stored ?? []);
+      expect(got).toEqual(blockHashes(ids, 16));
+      expect([...m.blocks()].sort()).toEqual([...blockHashes(ids, 16)].sort());
+    },
+  );
+
+  it('a radix branch continues from its parent page mid-block; removing a leaf page drops the blocks it completed', () => {
+    const m = new EngineChainMap(16);
+    // a 24-token node in pages of 1, then two branches of 28 tokens from its end (mid-block)
+    const trunk = ids.slice(0, 24);
+    m.apply(pages(1, trunk, 't').at(-1)!); // its parent was never seen: unmapped
+    expect(m.stats.unmapped).toBe(1);
+    for (const ev of pages(1, trunk, 't')) m.apply(ev);
+    const a = [...trunk, ...Array.from({ length: 28 }, (_, i) => 5000 + i)];
+    const b = [...trunk, ...Array.from({ length: 28 }, (_, i) => 7000 + i)];
+    const branch = (tokens: number[], name: string) =>
+      pages(4, tokens.slice(24), name, 't23').flatMap((ev) => m.apply(ev).stored ?? []);
+    const sa = branch(a, 'a');
+    const sb = branch(b, 'b');
+    expect(sa).toEqual(blockHashes(a, 16).slice(1));
+    expect(sb).toEqual(blockHashes(b, 16).slice(1));
+    expect(new Set(m.blocks()).size).toBe(5); // 1 shared + 2 per branch
+    // evicting branch b's last node (pages b4..b6) drops its third block only (completed in b5)
+    const removed = m.apply({ type: 'BlockRemoved', blockHashes: ['b4', 'b5', 'b6'], medium: null, groupIdx: null });
+    expect(removed.removed).toEqual([blockHashes(b, 16)[2]]);
+    expect(new Set(m.blocks()).size).toBe(4);
+  });
+
+  it('the bound counts tokens: pages of 1 token may hold maxBlocks blocks’ worth', () => {
+    const m = new EngineChainMap(16, 2);
+    const got = pages(1, ids).flatMap((ev) => m.apply(ev).stored ?? []);
+    expect(got.length).toBe(4);
+    expect(m.size).toBe(32);
+    expect([...m.blocks()]).toEqual(blockHashes(ids, 16).slice(2));
   });
 
   it('holds at most maxBlocks: past that the oldest-stored block is dropped as though removed', () => {
