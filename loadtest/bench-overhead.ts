@@ -18,6 +18,7 @@ import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
 import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
 import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
+import { processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest } from './overhead/stage-table.ts';
 
 export const DEFAULT_DURATION_S = 3;
@@ -54,6 +55,8 @@ export interface OverheadCase {
   p99_ms: number;
   rps: number;
   errors: number;
+  /** CPU (user + system) of the target's process per request over the run; absent for direct. */
+  cpu_ms_per_req?: number;
 }
 
 export interface OverheadResult {
@@ -72,6 +75,10 @@ export interface OverheadResult {
     throughput_ratio_vs_bare_proxy: number;
     /** Gateway ms per request by stage (1-connection run). */
     stages: Record<string, number>;
+    /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
+    cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
+    /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
+    ctxgate_rps_per_core?: number;
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {
@@ -89,6 +96,8 @@ export interface OverheadResult {
     added_p50_ms: number;
     added_p99_ms: number;
     throughput_ratio_vs_bare_proxy: number;
+    /** CPU per request of that case: ctxgate passthrough and the bare proxy (same process). */
+    cpu_ms_per_req: { passthrough?: number; bare_proxy?: number };
   };
   duration_s: number;
   connections: number;
@@ -127,7 +136,9 @@ export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MO
 }
 
 const fmtCase = (c: OverheadCase): string =>
-  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s${c.errors ? `  errors ${c.errors}` : ''}`;
+  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s` +
+  (c.cpu_ms_per_req !== undefined ? `  cpu ${c.cpu_ms_per_req.toFixed(2).padStart(6)} ms/req` : '') +
+  (c.errors ? `  errors ${c.errors}` : '');
 
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
   const durationS = opts.durationS ?? DEFAULT_DURATION_S;
@@ -145,6 +156,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     stops.unshift(px.stop);
     const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
     const cases: OverheadCase[] = [];
+    let portkeyPid: number | undefined;
     const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
     const measure = async (
       c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'rps' | 'errors'>,
@@ -156,8 +168,13 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     ): Promise<LoadResult> => {
       await load({ url, path, body, durationS: WARMUP_S, connections: c.connections, headers });
       await before?.();
+      // The process serving this target (the bare proxy and ctxgate share one; runs are sequential).
+      const pid = c.target === 'direct' ? undefined : c.target === 'portkey' ? portkeyPid : px.proc.pid;
+      const cpu0 = processCpuMs(pid);
       const r = await load({ url, path, body, durationS, connections: c.connections, headers });
+      const cpu1 = processCpuMs(pid);
       const oc: OverheadCase = { ...c, p50_ms: r.p50, p99_ms: r.p99, rps: r.rps, errors: r.errors };
+      if (cpu0 !== undefined && cpu1 !== undefined && r.requests > 0) oc.cpu_ms_per_req = (cpu1 - cpu0) / r.requests;
       cases.push(oc);
       log(fmtCase(oc));
       return r;
@@ -167,6 +184,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       let portkey: Portkey | undefined;
       if (!opts.noPortkey) {
         portkey = await startPortkey(upstream);
+        portkeyPid = portkey.pid;
         stops.unshift(portkey.stop);
       }
       const traffic = new GrowingTraffic({ slots: sessions, model: BENCH_MODEL });
@@ -226,6 +244,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         throughput_ratio_vs_portkey: pk16 && pk16.rps > 0 ? gw16.rps / pk16.rps : undefined,
         throughput_ratio_vs_bare_proxy: bare16.rps > 0 ? gw16.rps / bare16.rps : 0,
         stages: perRequest(stages, gwRequests),
+        cpu_ms_per_req: {
+          ctxgate: gw16.cpu_ms_per_req,
+          portkey: pk16?.cpu_ms_per_req,
+          bare_proxy: bare16.cpu_ms_per_req,
+        },
+        ctxgate_rps_per_core: gw16.cpu_ms_per_req ? 1000 / gw16.cpu_ms_per_req : undefined,
       };
       log('');
       log(formatStageTable(res.growing.stages));
@@ -324,6 +348,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         added_p50_ms: gw.p50_ms - bare.p50_ms,
         added_p99_ms: gw.p99_ms - bare.p99_ms,
         throughput_ratio_vs_bare_proxy: bare.rps > 0 ? gw.rps / bare.rps : 0,
+        cpu_ms_per_req: { passthrough: gw.cpu_ms_per_req, bare_proxy: bare.cpu_ms_per_req },
       };
     }
     return res;
@@ -343,7 +368,10 @@ fixed ~1k/~16k-token bodies, stream and not, through ctxgate passthrough (a labe
 Ingress: the same growing sessions as Anthropic Messages (/v1/messages) and OpenAI Responses
 (/v1/responses, store: false) bodies beside chat, 1 connection (target: <= 0.3 ms added p50).
 Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
-connections: req/s >= Portkey's. --cpu-prof DIR writes a V8 CPU profile of the gateway process.
+connections: req/s >= Portkey's. Each proxied run also reports its process's CPU per request (user +
+system from /proc; wall clock on a loaded host counts waiting for a core, CPU time does not), and
+ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROUGHPUT_CONNECTIONS} connections).
+--cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
 
@@ -406,6 +434,12 @@ export async function run(argv: string[]): Promise<number> {
       `growing sessions, ${THROUGHPUT_CONNECTIONS} connections: ctxgate throughput ${f(gr.throughput_ratio_vs_portkey)}x Portkey's ` +
         `(target >= 1: ${gr.throughput_ratio_vs_portkey === undefined ? 'n/a' : ok(gr.throughput_ratio_vs_portkey >= 1)}), ${f(gr.throughput_ratio_vs_bare_proxy)}x the bare proxy's\n`,
     );
+    const cpu = gr.cpu_ms_per_req;
+    process.stdout.write(
+      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, CPU per request (process user+system; unlike wall clock, not inflated by a loaded host): ` +
+        `ctxgate ${f(cpu.ctxgate)} ms, Portkey ${f(cpu.portkey)} ms, bare proxy ${f(cpu.bare_proxy)} ms; ` +
+        `ctxgate ${f(cpu.portkey && cpu.ctxgate ? cpu.ctxgate / cpu.portkey : undefined)}x Portkey's CPU; plan for ~${f(gr.ctxgate_rps_per_core, 0)} req/s per core\n`,
+    );
   }
   const ig = res.ingress;
   if (ig) {
@@ -420,7 +454,8 @@ export async function run(argv: string[]): Promise<number> {
   const fx = res.fixed;
   if (fx) {
     process.stdout.write(
-      `fixed 16k non-stream, passthrough vs bare proxy: added p50 ${f(fx.added_p50_ms)} ms, added p99 ${f(fx.added_p99_ms)} ms, throughput ${f(fx.throughput_ratio_vs_bare_proxy)}x\n`,
+      `fixed 16k non-stream, passthrough vs bare proxy: added p50 ${f(fx.added_p50_ms)} ms, added p99 ${f(fx.added_p99_ms)} ms, throughput ${f(fx.throughput_ratio_vs_bare_proxy)}x; ` +
+        `CPU per request ${f(fx.cpu_ms_per_req.passthrough, 3)} vs ${f(fx.cpu_ms_per_req.bare_proxy, 3)} ms\n`,
     );
   }
   return 0;

@@ -128,6 +128,7 @@ async function stopProc(p: ChildProcess): Promise<void> {
 
 export interface Portkey {
   url: string;
+  pid: number | undefined;
   /** Headers that route a request through Portkey to `upstream` as an OpenAI-compatible provider. */
   headers: Record<string, string>;
   stop(): Promise<void>;
@@ -164,6 +165,7 @@ export async function startPortkey(upstream: string): Promise<Portkey> {
   }
   return {
     url,
+    pid: proc.pid,
     headers: { 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream}/v1` },
     stop: () => stopProc(proc),
   };
