@@ -7,7 +7,7 @@ import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
 import { createProgress } from '../replay/progress.ts';
 import { simulateFleet } from './simulator.ts';
-import { formatFleetTable, summarize, type FleetRunSummary } from './summary.ts';
+import { formatEngineTime, formatFleetTable, formatTimeline, summarize, type FleetRunSummary } from './summary.ts';
 import { chatTemplateFor } from '../replay/chat-template.ts';
 import { inputKind, loadFleetInputs } from './inputs.ts';
 import {
@@ -77,6 +77,9 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
+  --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
+                        TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
+                        steps (and decode-only while requests waited for KV), mean waiting, KV usage
   --seed N              seed for the policies that sample and for session starts (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
                         e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, ...}]}`;
@@ -137,6 +140,7 @@ export async function run(argv: string[]): Promise<number> {
     'max-seqs',
     'admission',
     'engine',
+    'timeline',
     'seed',
     'json',
     'rate',
@@ -203,6 +207,8 @@ export async function run(argv: string[]): Promise<number> {
     if (admission !== 'full-prompt' && admission !== 'first-chunk')
       throw new Error(`--admission must be full-prompt or first-chunk, got '${admission}'`);
 
+    const timelineS = str(a, 'timeline') !== undefined ? num(a, 'timeline', 60, 1) : undefined;
+    const timelines: string[] = [];
     const progress = createProgress(!json);
     const runs: FleetRunSummary[] = [];
     for (const policy of policies) {
@@ -223,6 +229,7 @@ export async function run(argv: string[]): Promise<number> {
           reserveFullPrompt: admission === 'full-prompt',
           engine,
           index,
+          timelineMs: timelineS !== undefined ? timelineS * 1000 : undefined,
         },
         (done) => {
           while (shown < done) {
@@ -232,6 +239,7 @@ export async function run(argv: string[]): Promise<number> {
         },
       );
       progress.stop();
+      if (res.timeline) timelines.push(formatTimeline(policy, res));
       runs.push(
         summarize(res, {
           preset: presetName,
@@ -248,7 +256,8 @@ export async function run(argv: string[]): Promise<number> {
         `fleet: ${reqs.length} requests${kind === 'sessions' ? ` in ${new Set(reqs.map((r) => r.sessionId)).size} sessions (closed loop, tokenizer ${tokenizer})` : ''}, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
           'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
       );
-      process.stdout.write(formatFleetTable(runs) + '\n');
+      process.stdout.write(formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n');
+      for (const t of timelines) process.stdout.write('\n' + t + '\n');
     }
     return 0;
   } catch (err) {

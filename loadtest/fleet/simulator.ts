@@ -7,6 +7,9 @@
 // request finishes, with the cached tokens the engine reported at admission. A request with
 // `after` (a session's next call) arrives `thinkMs` after that request finished (or was refused),
 // so session starts are identical for every policy and later calls follow each policy's answers.
+// Each step's time is booked as prefill, decode-only, or decode-only while requests waited
+// (engineTime; per window with timelineMs), which shows whether compute or KV holds a saturated
+// fleet back.
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost.
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
@@ -32,6 +35,25 @@ export interface FleetConfig {
   model?: string;
   /** approx: policies learn from their own decisions; precise: from the engines' KV events */
   index?: 'approx' | 'precise';
+  /** when set, FleetResult.timeline holds the fleet's state in windows of this many ms */
+  timelineMs?: number;
+}
+
+/** Engine seconds by kind of step: with prefill tokens, decode only, and decode only while
+ *  requests waited (the queue head's blocks were not free: KV, not compute, held them back). */
+export interface EngineTime {
+  prefillS: number;
+  decodeOnlyS: number;
+  decodeOnlyWaitingS: number;
+}
+
+/** One window of the timeline, summed over the workers (steps count in the window they start). */
+export interface TimelineRow extends EngineTime {
+  startMs: number;
+  arrivals: number;
+  /** step-time-weighted mean over workers of requests waiting, and of KV usage, while busy */
+  waitingMean: number;
+  kvUsageMean: number;
 }
 
 export interface RequestOutcome {
@@ -68,7 +90,9 @@ export interface FleetResult {
     cachedBlocks: number;
     /** blocks the KV event index lists for this worker at the end (precise runs) */
     indexedBlocks?: number;
+    engineTime: EngineTime;
   }>;
+  timeline?: TimelineRow[];
   /** Times any request finished more than once (an invariant: 0). */
   duplicateFinishes: number;
   /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
@@ -151,6 +175,14 @@ function routingHash(engineBlock: number, traceBlock: number): (key: number, sto
   return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : 'k' + Math.floor(key / 64).toString(36));
 }
 
+function addStep(t: EngineTime, durationS: number, prefill: boolean, waiting: number): void {
+  if (prefill) t.prefillS += durationS;
+  else {
+    t.decodeOnlyS += durationS;
+    if (waiting > 0) t.decodeOnlyWaitingS += durationS;
+  }
+}
+
 export function simulateFleet(
   reqs: readonly FleetRequest[],
   cfg: FleetConfig,
@@ -219,11 +251,40 @@ export function simulateFleet(
     v.running = e.running.length;
     v.kvUsage = e.kvUsage();
   };
+  const engineTime: EngineTime[] = engines.map(() => ({ prefillS: 0, decodeOnlyS: 0, decodeOnlyWaitingS: 0 }));
+  const timeline: TimelineRow[] | undefined = cfg.timelineMs ? [] : undefined;
+  const row = (ms: number): TimelineRow => {
+    const b = Math.floor(ms / cfg.timelineMs!);
+    while (timeline!.length <= b)
+      timeline!.push({
+        startMs: timeline!.length * cfg.timelineMs!,
+        arrivals: 0,
+        prefillS: 0,
+        decodeOnlyS: 0,
+        decodeOnlyWaitingS: 0,
+        waitingMean: 0,
+        kvUsageMean: 0,
+      });
+    return timeline![b];
+  };
+  const account = (i: number, now: number, durationS: number, prefill: boolean): void => {
+    const e = engines[i];
+    const waiting = e.waiting.length;
+    addStep(engineTime[i], durationS, prefill, waiting);
+    if (timeline) {
+      const r = row(now);
+      addStep(r, durationS, prefill, waiting);
+      r.waitingMean += waiting * durationS;
+      r.kvUsageMean += e.kvUsage() * durationS;
+    }
+  };
   const kick = (i: number, now: number): void => {
     if (busy[i]) return;
+    const before = engines[i].prefillTokens;
     const res = engines[i].step(now);
     refresh(i);
     if (!res) return;
+    account(i, now, res.durationS, engines[i].prefillTokens > before);
     busy[i] = true;
     pending[i] = res;
     heap.push(now + res.durationS * 1000, i);
@@ -288,6 +349,7 @@ export function simulateFleet(
   };
   const arrive = (req: FleetRequest): void => {
     arrivals.push(req.arrivalMs);
+    if (timeline) row(req.arrivalMs).arrivals++;
     if (req.inputTokens + req.outputTokens > capacityTokens) {
       rejected++;
       release(req.id, req.arrivalMs);
@@ -349,7 +411,12 @@ export function simulateFleet(
       prefillTokens: e.prefillTokens,
       cachedBlocks: e.cachedBlocks(),
       indexedBlocks: events?.index.size(`w${i}`),
+      engineTime: engineTime[i],
     })),
+    timeline: timeline?.map((r) => {
+      const busyS = r.prefillS + r.decodeOnlyS;
+      return busyS > 0 ? { ...r, waitingMean: r.waitingMean / busyS, kvUsageMean: r.kvUsageMean / busyS } : r;
+    }),
     duplicateFinishes,
     rejected,
     policyStats: policy.stats?.(),

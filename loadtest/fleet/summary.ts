@@ -39,6 +39,12 @@ export interface FleetRunSummary {
   predicted_over_reported: number | null;
   /** Requests whose reusable prefix was shorter than one KV block (nothing an engine can reuse). */
   sub_block_prefix_requests: number;
+  /** shares of workers × makespan: steps with prefill, decode-only steps, and decode-only steps
+   *  while requests waited for KV (the rest is idle) */
+  engine_time: { prefill: number; decode_only: number; decode_only_waiting: number };
+  /** the 10 % of requests with the highest TTFT: mean arrival time, wait until first scheduled,
+   *  and first scheduled → first token (prefill, including steps shared with others), seconds */
+  slowest_decile: { arrival_s: number; queue_wait_s: number; prefill_s: number };
   wall_s: number;
 }
 
@@ -85,6 +91,17 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     t0 = Math.min(t0, x.arrivalMs);
     t1 = Math.max(t1, x.finishMs);
   }
+  const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+  const r1 = (x: number): number => Math.round(x * 10) / 10;
+  const engineS = (res.perWorker.length * (t1 - t0)) / 1000;
+  const sumOf = (k: 'prefillS' | 'decodeOnlyS' | 'decodeOnlyWaitingS'): number =>
+    engineS > 0 ? r3(res.perWorker.reduce((a, w) => a + w.engineTime[k], 0) / engineS) : 0;
+  const slow = o
+    .slice()
+    .sort((a, b) => b.firstTokenMs - b.arrivalMs - (a.firstTokenMs - a.arrivalMs))
+    .slice(0, Math.max(1, Math.ceil(o.length / 10)));
+  const meanS = (f: (x: (typeof o)[number]) => number): number =>
+    o.length ? r1(slow.reduce((a, x) => a + f(x), 0) / slow.length / 1000) : 0;
   const counts = res.perWorker.map((w) => w.requests);
   const mean = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
   const span = (t1 - t0) / 1000;
@@ -112,6 +129,16 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     predicted_over_reported:
       withPrediction > 0 && reported > 0 ? Math.round((predicted / reported) * 1000) / 1000 : null,
     sub_block_prefix_requests: subBlock,
+    engine_time: {
+      prefill: sumOf('prefillS'),
+      decode_only: sumOf('decodeOnlyS'),
+      decode_only_waiting: sumOf('decodeOnlyWaitingS'),
+    },
+    slowest_decile: {
+      arrival_s: meanS((x) => x.arrivalMs - t0),
+      queue_wait_s: meanS((x) => x.firstScheduledMs - x.arrivalMs),
+      prefill_s: meanS((x) => x.firstTokenMs - x.firstScheduledMs),
+    },
     wall_s: Math.round(ctx.wallS * 100) / 100,
   };
 }
@@ -130,6 +157,23 @@ const COLS: Array<[string, (r: FleetRunSummary) => string]> = [
   ['p90 vs rr', () => ''],
 ];
 
+/** Per policy: where the engines' time went and where the slowest tenth of requests waited. */
+export function formatEngineTime(runs: FleetRunSummary[]): string {
+  const pct = (x: number): string => (x * 100).toFixed(0) + '%';
+  return runs
+    .map((r) => {
+      const e = r.engine_time;
+      const d = r.slowest_decile;
+      return (
+        `${r.config.policy}: engines ${pct(e.prefill)} in prefill steps, ${pct(e.decode_only)} decode-only ` +
+        `(${pct(e.decode_only_waiting)} while requests waited for KV); slowest 10% by TTFT arrived at ` +
+        `${d.arrival_s.toFixed(0)} s on average, waited ${d.queue_wait_s.toFixed(1)} s to be scheduled, ` +
+        `then ${d.prefill_s.toFixed(1)} s to first token`
+      );
+    })
+    .join('\n');
+}
+
 export function formatFleetTable(runs: FleetRunSummary[]): string {
   const rr = runs.find((r) => r.config.policy === 'round_robin');
   const rows = runs.map((r) =>
@@ -146,4 +190,32 @@ export function formatFleetTable(runs: FleetRunSummary[]): string {
   const line = (cells: string[]): string =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** The run's timeline (simulateFleet with timelineMs): one line per window. */
+export function formatTimeline(policy: string, res: FleetResult): string {
+  const rows = res.timeline ?? [];
+  const workers = res.perWorker.length;
+  const byWindow = new Map<number, number[]>();
+  const w = res.config.timelineMs ?? 1;
+  for (const x of res.outcomes) {
+    const b = Math.floor(x.arrivalMs / w);
+    (byWindow.get(b) ?? byWindow.set(b, []).get(b)!).push(x.firstTokenMs - x.arrivalMs);
+  }
+  const pct = (x: number): string => (x * 100).toFixed(0).padStart(4) + '%';
+  const lines = [
+    `${policy}: timeline (windows of ${w / 1000} s; engine time as a share of ${workers} workers × the window)`,
+    '   start  arrivals  ttft p50  ttft p90  prefill  decode-only  (waiting)  waiting  kv use',
+  ];
+  rows.forEach((r, b) => {
+    const t = (byWindow.get(b) ?? []).sort((x, y) => x - y);
+    const q = (p: number): string => (t.length ? (percentile(t, p) / 1000).toFixed(1) + 's' : '-').padStart(9);
+    const share = (s: number): number => s / ((workers * w) / 1000);
+    lines.push(
+      `${((r.startMs / 1000).toFixed(0) + 's').padStart(8)}  ${String(r.arrivals).padStart(8)} ${q(0.5)} ${q(0.9)}` +
+        `    ${pct(share(r.prefillS))}        ${pct(share(r.decodeOnlyS))}      ${pct(share(r.decodeOnlyWaitingS))}` +
+        `  ${r.waitingMean.toFixed(1).padStart(7)}  ${pct(r.kvUsageMean)}`,
+    );
+  });
+  return lines.join('\n');
 }

@@ -177,6 +177,38 @@ describe('fleet simulator invariants', () => {
     }
   });
 
+  it('books each step once as prefill or decode-only time; the timeline adds up to the totals', () => {
+    const roomy = simulateFleet(reqs, cfg('round_robin', { timelineMs: 1000 }));
+    const tight = simulateFleet(reqs, cfg('round_robin', { kvTokens: 12 * 512, workers: 2, timelineMs: 1000 }));
+    const waitingShare = (r: typeof roomy): number => {
+      const s = summarize(r, { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
+      expect(s.engine_time.decode_only_waiting).toBeLessThanOrEqual(s.engine_time.decode_only);
+      expect(s.engine_time.prefill + s.engine_time.decode_only).toBeLessThanOrEqual(1);
+      expect(s.slowest_decile.queue_wait_s + s.slowest_decile.prefill_s).toBeGreaterThan(0);
+      return s.engine_time.decode_only_waiting;
+    };
+    for (const res of [roomy, tight]) {
+      const endS = Math.max(...res.outcomes.map((o) => o.finishMs)) / 1000;
+      const total = { prefillS: 0, decodeOnlyS: 0, decodeOnlyWaitingS: 0 };
+      for (const w of res.perWorker) {
+        const e = w.engineTime;
+        expect(e.prefillS).toBeGreaterThan(0);
+        expect(e.decodeOnlyWaitingS).toBeLessThanOrEqual(e.decodeOnlyS);
+        // one engine runs one step at a time: its booked time fits the run
+        expect(e.prefillS + e.decodeOnlyS).toBeLessThanOrEqual(endS + 1e-6);
+        for (const k of ['prefillS', 'decodeOnlyS', 'decodeOnlyWaitingS'] as const) total[k] += e[k];
+      }
+      const tl = res.timeline!;
+      expect(tl.reduce((a, r) => a + r.arrivals, 0)).toBe(reqs.length);
+      for (const k of ['prefillS', 'decodeOnlyS', 'decodeOnlyWaitingS'] as const)
+        expect(tl.reduce((a, r) => a + r[k], 0)).toBeCloseTo(total[k], 6);
+      for (const r of tl) expect(r.kvUsageMean).toBeLessThanOrEqual(1);
+    }
+    // 12 blocks per engine: heads wait for blocks while the running requests decode
+    expect(waitingShare(tight)).toBeGreaterThan(waitingShare(roomy));
+    expect(simulateFleet(reqs, cfg('round_robin')).timeline).toBeUndefined();
+  });
+
   it('is deterministic', () => {
     const a = simulateFleet(reqs, cfg('dynamo_kv'));
     const b = simulateFleet(reqs, cfg('dynamo_kv'));
