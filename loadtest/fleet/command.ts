@@ -6,7 +6,9 @@ import type { PolicyOptions } from '../../kvplanner/types.ts';
 import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
 import { createProgress } from '../replay/progress.ts';
+import { fluidBound } from './fluid-bound.ts';
 import { simulateFleet } from './simulator.ts';
+import type { FleetRequest } from './trace.ts';
 import { formatEngineTime, formatFleetTable, formatTimeline, summarize, type FleetRunSummary } from './summary.ts';
 import { chatTemplateFor } from '../replay/chat-template.ts';
 import { inputKind, loadFleetInputs } from './inputs.ts';
@@ -82,7 +84,9 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
   --seed N              seed for the policies that sample and for session starts (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
-                        e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, ...}]}`;
+                        e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, engine_time,
+                        slowest_decile, ...}], "fluid":[{hit_rate, p90_ttft_ms_prefill_only,
+                        p90_ttft_ms_with_decode, prefill_load, decode_load}]}`;
 
 function parseOpts(vals: string[], policies: string[]): Map<string, PolicyOptions> {
   const out = new Map<string, PolicyOptions>();
@@ -123,6 +127,50 @@ export function fleetPolicyOptions(
     default:
       return {};
   }
+}
+
+interface FluidRow {
+  hit_rate: number;
+  /** lower bound for any router over FCFS engines: prefill alone, pooled fleet */
+  p90_ttft_ms_prefill_only: number;
+  /** estimate: decode-only steps at full KV counted too */
+  p90_ttft_ms_with_decode: number;
+  prefill_load: number;
+  decode_load: number;
+}
+
+/** The fluid figures at no hits and at the best hit rate any run reached. */
+function fluidRows(
+  reqs: FleetRequest[],
+  runs: FleetRunSummary[],
+  o: { workers: number; kvTokens: number; timing: TimingModel },
+): FluidRow[] {
+  const hits = [...new Set([0, Math.max(0, ...runs.map((r) => r.hit_rate))])];
+  return hits.map((hitRate) => {
+    const prefill = fluidBound(reqs, { ...o, hitRate, decode: false });
+    const both = fluidBound(reqs, { ...o, hitRate, decode: true });
+    const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+    return {
+      hit_rate: hitRate,
+      p90_ttft_ms_prefill_only: Math.round(prefill.p90Ms),
+      p90_ttft_ms_with_decode: Math.round(both.p90Ms),
+      prefill_load: r3(both.prefillLoad),
+      decode_load: r3(both.decodeLoad),
+    };
+  });
+}
+
+function formatFluid(rows: FluidRow[]): string {
+  return [
+    'fluid figures for any router (the fleet as one pooled server, FCFS): prefill alone is a lower bound',
+    'on p90 TTFT; with decode-only steps at full KV (each token costs its context share of a step) an estimate',
+    ...rows.map(
+      (f) =>
+        `  hit ${(f.hit_rate * 100).toFixed(1)}%: load ${(f.prefill_load * 100).toFixed(0)}% prefill + ` +
+        `${(f.decode_load * 100).toFixed(0)}% decode; p90 TTFT >= ${(f.p90_ttft_ms_prefill_only / 1000).toFixed(1)} s ` +
+        `(prefill only), ~${(f.p90_ttft_ms_with_decode / 1000).toFixed(1)} s with decode`,
+    ),
+  ].join('\n');
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -250,13 +298,16 @@ export async function run(argv: string[]): Promise<number> {
         }),
       );
     }
-    if (json) process.stdout.write(JSON.stringify({ runs }, null, 2) + '\n');
+    const fluid = fluidRows(reqs, runs, { workers, kvTokens, timing });
+    if (json) process.stdout.write(JSON.stringify({ runs, fluid }, null, 2) + '\n');
     else {
       process.stdout.write(
         `fleet: ${reqs.length} requests${kind === 'sessions' ? ` in ${new Set(reqs.map((r) => r.sessionId)).size} sessions (closed loop, tokenizer ${tokenizer})` : ''}, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
           'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
       );
-      process.stdout.write(formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n');
+      process.stdout.write(
+        formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n\n' + formatFluid(fluid) + '\n',
+      );
       for (const t of timelines) process.stdout.write('\n' + t + '\n');
     }
     return 0;
