@@ -2,6 +2,7 @@
 // labels) so other parts only increment typed handles. One Registry per gateway keeps tests apart.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { RECEIPT_METRICS } from '../middleware/chain.ts';
+import { nativeRenderStats } from '../middleware/tokens/native-render.ts';
 import type { Receipt } from '../middleware/types.ts';
 
 /** Latency buckets in seconds: sub-ms gateway overhead up to multi-minute generations. */
@@ -129,6 +130,20 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       'Times a worker’s KV events stopped (silent while requests went there, or disconnected) and routing fell back to its approximate index',
       ['model', 'worker', 'reason'] as const,
     ),
+    // Read from the process-wide counts at scrape time (the renderers live below the gateway).
+    nativeRenders: new Counter({
+      name: 'ctxgate_native_renders_total',
+      help: 'Chat templates rendered by their native (TypeScript) rendering: all, cross-checked against the jinja interpreter, and differing from it (each switches that renderer back to the interpreter)',
+      labelNames: ['outcome'] as const,
+      registers,
+      collect() {
+        const s = nativeRenderStats();
+        this.reset();
+        this.inc({ outcome: 'rendered' }, s.rendered);
+        this.inc({ outcome: 'checked' }, s.checked);
+        this.inc({ outcome: 'mismatched' }, s.mismatches);
+      },
+    }),
     kvIndexPrecise: gauge(
       'kv_index_precise',
       '1 while routing reads the worker’s cache from its KV events, 0 while it guesses (approximate index)',
