@@ -36,6 +36,9 @@ function checkTools(tools: unknown): void {
   if (tools === undefined || tools === null) return;
   if (!Array.isArray(tools))
     throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
+  // A tool call names its tool: two tools of one name are ambiguous to the model, and the layout
+  // learns each tool's lines by name (one tool's lines would be judged by the other's).
+  const firstByName = new Map<string, number>();
   tools.forEach((t, i) => {
     const at = `tools[${i}]`;
     if (!isObject(t)) throw new GatewayError('invalid_request', `${at} must be an object`, at);
@@ -50,6 +53,14 @@ function checkTools(tools: unknown): void {
         `${at}.function.name must be 1-128 letters, digits, _ . : -`,
         `${at}.function.name`,
       );
+    const first = firstByName.get(f.name);
+    if (first !== undefined)
+      throw new GatewayError(
+        'invalid_request',
+        `${at}.function.name '${f.name}' is already the name of tools[${first}]: tool names must be unique`,
+        `${at}.function.name`,
+      );
+    firstByName.set(f.name, i);
     if (f.description !== undefined && typeof f.description !== 'string')
       throw new GatewayError(
         'invalid_request',

@@ -55,10 +55,31 @@ function nested(o: Obj): EngineError | undefined {
   return undefined;
 }
 
-/** FastAPI's validation body: `{"detail": "text" | [{loc, msg, type}]}`. */
+/** Validation entries passed on: each one's `loc: msg`. */
+const MAX_DETAIL_ENTRIES = 5;
+
+/**
+ * FastAPI's validation body: `{"detail": "text" | [{loc, msg, type, input, ctx, url}]}`. Only each
+ * entry's location and message are passed on: pydantic's `input` echoes the request the worker got
+ * (the tenant's cache_salt, the gateway's leaf note), `ctx` and `url` are the engine's internals.
+ */
 function detail(o: Obj): EngineError | undefined {
   if (o.detail === undefined) return undefined;
-  return { message: typeof o.detail === 'string' ? o.detail : JSON.stringify(o.detail) };
+  if (typeof o.detail === 'string') return { message: o.detail };
+  const entries = Array.isArray(o.detail) ? o.detail : [o.detail];
+  const parts: string[] = [];
+  let param: string | undefined;
+  for (const d of entries.slice(0, MAX_DETAIL_ENTRIES)) {
+    if (!isObj(d)) continue;
+    const loc = Array.isArray(d.loc)
+      ? d.loc.filter((x) => typeof x === 'string' || typeof x === 'number').join('.')
+      : '';
+    const msg = typeof d.msg === 'string' ? d.msg : '';
+    if (!loc && !msg) continue;
+    param ??= loc || undefined;
+    parts.push(loc && msg ? `${loc}: ${msg}` : loc || msg);
+  }
+  return { message: parts.length > 0 ? parts.join('; ') : 'the request failed validation', param };
 }
 
 /** vLLM and SGLang's OpenAI routes: flat `object: "error"`. */
