@@ -12,7 +12,8 @@
 // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0; both are kept as opaque strings here. The replay socket
 // (ROUTER) takes [empty, start seq] from a DEALER and answers [empty, seq, payload] per buffered
 // batch from `start` on, then [empty, seq = -1, empty payload]. decodeBatch accepts both layouts and
-// a batch given as a map; encodeBatch writes vLLM's current one. O(payload) either way.
+// a batch given as a map; encodeBatch writes vLLM's current one, encodeSglangBatch SGLang's (one
+// BlockStored per radix page). O(payload) either way.
 import { Decoder, Encoder } from '@msgpack/msgpack';
 
 /** An engine block hash, normalised: decimal for integers, `x` + hex for digest bytes. */
@@ -138,6 +139,8 @@ export type OutgoingEvent =
       tokenIds: number[];
       blockSize: number;
       extraKeys?: Array<unknown[] | null>;
+      /** SGLang: the request's salt, on each page */
+      cacheSalt?: string;
     }
   | { type: 'BlockRemoved'; blockHashes: bigint[] }
   | { type: 'AllBlocksCleared' };
@@ -162,4 +165,27 @@ export function encodeBatch(ts: number, events: readonly OutgoingEvent[], dataPa
     return { type: e.type };
   });
   return encoder.encode([ts, out, dataParallelRank]);
+}
+
+/** SGLang's layout (python/sglang/srt/disaggregation/kv_events.py): the batch a positional array
+ *  `[ts, events, attn_dp_rank]`, each event a map tagged by `type` with its optional fields left out
+ *  when unset (msgspec omit_defaults; older SGLang wrote array_like events, which decodeBatch reads
+ *  too); a salted request's pages carry `cache_salt` (vLLM puts it in extra_keys instead). */
+export function encodeSglangBatch(ts: number, events: readonly OutgoingEvent[], attnDpRank = 0): Uint8Array {
+  const out = events.map((e) => {
+    if (e.type === 'BlockStored')
+      return {
+        type: e.type,
+        block_hashes: e.blockHashes,
+        parent_block_hash: e.parentBlockHash,
+        token_ids: e.tokenIds,
+        block_size: e.blockSize,
+        lora_id: null,
+        medium: 'GPU',
+        ...(e.cacheSalt ? { cache_salt: e.cacheSalt } : {}),
+      };
+    if (e.type === 'BlockRemoved') return { type: e.type, block_hashes: e.blockHashes, medium: 'GPU' };
+    return { type: e.type };
+  });
+  return encoder.encode([ts, out, attnDpRank]);
 }

@@ -5,7 +5,7 @@
 // (what a model following its format emits), with any reasoning first — templates drop
 // reasoning from history, so the next prompt diverges right after it, as on the engines.
 import { BlockCache, type BlockEventSink } from './block-cache.ts';
-import { RadixCache } from './radix-cache.ts';
+import { RadixCache, type RadixEventSink } from './radix-cache.ts';
 import type { CacheLease, PrefixCache } from './prefix-cache.ts';
 import { BatchClock, type Schedule } from './timing.ts';
 import { generate, toolTurnsOf, type GenerateRequest, type ToolCall, type ToolSpec } from './generate.ts';
@@ -120,11 +120,11 @@ export class SimEngine {
   constructor(
     readonly opts: SimWorkerOptions,
     readonly tok: WorkerTokenizer,
-    kvEvents?: BlockEventSink,
+    kvEvents?: BlockEventSink & RadixEventSink,
   ) {
     this.cache =
       opts.flavor === 'sglang'
-        ? new RadixCache(opts.kvTokens)
+        ? new RadixCache(opts.kvTokens, kvEvents)
         : new BlockCache(opts.kvTokens, opts.blockSize, {}, kvEvents);
     this.clock = new BatchClock(opts.timing, opts.maxRunning);
   }

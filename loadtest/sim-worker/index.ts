@@ -8,6 +8,7 @@ import { FaultInjector, type FaultConfig } from './faults.ts';
 import { KvEventPublisher } from './kv-event-publisher.ts';
 import { createMetrics } from './metrics.ts';
 import { resolveOptions, type SimWorkerOptions } from './options.ts';
+import type { RadixCache } from './radix-cache.ts';
 import { createHandler } from './server.ts';
 import { loadWorkerTokenizer, type WorkerTokenizer } from './tokenize.ts';
 
@@ -24,7 +25,7 @@ export interface SimWorkerStats {
   /** KV capacity in use, 0..1. */
   kvUsage: number;
   evictions: number;
-  /** Full blocks in the prefix cache (vLLM flavour; 0 for SGLang's radix tree). */
+  /** Full blocks in the prefix cache (SGLang flavour: `blockSize`-token blocks the radix tree holds whole). */
   cachedBlocks: number;
   running: number;
   waiting: number;
@@ -60,9 +61,9 @@ function sharedTokenizer(spec: string, template?: string): Promise<WorkerTokeniz
 export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): Promise<SimWorker> {
   const options = resolveOptions(partial);
   const tokenizer = await sharedTokenizer(options.tokenizer, options.chatTemplate);
-  if (options.kvEvents && options.flavor !== 'vllm')
-    throw new Error('KV events are published by the vllm flavour only (the SGLang flavour has none yet)');
-  const kvEvents = options.kvEvents ? await new KvEventPublisher(options.kvEvents).start() : undefined;
+  const kvEvents = options.kvEvents
+    ? await new KvEventPublisher({ ...options.kvEvents, layout: options.flavor }).start()
+    : undefined;
   const engine = new SimEngine(options, tokenizer, kvEvents);
   const faults = new FaultInjector(options.faults, options.seed);
   const metrics = createMetrics(options.flavor, options.model);
@@ -100,7 +101,10 @@ export async function startSimWorker(partial: Partial<SimWorkerOptions> = {}): P
         hitRate: t.promptTokens ? t.cachedTokens / t.promptTokens : 0,
         kvUsage: engine.cache.usage(),
         evictions: engine.cache.stats().evictions,
-        cachedBlocks: engine.cache instanceof BlockCache ? engine.cache.size() : 0,
+        cachedBlocks:
+          engine.cache instanceof BlockCache
+            ? engine.cache.size()
+            : (engine.cache as RadixCache).fullBlocks(options.blockSize),
         running: load.running,
         waiting: load.waiting,
       };

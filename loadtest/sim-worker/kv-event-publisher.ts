@@ -6,13 +6,23 @@
 // Endpoints are bound here (vLLM binds when the address has `*`; the worker is the stable side);
 // port 0 or `*` takes a free port (see `endpoint`). Events of one engine step (one request's
 // admission or completion) go out as one batch, a stored chain as one BlockStored with its parent.
+// The SGLang flavour (layout 'sglang') publishes as SGLang's radix cache does: one BlockStored per
+// page (SGLang's default page_size 1: one per token), never merged, each carrying the request's
+// cache_salt, one BlockRemoved per evicted radix node with its pages' hashes (encodeSglangBatch).
 // Faults for tests: dropNext(n) keeps the next n batches out of the PUB socket but in the replay
 // buffer (what a full PUB high-water mark does); stop()/start() take the sockets down and up
 // again with seq and buffer kept (a partition, not an engine restart); freeze()/thaw(): the
 // sockets stay connected but nothing is sent and replay requests go unanswered (a hung process).
 // Cost: O(events) per batch; replay O(buffer).
 import { Publisher, Router } from 'zeromq';
-import { encodeBatch, type OutgoingEvent, REPLAY_END_SEQ, readSeq, seqBytes } from '../../kvplanner/kv-events/wire.ts';
+import {
+  encodeBatch,
+  encodeSglangBatch,
+  type OutgoingEvent,
+  REPLAY_END_SEQ,
+  readSeq,
+  seqBytes,
+} from '../../kvplanner/kv-events/wire.ts';
 import type { BlockEventSink } from './block-cache.ts';
 
 /** vLLM's defaults (KVEventsConfig). */
@@ -26,6 +36,8 @@ export interface KvEventsOptions {
   replayEndpoint?: string;
   topic: string;
   bufferSteps: number;
+  /** vllm (default): merged chains, vLLM's map encoding; sglang: one event per radix page, arrays */
+  layout?: 'vllm' | 'sglang';
 }
 
 /** `tcp://*:0` → `tcp://127.0.0.1:*`: ZeroMQ's own spelling of "any free port". */
@@ -113,6 +125,7 @@ export class KvEventPublisher implements BlockEventSink {
     const last = this.pending[this.pending.length - 1];
     // a chain's next block extends the open BlockStored (one event per request step, as vLLM)
     if (
+      this.o.layout !== 'sglang' &&
       parent !== undefined &&
       last?.type === 'BlockStored' &&
       last.blockHashes[last.blockHashes.length - 1] === keyHash(parent)
@@ -127,7 +140,11 @@ export class KvEventPublisher implements BlockEventSink {
         parentBlockHash: parent === undefined ? null : keyHash(parent),
         tokenIds: [...tokenIds],
         blockSize: tokenIds.length,
-        extraKeys: [parent === undefined && salt ? [salt] : null],
+        ...(this.o.layout === 'sglang'
+          ? salt
+            ? { cacheSalt: salt }
+            : {}
+          : { extraKeys: [parent === undefined && salt ? [salt] : null] }),
       });
     }
     this.schedule();
@@ -137,6 +154,13 @@ export class KvEventPublisher implements BlockEventSink {
     const last = this.pending[this.pending.length - 1];
     if (last?.type === 'BlockRemoved') last.blockHashes.push(keyHash(key));
     else this.queue({ type: 'BlockRemoved', blockHashes: [keyHash(key)] });
+    this.schedule();
+  }
+
+  /** One evicted radix node: its pages' hashes in one BlockRemoved (SGLang). */
+  removedMany(keys: readonly string[]): void {
+    if (keys.length === 0) return;
+    this.queue({ type: 'BlockRemoved', blockHashes: keys.map(keyHash) });
     this.schedule();
   }
 
@@ -159,7 +183,7 @@ export class KvEventPublisher implements BlockEventSink {
   private flush(): void {
     this.scheduled = false;
     if (this.pending.length === 0) return;
-    const payload = encodeBatch(Date.now() / 1000, this.pending, 0);
+    const payload = (this.o.layout === 'sglang' ? encodeSglangBatch : encodeBatch)(Date.now() / 1000, this.pending, 0);
     this.pending = [];
     const seq = this.seq++;
     this.buffer.push({ seq, payload });

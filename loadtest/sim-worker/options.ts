@@ -32,7 +32,7 @@ export interface SimWorkerOptions {
   /** Directories whose files tool-call arguments may name (listed from disk); none = paths from the prompt only. */
   workspaceRoots: string[];
   faults: FaultConfig;
-  /** Publish KV cache events over ZeroMQ (vLLM flavour), as vLLM's --kv-events-config does. */
+  /** Publish KV cache events over ZeroMQ, as the flavour's engine does (--kv-events-config). */
   kvEvents?: KvEventsOptions;
 }
 
@@ -82,19 +82,23 @@ export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; d
   --max-tool-turns N  tool calls in a row before a plain text answer (default ${DEFAULT_MAX_TOOL_TURNS})
   --workspace-root D  tool arguments may name files listed under D (repeatable; default: only paths in the prompt)
   --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults
-  --kv-events-config JSON  publish KV cache events as vLLM does (vLLM flavour), e.g.
+  --kv-events-config JSON  publish KV cache events as the flavour's engine does, e.g. vLLM
                       '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
-                        "replay_endpoint":"tcp://*:5558","topic":"kv-events"}'`;
+                        "replay_endpoint":"tcp://*:5558","topic":"kv-events"}'; SGLang (page_size 1:
+                      one BlockStored per token) '{"publisher":"zmq","endpoint":"tcp://*:5557"}'`;
 
-/** vLLM's --kv-events-config JSON → publisher options (undefined when events are off). */
-export function parseKvEventsConfig(json: string): KvEventsOptions | undefined {
+/** --kv-events-config JSON → publisher options (undefined when events are off). vLLM's
+ *  KVEventsConfig needs enable_kv_cache_events: true; SGLang's has no such field, its publisher
+ *  "zmq" (default "null") turns events on. */
+export function parseKvEventsConfig(json: string, flavor: Flavor = 'vllm'): KvEventsOptions | undefined {
   let c: Record<string, unknown>;
   try {
     c = JSON.parse(json) as Record<string, unknown>;
   } catch {
     throw new Error('--kv-events-config must be JSON');
   }
-  if (!c || typeof c !== 'object' || c.enable_kv_cache_events !== true || c.publisher === 'null') return undefined;
+  if (!c || typeof c !== 'object' || c.publisher === 'null') return undefined;
+  if (flavor === 'vllm' ? c.enable_kv_cache_events !== true : c.publisher !== 'zmq') return undefined;
   if (c.publisher !== undefined && c.publisher !== 'zmq')
     throw new Error("--kv-events-config: publisher must be 'zmq'");
   const str = (k: string, d?: string): string | undefined => {
@@ -121,6 +125,7 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
   let timingTouched = false;
   const faults: Partial<FaultConfig> = {};
   const rest: string[] = [];
+  let kvEventsJson: string | undefined;
   const num = (flag: string, v: string | undefined): number => {
     const n = Number(v);
     if (v === undefined || !Number.isFinite(n)) throw new Error(`${flag} needs a number`);
@@ -232,12 +237,14 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
         faults.dieAfterChunks = num(flag, take());
         break;
       case '--kv-events-config':
-        opts.kvEvents = parseKvEventsConfig(take());
+        kvEventsJson = take();
         break;
       default:
         rest.push(flag);
     }
   }
+  // after every flag: what turns events on depends on --flavor
+  if (kvEventsJson !== undefined) opts.kvEvents = parseKvEventsConfig(kvEventsJson, opts.flavor ?? 'vllm');
   if (timingTouched) opts.timing = timing;
   if (Object.keys(faults).length) opts.faults = { ...DEFAULT_FAULTS, ...faults };
   return { opts, rest };

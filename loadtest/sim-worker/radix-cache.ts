@@ -5,11 +5,28 @@
 // last child goes becomes a leaf candidate). A hit never covers the last prompt token. A salted
 // request (`cache_salt`; SGLang's RadixKey `extra_key`) matches and inserts under its own root, so
 // equal token ids under different salts never share a node.
+// With an event sink it reports what SGLang's radix cache publishes as KV events at page_size 1
+// (SGLang's default, which this tree models): every inserted token is a page with its own hash,
+// chained from the page before it (the parent node's last page across nodes), one BlockStored
+// each; an evicted leaf reports its pages in one BlockRemoved; a flush that empties the tree is
+// one AllBlocksCleared (SGLang's reset()). A split keeps the pages' hashes (SGLang splits
+// node.hash_value with the key). A salted request's chain is seeded with its salt, and its pages
+// carry the salt (SGLang's cache_salt on BlockStored).
 // Cost: O(prompt) per match/insert, O(leaves·log) per eviction round.
+import { blockKey } from './block-cache.ts';
 import { maxCacheable, type CacheLease, type PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
+
+/** Where a radix cache reports its pages (the KV event publisher, SGLang layout). */
+export interface RadixEventSink {
+  stored(key: string, parent: string | undefined, tokenIds: number[], salt: string | undefined): void;
+  removedMany(keys: readonly string[]): void;
+  cleared(): void;
+}
 
 export interface RadixNode {
   key: number[];
+  /** page hash per token of `key` (only with an event sink) */
+  pages: string[];
   children: Map<number, RadixNode>;
   parent: RadixNode | undefined;
   lockRef: number;
@@ -24,7 +41,7 @@ interface RadixLease extends CacheLease {
 }
 
 function newNode(key: number[], parent: RadixNode | undefined, tick: number): RadixNode {
-  return { key, children: new Map(), parent, lockRef: 0, lastAccess: tick };
+  return { key, pages: [], children: new Map(), parent, lockRef: 0, lastAccess: tick };
 }
 
 export class RadixCache implements PrefixCache {
@@ -36,8 +53,13 @@ export class RadixCache implements PrefixCache {
   private tick = 0;
   private runningUncached = 0;
   private counters: PrefixCacheStats = { queries: 0, hits: 0, evictions: 0 };
+  /** a flush collects the removed pages (all gone: one AllBlocksCleared instead) */
+  private flushed: string[] | undefined;
 
-  constructor(readonly capacityTokens: number) {}
+  constructor(
+    readonly capacityTokens: number,
+    private readonly sink?: RadixEventSink,
+  ) {}
 
   /** Longest cached prefix of `ids` (first `limit` tokens); splits the node it ends inside. */
   match(ids: ArrayLike<number>, limit = ids.length, root: RadixNode = this.root): { length: number; node: RadixNode } {
@@ -80,7 +102,40 @@ export class RadixCache implements PrefixCache {
     const leaf = newNode(key, node, this.tick);
     node.children.set(key[0], leaf);
     this.tokens += take;
+    if (this.sink) this.publish(leaf, root);
     return leaf;
+  }
+
+  /** One BlockStored per token page of a new leaf, chained from the page before it. */
+  private publish(leaf: RadixNode, root: RadixNode): void {
+    const salt = root === this.root ? undefined : this.saltOf(root);
+    let parent = leaf.parent!.pages.at(-1);
+    for (let j = 0; j < leaf.key.length; j++) {
+      const page = blockKey(parent ?? (salt ? `salt:${salt}` : ''), leaf.key, j, j + 1);
+      leaf.pages.push(page);
+      this.sink!.stored(page, parent, [leaf.key[j]], salt);
+      parent = page;
+    }
+  }
+
+  private saltOf(root: RadixNode): string | undefined {
+    for (const [salt, r] of this.salted) if (r === root) return salt;
+    return undefined;
+  }
+
+  /** Gateway-sized blocks the tree holds whole: for each node, the block boundaries it crosses. */
+  fullBlocks(blockSize: number): number {
+    let n = 0;
+    const stack: Array<[RadixNode, number]> = [this.root, ...this.salted.values()].map((r) => [r, 0]);
+    while (stack.length) {
+      const [node, depth] = stack.pop()!;
+      for (const c of node.children.values()) {
+        const end = depth + c.key.length;
+        n += Math.floor(end / blockSize) - Math.floor(depth / blockSize);
+        stack.push([c, end]);
+      }
+    }
+    return n;
   }
 
   private rootFor(salt: string | undefined): RadixNode {
@@ -139,6 +194,8 @@ export class RadixCache implements PrefixCache {
       const leaf = leaves.pop()!;
       const parent = leaf.parent!;
       parent.children.delete(leaf.key[0]);
+      if (this.flushed) this.flushed.push(...leaf.pages);
+      else if (this.sink && leaf.pages.length) this.sink.removedMany(leaf.pages);
       freed += leaf.key.length;
       this.tokens -= leaf.key.length;
       this.counters.evictions++;
@@ -163,7 +220,17 @@ export class RadixCache implements PrefixCache {
   }
 
   flush(): void {
-    this.evict(Number.MAX_SAFE_INTEGER);
+    this.flushed = [];
+    try {
+      this.evict(Number.MAX_SAFE_INTEGER);
+    } finally {
+      const gone = this.flushed;
+      this.flushed = undefined;
+      if (this.sink && gone.length) {
+        if (this.tokens === 0) this.sink.cleared();
+        else this.sink.removedMany(gone);
+      }
+    }
   }
 
   stats(): PrefixCacheStats {
@@ -176,6 +243,10 @@ export class RadixCache implements PrefixCache {
     mid.lockRef = child.lockRef;
     parent.children.set(mid.key[0], mid);
     child.key = child.key.slice(at);
+    if (child.pages.length) {
+      mid.pages = child.pages.slice(0, at);
+      child.pages = child.pages.slice(at);
+    }
     child.parent = mid;
     mid.children.set(child.key[0], child);
     return mid;
