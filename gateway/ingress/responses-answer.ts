@@ -17,6 +17,7 @@ import {
   type ChoiceView,
   type ChunkDelta,
 } from './chat-answer.ts';
+import { sealReasoning } from './reasoning-seal.ts';
 import { CUSTOM_TOOL_INPUT, type ResponsesState } from './responses-request.ts';
 import type { ResponseStore } from './responses-store.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
@@ -53,12 +54,11 @@ function skeleton(s: ResponsesState, status: string): Obj {
   };
 }
 
-const reasoningItem = (id: string, text: string): Obj => ({
-  type: 'reasoning',
-  id,
-  summary: [],
-  content: [{ type: 'reasoning_text', text }],
-});
+function reasoningItem(id: string, text: string, ctx: AnswerContext): Obj {
+  const item: Obj = { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
+  if ((ctx.state as ResponsesState).sealReasoning) item.encrypted_content = sealReasoning(ctx.mac, ctx.tenant, text);
+  return item;
+}
 const textPart = (text: string): Obj => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 const messageItem = (id: string, text: string, status: string): Obj => ({
   type: 'message',
@@ -90,9 +90,9 @@ const customItem = (id: string, c: ToolCall, status: string): Obj => ({
   status,
 });
 
-function outputItems(v: ChoiceView, custom: string[]): Obj[] {
+function outputItems(v: ChoiceView, custom: string[], ctx: AnswerContext): Obj[] {
   const out: Obj[] = [];
-  if (v.reasoning) out.push(reasoningItem(newId('rs'), v.reasoning));
+  if (v.reasoning) out.push(reasoningItem(newId('rs'), v.reasoning, ctx));
   if (v.content) out.push(messageItem(newId('msg'), v.content, 'completed'));
   for (const c of v.toolCalls)
     out.push(
@@ -143,7 +143,7 @@ export async function toResponseObject(
 ): Promise<Obj> {
   const v = choiceView(obj);
   const s = ctx.state as ResponsesState;
-  const r = finalResponse(s, v, outputItems(v, s.customTools), usage, ctx.promptTokens);
+  const r = finalResponse(s, v, outputItems(v, s.customTools, ctx), usage, ctx.promptTokens);
   await keep(store, ctx, v, r);
   return r;
 }
@@ -195,7 +195,7 @@ export class ResponsesStream implements StreamTranslator {
     let item: Obj;
     let out = '';
     if (o.kind === 'reasoning') {
-      item = reasoningItem(o.id, o.text);
+      item = reasoningItem(o.id, o.text, this.ctx);
       out += this.ev('response.reasoning_text.done', { ...at, content_index: 0, text: o.text });
     } else if (o.kind === 'message') {
       item = messageItem(o.id, o.text, 'completed');

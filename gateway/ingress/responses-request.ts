@@ -3,11 +3,13 @@
 // API documents); `previous_response_id` prepends the stored conversation of that response (same
 // tenant only); input items map one to one: messages, function_call (assistant tool_calls, merged
 // into the preceding assistant turn), function_call_output (tool messages), reasoning (kept as the
-// next assistant turn's reasoning_content when it carries text, dropped with a receipt when it is
-// only encrypted content). Freeform `custom` tools (Codex's apply_patch) become functions taking one
+// next assistant turn's reasoning_content when it carries text, or when its encrypted_content is
+// one the gateway sealed for this tenant (reasoning-seal.ts); dropped with a receipt otherwise).
+// Freeform `custom` tools (Codex's apply_patch) become functions taking one
 // string `input`, and their calls come back as custom_tool_call items. Hosted tools (web search,
 // file search, code interpreter...) have no engine equivalent: they are left out with a receipt
 // (an agent keeps working without them) rather than failing the whole request.
+import { type Opened, openReasoning } from './reasoning-seal.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
@@ -43,6 +45,8 @@ export interface ResponsesState {
   conversation: ChatMessage[];
   /** Names of freeform (`custom`) tools: their calls are answered as custom_tool_call items. */
   customTools: string[];
+  /** `include: ["reasoning.encrypted_content"]`: reasoning items carry the sealed text (reasoning-seal.ts). */
+  sealReasoning: boolean;
 }
 
 /** The one parameter a freeform tool's function form takes. */
@@ -83,7 +87,18 @@ function reasoningText(item: Obj): string {
   return pick(item.content) || pick(item.summary);
 }
 
-function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): void {
+/** What became of reasoning items that came back with only an encrypted_content. */
+interface Unsealed {
+  restored: number;
+}
+
+function inputItems(
+  items: unknown[],
+  out: ChatMessage[],
+  receipts: Receipt[],
+  open: ((blob: string) => Opened) | undefined,
+  unsealed: Unsealed,
+): void {
   let reasoning = '';
   const lastAssistant = (): ChatMessage | undefined => {
     const m = out.at(-1);
@@ -126,15 +141,22 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[]): 
       const content = typeof it.output === 'string' ? it.output : collapse(partsOf(it.output, `${w}.output`));
       out.push({ role: 'tool', tool_call_id: it.call_id, content });
     } else if (type === 'reasoning') {
-      const text = reasoningText(it);
+      let text = reasoningText(it);
+      let why = 'reasoning item carries no readable text; engines cannot use it';
+      const blob = it.encrypted_content;
+      if (!text && typeof blob === 'string' && blob) {
+        const o: Opened = open ? open(blob) : { kind: 'foreign' };
+        if (o.kind === 'opened') {
+          text = o.text;
+          unsealed.restored++;
+        } else
+          why =
+            o.kind === 'foreign'
+              ? 'reasoning item carries only encrypted_content sealed by another service; engines cannot use it'
+              : "reasoning item's encrypted_content does not open for this tenant (altered, or another tenant's)";
+      }
       if (text) reasoning += text;
-      else
-        receipts.push({
-          stage: 'ingress',
-          action: 'reasoning_dropped',
-          target: w,
-          reason: 'reasoning item carries no readable text (encrypted content only); engines cannot use it',
-        });
+      else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: why });
     } else {
       throw bad(
         `${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`,
@@ -225,8 +247,18 @@ export async function parseResponses(
     conversation.push(...prev.messages);
   }
   if (typeof b.input === 'string') conversation.push({ role: 'user', content: b.input });
-  else if (Array.isArray(b.input)) inputItems(b.input, conversation, receipts);
-  else throw bad("'input' is required: a string or an array of input items", 'input');
+  else if (Array.isArray(b.input)) {
+    const mac = ctx.mac;
+    const unsealed: Unsealed = { restored: 0 };
+    const open = mac ? (blob: string) => openReasoning(mac, ctx.tenant, blob) : undefined;
+    inputItems(b.input, conversation, receipts, open, unsealed);
+    if (unsealed.restored)
+      receipts.push({
+        stage: 'ingress',
+        action: 'reasoning_restored',
+        reason: `${unsealed.restored} reasoning item(s) restored from the gateway's encrypted_content`,
+      });
+  } else throw bad("'input' is required: a string or an array of input items", 'input');
   if (conversation.length === 0) throw bad("'input' must not be empty", 'input');
   if (conversation.length > ctx.maxMessages)
     throw new GatewayError('invalid_messages', `the conversation has more than ${ctx.maxMessages} messages`, 'input');
@@ -270,6 +302,7 @@ export async function parseResponses(
     echo,
     conversation,
     customTools,
+    sealReasoning: Array.isArray(b.include) && b.include.includes('reasoning.encrypted_content'),
   };
   return { model, stream, body: out, receipts, state };
 }

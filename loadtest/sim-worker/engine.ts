@@ -73,6 +73,20 @@ function saltOf(body: Record<string, unknown>, flavor: string): string | undefin
 }
 
 /** Text of the messages (string content and text parts), where an agent names its workspace. */
+/** Qwen3-style templates think unless the request says chat_template_kwargs.enable_thinking: false. */
+function thinkingOn(body: Record<string, unknown>): boolean {
+  const k = body.chat_template_kwargs as { enable_thinking?: unknown } | undefined;
+  return k?.enable_thinking !== false;
+}
+
+/** A reasoning model's thought before its answer: deterministic, about the last user turn. */
+function reasoningFor(messages: ChatMessage[], tool: boolean): string {
+  let last = '';
+  for (const m of messages) if (m.role === 'user') last = promptText([m]);
+  const gist = last.replace(/\s+/g, ' ').trim().slice(0, 80);
+  return `The user asks: "${gist}". ${tool ? 'A tool call will tell me more.' : 'I can answer that directly.'}`;
+}
+
 function promptText(messages: ChatMessage[]): string {
   const parts: string[] = [];
   for (const m of messages) {
@@ -213,6 +227,7 @@ export class SimEngine {
         workspace: tools?.length ? workspaceOf(promptText(messages), this.opts.workspaceRoots) : undefined,
       });
       ({ content, toolCalls, contentIds, finishReason } = g);
+      if (this.opts.reasoning && thinkingOn(body)) reasoning = reasoningFor(messages, toolCalls.length > 0);
     }
     const outputIds = this.answerIds(body, promptIds, { content, toolCalls, contentIds }, finishReason === 'length');
     const withReasoning = reasoning ? [...this.tok.encodeCached(reasoning), ...outputIds] : outputIds;

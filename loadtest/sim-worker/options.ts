@@ -29,6 +29,10 @@ export interface SimWorkerOptions {
   toolCallRate: number;
   /** Tool calls in a row after which an `auto` answer is plain text (ends an agent loop). */
   maxToolTurns: number;
+  /** A reasoning model served with a reasoning parser (vLLM/SGLang --reasoning-parser): each
+   *  generated answer carries reasoning_content before its content or tool call, unless the
+   *  request turns thinking off (chat_template_kwargs.enable_thinking: false, as Qwen3's template). */
+  reasoning?: boolean;
   /** Directories whose files tool-call arguments may name (listed from disk); none = paths from the prompt only. */
   workspaceRoots: string[];
   faults: FaultConfig;
@@ -80,6 +84,7 @@ export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; d
   --seed N            output seed (default 0)
   --tool-call-rate F  share of tool-enabled auto calls answered with a tool call (default ${DEFAULT_TOOL_CALL_RATE})
   --max-tool-turns N  tool calls in a row before a plain text answer (default ${DEFAULT_MAX_TOOL_TURNS})
+  --reasoning         answer as a reasoning model (reasoning_content first; enable_thinking: false turns it off)
   --workspace-root D  tool arguments may name files listed under D (repeatable; default: only paths in the prompt)
   --fail-rate F --fail-status N --hang-ms N --die-after-chunks N   faults
   --kv-events-config JSON  publish KV cache events as the flavour's engine does, e.g. vLLM
@@ -220,6 +225,9 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
         break;
       case '--max-tool-turns':
         opts.maxToolTurns = num(flag, take());
+        break;
+      case '--reasoning':
+        opts.reasoning = true;
         break;
       case '--workspace-root':
         opts.workspaceRoots = [...(opts.workspaceRoots ?? []), take()];

@@ -237,6 +237,7 @@ describe('Anthropic translation', () => {
 });
 
 describe('Responses translation', () => {
+  // reasoning items sealed (include: reasoning.encrypted_content): the stream's blob must equal the whole answer's
   const state = (customTools: string[] = []): ResponsesState => ({
     model: 'm',
     id: 'resp_1',
@@ -245,6 +246,7 @@ describe('Responses translation', () => {
     echo: {},
     conversation: [],
     customTools,
+    sealReasoning: true,
   });
   const store = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 20, maxBytes: 1 << 24 });
 

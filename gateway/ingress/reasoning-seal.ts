@@ -1,0 +1,47 @@
+// encrypted_content of reasoning items (OpenAI Responses). OpenAI hands a reasoning item's state
+// back encrypted when a request includes `reasoning.encrypted_content`, so a client that keeps no
+// server-side state (store: false) can send it back next turn. Codex does exactly that, and sends
+// the item back WITHOUT its reasoning_text content (only summary and encrypted_content), so
+// without a blob the gateway would lose the model's reasoning between turns: the engine would see
+// a history it did not generate, and the prefix it cached would break at that turn.
+// The gateway seals the reasoning it relays from an engine the same way: `ctxg1_` + base64url of
+// (iv | AES-256-GCM ciphertext | tag), with the tenant as additional data, under a key derived from
+// the server secret (the signing MAC of a fixed label, as thinking signatures use it). The IV is an
+// HMAC of (tenant, text), so a whole answer and its stream carry the same blob and one IV only ever
+// seals one text. On the way back a blob that opens for this tenant restores the text; OpenAI's own
+// blobs (foreign) and blobs that do not open (altered, another tenant's) are reported so the
+// caller can drop them with a receipt. O(text).
+import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { type Mac, SIGNATURE_PREFIX } from './thinking-signature.ts';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export type Opened = { kind: 'opened'; text: string } | { kind: 'foreign' } | { kind: 'altered' };
+
+function key(mac: Mac): Buffer {
+  return Buffer.from(mac('reasoning-seal-key'), 'base64url');
+}
+
+export function sealReasoning(mac: Mac, tenant: string, text: string): string {
+  const iv = Buffer.from(mac(`reasoning-seal-iv\u0000${tenant}\u0000${text}`), 'base64url').subarray(0, IV_BYTES);
+  const c = createCipheriv('aes-256-gcm', key(mac), iv);
+  c.setAAD(Buffer.from(tenant, 'utf8'));
+  const body = Buffer.concat([c.update(text, 'utf8'), c.final()]);
+  return SIGNATURE_PREFIX + Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
+}
+
+export function openReasoning(mac: Mac, tenant: string, blob: string): Opened {
+  if (!blob.startsWith(SIGNATURE_PREFIX)) return { kind: 'foreign' };
+  const raw = Buffer.from(blob.slice(SIGNATURE_PREFIX.length), 'base64url');
+  if (raw.length < IV_BYTES + TAG_BYTES) return { kind: 'altered' };
+  try {
+    const d = createDecipheriv('aes-256-gcm', key(mac), raw.subarray(0, IV_BYTES));
+    d.setAAD(Buffer.from(tenant, 'utf8'));
+    d.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+    const text = Buffer.concat([d.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), d.final()]);
+    return { kind: 'opened', text: text.toString('utf8') };
+  } catch {
+    return { kind: 'altered' };
+  }
+}

@@ -1,0 +1,141 @@
+// Reasoning items' encrypted_content (OpenAI Responses), with the official `openai` SDK over real
+// sockets against a reference worker answering as a reasoning model. Codex runs with store: false,
+// asks for `reasoning.encrypted_content`, and sends each reasoning item back with only its summary
+// and that blob: the gateway's blob must carry the reasoning back to the engine, so the engine sees
+// the conversation it generated (and reads it from its cache); blobs sealed elsewhere or for another
+// tenant are dropped with a receipt. (The reference worker caches its reasoning without the
+// template's think tags, so the cache benefit itself is not asserted here.)
+import OpenAI from 'openai';
+import type { ResponseFunctionToolCall, ResponseReasoningItem } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { openReasoning, sealReasoning } from '../../gateway/ingress/reasoning-seal.ts';
+import { createHmac } from 'node:crypto';
+import { startGateway, type StartedGateway } from '../../gateway/server.ts';
+import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+
+const mac = (data: string): string => createHmac('sha256', 'test-key').update(data).digest('base64url');
+
+describe('sealReasoning / openReasoning', () => {
+  const text = 'I should look at src/ first.\nThen read the tests. ünïcode ✓';
+
+  it('opens for the tenant it was sealed for, deterministically, and for no one else', () => {
+    const blob = sealReasoning(mac, 'tenant-a', text);
+    expect(blob).toMatch(/^ctxg1_[A-Za-z0-9_-]+$/);
+    expect(blob).not.toContain(Buffer.from('src/').toString('base64url').slice(0, 4) + 'AAAA'); // opaque
+    expect(sealReasoning(mac, 'tenant-a', text)).toBe(blob);
+    expect(openReasoning(mac, 'tenant-a', blob)).toEqual({ kind: 'opened', text });
+    expect(openReasoning(mac, 'tenant-b', blob)).toEqual({ kind: 'altered' });
+    const otherKey = (d: string): string => createHmac('sha256', 'other-key').update(d).digest('base64url');
+    expect(openReasoning(otherKey, 'tenant-a', blob)).toEqual({ kind: 'altered' });
+  });
+
+  it('a flipped byte, a cut blob or a foreign blob never opens', () => {
+    const blob = sealReasoning(mac, 't', text);
+    const raw = Buffer.from(blob.slice(6), 'base64url');
+    for (const i of [0, 13, raw.length - 1]) {
+      const bad = Buffer.from(raw);
+      bad[i] ^= 1;
+      expect(openReasoning(mac, 't', `ctxg1_${bad.toString('base64url')}`)).toEqual({ kind: 'altered' });
+    }
+    expect(openReasoning(mac, 't', 'ctxg1_')).toEqual({ kind: 'altered' });
+    expect(openReasoning(mac, 't', blob.slice(0, 20))).toEqual({ kind: 'altered' });
+    expect(openReasoning(mac, 't', 'gAAAAABoEncryptedByOpenAI')).toEqual({ kind: 'foreign' });
+  });
+});
+
+describe('through the gateway (openai SDK, Responses API)', () => {
+  let w: SimWorker;
+  let gw: StartedGateway;
+  beforeAll(async () => {
+    w = await startSimWorker({ model: 'm', reasoning: true, toolCallRate: 1, timeScale: 0 });
+    gw = await startGateway(
+      parseConfig({
+        listen: { host: '127.0.0.1', port: 0 },
+        health: { interval_ms: 0 },
+        tenancy: { cache_salt_secret: 'reasoning-test-secret-0123456789' },
+        models: [{ name: 'm', layout: 'passthrough', workers: [{ url: w.url, id: 'w' }] }],
+      }),
+      { logger: false },
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await w?.close();
+  });
+
+  const SHELL = {
+    type: 'function' as const,
+    name: 'shell',
+    description: 'Run a command',
+    parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
+    strict: false,
+  };
+  const ASK = 'List the files in src/ and tell me which one holds the router.';
+
+  it("Codex's round trip: the reasoning comes back from the blob alone and reaches the engine", async () => {
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const base = {
+      model: 'm',
+      tools: [SHELL],
+      store: false,
+      include: ['reasoning.encrypted_content' as const],
+    };
+    const t1 = await client.responses.create({ ...base, input: ASK, max_output_tokens: 64 });
+    const rs = t1.output.find((o) => o.type === 'reasoning') as ResponseReasoningItem;
+    const fc = t1.output.find((o) => o.type === 'function_call') as ResponseFunctionToolCall;
+    expect(rs.content?.[0]?.text).toContain('The user asks');
+    expect(rs.encrypted_content).toMatch(/^ctxg1_/);
+    expect(fc.name).toBe('shell');
+
+    // the stream's completed response carries the same blob
+    const stream = await client.responses.create({ ...base, input: ASK, max_output_tokens: 64, stream: true });
+    let streamed: ResponseReasoningItem | undefined;
+    for await (const ev of stream)
+      if (ev.type === 'response.output_item.done' && ev.item.type === 'reasoning') streamed = ev.item;
+    expect(streamed?.encrypted_content).toBe(rs.encrypted_content);
+
+    // without `include` there is no blob, as with OpenAI
+    const plain = await client.responses.create({ model: 'm', tools: [SHELL], input: ASK, max_output_tokens: 64 });
+    expect((plain.output.find((o) => o.type === 'reasoning') as ResponseReasoningItem).encrypted_content).toBeFalsy();
+
+    // the next turn as Codex sends it: the reasoning item without its reasoning_text content
+    const next = (blob: string) =>
+      client.responses
+        .create({
+          ...base,
+          max_output_tokens: 8,
+          input: [
+            { role: 'user', content: ASK },
+            { type: 'reasoning', id: rs.id, summary: [], encrypted_content: blob },
+            { type: 'function_call', call_id: fc.call_id, name: fc.name, arguments: fc.arguments },
+            { type: 'function_call_output', call_id: fc.call_id, output: 'src/router.ts src/index.ts' },
+          ],
+        })
+        .withResponse();
+    const restored = await next(rs.encrypted_content!);
+    expect(restored.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_restored');
+    expect(restored.response.headers.get('x-ctxgate-receipt') ?? '').not.toContain('reasoning_dropped');
+    const foreign = await next('gAAAAABoEncryptedByOpenAI');
+    expect(foreign.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_dropped');
+    const altered = await next(`${rs.encrypted_content!.slice(0, -4)}AAAA`);
+    expect(altered.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_dropped');
+    // The restored reasoning is in the engine's prompt (the template keeps reasoning inside a
+    // tool-call chain): the same prompt as when the client sends the text itself, and longer than
+    // the one whose reasoning was dropped.
+    const asText = await client.responses.create({
+      ...base,
+      max_output_tokens: 8,
+      input: [
+        { role: 'user', content: ASK },
+        { type: 'reasoning', id: rs.id, summary: [], content: rs.content },
+        { type: 'function_call', call_id: fc.call_id, name: fc.name, arguments: fc.arguments },
+        { type: 'function_call_output', call_id: fc.call_id, output: 'src/router.ts src/index.ts' },
+      ],
+    });
+    const r = restored.data.usage!;
+    expect(r.input_tokens).toBe(asText.usage!.input_tokens);
+    expect(r.input_tokens).toBeGreaterThan(foreign.data.usage!.input_tokens);
+    expect(altered.data.usage!.input_tokens).toBe(foreign.data.usage!.input_tokens);
+  });
+});
