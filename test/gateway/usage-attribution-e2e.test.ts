@@ -65,7 +65,7 @@ async function rows(): Promise<UsageRecord[]> {
 }
 
 async function settle(n: number): Promise<UsageRecord[]> {
-  const end = Date.now() + 5000;
+  const end = Date.now() + 15_000;
   for (;;) {
     const r = await rows();
     if (r.length >= n || Date.now() > end) return r;

@@ -119,8 +119,11 @@ describe('ctxgate loadtest against live targets', () => {
 
   it('a target that goes down mid-run is reported, not a crash', async () => {
     const up = await fake({ knobs: { chunkDelayMs: 5 } });
-    const pending = runLoad({ ...base(up.url), durationS: 2, connections: 2, stream: true, timeoutS: 2 });
-    await new Promise((r) => setTimeout(r, 500));
+    const pending = runLoad({ ...base(up.url), durationS: 4, connections: 2, stream: true, timeoutS: 2 });
+    // down once a request has completed (a third one started on 2 connections), not after a fixed
+    // time a loaded machine may spend starting the run
+    for (const end = Date.now() + 3_000; up.received < 3 && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 10));
     await up.close();
     ups.splice(ups.indexOf(up), 1);
     const r = await pending;
