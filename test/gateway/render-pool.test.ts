@@ -189,14 +189,18 @@ describe('render pool behind the gateway (real sockets)', () => {
     const tap = () => void order.push('pipeline');
     gw = await startAssembledGateway(config, { logger: false, reporting: false, tap });
     expect(gw.assembled.renderPool?.threads).toBe(1);
-    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120_000 });
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 170_000 });
     const big = client.chat.completions
       .create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: text(400_000, 5) }] })
       .then((r) => {
         order.push('big');
         return r;
       });
-    await new Promise((r) => setTimeout(r, 300));
+    // once the big call is on the pool's thread (not after a fixed time: it may not have arrived yet)
+    const pool = gw.assembled.renderPool!;
+    for (const end = Date.now() + 60_000; pool.pending() === 0 && order.length === 0 && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 5));
+    expect(order).toEqual([]);
     const health = await fetch(`${gw.url}/health`);
     order.push(`health:${health.status}`);
     const done = await big;
