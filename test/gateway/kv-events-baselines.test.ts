@@ -79,7 +79,7 @@ async function ask(model: string, session: string, turn: number) {
   const { data, response } = await client.chat.completions.create({ model, max_tokens: 4, messages }).withResponse();
   const id = response.headers.get('x-request-id')!;
   let routing: { predictedCachedTokens?: number } = {};
-  for (let i = 0; i < 100; i++) {
+  for (const end = Date.now() + 15_000; Date.now() < end; ) {
     const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
     if (res.status === 200) {
       routing = ((await res.json()) as { routing: typeof routing }).routing;
