@@ -15,5 +15,7 @@ export default defineConfig({
     // 2-core CI machines: more workers only add contention for the tokenizer loads.
     maxWorkers: 2,
     globalSetup: ['test/global-setup.ts'],
+    // property tests from a fixed seed (CTXGATE_FC_SEED to explore others)
+    setupFiles: ['test/fast-check-seed.ts'],
   },
 });
