@@ -1,9 +1,10 @@
 // encrypted_content of reasoning items (OpenAI Responses). OpenAI hands a reasoning item's state
 // back encrypted when a request includes `reasoning.encrypted_content`, so a client that keeps no
-// server-side state (store: false) can send it back next turn. Codex does exactly that, and sends
-// the item back WITHOUT its reasoning_text content (only summary and encrypted_content), so
-// without a blob the gateway would lose the model's reasoning between turns: the engine would see
-// a history it did not generate, and the prefix it cached would break at that turn.
+// server-side state (store: false, as Codex runs) can send it back next turn. OpenAI's own items
+// carry no readable text, only a summary and that blob, and a client built for them may keep
+// nothing else (Codex 0.171 resends the reasoning_text too). Without a blob such a client would
+// lose the model's reasoning between turns: the engine would see a history it did not generate,
+// and the prefix it cached would break at that turn.
 // The gateway seals the reasoning it relays from an engine the same way: `ctxg1_` + base64url of
 // (iv | AES-256-GCM ciphertext | tag), with the tenant as additional data, under a key derived from
 // the server secret (the signing MAC of a fixed label, as thinking signatures use it). The IV is an

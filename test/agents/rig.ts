@@ -51,6 +51,8 @@ export interface RigOptions {
   /** Reference-worker tool-call share and tool turns per user message. */
   toolCallRate?: number;
   maxToolTurns?: number;
+  /** The workers answer as a reasoning model (reasoning_content before each answer). */
+  reasoning?: boolean;
 }
 
 export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
@@ -63,6 +65,7 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
         seed: (o.seed ?? 1) + i,
         toolCallRate: o.toolCallRate ?? 0.9,
         maxToolTurns: o.maxToolTurns ?? 3,
+        reasoning: o.reasoning,
         workspaceRoots: o.workspaceRoots,
         kvTokens: 2_000_000,
         maxModelLen: 262_144,

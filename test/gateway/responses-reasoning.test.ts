@@ -1,7 +1,8 @@
 // Reasoning items' encrypted_content (OpenAI Responses), with the official `openai` SDK over real
-// sockets against a reference worker answering as a reasoning model. Codex runs with store: false,
-// asks for `reasoning.encrypted_content`, and sends each reasoning item back with only its summary
-// and that blob: the gateway's blob must carry the reasoning back to the engine, so the engine sees
+// sockets against a reference worker answering as a reasoning model. A client running with
+// store: false that asks for `reasoning.encrypted_content` may send each reasoning item back with
+// only its summary and that blob (as OpenAI's own items come): the gateway's blob must carry the
+// reasoning back to the engine, so the engine sees
 // the conversation it generated (and reads it from its cache); blobs sealed elsewhere or for another
 // tenant are dropped with a receipt. (The reference worker caches its reasoning without the
 // template's think tags, so the cache benefit itself is not asserted here.)
@@ -73,7 +74,7 @@ describe('through the gateway (openai SDK, Responses API)', () => {
   };
   const ASK = 'List the files in src/ and tell me which one holds the router.';
 
-  it("Codex's round trip: the reasoning comes back from the blob alone and reaches the engine", async () => {
+  it('a stateless round trip: the reasoning comes back from the blob alone and reaches the engine', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const base = {
       model: 'm',
@@ -99,7 +100,7 @@ describe('through the gateway (openai SDK, Responses API)', () => {
     const plain = await client.responses.create({ model: 'm', tools: [SHELL], input: ASK, max_output_tokens: 64 });
     expect((plain.output.find((o) => o.type === 'reasoning') as ResponseReasoningItem).encrypted_content).toBeFalsy();
 
-    // the next turn as Codex sends it: the reasoning item without its reasoning_text content
+    // the next turn with the reasoning item as OpenAI's come: summary and blob, no reasoning_text
     const next = (blob: string) =>
       client.responses
         .create({
