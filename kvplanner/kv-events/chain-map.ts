@@ -119,9 +119,11 @@ export class EngineChainMap {
   private extend(parent: Page, tokens: number[]): Page {
     const bs = this.blockSize;
     const total = parent.tailLen + tokens.length;
-    const prev = parent.tokens.length || parent.tailLen ? parent : undefined;
+    // the parent is needed only while this page's tail reaches into it: chains are cut at every
+    // block boundary, so a page never keeps more than one block's worth of ancestors alive
+    const prev = parent.tailLen > 0 ? parent : undefined;
     if (total < bs) return { last: parent.last, tailLen: total, tokens, prev, completed: [] };
-    const all = [...this.tail(parent, parent.tailLen), ...tokens];
+    const all = prev ? [...this.tail(prev, prev.tailLen), ...tokens] : tokens;
     const completed: string[] = [];
     let last = parent.last;
     let at = 0;
@@ -129,7 +131,8 @@ export class EngineChainMap {
       last = hashBlock(last, all, at, at + bs);
       completed.push(last);
     }
-    return { last, tailLen: all.length - at, tokens, prev, completed };
+    // the tail lies within this page's own tokens (a block was completed in it)
+    return { last, tailLen: all.length - at, tokens, prev: undefined, completed };
   }
 
   /** BlockStored of another block size than the gateway's: page by page. */

@@ -121,8 +121,14 @@ export async function sessionRequests(
     let prev: number | undefined;
     for (let k = 0; k < s.calls.length; k++) {
       const id = out.length;
+      let call: Omit<FleetRequest, 'id' | 'arrivalMs'>;
+      try {
+        call = callRequest(tok, s, k, chain, o);
+      } catch (err) {
+        throw new Error(`${s.source}: call ${k + 1} cannot be rendered (${(err as Error).message})`);
+      }
       out.push({
-        ...callRequest(tok, s, k, chain, o),
+        ...call,
         id,
         arrivalMs: starts[i],
         sessionId,
