@@ -84,7 +84,7 @@ const metric = async (re: RegExp): Promise<number> =>
   Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
 
 /** One call of a growing conversation; returns what the worker reported and the routing record. */
-async function ask(model: string, session: string, turn: number) {
+async function ask(model: string, session: string, turn: number, maxTokens = 4) {
   const client = new OpenAI({
     baseURL: `${gw.url}/v1`,
     apiKey: 'none',
@@ -95,7 +95,9 @@ async function ask(model: string, session: string, turn: number) {
     { role: 'system', content: `Session ${session}: you are a careful agent. `.repeat(12) },
   ];
   for (let t = 0; t <= turn; t++) messages.push({ role: 'user', content: `Turn ${t}: look at module_${t}.py please.` });
-  const { data, response } = await client.chat.completions.create({ model, max_tokens: 4, messages }).withResponse();
+  const { data, response } = await client.chat.completions
+    .create({ model, max_tokens: maxTokens, messages })
+    .withResponse();
   const id = response.headers.get('x-request-id')!;
   let routing: { predictedCachedTokens?: number; branch?: string } = {};
   for (const end = Date.now() + 15_000; Date.now() < end; ) {
@@ -148,13 +150,16 @@ describe('KV events over ZeroMQ', () => {
   it('a request that stores no block (all cached) is no silence: the replay socket answers, no fallback', async () => {
     const silent = /^ctxgate_kv_event_fallbacks_total\{model="m",worker="w0",reason="silent"\} (\d+)/m;
     const before = await metric(silent);
+    // an empty cache (nothing to evict) and one output token (nothing generated is cached): the
+    // repeated call below stores and evicts nothing
+    expect((await fetch(`${evented.url}/reset_prefix_cache`, { method: 'POST' })).status).toBe(200);
     const s = `repeat-${randomUUID()}`;
-    await ask('m', s, 0);
-    await until(inStep);
+    await ask('m', s, 0, 1);
+    await until(() => inStep() && index('m').index.size('w0') > 0);
     const batches = evented.kvEvents!.counts.batches;
     const replays = evented.kvEvents!.counts.replays;
     // the same call again: every block is cached, the engine publishes nothing
-    const again = await ask('m', s, 0);
+    const again = await ask('m', s, 0, 1);
     expect(again.worker).toBe('w0');
     expect(evented.kvEvents!.counts.batches).toBe(batches);
     // past stale_after_ms the gateway asks the replay socket instead of falling back
