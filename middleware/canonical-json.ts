@@ -1,7 +1,15 @@
 // Canonical JSON (keys sorted, no whitespace, undefined dropped) and its sha256: the one
 // serialisation used for checksums, checkpoints and content hashes, so equal data always
-// hashes equal regardless of key insertion order. O(n log k) for n values, k keys per object.
+// hashes equal regardless of key insertion order. O(n log k) for n values, k keys per object;
+// a deep-frozen value (deep-freeze.ts: session-state parts) of at most MEMO_MAX_CHARS is written
+// once and remembered, so a big part that changed is rebuilt from its unchanged pieces' strings.
 import { createHash } from 'node:crypto';
+import { isDeepFrozen } from './deep-freeze.ts';
+
+const memo = new WeakMap<object, string>();
+/** Longest canonical JSON remembered per frozen value: bigger ones are joined from their children
+ * each time (a native copy), so no text is remembered once per level of nesting. */
+export const MEMO_MAX_CHARS = 4096;
 
 export function canonicalJson(value: unknown): string {
   return write(value);
@@ -26,6 +34,16 @@ function write(v: unknown): string {
     default:
       break;
   }
+  if (!isDeepFrozen(v as object)) return writeObject(v as object);
+  let s = memo.get(v as object);
+  if (s === undefined) {
+    s = writeObject(v as object);
+    if (s.length <= MEMO_MAX_CHARS) memo.set(v as object, s);
+  }
+  return s;
+}
+
+function writeObject(v: object): string {
   if (Array.isArray(v)) return '[' + v.map((x) => (x === undefined ? 'null' : write(x))).join(',') + ']';
   const obj = v as Record<string, unknown>;
   if (typeof (obj as { toJSON?: unknown }).toJSON === 'function')

@@ -1,5 +1,6 @@
 // Bounded per-session ring of the last diagnostics, kept in the session state (its own part) so
-// every replica (Redis store) sees the same history. O(1) amortised per call.
+// every replica (Redis store) sees the same history. O(ring) pointer copies per call: the stored
+// ring is shared and frozen (session/shared-parts.ts), so a new one is written.
 import type { PrefixDiagnostics } from '../types.ts';
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { SessionState } from '../session/store.ts';
@@ -16,9 +17,9 @@ export interface BreakRecord extends PrefixDiagnostics {
 export const BREAKS_SLOT = defineSlot<BreakRecord[]>('breaks', 1);
 
 export function pushBreak(state: SessionState, rec: BreakRecord, size: number = BREAK_RING_SIZE): void {
-  const ring = readSlot(state, BREAKS_SLOT) ?? [];
+  const prev = readSlot(state, BREAKS_SLOT) ?? [];
+  const ring = prev.slice(Math.max(0, prev.length + 1 - size));
   ring.push(rec);
-  if (ring.length > size) ring.splice(0, ring.length - size);
   writeSlot(state, BREAKS_SLOT, ring);
 }
 

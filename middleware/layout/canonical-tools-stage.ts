@@ -1,7 +1,10 @@
 // Canonical tools and schemas (layout step 4): the session's first-seen tool order and first-seen
 // key order in every JSON object of the tools, of response_format, and of tool-call arguments
 // (re-serialised only when they parse as JSON and their key order actually differs), so identical
-// meaning renders byte-identically on every call. O(tools + arguments size) per call.
+// meaning renders byte-identically on every call. O(tools + arguments size of messages not seen
+// before) per call: an assistant message resent as the same object (layout/resent.ts) under the
+// same stored orders it was handled with gives what it gave then (orders only ever gain keys at
+// the end, and its keys were learned then), so its arguments are not parsed again.
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, Receipt, ToolDef } from '../types.ts';
@@ -19,10 +22,45 @@ export const CANON_SLOT = defineSlot<CanonState>(CANONICAL_STAGE, 1);
 
 const toolName = (t: ToolDef): string => t.function?.name ?? JSON.stringify(t);
 
+/** What an assistant message gave: itself rewritten (or the same object) and its rewritten calls. */
+interface Handled {
+  out: ChatMessage;
+  calls: number[];
+}
+type Memo = WeakMap<ChatMessage, Handled>;
+
+/** Per stored (frozen, so unchanged) orders: what the call that ended with them did per message. */
+const memos = new WeakMap<CanonState, Memo>();
+
 export function canonicaliseTools(view: RequestView, ctx: StageContext): StageResult {
   void ctx;
-  let state = readSlot(view.session, CANON_SLOT);
-  if (!state) writeSlot(view.session, CANON_SLOT, (state = { tools: [], trees: {} }));
+  const stored = readSlot(view.session, CANON_SLOT);
+  const seen: Memo = new WeakMap();
+  let state = stored;
+  let r: StageResult | undefined;
+  if (!state) {
+    state = { tools: [], trees: {} };
+    writeSlot(view.session, CANON_SLOT, state);
+  } else if (Object.isFrozen(state)) {
+    // The stored orders are shared and frozen (session/shared-parts.ts): a call that learns nothing
+    // writes nothing to them; one that learns a key throws at its first write and runs again on a
+    // copy (keys only, O(schemas)), which becomes the session's part.
+    try {
+      r = withOrders(view, state, memos.get(state), seen);
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      state = structuredClone(state);
+      writeSlot(view.session, CANON_SLOT, state);
+    }
+  }
+  r ??= withOrders(view, state, undefined, seen);
+  memos.set(state, seen);
+  return r;
+}
+
+/** The stage's work with the session's orders `state`, learning new tools and keys into it;
+ * `prev`: what a call ending with these very orders did per message; `seen`: what this one does. */
+function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined, seen: Memo): StageResult {
   const receipts: Receipt[] = [];
   let body = view.body;
 
@@ -56,8 +94,22 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
   }
 
   let messages: ChatMessage[] | undefined;
+  const reorder = (i: number, j: number): Receipt => ({
+    stage: CANONICAL_STAGE,
+    action: 'reorder',
+    target: `messages[${i}].tool_calls[${j}].arguments`,
+    reason: "argument key order differs from the session's first-seen order",
+  });
   body.messages.forEach((m, i) => {
     if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) return;
+    const before = prev?.get(m);
+    if (before) {
+      seen.set(m, before);
+      for (const j of before.calls) receipts.push(reorder(i, j));
+      if (before.out !== m) (messages ??= body.messages.slice())[i] = before.out;
+      return;
+    }
+    const rewritten: number[] = [];
     let calls: typeof m.tool_calls | undefined;
     m.tool_calls.forEach((tc, j) => {
       const args = tc.function?.arguments;
@@ -73,17 +125,14 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
       if (sameSerialisation(next, parsed)) return;
       calls ??= m.tool_calls!.slice();
       calls[j] = { ...tc, function: { ...tc.function, arguments: JSON.stringify(next) } };
-      receipts.push({
-        stage: CANONICAL_STAGE,
-        action: 'reorder',
-        target: `messages[${i}].tool_calls[${j}].arguments`,
-        reason: "argument key order differs from the session's first-seen order",
-      });
+      rewritten.push(j);
+      receipts.push(reorder(i, j));
     });
     if (calls) {
       messages ??= body.messages.slice();
       messages[i] = { ...m, tool_calls: calls };
     }
+    seen.set(m, { out: messages?.[i] ?? m, calls: rewritten });
   });
   if (messages) body = { ...body, messages };
   // A conversation's opening call (no assistant turn yet) passes unchanged even when an identical

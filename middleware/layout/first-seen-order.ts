@@ -15,12 +15,22 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Returns `value` rewritten to the tree's key order, updating the tree in place with new keys. */
+/** The child tree under `key`, created only when absent: a tree with nothing new is not written
+ * (a stored, frozen tree is then read without a copy; see canonical-tools-stage.ts). */
+function child(tree: KeyTree, key: string): KeyTree {
+  const found = tree.c?.[key];
+  if (found) return found;
+  const made: KeyTree = {};
+  (tree.c ??= {})[key] = made;
+  return made;
+}
+
+/** Returns `value` rewritten to the tree's key order, updating the tree in place with new keys
+ * (and writing nothing to it when every key was seen before). */
 export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
   if (Array.isArray(value)) {
-    const c = (tree.c ??= {});
     return value.map((x, i) =>
-      typeof x === 'object' && x !== null ? applyFirstSeenOrder(x, (c[String(i)] ??= {})) : x,
+      typeof x === 'object' && x !== null ? applyFirstSeenOrder(x, child(tree, String(i))) : x,
     );
   }
   if (!isPlainObject(value)) return value;
@@ -36,13 +46,11 @@ export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
     order = tree.k.filter((k) => present.has(k)).concat(fresh);
     if (fresh.length) tree.k.push(...fresh);
   }
-  const c = (tree.c ??= {});
   const out: Record<string, unknown> = {};
   for (const k of order) {
     const v = value[k];
-    out[k] = typeof v === 'object' && v !== null ? applyFirstSeenOrder(v, (c[k] ??= {})) : v;
+    out[k] = typeof v === 'object' && v !== null ? applyFirstSeenOrder(v, child(tree, k)) : v;
   }
-  if (Object.keys(c).length === 0) delete tree.c;
   return out;
 }
 

@@ -3,7 +3,10 @@
 // tombstone per stale observation, appended at the leaf (a hard eviction only when the caller
 // passes a cost model: the pipeline never does). Tombstones live in state keyed by anchor index and are re-appended
 // identically on every later call, so the prefix never changes. Pure: (messages, state, opts)
-// → { messages, state, receipts }. O(new messages × live observations) per call.
+// → { messages, state, receipts }; the previous state is never changed (a shallow copy: its
+// observations are shared, and one marked stale is replaced by a marked copy), so a stored state's
+// parts can stay shared and frozen. O(new messages × live observations) per call, plus pointer
+// copies of the state's lists.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
 import { frameNote } from '../redaction/framing.ts';
@@ -46,7 +49,7 @@ export function applyLedger(
   const count = opts.countTokens ?? approxTokens;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const receipts: Receipt[] = [];
-  let st: LedgerState = prev ? structuredClone(prev) : emptyLedger();
+  let st: LedgerState = prev ? copyOf(prev) : emptyLedger();
   if (st.seen > input.length || (st.seen > 0 && st.tailHash !== tailKey(input[st.seen - 1]))) {
     receipts.push({
       stage: STAGE,
@@ -87,10 +90,11 @@ export function applyLedger(
         reason: `call ${obs.call} may write files it does not name; nothing invalidated`,
       });
     for (const w of obs.writes) {
-      for (const o of st.observations) {
+      for (let k = 0; k < st.observations.length; k++) {
+        const o = st.observations[k];
         if (o.stale || o.call >= obs.call) continue;
         const hit = o.reads.find((r) => writeInvalidates(w, r));
-        if (hit) newlyStale.push(markStale(o, { reason: 'written', byCall: obs.call, detail: hit.uri }));
+        if (hit) newlyStale.push(markStale(st, k, { reason: 'written', byCall: obs.call, detail: hit.uri }));
       }
     }
     st.observations.push(obs);
@@ -100,20 +104,22 @@ export function applyLedger(
   st.tailHash = input.length ? tailKey(input[input.length - 1]) : undefined;
 
   for (const ext of st.pending) {
-    for (const o of st.observations) {
+    for (let k = 0; k < st.observations.length; k++) {
+      const o = st.observations[k];
       if (o.stale) continue;
       const hit = o.reads.find((r) => writeInvalidates({ uri: ext.uri, structural: true }, r) || r.uri === ext.uri);
-      if (hit) newlyStale.push(markStale(o, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }));
+      if (hit) newlyStale.push(markStale(st, k, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }));
     }
   }
   st.pending = [];
-  for (const o of st.observations) {
+  for (let k = 0; k < st.observations.length; k++) {
+    const o = st.observations[k];
     if (o.stale || !o.ttl) continue;
     const byCalls = o.ttl.calls !== undefined && st.actions - o.call >= o.ttl.calls;
     const bySecs = o.ttl.seconds !== undefined && now - o.at >= o.ttl.seconds;
     if (byCalls || bySecs)
       newlyStale.push(
-        markStale(o, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }),
+        markStale(st, k, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }),
       );
   }
 
@@ -224,9 +230,24 @@ function observe(
   };
 }
 
-function markStale(o: Observation, s: StaleMark): Observation {
-  o.stale = s;
+/** Observation k marked stale: a marked copy replaces it (the state's own, so `handled` can be set on it). */
+function markStale(st: LedgerState, k: number, s: StaleMark): Observation {
+  const o = { ...st.observations[k], stale: s };
+  st.observations[k] = o;
   return o;
+}
+
+/** A copy the caller may change: every list and map copied, the observations and records shared. */
+function copyOf(p: LedgerState): LedgerState {
+  return {
+    ...p,
+    observations: p.observations.slice(),
+    calls: { ...p.calls },
+    tombstones: p.tombstones.slice(),
+    evictions: p.evictions.slice(),
+    pending: p.pending.slice(),
+    open: { ...p.open },
+  };
 }
 
 function tailKey(m: ChatMessage): string {

@@ -1,10 +1,12 @@
-// In-memory SessionStore: an LRU bounded by entry count and by serialised bytes, with a TTL.
-// States are kept as JSON strings, so a caller can never mutate stored state by reference (same
-// semantics as the Redis store) and the byte bound is exact. get/put are O(state size), native
-// JSON only: no checksum here (nothing crosses a process boundary to corrupt it; the canonical
-// sha256 cost more than the rest of a put). Stores that serialise elsewhere (Redis) checksum.
+// In-memory SessionStore: an LRU bounded by entry count and by bytes, with a TTL. It keeps a
+// frozen snapshot per session (shared-parts.ts): a get hands out a copy of the top level with the
+// parts shared and frozen, a put freezes the parts it is given; no JSON parse or stringify, so a
+// call costs O(parts), not O(history). A caller can still never change stored state by reference:
+// top-level fields are copied and parts are frozen. Bytes are stateSize (UTF-16 code units of the
+// JSON, escapes not counted), computed once per part. No checksum here (nothing crosses a process
+// boundary to corrupt it); stores that serialise elsewhere (Redis) checksum.
 import { LRUCache } from 'lru-cache';
-import { takePutJson } from './put-json.ts';
+import { snapshotOf, stateSize, thaw } from './shared-parts.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
 export const DEFAULT_MAX_SESSIONS = 10_000;
@@ -22,33 +24,28 @@ export interface MemoryStoreOptions {
 const keyOf = (tenant: string, id: string): string => `${tenant}\u0000${id}`;
 
 export class MemorySessionStore implements SessionStore {
-  private readonly lru: LRUCache<string, string>;
+  private readonly lru: LRUCache<string, SessionState>;
 
   constructor(opts: MemoryStoreOptions = {}) {
-    this.lru = new LRUCache<string, string>({
+    this.lru = new LRUCache<string, SessionState>({
       max: opts.maxSessions ?? DEFAULT_MAX_SESSIONS,
       maxSize: opts.maxBytes ?? DEFAULT_MAX_BYTES,
       // UTF-16 code units ≈ bytes for the mostly-ASCII JSON; at least 1 so empty docs count.
-      sizeCalculation: (v, k) => Math.max(1, v.length + k.length),
+      sizeCalculation: (v, k) => Math.max(1, stateSize(v) + k.length),
       ttl: opts.ttlMs ?? DEFAULT_TTL_MS,
       updateAgeOnGet: true,
     });
   }
 
   async get(tenant: string, sessionId: string): Promise<SessionState | undefined> {
-    const raw = this.lru.get(keyOf(tenant, sessionId));
-    if (raw === undefined) return undefined;
-    const state = JSON.parse(raw) as SessionState;
+    const state = this.lru.get(keyOf(tenant, sessionId));
     // A state written by another schema version is not trusted: the session starts afresh.
-    return state.schema === SESSION_SCHEMA_VERSION && state.tenant === tenant ? state : undefined;
+    return state && state.schema === SESSION_SCHEMA_VERSION && state.tenant === tenant ? thaw(state) : undefined;
   }
 
   async put(state: SessionState): Promise<void> {
     // A checksum read from another store would be stale after the caller's changes: not kept.
-    const shared = takePutJson(state);
-    const { checksum: _old, ...rest } = state;
-    void _old;
-    this.lru.set(keyOf(state.tenant, state.sessionId), shared ?? JSON.stringify(rest));
+    this.lru.set(keyOf(state.tenant, state.sessionId), snapshotOf(state));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {

@@ -4,9 +4,15 @@
 // checksum verified on read: a mismatch or foreign schema is treated as absent and logged.
 // Writes carry a TTL; states over maxBytes are refused (the resilient wrapper keeps them locally).
 // Short command timeouts so a dead Redis fails fast instead of stalling requests.
+// Parts are shared between calls (shared-parts.ts): a put freezes them, so their canonical JSON is
+// written once per part; the last document read or written per key is kept with its state, and a
+// read that finds that very text (a native compare) skips the parse and the verification. A put
+// still writes the whole document; another replica's write is a different text, read afresh.
 import { Redis, type RedisOptions } from 'ioredis';
-import { canonicalJson } from '../canonical-json.ts';
-import { checksumValid, withChecksum } from './checksum.ts';
+import { LRUCache } from 'lru-cache';
+import { canonicalJson, sha256Hex } from '../canonical-json.ts';
+import { checksumValid, stateChecksum, withChecksum } from './checksum.ts';
+import { snapshotOf, stateSize, thaw } from './shared-parts.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
 export const REDIS_KEY_PREFIX = 'ctxgate:sess:';
@@ -14,6 +20,8 @@ export const DEFAULT_REDIS_TTL_S = 6 * 60 * 60;
 export const DEFAULT_REDIS_MAX_BYTES = 2 * 1024 * 1024;
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 50;
 export const DEFAULT_LIST_LIMIT = 100;
+/** Bytes (stateSize) of the states kept for reads that find them unchanged. */
+export const DEFAULT_REDIS_READ_CACHE_BYTES = 64 * 1024 * 1024;
 
 export type StoreLog = (msg: string, detail?: Record<string, unknown>) => void;
 
@@ -26,6 +34,14 @@ export interface RedisStoreOptions {
   maxBytes?: number;
   commandTimeoutMs?: number;
   log?: StoreLog;
+  /** Bytes of states kept to skip parsing unchanged reads (0: none). */
+  readCacheBytes?: number;
+}
+
+interface Known {
+  text: string;
+  checksum: string;
+  state: SessionState;
 }
 
 export class StateTooLargeError extends Error {}
@@ -50,12 +66,24 @@ export function fastFailRedisOptions(timeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_M
   };
 }
 
+/** The stored document: the canonical JSON of the state with its checksum, the canonical JSON of
+ * the rest written once (`checksum` sorts right after `calls`, the first key, so it is spliced in). */
+export function documentOf(snapshot: SessionState): { text: string; checksum: string } {
+  const rest = canonicalJson(snapshot);
+  const checksum = sha256Hex(rest);
+  const head = `{"calls":${JSON.stringify(snapshot.calls)}`;
+  if (snapshot.checksum !== undefined || !rest.startsWith(head + ','))
+    return { text: canonicalJson(withChecksum(snapshot)), checksum: stateChecksum(snapshot) };
+  return { text: `${head},"checksum":"${checksum}"${rest.slice(head.length)}`, checksum };
+}
+
 export class RedisSessionStore implements SessionStore {
   readonly client: Redis;
   private readonly owns: boolean;
   private readonly ttl: number;
   private readonly maxBytes: number;
   private readonly log: StoreLog;
+  private readonly known?: LRUCache<string, Known>;
 
   constructor(opts: RedisStoreOptions) {
     this.owns = opts.client ? opts.ownsClient === true : true;
@@ -66,11 +94,20 @@ export class RedisSessionStore implements SessionStore {
     this.ttl = opts.ttlSeconds ?? DEFAULT_REDIS_TTL_S;
     this.maxBytes = opts.maxBytes ?? DEFAULT_REDIS_MAX_BYTES;
     this.log = opts.log ?? (() => undefined);
+    const cacheBytes = opts.readCacheBytes ?? DEFAULT_REDIS_READ_CACHE_BYTES;
+    if (cacheBytes > 0)
+      this.known = new LRUCache<string, Known>({
+        maxSize: cacheBytes,
+        sizeCalculation: (v) => Math.max(1, v.text.length + stateSize(v.state)),
+      });
   }
 
   async get(tenant: string, sessionId: string): Promise<SessionState | undefined> {
-    const raw = await this.client.get(redisKey(tenant, sessionId));
+    const key = redisKey(tenant, sessionId);
+    const raw = await this.client.get(key);
     if (raw === null) return undefined;
+    const known = this.known?.get(key);
+    if (known && known.text === raw) return { ...thaw(known.state), checksum: known.checksum };
     let state: SessionState;
     try {
       state = JSON.parse(raw) as SessionState;
@@ -90,20 +127,27 @@ export class RedisSessionStore implements SessionStore {
       this.log('session state checksum mismatch; treated as absent', { tenant, sessionId });
       return undefined;
     }
-    return state;
+    const snapshot = snapshotOf(state);
+    this.known?.set(key, { text: raw, checksum: state.checksum!, state: snapshot });
+    return { ...thaw(snapshot), checksum: state.checksum };
   }
 
   async put(state: SessionState): Promise<void> {
-    const doc = withChecksum(state);
-    const text = canonicalJson(doc);
+    const snapshot = snapshotOf(state);
+    const { text, checksum } = documentOf(snapshot);
     if (Buffer.byteLength(text) > this.maxBytes) {
       throw new StateTooLargeError(`session state is ${Buffer.byteLength(text)} bytes > ${this.maxBytes}`);
     }
-    await this.client.set(redisKey(state.tenant, state.sessionId), text, 'EX', this.ttl);
-    state.checksum = doc.checksum;
+    const key = redisKey(state.tenant, state.sessionId);
+    // Forgotten first: a failed write must not leave this state looking like the stored one.
+    this.known?.delete(key);
+    await this.client.set(key, text, 'EX', this.ttl);
+    this.known?.set(key, { text, checksum, state: snapshot });
+    state.checksum = checksum;
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
+    this.known?.delete(redisKey(tenant, sessionId));
     await this.client.del(redisKey(tenant, sessionId));
   }
 

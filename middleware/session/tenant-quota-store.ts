@@ -3,13 +3,13 @@
 // tenant's quota, that tenant's least recently used sessions are deleted from the inner store, so
 // one tenant (or an attacker minting session ids) can never push out another tenant's sessions.
 // A state alone over the byte quota is not kept (the session starts afresh next call).
-// Size of a session = UTF-16 length of JSON.stringify(state) as put, plus its key (tenant and id):
-// never less than what MemorySessionStore charges for it, so an inner memory store sized at
-// quota × tenants never evicts before a tenant's own quota does.
-// O(state size) per put (one stringify), O(1) per get/delete plus O(evicted).
+// Size of a session = stateSize of the state as put (shared-parts.ts: its JSON length, escapes not
+// counted, once per part) plus its key (tenant and id): never less than what MemorySessionStore
+// charges for it, so an inner memory store sized at quota × tenants never evicts before a
+// tenant's own quota does. O(parts not sized before) per put, O(1) per get/delete plus O(evicted).
 // The accounting is per process: replicas sharing Redis each enforce it over the sessions they
 // wrote; sessions the inner store dropped on its own (TTL) are forgotten when LRU'd out here.
-import { putJson } from './put-json.ts';
+import { freezeParts, stateSize } from './shared-parts.ts';
 import { TenantQuota, type TenantQuotaOptions } from './tenant-quota.ts';
 import type { SessionState, SessionStore } from './store.ts';
 
@@ -20,7 +20,7 @@ export interface TenantQuotaStoreOptions extends TenantQuotaOptions {
 
 /** Bytes a put of `state` counts against its tenant. */
 export function quotaSize(state: SessionState): number {
-  return putJson(state).length + state.tenant.length + state.sessionId.length + 1;
+  return stateSize(freezeParts(state)) + state.tenant.length + state.sessionId.length + 1;
 }
 
 export class TenantQuotaStore implements SessionStore {

@@ -215,7 +215,8 @@ function store(st: StabiliseState, i: number, c: ChatMessage['content'], max: nu
   const text = contentText(c);
   // Secrets are never persisted, so they can never be resurrected either.
   if (size(c) > max || looksSecret(text)) return;
-  st.orig[i] = c;
+  // Parts content is copied: the stored state is frozen once put, the request's message is not ours to freeze.
+  st.orig[i] = typeof c === 'string' ? c : structuredClone(c);
   st.bytes += size(c);
 }
 

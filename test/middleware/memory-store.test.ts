@@ -14,12 +14,16 @@ const state = (tenant: string, id: string, pad = ''): SessionState => ({
 });
 
 describe('MemorySessionStore', () => {
-  it('namespaces by tenant, copies on write and on read, drops a foreign checksum', async () => {
+  it('namespaces by tenant, copies the top level on write and on read, freezes parts, drops a foreign checksum', async () => {
     const s = new MemorySessionStore();
     const st = { ...state('A', 's1'), checksum: 'stale' };
     await s.put(st);
     st.calls = 99;
-    st.stages!.pad.s = 'changed';
+    // Parts are shared and frozen once put: a stage writes a new part instead (writeSlot).
+    expect(() => {
+      st.stages!.pad.s = 'changed';
+    }).toThrow(TypeError);
+    st.stages = { ...st.stages, other: { v: 1, s: 'new part' } };
     const got = await s.get('A', 's1');
     expect(got?.calls).toBe(1);
     expect(got?.stages).toEqual({ pad: { v: 1, s: '' } });

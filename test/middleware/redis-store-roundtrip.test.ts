@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { Redis } from 'ioredis';
-import { RedisSessionStore, redisKey, StateTooLargeError } from '../../middleware/session/redis-store.ts';
+import { documentOf, RedisSessionStore, redisKey, StateTooLargeError } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
-import { checksumValid } from '../../middleware/session/checksum.ts';
+import { canonicalJson } from '../../middleware/canonical-json.ts';
+import { checksumValid, withChecksum } from '../../middleware/session/checksum.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
 
 const url = inject('redisUrl');
@@ -62,6 +63,36 @@ describe('RedisSessionStore (real redis)', () => {
     await raw.set(key, JSON.stringify(doc));
     expect(await store.get('t2', 'x')).toBeUndefined();
     expect(logs.some((l) => /checksum mismatch/.test(l))).toBe(true);
+    await raw.quit();
+  });
+
+  it("stores the canonical JSON with its checksum; an unchanged read is the known state, a replica's write is read afresh", async () => {
+    const a = new RedisSessionStore({ url, commandTimeoutMs: 5000 });
+    const b = new RedisSessionStore({ url, commandTimeoutMs: 5000 });
+    opened.push(a, b);
+    const s = state('rep', 'one', 1);
+    await a.put(s);
+    const raw = new Redis(url);
+    const text = (await raw.get(redisKey('rep', 'one')))!;
+    const { checksum: _c, ...rest } = s;
+    void _c;
+    expect(text).toBe(canonicalJson(withChecksum(rest)));
+    expect(documentOf(rest).text).toBe(text);
+    // Replica b reads (a parse), changes one part and writes; a then reads b's state, not its own.
+    const onB = (await b.get('rep', 'one'))!;
+    expect(onB).toEqual({ ...s, checksum: onB.checksum });
+    onB.calls = 2;
+    onB.stages = { ...onB.stages, fingerprint: { v: 1, s: { stableHashes: ['x'] } } };
+    await b.put(onB);
+    const onA = (await a.get('rep', 'one'))!;
+    expect(onA.calls).toBe(2);
+    expect(onA.stages?.fingerprint).toEqual({ v: 1, s: { stableHashes: ['x'] } });
+    expect(checksumValid(onA)).toBe(true);
+    expect(await a.get('rep', 'one')).toEqual(onA);
+    // Parts of a state read are shared and frozen: changing one in place throws.
+    expect(() => {
+      (onA.stages!.ledger.s as { seen: number }).seen = 4;
+    }).toThrow(TypeError);
     await raw.quit();
   });
 

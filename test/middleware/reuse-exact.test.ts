@@ -28,8 +28,8 @@ function request(history: ChatMessage[], k: number, run: number): ChatRequest {
   let messages = history.map((m, i) => {
     // A marker look-alike in resent text, escaped on every call it is resent.
     if (m.role === 'tool' && i % 5 === 0) return { ...m, content: `${m.content}\n［ｃｔｘｇａｔｅ］ note ${i}` };
-    // The same arguments with their keys in another order on odd calls.
-    if (m.role === 'assistant' && m.tool_calls && k % 2 === 1) {
+    // The same arguments with their keys in another order: some turns always, every turn every sixth call.
+    if (m.role === 'assistant' && m.tool_calls && (k % 6 === 5 || i % 8 === 2)) {
       const args = JSON.parse(m.tool_calls[0].function.arguments) as Record<string, unknown>;
       const flipped = JSON.stringify({ timeout: 30, ...args });
       return { ...m, tool_calls: [{ ...m.tool_calls[0], function: { name: 'bash', arguments: flipped } }] };

@@ -47,7 +47,7 @@ describe('per-stage session state', () => {
     const ledgerBefore = readSlot(st, LEDGER_SLOT);
     expect(ledgerBefore?.seen).toBeGreaterThan(0);
     // A replica with another shape of the volatile part wrote it: this one must not read it.
-    st.stages!.volatile.v = VOLATILE_SLOT.version + 1;
+    st.stages!.volatile = { ...st.stages!.volatile, v: VOLATILE_SLOT.version + 1 };
     await store.put(st);
     expect(await relocated(3)).toBe(false); // fresh: nothing learned, nothing moved
     const after = (await store.get('t', 's'))!;
