@@ -1,12 +1,10 @@
 // Starts one real redis-server for the whole test run (tests that need Redis read
 // REDIS_URL via inject('redisUrl')). Without a redis-server binary the value is '' and
 // Redis tests must fail loudly rather than skip: CI installs it (.ci/run).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// The server is bench chaos's RedisProc: on a free port, checked to be ours (a port picked free
+// can be taken before redis-server binds it), picked again if it was taken.
 import type { TestProject } from 'vitest/node';
+import { type RedisProc, startRedisProc } from '../loadtest/chaos/redis-proc.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,59 +13,18 @@ declare module 'vitest' {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-let child: ChildProcess | undefined;
-let dir: string | undefined;
+let redis: RedisProc | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
-  const port = await freePort();
-  dir = mkdtempSync(join(tmpdir(), 'ctxgate-redis-'));
-  child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const started = await new Promise<boolean>((resolve) => {
-    child!.once('error', () => resolve(false));
-    const deadline = Date.now() + 5000;
-    const tick = (): void => {
-      const s = require_net_connect(port);
-      s.then((ok) => (ok ? resolve(true) : Date.now() > deadline ? resolve(false) : setTimeout(tick, 50)));
-    };
-    tick();
-  });
-  project.provide('redisUrl', started ? `redis://127.0.0.1:${port}` : '');
-  project.provide('redisPort', started ? port : 0);
-}
-
-function require_net_connect(port: number): Promise<boolean> {
-  return import('node:net').then(
-    ({ connect }) =>
-      new Promise<boolean>((resolve) => {
-        const s = connect(port, '127.0.0.1');
-        s.once('connect', () => {
-          s.destroy();
-          resolve(true);
-        });
-        s.once('error', () => resolve(false));
-      }),
-  );
+  try {
+    redis = await startRedisProc();
+  } catch (err) {
+    console.error(`global-setup: no redis-server for the tests (${(err as Error).message})`);
+  }
+  project.provide('redisUrl', redis ? redis.url : '');
+  project.provide('redisPort', redis ? redis.port : 0);
 }
 
 export async function teardown(): Promise<void> {
-  child?.kill('SIGTERM');
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await redis?.dispose();
 }

@@ -29,6 +29,10 @@ function call(session: number, turn: number, sessionId = true) {
   });
 }
 
+/** A live Redis's command timeout here: the default (100 ms) is for the request path, and one
+ * command a loaded machine delays past it marks the index degraded, which these tests check is not. */
+const LIVE_TIMEOUT_MS = 5_000;
+
 async function ready(s: SharedIndexRedis): Promise<void> {
   const end = Date.now() + 15_000;
   while ((s as unknown as { redis: { status: string } }).redis.status !== 'ready') {
@@ -46,8 +50,8 @@ describe('Redis-shared index', () => {
     const model = `m-${randomUUID()}`;
     const a = new CtxgatePolicy();
     const b = new CtxgatePolicy();
-    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A' });
-    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
+    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A', commandTimeoutMs: LIVE_TIMEOUT_MS });
+    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B', commandTimeoutMs: LIVE_TIMEOUT_MS });
     open.push(sa, sb);
     await Promise.all([ready(sa), ready(sb)]);
     const ws = workers(4);
@@ -71,7 +75,7 @@ describe('Redis-shared index', () => {
   it('a replica that missed the log adopts a pin on its first miss', async () => {
     const model = `m-${randomUUID()}`;
     const a = new CtxgatePolicy();
-    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A' });
+    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A', commandTimeoutMs: LIVE_TIMEOUT_MS });
     open.push(sa);
     await ready(sa);
     const ws = workers(4);
@@ -79,7 +83,7 @@ describe('Redis-shared index', () => {
     const home3 = route(a, ws, call(3, 1)).worker.id;
     await sa.flush();
     const b = new CtxgatePolicy();
-    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B' });
+    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B', commandTimeoutMs: LIVE_TIMEOUT_MS });
     open.push(sb);
     await ready(sb);
     route(b, ws, call(3, 2)); // a miss: noted, looked up on the sync's next round
