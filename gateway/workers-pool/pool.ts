@@ -10,9 +10,10 @@
 //   or run (429 `tenant_render_queue_full`); both retry-after 1. Admission to a full queue is by
 //   share: a tenant holding at least two more waiting jobs than the newcomer gives up its newest one
 //   (429 to it); only when no tenant does is the newcomer refused (503 `render_queue_full`).
-// - Start: warm() starts each thread and test-renders each model's tokenizer there (a thread that
-//   cannot fails start-up naming render_pool.threads). A job whose thread dies (out of memory, an
-//   exit) or fails runs once more on a fresh thread before the caller sees an error.
+// - Threads start on the first big call; warm() starts them and test-renders each model's tokenizer
+//   there, rejecting with a ConfigError naming render_pool.threads when a thread cannot. A job whose
+//   thread dies (out of memory, an exit) or fails runs once more on a fresh thread before the caller
+//   sees an error.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
