@@ -14,7 +14,9 @@
 //   places all of them as ONE leaf note after the history, where it costs no cached prefix.
 // - Per-session memory lives in `view.session`, in the stage's own versioned part, read and
 //   written only through a typed slot (session/stage-state.ts); it is persisted by the pipeline
-//   after the call through the SessionStore (JSON only).
+//   after the call through the SessionStore (JSON only). A stored part is shared between calls
+//   and frozen (session/shared-parts.ts): never change what readSlot returned, write a new part
+//   (copy on write; unchanged sub-objects may be shared). A write into a stored part throws.
 // - Receipts that count as a metric are declared in `metrics`; the gateway counts from these
 //   declarations only.
 // - Deterministic and idempotent: the same input and state must give byte-identical output.
