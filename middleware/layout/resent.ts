@@ -10,8 +10,9 @@
 import type { ChatMessage, ChatRequest } from '../types.ts';
 import { sameJson } from './segmentation.ts';
 
-/** Characters of the first user message a hint keys on (it only needs to tell sessions apart). */
-export const HINT_TASK_CHARS = 2048;
+/** Characters of the first user message a hint keys on: it only needs to tell sessions apart, and
+ * the hints kept (DEFAULT_MAX_HINTS) stay small. */
+export const HINT_TASK_CHARS = 256;
 
 /** `messages` with each message JSON-equal to prev[i] replaced by prev[i]; the same array when none is. */
 export function internResent(messages: ChatMessage[], prev: readonly ChatMessage[] | undefined): ChatMessage[] {
