@@ -117,7 +117,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     ),
     kvEventBatches: counter(
       'kv_event_batches_total',
-      'Engine KV event batches received per worker: applied live, recovered through replay, or undecodable',
+      'Engine KV event batches received per worker: applied live, recovered through replay, undecodable, or replay_overrun (a replay answered past its message, byte or time budget: failed)',
       ['model', 'worker', 'outcome'] as const,
     ),
     kvEventGaps: counter(

@@ -25,7 +25,10 @@
 // blocks were all cached already stores nothing, and the engine publishes nothing for it. So before
 // falling back for silence the replay socket is asked for everything after the last applied batch:
 // an answer means the engine is alive (what it holds back is applied, a gap recovered), and only
-// no answer within REPLAY_TIMEOUT_MS is a fallback. Cost per batch: O(events + stored blocks).
+// no answer within REPLAY_TIMEOUT_MS is a fallback. A replay ends at the first message at or past
+// the range asked for; one that answers more than MAX_REPLAY_BATCHES messages (in range or not),
+// MAX_REPLAY_BYTES of payload or runs past REPLAY_DEADLINE_MS failed, like no answer (a broken
+// publisher must not hold the feed's queue and the event loop). Cost per batch: O(events + stored blocks).
 import { Dealer, Subscriber } from 'zeromq';
 import { EngineChainMap } from '../../kvplanner/kv-events/chain-map.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
@@ -40,8 +43,12 @@ import type { Worker } from '../upstream/worker.ts';
 export const REPLAY_TIMEOUT_MS = 1_000;
 /** Largest KV event message read (ZeroMQ drops the connection on a bigger one). */
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
-/** Most batches one replay may answer before it counts as incomplete. */
+/** Most messages one replay may answer (in range or not) before it counts as failed. */
 const MAX_REPLAY_BATCHES = 100_000;
+/** Most payload bytes one replay may answer before it counts as failed (each kept one is decoded). */
+const MAX_REPLAY_BYTES = 256 * 1024 * 1024;
+/** Longest a whole replay may take, however steadily the engine answers. */
+export const REPLAY_DEADLINE_MS = 10_000;
 /** The chain map may hold this many times the worker's KV capacity in blocks. */
 const MAP_CAPACITY_FACTOR = 2;
 /** Staleness checks per stale_after_ms. */
@@ -51,6 +58,8 @@ export interface KvFeedLog {
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
 }
+
+class Overrun extends Error {}
 
 interface Replayed {
   seq: bigint;
@@ -235,7 +244,9 @@ export class WorkerKvFeed {
     for (const b of got ?? []) this.apply(b.seq, b.batch, b.payload);
   }
 
-  /** Asks the engine's ROUTER for batches from `from` on; collects those before `upTo`. */
+  /** Asks the engine's ROUTER for batches from `from` on; collects those before `upTo`. A replay
+   *  that answers more messages, bytes or time than its budget failed (a broken publisher, or
+   *  another process on that socket, must not hold the feed's queue and the event loop forever). */
   private async replay(from: bigint, upTo?: bigint): Promise<Replayed[] | undefined> {
     if (!this.dealer) {
       this.dealer = new Dealer({ linger: 0, receiveTimeout: REPLAY_TIMEOUT_MS, maxMessageSize: MAX_MESSAGE_BYTES });
@@ -243,6 +254,9 @@ export class WorkerKvFeed {
     }
     const dealer = this.dealer;
     const out: Replayed[] = [];
+    const deadline = Date.now() + REPLAY_DEADLINE_MS;
+    let messages = 0;
+    let bytes = 0;
     try {
       await dealer.send([Buffer.alloc(0), seqBytes(from)]);
       for (;;) {
@@ -250,17 +264,30 @@ export class WorkerKvFeed {
         const seq = readSeq(frames[frames.length - 2]);
         const payload = frames[frames.length - 1];
         if (seq === REPLAY_END_SEQ || payload.length === 0) break;
-        if (out.length >= MAX_REPLAY_BATCHES) throw new Error(`replay longer than ${MAX_REPLAY_BATCHES} batches`);
-        if (seq >= from && (upTo === undefined || seq < upTo)) out.push({ seq, payload, batch: decodeBatch(payload) });
+        messages++;
+        bytes += payload.length;
+        if (messages > MAX_REPLAY_BATCHES || bytes > MAX_REPLAY_BYTES || Date.now() > deadline) {
+          this.metrics.kvEventBatches.inc({ ...this.labels, outcome: 'replay_overrun' });
+          throw new Overrun(`replay past its budget (${messages} messages, ${bytes} bytes)`);
+        }
+        // batches come in seq order: one at or past the end closes what was asked for
+        if (upTo !== undefined && seq >= upTo) break;
+        if (seq >= from) out.push({ seq, payload, batch: decodeBatch(payload) });
       }
+      if (upTo !== undefined) this.closeDealer(); // answers after the end must not reach the next replay
       return out;
     } catch (err) {
       // a late answer must not be read as the next replay's: start that one on a fresh socket
-      dealer.close();
-      this.dealer = undefined;
+      this.closeDealer();
       this.log.warn({ ...this.labels, err: (err as Error).message }, 'KV event replay failed');
+      if (err instanceof Overrun) return undefined;
       return out.length ? out : undefined;
     }
+  }
+
+  private closeDealer(): void {
+    this.dealer?.close();
+    this.dealer = undefined;
   }
 
   private apply(seq: bigint, batch: KvEventBatch, payload: Uint8Array): void {

@@ -12,7 +12,9 @@
 // Faults for tests: dropNext(n) keeps the next n batches out of the PUB socket but in the replay
 // buffer (what a full PUB high-water mark does); stop()/start() take the sockets down and up
 // again with seq and buffer kept (a partition, not an engine restart); freeze()/thaw(): the
-// sockets stay connected but nothing is sent and replay requests go unanswered (a hung process).
+// sockets stay connected but nothing is sent and replay requests go unanswered (a hung process);
+// flood(seq): every replay request is answered with the last batch under `seq` again and again,
+// never the end marker (a broken publisher, or another process on the replay port).
 // Cost: O(events) per batch; replay O(buffer).
 import { Publisher, Router } from 'zeromq';
 import {
@@ -75,10 +77,11 @@ export class KvEventPublisher implements BlockEventSink {
   private sending: Promise<void> = Promise.resolve();
   private drop = 0;
   private frozen = false;
+  private flooding: bigint | undefined;
   endpoint = '';
   replayEndpoint: string | undefined;
-  /** Batches published (sent or dropped), and those kept out of the PUB socket. */
-  readonly counts = { batches: 0, dropped: 0, replays: 0 };
+  /** Batches published (sent or dropped), those kept out of the PUB socket, replay messages flooded. */
+  readonly counts = { batches: 0, dropped: 0, replays: 0, flooded: 0 };
 
   constructor(private readonly o: KvEventsOptions) {}
 
@@ -109,6 +112,15 @@ export class KvEventPublisher implements BlockEventSink {
 
   thaw(): void {
     this.frozen = false;
+  }
+
+  /** Answers replay requests with an endless run of messages all numbered `seq` (endFlood stops it). */
+  flood(seq: bigint): void {
+    this.flooding = seq;
+  }
+
+  endFlood(): void {
+    this.flooding = undefined;
   }
 
   /** Sends every batch again (ends dropNext). */
@@ -218,9 +230,26 @@ export class KvEventPublisher implements BlockEventSink {
           continue;
         }
         this.counts.replays++;
+        if (this.flooding !== undefined) {
+          void this.floodTo(router, id);
+          continue;
+        }
         for (const b of this.buffer)
           if (b.seq >= from) await router.send([id, Buffer.alloc(0), seqBytes(b.seq), b.payload]);
         await router.send([id, Buffer.alloc(0), seqBytes(REPLAY_END_SEQ), Buffer.alloc(0)]);
+      }
+    } catch {
+      // socket closed
+    }
+  }
+
+  private async floodTo(router: Router, id: Buffer): Promise<void> {
+    const payload = this.buffer[this.buffer.length - 1]?.payload ?? encodeBatch(0, [{ type: 'AllBlocksCleared' }], 0);
+    try {
+      for (let n = 0; this.flooding !== undefined && this.router === router; n++) {
+        await router.send([id, Buffer.alloc(0), seqBytes(this.flooding), payload]);
+        this.counts.flooded++;
+        if (n % 256 === 255) await new Promise((r) => setImmediate(r));
       }
     } catch {
       // socket closed
