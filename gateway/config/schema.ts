@@ -150,11 +150,14 @@ export const ModelSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** A tenant id: printable (no control characters: ids are joined into keys, logs and labels). */
+const TenantId = Type.String({ minLength: 1, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+
 export const AuthKeySchema = Type.Object(
   {
     /** `sha256:<64 hex>` or `env:NAME` (read and hashed at load; plaintext is not kept). */
     key: Type.String({ pattern: '^(sha256:[0-9a-fA-F]{64}|env:[A-Za-z_][A-Za-z0-9_]*)$' }),
-    tenant: Type.String({ minLength: 1 }),
+    tenant: TenantId,
     admin: Type.Boolean({ default: false }),
     /** Stable id for usage records; defaults to the first 12 hex digits of the hash. */
     id: Type.Optional(Type.String({ minLength: 1 })),
@@ -198,7 +201,7 @@ export const ConfigSchema = Type.Object(
           Type.Object(
             {
               name: Type.String({ minLength: 1 }),
-              tenants: Type.Array(Type.String({ minLength: 1 }), { minItems: 2 }),
+              tenants: Type.Array(TenantId, { minItems: 2 }),
             },
             { additionalProperties: false },
           ),
@@ -285,10 +288,7 @@ export const ConfigSchema = Type.Object(
     ),
     /** Optional daily spend caps per tenant, checked against the usage ledger. */
     budgets: Type.Array(
-      Type.Object(
-        { tenant: Type.String({ minLength: 1 }), usd_per_day: Type.Number({ minimum: 0 }) },
-        { additionalProperties: false },
-      ),
+      Type.Object({ tenant: TenantId, usd_per_day: Type.Number({ minimum: 0 }) }, { additionalProperties: false }),
       { default: [] },
     ),
     shutdown: Type.Object(

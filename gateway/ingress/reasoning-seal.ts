@@ -6,27 +6,33 @@
 // lose the model's reasoning between turns: the engine would see a history it did not generate,
 // and the prefix it cached would break at that turn.
 // The gateway seals the reasoning it relays from an engine the same way: `ctxg1_` + base64url of
-// (iv | AES-256-GCM ciphertext | tag), with the tenant as additional data, under a key derived from
-// the server secret (the signing MAC of a fixed label, as thinking signatures use it). The IV is an
-// HMAC of (tenant, text), so a whole answer and its stream carry the same blob and one IV only ever
-// seals one text. On the way back a blob that opens for this tenant restores the text; OpenAI's own
+// (iv | AES-256-GCM ciphertext | tag), with the tenant as additional data, under the tenant's own
+// key (HKDF of the server-derived seal key with the tenant id, as thinking signatures derive theirs),
+// so no IV is ever shared between two tenants' keys. The IV is an HMAC of the text under another
+// key of the tenant, so a whole answer and its stream carry the same blob and one IV only ever
+// seals one text under one key. On the way back a blob that opens for this tenant restores the text; OpenAI's own
 // blobs (foreign) and blobs that do not open (altered, another tenant's) are reported so the
 // caller can drop them with a receipt. O(text).
 import { createCipheriv, createDecipheriv } from 'node:crypto';
-import { type Mac, SIGNATURE_PREFIX } from './thinking-signature.ts';
+import { createHmac } from 'node:crypto';
+import { type Mac, SIGNATURE_PREFIX, tenantKey } from './thinking-signature.ts';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 export type Opened = { kind: 'opened'; text: string } | { kind: 'foreign' } | { kind: 'altered' };
 
-function key(mac: Mac): Buffer {
-  return Buffer.from(mac('reasoning-seal-key'), 'base64url');
+const key = (mac: Mac, tenant: string): Buffer => tenantKey(mac, 'reasoning-seal-key', tenant);
+
+/** The IV of (tenant, text): a MAC of the text under the tenant's IV key. */
+export function sealIv(mac: Mac, tenant: string, text: string): Buffer {
+  const ivKey = tenantKey(mac, 'reasoning-seal-iv', tenant);
+  return createHmac('sha256', ivKey).update(text, 'utf8').digest().subarray(0, IV_BYTES);
 }
 
 export function sealReasoning(mac: Mac, tenant: string, text: string): string {
-  const iv = Buffer.from(mac(`reasoning-seal-iv\u0000${tenant}\u0000${text}`), 'base64url').subarray(0, IV_BYTES);
-  const c = createCipheriv('aes-256-gcm', key(mac), iv);
+  const iv = sealIv(mac, tenant, text);
+  const c = createCipheriv('aes-256-gcm', key(mac, tenant), iv);
   c.setAAD(Buffer.from(tenant, 'utf8'));
   const body = Buffer.concat([c.update(text, 'utf8'), c.final()]);
   return SIGNATURE_PREFIX + Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
@@ -37,7 +43,7 @@ export function openReasoning(mac: Mac, tenant: string, blob: string): Opened {
   const raw = Buffer.from(blob.slice(SIGNATURE_PREFIX.length), 'base64url');
   if (raw.length < IV_BYTES + TAG_BYTES) return { kind: 'altered' };
   try {
-    const d = createDecipheriv('aes-256-gcm', key(mac), raw.subarray(0, IV_BYTES));
+    const d = createDecipheriv('aes-256-gcm', key(mac, tenant), raw.subarray(0, IV_BYTES));
     d.setAAD(Buffer.from(tenant, 'utf8'));
     d.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
     const text = Buffer.concat([d.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), d.final()]);

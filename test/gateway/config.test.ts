@@ -75,6 +75,19 @@ models:
     expect(e.message).toMatch(/listne|additional/i);
   });
 
+  it('a tenant id with a control character fails at load, naming the field', () => {
+    const key = { key: `sha256:${'a'.repeat(64)}`, tenant: 'acme\u0000x' };
+    const e = errorOf({ models: [model], auth: { mode: 'keys', keys: [key] } });
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.message).toContain('auth.keys[0].tenant');
+    for (const bad of ['a\nb', 'a\u007fb', '\t'])
+      expect(errorOf({ models: [model], auth: { mode: 'keys', keys: [{ ...key, tenant: bad }] } }), bad).toBeInstanceOf(
+        ConfigError,
+      );
+    const ok = parseConfig({ models: [model], auth: { mode: 'keys', keys: [{ ...key, tenant: 'acme-ü 1' }] } });
+    expect(ok.auth.mode).toBe('keys');
+  });
+
   it('kv_events: index_stride other than 1 and a tcp endpoint without a port fail at load, naming the field', () => {
     const kvModel = (po: Record<string, unknown>, endpoint = 'tcp://127.0.0.1:5557') => ({
       name: 'm',

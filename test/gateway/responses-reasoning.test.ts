@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import type { ResponseFunctionToolCall, ResponseReasoningItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { openReasoning, sealReasoning } from '../../gateway/ingress/reasoning-seal.ts';
+import { openReasoning, sealIv, sealReasoning } from '../../gateway/ingress/reasoning-seal.ts';
 import { createHmac } from 'node:crypto';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
@@ -29,6 +29,21 @@ describe('sealReasoning / openReasoning', () => {
     expect(openReasoning(mac, 'tenant-b', blob)).toEqual({ kind: 'altered' });
     const otherKey = (d: string): string => createHmac('sha256', 'other-key').update(d).digest('base64url');
     expect(openReasoning(otherKey, 'tenant-a', blob)).toEqual({ kind: 'altered' });
+  });
+
+  it('two tenants whose ids differ by a NUL-joined suffix never share an IV or a key', () => {
+    // the old `tenant \0 text` join made (acme, x\0P) and (acme\0x, P) the same IV under one key
+    const a = sealReasoning(mac, 'acme', 'x\u0000the secret plan');
+    const b = sealReasoning(mac, 'acme\u0000x', 'the secret plan');
+    const iv = (blob: string) => Buffer.from(blob.slice(6), 'base64url').subarray(0, 12);
+    expect(iv(a).equals(iv(b))).toBe(false);
+    expect(sealIv(mac, 'acme', 'x\u0000P').equals(sealIv(mac, 'acme\u0000x', 'P'))).toBe(false);
+    expect(openReasoning(mac, 'acme\u0000x', a)).toEqual({ kind: 'altered' });
+    // the same text of two tenants: different IVs and different ciphertexts
+    const c = sealReasoning(mac, 'acme', text);
+    const d = sealReasoning(mac, 'acme2', text);
+    expect(iv(c).equals(iv(d))).toBe(false);
+    expect(c.slice(22)).not.toBe(d.slice(22));
   });
 
   it('a flipped byte, a cut blob or a foreign blob never opens', () => {

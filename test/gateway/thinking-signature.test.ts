@@ -38,6 +38,10 @@ describe('thinking signatures', () => {
       }),
     );
     expect(checkThinking(mac, 't', 'x', 'EqQBCkgIARABGAIiQL')).toBe('foreign');
+    // tenant and text never run together: (acme, x\0P) and (acme\0x, P) sign differently
+    const s1 = signThinking(mac, 'acme', 'x\u0000P');
+    expect(signThinking(mac, 'acme\u0000x', 'P')).not.toBe(s1);
+    expect(checkThinking(mac, 'acme\u0000x', 'P', s1)).toBe('altered');
     expect(checkThinking(mac, 't', 'x', '')).toBe('missing');
     // Another purpose's key never signs the same way.
     expect(salts.mac('other-label', 'thinking\u0000t\u0000x')).not.toBe(signThinking(mac, 't', 'x').slice(6));
