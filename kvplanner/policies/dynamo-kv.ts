@@ -111,7 +111,12 @@ export class DynamoKvPolicy implements Policy {
     const w = workers[idx];
     const blocks = Math.ceil(promptTokens / this.blockSize);
     this.activeBlocks.set(w.id, (this.activeBlocks.get(w.id) ?? 0) + blocks);
-    if (this.pending.size >= MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
+    if (this.pending.size >= MAX_PENDING) {
+      // the oldest pick will never be observed here: its blocks stop counting as active too
+      const [oldInfo, old] = this.pending.entries().next().value!;
+      this.pending.delete(oldInfo);
+      this.activeBlocks.set(old.workerId, Math.max(0, (this.activeBlocks.get(old.workerId) ?? 0) - old.blocks));
+    }
     this.pending.set(info, { workerId: w.id, blocks });
     // the approximate indexer learns at routing time, as Dynamo's does
     if (!this.precise && hashes.length > 0) this.index.insert(w.id, hashes, false, overlaps[idx]);

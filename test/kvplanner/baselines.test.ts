@@ -133,6 +133,18 @@ describe('dynamo_kv (Dynamo KV router cost)', () => {
     expect(picks.w1).toBeGreaterThan(0);
   });
 
+  it('a pick pushed out of the full pending map stops counting its active blocks', () => {
+    const p = new DynamoKvPolicy({ block_size: 16 });
+    const ws = workers(2);
+    const picks = Array.from({ length: 16_384 + 100 }, () => info({ promptTokens: 64 }));
+    for (const r of picks) p.select(ws, r);
+    expect(p.stats().pending).toBe(16_384);
+    const counted = Object.values(p.stats().activeBlocks).reduce((a, b) => a + b, 0);
+    expect(counted).toBe(16_384 * 4); // the 100 oldest picks' 4 blocks each no longer count
+    for (const r of picks) p.observe({ workerId: 'w0', info: r, ok: true });
+    expect(p.stats()).toEqual({ activeBlocks: { w0: 0, w1: 0 }, pending: 0 });
+  });
+
   it('approximate mode learns from its own decisions', () => {
     const p = new DynamoKvPolicy({ block_size: 16 });
     const ws = workers(2);
