@@ -8,6 +8,7 @@
 // offers one keeps working without it.
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolCall, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
+import { ToolNames } from './tool-names.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
 import { checkThinking, type SignatureCheck } from './thinking-signature.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
@@ -133,6 +134,7 @@ function assistantTurn(
 function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
   if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
   const out: ToolDef[] = [];
+  const names = new ToolNames();
   list.forEach((t, i) => {
     if (t.type !== undefined && t.type !== null && t.type !== 'custom') {
       receipts.push({
@@ -145,6 +147,7 @@ function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
     }
     if (typeof t.name !== 'string' || !t.name)
       throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    names.check(t.name, i, 'name');
     const fn: ToolDef['function'] = { name: t.name, parameters: t.input_schema ?? { type: 'object', properties: {} } };
     if (typeof t.description === 'string') fn.description = t.description;
     out.push({ type: 'function', function: fn });

@@ -12,6 +12,7 @@
 import { type Opened, openReasoning } from './reasoning-seal.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
+import { ToolNames } from './tool-names.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
 import type { ResponseStore } from './responses-store.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
@@ -176,6 +177,7 @@ function inputItems(
 function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] {
   if (!Array.isArray(list) || !list.every(isObject)) throw bad("'tools' must be an array of tool objects", 'tools');
   const out: ToolDef[] = [];
+  const names = new ToolNames();
   list.forEach((t, i) => {
     if (t.type !== 'function' && t.type !== 'custom') {
       receipts.push({
@@ -188,6 +190,7 @@ function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] 
     }
     if (typeof t.name !== 'string' || !t.name)
       throw bad(`tools[${i}].name must be a non-empty string`, `tools[${i}].name`);
+    names.check(t.name, i, 'name');
     let parameters = t.parameters ?? { type: 'object', properties: {} };
     if (t.type === 'custom') {
       custom.push(t.name);

@@ -3,6 +3,7 @@
 // the shape of `tools` and tool calls (a malformed schema would make the worker answer 5xx, so it
 // is the request's 400, naming the field, before any worker sees it). O(prompt) with early exit.
 import { GatewayError } from '../../middleware/errors.ts';
+import { ToolNames } from '../ingress/tool-names.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -36,9 +37,7 @@ function checkTools(tools: unknown): void {
   if (tools === undefined || tools === null) return;
   if (!Array.isArray(tools))
     throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
-  // A tool call names its tool: two tools of one name are ambiguous to the model, and the layout
-  // learns each tool's lines by name (one tool's lines would be judged by the other's).
-  const firstByName = new Map<string, number>();
+  const names = new ToolNames();
   tools.forEach((t, i) => {
     const at = `tools[${i}]`;
     if (!isObject(t)) throw new GatewayError('invalid_request', `${at} must be an object`, at);
@@ -47,20 +46,7 @@ function checkTools(tools: unknown): void {
     if (t.type !== 'function') return; // other tool kinds are the engine's to judge
     const f = t.function;
     if (!isObject(f)) throw new GatewayError('invalid_request', `${at}.function must be an object`, `${at}.function`);
-    if (typeof f.name !== 'string' || !/^[A-Za-z0-9_.:-]{1,128}$/.test(f.name))
-      throw new GatewayError(
-        'invalid_request',
-        `${at}.function.name must be 1-128 letters, digits, _ . : -`,
-        `${at}.function.name`,
-      );
-    const first = firstByName.get(f.name);
-    if (first !== undefined)
-      throw new GatewayError(
-        'invalid_request',
-        `${at}.function.name '${f.name}' is already the name of tools[${first}]: tool names must be unique`,
-        `${at}.function.name`,
-      );
-    firstByName.set(f.name, i);
+    names.check(f.name, i, 'function.name');
     if (f.description !== undefined && typeof f.description !== 'string')
       throw new GatewayError(
         'invalid_request',

@@ -94,7 +94,7 @@ describe('upstream validation details and tool names', () => {
     }
   }, 120_000);
 
-  it('two tools of one name are refused with a 400 naming the field (chat and messages APIs)', async () => {
+  it('two tools of one name are refused with a 400 naming the field (chat, Responses and messages APIs, each in its own field names)', async () => {
     up = await startFakeUpstream({ name: 'w', record: true });
     gw = await startAssembledGateway(config(up.url), { logger: false, reporting: false });
     const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEYS.a, maxRetries: 0 });
@@ -109,11 +109,34 @@ describe('upstream validation details and tool names', () => {
     expect(JSON.stringify(e1.error)).toContain('tools[1].function.name');
     const anthropic = new Anthropic({ baseURL: gw.url, apiKey: KEYS.b, maxRetries: 0 });
     const tool = (description: string) => ({ name: 'bash', description, input_schema: { type: 'object' as const } });
+    // a server tool first: the caller's indexes and field, not those of the translated chat request
+    const server = { type: 'web_search_20250305' as const, name: 'web_search' as const };
     const e2 = (await anthropic.messages
-      .create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }], tools: [tool('a'), tool('b')] })
+      .create({
+        model: 'm',
+        max_tokens: 4,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [server, tool('a'), tool('b')],
+      })
       .catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
     expect(e2.status).toBe(400);
-    expect(JSON.stringify(e2.error)).toContain('already the name of tools[0]');
+    expect(JSON.stringify(e2.error)).toContain("tools[2].name 'bash' is already the name of tools[1]");
+    expect(JSON.stringify(e2.error)).not.toContain('function.name');
+    // Responses: a hosted tool first, then two functions of one name
+    const e3 = (await openai.responses
+      .create({
+        model: 'm',
+        input: 'hi',
+        tools: [
+          { type: 'web_search' },
+          { type: 'function', name: 'bash', parameters: {}, strict: false },
+          { type: 'function', name: 'bash', parameters: {}, strict: false },
+        ],
+      })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(e3.status).toBe(400);
+    expect(e3.param).toBe('tools[2].name');
+    expect(e3.message).toContain("tools[2].name 'bash' is already the name of tools[1]");
     // Distinct names still pass, and nothing refused reached the worker.
     const ok = await openai.chat.completions.create({
       model: 'm',
