@@ -52,12 +52,12 @@ interface Rec {
 
 /** The request record, written right after the response (polled with generous slack). */
 async function record(id: string): Promise<Rec> {
-  for (let i = 0; i < 200; i++) {
+  for (const end = Date.now() + 15_000; Date.now() < end; ) {
     const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
     if (res.status === 200) return (await res.json()) as Rec;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`no record for ${id}`);
+  throw new Error(`no record for ${id} within 15 s`);
 }
 
 async function ask(model: string, session: string, text: string): Promise<{ worker: string; rec: Rec }> {
