@@ -154,7 +154,9 @@ function inputItems(
           why =
             o.kind === 'foreign'
               ? 'reasoning item carries only encrypted_content sealed by another service; engines cannot use it'
-              : "reasoning item's encrypted_content does not open for this tenant (altered, or another tenant's)";
+              : o.kind === 'other_key'
+                ? "reasoning item's encrypted_content was sealed by another gateway key (another replica, or before a restart): set tenancy.cache_salt_secret shared across replicas"
+                : "reasoning item's encrypted_content does not open for this tenant (altered, or another tenant's)";
       }
       if (text) reasoning += text;
       else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: why });

@@ -69,13 +69,13 @@ export async function resolveSaltSecret(
       return {
         secret: randomBytes(32).toString('hex'),
         source: 'process',
-        warning: `tenancy.cache_salt_secret is not set and Redis could not provide a shared one (${(err as Error).message}): this replica's tenant salts are its own until restart`,
+        warning: `tenancy.cache_salt_secret is not set and Redis could not provide a shared one (${(err as Error).message}): this replica's tenant salts (and the reasoning it seals) are its own until restart`,
       };
     }
   }
   return {
     secret: randomBytes(32).toString('hex'),
     source: 'process',
-    warning: `tenancy.cache_salt_secret (or ${CACHE_SALT_SECRET_ENV}) is not set: tenant cache salts come from a secret generated in this process, so replicas and restarts never share a tenant's prefix cache (set it, or redis.url to share one)`,
+    warning: `tenancy.cache_salt_secret (or ${CACHE_SALT_SECRET_ENV}) is not set: tenant cache salts come from a secret generated in this process, so replicas and restarts never share a tenant's prefix cache, and reasoning sealed by one (Responses encrypted_content) does not open on another (set it, or redis.url to share one)`,
   };
 }

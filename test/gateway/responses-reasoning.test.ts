@@ -28,7 +28,9 @@ describe('sealReasoning / openReasoning', () => {
     expect(openReasoning(mac, 'tenant-a', blob)).toEqual({ kind: 'opened', text });
     expect(openReasoning(mac, 'tenant-b', blob)).toEqual({ kind: 'altered' });
     const otherKey = (d: string): string => createHmac('sha256', 'other-key').update(d).digest('base64url');
-    expect(openReasoning(otherKey, 'tenant-a', blob)).toEqual({ kind: 'altered' });
+    // sealed under another server secret (another replica, a restart): told apart from altered
+    expect(openReasoning(otherKey, 'tenant-a', blob)).toEqual({ kind: 'other_key' });
+    expect(openReasoning(otherKey, 'tenant-b', blob)).toEqual({ kind: 'other_key' });
   });
 
   it('two tenants whose ids differ by a NUL-joined suffix never share an IV or a key', () => {
@@ -49,7 +51,7 @@ describe('sealReasoning / openReasoning', () => {
   it('a flipped byte, a cut blob or a foreign blob never opens', () => {
     const blob = sealReasoning(mac, 't', text);
     const raw = Buffer.from(blob.slice(6), 'base64url');
-    for (const i of [0, 13, raw.length - 1]) {
+    for (const i of [4, 17, raw.length - 1]) {
       const bad = Buffer.from(raw);
       bad[i] ^= 1;
       expect(openReasoning(mac, 't', `ctxg1_${bad.toString('base64url')}`)).toEqual({ kind: 'altered' });
@@ -136,6 +138,48 @@ describe('through the gateway (openai SDK, Responses API)', () => {
     expect(foreign.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_dropped');
     const altered = await next(`${rs.encrypted_content!.slice(0, -4)}AAAA`);
     expect(altered.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_dropped');
+    const reasonOf = async (gwUrl: string, id: string | null): Promise<string> => {
+      for (const end = Date.now() + 15_000; Date.now() < end; ) {
+        const res = await fetch(`${gwUrl}/v1/gateway/requests/${id}`);
+        if (res.status === 200) {
+          const rec = (await res.json()) as { receipts: Array<{ action: string; reason?: string }> };
+          return rec.receipts.find((x) => x.action === 'reasoning_dropped')?.reason ?? '';
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`no request record for ${id} within 15 s`);
+    };
+    expect(await reasonOf(gw.url, altered.response.headers.get('x-request-id'))).toMatch(/altered/);
+    // another replica with its own secret: the receipt names the cause and the setting, not tampering
+    const other = await startGateway(
+      parseConfig({
+        listen: { host: '127.0.0.1', port: 0 },
+        health: { interval_ms: 0 },
+        tenancy: { cache_salt_secret: 'another-replica-secret-0123456789' },
+        models: [{ name: 'm', layout: 'passthrough', workers: [{ url: w.url, id: 'w' }] }],
+      }),
+      { logger: false },
+    );
+    try {
+      const replica = await new OpenAI({ baseURL: `${other.url}/v1`, apiKey: 'x', maxRetries: 0 }).responses
+        .create({
+          ...base,
+          max_output_tokens: 8,
+          input: [
+            { role: 'user', content: ASK },
+            { type: 'reasoning', id: rs.id, summary: [], encrypted_content: rs.encrypted_content! },
+            { type: 'function_call', call_id: fc.call_id, name: fc.name, arguments: fc.arguments },
+            { type: 'function_call_output', call_id: fc.call_id, output: 'src/router.ts src/index.ts' },
+          ],
+        })
+        .withResponse();
+      const why = await reasonOf(other.url, replica.response.headers.get('x-request-id'));
+      expect(why).toContain('sealed by another gateway key');
+      expect(why).toContain('tenancy.cache_salt_secret');
+      expect(why).not.toMatch(/altered/);
+    } finally {
+      await other.close();
+    }
     // The restored reasoning is in the engine's prompt (the template keeps reasoning inside a
     // tool-call chain): the same prompt as when the client sends the text itself, and longer than
     // the one whose reasoning was dropped.
