@@ -25,6 +25,7 @@ export const ERRORS = {
   tenant_concurrency_exceeded: { status: 429, type: 'rate_limit_error' },
   tenant_render_queue_full: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
+  render_failed: { status: 500, type: 'server_error' },
   upstream_bad_response: { status: 502, type: 'upstream_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
   no_healthy_worker: { status: 503, type: 'server_error' },

@@ -13,13 +13,17 @@
 // - Threads start on the first big call; warm() starts them and test-renders each model's tokenizer
 //   there, rejecting with a ConfigError naming render_pool.threads when a thread cannot. A job whose
 //   thread dies (out of memory, an exit) or fails runs once more on a fresh thread before the caller
-//   sees an error.
+//   sees an error, unless the same tenant's same job (a hash of its tokenizer, template, messages
+//   and tools, taken only on failure) already failed: a prompt that kills its thread then costs one
+//   thread per request, not two, and the caller gets 500 `render_failed` (the last MAX_POISON
+//   such hashes are kept; a retry that succeeds clears its hash).
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
 // Cost per job on the event loop: a structured clone of the messages and the previous call's memo,
 // one copy of the previous ids into a Uint32Array and one back; O(lanes) lane choice; O(tenants
 // waiting) to pick an eviction victim when the queue is full.
+import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -36,6 +40,9 @@ const THREAD = new URL('./thread.mjs', import.meta.url).href;
 const IDLE_TIMEOUT_MS = 10 * 60_000;
 /** How long close() waits for running jobs before ending the threads. */
 const CLOSE_TIMEOUT_MS = 10_000;
+
+/** Jobs remembered as having failed on a render thread (oldest forgotten first). */
+const MAX_POISON = 1024;
 
 /** Most threads started by default: each loads its own tokenizer (~150 MB for qwen3). */
 export const DEFAULT_MAX_THREADS = 4;
@@ -116,7 +123,32 @@ function laneOf(key: string, n: number): number {
   return (h >>> 0) % n;
 }
 
-export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool | undefined {
+/** The tenant's job as far as its rendering goes (what makes it fail again on a fresh thread). */
+function jobHash(tenant: string, job: OffloadJob): string {
+  const { messages, render } = job.input;
+  const what = [
+    tenant,
+    job.tokenizer,
+    job.chatTemplateFile ?? '',
+    messages,
+    render.tools ?? null,
+    render.extra ?? null,
+  ];
+  return createHash('sha256').update(JSON.stringify(what)).digest('base64url');
+}
+
+const renderFailed = (): GatewayError =>
+  new GatewayError(
+    'render_failed',
+    'rendering this prompt ended or failed its render thread twice; it is not retried (a prompt too large or malformed for the tokenizer)',
+    null,
+  );
+
+/** `threadFile`: the thread's entry (tests pass one that dies on a marked job). */
+export function createRenderPool(
+  cfg: GatewayConfig['render_pool'],
+  threadFile: string = THREAD,
+): RenderPool | undefined {
   const threads = cfg.threads ?? defaultThreads();
   if (threads === 0) return undefined;
   const lanes: Lane[] = Array.from({ length: threads }, () => {
@@ -125,7 +157,7 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
       queue,
       pending: 0,
       pool: new Piscina<OffloadJob, OffloadReply>({
-        filename: THREAD,
+        filename: threadFile,
         // Started on the first big call: a gateway that never sees one never pays for a thread.
         minThreads: 0,
         maxThreads: 1,
@@ -138,6 +170,8 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
   });
   const perTenant = new Map<string, number>();
   let retries = 0;
+  /** Jobs (tenant and content hash) that failed on a thread once: not retried again. */
+  const poisoned = new Set<string>();
   /** Admitted jobs no thread has taken yet, per tenant, oldest first: the ones eviction may drop. */
   const waitingOf = new Map<string, Admitted[]>();
   let closed = false;
@@ -246,9 +280,22 @@ export function createRenderPool(cfg: GatewayConfig['render_pool']): RenderPool 
             );
           if (closed || err instanceof GatewayError) throw err;
           // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
-          // fresh one; the job runs once more there before the caller sees an error.
+          // fresh one; the job runs once more there before the caller sees an error, unless this
+          // very job already failed once (a poison prompt must not take two threads each time).
+          const h = jobHash(tenant, job);
+          if (poisoned.has(h)) throw renderFailed();
+          poisoned.add(h);
+          if (poisoned.size > MAX_POISON) poisoned.delete(poisoned.values().next().value!);
           retries++;
-          return await attempt();
+          let reply: OffloadReply;
+          try {
+            reply = await attempt();
+          } catch (again) {
+            if (closed || again instanceof GatewayError) throw again;
+            throw renderFailed();
+          }
+          poisoned.delete(h);
+          return reply;
         }
       } finally {
         settle(a);
