@@ -3,7 +3,8 @@
 // scorers it names (Gateway API Inference Extension scorer plugins, llm-d-kv-cache-manager):
 //   precise-prefix-cache-scorer  weight 2: blocks of the prompt each pod holds from the start (its
 //                                 KV-event index) ÷ the prompt's blocks, clipped to [0, 1] (the
-//                                 scorer's absoluteScoredPods, llm-d-inference-scheduler #1107; it
+//                                 precise prefix-cache scorer's absoluteScoredPods in the
+//                                 scheduler's preciseprefixcache package; that absolute score
 //                                 replaced min-max, which gave a pod 1.0 for one block more than
 //                                 the rest — e.g. a shared first block — so the prefix weight
 //                                 outvoted queue and KV usage and piled traffic onto a few pods)
