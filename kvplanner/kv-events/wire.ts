@@ -148,42 +148,33 @@ export type OutgoingEvent =
 /** vLLM's current layout: the batch an array, each event a tagged map (GPU medium, group 0). */
 export function encodeBatch(ts: number, events: readonly OutgoingEvent[], dataParallelRank = 0): Uint8Array {
   const out = events.map((e) => {
-    if (e.type === 'BlockStored')
-      return {
-        type: e.type,
-        block_hashes: e.blockHashes,
-        parent_block_hash: e.parentBlockHash,
-        token_ids: e.tokenIds,
-        block_size: e.blockSize,
-        lora_id: null,
-        medium: 'GPU',
-        lora_name: null,
-        extra_keys: e.extraKeys,
-        group_idx: 0,
-      };
+    if (e.type === 'BlockStored') return { ...storedFields(e), lora_name: null, extra_keys: e.extraKeys, group_idx: 0 };
     if (e.type === 'BlockRemoved') return { type: e.type, block_hashes: e.blockHashes, medium: 'GPU', group_idx: 0 };
     return { type: e.type };
   });
   return encoder.encode([ts, out, dataParallelRank]);
 }
 
-/** SGLang's layout (python/sglang/srt/disaggregation/kv_events.py): the batch a positional array
+/** The fields of a BlockStored event both engines write, in their order. */
+function storedFields(e: Extract<OutgoingEvent, { type: 'BlockStored' }>): Record<string, unknown> {
+  return {
+    type: e.type,
+    block_hashes: e.blockHashes,
+    parent_block_hash: e.parentBlockHash,
+    token_ids: e.tokenIds,
+    block_size: e.blockSize,
+    lora_id: null,
+    medium: 'GPU',
+  };
+}
+
+/** SGLang's layout (its KV-events publisher): the batch a positional array
  *  `[ts, events, attn_dp_rank]`, each event a map tagged by `type` with its optional fields left out
  *  when unset (msgspec omit_defaults; older SGLang wrote array_like events, which decodeBatch reads
  *  too); a salted request's pages carry `cache_salt` (vLLM puts it in extra_keys instead). */
 export function encodeSglangBatch(ts: number, events: readonly OutgoingEvent[], attnDpRank = 0): Uint8Array {
   const out = events.map((e) => {
-    if (e.type === 'BlockStored')
-      return {
-        type: e.type,
-        block_hashes: e.blockHashes,
-        parent_block_hash: e.parentBlockHash,
-        token_ids: e.tokenIds,
-        block_size: e.blockSize,
-        lora_id: null,
-        medium: 'GPU',
-        ...(e.cacheSalt ? { cache_salt: e.cacheSalt } : {}),
-      };
+    if (e.type === 'BlockStored') return { ...storedFields(e), ...(e.cacheSalt ? { cache_salt: e.cacheSalt } : {}) };
     if (e.type === 'BlockRemoved') return { type: e.type, block_hashes: e.blockHashes, medium: 'GPU' };
     return { type: e.type };
   });
