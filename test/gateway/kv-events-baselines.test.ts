@@ -8,6 +8,7 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 const POLICIES = ['smg_cache_aware', 'dynamo_kv', 'llmd_precise'] as const;
 const workers = new Map<string, SimWorker[]>();
@@ -79,14 +80,7 @@ async function ask(model: string, session: string, turn: number) {
   const { data, response } = await client.chat.completions.create({ model, max_tokens: 4, messages }).withResponse();
   const id = response.headers.get('x-request-id')!;
   let routing: { predictedCachedTokens?: number } = {};
-  for (const end = Date.now() + 15_000; Date.now() < end; ) {
-    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200) {
-      routing = ((await res.json()) as { routing: typeof routing }).routing;
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  routing = (await requestRecord<{ routing: typeof routing }>(gw.url, id)).routing;
   return {
     worker: response.headers.get('x-ctxgate-worker'),
     cached: data.usage?.prompt_tokens_details?.cached_tokens ?? 0,

@@ -13,6 +13,7 @@ import { parseConfig } from '../../gateway/config/load.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 // long enough that a loaded test machine does not fall back by accident (the tests wait it out once)
 const STALE_MS = 1500;
@@ -100,14 +101,7 @@ async function ask(model: string, session: string, turn: number, maxTokens = 4) 
     .withResponse();
   const id = response.headers.get('x-request-id')!;
   let routing: { predictedCachedTokens?: number; branch?: string } = {};
-  for (const end = Date.now() + 15_000; Date.now() < end; ) {
-    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200) {
-      routing = ((await res.json()) as { routing: typeof routing }).routing;
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  routing = (await requestRecord<{ routing: typeof routing }>(gw.url, id)).routing;
   return {
     worker: response.headers.get('x-ctxgate-worker'),
     cached: data.usage?.prompt_tokens_details?.cached_tokens ?? 0,

@@ -12,6 +12,7 @@ import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { decodeBatch } from '../../kvplanner/kv-events/wire.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { parseWorkerArgs } from '../../loadtest/sim-worker/options.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 let worker: SimWorker;
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -77,16 +78,7 @@ async function ask(session: string, turn: number) {
     .withResponse();
   const id = response.headers.get('x-request-id')!;
   let routing: { predictedCachedTokens?: number } = {};
-  // the record is written right after the response: a deadline, not a count, under load
-  for (const end = Date.now() + 15_000; ; ) {
-    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200) {
-      routing = ((await res.json()) as { routing: typeof routing }).routing;
-      break;
-    }
-    if (Date.now() > end) throw new Error(`no request record for ${id} within 15 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  routing = (await requestRecord<{ routing: typeof routing }>(gw.url, id)).routing;
   return { cached: data.usage?.prompt_tokens_details?.cached_tokens ?? 0, predicted: routing.predictedCachedTokens };
 }
 

@@ -14,6 +14,7 @@ import { openReasoning, sealIv, sealReasoning } from '../../gateway/ingress/reas
 import { createHmac } from 'node:crypto';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 const mac = (data: string): string => createHmac('sha256', 'test-key').update(data).digest('base64url');
 
@@ -139,15 +140,8 @@ describe('through the gateway (openai SDK, Responses API)', () => {
     const altered = await next(`${rs.encrypted_content!.slice(0, -4)}AAAA`);
     expect(altered.response.headers.get('x-ctxgate-receipt')).toContain('ingress:reasoning_dropped');
     const reasonOf = async (gwUrl: string, id: string | null): Promise<string> => {
-      for (const end = Date.now() + 15_000; Date.now() < end; ) {
-        const res = await fetch(`${gwUrl}/v1/gateway/requests/${id}`);
-        if (res.status === 200) {
-          const rec = (await res.json()) as { receipts: Array<{ action: string; reason?: string }> };
-          return rec.receipts.find((x) => x.action === 'reasoning_dropped')?.reason ?? '';
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      throw new Error(`no request record for ${id} within 15 s`);
+      const rec = await requestRecord<{ receipts: Array<{ action: string; reason?: string }> }>(gwUrl, id);
+      return rec.receipts.find((x) => x.action === 'reasoning_dropped')?.reason ?? '';
     };
     expect(await reasonOf(gw.url, altered.response.headers.get('x-request-id'))).toMatch(/altered/);
     // another replica with its own secret: the receipt names the cause and the setting, not tampering

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -61,17 +62,10 @@ async function ask(session: string, system: string, user: string): Promise<{ cac
     })
     .withResponse();
   const id = response.headers.get('x-request-id')!;
-  // the record is written right after the response ends
-  for (const end = Date.now() + 15_000; Date.now() < end; ) {
-    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200)
-      return {
-        cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1,
-        routing: ((await res.json()) as { routing: Routing }).routing,
-      };
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`no record for ${id}`);
+  return {
+    cached: data.usage?.prompt_tokens_details?.cached_tokens ?? -1,
+    routing: (await requestRecord<{ routing: Routing }>(gw.url, id)).routing,
+  };
 }
 
 const metric = async (re: RegExp): Promise<number> =>

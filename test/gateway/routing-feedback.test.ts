@@ -10,6 +10,7 @@ import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import type { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import type { DynamoKvPolicy } from '../../kvplanner/policies/dynamo-kv.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 let sims: Record<string, SimWorker> = {};
 let gw: StartedGateway;
@@ -52,12 +53,7 @@ interface Rec {
 
 /** The request record, written right after the response (polled with generous slack). */
 async function record(id: string): Promise<Rec> {
-  for (const end = Date.now() + 15_000; Date.now() < end; ) {
-    const res = await fetch(`${gw.url}/v1/gateway/requests/${id}`);
-    if (res.status === 200) return (await res.json()) as Rec;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no record for ${id} within 15 s`);
+  return requestRecord<Rec>(gw.url, id, 50);
 }
 
 async function ask(model: string, session: string, text: string): Promise<{ worker: string; rec: Rec }> {
