@@ -2,8 +2,9 @@
 // behind ctxgate (child process, the default pipeline: layout ctxgate, qwen3, policy ctxgate, the
 // render pool at its default size) with two tenants and keys. Phases: warm-up, quiet (tenant B's
 // small calls and a /health prober alone), attack (the same, while tenant A sends 400k-character
-// prompts back to back, and with --attacks all also 100k characters without a space, malformed
-// tool schemas at 8/s and slow-header/slow-body connections), then the correctness probes
+// prompts back to back from a thread of its own, as a separate client, and with --attacks all also
+// 100k characters without a space, malformed tool schemas at 8/s and slow-header/slow-body
+// connections), then the correctness probes
 // (hostile/probes.ts): cross-tenant cached tokens, secrets in any store, unescaped markers.
 // Targets: B's p99 under attack ≤ 2× its quiet p99; /health p99 under attack < 50 ms; 0, 0, 0.
 import { createHash } from 'node:crypto';
@@ -27,6 +28,7 @@ import {
 } from './hostile/probes.ts';
 import {
   bigPrompts,
+  bigPromptsOffThread,
   emptyTally,
   healthProber,
   malformedTools,
@@ -65,7 +67,8 @@ own tokenising of a 400k prompt would otherwise take the CPU from the gateway un
 Tenant B sends small calls one after another and a prober reads /health every 50 ms, in --rounds
 rounds of a quiet window (alone for --phase-s seconds) and an attack window (from when tenant A
 starts until its last call started within --phase-s seconds has ended): --attack-concurrency
-streams of --chars-character prompts back to back (big); with --attacks all (or a comma list of
+streams of --chars-character prompts back to back (big; tenant A runs on a thread of its own, so
+building its prompts never stalls the loop that times B); with --attacks all (or a comma list of
 big,nospace,tools,slow) also 100k characters without a space, malformed tool schemas at 8/s and
 ${DEFAULTS.slow} slow-header/slow-body connections. Then probes: B sends A's exact system prompt
 (cross-tenant cached tokens), both send planted secrets and [ctxgate] look-alikes in every role
@@ -230,11 +233,15 @@ export async function run(argv: string[]): Promise<number> {
       const attacks: Promise<unknown>[] = [];
       if (o.attacks.includes('big'))
         attacks.push(
-          bigPrompts(t, KEYS.a, until, tallyOf('big'), { chars: o.chars, concurrency: o.attackConcurrency, seq: seqA }),
+          bigPromptsOffThread(t, KEYS.a, until, tallyOf('big'), {
+            chars: o.chars,
+            concurrency: o.attackConcurrency,
+            seq: seqA,
+          }),
         );
       if (o.attacks.includes('nospace'))
         attacks.push(
-          bigPrompts(t, KEYS.a, until, tallyOf('nospace'), {
+          bigPromptsOffThread(t, KEYS.a, until, tallyOf('nospace'), {
             chars: 100_000,
             concurrency: 1,
             noSpace: true,

@@ -3,6 +3,7 @@
 // malformed tool schemas at 8/s, slow-header and slow-body connections). Each loop runs until a
 // deadline and records latencies or statuses; nothing here knows the gateway's internals.
 import { connect, type Socket } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
 
 export interface Tally {
@@ -183,4 +184,31 @@ export async function slowConnections(
   const left = open;
   for (const s of socks) s.destroy();
   return { opened: n, open: left };
+}
+
+/**
+ * bigPrompts on a worker thread (attacker-thread.mjs), so that the 10-30 ms of CPU each 400k
+ * prompt costs its client never runs on the loop that times the quiet tenant. `seq.n` moves on by
+ * the calls made, so prompts stay distinct across windows.
+ */
+export async function bigPromptsOffThread(
+  t: Target,
+  key: string,
+  until: number,
+  tally: Tally,
+  o: { chars: number; concurrency: number; noSpace?: boolean; seq: { n: number } },
+): Promise<void> {
+  const seq = { n: o.seq.n };
+  const worker = new Worker(new URL('./attacker-thread.mjs', import.meta.url), {
+    workerData: { target: t, key, until, opts: { ...o, seq } },
+  });
+  const got = await new Promise<Tally>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`attacker thread exited with ${code}`)));
+  });
+  await worker.terminate();
+  o.seq.n += Object.values(got.statuses).reduce((a, b) => a + b, 0);
+  tally.ms.push(...got.ms);
+  for (const [k, v] of Object.entries(got.statuses)) tally.statuses[k] = (tally.statuses[k] ?? 0) + v;
 }

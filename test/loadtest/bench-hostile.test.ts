@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { gatewayConfig } from '../../loadtest/bench-hostile.ts';
 import { MARKERS, plantedSecrets, secretsFound, unescapedMarkers } from '../../loadtest/hostile/probes.ts';
-import { bigText, noSpaceText } from '../../loadtest/hostile/traffic.ts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { bigPromptsOffThread, bigText, emptyTally, noSpaceText } from '../../loadtest/hostile/traffic.ts';
 import { escapeRequest } from '../../middleware/redaction/framing.ts';
 import { parse } from 'yaml';
 
@@ -67,4 +69,36 @@ describe('bench hostile checkers', () => {
     expect(ns.length).toBe(100_000);
     expect(/\s/.test(ns)).toBe(false);
   });
+
+  it('tenant A on its own thread sends distinct big prompts with its key; every call is in the tally', async () => {
+    const seen: { auth?: string; content: string }[] = [];
+    // Each answer takes 1 s, so each of the two streams makes a handful of calls in its window.
+    const server = createServer((req, res) => {
+      let text = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => void (text += c));
+      req.on('end', () => {
+        seen.push({ auth: req.headers.authorization, content: JSON.parse(text).messages[0].content });
+        const status = seen.length === 1 ? 400 : 200;
+        setTimeout(() => res.writeHead(status, { 'content-type': 'application/json' }).end('{}'), 1000);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const tally = emptyTally();
+      const seq = { n: 5 };
+      const opts = { chars: 2000, concurrency: 2, seq };
+      await bigPromptsOffThread({ url, model: 'm' }, 'sk-a', Date.now() + 10_000, tally, opts);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.every((s) => s.auth === 'Bearer sk-a' && s.content.length === 2000)).toBe(true);
+      expect(new Set(seen.map((s) => s.content)).size).toBe(seen.length);
+      expect(tally.statuses).toEqual({ 400: 1, ...(seen.length > 1 ? { 200: seen.length - 1 } : {}) });
+      expect(tally.ms.length).toBe(seen.length);
+      expect(seq.n).toBe(5 + seen.length); // the next window's prompts differ from these
+      expect(seen[0].content).toBe(bigText(2000, seen[0].content.startsWith('# request 5\n') ? 5 : 6));
+    } finally {
+      server.close();
+    }
+  }, 60_000);
 });
