@@ -24,7 +24,7 @@ import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cac
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts';
-import { internResent, resendHint } from './layout/resent.ts';
+import { internResent, internTools, resendHint } from './layout/resent.ts';
 import { identifySession } from './layout/session-id.ts';
 import { lap, tick } from './perf/stage-timers.ts';
 import { DEFAULT_SLICE_MIN_CHARS, promptChars, yieldToLoop } from './perf/time-slices.ts';
@@ -96,6 +96,8 @@ interface LocalCall {
   /** The request's messages as received (resent ones interned, layout/resent.ts), as escaped
    * and as sent on, with their hashes (carried to the next call). */
   received: readonly ChatMessage[];
+  /** The request's tools as received (interned like the messages). */
+  receivedTools: ChatRequest['tools'];
   input: HashSource;
   output: HashSource;
 }
@@ -145,8 +147,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const big = Array.isArray(received.messages) && promptChars(received.messages) >= sliceMinChars;
     const hint = reuse ? resendHint(ctx.tenant, received, ctx.headers) : undefined;
     const hinted = hint === undefined ? undefined : hints.get(hint);
-    const resent = internResent(received.messages, hinted === undefined ? undefined : local.get(hinted)?.received);
-    const own: ChatRequest = resent === received.messages ? received : { ...received, messages: resent };
+    const before = hinted === undefined ? undefined : local.get(hinted);
+    const resent = internResent(received.messages, before?.received);
+    const resentTools = internTools(received.tools, before?.receivedTools);
+    let own: ChatRequest = resent === received.messages ? received : { ...received, messages: resent };
+    if (resentTools !== received.tools) own = { ...own, tools: resentTools };
     const body = chainInput(spec, own, reuse ? escaped : undefined);
     t = lap('escape', t);
     if (big) await yieldToLoop();
@@ -283,6 +288,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       memo: rendered.memo,
       cuts: stablePrefix ? toks.cuts : undefined,
       received: resent,
+      receivedTools: resentTools,
       input,
       output: { messages: out.messages, hashes: segs.messageHashes },
     });

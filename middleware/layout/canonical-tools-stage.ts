@@ -4,7 +4,8 @@
 // meaning renders byte-identically on every call. O(tools + arguments size of messages not seen
 // before) per call: an assistant message resent as the same object (layout/resent.ts) under the
 // same stored orders it was handled with gives what it gave then (orders only ever gain keys at
-// the end, and its keys were learned then), so its arguments are not parsed again.
+// the end, and its keys were learned then), so its arguments are not parsed again; the same holds
+// for the tools array resent as the same array.
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, Receipt, ToolDef } from '../types.ts';
@@ -27,15 +28,21 @@ interface Handled {
   out: ChatMessage;
   calls: number[];
 }
-type Memo = WeakMap<ChatMessage, Handled>;
+/** What a call did per message object, and with its tools array (resent as the same array,
+ * layout/resent.ts): the array sent on. */
+interface Memo {
+  messages: WeakMap<ChatMessage, Handled>;
+  tools?: { in: ToolDef[]; out: ToolDef[] };
+}
 
-/** Per stored (frozen, so unchanged) orders: what the call that ended with them did per message. */
+/** Per stored (frozen, so unchanged) orders: what the call that ended with them did per message
+ * and with its tools. */
 const memos = new WeakMap<CanonState, Memo>();
 
 export function canonicaliseTools(view: RequestView, ctx: StageContext): StageResult {
   void ctx;
   const stored = readSlot(view.session, CANON_SLOT);
-  const seen: Memo = new WeakMap();
+  const seen: Memo = { messages: new WeakMap() };
   let state = stored;
   let r: StageResult | undefined;
   if (!state) {
@@ -65,11 +72,17 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
   let body = view.body;
 
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    const ordered = applyFirstSeenList(body.tools, toolName, state.tools).map((t) => {
-      const next = applyFirstSeenOrder(t, (state.trees['tool:' + toolName(t)] ??= {})) as ToolDef;
-      return sameSerialisation(next, t) ? t : next;
-    });
-    if (!sameSerialisation(ordered, body.tools)) {
+    const tools = body.tools;
+    const ordered =
+      prev?.tools?.in === tools
+        ? prev.tools.out
+        : applyFirstSeenList(tools, toolName, state.tools).map((t) => {
+            const next = applyFirstSeenOrder(t, (state.trees['tool:' + toolName(t)] ??= {})) as ToolDef;
+            return sameSerialisation(next, t) ? t : next;
+          });
+    const reordered = ordered !== tools && (prev?.tools?.in === tools || !sameSerialisation(ordered, tools));
+    seen.tools = { in: tools, out: reordered ? ordered : tools };
+    if (reordered) {
       body = { ...body, tools: ordered };
       receipts.push({
         stage: CANONICAL_STAGE,
@@ -102,9 +115,9 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
   });
   body.messages.forEach((m, i) => {
     if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) return;
-    const before = prev?.get(m);
+    const before = prev?.messages.get(m);
     if (before) {
-      seen.set(m, before);
+      seen.messages.set(m, before);
       for (const j of before.calls) receipts.push(reorder(i, j));
       if (before.out !== m) (messages ??= body.messages.slice())[i] = before.out;
       return;
@@ -132,7 +145,7 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
       messages ??= body.messages.slice();
       messages[i] = { ...m, tool_calls: calls };
     }
-    seen.set(m, { out: messages?.[i] ?? m, calls: rewritten });
+    seen.messages.set(m, { out: messages?.[i] ?? m, calls: rewritten });
   });
   if (messages) body = { ...body, messages };
   // A conversation's opening call (no assistant turn yet) passes unchanged even when an identical

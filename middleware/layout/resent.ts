@@ -6,7 +6,8 @@
 // JSON is identical (sameJson), and no one mutates a message (stages copy on write).
 // The previous call is found by a hint (tenant plus session header, prompt_cache_key, user or the
 // first user message): any hint is safe, a wrong one only finds fewer equal messages.
-// O(messages) structural compares, which are native string compares for the content.
+// The tool definitions are interned the same way (internTools).
+// O(messages + tools) structural compares, which are native string compares for the content.
 import type { ChatMessage, ChatRequest } from '../types.ts';
 import { sameJson } from './segmentation.ts';
 
@@ -27,6 +28,11 @@ export function internResent(messages: ChatMessage[], prev: readonly ChatMessage
     out[i] = p;
   }
   return out ?? messages;
+}
+
+/** `tools` replaced by `prev` when JSON-equal (the same array, so per-object memos hit). */
+export function internTools<T>(tools: T, prev: unknown): T {
+  return prev !== undefined && tools !== prev && Array.isArray(tools) && sameJson(tools, prev) ? (prev as T) : tools;
 }
 
 /** Which earlier call a request most likely continues (see above: a hint, never trusted). */

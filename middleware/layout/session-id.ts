@@ -18,7 +18,9 @@
 // elides the earliest turns) gets its fork id from then on, seeded from call 1's state. Two
 // agents whose first replies are identical (greedy decoding) still share a session until nothing
 // tells them apart; their prompts are identical up to there anyway.
-// O(root + first user message + first assistant message, capped at MAX_ASSISTANT_KEY_CHARS).
+// O(root + first user message + first assistant message, capped at MAX_ASSISTANT_KEY_CHARS) on a
+// session's first call; later calls resend those messages as the same objects (layout/resent.ts),
+// so the derived ids are memoised on them (O(root messages) identity compares per call).
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { ChatMessage, ChatRequest, PipelineContext } from '../types.ts';
@@ -91,6 +93,32 @@ export function assistantKey(m: ChatMessage): string {
   return `${text}\u0000${calls.join('\u0002')}`;
 }
 
+/** A derived identity and what it was derived from: the same message objects (never mutated:
+ * stages copy on write) and strings give the same identity. */
+interface Derived {
+  tenant: string;
+  model: string;
+  names: string;
+  /** The messages read, from the first: the root, the messages up to the first assistant one and
+   * the first user message. */
+  read: readonly ChatMessage[];
+  /** The identity holds for requests of exactly this many messages (no assistant turn, or one
+   * that ends the request), else for requests of at least this many. */
+  length: number;
+  exact: boolean;
+  identity: SessionIdentity;
+}
+
+/** Derived identities by first message (a WeakMap: dropped with the message). */
+const derivedMemo = new WeakMap<ChatMessage, Derived>();
+
+function memoHit(d: Derived, tenant: string, model: string, names: string, messages: readonly ChatMessage[]): boolean {
+  if (d.tenant !== tenant || d.model !== model || d.names !== names) return false;
+  if (d.exact ? messages.length !== d.length : messages.length < d.length) return false;
+  for (let i = 0; i < d.read.length; i++) if (messages[i] !== d.read[i]) return false;
+  return true;
+}
+
 export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 'tenant' | 'headers'>): SessionIdentity {
   const header = clientId(ctx.headers['x-session-id']);
   if (header) return { id: header, source: 'header' };
@@ -98,12 +126,23 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
   if (pck) return { id: pck, source: 'prompt_cache_key' };
   const user = clientId(body.user);
   if (user) return { id: user, source: 'user' };
-  const h = createHash('sha256');
-  h.update(ctx.tenant)
-    .update('\u0000')
-    .update(body.model ?? '')
-    .update('\u0000');
   const messages = Array.isArray(body.messages) ? body.messages : [];
+  const names = (body.tools ?? [])
+    .map((t) => t.function?.name ?? '')
+    .sort()
+    .join('\u0001');
+  const model = body.model ?? '';
+  const first = messages[0];
+  const memo = first === undefined ? undefined : derivedMemo.get(first);
+  if (memo && memoHit(memo, ctx.tenant, model, names, messages)) return { ...memo.identity };
+  const d = deriveSession(messages, ctx.tenant, model, names);
+  if (first !== undefined && typeof first === 'object') derivedMemo.set(first, d);
+  return { ...d.identity };
+}
+
+function deriveSession(messages: ChatMessage[], tenant: string, model: string, names: string): Derived {
+  const h = createHash('sha256');
+  h.update(tenant).update('\u0000').update(model).update('\u0000');
   let rootEnd = 0;
   for (const m of messages) {
     if (!isRootRole(m.role)) break;
@@ -113,10 +152,9 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
       .update('\u0000');
     rootEnd++;
   }
-  const names = (body.tools ?? []).map((t) => t.function?.name ?? '').sort();
-  h.update(names.join('\u0001')).update('\u0000');
-  const firstUser = messages.find((m) => m.role === 'user');
-  if (firstUser) h.update(flattenContent(firstUser.content));
+  h.update(names).update('\u0000');
+  const firstUserAt = messages.findIndex((m) => m.role === 'user');
+  if (firstUserAt >= 0) h.update(flattenContent(messages[firstUserAt].content));
   const base = h.digest('hex');
   const baseId = 's_' + base.slice(0, DERIVED_ID_HEX);
 
@@ -127,7 +165,24 @@ export function identifySession(body: ChatRequest, ctx: Pick<PipelineContext, 't
   const leadHex = lead.digest('hex').slice(0, DERIVED_ID_HEX);
   // An assistant message that ends the request is a prefill of the reply being generated, not a
   // turn the conversation has taken: it does not fork.
-  if (a >= messages.length - 1) return { id: baseId, source: 'hash', lead: leadHex };
+  const memo = (read: number, length: number, exact: boolean, identity: SessionIdentity): Derived => ({
+    tenant,
+    model,
+    names,
+    read: messages.slice(0, read),
+    length,
+    exact,
+    identity,
+  });
+  if (a >= messages.length - 1)
+    return memo(messages.length, messages.length, true, { id: baseId, source: 'hash', lead: leadHex });
   const fork = createHash('sha256').update(base).update('\u0002').update(assistantKey(messages[a])).digest('hex');
-  return { id: 's_' + fork.slice(0, DERIVED_ID_HEX), source: 'hash', parent: baseId, lead: leadHex };
+  const read = Math.max(a, firstUserAt) + 1;
+  const identity: SessionIdentity = {
+    id: 's_' + fork.slice(0, DERIVED_ID_HEX),
+    source: 'hash',
+    parent: baseId,
+    lead: leadHex,
+  };
+  return memo(read, Math.max(read, a + 2), false, identity);
 }

@@ -11,8 +11,10 @@
 // - `transforms: { volatile: eager }` also moves whole label lines a pattern marks as volatile
 //   ("Current date: …") on first sight, the first call included.
 // Byte for byte: a line either stays as sent, stays with whole spans replaced by the placeholder,
-// or is removed whole; the note carries every affected line as sent. O(root length) per call;
-// the state holds hashes only (line, its runs), never prompt text.
+// or is removed whole; the note carries every affected line as sent. O(root length) per call,
+// except when the root is the very message objects of the call that wrote this state (resent
+// history keeps its identity, layout/resent.ts): then nothing can be learned, and that call's
+// result is reused (O(root messages)). The state holds hashes only (line, its runs), never text.
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, ContentPart, Receipt } from '../types.ts';
@@ -66,8 +68,64 @@ function withTexts(m: ChatMessage, texts: string[]): ChatMessage {
   return { ...m, content: parts };
 }
 
+/** What a call computed from its root (kept per state object it wrote, in this process). */
+interface RootMemo {
+  root: readonly ChatMessage[];
+  start: number;
+  eager: boolean;
+  opening: boolean;
+  tokenizer: StageContext['tokenizer'];
+  /** The root messages as sent on (the same objects where nothing moved). */
+  out: readonly ChatMessage[];
+  note?: string;
+  receipts: readonly Receipt[];
+}
+
+/** Results by the state object they wrote. The same root objects read against that very state
+ * observe every line as before (nothing learned, the same state), so they decide the same. */
+const rootMemo = new WeakMap<VolatileState, RootMemo>();
+
+function memoised(view: RequestView, ctx: StageContext, state: VolatileState | undefined): StageResult | undefined {
+  const m = state && !ctx.newSession ? rootMemo.get(state) : undefined;
+  if (!m || m.tokenizer !== ctx.tokenizer) return undefined;
+  const { start, end } = view.segments.root;
+  const messages = view.body.messages;
+  if (m.start !== start || m.root.length !== end - start) return undefined;
+  if (m.eager !== (ctx.transforms?.[VOLATILE_STAGE] === 'eager')) return undefined;
+  if (m.opening !== !messages.some((x) => x.role === 'assistant')) return undefined;
+  for (let i = 0; i < m.root.length; i++) if (messages[start + i] !== m.root[i]) return undefined;
+  if (m.note === undefined) return { view, receipts: [] };
+  const out = messages.slice();
+  for (let i = 0; i < m.out.length; i++) out[start + i] = m.out[i];
+  return {
+    view: { ...view, body: { ...view.body, messages: out }, notes: [...view.notes, m.note] },
+    receipts: m.receipts.map((r) => ({ ...r })),
+  };
+}
+
 export function relocateVolatile(view: RequestView, ctx: StageContext): StageResult {
-  const state = readSlot(view.session, VOLATILE_SLOT) ?? { prev: {}, learned: {} };
+  const stored = readSlot(view.session, VOLATILE_SLOT);
+  const hit = memoised(view, ctx, stored);
+  if (hit) return hit;
+  const r = relocateRoot(view, ctx, stored);
+  const written = readSlot(view.session, VOLATILE_SLOT);
+  const { start, end } = view.segments.root;
+  if (written)
+    rootMemo.set(written, {
+      root: view.body.messages.slice(start, end),
+      start,
+      eager: ctx.transforms?.[VOLATILE_STAGE] === 'eager',
+      opening: !view.body.messages.some((x) => x.role === 'assistant'),
+      tokenizer: ctx.tokenizer,
+      out: r.view.body.messages.slice(start, end),
+      note: r.view.notes.length > view.notes.length ? r.view.notes[r.view.notes.length - 1] : undefined,
+      receipts: r.receipts.map((x) => ({ ...x })),
+    });
+  return r;
+}
+
+function relocateRoot(view: RequestView, ctx: StageContext, stored: VolatileState | undefined): StageResult {
+  const state = stored ?? { prev: {}, learned: {} };
   const eager = ctx.transforms?.[VOLATILE_STAGE] === 'eager';
   const prev = ctx.newSession ? {} : state.prev;
   const learned: Record<string, number[]> = ctx.newSession ? {} : { ...state.learned };

@@ -8,7 +8,9 @@
 // tools run first) and every other byte; a line never moves out of a tool (a tool must stay whole
 // to be callable), and values that are the tool's contract (`name`, `enum`, `const`, `default`,
 // `pattern`, property names) are never touched: a change there is a tools change (diagnosed).
-// O(size of the tool definitions) per call; the state holds hashes only.
+// O(size of the tool definitions) per call, except when the tools are the very array of the call
+// that wrote this state (resent tools keep their identity, layout/resent.ts): that call's result
+// is reused, as nothing can be learned. The state holds hashes only.
 import { clearSlot, defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, StageContext, StageResult } from '../stage.ts';
 import { escapeFrame } from '../redaction/framing.ts';
@@ -43,6 +45,17 @@ function trimmed(line: string): Span {
   return { start: lead, end: Math.max(lead, line.trimEnd().length) };
 }
 
+/** What a call did with its tools, by the state object it wrote (see above). */
+interface ToolsMemo {
+  tools: readonly ToolDef[];
+  opening: boolean;
+  tokenizer: StageContext['tokenizer'];
+  out: ToolDef[];
+  notes: readonly string[];
+  receipts: readonly Receipt[];
+}
+const toolsMemo = new WeakMap<LearnState, ToolsMemo>();
+
 export function relocateToolVolatility(view: RequestView, ctx: StageContext): StageResult {
   const old = ctx.newSession ? undefined : readSlot(view.session, VOLATILE_TOOLS_SLOT);
   const tools = view.body.tools;
@@ -50,11 +63,40 @@ export function relocateToolVolatility(view: RequestView, ctx: StageContext): St
     clearSlot(view.session, VOLATILE_TOOLS_SLOT);
     return { view, receipts: [] };
   }
+  const opening = !view.body.messages.some((m) => m.role === 'assistant');
+  const m = old ? toolsMemo.get(old) : undefined;
+  if (m && m.tools === tools && m.opening === opening && m.tokenizer === ctx.tokenizer) {
+    if (m.notes.length === 0) return { view, receipts: [] };
+    return {
+      view: { ...view, body: { ...view.body, tools: m.out }, notes: [...view.notes, ...m.notes] },
+      receipts: m.receipts.map((r) => ({ ...r })),
+    };
+  }
+  const r = relocateTools(view, ctx, old, tools, opening);
+  const written = readSlot(view.session, VOLATILE_TOOLS_SLOT);
+  if (written)
+    toolsMemo.set(written, {
+      tools,
+      opening,
+      tokenizer: ctx.tokenizer,
+      out: r.view.body.tools ?? tools,
+      notes: r.view.notes.slice(view.notes.length),
+      receipts: r.receipts.map((x) => ({ ...x })),
+    });
+  return r;
+}
+
+function relocateTools(
+  view: RequestView,
+  ctx: StageContext,
+  old: LearnState | undefined,
+  tools: ToolDef[],
+  opening: boolean,
+): StageResult {
   const prev = old?.prev ?? {};
   const learned: LearnState['learned'] = { ...(old?.learned ?? {}) };
   const next: LearnState['prev'] = {};
   // A conversation's opening call (no assistant turn yet) passes unchanged: it only learns.
-  const opening = !view.body.messages.some((m) => m.role === 'assistant');
   const receipts: Receipt[] = [];
   const notes: string[] = [];
   const out = tools.slice();

@@ -159,7 +159,7 @@ export function escapeJson(v: unknown): unknown {
 /** Escaped form per message object: a message resent as the same object (layout/resent.ts) is
  * escaped once per session. Exact: escaping is a pure function of the message, which no one
  * mutates (stages copy on write). */
-export type EscapeMemo = WeakMap<ChatMessage, ChatMessage>;
+export type EscapeMemo = WeakMap<object, object>;
 
 /**
  * The one place untrusted text is escaped: every message of every role (the system prompt and
@@ -171,7 +171,7 @@ export function escapeRequest(body: ChatRequest, memo?: EscapeMemo): ChatRequest
   let changed = false;
   const messages = body.messages.map((m) => {
     if (!m || typeof m !== 'object') return m;
-    let e = memo?.get(m);
+    let e = memo?.get(m) as ChatMessage | undefined;
     if (e === undefined) {
       e = escapeMessage(m);
       memo?.set(m, e);
@@ -179,7 +179,16 @@ export function escapeRequest(body: ChatRequest, memo?: EscapeMemo): ChatRequest
     if (e !== m) changed = true;
     return e;
   });
-  const tools = Array.isArray(body.tools) ? (escapeJson(body.tools) as ToolDef[]) : body.tools;
+  let tools = body.tools;
+  if (Array.isArray(tools)) {
+    // Tools resent as the same array (layout/resent.ts) are escaped once, like messages.
+    let e = memo?.get(tools) as ToolDef[] | undefined;
+    if (e === undefined) {
+      e = escapeJson(tools) as ToolDef[];
+      memo?.set(tools, e);
+    }
+    tools = e;
+  }
   if (!changed && tools === body.tools) return body;
   const out = { ...body, messages: changed ? messages : body.messages };
   if (tools !== body.tools) out.tools = tools;

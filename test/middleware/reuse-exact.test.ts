@@ -14,11 +14,11 @@ import type { ChatMessage, ChatRequest, PipelineContext, ToolDef } from '../../m
 import { elideLastN, randomSession, requestsOf } from './helpers/session-gen.ts';
 
 const MODEL = 'm';
-const tool = (name: string, keys: string[]): ToolDef => ({
+const tool = (name: string, keys: string[], rev = 0): ToolDef => ({
   type: 'function',
   function: {
     name,
-    description: `${name} [ctxgate] tool`,
+    description: `${name} [ctxgate] tool\nindex revision ${rev} of the workspace`,
     parameters: { type: 'object', properties: Object.fromEntries(keys.map((k) => [k, { type: 'string' }])) },
   },
 });
@@ -46,10 +46,12 @@ function request(history: ChatMessage[], k: number, run: number): ChatRequest {
   if (k === 31) messages = messages.slice(0, 30);
   messages[0] = {
     role: 'system',
-    content: `${messages[0].content}\nCurrent time: 2026-11-30T10:${String(k % 60).padStart(2, '0')}:00Z\nrun [ctxgate] ${run}`,
+    content: `${messages[0].content}\nCurrent time: 2026-11-30T10:${String(Math.floor(k / 3) % 60).padStart(2, '0')}:00Z\nrun [ctxgate] ${run}`,
   };
-  // The same tools in another order every third call.
-  const tools = [tool('bash', ['command']), tool('edit', ['path', 'text'])];
+  // The same tools in another order every third call; a revision in a description that changes
+  // every fourth (volatile tools). The clock above changes every third call, so some calls resend
+  // the root and tools of the call before (the stages' memos hit) and some do not.
+  const tools = [tool('bash', ['command'], Math.floor(k / 4)), tool('edit', ['path', 'text'])];
   if (k % 3 === 2) tools.reverse();
   return { model: MODEL, messages, tools, max_tokens: 16 };
 }
@@ -125,6 +127,7 @@ describe('cross-call reuse is exact', () => {
     expect(sessions.size).toBe(3);
     for (const a of [
       'volatile:relocate',
+      'volatile:placeholder',
       'canonical_tools:reorder',
       'stabilise:defer_elision',
       'stabilise:edit_passed',
