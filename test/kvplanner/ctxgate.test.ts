@@ -43,17 +43,52 @@ describe('ctxgate branches', () => {
     expect(next.predictedCachedTokens).toBe(ROOT + 64);
   });
 
-  it('prefix_match follows a conversation without a session id, but not the shared root alone', () => {
+  it('prefix_match follows a conversation without a session id; a root two workers hold does not pull', () => {
     const p = new CtxgatePolicy();
     const ws = workers(4);
     const a = route(p, ws, call(0, 0, false));
     expect(a.branch).toBe('balance');
-    route(p, ws, call(1, 0, false)); // a second prompt through the root marks it shared
+    // while only a's worker holds the root (and has room), a second conversation starts there
+    const b = route(p, ws, call(1, 0, false));
+    expect([b.branch, b.worker.id]).toEqual(['prefix_match', a.worker.id]);
     const cont = route(p, ws, call(0, 2, false));
     expect(cont.branch).toBe('prefix_match');
     expect(cont.worker.id).toBe(a.worker.id);
-    // a third conversation holds only the shared root anywhere → balance, not prefix_match
+    // over the load bound a's worker sends the next one elsewhere, which then holds the root too
+    a.worker.inFlight = 5;
+    const over = route(p, ws, call(2, 0, false));
+    expect(over.branch).toBe('overflow');
+    expect(over.worker.id).not.toBe(a.worker.id);
+    a.worker.inFlight = 0;
+    // a conversation holding only the root, now cached twice, is placed by load, not by the root
     expect(route(p, ws, call(7, 0, false)).branch).toBe('balance');
+  });
+
+  it('without a session, a history two prompts branch from is followed to the one worker holding it', () => {
+    // a conversation's history (root + 256 tokens of its own), then three later turns that each
+    // extend it differently (a Mooncake conversation trace has no session ids, and such branch
+    // points are common): the history is held only where the first turn went, so the others
+    // follow it there; a history the tracker saw branch used to count as a root "every worker
+    // caches" and sent them to an empty worker to prefill it again
+    const turn = (q: number): RouteInfo => {
+      const ids = [...tokens(ROOT, 40, 256), ...Array.from({ length: 64 }, (_, i) => 50_000 + q * 997 + i)];
+      return info({ promptTokenIds: ids, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+    };
+    const p = new CtxgatePolicy();
+    const ws = workers(4);
+    const first = route(p, ws, turn(1));
+    expect(first.branch).toBe('balance');
+    for (const q of [2, 3, 4]) {
+      const c = route(p, ws, turn(q));
+      expect([c.branch, c.worker.id]).toEqual(['prefix_match', first.worker.id]);
+      expect(c.predictedCachedTokens).toBe(ROOT + 256);
+    }
+    // with a session id the same shape is a new session: placed by session count, root or not
+    const s = new CtxgatePolicy();
+    const a = route(s, ws, { ...turn(1), sessionId: 'a' });
+    const b = route(s, ws, { ...turn(2), sessionId: 'b' });
+    expect([a.branch, b.branch]).toEqual(['new_session', 'new_session']);
+    expect(b.worker.id).not.toBe(a.worker.id);
   });
 
   it('detours a pinned session whose worker is over the load bound, then moves it once the detour holds its conversation', () => {
