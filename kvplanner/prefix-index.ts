@@ -4,13 +4,16 @@
 // Chains are inserted tail-first so that, like vLLM (which frees a request's blocks in reverse),
 // the tail of a prompt is evicted before its root; held blocks then stay a prefix of each chain,
 // which lets matchLength binary-search: O(log n) Map lookups per worker. A global map block ->
-// holder slots lets matchAll find every worker's depth at once in O(k log n) lookups, k the number
-// of distinct depths (typically 2–3: the shared root on all workers, a conversation on one).
+// holder bitmask (one bit per worker slot, 32 slots a word, in one shared Int32Array) lets
+// matchAll run every worker's binary search at once: the workers whose searches are still at the
+// same step share one lookup and split by a mask AND, so a call costs O(k log n) lookups and
+// O(k log n · slots/32) word operations, k the number of distinct depths (typically 2–3: the shared
+// root on all workers, a conversation on one), with no allocation. Each worker's result is exactly
+// its matchLength (the same search path), even where evictions left holes in a chain.
 // insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp. evict(): the
 // feedback path (a worker that reported fewer cached tokens than predicted loses the missing
 // blocks). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
 
-const EMPTY: number[] = [];
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
 /** Evenly spaced held-prefix stamps checked per insert (plus the first block). */
@@ -52,15 +55,22 @@ export type IndexListener = (ev: IndexEvent) => void;
 
 export class PrefixIndex {
   private readonly workers = new Map<string, WorkerEntry>();
-  /** block hash -> slots of the workers holding it */
-  private readonly holders = new Map<string, number[]>();
+  /** block hash -> record number of its holder bitmask in `masks` */
+  private readonly holders = new Map<string, number>();
+  /** holder bitmasks, `words` 32-bit words per record (bit s of the mask: slot s holds the block) */
+  private masks = new Int32Array(1024);
+  private words = 1;
+  /** records in use or freed; freed ones are reused (`free`) */
+  private records = 0;
+  private readonly free: number[] = [];
   private readonly slotIds: string[] = [];
   private readonly bySlot: WorkerEntry[] = [];
-  private readonly stack: number[] = [];
-  private readonly sets: number[][] = [];
-  /** matchAll scratch: mark[slot] === epoch while that slot is in the set being excluded */
-  private mark = new Int32Array(16);
-  private epoch = 0;
+  /** matchAll's search stack: interval [lo, hi] per entry and the mask of the workers in it */
+  private stackLo = new Int32Array(64);
+  private stackHi = new Int32Array(64);
+  private stackMask = new Int32Array(64);
+  /** mask of the block just looked up (matchAll scratch) */
+  private probe = new Int32Array(1);
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -84,6 +94,7 @@ export class PrefixIndex {
       };
       this.slotIds.push(workerId);
       this.bySlot.push(e);
+      if (e.slot >= this.words * 32) this.widen();
       this.workers.set(workerId, e);
     }
     return e;
@@ -143,53 +154,117 @@ export class PrefixIndex {
 
   /**
    * Depth (blocks held from the start) of `hashes` on every worker, written into `out[slot]`
-   * (zeroed first; size it to slotCount()). Divide and conquer over the nested holder sets.
+   * (zeroed first; size it to slotCount()): each worker's matchLength without a hint, all run at
+   * once. The workers whose binary searches stand at the same interval form one group (a bitmask):
+   * one lookup of the interval's probe block splits the group by a mask AND into the workers that
+   * hold it and those that do not. No allocation after the scratch arrays reach their size.
    */
   matchAll(hashes: readonly string[], out: number[]): void {
     out.fill(0);
     const n = hashes.length;
     if (n === 0) return;
-    const first = this.holders.get(hashes[0]) ?? EMPTY;
-    if (first.length === 0) return;
-    const last = n === 1 ? first : (this.holders.get(hashes[n - 1]) ?? EMPTY);
-    for (const s of last) out[s] = n;
-    if (n === 1) return;
-    // explicit stack of [lo, hi] with holder sets g(lo) ⊇ g(hi), g(k) = holders of block k-1
-    const stack = this.stack;
-    const sets = this.sets;
-    stack.length = 0;
-    sets.length = 0;
-    stack.push(1, n);
-    sets.push(first, last);
-    while (stack.length > 0) {
-      const hi = stack.pop()!;
-      const lo = stack.pop()!;
-      const ghi = sets.pop()!;
-      const glo = sets.pop()!;
-      if (glo.length === ghi.length) continue; // nested and equal: nobody stops in between
-      if (hi === lo + 1) {
-        // slots that hold block lo-1 but not block lo stop at lo: O(|glo| + |ghi|) with a mark
-        // array (ghi.includes per slot was O(|glo|·|ghi|): 64 workers sharing a root = 4,096)
-        const e = this.nextEpoch();
-        const mark = this.mark;
-        for (const s of ghi) mark[s] = e;
-        for (const s of glo) if (out[s] === 0 && mark[s] !== e) out[s] = lo;
+    const r0 = this.holders.get(hashes[0]);
+    if (r0 === undefined) return;
+    const W = this.words;
+    const masks = this.masks;
+    const o0 = r0 * W;
+    // as matchLength: the workers holding the last block hold everything; the rest search [1, n-1]
+    const rn = n === 1 ? r0 : this.holders.get(hashes[n - 1]);
+    const on = rn === undefined ? -1 : rn * W;
+    this.reserve(2);
+    let top = 0;
+    const sm = this.stackMask;
+    let any = 0;
+    for (let w = 0; w < W; w++) {
+      const all = masks[o0 + w];
+      const full = on < 0 ? 0 : all & masks[on + w];
+      if (full !== 0) this.assign(full, w, n, out);
+      const rest = all & ~full;
+      sm[w] = rest;
+      any |= rest;
+    }
+    if (any === 0) return;
+    this.stackLo[0] = 1;
+    this.stackHi[0] = n - 1;
+    top = 1;
+    const probe = this.probe;
+    while (top > 0) {
+      top--;
+      const lo = this.stackLo[top];
+      const hi = this.stackHi[top];
+      const at = top * W;
+      if (lo >= hi) {
+        for (let w = 0; w < W; w++) if (this.stackMask[at + w] !== 0) this.assign(this.stackMask[at + w], w, lo, out);
         continue;
       }
-      const mid = (lo + hi) >>> 1;
-      const gm = this.holders.get(hashes[mid - 1]) ?? EMPTY;
-      stack.push(lo, mid, mid, hi);
-      sets.push(glo, gm, gm, ghi);
+      const mid = (lo + hi + 1) >>> 1;
+      const r = this.holders.get(hashes[mid - 1]);
+      if (r === undefined) probe.fill(0);
+      else for (let w = 0; w < W; w++) probe[w] = this.masks[r * W + w];
+      // split in place: the entry at `top` keeps the workers without the block ([lo, mid-1]),
+      // the next one takes those with it ([mid, hi])
+      this.reserve(top + 2);
+      const m = this.stackMask;
+      let left = 0;
+      let right = 0;
+      for (let w = 0; w < W; w++) {
+        const cur = m[at + w];
+        const yes = cur & probe[w];
+        m[at + W + w] = yes;
+        m[at + w] = cur & ~yes;
+        left |= cur & ~yes;
+        right |= yes;
+      }
+      if (left !== 0) {
+        this.stackHi[top] = mid - 1;
+        top++;
+        if (right !== 0) {
+          this.stackLo[top] = mid;
+          this.stackHi[top] = hi;
+          top++;
+        }
+      } else if (right !== 0) {
+        for (let w = 0; w < W; w++) m[at + w] = m[at + W + w];
+        this.stackLo[top] = mid;
+        top++;
+      }
     }
   }
 
-  private nextEpoch(): number {
-    if (this.mark.length < this.slotIds.length) this.mark = new Int32Array(this.slotIds.length * 2);
-    if (++this.epoch === 0x7fffffff) {
-      this.mark.fill(0);
-      this.epoch = 1;
+  /** out[slot] = depth for every slot whose bit is set in word `w` of a mask. */
+  private assign(bits: number, w: number, depth: number, out: number[]): void {
+    let m = bits;
+    while (m !== 0) {
+      const low = m & -m;
+      out[w * 32 + 31 - Math.clz32(low)] = depth;
+      m ^= low;
     }
-    return this.epoch;
+  }
+
+  /** matchAll's stack holds at least `entries` entries. */
+  private reserve(entries: number): void {
+    if (this.stackLo.length >= entries && this.stackMask.length >= entries * this.words) return;
+    const size = Math.max(entries * 2, this.stackLo.length);
+    const lo = new Int32Array(size);
+    lo.set(this.stackLo);
+    const hi = new Int32Array(size);
+    hi.set(this.stackHi);
+    const m = new Int32Array(size * this.words);
+    m.set(this.stackMask.subarray(0, Math.min(this.stackMask.length, m.length)));
+    this.stackLo = lo;
+    this.stackHi = hi;
+    this.stackMask = m;
+  }
+
+  /** One more word per holder mask (a 33rd, 65th… worker slot): O(records) copy, rare. */
+  private widen(): void {
+    const W = this.words;
+    const next = new Int32Array(Math.max(1024, this.records * 2) * (W + 1));
+    for (let r = 0; r < this.records; r++) for (let w = 0; w < W; w++) next[r * (W + 1) + w] = this.masks[r * W + w];
+    this.masks = next;
+    this.words = W + 1;
+    this.probe = new Int32Array(W + 1);
+    this.stackMask = new Int32Array(this.stackLo.length * (W + 1));
   }
 
   /** Slot of `workerId` (creating its entry), applying its KV budget when known. */
@@ -241,7 +316,18 @@ export class PrefixIndex {
     }
     e.clock += Math.max(1, hashes.length - held);
     if (held > 0 && this.staleWithin(e, hashes, held, t)) {
-      for (let i = held - 1; i >= 0; i--) e.blocks.set(hashes[i], t);
+      for (let i = held - 1; i >= 0; i--) {
+        const h = hashes[i];
+        // a hole the binary search stepped over (an eviction inside the chain) is filled as a new
+        // block: queued and in the holder masks, so entry and masks keep listing the same blocks
+        if (e.blocks.get(h) === undefined) {
+          e.qHash.push(h);
+          e.qTick.push(t);
+          newFrom = i;
+          this.addHolder(h, e.slot);
+        }
+        e.blocks.set(h, t);
+      }
     }
     this.shrink(e);
     if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
@@ -296,20 +382,32 @@ export class PrefixIndex {
   }
 
   private addHolder(h: string, slot: number): void {
-    const a = this.holders.get(h);
-    if (a) a.push(slot);
-    else this.holders.set(h, [slot]);
+    let r = this.holders.get(h);
+    const W = this.words;
+    if (r === undefined) {
+      if (this.free.length > 0) r = this.free.pop()!;
+      else {
+        r = this.records++;
+        if ((r + 1) * W > this.masks.length) {
+          const next = new Int32Array(this.masks.length * 2);
+          next.set(this.masks);
+          this.masks = next;
+        }
+      }
+      this.holders.set(h, r);
+    }
+    this.masks[r * W + (slot >>> 5)] |= 1 << (slot & 31);
   }
 
   private dropHolder(h: string, slot: number): void {
-    const a = this.holders.get(h);
-    if (!a) return;
-    const i = a.indexOf(slot);
-    if (i >= 0) {
-      a[i] = a[a.length - 1];
-      a.pop();
-    }
-    if (a.length === 0) this.holders.delete(h);
+    const r = this.holders.get(h);
+    if (r === undefined) return;
+    const W = this.words;
+    const o = r * W;
+    this.masks[o + (slot >>> 5)] &= ~(1 << (slot & 31));
+    for (let w = 0; w < W; w++) if (this.masks[o + w] !== 0) return;
+    this.holders.delete(h);
+    this.free.push(r);
   }
 
   workerIds(): string[] {
