@@ -6,11 +6,13 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { blockHashes } from './block-hash.ts';
 import { KvEventIndex } from './kv-events/event-index.ts';
 import type { CtxgatePolicy } from './policies/ctxgate.ts';
 import { createPolicy, POLICY_NAMES } from './policy-registry.ts';
-import type { RouteInfo, WorkerView } from './types.ts';
+import type { Choice, Policy, RouteFeedback, RouteInfo, WorkerView } from './types.ts';
 
 /** KV cache per worker, tokens (the engines' LRU size for --index precise). */
 const KV_TOKENS = 262_144;
@@ -128,10 +130,50 @@ class Traffic {
 /**
  * What the engines publish for --index precise: each worker's prefix cache is an LRU of
  * KV_TOKENS / BLOCK blocks (as vLLM's free queue evicts when full); a stored chain touches its
- * blocks (BlockStored for the new ones) and evictions come out as BlockRemoved. Untimed.
+ * blocks (BlockStored for the new ones) and evictions come out as BlockRemoved. Untimed, but it
+ * runs between timed decisions, so its garbage would be collected inside them: an exact LRU as a
+ * stamp per block plus a queue of (block, stamp) touches (an entry whose stamp moved on is stale
+ * and skipped), with reused event arrays, instead of a Map reordered by delete + set (whose holes
+ * every eviction walked). Evicts in the same order.
  */
+class EngineLru {
+  private readonly stamp = new Map<string, number>();
+  private qHash: string[] = [];
+  private qStamp: number[] = [];
+  private head = 0;
+  private clock = 0;
+
+  constructor(private readonly capacity: number) {}
+
+  /** Touches `hashes` in order; appends the ones not held before to `fresh`, evictions to `gone`. */
+  store(hashes: readonly string[], fresh: string[], gone: string[]): void {
+    for (let i = 0; i < hashes.length; i++) {
+      const h = hashes[i];
+      if (this.stamp.get(h) === undefined) fresh.push(h);
+      const t = ++this.clock;
+      this.stamp.set(h, t);
+      this.qHash.push(h);
+      this.qStamp.push(t);
+    }
+    while (this.stamp.size > this.capacity) {
+      const h = this.qHash[this.head];
+      const t = this.qStamp[this.head++];
+      if (this.stamp.get(h) !== t) continue; // touched again later
+      this.stamp.delete(h);
+      gone.push(h);
+    }
+    if (this.head > 4 * this.capacity) {
+      this.qHash = this.qHash.slice(this.head);
+      this.qStamp = this.qStamp.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
 class EngineCaches {
-  private readonly lru = new Map<string, Map<string, true>>();
+  private readonly lru = new Map<string, EngineLru>();
+  private readonly fresh: string[] = [];
+  private readonly gone: string[] = [];
   constructor(
     private readonly events: KvEventIndex,
     private readonly capacity: number,
@@ -139,21 +181,89 @@ class EngineCaches {
 
   store(worker: string, hashes: readonly string[]): void {
     let m = this.lru.get(worker);
-    if (!m) this.lru.set(worker, (m = new Map()));
-    const fresh: string[] = [];
-    for (const h of hashes) {
-      if (!m.delete(h)) fresh.push(h);
-      m.set(h, true);
-    }
-    if (fresh.length) this.events.blockStored(worker, fresh);
-    const gone: string[] = [];
-    for (const h of m.keys()) {
-      if (m.size - gone.length <= this.capacity) break;
-      gone.push(h);
-    }
-    for (const h of gone) m.delete(h);
-    if (gone.length) this.events.blockRemoved(worker, gone);
+    if (!m) this.lru.set(worker, (m = new EngineLru(this.capacity)));
+    this.fresh.length = 0;
+    this.gone.length = 0;
+    m.store(hashes, this.fresh, this.gone);
+    if (this.fresh.length) this.events.blockStored(worker, this.fresh);
+    if (this.gone.length) this.events.blockRemoved(worker, this.gone);
   }
+}
+
+/**
+ * The gateway's side of the benchmark: in-flight requests (a completion finishes a random one, so
+ * busy workers drain in proportion to their load, holding ~IN_FLIGHT_PER_WORKER per worker on
+ * average), each completion reported to observe() as the gateway does after a response (untimed:
+ * off the request path there too), and the engines' KV events. It runs between timed decisions,
+ * so it allocates nothing per request: parallel arrays for the requests in flight, one feedback
+ * object reused, methods instead of closures.
+ */
+class Fleet {
+  private readonly liveWorker: WorkerView[] = [];
+  private readonly liveInfo: RouteInfo[] = [];
+  private live = 0;
+  private readonly r = rng(3);
+  private readonly limit: number;
+  private readonly fb: RouteFeedback;
+  timing = false;
+  observeUs = 0;
+  observed = 0;
+
+  constructor(
+    private readonly policy: Policy,
+    private readonly engines: EngineCaches | undefined,
+    readonly workers: WorkerView[],
+  ) {
+    this.limit = workers.length * IN_FLIGHT_PER_WORKER;
+    this.fb = { workerId: '', info: { model: '', tenant: '' }, ok: true };
+  }
+
+  /** Warm-up: select, then what follows the decision. */
+  step(info: RouteInfo): void {
+    const c = this.policy.select(this.workers, info);
+    if (c) this.admit(c, info, true);
+  }
+
+  /** The chosen worker takes the request; the engine stores its blocks as it prefills them (and
+   *  says so). `queue`: count its prefill as queued (the warm-up does; the timed stream, as
+   *  before, lets the queues drain). */
+  admit(c: Choice, info: RouteInfo, queue: boolean): void {
+    c.worker.inFlight++;
+    if (queue) c.worker.queuedPrefillTokens += (info.promptTokens ?? 0) - (c.predictedCachedTokens ?? 0);
+    if (this.engines && info.blockHashes) this.engines.store(c.worker.id, info.blockHashes);
+    this.liveWorker[this.live] = c.worker;
+    this.liveInfo[this.live] = info;
+    this.live++;
+    while (this.live > this.limit) this.complete();
+  }
+
+  private complete(): void {
+    const k = Math.floor(this.r() * this.live);
+    const worker = this.liveWorker[k];
+    const info = this.liveInfo[k];
+    this.live--;
+    this.liveWorker[k] = this.liveWorker[this.live];
+    this.liveInfo[k] = this.liveInfo[this.live];
+    worker.inFlight--;
+    worker.queuedPrefillTokens = Math.max(0, worker.queuedPrefillTokens - 2048);
+    if (!this.policy.observe) return;
+    const fb = this.fb;
+    fb.workerId = worker.id;
+    fb.info = info;
+    const t0 = performance.now();
+    this.policy.observe(fb);
+    if (this.timing) {
+      this.observeUs += (performance.now() - t0) * 1000;
+      this.observed++;
+    }
+  }
+}
+
+/** A full collection between the warm-up and the timed decisions (the flag is set at run time,
+ *  so no --expose-gc is needed on the command line). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
 
 function makeWorkers(n: number): WorkerView[] {
@@ -204,71 +314,42 @@ export async function run(argv: string[]): Promise<number> {
     const events = precise ? new KvEventIndex() : undefined;
     const engines = events && new EngineCaches(events, KV_TOKENS / BLOCK);
     const policy = createPolicy(name, events ? { kv_index: events, index_stride: 1, block_size: BLOCK } : {});
-    const ws = makeWorkers(nWorkers);
-    const r = rng(3);
-    // in-flight requests; a completion finishes a random one, so busy workers drain in proportion
-    // to their load, holding ~IN_FLIGHT_PER_WORKER per worker on average. A completion reports to
-    // observe() as the gateway does after a response (untimed: off the request path there too).
-    const live: Array<{ worker: WorkerView; info: RouteInfo }> = [];
-    let timing = false;
-    let observeUs = 0;
-    let observed = 0;
-    const complete = (): void => {
-      while (live.length > nWorkers * IN_FLIGHT_PER_WORKER) {
-        const k = Math.floor(r() * live.length);
-        const { worker, info } = live[k];
-        live[k] = live[live.length - 1];
-        live.pop();
-        worker.inFlight--;
-        worker.queuedPrefillTokens = Math.max(0, worker.queuedPrefillTokens - 2048);
-        const t0 = process.hrtime.bigint();
-        policy.observe?.({ workerId: worker.id, info, ok: true });
-        if (timing) {
-          observeUs += Number(process.hrtime.bigint() - t0) / 1000;
-          observed++;
-        }
-      }
-    };
-    const step = (info: RouteInfo): void => {
-      const c = policy.select(ws, info);
-      if (!c) return;
-      c.worker.inFlight++;
-      c.worker.queuedPrefillTokens += (info.promptTokens ?? 0) - (c.predictedCachedTokens ?? 0);
-      // the engine stores the prompt's blocks as it prefills them and says so
-      if (engines && info.blockHashes) engines.store(c.worker.id, info.blockHashes);
-      live.push({ worker: c.worker, info });
-      complete();
-    };
+    const fleet = new Fleet(policy, engines, makeWorkers(nWorkers));
     const warm = new Traffic(sessions, 1);
-    for (let i = 0; i < warmCalls; i++) step(warm.next());
+    for (let i = 0; i < warmCalls; i++) fleet.step(warm.next());
     if (name === 'ctxgate') indexBlocks = (policy as CtxgatePolicy).index.stats().blocks;
-    timing = true;
     const times = new Float64Array(stream.length);
     const cpuTimes = new Float64Array(stream.length);
-    const branches = new Map<string, number>();
-    const branchOf: string[] = new Array<string>(stream.length);
-    const undisturbed: number[] = [];
+    const branchOf: string[] = new Array<string>(stream.length).fill('');
+    const quiet = new Uint8Array(stream.length);
+    // the warm-up's garbage (its traffic generator, the engines' events) is collected now, not
+    // inside the first timed decisions; every timed decision is kept
+    collectGarbage();
+    fleet.timing = true;
+    const ws = fleet.workers;
     for (let i = 0; i < stream.length; i++) {
+      const info = stream[i];
       const u0 = process.resourceUsage();
-      const t0 = process.hrtime.bigint();
-      const c = policy.select(ws, stream[i]);
-      times[i] = Number(process.hrtime.bigint() - t0) / 1000;
+      const t0 = performance.now();
+      const c = policy.select(ws, info);
+      const t1 = performance.now();
       const u1 = process.resourceUsage();
+      times[i] = (t1 - t0) * 1000;
       cpuTimes[i] = u1.userCPUTime + u1.systemCPUTime - u0.userCPUTime - u0.systemCPUTime;
       if (
         u1.involuntaryContextSwitches === u0.involuntaryContextSwitches &&
         u1.voluntaryContextSwitches === u0.voluntaryContextSwitches
       )
-        undisturbed.push(times[i]);
+        quiet[i] = 1;
       if (!c) continue;
-      branches.set(c.branch, (branches.get(c.branch) ?? 0) + 1);
       branchOf[i] = c.branch;
-      c.worker.inFlight++;
-      const hashes = stream[i].blockHashes;
-      if (engines && hashes) engines.store(c.worker.id, hashes);
-      live.push({ worker: c.worker, info: stream[i] });
-      complete();
+      fleet.admit(c, info, false);
     }
+    const branches = new Map<string, number>();
+    for (const b of branchOf) if (b) branches.set(b, (branches.get(b) ?? 0) + 1);
+    const undisturbed = times.filter((_, i) => quiet[i] === 1);
+    const observeUs = fleet.observeUs;
+    const observed = fleet.observed;
     if (name === 'ctxgate') observeMeanUs = observed ? observeUs / observed : 0;
     branchMix[name] = Object.fromEntries(
       [...branches].map(([b, k]) => {
@@ -284,7 +365,7 @@ export async function run(argv: string[]): Promise<number> {
       p99: quantile(sorted, 0.99),
       mean: times.reduce((a, b) => a + b, 0) / times.length,
       cpuP99: quantile(cpuSorted, 0.99),
-      undisturbedP99: undisturbed.length ? quantile(Float64Array.from(undisturbed).sort(), 0.99) : NaN,
+      undisturbedP99: undisturbed.length ? quantile(undisturbed.sort(), 0.99) : NaN,
       disturbedShare: 1 - undisturbed.length / stream.length,
     });
   }
