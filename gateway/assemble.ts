@@ -51,6 +51,8 @@ export interface AssembleOptions {
   tap?: (clientBody: ChatRequest, result: PipelineResult, ctx: PipelineContext) => void;
   /** Tracing to use; default: from the OTEL_* environment; null: none. */
   tracing?: Tracing | null;
+  /** The render pool threads' entry (tests pass one that ends its thread on a marked prompt). */
+  renderThread?: string;
 }
 
 export interface Assembled {
@@ -167,7 +169,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
   const reporting = opts.reporting === false ? undefined : createReporting(config, opts.reporting);
   const captures = new Map<string, Capture>();
   // One pool for every model: threads load each model's tokenizer on its first job.
-  const renderPool = createRenderPool(config.render_pool);
+  const renderPool = createRenderPool(config.render_pool, opts.renderThread);
 
   const pipelineFor = (m: ModelConfig): ContextPipeline => {
     // Without a tokenizer nothing can be rendered engine-exactly: forward untouched.

@@ -24,6 +24,7 @@ export const ERRORS = {
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
   tenant_concurrency_exceeded: { status: 429, type: 'rate_limit_error' },
   tenant_render_queue_full: { status: 429, type: 'rate_limit_error' },
+  tenant_render_failures: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
   render_failed: { status: 500, type: 'server_error' },
   upstream_bad_response: { status: 502, type: 'upstream_error' },

@@ -46,6 +46,8 @@ export const DEFAULT_RENDER_POOL_MAX_QUEUE = 64;
 export const DEFAULT_RENDER_POOL_MAX_PER_TENANT = 16;
 /** Scheduling niceness of render pool threads (Linux): the event loop wins the CPU when they contend. */
 export const DEFAULT_RENDER_POOL_NICE = 10;
+/** Render threads one tenant's jobs may end or fail per minute before its big calls get 429. */
+export const DEFAULT_RENDER_POOL_MAX_FAILURES_PER_TENANT = 4;
 /** Whole request (headers and body) must arrive within this (Node's requestTimeout). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 /** Request headers must arrive within this (Node's headersTimeout; slowloris). */
@@ -283,6 +285,8 @@ export const ConfigSchema = Type.Object(
         max_per_tenant: PosInt(DEFAULT_RENDER_POOL_MAX_PER_TENANT),
         /** Niceness of the pool threads (0–19, Linux only; elsewhere ignored). */
         nice: Type.Integer({ minimum: 0, maximum: 19, default: DEFAULT_RENDER_POOL_NICE }),
+        /** Render threads one tenant's jobs may end or fail per minute; then 429 until one is a minute old. */
+        max_failures_per_tenant: PosInt(DEFAULT_RENDER_POOL_MAX_FAILURES_PER_TENANT),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -17,6 +17,10 @@
 //   and tools, taken only on failure) already failed: a prompt that kills its thread then costs one
 //   thread per request, not two, and the caller gets 500 `render_failed` (the last MAX_POISON
 //   such hashes are kept; a retry that succeeds clears its hash).
+// - Failure budget: a tenant whose jobs ended or failed `max_failures_per_tenant` threads in the
+//   last FAILURE_WINDOW_MS gets 429 `tenant_render_failures` for its big calls until the oldest of
+//   those is that old: varying the prompt defeats the poison hashes, not this, so one tenant cannot
+//   keep the pool restarting threads (a second each, plus the tokenizer load) for everyone else.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
@@ -33,7 +37,7 @@ import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/t
 import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
-import type { ThreadData } from './thread-task.ts';
+import { WAKE_TOKENIZER, type ThreadData } from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
 /** A thread idle this long is ended (Piscina restarts it on the next job; its caches go with it). */
@@ -43,6 +47,9 @@ const CLOSE_TIMEOUT_MS = 10_000;
 
 /** Jobs remembered as having failed on a render thread (oldest forgotten first). */
 const MAX_POISON = 1024;
+
+/** Thread failures of one tenant are counted over this window (render_pool.max_failures_per_tenant). */
+export const FAILURE_WINDOW_MS = 60_000;
 
 /** Most threads started by default: each loads its own tokenizer (~150 MB for qwen3). */
 export const DEFAULT_MAX_THREADS = 4;
@@ -74,7 +81,8 @@ interface Admitted {
   ac: AbortController;
   /** A thread took it (or it found its lane idle): never evicted. */
   started: boolean;
-  evicted: boolean;
+  /** Dropped while waiting: what its caller gets (a full queue's share, or the tenant's failure budget). */
+  evicted?: () => GatewayError;
   settled: boolean;
 }
 
@@ -82,6 +90,14 @@ const WARM_MESSAGES = [
   { role: 'system' as const, content: 'ctxgate render pool start-up check' },
   { role: 'user' as const, content: 'hello' },
 ];
+
+/** A no-op job (thread-task.ts): queued, it makes Piscina start a thread for the jobs waiting. */
+const WAKE_JOB: OffloadJob = {
+  tokenizer: WAKE_TOKENIZER,
+  input: { messages: [], hashes: [], rootEnd: 0, stableEnd: 0, render: { contextKey: 'wake' } },
+  blockSize: DEFAULT_BLOCK_SIZE,
+  seed: DEFAULT_HASH_SEED,
+};
 
 /** A small render + tokenise job: the thread loads the tokenizer and renders a plain conversation. */
 function warmJob(p: WarmProbe): OffloadJob {
@@ -137,6 +153,22 @@ function jobHash(tenant: string, job: OffloadJob): string {
   return createHash('sha256').update(JSON.stringify(what)).digest('base64url');
 }
 
+const tooManyFailures = (max: number, retryMs: number): GatewayError =>
+  new GatewayError(
+    'tenant_render_failures',
+    `this tenant's large prompts ended or failed ${max} render threads in the last ${FAILURE_WINDOW_MS / 1000} s (render_pool.max_failures_per_tenant)`,
+    null,
+    { 'retry-after': String(Math.max(1, Math.ceil(retryMs / 1000))) },
+  );
+
+const overShare = (): GatewayError =>
+  new GatewayError(
+    'tenant_render_queue_full',
+    `the render queue is full and this tenant holds more than its share of it (render_pool.max_queue)`,
+    null,
+    { 'retry-after': '1' },
+  );
+
 const renderFailed = (): GatewayError =>
   new GatewayError(
     'render_failed',
@@ -147,7 +179,7 @@ const renderFailed = (): GatewayError =>
 /** `threadFile`: the thread's entry (tests pass one that dies on a marked job). */
 export function createRenderPool(
   cfg: GatewayConfig['render_pool'],
-  threadFile: string = THREAD,
+  threadFile: string | undefined = THREAD,
 ): RenderPool | undefined {
   const threads = cfg.threads ?? defaultThreads();
   if (threads === 0) return undefined;
@@ -157,7 +189,7 @@ export function createRenderPool(
       queue,
       pending: 0,
       pool: new Piscina<OffloadJob, OffloadReply>({
-        filename: threadFile,
+        filename: threadFile ?? THREAD,
         // Started on the first big call: a gateway that never sees one never pays for a thread.
         minThreads: 0,
         maxThreads: 1,
@@ -172,6 +204,39 @@ export function createRenderPool(
   let retries = 0;
   /** Jobs (tenant and content hash) that failed on a thread once: not retried again. */
   const poisoned = new Set<string>();
+  /** Per tenant: when its jobs ended or failed a thread, oldest first, within FAILURE_WINDOW_MS. */
+  const failures = new Map<string, number[]>();
+  const recentFailures = (tenant: string, now: number): number[] => {
+    const list = failures.get(tenant);
+    if (!list) return [];
+    while (list.length > 0 && list[0] <= now - FAILURE_WINDOW_MS) list.shift();
+    if (list.length === 0) failures.delete(tenant);
+    return list;
+  };
+  /**
+   * Piscina replaces a dead thread only when a job is submitted (minThreads 0): the jobs queued
+   * behind a job that ended its thread (in this queue or Piscina's own skip queue) would wait
+   * forever. A no-op job starts one for them. `lane.pending` still counts the failed job.
+   */
+  const revive = (lane: Lane): void => {
+    if (closed || lane.pending <= 1 || lane.pool.threads.length > 0) return;
+    lane.pool.run(WAKE_JOB).catch(() => undefined);
+  };
+
+  /** Counts a thread the tenant's job ended or failed; true when its budget is now spent. */
+  const failed = (tenant: string): boolean => {
+    const now = Date.now();
+    const list = recentFailures(tenant, now);
+    if (list.length === 0) failures.set(tenant, list);
+    list.push(now);
+    // Only the newest `max` matter for the budget: the list stays bounded whatever happens.
+    if (list.length > cfg.max_failures_per_tenant) list.shift();
+    if (list.length < cfg.max_failures_per_tenant) return false;
+    // Spent: the tenant's jobs still waiting would take threads down with them; they go now.
+    const over = () => tooManyFailures(cfg.max_failures_per_tenant, list[0] + FAILURE_WINDOW_MS - Date.now());
+    for (const w of [...(waitingOf.get(tenant) ?? [])]) drop(w, over);
+    return true;
+  };
   /** Admitted jobs no thread has taken yet, per tenant, oldest first: the ones eviction may drop. */
   const waitingOf = new Map<string, Admitted[]>();
   let closed = false;
@@ -202,6 +267,13 @@ export function createRenderPool(
     else perTenant.set(a.tenant, left);
   };
 
+  /** Takes a waiting job out of its lane's queue (no thread ends: it never started). */
+  const drop = (a: Admitted, why: () => GatewayError): void => {
+    a.evicted = why;
+    settle(a);
+    a.ac.abort();
+  };
+
   /**
    * The queue is full: the newest waiting job of the tenant holding the most waiting jobs, when that
    * tenant holds at least two more than `tenant` does (so the shares converge to equal, and a tenant
@@ -220,6 +292,10 @@ export function createRenderPool(
     pending: () => lanes.reduce((n, l) => n + l.pending, 0),
     async run(job, { tenant, affinity }) {
       if (closed) throw new GatewayError('shutting_down', 'the gateway is shutting down');
+      const now = Date.now();
+      const recent = recentFailures(tenant, now);
+      if (recent.length >= cfg.max_failures_per_tenant)
+        throw tooManyFailures(cfg.max_failures_per_tenant, recent[0] + FAILURE_WINDOW_MS - now);
       const mine = perTenant.get(tenant) ?? 0;
       if (mine >= cfg.max_per_tenant)
         throw new GatewayError(
@@ -243,16 +319,13 @@ export function createRenderPool(
             null,
             { 'retry-after': '1' },
           );
-        victim.evicted = true;
-        settle(victim);
-        victim.ac.abort();
+        drop(victim, overShare);
       }
       const a: Admitted = {
         tenant,
         lane,
         ac: new AbortController(),
         started: lane.pending === 0,
-        evicted: false,
         settled: false,
       };
       perTenant.set(tenant, mine + 1);
@@ -271,19 +344,16 @@ export function createRenderPool(
         try {
           return await attempt();
         } catch (err) {
-          if (a.evicted)
-            throw new GatewayError(
-              'tenant_render_queue_full',
-              `the render queue is full and this tenant holds more than its share of it (render_pool.max_queue)`,
-              null,
-              { 'retry-after': '1' },
-            );
+          if (a.evicted) throw a.evicted();
           if (closed || err instanceof GatewayError) throw err;
+          const spent = failed(tenant);
+          revive(lane);
           // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
           // fresh one; the job runs once more there before the caller sees an error, unless this
-          // very job already failed once (a poison prompt must not take two threads each time).
+          // very job already failed once (a poison prompt must not take two threads each time) or
+          // the tenant's failure budget is spent.
           const h = jobHash(tenant, job);
-          if (poisoned.has(h)) throw renderFailed();
+          if (spent || poisoned.has(h)) throw renderFailed();
           poisoned.add(h);
           if (poisoned.size > MAX_POISON) poisoned.delete(poisoned.values().next().value!);
           retries++;
@@ -292,6 +362,8 @@ export function createRenderPool(
             reply = await attempt();
           } catch (again) {
             if (closed || again instanceof GatewayError) throw again;
+            failed(tenant);
+            revive(lane);
             throw renderFailed();
           }
           poisoned.delete(h);

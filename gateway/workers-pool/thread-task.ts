@@ -26,7 +26,11 @@ if (process.platform === 'linux' && data?.nice) {
 
 const handles = new Map<string, Promise<TokenizerHandle>>();
 
+/** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
+export const WAKE_TOKENIZER = '\u0000wake';
+
 export default async function task(job: OffloadJob): Promise<OffloadReply> {
+  if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
   if (!h) {

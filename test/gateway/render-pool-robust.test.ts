@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
-import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
+import { createRenderPool, FAILURE_WINDOW_MS, type RenderPool } from '../../gateway/workers-pool/pool.ts';
 import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { OffloadJob } from '../../middleware/tokens/render-tokens.ts';
@@ -36,6 +36,9 @@ function job(chars: number, seed: number, chatTemplateFile?: string): OffloadJob
   };
 }
 
+/** A thread entry that ends its thread on a prompt containing END-THIS-THREAD. */
+const DYING = new URL('../fixtures/render-pool/dying-thread.mjs', import.meta.url).href;
+
 const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 
 const settle = async <T>(p: Promise<T>): Promise<string> => {
@@ -57,7 +60,15 @@ afterEach(async () => {
 });
 
 const pool = (o: Partial<{ threads: number; max_queue: number; max_per_tenant: number }> = {}) => {
-  const p = createRenderPool({ threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, ...o })!;
+  const p = createRenderPool({
+    threads: 1,
+    min_chars: 0,
+    max_queue: 8,
+    max_per_tenant: 8,
+    nice: 0,
+    max_failures_per_tenant: 8,
+    ...o,
+  })!;
   pools.push(p);
   return p;
 };
@@ -90,8 +101,10 @@ describe('render pool robustness', () => {
   }, 120_000);
 
   it('a job that ends its thread runs once more, then fails with render_failed; the same job again takes one thread', async () => {
-    const dying = new URL('../fixtures/render-pool/dying-thread.mjs', import.meta.url).href;
-    const p = createRenderPool({ threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0 }, dying)!;
+    const p = createRenderPool(
+      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 },
+      DYING,
+    )!;
     pools.push(p);
     const poison = job(1_000, 5);
     poison.input.messages[1].content += ' END-THIS-THREAD';
@@ -103,6 +116,44 @@ describe('render pool robustness', () => {
     expect(await settle(p.run(poison, { tenant: 'b', affinity: 's' }))).toBe('render_failed');
     expect(p.retries()).toBe(2);
     expect(await settle(p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }))).toBe('ok');
+  }, 120_000);
+
+  it('jobs waiting behind a job that ends its thread still run (Piscina starts no thread by itself)', async () => {
+    const p = createRenderPool(
+      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 },
+      DYING,
+    )!;
+    pools.push(p);
+    const poison = job(1_000, 5);
+    poison.input.messages[1].content += ' END-THIS-THREAD';
+    const runs = [
+      p.run(poison, { tenant: 'a', affinity: 's' }),
+      p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }),
+      p.run(job(1_000, 7), { tenant: 'b', affinity: 's' }),
+    ].map((r) => settle(r));
+    expect(await Promise.all(runs)).toEqual(['render_failed', 'ok', 'ok']);
+  }, 120_000);
+
+  it("a tenant whose jobs ended its failure budget of threads gets 429; its waiting jobs go without taking a thread; others' run", async () => {
+    const p = createRenderPool(
+      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 1 },
+      DYING,
+    )!;
+    pools.push(p);
+    const poison = job(1_000, 5);
+    poison.input.messages[1].content += ' END-THIS-THREAD';
+    // The poison job takes the idle lane; two harmless jobs of the same tenant wait behind it.
+    const runs = [poison, job(1_000, 6), job(1_000, 7)].map((j) => settle(p.run(j, { tenant: 'a', affinity: 's' })));
+    // Its one death spends a's budget: no retry, and the waiting jobs are dropped, not run.
+    expect(await Promise.all(runs)).toEqual(['render_failed', 'tenant_render_failures', 'tenant_render_failures']);
+    expect(p.retries()).toBe(0);
+    const refused = await p.run(job(1_000, 8), { tenant: 'a', affinity: 's' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect((refused as GatewayError).code).toBe('tenant_render_failures');
+    const after = Number((refused as GatewayError).headers?.['retry-after']);
+    expect(after).toBeGreaterThanOrEqual(1);
+    expect(after).toBeLessThanOrEqual(FAILURE_WINDOW_MS / 1000);
+    expect(await settle(p.run(job(1_000, 9), { tenant: 'b', affinity: 's' }))).toBe('ok');
   }, 120_000);
 
   it('a failed tokenizer load does not stick to the thread', async () => {
@@ -184,5 +235,51 @@ describe('render pool admission over sockets', () => {
     // A is refused only for its own excess (429 over its share, or 503 while it alone fills the queue).
     expect(as.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
     expect(as.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+  }, 180_000);
+
+  it('a prompt that ends its render thread gets render_failed; a tenant that spent its thread budget gets 429, the other tenant 200', async () => {
+    up = await startFakeUpstream({ name: 'w' });
+    const keys = { a: 'sk-crash-tenant-a-0123456789', b: 'sk-crash-tenant-b-0123456789' };
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: {
+        mode: 'keys',
+        keys: [
+          { key: sha(keys.a), tenant: 'a' },
+          { key: sha(keys.b), tenant: 'b' },
+        ],
+      },
+      health: { interval_ms: 0 },
+      render_pool: { threads: 1, max_failures_per_tenant: 2 },
+      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
+    });
+    gw = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: DYING });
+    const url = gw.url;
+    const post = async (key: string, content: string) => {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content }] }),
+      });
+      const body = (await res.json()) as { error?: { code?: string; type?: string; message?: string } };
+      return {
+        status: res.status,
+        code: body.error?.code,
+        type: body.error?.type,
+        retry: res.headers.get('retry-after'),
+      };
+    };
+    // A's prompt ends its thread, and the fresh thread's retry too: a shaped error of its own.
+    const poison = await post(keys.a, `${text(100_000, 1)} END-THIS-THREAD`);
+    expect(poison).toMatchObject({ status: 500, code: 'render_failed', type: 'server_error' });
+    expect(gw.assembled.renderPool!.retries()).toBe(1);
+    // Two threads ended by A: its budget is spent, so even a harmless big prompt of A's is refused ...
+    const refused = await post(keys.a, text(100_000, 2));
+    expect(refused).toMatchObject({ status: 429, code: 'tenant_render_failures' });
+    expect(Number(refused.retry)).toBeGreaterThanOrEqual(1);
+    // ... while B's big prompt renders on the pool as before, and A's small calls stay inline.
+    expect(await post(keys.b, text(100_000, 3))).toMatchObject({ status: 200 });
+    expect(await post(keys.a, 'a small question')).toMatchObject({ status: 200 });
+    expect(up.received).toBe(2);
   }, 180_000);
 });

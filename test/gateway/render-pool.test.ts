@@ -16,7 +16,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.t
 
 // nice 0: these tests check what the pool computes, not its priority; at nice 10 its threads get
 // a tenth of a core beside the other test files' workers, and a 2-core machine timed them out.
-const poolCfg = { min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0 };
+const poolCfg = { min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 };
 let pools: RenderPool[] = [];
 afterEach(async () => {
   await Promise.all(pools.map((p) => p.close()));
@@ -142,7 +142,14 @@ describe('render pool', () => {
   });
 
   it('bounds: a tenant over max_per_tenant gets 429, a full queue 503, a closed pool refuses', async () => {
-    const pool = createRenderPool({ threads: 1, min_chars: 0, max_queue: 1, max_per_tenant: 2, nice: 0 })!;
+    const pool = createRenderPool({
+      threads: 1,
+      min_chars: 0,
+      max_queue: 1,
+      max_per_tenant: 2,
+      nice: 0,
+      max_failures_per_tenant: 8,
+    })!;
     pools.push(pool);
     const p = createPipeline({ model: 'm', tokenizer: 'qwen3', offload: pool });
     const call = (tenant: string, i: number) =>
