@@ -1,17 +1,33 @@
 // Redis SessionStore (ioredis). Key `ctxgate:sess:{tenant}:{sessionId}` (both parts
-// URI-encoded so a tenant name can never reach into another tenant's key space), value the
-// canonical JSON of the state with schema version, root hash, calls watermark and a sha256
-// checksum verified on read: a mismatch or foreign schema is treated as absent and logged.
-// Writes carry a TTL; states over maxBytes are refused (the resilient wrapper keeps them locally).
-// Short command timeouts so a dead Redis fails fast instead of stalling requests.
-// Parts are shared between calls (shared-parts.ts): a put freezes them, so their canonical JSON is
-// written once per part; the last document read or written per key is kept with its state, and a
-// read that finds that very text (a native compare) skips the parse and the verification. A put
-// still writes the whole document; another replica's write is a different text, read afresh.
+// URI-encoded so a tenant name can never reach into another tenant's key space), a HASH holding the
+// state as a head and content-addressed chunks (redis-delta-codec.ts), its version the head's
+// sha256. A put sends only the chunks this replica has not seen stored, and deletes the ones no
+// longer used, in one script that checks the stored version is the one the delta was made
+// against (redis-delta-scripts.ts); on a mismatch (another replica wrote) it reads that version's
+// head and writes its delta against it: the last writer wins whole, as with one SET, and no two
+// writes mix. A get sends the version held and receives nothing more when it is unchanged, else
+// the head, then fetches only the chunks it does not hold; every chunk and head read is verified
+// against its sha256 (a mismatch, a foreign schema or owner is treated as absent and logged).
+// A state of the old whole-document format (a string with a checksum) is still read, verified
+// as before, and replaced by the new format on the next put. Writes carry a TTL; states over
+// maxBytes are refused (the resilient wrapper keeps them locally). Short command timeouts so a
+// dead Redis fails fast instead of stalling requests. Per key this process keeps what it last
+// read or wrote (version, chunk values, frozen state; LRU bounded by bytes).
 import { Redis, type RedisOptions } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { canonicalJson, sha256Hex } from '../canonical-json.ts';
 import { checksumValid, stateChecksum, withChecksum } from './checksum.ts';
+import {
+  type ChunkIndex,
+  type ChunkValue,
+  CorruptStateError,
+  decodeState,
+  type Encoded,
+  encodeState,
+  parseChunk,
+  parseHead,
+} from './redis-delta-codec.ts';
+import { type DeltaCommands, deltaCommands } from './redis-delta-scripts.ts';
 import { snapshotOf, stateSize, thaw } from './shared-parts.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
@@ -38,11 +54,20 @@ export interface RedisStoreOptions {
   readCacheBytes?: number;
 }
 
+/** What this process last read or wrote for a key. */
 interface Known {
-  text: string;
-  checksum: string;
+  version: string;
+  chunks: Map<string, ChunkValue>;
   state: SessionState;
+  /** Where this process's last encode put each chunk (absent after a read). */
+  index?: ChunkIndex;
 }
+
+/** What the read cache charges per chunk held, beside the state's own size. */
+const CHUNK_ENTRY_BYTES = 96;
+
+/** Delta writes tried against another replica's version before replacing the state whole. */
+export const MAX_DELTA_TRIES = 3;
 
 export class StateTooLargeError extends Error {}
 
@@ -66,8 +91,8 @@ export function fastFailRedisOptions(timeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_M
   };
 }
 
-/** The stored document: the canonical JSON of the state with its checksum, the canonical JSON of
- * the rest written once (`checksum` sorts right after `calls`, the first key, so it is spliced in). */
+/** The old format's stored document: the canonical JSON of the state with its checksum (still
+ * read; tests write it to check the migration). */
 export function documentOf(snapshot: SessionState): { text: string; checksum: string } {
   const rest = canonicalJson(snapshot);
   const checksum = sha256Hex(rest);
@@ -84,6 +109,7 @@ export class RedisSessionStore implements SessionStore {
   private readonly maxBytes: number;
   private readonly log: StoreLog;
   private readonly known?: LRUCache<string, Known>;
+  private readonly cmd: DeltaCommands;
 
   constructor(opts: RedisStoreOptions) {
     this.owns = opts.client ? opts.ownsClient === true : true;
@@ -94,20 +120,74 @@ export class RedisSessionStore implements SessionStore {
     this.ttl = opts.ttlSeconds ?? DEFAULT_REDIS_TTL_S;
     this.maxBytes = opts.maxBytes ?? DEFAULT_REDIS_MAX_BYTES;
     this.log = opts.log ?? (() => undefined);
+    this.cmd = deltaCommands(this.client);
     const cacheBytes = opts.readCacheBytes ?? DEFAULT_REDIS_READ_CACHE_BYTES;
     if (cacheBytes > 0)
       this.known = new LRUCache<string, Known>({
         maxSize: cacheBytes,
-        sizeCalculation: (v) => Math.max(1, v.text.length + stateSize(v.state)),
+        sizeCalculation: (v) => Math.max(1, stateSize(v.state) + CHUNK_ENTRY_BYTES * v.chunks.size),
       });
   }
 
   async get(tenant: string, sessionId: string): Promise<SessionState | undefined> {
     const key = redisKey(tenant, sessionId);
-    const raw = await this.client.get(key);
-    if (raw === null) return undefined;
     const known = this.known?.get(key);
-    if (known && known.text === raw) return { ...thaw(known.state), checksum: known.checksum };
+    const r = await this.cmd.ctxgateSessGet(key, known?.version ?? '');
+    if (r.length === 0) return undefined;
+    if (r[0] === '') return this.readOldFormat(tenant, sessionId, r[1]!);
+    if (r.length === 1) return known && thaw(known.state);
+    try {
+      return await this.read(key, tenant, sessionId, r[0], r[1], known);
+    } catch (err) {
+      if (!(err instanceof CorruptStateError)) throw err;
+      this.log(`session state ${err.message}; treated as absent`, { tenant, sessionId });
+      return undefined;
+    }
+  }
+
+  /** A version this process does not hold: its head, and the chunks not held (one HMGET; an
+   * atomic HGETALL when a concurrent write removed some meanwhile). */
+  private async read(
+    key: string,
+    tenant: string,
+    sessionId: string,
+    version: string,
+    headText: string,
+    known: Known | undefined,
+  ): Promise<SessionState | undefined> {
+    let { head, ids } = parseHead(headText, version);
+    const t = head.t;
+    if (t.schema !== SESSION_SCHEMA_VERSION || t.tenant !== tenant || t.sessionId !== sessionId) {
+      this.log('session state of another schema or owner; treated as absent', { tenant, sessionId, schema: t.schema });
+      return undefined;
+    }
+    const chunks = new Map<string, ChunkValue>();
+    const missing: string[] = [];
+    for (const id of ids) {
+      const c = known?.chunks.get(id);
+      if (c) chunks.set(id, c);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const texts = await this.client.hmget(key, ...missing);
+      if (texts.some((x) => x === null)) {
+        const all = await this.client.hgetall(key);
+        if (!all.v || !all.h) return undefined;
+        version = all.v;
+        ({ head, ids } = parseHead(all.h, version));
+        for (const id of ids) if (!chunks.has(id)) chunks.set(id, parseChunk(id, all[id] ?? ''));
+      } else missing.forEach((id, i) => chunks.set(id, parseChunk(id, texts[i]!)));
+    }
+    const snapshot = snapshotOf(decodeState(head, (id) => chunks.get(id)!));
+    if (snapshot.schema !== SESSION_SCHEMA_VERSION || snapshot.tenant !== tenant || snapshot.sessionId !== sessionId)
+      return undefined;
+    for (const id of [...chunks.keys()]) if (!ids.has(id)) chunks.delete(id);
+    this.known?.set(key, { version, chunks, state: snapshot });
+    return thaw(snapshot);
+  }
+
+  /** A state of the old whole-document format: verified by its checksum, returned as stored. */
+  private readOldFormat(tenant: string, sessionId: string, raw: string): SessionState | undefined {
     let state: SessionState;
     try {
       state = JSON.parse(raw) as SessionState;
@@ -127,23 +207,36 @@ export class RedisSessionStore implements SessionStore {
       this.log('session state checksum mismatch; treated as absent', { tenant, sessionId });
       return undefined;
     }
-    const snapshot = snapshotOf(state);
-    this.known?.set(key, { text: raw, checksum: state.checksum!, state: snapshot });
-    return { ...thaw(snapshot), checksum: state.checksum };
+    return thaw(snapshotOf(state));
   }
 
   async put(state: SessionState): Promise<void> {
     const snapshot = snapshotOf(state);
-    const { text, checksum } = documentOf(snapshot);
-    if (Buffer.byteLength(text) > this.maxBytes) {
-      throw new StateTooLargeError(`session state is ${Buffer.byteLength(text)} bytes > ${this.maxBytes}`);
-    }
     const key = redisKey(state.tenant, state.sessionId);
+    const known = this.known?.get(key);
+    const enc = encodeState(snapshot, known?.index);
+    if (enc.bytes > this.maxBytes) {
+      throw new StateTooLargeError(`session state is ${enc.bytes} bytes > ${this.maxBytes}`);
+    }
     // Forgotten first: a failed write must not leave this state looking like the stored one.
     this.known?.delete(key);
-    await this.client.set(key, text, 'EX', this.ttl);
-    this.known?.set(key, { text, checksum, state: snapshot });
-    state.checksum = checksum;
+    let base: { version: string; ids: Iterable<string> } | undefined = known
+      ? { version: known.version, ids: known.chunks.keys() }
+      : undefined;
+    for (let tries = 0; ; tries++) {
+      const delta = base !== undefined && tries < MAX_DELTA_TRIES;
+      const r = await this.cmd.ctxgateSessPut(key, ...putArgs(enc, this.ttl, delta ? base : undefined));
+      if (r[0] === 1) break;
+      // Another replica wrote (or the key expired): write against what is there now.
+      try {
+        base = r[2] ? { version: r[1], ids: parseHead(r[2], r[1]).ids } : undefined;
+      } catch {
+        base = undefined;
+      }
+    }
+    const chunks = new Map<string, ChunkValue>();
+    for (const [id, c] of enc.chunks) chunks.set(id, c.value);
+    this.known?.set(key, { version: enc.version, chunks, state: snapshot, index: enc.index });
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
@@ -176,4 +269,16 @@ export class RedisSessionStore implements SessionStore {
       this.client.disconnect();
     }
   }
+}
+
+/** The put script's arguments: the whole state (replace), or what differs from `base` (delta). */
+function putArgs(enc: Encoded, ttl: number, base?: { version: string; ids: Iterable<string> }): (string | number)[] {
+  const set: string[] = [];
+  const del: string[] = [];
+  if (base) {
+    const had = new Set(base.ids);
+    for (const [id, c] of enc.chunks) if (!had.has(id)) set.push(id, c.text);
+    for (const id of had) if (!enc.chunks.has(id)) del.push(id);
+  } else for (const [id, c] of enc.chunks) set.push(id, c.text);
+  return [base ? 'd' : 'r', base?.version ?? '', enc.version, enc.head, ttl, set.length / 2, ...set, ...del];
 }

@@ -24,7 +24,8 @@ export interface SessionState {
   /** Stage name (or the pipeline's own part) → its versioned part; read and written only
    * through the typed slots of stage-state.ts. */
   stages?: Record<string, StageStateEntry>;
-  /** sha256 over the canonical JSON of everything above; set and verified by stores that serialise (Redis), not by the in-process memory store. */
+  /** sha256 over the canonical JSON of everything above: the old whole-document Redis format's
+   * integrity check (the Redis store now verifies each stored chunk instead and leaves it unset). */
   checksum?: string;
 }
 
