@@ -18,7 +18,8 @@ import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
 import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
 import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
-import { processCpuMs } from './overhead/proc-cpu.ts';
+import { gcDelta, type GcPauses } from './overhead/gc-pauses.ts';
+import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest } from './overhead/stage-table.ts';
 
 export const DEFAULT_DURATION_S = 3;
@@ -57,6 +58,13 @@ export interface OverheadCase {
   errors: number;
   /** CPU (user + system) of the target's process per request over the run; absent for direct. */
   cpu_ms_per_req?: number;
+  /** The part of it spent on the process's main thread (the event loop); the rest is V8's GC
+   *  helper threads, libuv's pool and worker threads. */
+  cpu_main_ms_per_req?: number;
+  /** Requests answered in the measured run. */
+  requests?: number;
+  /** The gateway process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
+  gc?: GcPauses;
 }
 
 export interface OverheadResult {
@@ -79,6 +87,9 @@ export interface OverheadResult {
     cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
     /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
     ctxgate_rps_per_core?: number;
+    /** Where ctxgate's CPU per request at 16 connections goes: its main thread (of which GC pauses)
+     *  and its other threads (V8's parallel and concurrent GC helpers first of all). */
+    ctxgate_cpu_split?: { main_ms: number; gc_pause_ms: number; other_threads_ms: number };
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {
@@ -138,7 +149,24 @@ export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MO
 const fmtCase = (c: OverheadCase): string =>
   `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s` +
   (c.cpu_ms_per_req !== undefined ? `  cpu ${c.cpu_ms_per_req.toFixed(2).padStart(6)} ms/req` : '') +
+  (c.cpu_main_ms_per_req !== undefined ? ` (main ${c.cpu_main_ms_per_req.toFixed(2)})` : '') +
+  (c.gc && c.requests
+    ? `  gc ${c.gc.scavenges}+${c.gc.mark_compacts} ${((c.gc.scavenge_ms + c.gc.mark_ms) / c.requests).toFixed(2)} ms/req`
+    : '') +
   (c.errors ? `  errors ${c.errors}` : '');
+
+/** A case's CPU per request split into main thread (GC pauses among it) and other threads. */
+export function cpuSplit(
+  c: Pick<OverheadCase, 'cpu_ms_per_req' | 'cpu_main_ms_per_req' | 'gc' | 'requests'>,
+): { main_ms: number; gc_pause_ms: number; other_threads_ms: number } | undefined {
+  const requests = c.requests;
+  if (c.cpu_ms_per_req === undefined || c.cpu_main_ms_per_req === undefined || !c.gc || !requests) return undefined;
+  return {
+    main_ms: c.cpu_main_ms_per_req,
+    gc_pause_ms: (c.gc.scavenge_ms + c.gc.mark_ms) / requests,
+    other_threads_ms: Math.max(0, c.cpu_ms_per_req - c.cpu_main_ms_per_req),
+  };
+}
 
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
   const durationS = opts.durationS ?? DEFAULT_DURATION_S;
@@ -170,11 +198,24 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       await before?.();
       // The process serving this target (the bare proxy and ctxgate share one; runs are sequential).
       const pid = c.target === 'direct' ? undefined : c.target === 'portkey' ? portkeyPid : px.proc.pid;
+      const gc0 = pid === px.proc.pid ? (JSON.parse(await px.ask('gc')) as GcPauses) : undefined;
       const cpu0 = processCpuMs(pid);
+      const main0 = mainThreadCpuMs(pid);
       const r = await load({ url, path, body, durationS, connections: c.connections, headers });
       const cpu1 = processCpuMs(pid);
-      const oc: OverheadCase = { ...c, p50_ms: r.p50, p99_ms: r.p99, rps: r.rps, errors: r.errors };
+      const main1 = mainThreadCpuMs(pid);
+      const oc: OverheadCase = {
+        ...c,
+        p50_ms: r.p50,
+        p99_ms: r.p99,
+        rps: r.rps,
+        errors: r.errors,
+        requests: r.requests,
+      };
       if (cpu0 !== undefined && cpu1 !== undefined && r.requests > 0) oc.cpu_ms_per_req = (cpu1 - cpu0) / r.requests;
+      if (main0 !== undefined && main1 !== undefined && r.requests > 0)
+        oc.cpu_main_ms_per_req = (main1 - main0) / r.requests;
+      if (gc0) oc.gc = gcDelta(gc0, JSON.parse(await px.ask('gc')) as GcPauses);
       cases.push(oc);
       log(fmtCase(oc));
       return r;
@@ -250,6 +291,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           bare_proxy: bare16.cpu_ms_per_req,
         },
         ctxgate_rps_per_core: gw16.cpu_ms_per_req ? 1000 / gw16.cpu_ms_per_req : undefined,
+        ctxgate_cpu_split: cpuSplit(gw16),
       };
       log('');
       log(formatStageTable(res.growing.stages));
@@ -370,7 +412,10 @@ Ingress: the same growing sessions as Anthropic Messages (/v1/messages) and Open
 Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
 connections: req/s >= Portkey's. Each proxied run also reports its process's CPU per request (user +
 system from /proc; wall clock on a loaded host counts waiting for a core, CPU time does not), and
-ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROUGHPUT_CONNECTIONS} connections).
+ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROUGHPUT_CONNECTIONS} connections);
+\`(main X)\` is the part on the process's main thread (the rest: V8's GC helper threads, libuv's pool,
+render threads), \`gc S+M Y ms/req\` the gateway process's scavenges, mark-compacts and main-thread GC
+pauses over the run.
 --cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
@@ -440,6 +485,12 @@ export async function run(argv: string[]): Promise<number> {
         `ctxgate ${f(cpu.ctxgate)} ms, Portkey ${f(cpu.portkey)} ms, bare proxy ${f(cpu.bare_proxy)} ms; ` +
         `ctxgate ${f(cpu.portkey && cpu.ctxgate ? cpu.ctxgate / cpu.portkey : undefined)}x Portkey's CPU; plan for ~${f(gr.ctxgate_rps_per_core, 0)} req/s per core\n`,
     );
+    const sp = gr.ctxgate_cpu_split;
+    if (sp)
+      process.stdout.write(
+        `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, ctxgate's CPU per request by thread: main thread ${f(sp.main_ms)} ms ` +
+          `(GC pauses ${f(sp.gc_pause_ms)} ms of it, wall clock), other threads ${f(sp.other_threads_ms)} ms (V8's GC helpers, libuv's pool, render threads)\n`,
+      );
   }
   const ig = res.ingress;
   if (ig) {

@@ -3,7 +3,8 @@
 // upstream. ctxgate serves two models: BENCH_MODEL as the default pipeline (layout ctxgate, the
 // qwen3 tokenizer, policy ctxgate) and PASSTHROUGH_MODEL (layout passthrough, no tokenizer).
 // Prints their URLs as one JSON line, then answers stdin lines: `reset` clears the stage timers
-// (on when CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line.
+// (on when CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line, `gc` the process's GC
+// pauses so far (overhead/gc-pauses.ts) as one JSON line.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +14,10 @@ import proxy from '@fastify/http-proxy';
 import { parseConfig } from '../gateway/config/load.ts';
 import { startAssembledGateway } from '../gateway/assemble.ts';
 import { resetStageTimes, stageTimes } from '../middleware/perf/stage-timers.ts';
+import { watchGc } from './overhead/gc-pauses.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 
+const gcPauses = watchGc();
 const upstream = process.argv[2];
 if (!upstream) throw new Error('usage: overhead-proxies.ts UPSTREAM_URL');
 
@@ -53,5 +56,6 @@ createInterface({ input: process.stdin }).on('line', (cmd) => {
     resetStageTimes();
     process.stdout.write('ok\n');
   } else if (cmd === 'times') process.stdout.write(JSON.stringify(stageTimes()) + '\n');
+  else if (cmd === 'gc') process.stdout.write(JSON.stringify(gcPauses()) + '\n');
   else process.stdout.write(JSON.stringify({ error: `unknown command ${cmd}` }) + '\n');
 });

@@ -1,6 +1,8 @@
 // CPU time of a child process (user + system, all its threads) read from /proc/<pid>/stat, so
 // `bench overhead` can report each target's CPU per request beside its wall-clock figures: on a
-// shared or loaded host, wall clock counts waiting for a core, CPU time does not.
+// shared or loaded host, wall clock counts waiting for a core, CPU time does not. Its main
+// thread's share (/proc/<pid>/task/<pid>/stat) splits that into the event loop and the rest (V8's
+// GC helper threads, libuv's pool, worker threads).
 // Linux only (undefined elsewhere); resolution one clock tick (10 ms at the usual 100 Hz), so a
 // run's delta is meaningful over hundreds of requests. O(1) per read.
 import { execFileSync } from 'node:child_process';
@@ -19,12 +21,10 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** Milliseconds of CPU the process has used so far, or undefined when it cannot be read. */
-export function processCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+function statCpuMs(path: string): number | undefined {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
@@ -33,4 +33,14 @@ export function processCpuMs(pid: number | undefined): number | undefined {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(f[11]) + Number(f[12]);
   return Number.isFinite(ticks) ? (ticks * 1000) / clockTicks() : undefined;
+}
+
+/** Milliseconds of CPU the process has used so far (all threads, exited ones included), or undefined when it cannot be read. */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** Milliseconds of CPU the process's main thread (its event loop) has used so far. */
+export function mainThreadCpuMs(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : statCpuMs(`/proc/${pid}/task/${pid}/stat`);
 }

@@ -1,0 +1,44 @@
+// Main-thread GC pauses of the process this runs in, by kind (perf_hooks 'gc' entries), for
+// `bench overhead`'s gateway child: how much of a request's CPU is the collector's. Scavenges
+// are young-generation collections; marking counts full mark-compacts and the incremental marking
+// steps that lead to them. Durations are the pauses as the main thread saw them (wall clock, so
+// a loaded host inflates them); the helper threads' share shows in the process's non-main CPU.
+// O(1) per GC.
+import { type PerformanceEntry, PerformanceObserver, constants } from 'node:perf_hooks';
+
+export interface GcPauses {
+  scavenges: number;
+  scavenge_ms: number;
+  /** Mark-compacts (full GCs). */
+  mark_compacts: number;
+  /** Mark-compact and incremental marking pauses. */
+  mark_ms: number;
+}
+
+/** Starts counting; the returned function reads the totals so far. */
+export function watchGc(): () => GcPauses {
+  const t: GcPauses = { scavenges: 0, scavenge_ms: 0, mark_compacts: 0, mark_ms: 0 };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+        t.scavenges++;
+        t.scavenge_ms += e.duration;
+      } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        t.mark_compacts++;
+        t.mark_ms += e.duration;
+      } else if (kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) t.mark_ms += e.duration;
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return () => ({ ...t });
+}
+
+/** What `b` counted since `a`. */
+export function gcDelta(a: GcPauses, b: GcPauses): GcPauses {
+  return {
+    scavenges: b.scavenges - a.scavenges,
+    scavenge_ms: b.scavenge_ms - a.scavenge_ms,
+    mark_compacts: b.mark_compacts - a.mark_compacts,
+    mark_ms: b.mark_ms - a.mark_ms,
+  };
+}
