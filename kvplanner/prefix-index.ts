@@ -147,6 +147,11 @@ export class PrefixIndex {
     return lo;
   }
 
+  /** Worker id of a slot (undefined for a slot not handed out). */
+  idOfSlot(slot: number): string | undefined {
+    return this.slotIds[slot];
+  }
+
   /** Slot of a worker (dense small integer), -1 when the index has never seen it. */
   slotOf(workerId: string): number {
     return this.workers.get(workerId)?.slot ?? -1;

@@ -427,7 +427,14 @@ export class CtxgatePolicy implements Policy {
     slots.length = n;
     for (let i = 0; i < n; i++) {
       const w = workers[i];
-      slots[i] = this.index.prepare(w.id, this.guessing(w.id) ? this.indexBlocks(w, blockTokens) : undefined);
+      // a worker at the position it had last time keeps its slot: one id compare instead of a Map
+      // lookup (a guessed worker's entry may need its capacity applied: it goes through prepare)
+      const s = slots[i];
+      const guessed = this.guessing(w.id);
+      slots[i] =
+        s !== undefined && !guessed && this.index.idOfSlot(s) === w.id
+          ? s
+          : this.index.prepare(w.id, guessed ? this.indexBlocks(w, blockTokens) : undefined);
     }
     if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
     this.index.matchAll(hashes, this.bySlot);
