@@ -21,14 +21,16 @@ const STEP_BYTES = 48;
  */
 function stringEnd(buf: Uint8Array, i: number): number {
   const n = buf.length;
+  const stop = Math.min(n, i + STEP_BYTES);
+  for (; i < stop; i++) {
+    const c = buf[i];
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH) i++;
+  }
+  if (i >= n) return n;
+  // A long string: from quote to quote. An escaped quote (code, quoted JSON) continues the jump
+  // from just after it; stepping again would cost STEP_BYTES per quote in quote-dense text.
   for (;;) {
-    const stop = Math.min(n, i + STEP_BYTES);
-    for (; i < stop; i++) {
-      const c = buf[i];
-      if (c === QUOTE) return i;
-      if (c === BACKSLASH) i++;
-    }
-    if (i >= n) return n;
     const j = buf.indexOf(QUOTE, i);
     if (j < 0) return n;
     // Escaped when an odd run of backslashes precedes it; the run cannot start before `i`.

@@ -1,5 +1,6 @@
 // Pure limit helpers: TenantQuota (per-tenant session LRU + byte cap), BudgetGuard caching and
 // day rollover and jsonDepth.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BudgetGuard, jsonDepth, TenantQuota } from '../../gateway/limits/index.ts';
 import type { GatewayError } from '../../middleware/errors.ts';
@@ -92,5 +93,45 @@ describe('jsonDepth', () => {
     expect(jsonDepth(Buffer.from('{"a":[1,{"b":[]}]}'))).toBe(4);
     expect(jsonDepth(Buffer.from('{"a":"[[[[\\"[[["}'))).toBe(1);
     expect(jsonDepth(Buffer.from('[[[[[[[[[['), 3)).toBe(4);
+  });
+
+  /** Nesting of a parsed value, without recursion. */
+  function depthOf(v: unknown): number {
+    let max = 0;
+    const todo: [unknown, number][] = [[v, 0]];
+    for (let e = todo.pop(); e; e = todo.pop()) {
+      const [x, d] = e;
+      if (x === null || typeof x !== 'object') continue;
+      max = Math.max(max, d + 1);
+      for (const c of Object.values(x)) todo.push([c, d + 1]);
+    }
+    return max;
+  }
+
+  it("equals the parsed document's depth on strings long or short, dense with quotes, backslashes and brackets", () => {
+    // Long strings full of escaped quotes and backslash runs take the jump path (memchr from
+    // quote to quote); short ones the byte steps. Characters picked to make escapes dense.
+    const text = fc
+      .array(fc.constantFrom('"', '\\', '\\\\', '[', ']', '{', '}', 'a', 'bc', ' ', '\n', 'é', '\u2028'), {
+        maxLength: 200,
+        size: 'max',
+      })
+      .map((xs) => xs.join(''));
+    const value = fc.letrec((tie) => ({
+      v: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        text,
+        fc.integer(),
+        fc.array(tie('v'), { maxLength: 4 }),
+        fc.dictionary(text, tie('v'), { maxKeys: 3 }),
+      ),
+    })).v;
+    fc.assert(
+      fc.property(value, (v) => {
+        const buf = Buffer.from(JSON.stringify(v));
+        expect(jsonDepth(buf)).toBe(depthOf(v));
+      }),
+      { seed: 20261130, numRuns: 2000 },
+    );
   });
 });
