@@ -161,6 +161,8 @@ function fluidRows(
 }
 
 function formatFluid(rows: FluidRow[]): string {
+  if (rows.length === 0)
+    return 'no fluid figures for agent sessions: their later calls arrive when the previous answer does, which depends on the router';
   return [
     'fluid figures for any router (the fleet as one pooled server, FCFS): prefill alone is a lower bound',
     'on p90 TTFT; with decode-only steps at full KV (each token costs its context share of a step) an estimate',
@@ -298,7 +300,9 @@ export async function run(argv: string[]): Promise<number> {
         }),
       );
     }
-    const fluid = fluidRows(reqs, runs, { workers, kvTokens, timing });
+    // a closed loop's later calls come when the previous answer does (arrivalMs is only the
+    // earliest they could): FCFS over those times would pile a whole session onto its start
+    const fluid = kind === 'mooncake' ? fluidRows(reqs, runs, { workers, kvTokens, timing }) : [];
     if (json) process.stdout.write(JSON.stringify({ runs, fluid }, null, 2) + '\n');
     else {
       process.stdout.write(
