@@ -34,7 +34,7 @@ import { startGateway } from './server.ts';
 import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
 import { rateLimitedWarn } from './telemetry/warn-every.ts';
 import { checkModels } from './startup-checks.ts';
-import { createRenderPool, type RenderPool } from './workers-pool/pool.ts';
+import { createRenderPool, type RenderPool, type WarmProbe } from './workers-pool/pool.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './accounting/routes/reporting.ts';
 
 export interface AssembleOptions {
@@ -255,11 +255,29 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
   return { deps, store, artifacts, reporting, captures, renderPool, close };
 }
 
+/** Each distinct tokenizer and chat template of the models, for the render pool's start-up check. */
+function warmProbes(config: GatewayConfig): WarmProbe[] {
+  const seen = new Set<string>();
+  const probes: WarmProbe[] = [];
+  for (const [i, m] of config.models.entries()) {
+    if (!m.tokenizer) continue;
+    const key = `${m.tokenizer}\u0000${m.chat_template ?? ''}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const field = m.chat_template ? `models[${i}].chat_template` : `models[${i}].tokenizer`;
+    probes.push({ model: m.name, field, tokenizer: m.tokenizer, chatTemplateFile: m.chat_template });
+  }
+  return probes;
+}
+
 /** startGateway with everything assemble() wires; close() also releases stores and the ledger. */
 export async function startAssembledGateway(config: GatewayConfig, opts: AssembleOptions = {}) {
   await checkModels(config);
   const a = assemble(config, opts);
   try {
+    // Every pool thread starts and test-renders each model now: a thread that cannot fails start-up
+    // (exit 2 naming render_pool.threads), not the first big call, which also no longer pays for it.
+    await a.renderPool?.warm(warmProbes(config));
     // The OTel SDK is imported only when the environment configures an exporter.
     const tracing = opts.tracing === undefined ? await tracingFromEnv(process.env) : opts.tracing;
     const gw = await startGateway(config, tracing ? { ...a.deps, tracing } : a.deps);

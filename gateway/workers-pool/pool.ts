@@ -10,8 +10,10 @@
 //   or run (429 `tenant_render_queue_full`); both retry-after 1. Admission to a full queue is by
 //   share: a tenant holding at least two more waiting jobs than the newcomer gives up its newest one
 //   (429 to it); only when no tenant does is the newcomer refused (503 `render_queue_full`).
-// - Threads start on the first big call; warm() starts them and test-renders each model's tokenizer
-//   there, rejecting with a ConfigError naming render_pool.threads when a thread cannot. A job whose
+// - Threads start at gateway start: warm() (awaited by startAssembledGateway) starts them and
+//   test-renders each model's tokenizer there, rejecting with a ConfigError naming
+//   render_pool.threads when a thread cannot (exit 2). An idle thread ends after IDLE_TIMEOUT_MS;
+//   the next big call starts it again. A job whose
 //   thread dies (out of memory, an exit) or fails runs once more on a fresh thread before the caller
 //   sees an error, unless the same tenant's same job (a hash of its tokenizer, template, messages
 //   and tools, taken only on failure) already failed: a prompt that kills its thread then costs one
@@ -190,7 +192,7 @@ export function createRenderPool(
       pending: 0,
       pool: new Piscina<OffloadJob, OffloadReply>({
         filename: threadFile ?? THREAD,
-        // Started on the first big call: a gateway that never sees one never pays for a thread.
+        // Started by warm() at start; after an idle timeout, on the next big call.
         minThreads: 0,
         maxThreads: 1,
         idleTimeout: IDLE_TIMEOUT_MS,

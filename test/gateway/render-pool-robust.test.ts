@@ -282,4 +282,29 @@ describe('render pool admission over sockets', () => {
     expect(await post(keys.a, 'a small question')).toMatchObject({ status: 200 });
     expect(up.received).toBe(2);
   }, 180_000);
+
+  it('start-up warms the pool: threads are running when the gateway listens; a thread that cannot render fails start naming render_pool.threads and the model', async () => {
+    up = await startFakeUpstream({ name: 'w' });
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: { mode: 'none' },
+      health: { interval_ms: 0 },
+      render_pool: { threads: 1 },
+      models: [{ name: 'warm-model', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
+    });
+    gw = await startAssembledGateway(config, { logger: false, reporting: false });
+    expect(gw.assembled.renderPool!.workers().length).toBe(1);
+    await gw.close();
+    gw = undefined;
+    const broken = new URL('../fixtures/render-pool/broken-thread.mjs', import.meta.url).href;
+    const err = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: broken }).then(
+      (g) => {
+        gw = g;
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).message).toMatch(/render_pool\.threads.*'warm-model'.*models\[0\]\.tokenizer/);
+  }, 180_000);
 });
