@@ -28,7 +28,8 @@
 // the next turn may come before this one ends); observe() (after the response) evicts what the
 // worker turned out not to hold (only for a worker that has never served a hit: one that
 // caches recomputed the missing blocks for this call and holds the whole chain again), or what
-// a failed call added. The approximate index remembers index_capacity_factor × the worker's KV:
+// a failed call alone added (not what another request routed there meanwhile runs through:
+// pending-claims.ts). The approximate index remembers index_capacity_factor × the worker's KV:
 // chains of requests still queued or running (minutes under load) are pinned in the engine.
 // With a precise index (option kv_index, fed by engine KV events) routing only reads it, except
 // for a worker whose events are not in step (KvEventIndex.guessed): that entry is kept as without
@@ -52,6 +53,7 @@
 import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
+import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
@@ -109,12 +111,8 @@ const MIGRATE_SHARE = 0.5;
 /** Requests in flight whose feedback can still be matched to the pick. */
 const MAX_PENDING = 16_384;
 
-interface Pending {
+interface Pending extends Claim {
   seq: number;
-  workerId: string;
-  /** blocks of the chain the worker held before this call added the rest */
-  held: number;
-  hashes: readonly string[];
   blockTokens: number;
   predicted: number;
 }
@@ -157,6 +155,8 @@ export class CtxgatePolicy implements Policy {
    *  ephemeron table; evicting through Map iteration would walk the holes deletes leave) */
   private readonly pending = new Map<RouteInfo, Pending>();
   private readonly pendingRing = new Array<RouteInfo | undefined>(MAX_PENDING);
+  /** what each pending pick alone added to a guessed entry (a failed one takes back only that) */
+  private readonly claims = new PendingClaims();
   private pendingSeq = 0;
   private readonly branches: Record<string, number> = Object.fromEntries(CTXGATE_BRANCHES.map((b) => [b, 0]));
   private readonly feedback = new Map<string, WorkerFeedbackStats>();
@@ -345,9 +345,15 @@ export class CtxgatePolicy implements Policy {
     const seq = ++this.pendingSeq;
     const slot = seq % MAX_PENDING;
     const old = this.pendingRing[slot];
-    if (old && this.pending.get(old)?.seq === seq - MAX_PENDING) this.pending.delete(old);
+    const gone = old && this.pending.get(old);
+    if (gone && gone.seq === seq - MAX_PENDING) {
+      this.pending.delete(old);
+      this.claims.release(gone);
+    }
     this.pendingRing[slot] = info;
-    this.pending.set(info, { workerId: worker.id, held, hashes, blockTokens, predicted, seq });
+    const pick: Pending = { workerId: worker.id, held, hashes, blockTokens, predicted, seq, kept: held };
+    if (this.guessing(worker.id)) this.claims.pick(pick);
+    this.pending.set(info, pick);
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
   }
@@ -524,11 +530,15 @@ export class CtxgatePolicy implements Policy {
    */
   observe(fb: RouteFeedback): void {
     const p = this.pending.get(fb.info);
-    if (p) this.pending.delete(fb.info);
+    if (p) {
+      this.pending.delete(fb.info);
+      this.claims.release(p);
+    }
     if (!fb.ok) {
-      // a failed call leaves nothing new cached: take back what select() added for it
-      if (p && this.guessing(p.workerId) && p.held < p.hashes.length)
-        this.index.evict(p.workerId, p.hashes.slice(p.held));
+      // a failed call leaves nothing new cached: take back what select() added for it, except
+      // what another request routed there meanwhile runs through (the engine caches it for that one)
+      if (p && this.guessing(p.workerId) && p.kept < p.hashes.length)
+        this.index.evict(p.workerId, p.hashes.slice(p.kept));
       return;
     }
     const workerId = p?.workerId ?? fb.workerId;
@@ -553,7 +563,10 @@ export class CtxgatePolicy implements Policy {
         if (!servedBefore) return;
       }
     }
-    if (this.guessing(workerId)) this.index.insert(workerId, hashes);
+    if (this.guessing(workerId)) {
+      this.index.insert(workerId, hashes);
+      this.claims.cover(workerId, hashes);
+    }
   }
 
   /** The worker's cache was flushed: its guessed entry goes (replicas sharing the index see evictions). */

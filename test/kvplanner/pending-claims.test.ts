@@ -1,0 +1,94 @@
+// A failed attempt's take-back removes only what that attempt alone added to the guessed index:
+// blocks another request routed to the same worker meanwhile runs through stay (the engine caches
+// them for that request), whichever of the two is answered or fails first.
+import { describe, expect, it } from 'vitest';
+import { blockHashes } from '../../kvplanner/block-hash.ts';
+import { PendingClaims } from '../../kvplanner/pending-claims.ts';
+import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import type { RouteInfo } from '../../kvplanner/types.ts';
+import { info, tokens, workers } from './fixtures.ts';
+
+const ROOT = 512;
+/** a call of conversation 0 at `turn` (a new RouteInfo object each time, as each request has) */
+function call(turn: number): RouteInfo {
+  const ids = tokens(ROOT, 0, 64 + turn * 128);
+  return info({ promptTokenIds: ids, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+}
+/** blocks of the policy's index (every 4th block hash: 64 tokens each) a call's chain has */
+const blocks = (turn: number): number => Math.floor((ROOT + 64 + turn * 128) / 64);
+
+describe('take-back of a failed attempt (review F5)', () => {
+  const ws = workers(1);
+
+  it('keeps blocks a concurrent request on the same worker relies on, answered before the failure', () => {
+    const p = new CtxgatePolicy();
+    const a = call(2);
+    const b = call(2);
+    p.select(ws, a);
+    const predicted = p.select(ws, b)!.predictedCachedTokens!;
+    expect(predicted).toBe(blocks(2) * 64); // a's pick put it there
+    p.observe({ workerId: 'w0', info: b, ok: true, reportedCachedTokens: predicted });
+    p.observe({ workerId: 'w0', info: a, ok: false });
+    expect(p.index.size('w0')).toBe(blocks(2)); // the old take-back left 0 until b's chain came again
+  });
+
+  it('keeps them when the failure comes while the other request is still in flight', () => {
+    const p = new CtxgatePolicy();
+    const a = call(2);
+    const b = call(2);
+    p.select(ws, a);
+    p.select(ws, b);
+    p.observe({ workerId: 'w0', info: a, ok: false });
+    expect(p.index.size('w0')).toBe(blocks(2));
+  });
+
+  it('takes back what the failed attempt added beyond the other request, and all of it alone', () => {
+    const p = new CtxgatePolicy();
+    const longer = call(3);
+    const shorter = call(1);
+    p.select(ws, longer);
+    p.select(ws, shorter);
+    p.observe({ workerId: 'w0', info: longer, ok: false });
+    expect(p.index.size('w0')).toBe(blocks(1));
+    p.observe({ workerId: 'w0', info: shorter, ok: false }); // added nothing itself: takes nothing
+    expect(p.index.size('w0')).toBe(blocks(1));
+
+    const q = new CtxgatePolicy();
+    const alone = call(3);
+    q.select(ws, alone);
+    q.observe({ workerId: 'w0', info: alone, ok: false });
+    expect(q.index.size('w0')).toBe(0);
+    expect((q as unknown as { claims: PendingClaims }).claims.count('w0')).toBe(0);
+  });
+
+  it('a later, longer pick that fails takes back only its own tail', () => {
+    const p = new CtxgatePolicy();
+    const first = call(1);
+    const second = call(3);
+    p.select(ws, first);
+    expect(p.select(ws, second)!.predictedCachedTokens).toBe(blocks(1) * 64);
+    p.observe({ workerId: 'w0', info: second, ok: false });
+    expect(p.index.size('w0')).toBe(blocks(1));
+    p.observe({ workerId: 'w0', info: first, ok: true, reportedCachedTokens: 0 });
+    expect(p.index.size('w0')).toBe(blocks(1));
+  });
+});
+
+describe('PendingClaims', () => {
+  it('a chain shares a claim up to its own length; other workers and other chains do not', () => {
+    const c = new PendingClaims();
+    const claim = { workerId: 'w0', hashes: ['r', 'a1', 'a2', 'a3'], held: 1, kept: 1 };
+    c.pick(claim);
+    c.cover('w1', ['r', 'a1', 'a2', 'a3']);
+    c.cover('w0', ['r', 'b1', 'b2']);
+    expect(claim.kept).toBe(1);
+    c.cover('w0', ['r', 'a1', 'a2']);
+    expect(claim.kept).toBe(3);
+    c.cover('w0', ['r', 'a1', 'a2', 'a3', 'a4']);
+    expect(claim.kept).toBe(4);
+    c.release(claim);
+    expect(c.count('w0')).toBe(0);
+    c.pick({ workerId: 'w0', hashes: ['r'], held: 1, kept: 1 }); // added nothing: no claim
+    expect(c.count('w0')).toBe(0);
+  });
+});
