@@ -23,6 +23,9 @@ export interface RedactionResult {
 interface Rule {
   kind: string;
   re: RegExp;
+  /** A pattern or literal every match of `re` contains: a text without it skips the rule's
+   * costlier scan (a literal only where `re` matches it case-sensitively). */
+  need?: RegExp | string;
   /** The replacement of one match, or null to keep it (a value that is no secret). */
   replace: (kind: string, m: string, groups: (string | undefined)[]) => string | null;
 }
@@ -38,6 +41,8 @@ const KEYWORDS =
  * every start inside it; with the bound each start costs O(NAME_SIDE²), so a rule stays linear. */
 const NAME_SIDE = 64;
 const NAME = `[A-Za-z0-9_.-]{0,${NAME_SIDE}}${KEYWORDS}[A-Za-z0-9_.-]{0,${NAME_SIDE}}`;
+/** Every NAME holds a keyword: text with none has no match of the rules built on NAME. */
+const HAS_KEYWORD = new RegExp(KEYWORDS, 'i');
 /** A value quoted inside a JSON string (`\"…\"`, e.g. tool-call arguments). */
 const ESCAPED_QUOTED = '\\\\"(?:(?!\\\\")[^\\n])*\\\\"';
 
@@ -74,11 +79,11 @@ const RULES: Rule[] = [
   { kind: 'stripe', re: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: whole },
   { kind: 'aws_access_key', re: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, replace: whole },
   { kind: 'github', re: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, replace: whole },
-  { kind: 'gitlab', re: /\bglpat-[A-Za-z0-9_-]{20,}/g, replace: whole },
+  { kind: 'gitlab', re: /\bglpat-[A-Za-z0-9_-]{20,}/g, need: 'glpat-', replace: whole },
   { kind: 'slack', re: /\bxox[bpars]-[A-Za-z0-9-]{10,}/g, replace: whole },
   { kind: 'google', re: /\bAIza[0-9A-Za-z_-]{35}/g, replace: whole },
   { kind: 'huggingface', re: /\bhf_[A-Za-z0-9]{30,}/g, replace: whole },
-  { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, replace: whole },
+  { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, need: 'npm_', replace: whole },
   { kind: 'sendgrid', re: /\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b/g, replace: whole },
   // header and payload bounded (1 KiB, 16 KiB: HTTP header limits are ~8 KiB): `eyJ-eyJ-…` has a
   // start at every `eyJ` of one run
@@ -108,10 +113,12 @@ const RULES: Rule[] = [
     kind: 'url_password',
     // bounded parts: `a-a-a-…` has a word boundary at every character
     re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]{1,256}:)(?!\[REDACTED)[^\s@/]{1,1024}@/gi,
+    need: '://',
     replace: (k, _m, g) => `${g[0]}${tag(k)}@`,
   },
   {
     kind: 'cli_secret',
+    need: HAS_KEYWORD,
     // --password hunter2, --api-key=…; a flag starts a word (one start per name-like run, not one per `-`)
     re: new RegExp(
       `(?<![A-Za-z0-9_.-])(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`,
@@ -121,6 +128,7 @@ const RULES: Rule[] = [
   },
   {
     kind: 'env_secret',
+    need: HAS_KEYWORD,
     // NAME=value, NAME: value, "name": "value", name => 'value', name := value (env, YAML, JSON, INI, TOML, code);
     // a colon counts only before a space or a quote (YAML, JSON), so `auth_token.py:142:` stays
     re: new RegExp(
@@ -154,11 +162,16 @@ function quoted(value: string, kind: string): string {
   return (q === '"' || q === "'") && value.endsWith(q) && value.length >= 2 ? `${q}${tag(kind)}${q}` : tag(kind);
 }
 
+const has = (text: string, need: RegExp | string): boolean =>
+  typeof need === 'string' ? text.includes(need) : need.test(text);
+
 export function redact(text: string): RedactionResult {
   let out = text;
   const findings: RedactionFinding[] = [];
   for (const rule of RULES) {
     let count = 0;
+    // Tested on the text the rule scans (earlier rules' tags included): exact.
+    if (rule.need && !has(out, rule.need)) continue;
     rule.re.lastIndex = 0;
     out = out.replace(rule.re, (...args: unknown[]) => {
       const m = args[0] as string;
@@ -173,8 +186,20 @@ export function redact(text: string): RedactionResult {
   return { text: out, findings };
 }
 
+/** Whether redact(text) finds anything, without building the redacted text: the first rule with
+ * a kept match ran on the text as given (no rule before it changed anything), so that match is
+ * enough. O(rules × n), stopping at the first finding. */
 export function looksSecret(text: string): boolean {
-  return redact(text).findings.length > 0;
+  for (const rule of RULES) {
+    if (rule.need && !has(text, rule.need)) continue;
+    const re = rule.re;
+    re.lastIndex = 0;
+    for (let m = re.exec(text); m; m = re.exec(text)) {
+      if (rule.replace(rule.kind, m[0], m.slice(1)) !== null) return true;
+      if (m[0].length === 0) re.lastIndex++;
+    }
+  }
+  return false;
 }
 
 /** A key not yet used in `o`: the redacted text, then `#2`, `#3`, … on collision. */

@@ -1,13 +1,64 @@
 // Tokenizer handle over a Hugging Face tokenizer.json + tokenizer_config.json (@lenml/tokenizers,
 // a port of transformers.js). Encoding passes add_special_tokens=false: vLLM's chat path renders the
 // template (which already emits BOS where the model wants it) and tokenises without adding more.
-// Loading parses the JSON once (~0.3 s for a 150k vocab); encode is ~2 µs per token.
+// Loading parses the JSON once (~0.3 s for a 150k vocab); the library's encode is ~2 µs per token,
+// the memoised one (fast-bpe.ts) a fraction of that. The fast encode is checked against the
+// library on a tokenizer's first FAST_CHECK_FIRST texts and one in FAST_CHECK_EVERY after: a
+// difference switches it off for that tokenizer and the library's ids are returned.
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { ChatRenderer, type RenderOptions, type TokenizerHandle } from './handle.ts';
 import { encodeCachedWith } from './encode-cache.ts';
 import { encodeBounded } from './long-runs.ts';
 import { memoiseByteLevel } from './byte-level-memo.ts';
+import { fastBpeEncoder } from './fast-bpe.ts';
 import type { ChatMessage } from '../types.ts';
+
+/** Texts of a tokenizer whose fast ids are all compared with the library's. */
+export const FAST_CHECK_FIRST = 32;
+/** After those, one text in this many is compared. */
+export const FAST_CHECK_EVERY = 256;
+
+/** Fast encodes by outcome, all tokenizers: `mismatched` switched one off. */
+export const fastEncodeCounts = { fast: 0, checked: 0, mismatched: 0 };
+
+function sameIds(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** `fast` where it gives `library`'s ids, checked on samples (see above); else `library`. */
+export function checkedEncoder(
+  library: (text: string) => number[],
+  fast: ((text: string) => number[]) | undefined,
+): (text: string) => number[] {
+  if (!fast) return library;
+  let on = true;
+  let n = 0;
+  return (text: string): number[] => {
+    if (!on) return library(text);
+    let ids: number[];
+    try {
+      ids = fast(text);
+    } catch {
+      on = false;
+      fastEncodeCounts.mismatched++;
+      return library(text);
+    }
+    fastEncodeCounts.fast++;
+    n++;
+    if (n <= FAST_CHECK_FIRST || n % FAST_CHECK_EVERY === 0) {
+      fastEncodeCounts.checked++;
+      const want = library(text);
+      if (!sameIds(ids, want)) {
+        on = false;
+        fastEncodeCounts.mismatched++;
+        return want;
+      }
+    }
+    return ids;
+  };
+}
 
 interface AddedTokenJson {
   content: string;
@@ -55,7 +106,8 @@ export function createHfHandle(
   const specialTokens = Object.freeze(
     added.filter((t) => !t.lstrip && !t.rstrip && t.content.length > 0).map((t) => t.content),
   );
-  const raw = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
+  const library = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
+  const raw = checkedEncoder(library, fastBpeEncoder(tok));
   // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
   const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, raw));
   return {

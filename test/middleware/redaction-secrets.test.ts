@@ -131,6 +131,31 @@ describe('redaction fuzz: generated secrets wrapped in many formats', () => {
       { numRuns: 600 },
     );
   });
+  it('looksSecret (first finding, no output built, rules skipped without their keyword) agrees with redact', () => {
+    const texts = fc.sample(
+      fc.oneof(
+        fc.tuple(value, fc.constantFrom(...names), fc.nat(formats.length - 1)).map(([v, n, f]) => formats[f](n, v)),
+        fc.constantFrom(
+          'max_tokens: 4096',
+          'token = resolve(payload)',
+          'glpat-short',
+          'npm_x',
+          'see https://example.com/a:b@c',
+          'x'.repeat(300),
+        ),
+        fc.string({ maxLength: 40 }),
+      ),
+      { numRuns: 1500, seed: 5 },
+    );
+    let secret = 0;
+    for (const t of texts) {
+      const want = redact(t).findings.length > 0;
+      expect(looksSecret(t), t).toBe(want);
+      if (want) secret++;
+    }
+    expect(secret).toBeGreaterThan(100);
+    expect(texts.length - secret).toBeGreaterThan(100);
+  });
   it('keeps ordinary text: counts named after tokens, booleans, references, prose', () => {
     for (const keep of [
       'max_tokens: 4096',

@@ -1,0 +1,123 @@
+// A faster encode for Hugging Face byte-level BPE tokenizers (@lenml/tokenizers, a port of
+// transformers.js) that gives the library's ids. The library's encode walks, per text: the
+// added-token splitter, the normalizer, every pre-tokenizer stage, BPE per pre-token (cached) and
+// a vocabulary lookup per token, building arrays of strings at each step; in a profile of growing
+// agent sessions that plumbing, not the merges, was most of the ~2 µs per token. Here the library's
+// own splitter, normalizer and every pre-tokenizer stage but the last still cut the text, so the
+// pieces are the library's; each piece's ids (last stage, BPE, vocabulary) come from a bounded
+// memo, as the library computes them per piece independently (its Sequence maps pieces one by
+// one, BPE encodes each pre-token alone, the vocabulary maps each token alone). Code tool outputs
+// repeat their words and indentation, so most pieces are one map lookup.
+// Applies only where that independence holds by construction: a BPE model without unknown-token
+// fusing, a Sequence pre-tokenizer ending in ByteLevel, no lowercasing or space removal, the base class's encode path.
+// The caller still checks results against the library (hf-handle.ts). O(n) per text plus BPE per
+// piece not seen before; memory bounded by MEMO_ENTRIES pieces of at most MEMO_MAX_CHARS chars
+// (the map is dropped whole when full: a generation cache).
+
+/** Pieces remembered per tokenizer before the memo starts over. */
+export const MEMO_ENTRIES = 100_000;
+/** Longer pieces are encoded without the memo (rare, and they would crowd it). */
+export const MEMO_MAX_CHARS = 64;
+
+interface PreTokenizerLike {
+  pre_tokenize: (input: string | string[], options?: unknown) => string[];
+  tokenizers?: PreTokenizerLike[];
+  byte_encoder?: unknown;
+  text_encoder?: unknown;
+}
+
+interface ModelLike {
+  (tokens: string[]): string[];
+  fuse_unk?: boolean;
+  bpe?: unknown;
+  tokens_to_ids?: unknown;
+  convert_tokens_to_ids: (tokens: string[]) => number[];
+}
+
+interface AddedTokenLike {
+  lstrip?: boolean;
+  rstrip?: boolean;
+}
+
+interface LibraryTokenizer {
+  added_tokens_splitter?: { split: (text: string) => string[] };
+  added_tokens_map?: Map<string, AddedTokenLike>;
+  remove_space?: boolean;
+  do_lowercase_and_remove_accent?: boolean;
+  normalizer: ((text: string) => string) | null;
+  pre_tokenizer: PreTokenizerLike | null;
+  model: ModelLike;
+  _encode_text?: unknown;
+  _tokenize_helper?: unknown;
+  _encode_plus?: unknown;
+  encode?: unknown;
+}
+
+/** True when `name` is defined once along the object's prototype chain (no subclass overrides it). */
+function definedOnce(obj: object, name: string): boolean {
+  let n = 0;
+  for (let p = Object.getPrototypeOf(obj); p && p !== Object.prototype; p = Object.getPrototypeOf(p))
+    if (Object.hasOwn(p, name)) n++;
+  return n === 1;
+}
+
+/** The fast encode (text → ids, as tok.encode(text, { add_special_tokens: false }) should give),
+ * or undefined where the tokenizer is not of the shape above. */
+export function fastBpeEncoder(library: unknown): ((text: string) => number[]) | undefined {
+  const tok = library as LibraryTokenizer;
+  if (!tok || (typeof tok !== 'object' && typeof tok !== 'function')) return undefined;
+  const { added_tokens_splitter: splitter, added_tokens_map: addedMap, model, pre_tokenizer: pre } = tok;
+  if (!splitter || !(addedMap instanceof Map) || typeof model !== 'function') return undefined;
+  // A BPE model (the library's bundles minify class names: recognised by its members).
+  if (typeof model.bpe !== 'function' || !(model.tokens_to_ids instanceof Map)) return undefined;
+  if (model.fuse_unk || typeof model.convert_tokens_to_ids !== 'function') return undefined;
+  if (tok.remove_space === true || tok.do_lowercase_and_remove_accent) return undefined;
+  for (const m of ['_encode_text', '_tokenize_helper', '_encode_plus', 'encode'])
+    if (!definedOnce(tok, m)) return undefined;
+  const stages = pre?.tokenizers;
+  if (!Array.isArray(stages) || stages.length < 2) return undefined;
+  const cut = stages.slice(0, -1);
+  const last = stages[stages.length - 1];
+  // ByteLevel maps each piece alone and reads no options (section_index), so a piece is its key.
+  if (last.byte_encoder === undefined || last.text_encoder === undefined) return undefined;
+  const normalizer = tok.normalizer;
+
+  let memo = new Map<string, readonly number[]>();
+  const pieceIds = (piece: string, options: unknown): readonly number[] => {
+    const known = memo.get(piece);
+    if (known) return known;
+    const ids = model.convert_tokens_to_ids(model(last.pre_tokenize([piece], options)));
+    if (piece.length <= MEMO_MAX_CHARS) {
+      if (memo.size >= MEMO_ENTRIES) memo = new Map();
+      memo.set(piece, ids);
+    }
+    return ids;
+  };
+
+  return (text: string): number[] => {
+    const out: number[] = [];
+    const sections = splitter.split(text);
+    // As the library: an added token that strips eats the neighbouring section's whitespace.
+    for (let i = 0; i < sections.length; ++i) {
+      const added = addedMap.get(sections[i]);
+      if (!added) continue;
+      if (added.lstrip && i > 0) sections[i - 1] = sections[i - 1].trimEnd();
+      if (added.rstrip && i < sections.length - 1) sections[i + 1] = sections[i + 1].trimStart();
+    }
+    for (let s = 0; s < sections.length; s++) {
+      let x = sections[s];
+      if (x.length === 0) continue;
+      if (addedMap.has(x)) {
+        for (const id of model.convert_tokens_to_ids([x])) out.push(id);
+        continue;
+      }
+      if (normalizer !== null) x = normalizer(x);
+      if (x.length === 0) continue;
+      const options = { section_index: s };
+      let pieces: string[] = [x];
+      for (const stage of cut) pieces = stage.pre_tokenize(pieces, options);
+      for (const p of pieces) for (const id of pieceIds(p, options)) out.push(id);
+    }
+    return out;
+  };
+}

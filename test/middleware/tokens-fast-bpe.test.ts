@@ -1,0 +1,157 @@
+// The memoised byte-level BPE encode (middleware/tokens/fast-bpe.ts) must give the library's ids
+// for every text: generated strings (unicode, marks NFC composes, whitespace and newline runs,
+// digits, added tokens inline, lstrip/rstrip neighbours), code tool outputs like the agents', and
+// whole rendered chat prompts, each encoded twice and in mixed order so memo hits are compared too.
+// The handle's sampled cross-check (hf-handle.ts) is tested to switch a wrong encoder off.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { TokenizerLoader } from '@lenml/tokenizers';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GrowingTraffic } from '../../loadtest/overhead/growing-sessions.ts';
+import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
+import { fastBpeEncoder } from '../../middleware/tokens/fast-bpe.ts';
+import { checkedEncoder, FAST_CHECK_EVERY, FAST_CHECK_FIRST } from '../../middleware/tokens/hf-handle.ts';
+import { loadTokenizer } from '../../middleware/tokens/registry.ts';
+import type { ChatMessage } from '../../middleware/types.ts';
+
+const require = createRequire(import.meta.url);
+
+/** The library's tokenizer as hf-handle.ts builds it (ByteLevel memoised). */
+function library(spec: string) {
+  const dir = resolve(require.resolve(`@lenml/tokenizer-${spec}/models/tokenizer.json`), '..');
+  const json = (f: string) => JSON.parse(readFileSync(resolve(dir, f), 'utf8')) as Record<string, unknown>;
+  const tok = TokenizerLoader.fromPreTrained({
+    tokenizerJSON: json('tokenizer.json') as never,
+    tokenizerConfig: json('tokenizer_config.json') as never,
+  });
+  memoiseByteLevel((tok as unknown as { pre_tokenizer?: unknown }).pre_tokenizer);
+  const added = ((json('tokenizer.json').added_tokens as { content: string }[] | undefined) ?? []).map(
+    (t) => t.content,
+  );
+  return { encode: (t: string) => tok.encode(t, { add_special_tokens: false }), fast: fastBpeEncoder(tok), added };
+}
+
+const piece = (added: string[]) =>
+  fc.oneof(
+    fc.constantFrom(
+      ' ',
+      '  ',
+      '    ',
+      '\n',
+      '\n\n',
+      '\r\n',
+      '\t',
+      ' \n ',
+      "'s",
+      "'LL",
+      "don't",
+      'é',
+      'e\u0301',
+      'A\u030a',
+      '한국어',
+      '中文字符',
+      '🙂',
+      '👩‍💻',
+      '\u00a0',
+      '\u200b',
+      '12345',
+      '3.14',
+      '0x1f',
+      'def f(x):',
+      '    return x',
+      '</think>',
+      '<think>',
+      '""',
+      '```',
+      '->',
+      '===',
+    ),
+    fc.constantFrom(...added.slice(0, 40)),
+    fc.string({ maxLength: 8 }),
+    fc.string({ unit: 'grapheme', maxLength: 6 }),
+    fc.string({ unit: 'binary', maxLength: 4 }),
+  );
+
+const text = (added: string[]) => fc.array(piece(added), { maxLength: 14 }).map((xs) => xs.join(''));
+
+function toolOutputs(n: number): string[] {
+  const traffic = new GrowingTraffic({ slots: 6, model: 'm', calls: 12 });
+  const out: string[] = [];
+  while (out.length < n) {
+    const body = JSON.parse(traffic.next()) as { messages: ChatMessage[] };
+    const last = body.messages[body.messages.length - 1];
+    out.push(typeof last.content === 'string' ? last.content : '');
+  }
+  return out;
+}
+
+describe('fast byte-level BPE encode', () => {
+  for (const spec of ['qwen3', 'llama3_1']) {
+    it(`${spec}: the library's ids for generated text, tool outputs and rendered prompts, memo cold and warm`, async () => {
+      const lib = library(spec);
+      expect(lib.fast, 'the fast path applies to this tokenizer').toBeDefined();
+      const fast = lib.fast!;
+      const samples = fc.sample(text(lib.added), { numRuns: 1500, seed: 17 });
+      const outputs = toolOutputs(60);
+      const h = await loadTokenizer(spec);
+      const prompts = outputs.slice(0, 12).map((o, i) =>
+        h.renderChat(
+          [
+            { role: 'system', content: 'You are an agent.' },
+            { role: 'user', content: `Task ${i}` },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'read', arguments: '{"p":"a"}' } }],
+            },
+            { role: 'tool', tool_call_id: `c${i}`, content: o },
+          ],
+          { addGenerationPrompt: true },
+        ),
+      );
+      const all = [...samples, ...outputs, ...prompts];
+      let tokens = 0;
+      for (const round of [all, all.slice().reverse()])
+        for (const t of round) {
+          const want = lib.encode(t);
+          expect(fast(t), JSON.stringify(t.slice(0, 120))).toEqual(want);
+          tokens += want.length;
+        }
+      expect(tokens).toBeGreaterThan(50_000);
+    }, 120_000);
+  }
+
+  it('a tokenizer the fast path does not cover gets none (deepseek_v3 overrides the encode path)', () => {
+    expect(library('deepseek_v3').fast).toBeUndefined();
+  });
+
+  it('the handle checks the fast ids against the library and switches a wrong encoder off', () => {
+    const lib = (t: string) => [...t].map((c) => c.charCodeAt(0));
+    let calls = 0;
+    // Right for the first texts, then wrong on one text only: only a sampled check can catch it.
+    const wrong = (t: string) => {
+      calls++;
+      return t === 'bad' ? [0] : lib(t);
+    };
+    const enc = checkedEncoder(lib, wrong);
+    for (let i = 0; i < FAST_CHECK_FIRST; i++) expect(enc(`t${i}`)).toEqual(lib(`t${i}`));
+    // Texts after the first are sampled: one in FAST_CHECK_EVERY is compared.
+    let seen = 0;
+    for (let i = 0; i < 2 * FAST_CHECK_EVERY; i++) {
+      const got = enc('bad');
+      if (got[0] !== 0) seen++;
+    }
+    // The sampled check caught it, returned the library's ids, and switched the fast path off.
+    expect(seen).toBeGreaterThan(0);
+    const before = calls;
+    expect(enc('bad')).toEqual(lib('bad'));
+    expect(calls).toBe(before);
+    // A throwing fast encoder falls back too.
+    const thrower = checkedEncoder(lib, () => {
+      throw new Error('boom');
+    });
+    expect(thrower('xy')).toEqual(lib('xy'));
+  });
+});
