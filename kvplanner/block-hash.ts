@@ -5,8 +5,13 @@
 // 64 bits keep the collision odds negligible (~n²/2^65) for any realistic index while keeping the
 // keys short for Map lookups and Redis. Not byte-identical to vLLM (which hashes a pickled tuple and
 // a random per-process seed) — only the structure is compatible, which is what routing needs.
-// Cost: O(tokens) with one native SHA-256 per block (~1 µs), ~6 ms for a 100k-token prompt.
-import { createHash } from 'node:crypto';
+// Cost: O(tokens) with one native SHA-256 per block: a one-shot hash over a reused buffer (parent
+// then ids), the same bytes the two-update stream hashed, without a Hash object per block.
+import * as crypto from 'node:crypto';
+
+const { createHash } = crypto;
+/** One-shot hashing (Node >= 20.12); a streaming Hash where it is missing. */
+const oneShot = (crypto as { hash?: (alg: string, data: Buffer, enc: 'buffer') => Buffer }).hash;
 
 /** vLLM's default block size (tokens per KV block). */
 export const DEFAULT_BLOCK_SIZE = 16;
@@ -25,17 +30,19 @@ export function hashSeed(cacheSalt?: string): string {
 
 /** Hash of one block given its parent's hash (hex) and its token ids. */
 export function hashBlock(parent: string, tokenIds: readonly number[], start: number, end: number): string {
-  const buf = Buffer.allocUnsafe((end - start) * 4);
-  for (let i = start; i < end; i++) buf.writeUInt32LE(tokenIds[i] >>> 0, (i - start) * 4);
+  // H(utf8(parent) ‖ ids as uint32 LE), in one reused buffer (hashBlock never re-enters)
+  const need = parent.length * 3 + (end - start) * 4;
+  if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, 2 * scratch.length));
+  let o = scratch.write(parent, 0, 'utf8');
+  for (let i = start; i < end; i++, o += 4) scratch.writeUInt32LE(tokenIds[i] >>> 0, o);
+  const data = scratch.subarray(0, o);
+  const digest = oneShot ? oneShot('sha256', data, 'buffer') : createHash('sha256').update(data).digest();
   // toString over the first bytes gives a flat 16-character string; digest('hex').slice(0, 16)
   // is a sliced view that keeps the 64-character digest alive and costs an extra memory hop on
   // every Map lookup in the routing indexes (same characters either way)
-  return createHash('sha256')
-    .update(parent)
-    .update(buf)
-    .digest()
-    .toString('hex', 0, HEX_CHARS / 2);
+  return digest.toString('hex', 0, HEX_CHARS / 2);
 }
+let scratch = Buffer.allocUnsafe(4096);
 
 /**
  * Hash chain of the full blocks of `tokenIds` (a trailing partial block is not hashed, as in vLLM).

@@ -12,6 +12,22 @@ describe('blockHashes', () => {
     expect(blockHashes(ids.slice(0, 32), 16)).toEqual(h);
   });
 
+  it('a block hash is sha256(utf8(parent) ‖ ids as uint32 LE), first 8 bytes in hex, for any parent and size', () => {
+    const stream = (parent: string, ids: number[]) => {
+      const buf = Buffer.alloc(ids.length * 4);
+      ids.forEach((id, i) => buf.writeUInt32LE(id >>> 0, i * 4));
+      return createHash('sha256').update(parent).update(buf).digest('hex').slice(0, 16);
+    };
+    for (const parent of ['ctxgate', 'ctxgate\u0000salt é 🙂', 'p'.repeat(3000), ''])
+      for (const n of [0, 1, 16, 1500]) {
+        const ids = Array.from({ length: n }, (_, i) => (i * 2654435761) >>> 0);
+        expect(hashBlock(parent, ids, 0, n), `${parent.length} ${n}`).toBe(stream(parent, ids));
+        // a block in the middle of a longer array
+        const wide = [7, 8, ...ids, 9];
+        expect(hashBlock(parent, wide, 2, 2 + n)).toBe(stream(parent, ids));
+      }
+  });
+
   it('a different early token changes every later hash; a later one leaves the earlier', () => {
     const a = Array.from({ length: 64 }, (_, i) => i);
     const b = [...a];
