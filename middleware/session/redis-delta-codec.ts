@@ -10,12 +10,16 @@
 // (shared-parts.ts): what a frozen container encodes to is remembered, so an encode costs
 // O(new objects + items of changed containers); a decode parses only the chunks it does not hold
 // and rebuilds the containers from chunk values (pointer copies, no parse of what it held).
-import { canonicalJson, sha256Hex } from '../canonical-json.ts';
+import * as crypto from 'node:crypto';
+import { canonicalJson } from '../canonical-json.ts';
 import { isDeepFrozen, sizeOf } from '../deep-freeze.ts';
 import type { SessionState } from './store.ts';
 
 /** Containers at least this big (sizeOf: JSON length, escapes not counted) are split. */
 export const SPLIT_MIN_CHARS = 2048;
+/** Containers at least this big, but not split, are one chunk of their own rather than inline in
+ * the head (the head is written on every put; an unchanged chunk is not). */
+export const INLINE_MAX_CHARS = 256;
 /** The average chunk aimed at: an item this big or bigger always ends its chunk. */
 export const CHUNK_TARGET_CHARS = 2048;
 export const CHUNK_MAX_ITEMS = 256;
@@ -23,18 +27,23 @@ export const MAX_SPLIT_DEPTH = 4;
 /** Hex digits of sha256 naming a chunk or a version (128 bits). */
 export const CHUNK_ID_HEX = 32;
 
-/** How a value is stored: inline (`j`), an array of chunk ids and described items (`a`), or an
- * object whose small entries are in chunks (`o`) and big ones described (`k`). */
-export type Desc = { j: unknown } | { a: (string | Desc)[] } | { o: string[]; k?: Record<string, Desc> };
+/** How a value is stored: inline (`j`), whole in one chunk (`c`), an array of chunk ids and
+ * described items (`a`), or an object whose small entries are in chunks (`o`) and big ones
+ * described (`k`). */
+export type Desc =
+  | { j: unknown }
+  | { c: string }
+  | { a: (string | Desc)[] }
+  | { o: string[]; k?: Record<string, Desc> };
 
-/** A chunk's items: an array slice, or an object holding some entries. */
+/** A chunk's items: an array slice, or an object holding some entries (or, for `c`, the value). */
 export type ChunkValue = readonly unknown[] | Readonly<Record<string, unknown>>;
 
 export interface Encoded {
   head: string;
   version: string;
-  /** Every chunk the state refers to: id → its text, items and UTF-8 bytes. */
-  chunks: Map<string, { text: string; value: ChunkValue; bytes: number }>;
+  /** Every chunk the state refers to: id → its items, UTF-8 bytes and (until written) text. */
+  chunks: Map<string, Chunk>;
   /** UTF-8 bytes of the head and all chunks: what a whole write sends. */
   bytes: number;
   /** Where each chunk starts: pass to the next encode of this session. */
@@ -48,9 +57,17 @@ export interface Head {
   p?: Record<string, { v: number; d: Desc }>;
 }
 
-const idOf = (text: string): string => sha256Hex(text).slice(0, CHUNK_ID_HEX);
+// One-shot hashing where Node has it (20.12+): no Hash object per chunk.
+const oneShot = (crypto as { hash?: (alg: string, data: string) => string }).hash;
+const idOf = (text: string): string =>
+  (oneShot ? oneShot('sha256', text) : crypto.createHash('sha256').update(text).digest('hex')).slice(0, CHUNK_ID_HEX);
 
-type Chunk = { text: string; value: ChunkValue; bytes: number };
+/** A chunk: its items, its UTF-8 bytes, and its text while it may still be written (dropped once
+ * stored, so chunks held between calls cost pointers, not a second copy of the state's text). */
+export type Chunk = { text?: string; value: ChunkValue; bytes: number };
+
+/** A chunk's text (rebuilt from its items once dropped: the canonical JSON of its value). */
+export const textOf = (c: Chunk): string => c.text ?? canonicalJson(c.value);
 /** A chunk as made: its items (and keys, for an object), so a later encode finds it unchanged by
  * identity (===, a pointer compare for shared parts) instead of joining and hashing its text. */
 type Made = { id: string; chunk: Chunk; items: readonly unknown[]; keys?: readonly string[] };
@@ -71,7 +88,7 @@ interface Ctx {
 const sameItems = (m: Made, items: readonly unknown[], keys: readonly string[] | undefined): boolean =>
   m.items.length === items.length &&
   m.items.every((x, i) => x === items[i]) &&
-  (keys === undefined ? m.keys === undefined : m.keys !== undefined && m.keys.every((k, i) => k === keys[i]));
+  (keys === undefined ? m.keys === undefined : m.keys?.every((k, i) => k === keys[i]) === true);
 
 /** The chunk of `items` (and, for an object, `keys`): found unchanged, or made. */
 function chunkOf(at: string, items: readonly unknown[], keys: readonly string[] | undefined, ctx: Ctx): Made {
@@ -114,7 +131,7 @@ function endsChunk(key: string | undefined, x: unknown): boolean {
 }
 
 function encodeValue(v: unknown, depth: number, path: string, ctx: Ctx): Desc {
-  if (!isBig(v, depth)) return { j: v };
+  if (typeof v !== 'object' || v === null || sizeOf(v) < INLINE_MAX_CHARS) return { j: v };
   const frozen = isDeepFrozen(v);
   const known = frozen ? memo.get(v) : undefined;
   if (known) {
@@ -126,13 +143,26 @@ function encodeValue(v: unknown, depth: number, path: string, ctx: Ctx): Desc {
   }
   const made: Memo['made'] = [];
   const sub: Ctx = { out: ctx.out, prev: ctx.prev, next: new Map() };
-  const desc = Array.isArray(v) ? splitArray(v, depth, path, sub) : splitObject(v, depth, path, sub);
+  const desc = !isBig(v, depth)
+    ? whole(v, sub)
+    : Array.isArray(v)
+      ? splitArray(v, depth, path, sub)
+      : splitObject(v, depth, path, sub);
   for (const [at, m] of sub.next) {
     made.push([at, m]);
     ctx.next.set(at, m);
   }
   if (frozen) memo.set(v, { desc, made });
   return desc;
+}
+
+/** A value kept whole in one chunk (found again through the frozen value's memo). */
+function whole(v: object, ctx: Ctx): Desc {
+  const text = canonicalJson(v);
+  const id = idOf(text);
+  ctx.out.set(id, { text, value: v as ChunkValue, bytes: Buffer.byteLength(text) });
+  ctx.next.set(`\u0000${id}`, { id, chunk: ctx.out.get(id)!, items: [v] });
+  return { c: id };
 }
 
 function splitArray(v: readonly unknown[], depth: number, path: string, ctx: Ctx): Desc {
@@ -218,6 +248,10 @@ export function parseHead(head: string, version: string): { head: Head; ids: Set
   const walk = (d: Desc): void => {
     if (!isRecord(d)) throw new CorruptStateError('malformed part');
     if ('j' in d) return;
+    if ('c' in d && typeof d.c === 'string') {
+      ids.add(d.c);
+      return;
+    }
     if ('a' in d && Array.isArray(d.a)) {
       for (const x of d.a) {
         if (typeof x === 'string') ids.add(x);
@@ -257,6 +291,7 @@ export function parseChunk(id: string, text: string): ChunkValue {
 export function decodeState(head: Head, chunk: (id: string) => ChunkValue): SessionState {
   const value = (d: Desc): unknown => {
     if ('j' in d) return d.j;
+    if ('c' in d) return chunk(d.c);
     if ('a' in d) {
       const out: unknown[] = [];
       for (const x of d.a) {

@@ -26,6 +26,7 @@ import {
   encodeState,
   parseChunk,
   parseHead,
+  textOf,
 } from './redis-delta-codec.ts';
 import { type DeltaCommands, deltaCommands } from './redis-delta-scripts.ts';
 import { snapshotOf, stateSize, thaw } from './shared-parts.ts';
@@ -235,7 +236,10 @@ export class RedisSessionStore implements SessionStore {
       }
     }
     const chunks = new Map<string, ChunkValue>();
-    for (const [id, c] of enc.chunks) chunks.set(id, c.value);
+    for (const [id, c] of enc.chunks) {
+      chunks.set(id, c.value);
+      c.text = undefined;
+    }
     this.known?.set(key, { version: enc.version, chunks, state: snapshot, index: enc.index });
   }
 
@@ -277,8 +281,8 @@ function putArgs(enc: Encoded, ttl: number, base?: { version: string; ids: Itera
   const del: string[] = [];
   if (base) {
     const had = new Set(base.ids);
-    for (const [id, c] of enc.chunks) if (!had.has(id)) set.push(id, c.text);
+    for (const [id, c] of enc.chunks) if (!had.has(id)) set.push(id, textOf(c));
     for (const id of had) if (!enc.chunks.has(id)) del.push(id);
-  } else for (const [id, c] of enc.chunks) set.push(id, c.text);
+  } else for (const [id, c] of enc.chunks) set.push(id, textOf(c));
   return [base ? 'd' : 'r', base?.version ?? '', enc.version, enc.head, ttl, set.length / 2, ...set, ...del];
 }
