@@ -23,6 +23,10 @@ export const INLINE_MAX_CHARS = 256;
 /** The average chunk aimed at: an item this big or bigger always ends its chunk. */
 export const CHUNK_TARGET_CHARS = 2048;
 export const CHUNK_MAX_ITEMS = 256;
+/** A chunk is cut here whatever its items say (rare: a long run of items none of which ends one). */
+export const CHUNK_MAX_CHARS = 4 * CHUNK_TARGET_CHARS;
+/** Characters hashed at each end of a long item to pick chunk ends. */
+const HASHED_END_CHARS = 256;
 export const MAX_SPLIT_DEPTH = 4;
 /** Hex digits of sha256 naming a chunk or a version (128 bits). */
 export const CHUNK_ID_HEX = 32;
@@ -114,20 +118,38 @@ function chunkOf(at: string, items: readonly unknown[], keys: readonly string[] 
 const isBig = (v: unknown, depth: number): v is object =>
   typeof v === 'object' && v !== null && depth < MAX_SPLIT_DEPTH && sizeOf(v) >= SPLIT_MIN_CHARS;
 
-/** Whether an item ends its chunk: about one in CHUNK_TARGET_CHARS / size items, picked by a hash
- * of the item's key, length and ends (cheap, and the same wherever the item sits). */
-function endsChunk(key: string | undefined, x: unknown): boolean {
+/** An item's size (as sizeOf counts) if it ends its chunk, else its negated size: it does for
+ * about one in CHUNK_TARGET_CHARS / size items, picked by a hash of the item's key and text (whole
+ * when short, its ends when long), so the same item decides the same wherever it sits. */
+function endsChunk(key: string | undefined, x: unknown): number {
+  if (key === undefined && typeof x === 'object' && x !== null && isDeepFrozen(x)) {
+    let e = ends.get(x);
+    if (e === undefined) ends.set(x, (e = pickEnd(undefined, x)));
+    return e;
+  }
+  return pickEnd(key, x);
+}
+
+/** endsChunk's answer for frozen array items (objects), remembered. */
+const ends = new WeakMap<object, number>();
+
+function pickEnd(key: string | undefined, x: unknown): number {
   const s = typeof x === 'string' ? x : typeof x === 'object' && x !== null ? canonicalJson(x) : String(x);
   const size = s.length + (key?.length ?? 0) + 4;
   const every = Math.floor(CHUNK_TARGET_CHARS / size);
-  if (every <= 1) return true;
+  if (every <= 1) return size;
   let h = 0x811c9dc5 ^ size;
-  if (key !== undefined)
-    for (let i = 0; i < key.length && i < 32; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  if (key !== undefined) for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
   const n = s.length;
-  for (let i = 0; i < n && i < 32; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  for (let i = Math.max(32, n - 32); i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % every === 0;
+  const long = n > 2 * HASHED_END_CHARS;
+  for (let i = 0; i < n; i++) {
+    if (long && i === HASHED_END_CHARS) i = n - HASHED_END_CHARS;
+    h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  }
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  h ^= h >>> 12;
+  return (h >>> 0) % every === 0 ? size : -size;
 }
 
 function encodeValue(v: unknown, depth: number, path: string, ctx: Ctx): Desc {
@@ -168,9 +190,11 @@ function whole(v: object, ctx: Ctx): Desc {
 function splitArray(v: readonly unknown[], depth: number, path: string, ctx: Ctx): Desc {
   const pieces: (string | Desc)[] = [];
   let from = 0;
+  let chars = 0;
   const flush = (to: number): void => {
     if (to > from) pieces.push(chunkOf(`${path}\u0000${from}`, v.slice(from, to), undefined, ctx).id);
     from = to;
+    chars = 0;
   };
   for (let i = 0; i < v.length; i++) {
     const x = v[i];
@@ -178,7 +202,11 @@ function splitArray(v: readonly unknown[], depth: number, path: string, ctx: Ctx
       flush(i);
       pieces.push(encodeValue(x, depth + 1, `${path}/${i}`, ctx));
       from = i + 1;
-    } else if (endsChunk(undefined, x) || i + 1 - from >= CHUNK_MAX_ITEMS) flush(i + 1);
+      continue;
+    }
+    const e = endsChunk(undefined, x);
+    chars += Math.abs(e);
+    if (e > 0 || chars >= CHUNK_MAX_CHARS || i + 1 - from >= CHUNK_MAX_ITEMS) flush(i + 1);
   }
   flush(v.length);
   return { a: pieces };
@@ -190,7 +218,9 @@ function splitObject(v: object, depth: number, path: string, ctx: Ctx): Desc {
   const big: Record<string, Desc> = {};
   let hasBig = false;
   let keys: string[] = [];
+  let chars = 0;
   const flush = (): void => {
+    chars = 0;
     if (keys.length === 0) return;
     ids.push(
       chunkOf(
@@ -211,7 +241,9 @@ function splitObject(v: object, depth: number, path: string, ctx: Ctx): Desc {
       continue;
     }
     keys.push(k);
-    if (endsChunk(k, x) || keys.length >= CHUNK_MAX_ITEMS) flush();
+    const e = endsChunk(k, x);
+    chars += Math.abs(e);
+    if (e > 0 || chars >= CHUNK_MAX_CHARS || keys.length >= CHUNK_MAX_ITEMS) flush();
   }
   flush();
   return hasBig ? { o: ids, k: big } : { o: ids };
@@ -279,50 +311,75 @@ export function parseHead(head: string, version: string): { head: Head; ids: Set
   return { head: h, ids };
 }
 
-/** A chunk's items from its stored text, verified against its id. */
-export function parseChunk(id: string, text: string): ChunkValue {
-  if (idOf(text) !== id) throw new CorruptStateError('chunk does not match its id');
-  const v = JSON.parse(text) as unknown;
-  if (typeof v !== 'object' || v === null) throw new CorruptStateError('malformed chunk');
-  return v as ChunkValue;
-}
-
-/** The state a head describes, from chunk values (every id parseHead listed must be there). */
-export function decodeState(head: Head, chunk: (id: string) => ChunkValue): SessionState {
-  const value = (d: Desc): unknown => {
+/** The state a head describes, from its chunks (every id parseHead listed must be there), and
+ * the index an encode of the next version starts from (where each chunk sits, as encode sees it). */
+export function decodeState(head: Head, chunk: (id: string) => Chunk): { state: SessionState; index: ChunkIndex } {
+  const index: ChunkIndex = new Map();
+  const at = (made: Memo['made'], where: string, m: Made): void => {
+    index.set(where, m);
+    made.push([where, m]);
+  };
+  const value = (d: Desc, path: string, made: Memo['made']): unknown => {
     if ('j' in d) return d.j;
-    if ('c' in d) return chunk(d.c);
-    if ('a' in d) {
+    const own: Memo['made'] = [];
+    let v: object;
+    if ('c' in d) {
+      const c = chunk(d.c);
+      at(own, `\u0000${d.c}`, { id: d.c, chunk: c, items: [c.value] });
+      v = c.value;
+    } else if ('a' in d) {
       const out: unknown[] = [];
       for (const x of d.a) {
-        if (typeof x !== 'string') out.push(value(x));
-        else {
-          const c = chunk(x);
-          if (!Array.isArray(c)) throw new CorruptStateError('array chunk expected');
-          for (const y of c) out.push(y);
+        if (typeof x !== 'string') {
+          out.push(value(x, `${path}/${out.length}`, own));
+          continue;
         }
+        const c = chunk(x);
+        if (!Array.isArray(c.value)) throw new CorruptStateError('array chunk expected');
+        at(own, `${path}\u0000${out.length}`, { id: x, chunk: c, items: c.value });
+        for (const y of c.value) out.push(y);
       }
-      return out;
+      v = out;
+    } else {
+      const entries: [string, unknown][] = [];
+      for (const id of d.o) {
+        const c = chunk(id);
+        if (Array.isArray(c.value)) throw new CorruptStateError('object chunk expected');
+        const o = c.value as Record<string, unknown>;
+        // Encode's order (sorted), not the parse's (integer-like keys first).
+        const keys = Object.keys(o).sort();
+        if (keys.length === 0) continue;
+        at(own, `${path}\u0000${keys[0]}`, { id, chunk: c, items: keys.map((k) => o[k]), keys });
+        for (const k of keys) entries.push([k, o[k]]);
+      }
+      if (d.k) for (const k of Object.keys(d.k)) entries.push([k, value(d.k[k], `${path}/${k}`, own)]);
+      // Sorted as a parse of the canonical JSON would give them; fromEntries defines own
+      // properties (a key "__proto__" stays data).
+      entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      v = Object.fromEntries(entries);
     }
-    const entries: [string, unknown][] = [];
-    for (const id of d.o) {
-      const c = chunk(id);
-      if (Array.isArray(c)) throw new CorruptStateError('object chunk expected');
-      for (const k of Object.keys(c)) entries.push([k, (c as Record<string, unknown>)[k]]);
-    }
-    if (d.k) for (const k of Object.keys(d.k)) entries.push([k, value(d.k[k])]);
-    // Sorted as a parse of the canonical JSON would give them; fromEntries defines own properties
-    // (a key "__proto__" stays data).
-    entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    return Object.fromEntries(entries);
+    // The store freezes the state before anything else sees it: the next encode finds this value
+    // unchanged by identity, as if it had encoded it.
+    memo.set(v, { desc: d, made: own });
+    made.push(...own);
+    return v;
   };
   const state = { ...head.t } as unknown as SessionState;
   if (head.p) {
     const stages: NonNullable<SessionState['stages']> = {};
-    for (const name of Object.keys(head.p)) stages[name] = { v: head.p[name].v, s: value(head.p[name].d) };
+    for (const name of Object.keys(head.p))
+      stages[name] = { v: head.p[name].v, s: value(head.p[name].d, JSON.stringify(name), []) };
     state.stages = stages;
   }
-  return state;
+  return { state, index };
+}
+
+/** A chunk read from Redis: its text verified against its id, parsed. */
+export function parseChunk(id: string, text: string): Chunk {
+  if (idOf(text) !== id) throw new CorruptStateError('chunk does not match its id');
+  const v = JSON.parse(text) as unknown;
+  if (typeof v !== 'object' || v === null) throw new CorruptStateError('malformed chunk');
+  return { value: v as ChunkValue, bytes: Buffer.byteLength(text) };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -18,8 +18,8 @@ import { LRUCache } from 'lru-cache';
 import { canonicalJson, sha256Hex } from '../canonical-json.ts';
 import { checksumValid, stateChecksum, withChecksum } from './checksum.ts';
 import {
+  type Chunk,
   type ChunkIndex,
-  type ChunkValue,
   CorruptStateError,
   decodeState,
   type Encoded,
@@ -58,10 +58,10 @@ export interface RedisStoreOptions {
 /** What this process last read or wrote for a key. */
 interface Known {
   version: string;
-  chunks: Map<string, ChunkValue>;
+  chunks: Map<string, Chunk>;
   state: SessionState;
-  /** Where this process's last encode put each chunk (absent after a read). */
-  index?: ChunkIndex;
+  /** Where each chunk sits, for the next encode of this session. */
+  index: ChunkIndex;
 }
 
 /** What the read cache charges per chunk held, beside the state's own size. */
@@ -162,7 +162,7 @@ export class RedisSessionStore implements SessionStore {
       this.log('session state of another schema or owner; treated as absent', { tenant, sessionId, schema: t.schema });
       return undefined;
     }
-    const chunks = new Map<string, ChunkValue>();
+    const chunks = new Map<string, Chunk>();
     const missing: string[] = [];
     for (const id of ids) {
       const c = known?.chunks.get(id);
@@ -179,11 +179,12 @@ export class RedisSessionStore implements SessionStore {
         for (const id of ids) if (!chunks.has(id)) chunks.set(id, parseChunk(id, all[id] ?? ''));
       } else missing.forEach((id, i) => chunks.set(id, parseChunk(id, texts[i]!)));
     }
-    const snapshot = snapshotOf(decodeState(head, (id) => chunks.get(id)!));
+    const decoded = decodeState(head, (id) => chunks.get(id)!);
+    const snapshot = snapshotOf(decoded.state);
     if (snapshot.schema !== SESSION_SCHEMA_VERSION || snapshot.tenant !== tenant || snapshot.sessionId !== sessionId)
       return undefined;
     for (const id of [...chunks.keys()]) if (!ids.has(id)) chunks.delete(id);
-    this.known?.set(key, { version, chunks, state: snapshot });
+    this.known?.set(key, { version, chunks, state: snapshot, index: decoded.index });
     return thaw(snapshot);
   }
 
@@ -235,12 +236,8 @@ export class RedisSessionStore implements SessionStore {
         base = undefined;
       }
     }
-    const chunks = new Map<string, ChunkValue>();
-    for (const [id, c] of enc.chunks) {
-      chunks.set(id, c.value);
-      c.text = undefined;
-    }
-    this.known?.set(key, { version: enc.version, chunks, state: snapshot, index: enc.index });
+    for (const c of enc.chunks.values()) c.text = undefined;
+    this.known?.set(key, { version: enc.version, chunks: enc.chunks, state: snapshot, index: enc.index });
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {

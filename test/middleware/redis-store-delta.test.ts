@@ -173,6 +173,11 @@ describe('RedisSessionStore deltas (real redis)', () => {
       const down2 = r.received();
       expect(timeless(await reader.get('delta-t', 'grow'))).toEqual(timeless(grown('grow', 61)));
       expect(r.received() - down2).toBeLessThan(docs[59] / 4);
+      // And the reader's own next put, made against the version it read, sends only what changed.
+      const up3 = r.sent();
+      await reader.put(grown('grow', 62));
+      expect(r.sent() - up3).toBeLessThan(docs[59] / 4);
+      expect(timeless(await writer.get('delta-t', 'grow'))).toEqual(timeless(grown('grow', 62)));
     } finally {
       r.close();
     }
