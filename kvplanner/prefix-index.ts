@@ -71,6 +71,10 @@ export class PrefixIndex {
   private stackMask = new Int32Array(64);
   /** mask of the block just looked up (matchAll scratch) */
   private probe = new Int32Array(1);
+  /** matchAll's hint: the depth most workers stopped at last time (typically the shared root) */
+  private rootHint = 0;
+  private bestCount = 0;
+  private bestDepth = 0;
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -159,10 +163,13 @@ export class PrefixIndex {
 
   /**
    * Depth (blocks held from the start) of `hashes` on every worker, written into `out[slot]`
-   * (zeroed first; size it to slotCount()): each worker's matchLength without a hint, all run at
-   * once. The workers whose binary searches stand at the same interval form one group (a bitmask):
-   * one lookup of the interval's probe block splits the group by a mask AND into the workers that
-   * hold it and those that do not. No allocation after the scratch arrays reach their size.
+   * (zeroed first; size it to slotCount()): each worker's matchLength, all run at once, with the
+   * depth most workers stopped at in the previous call as the hint (the shared root: a call that
+   * reaches every worker's binary search usually shares it; when right, its group costs two lookups
+   * instead of log n). The workers whose searches stand at the same interval form one group (a
+   * bitmask): one lookup of the interval's probe block splits the group by a mask AND into the
+   * workers that hold it and those that do not. No allocation after the scratch arrays reach their
+   * size. Where held blocks are prefix-closed, every hint gives the same answers.
    */
   matchAll(hashes: readonly string[], out: number[]): void {
     out.fill(0);
@@ -171,27 +178,38 @@ export class PrefixIndex {
     const r0 = this.holders.get(hashes[0]);
     if (r0 === undefined) return;
     const W = this.words;
-    const masks = this.masks;
-    const o0 = r0 * W;
-    // as matchLength: the workers holding the last block hold everything; the rest search [1, n-1]
-    const rn = n === 1 ? r0 : this.holders.get(hashes[n - 1]);
-    const on = rn === undefined ? -1 : rn * W;
-    this.reserve(2);
-    let top = 0;
-    const sm = this.stackMask;
-    let any = 0;
-    for (let w = 0; w < W; w++) {
-      const all = masks[o0 + w];
-      const full = on < 0 ? 0 : all & masks[on + w];
-      if (full !== 0) this.assign(full, w, n, out);
-      const rest = all & ~full;
-      sm[w] = rest;
-      any |= rest;
+    this.reserve(4);
+    for (let w = 0; w < W; w++) this.stackMask[w] = this.masks[r0 * W + w];
+    const hint = this.rootHint;
+    this.bestCount = 0;
+    let top: number;
+    // the first steps of matchLength(hashes, hint): entry 0 searches [1, hint-1] (or [1, n]
+    // without a hint), entry 1 [hint+1, n]; each first probes its last block
+    if (hint > 1 && hint <= n) {
+      const f = this.split(0, hashes[hint - 1]);
+      let upper = (f & 2) !== 0;
+      if (upper && hint === n) {
+        this.take(1, undefined, n, out);
+        upper = false;
+      } else if (upper) upper = this.take(1, hashes[hint], hint, out, true) && this.take(1, hashes[n - 1], n, out);
+      const lower = (f & 1) !== 0 && this.take(0, hashes[hint - 2], hint - 1, out);
+      top = 0;
+      if (lower) {
+        this.stackLo[0] = 1;
+        this.stackHi[0] = hint - 2;
+        top = 1;
+      }
+      if (upper) {
+        if (top === 0) for (let w = 0; w < W; w++) this.stackMask[w] = this.stackMask[W + w];
+        this.stackLo[top] = hint + 1;
+        this.stackHi[top] = n - 1;
+        top++;
+      }
+    } else {
+      top = this.take(0, n === 1 ? undefined : hashes[n - 1], n, out) ? 1 : 0;
+      this.stackLo[0] = 1;
+      this.stackHi[0] = n - 1;
     }
-    if (any === 0) return;
-    this.stackLo[0] = 1;
-    this.stackHi[0] = n - 1;
-    top = 1;
     const probe = this.probe;
     while (top > 0) {
       top--;
@@ -199,7 +217,7 @@ export class PrefixIndex {
       const hi = this.stackHi[top];
       const at = top * W;
       if (lo >= hi) {
-        for (let w = 0; w < W; w++) if (this.stackMask[at + w] !== 0) this.assign(this.stackMask[at + w], w, lo, out);
+        this.take(top, undefined, lo, out);
         continue;
       }
       const mid = (lo + hi + 1) >>> 1;
@@ -234,15 +252,60 @@ export class PrefixIndex {
         top++;
       }
     }
+    this.rootHint = this.bestDepth;
   }
 
-  /** out[slot] = depth for every slot whose bit is set in word `w` of a mask. */
+  /** Splits stack entry `at` by the holders of `hash`: those without stay, those with go to entry
+   *  at+1. Bit 1 of the result: some stayed; bit 2: some moved. */
+  private split(at: number, hash: string): number {
+    const W = this.words;
+    const r = this.holders.get(hash);
+    const m = this.stackMask;
+    let left = 0;
+    let right = 0;
+    for (let w = 0; w < W; w++) {
+      const cur = m[at * W + w];
+      const yes = r === undefined ? 0 : cur & this.masks[r * W + w];
+      m[(at + 1) * W + w] = yes;
+      m[at * W + w] = cur & ~yes;
+      left |= cur & ~yes;
+      right |= yes;
+    }
+    return (left !== 0 ? 1 : 0) | (right !== 0 ? 2 : 0);
+  }
+
+  /** The workers of stack entry `at` that hold `hash` (all of them when undefined; with
+   *  `missing`, those that do not) stop at `depth` and leave the entry. Whether any remain. */
+  private take(at: number, hash: string | undefined, depth: number, out: number[], missing = false): boolean {
+    const W = this.words;
+    const r = hash === undefined ? undefined : this.holders.get(hash);
+    const m = this.stackMask;
+    let rest = 0;
+    for (let w = 0; w < W; w++) {
+      const cur = m[at * W + w];
+      const held = hash === undefined ? cur : r === undefined ? 0 : cur & this.masks[r * W + w];
+      const stop = missing ? cur & ~held : held;
+      if (stop !== 0) this.assign(stop, w, depth, out);
+      m[at * W + w] = cur & ~stop;
+      rest |= cur & ~stop;
+    }
+    return rest !== 0;
+  }
+
+  /** out[slot] = depth for every slot whose bit is set in word `w` of a mask; the depth given to
+   *  the most slots at once becomes the next call's hint. */
   private assign(bits: number, w: number, depth: number, out: number[]): void {
     let m = bits;
+    let count = 0;
     while (m !== 0) {
       const low = m & -m;
       out[w * 32 + 31 - Math.clz32(low)] = depth;
       m ^= low;
+      count++;
+    }
+    if (count > this.bestCount) {
+      this.bestCount = count;
+      this.bestDepth = depth;
     }
   }
 

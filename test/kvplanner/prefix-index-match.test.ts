@@ -1,8 +1,8 @@
 // PrefixIndex.matchAll (every worker's binary search at once over holder bitmasks) against naive
 // models kept beside the index: per worker a Set of the blocks it holds, a linear scan (the longest
-// held prefix) and an independent copy of matchLength's binary search. Generated insert / evict /
-// clear / removeWorker sequences over branching chains; workers join during the run, so the masks
-// widen from one word to three.
+// held prefix) and an independent copy of matchLength's binary search (with the hint matchAll takes
+// from its previous call). Generated insert / evict / clear / removeWorker sequences over branching
+// chains; workers join during the run, so the masks widen from one word to three.
 import { describe, expect, it } from 'vitest';
 import { PrefixIndex } from '../../kvplanner/prefix-index.ts';
 
@@ -18,11 +18,17 @@ function linear(held: Set<string>, q: readonly string[]): number {
   return k;
 }
 
-/** matchLength's search (no hint), written out again: the answer wherever holes exist too. */
-function binary(has: (h: string) => boolean, q: readonly string[]): number {
+/** matchLength's search, written out again: the answer wherever holes exist too. */
+function binary(has: (h: string) => boolean, q: readonly string[], hint = 0): number {
   if (q.length === 0 || !has(q[0])) return 0;
   let lo = 1;
   let hi = q.length;
+  if (hint > 1 && hint <= hi) {
+    if (has(q[hint - 1])) {
+      if (hint === hi || !has(q[hint])) return hint;
+      lo = hint + 1;
+    } else hi = hint - 1;
+  }
   if (has(q[hi - 1])) return hi;
   hi -= 1;
   while (lo < hi) {
@@ -32,6 +38,9 @@ function binary(has: (h: string) => boolean, q: readonly string[]): number {
   }
   return lo;
 }
+
+/** The hint matchAll will use (the depth most workers stopped at in its previous call). */
+const hintOf = (idx: PrefixIndex): number => (idx as unknown as { rootHint: number }).rootHint;
 
 /** Chains sharing a root, branching into conversations, some branching again (a forked session). */
 function chains(r: () => number, count: number): string[][] {
@@ -95,14 +104,15 @@ function runSequence({ holes, seed }: Run): number {
     for (const q of [...pool.slice(0, 20), c.slice(0, 1), c.slice(0, 2), c.slice(0, 7), []]) {
       out.length = idx.slotCount();
       out.fill(-1);
+      const hint = hintOf(idx);
       idx.matchAll(q, out);
       for (const [id, s] of held) {
         const slot = idx.slotOf(id);
         const got = slot < 0 ? 0 : out[slot]; // a worker only ever evicted from has no entry
         // with holes, insert fills only the blocks past its own search's answer, so the model is
         // the entry's own membership; without, the model Set is independent of the index
-        const want = holes ? binary((h) => idx.has(id, h), q) : linear(s, q);
-        if (got !== want || got !== idx.matchLength(id, q) || (!holes && got !== binary((h) => s.has(h), q)))
+        const want = holes ? binary((h) => idx.has(id, h), q, hint) : linear(s, q);
+        if (got !== want || got !== idx.matchLength(id, q, hint) || (!holes && got !== binary((h) => s.has(h), q)))
           wrong.push(`step ${step} ${id}: ${got} vs ${want}`);
         checks++;
       }
@@ -135,16 +145,30 @@ describe('PrefixIndex.matchAll against naive models', () => {
       if (step % 10 !== 0) continue;
       for (const q of pool) {
         out.length = idx.slotCount();
+        const hint = hintOf(idx);
         idx.matchAll(q, out);
         for (const id of ids) {
           const got = idx.slotOf(id) < 0 ? 0 : out[idx.slotOf(id)];
-          if (got !== idx.matchLength(id, q) || got !== binary((h) => idx.has(id, h), q))
-            wrong.push(`step ${step} ${id}: ${got} vs ${idx.matchLength(id, q)}`);
+          if (got !== idx.matchLength(id, q, hint) || got !== binary((h) => idx.has(id, h), q, hint))
+            wrong.push(`step ${step} ${id}: ${got} vs ${idx.matchLength(id, q, hint)}`);
         }
       }
     }
     expect(wrong.slice(0, 5)).toEqual([]);
     expect(idx.stats().evictions).toBeGreaterThan(1000);
+  });
+
+  it('takes the hint from the depth most workers stopped at last time; answers stay right', () => {
+    const idx = new PrefixIndex(2 ** 40);
+    const root = Array.from({ length: 10 }, (_, i) => `r${i}`);
+    const conv = (c: number): string[] => [...root, ...Array.from({ length: 30 }, (_, i) => `c${c}-${i}`)];
+    for (let w = 0; w < 40; w++) idx.insert(`w${w}`, conv(w));
+    const out = new Array<number>(idx.slotCount()).fill(-1);
+    idx.matchAll(conv(100), out);
+    expect(hintOf(idx)).toBe(10); // every worker stopped at the root
+    idx.matchAll(conv(7).slice(0, 25), out);
+    expect(out[idx.slotOf('w7')]).toBe(25);
+    expect(out.filter((d) => d === 10)).toHaveLength(39);
   });
 
   it('a block no worker holds any more leaves the holder table (no growth under churn)', () => {
