@@ -277,32 +277,32 @@ export function parseHead(head: string, version: string): { head: Head; ids: Set
   if (!isRecord(h) || !isRecord(h.t) || (h.p !== undefined && !isRecord(h.p)))
     throw new CorruptStateError('malformed head');
   const ids = new Set<string>();
+  // The same order of cases as decodeState: a key that picks a case must hold that case's shape.
   const walk = (d: Desc): void => {
     if (!isRecord(d)) throw new CorruptStateError('malformed part');
     if ('j' in d) return;
-    if ('c' in d && typeof d.c === 'string') {
+    if ('c' in d) {
+      if (typeof d.c !== 'string') throw new CorruptStateError('malformed part');
       ids.add(d.c);
       return;
     }
-    if ('a' in d && Array.isArray(d.a)) {
+    if ('a' in d) {
+      if (!Array.isArray(d.a)) throw new CorruptStateError('malformed part');
       for (const x of d.a) {
         if (typeof x === 'string') ids.add(x);
         else walk(x);
       }
       return;
     }
-    if ('o' in d && Array.isArray(d.o)) {
-      for (const x of d.o) {
-        if (typeof x !== 'string') throw new CorruptStateError('malformed part');
-        ids.add(x);
-      }
-      if (d.k !== undefined) {
-        if (!isRecord(d.k)) throw new CorruptStateError('malformed part');
-        for (const x of Object.values(d.k)) walk(x);
-      }
-      return;
+    if (!Array.isArray(d.o)) throw new CorruptStateError('malformed part');
+    for (const x of d.o) {
+      if (typeof x !== 'string') throw new CorruptStateError('malformed part');
+      ids.add(x);
     }
-    throw new CorruptStateError('malformed part');
+    if (d.k !== undefined) {
+      if (!isRecord(d.k)) throw new CorruptStateError('malformed part');
+      for (const x of Object.values(d.k)) walk(x);
+    }
   };
   for (const e of Object.values(h.p ?? {})) {
     if (!isRecord(e) || typeof e.v !== 'number') throw new CorruptStateError('malformed part');

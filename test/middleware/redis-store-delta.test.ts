@@ -3,13 +3,15 @@
 // sessions give the very bodies, receipts and states one pipeline over a memory store gives; a
 // write made against a version another replica replaced never mixes the two; the bytes a put
 // sends (counted on the wire by a TCP relay) stay O(what changed) while the session grows.
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { parseHead } from '../../middleware/session/redis-delta-codec.ts';
+import { canonicalJson } from '../../middleware/canonical-json.ts';
+import { CHUNK_ID_HEX, parseHead } from '../../middleware/session/redis-delta-codec.ts';
 import { documentOf, RedisSessionStore, redisKey } from '../../middleware/session/redis-store.ts';
 import { snapshotOf } from '../../middleware/session/shared-parts.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
@@ -228,6 +230,14 @@ describe('RedisSessionStore deltas (real redis)', () => {
     await raw.hset(key, 'h', h.replace('"calls":20', '"calls":21'));
     expect(await open({ log: (m) => logs.push(m) }).get('delta-t', 'tamper')).toBeUndefined();
     expect(logs.some((l) => /head does not match/.test(l))).toBe(true);
+    // A malformed head written with its matching version (a writer that is not this code).
+    const bad = canonicalJson({
+      p: { x: { d: { c: 5, a: [] }, v: 1 } },
+      t: { calls: 1, schema: SESSION_SCHEMA_VERSION, sessionId: 'tamper', tenant: 'delta-t' },
+    });
+    await raw.hset(key, 'h', bad, 'v', createHash('sha256').update(bad).digest('hex').slice(0, CHUNK_ID_HEX));
+    expect(await open({ log: (m) => logs.push(m) }).get('delta-t', 'tamper')).toBeUndefined();
+    expect(logs.some((l) => /malformed part/.test(l))).toBe(true);
     await raw.quit();
   });
 });
