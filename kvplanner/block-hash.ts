@@ -29,7 +29,7 @@ export function hashSeed(cacheSalt?: string): string {
 }
 
 /** Hash of one block given its parent's hash (hex) and its token ids. */
-export function hashBlock(parent: string, tokenIds: readonly number[], start: number, end: number): string {
+export function hashBlock(parent: string, tokenIds: ArrayLike<number>, start: number, end: number): string {
   // H(utf8(parent) ‖ ids as uint32 LE), in one reused buffer (hashBlock never re-enters)
   const need = parent.length * 3 + (end - start) * 4;
   if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, 2 * scratch.length));
@@ -49,7 +49,7 @@ let scratch = Buffer.allocUnsafe(4096);
  * `seed` plays the role of vLLM's root hash / extra keys (e.g. a model or LoRA name).
  */
 export function blockHashes(
-  tokenIds: readonly number[],
+  tokenIds: ArrayLike<number>,
   blockSize: number = DEFAULT_BLOCK_SIZE,
   seed: string = DEFAULT_HASH_SEED,
 ): string[] {

@@ -28,7 +28,7 @@ export function hash32(s: string): number {
 }
 
 /** Same mix over token ids (no string building). */
-export function hashTokens(ids: readonly number[], count: number): number {
+export function hashTokens(ids: ArrayLike<number>, count: number): number {
   let h = 0x811c9dc5;
   const n = Math.min(count, ids.length);
   for (let i = 0; i < n; i++) {

@@ -27,7 +27,8 @@ export interface RouteInfo {
   sessionId?: string;
   /** The prompt as text (for text-based baselines such as the SGLang router). */
   text?: string;
-  promptTokenIds?: readonly number[];
+  /** A number[] or the pipeline's packed Uint32Array. */
+  promptTokenIds?: ArrayLike<number>;
   /** vLLM-style block hash chain of the prompt (hex), from the middleware. */
   blockHashes?: readonly string[];
   promptTokens?: number;

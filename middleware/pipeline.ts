@@ -87,7 +87,8 @@ interface LocalCall {
   /** The session state's call count after this call: a local call is only continued from the
    * state it belongs to (another replica may have served calls since). */
   calls: number;
-  ids: readonly number[];
+  /** Prompt token ids, packed (off the V8 heap: kept until the session's next call, see segment-tokens.ts). */
+  ids: Uint32Array;
   hashes: readonly string[];
   blockSize: number;
   memo?: RenderMemo;
@@ -261,7 +262,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       cur,
       ids,
       blockSize,
-      messageAtToken: (t) => messageAtChar(rendered.text, out.messages, tok.decode(ids.slice(0, t)).length),
+      messageAtToken: (t) =>
+        messageAtChar(rendered.text, out.messages, tok.decode(Array.from(ids.subarray(0, t))).length),
     });
     prefix.original_cached_tokens = originalCachedTokens({
       prevHashes: prevLocal?.input.hashes,
@@ -320,7 +322,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */
-function lcpUpTo(a: readonly number[], b: readonly number[], limit: number, from = 0): number {
+function lcpUpTo(a: ArrayLike<number>, b: ArrayLike<number>, limit: number, from = 0): number {
   const n = Math.min(a.length, b.length, limit);
   let i = Math.min(from, n);
   while (i < n && a[i] === b[i]) i++;

@@ -95,8 +95,9 @@ export interface PipelineResult {
   affinityKey?: string;
   receipts: Receipt[];
   prefix?: PrefixDiagnostics;
-  /** Engine-exact prompt token ids when the pipeline rendered them (for routing and metrics). */
-  promptTokenIds?: readonly number[];
+  /** Engine-exact prompt token ids when the pipeline rendered them (for routing and metrics), packed:
+   *  Array.from(...) where a plain array is needed (JSON.stringify writes a typed array as an object). */
+  promptTokenIds?: Uint32Array;
   /** vLLM-compatible block hashes of promptTokenIds (hex strings), block size of the model config. */
   blockHashes?: readonly string[];
 }

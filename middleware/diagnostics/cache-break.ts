@@ -17,17 +17,17 @@ export interface CallFingerprint {
 
 export interface BreakInput {
   prev?: CallFingerprint;
-  prevIds?: readonly number[];
+  prevIds?: ArrayLike<number>;
   /** Leading ids known equal in prevIds and ids (copied from the previous call); the scan starts there. */
   commonFloor?: number;
   cur: CallFingerprint;
-  ids: readonly number[];
+  ids: ArrayLike<number>;
   blockSize: number;
   /** Maps a token index to the index of the message rendered there (called only on breaks). */
   messageAtToken(tokenIndex: number): number | undefined;
 }
 
-export function commonPrefix(a: readonly number[], b: readonly number[], from = 0): number {
+export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>, from = 0): number {
   const n = Math.min(a.length, b.length);
   let i = Math.min(from, n);
   while (i < n && a[i] === b[i]) i++;

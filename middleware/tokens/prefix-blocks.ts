@@ -6,9 +6,9 @@ import { DEFAULT_HASH_SEED, hashBlock } from '../../kvplanner/block-hash.ts';
 // pipeline keeps previous calls per tenant and session).
 
 export function extendBlockHashes(
-  ids: readonly number[],
+  ids: ArrayLike<number>,
   blockSize: number,
-  prev?: { ids: readonly number[]; hashes: readonly string[]; blockSize: number },
+  prev?: { hashes: readonly string[]; blockSize: number },
   commonTokens = 0,
   seed: string = DEFAULT_HASH_SEED,
 ): string[] {

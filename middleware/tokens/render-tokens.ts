@@ -1,10 +1,11 @@
 // Render + tokenise + block hashes of one prompt, as one pure job: the inline path of the pipeline
 // and a pool thread (gateway/workers-pool/) run this same code, so the ids, cuts and hashes a
 // thread returns are those the event loop would have computed (tested). What crosses the thread
-// boundary is plain data: the previous call's ids travel as a Uint32Array (one copy), the block
-// hashes come back as one string of fixed-width hex (no array of 10k strings to clone).
+// boundary is plain data: the previous call's ids travel as a Uint32Array (cloned: one copy), the
+// new ids come back as one (transferred: no copy) and are kept as they arrive; the block hashes
+// come back as one string of fixed-width hex (no array of 10k strings to clone).
 // Cost: what renderPrompt and tokenizeBySegments cost (O(new characters) with reuse, O(prompt)
-// without); the offload wrapper adds O(prompt tokens) copies, done on the thread side where it can.
+// without); the offload wrapper adds one O(prompt tokens) copy (the previous ids into the job).
 import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
 import { messageChars } from '../perf/time-slices.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
@@ -25,7 +26,7 @@ export interface RenderTokensInput {
   stableEnd: number;
   render: { tools?: ToolDef[]; extra?: Record<string, unknown>; contextKey: string };
   /** The session's previous call in this process: its render memo, ids and cut points. */
-  prev?: { memo?: RenderMemo; ids: readonly number[]; cuts?: TokenCuts };
+  prev?: { memo?: RenderMemo; ids: Uint32Array; cuts?: TokenCuts };
 }
 
 export type RenderTokensOutput =
@@ -95,9 +96,7 @@ export function newChars(input: Pick<RenderTokensInput, 'messages' | 'hashes' | 
 export interface OffloadJob {
   tokenizer: string;
   chatTemplateFile?: string;
-  input: Omit<RenderTokensInput, 'prev'> & {
-    prev?: { memo?: RenderMemo; ids: Uint32Array; cuts?: TokenCuts };
-  };
+  input: RenderTokensInput;
   blockSize: number;
   /** Root of the block-hash chain (hashSeed of the tenant's cache salt). */
   seed: string;
@@ -118,23 +117,9 @@ export type OffloadReply =
     }
   | { ok: false; error: string };
 
-/**
- * A typed array's values as a plain array. Array.from goes through the iterator protocol: 15-100 ms
- * for the 150k ids of a 400k-character prompt, on the event loop; an indexed copy takes ~1.5 ms.
- */
-function toArray(a: Uint32Array): number[] {
-  const out = new Array<number>(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = a[i];
-  return out;
-}
-
 /** Thread side: runs the job with a loaded tokenizer. */
 export function runOffloadJob(tok: TokenizerHandle, job: OffloadJob): OffloadReply {
-  const p = job.input.prev;
-  const out = renderAndTokenise(tok, {
-    ...job.input,
-    prev: p ? { memo: p.memo, ids: toArray(p.ids), cuts: p.cuts } : undefined,
-  });
+  const out = renderAndTokenise(tok, job.input);
   if (!out.ok) return out;
   const { rendered, toks } = out;
   const hashes = extendBlockHashes(toks.ids, job.blockSize, undefined, 0, job.seed ?? DEFAULT_HASH_SEED).join('');
@@ -145,22 +130,18 @@ export function runOffloadJob(tok: TokenizerHandle, job: OffloadJob): OffloadRep
     memo: rendered.memo,
     mode: rendered.mode,
     stablePrefix: rendered.stablePrefix,
-    ids: Uint32Array.from(ids),
+    ids,
     toks: rest,
     hashes,
   };
 }
 
-/** Main side: the job for a call (copies the previous ids once). */
+/** Main side: the job for a call (the pool clones it, the previous ids with it: one copy). */
 export function offloadJob(
   base: Pick<OffloadJob, 'tokenizer' | 'chatTemplateFile' | 'blockSize' | 'seed'>,
   input: RenderTokensInput,
 ): OffloadJob {
-  const p = input.prev;
-  return {
-    ...base,
-    input: { ...input, prev: p ? { memo: p.memo, ids: Uint32Array.from(p.ids), cuts: p.cuts } : undefined },
-  };
+  return { ...base, input };
 }
 
 /** Main side: the reply as the inline path's results, plus the block hashes. */
@@ -175,7 +156,7 @@ export function fromOffloadReply(r: OffloadReply): RenderTokensOutput & { hashes
     stablePrefix: r.stablePrefix,
     sliceFrom: (from) => text.slice(from),
   };
-  const ids = toArray(r.ids);
+  const ids = r.ids;
   const hashes = new Array<string>(r.hashes.length / HASH_HEX);
   for (let i = 0; i < hashes.length; i++) hashes[i] = r.hashes.slice(i * HASH_HEX, (i + 1) * HASH_HEX);
   return { ok: true, rendered, toks: { ...r.toks, ids }, hashes };

@@ -12,6 +12,9 @@
 // ("\n" + tool output + "\n", "user\n" + text): when that content is cached (the ledger counted
 // it, or another session sent it), the piece's ids are its head's, the content's and its tail's,
 // taken only when both seams are verified like any other seam.
+// The ids come back as one Uint32Array (its backing store off the V8 heap): a session's previous
+// call keeps them until its next one, and a number[] of 17k ids is 136 KB that every scavenge in
+// between copies and then promotes; a typed array is a small wrapper over the same values.
 import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
 import { lookupEncoded, peekEncoded, storeEncoded } from './encode-cache.ts';
@@ -50,7 +53,8 @@ function splitter(tok: TokenizerHandle): RegExp | null {
 }
 
 export interface SegmentTokens {
-  ids: number[];
+  /** One packed array of its own (never a view into another array's buffer: a pool thread transfers it). */
+  ids: Uint32Array;
   segments: number;
   /** Seams whose window encoding differed from the concatenation (re-encoded as whole text). */
   mergedSeams: number;
@@ -69,7 +73,7 @@ export interface TokenCuts {
 
 /** The previous call's result and how many leading characters its text shares with this one. */
 export interface TokenReuse {
-  ids: readonly number[];
+  ids: ArrayLike<number>;
   cuts: TokenCuts;
   sharedChars: number;
   /** text.slice(from) without copying the whole text (RenderResult.sliceFrom); optional. */
@@ -192,9 +196,11 @@ export function tokenizeBySegments(
       if (tail) {
         // One allocation for the whole id array (a copy of ~100k ids is cheap; growing one is not).
         const n = toks[k];
-        const ids = new Array<number>(n + tail.ids.length);
-        for (let i = 0; i < n; i++) ids[i] = reuse.ids[i];
-        for (let i = 0; i < tail.ids.length; i++) ids[n + i] = tail.ids[i];
+        const ids = new Uint32Array(n + tail.ids.length);
+        const prev = reuse.ids;
+        if (prev instanceof Uint32Array) ids.set(prev.subarray(0, n));
+        else for (let i = 0; i < n; i++) ids[i] = prev[i];
+        ids.set(tail.ids, n);
         const cuts = { chars: chars.slice(0, k + 1).concat(tail.cuts.chars), toks: toks.slice(0, k + 1) };
         for (const t of tail.cuts.toks) cuts.toks.push(n + t);
         return {
@@ -209,7 +215,7 @@ export function tokenizeBySegments(
     }
   }
   const r = fromPieces(tok, splitAtSpecials(tok, text), markChar, [], 0, { chars: [], toks: [] }, undefined)!;
-  return { ...r, reusedTokens: 0 };
+  return { ...r, ids: new Uint32Array(r.ids), reusedTokens: 0 };
 }
 
 /**
@@ -226,7 +232,7 @@ function fromPieces(
   base: number,
   cuts: TokenCuts,
   before: string | undefined,
-): Omit<SegmentTokens, 'reusedTokens'> | undefined {
+): (Omit<SegmentTokens, 'reusedTokens' | 'ids'> & { ids: number[] }) | undefined {
   let mergedSeams = 0;
   let tokensBeforeMark = ids.length;
   let chars = 0;

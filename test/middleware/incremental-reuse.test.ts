@@ -54,7 +54,9 @@ describe('incremental reuse', () => {
           tools,
         };
         const r = await p.process(req, ctx(i));
-        expect(r.promptTokenIds).toEqual(tok.encode(interpreter.interpret(r.body.messages, { tools: r.body.tools })));
+        expect(Array.from(r.promptTokenIds!)).toEqual(
+          tok.encode(interpreter.interpret(r.body.messages, { tools: r.body.tools })),
+        );
         if (i === 25) expect([r.prefix?.break_cause, r.prefix?.break_message_index]).toEqual(['history_edited', 4]);
         else if (i === 26) expect(r.prefix?.break_cause).toBe('history_edited');
         else if (i === 32) expect(r.prefix?.break_cause).toBe('truncated');
@@ -81,9 +83,19 @@ describe('incremental reuse', () => {
           cuts: first.cuts,
           sharedChars: prefix.length,
         });
-        expect(reused.ids).toEqual(tok.encode(second));
+        expect(Array.from(reused.ids)).toEqual(tok.encode(second));
         expect(reused.ids).toEqual(tokenizeBySegments(tok, second).ids);
         expect(reused.tokensBeforeMark).toBe(reused.ids.length);
+        // Packed ids own their whole buffer (a pool thread transfers it; a view would hand over more).
+        for (const r of [first, reused])
+          expect([r.ids.byteOffset, r.ids.buffer.byteLength]).toEqual([0, r.ids.length * 4]);
+        // Previous ids given as a plain array are copied the same way.
+        const fromPlain = tokenizeBySegments(tok, second, second.length, {
+          ids: Array.from(first.ids),
+          cuts: first.cuts,
+          sharedChars: prefix.length,
+        });
+        expect(fromPlain).toEqual(reused);
       }),
       { numRuns: 150 },
     );
