@@ -15,14 +15,17 @@
 //   render_pool.threads when a thread cannot (exit 2). An idle thread ends after IDLE_TIMEOUT_MS;
 //   the next big call starts it again. A job whose
 //   thread dies (out of memory, an exit) or fails runs once more on a fresh thread before the caller
-//   sees an error, unless the same tenant's same job (a hash of its tokenizer, template, messages
-//   and tools, taken only on failure) already failed: a prompt that kills its thread then costs one
-//   thread per request, not two, and the caller gets 500 `render_failed` (the last MAX_POISON
-//   such hashes are kept; a retry that succeeds clears its hash).
-// - Failure budget: a tenant whose jobs ended or failed `max_failures_per_tenant` threads in the
-//   last FAILURE_WINDOW_MS gets 429 `tenant_render_failures` for its big calls until the oldest of
-//   those is that old: varying the prompt defeats the poison hashes, not this, so one tenant cannot
-//   keep the pool restarting threads (a second each, plus the tokenizer load) for everyone else.
+//   sees 422 `render_failed` (the prompt is the cause: SDKs do not retry a 4xx). Such a job's hash
+//   (its tenant, tokenizer, template, messages and tools) is remembered, at most
+//   MAX_POISON_PER_TENANT per tenant for MAX_POISON_TENANTS tenants: the same job again is refused
+//   with 422 `render_failed_before` without a thread. A job is hashed on failure, and before it
+//   runs only when its tenant has such hashes (a cost only tenants with a crashing prompt pay).
+// - Failure budget: a tenant whose distinct jobs ended or failed threads `max_failures_per_tenant`
+//   times in the last FAILURE_WINDOW_MS (a job and its retry count once: at most two threads each)
+//   gets 429 `tenant_render_failures` for its big calls until the oldest of those is that old:
+//   varying the prompt defeats the poison hashes, not this, so one tenant cannot keep the pool
+//   restarting threads (a second each, plus the tokenizer load) for everyone else. A client's
+//   retries of one crashing prompt cost nothing, so its tenant's other big prompts still run.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
@@ -47,8 +50,10 @@ const IDLE_TIMEOUT_MS = 10 * 60_000;
 /** How long close() waits for running jobs before ending the threads. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
-/** Jobs remembered as having failed on a render thread (oldest forgotten first). */
-const MAX_POISON = 1024;
+/** Jobs of one tenant remembered as having failed on a render thread (oldest forgotten first). */
+export const MAX_POISON_PER_TENANT = 32;
+/** Tenants whose failed jobs are remembered (the one remembered longest is forgotten first). */
+const MAX_POISON_TENANTS = 1024;
 
 /** Thread failures of one tenant are counted over this window (render_pool.max_failures_per_tenant). */
 export const FAILURE_WINDOW_MS = 60_000;
@@ -174,7 +179,14 @@ const overShare = (): GatewayError =>
 const renderFailed = (): GatewayError =>
   new GatewayError(
     'render_failed',
-    'rendering this prompt ended or failed its render thread twice; it is not retried (a prompt too large or malformed for the tokenizer)',
+    'rendering this prompt ended or failed its render thread twice (a prompt too large or malformed for the tokenizer); do not retry it unchanged',
+    null,
+  );
+
+const renderFailedBefore = (): GatewayError =>
+  new GatewayError(
+    'render_failed_before',
+    'this prompt ended or failed its render thread on an earlier request (a prompt too large or malformed for the tokenizer); it is refused without rendering',
     null,
   );
 
@@ -204,8 +216,22 @@ export function createRenderPool(
   });
   const perTenant = new Map<string, number>();
   let retries = 0;
-  /** Jobs (tenant and content hash) that failed on a thread once: not retried again. */
-  const poisoned = new Set<string>();
+  /** Per tenant: hashes of jobs that failed on a thread (jobHash), oldest first; refused from then on. */
+  const poisoned = new Map<string, Set<string>>();
+  const poison = (tenant: string, h: string): void => {
+    let set = poisoned.get(tenant);
+    if (!set) {
+      if (poisoned.size >= MAX_POISON_TENANTS) poisoned.delete(poisoned.keys().next().value!);
+      set = new Set();
+      poisoned.set(tenant, set);
+    }
+    set.add(h);
+    if (set.size > MAX_POISON_PER_TENANT) set.delete(set.values().next().value!);
+  };
+  const unpoison = (tenant: string, h: string): void => {
+    const set = poisoned.get(tenant);
+    if (set?.delete(h) && set.size === 0) poisoned.delete(tenant);
+  };
   /** Per tenant: when its jobs ended or failed a thread, oldest first, within FAILURE_WINDOW_MS. */
   const failures = new Map<string, number[]>();
   const recentFailures = (tenant: string, now: number): number[] => {
@@ -294,6 +320,9 @@ export function createRenderPool(
     pending: () => lanes.reduce((n, l) => n + l.pending, 0),
     async run(job, { tenant, affinity }) {
       if (closed) throw new GatewayError('shutting_down', 'the gateway is shutting down');
+      // Hashed up front only for a tenant with a known crashing prompt; otherwise on failure.
+      let h = poisoned.has(tenant) ? jobHash(tenant, job) : undefined;
+      if (h !== undefined && poisoned.get(tenant)!.has(h)) throw renderFailedBefore();
       const now = Date.now();
       const recent = recentFailures(tenant, now);
       if (recent.length >= cfg.max_failures_per_tenant)
@@ -351,24 +380,22 @@ export function createRenderPool(
           const spent = failed(tenant);
           revive(lane);
           // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
-          // fresh one; the job runs once more there before the caller sees an error, unless this
-          // very job already failed once (a poison prompt must not take two threads each time) or
-          // the tenant's failure budget is spent.
-          const h = jobHash(tenant, job);
-          if (spent || poisoned.has(h)) throw renderFailed();
-          poisoned.add(h);
-          if (poisoned.size > MAX_POISON) poisoned.delete(poisoned.values().next().value!);
+          // fresh one; the job runs once more there before the caller sees an error, unless the
+          // tenant's failure budget is spent. Remembered, the same job never takes a thread again.
+          h ??= jobHash(tenant, job);
+          poison(tenant, h);
+          if (spent) throw renderFailed();
           retries++;
           let reply: OffloadReply;
           try {
             reply = await attempt();
           } catch (again) {
             if (closed || again instanceof GatewayError) throw again;
-            failed(tenant);
+            // Not counted again: the budget counts distinct prompts (this one is remembered).
             revive(lane);
             throw renderFailed();
           }
-          poisoned.delete(h);
+          unpoison(tenant, h);
           return reply;
         }
       } finally {

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
+import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
@@ -100,7 +101,7 @@ describe('render pool robustness', () => {
     expect(p.retries()).toBe(1);
   }, 120_000);
 
-  it('a job that ends its thread runs once more, then fails with render_failed; the same job again takes one thread', async () => {
+  it('a job that ends its thread runs once more, then fails with render_failed; the same job again takes no thread', async () => {
     const p = createRenderPool(
       { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 },
       DYING,
@@ -110,12 +111,34 @@ describe('render pool robustness', () => {
     poison.input.messages[1].content += ' END-THIS-THREAD';
     expect(await settle(p.run(poison, { tenant: 'a', affinity: 's' }))).toBe('render_failed');
     expect(p.retries()).toBe(1); // the first death is retried on a fresh thread
-    expect(await settle(p.run(poison, { tenant: 'a', affinity: 's' }))).toBe('render_failed');
-    expect(p.retries()).toBe(1); // a known poison job is not retried: one thread, not two
+    expect(await settle(p.run(poison, { tenant: 'a', affinity: 's' }))).toBe('render_failed_before');
+    expect(p.retries()).toBe(1); // a known poison job is refused before it takes a thread
     // another tenant's same prompt is its own (one retry), and a harmless job still renders
     expect(await settle(p.run(poison, { tenant: 'b', affinity: 's' }))).toBe('render_failed');
     expect(p.retries()).toBe(2);
     expect(await settle(p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }))).toBe('ok');
+  }, 120_000);
+
+  it("a tenant's failure budget counts distinct crashing prompts once each, resends not at all", async () => {
+    const p = createRenderPool(
+      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 2 },
+      DYING,
+    )!;
+    pools.push(p);
+    const poison = (seed: number) => {
+      const j = job(1_000, seed);
+      j.input.messages[1].content += ' END-THIS-THREAD';
+      return j;
+    };
+    // One prompt (two thread deaths: the job and its retry), resent five times: one of a's two.
+    expect(await settle(p.run(poison(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
+    for (let i = 0; i < 5; i++)
+      expect(await settle(p.run(poison(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed_before');
+    expect(await settle(p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }))).toBe('ok');
+    // A second distinct crashing prompt spends the budget.
+    expect(await settle(p.run(poison(7), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
+    expect(await settle(p.run(job(1_000, 8), { tenant: 'a', affinity: 's' }))).toBe('tenant_render_failures');
+    expect(await settle(p.run(job(1_000, 9), { tenant: 'b', affinity: 's' }))).toBe('ok');
   }, 120_000);
 
   it('jobs waiting behind a job that ends its thread still run (Piscina starts no thread by itself)', async () => {
@@ -271,9 +294,16 @@ describe('render pool admission over sockets', () => {
     };
     // A's prompt ends its thread, and the fresh thread's retry too: a shaped error of its own.
     const poison = await post(keys.a, `${text(100_000, 1)} END-THIS-THREAD`);
-    expect(poison).toMatchObject({ status: 500, code: 'render_failed', type: 'server_error' });
+    expect(poison).toMatchObject({ status: 422, code: 'render_failed', type: 'invalid_request_error' });
     expect(gw.assembled.renderPool!.retries()).toBe(1);
-    // Two threads ended by A: its budget is spent, so even a harmless big prompt of A's is refused ...
+    // Resent, it is refused without a thread; a second distinct crashing prompt spends A's budget.
+    expect(await post(keys.a, `${text(100_000, 1)} END-THIS-THREAD`)).toMatchObject({
+      status: 422,
+      code: 'render_failed_before',
+    });
+    expect(gw.assembled.renderPool!.retries()).toBe(1);
+    expect(await post(keys.a, `${text(100_000, 4)} END-THIS-THREAD`)).toMatchObject({ status: 422 });
+    // A's budget is spent, so even a harmless big prompt of A's is refused ...
     const refused = await post(keys.a, text(100_000, 2));
     expect(refused).toMatchObject({ status: 429, code: 'tenant_render_failures' });
     expect(Number(refused.retry)).toBeGreaterThanOrEqual(1);
@@ -282,6 +312,55 @@ describe('render pool admission over sockets', () => {
     expect(await post(keys.a, 'a small question')).toMatchObject({ status: 200 });
     expect(up.received).toBe(2);
   }, 180_000);
+
+  it("a crashing prompt resent by the OpenAI SDK (default retries) costs its tenant one budget unit: the tenant's other big prompts and other tenants still run", async () => {
+    up = await startFakeUpstream({ name: 'w' });
+    const keys = { a: 'sk-sdk-tenant-a-0123456789', b: 'sk-sdk-tenant-b-0123456789' };
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: {
+        mode: 'keys',
+        keys: [
+          { key: sha(keys.a), tenant: 'a' },
+          { key: sha(keys.b), tenant: 'b' },
+        ],
+      },
+      health: { interval_ms: 0 },
+      // max_failures_per_tenant at its default (4)
+      render_pool: { threads: 1 },
+      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
+    });
+    gw = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: DYING });
+    // Every HTTP answer the SDK sees, retries included.
+    const seen: number[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      seen.push(res.status);
+      return res;
+    };
+    const client = (key: string) => new OpenAI({ baseURL: `${gw!.url}/v1`, apiKey: key, fetch: recording });
+    const ask = async (key: string, content: string): Promise<string> => {
+      try {
+        await client(key).chat.completions.create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content }] });
+        return 'ok';
+      } catch (err) {
+        return err instanceof OpenAI.APIError ? `${err.status} ${err.code}` : `error:${(err as Error).message}`;
+      }
+    };
+    const poison = `${text(100_000, 1)} END-THIS-THREAD`;
+    expect(await ask(keys.a, poison)).toBe('422 render_failed');
+    // The agent resends it, as agents do; each is refused without a thread, and never retried.
+    expect(await ask(keys.a, poison)).toBe('422 render_failed_before');
+    expect(await ask(keys.a, poison)).toBe('422 render_failed_before');
+    expect(seen).toEqual([422, 422, 422]);
+    expect(gw.assembled.renderPool!.retries()).toBe(1);
+    // Tenant a's other big prompts (other sessions, other users) still render; so do b's.
+    for (let i = 2; i < 6; i++) expect(await ask(keys.a, text(100_000, i))).toBe('ok');
+    expect(await ask(keys.b, text(100_000, 9))).toBe('ok');
+    expect(await ask(keys.b, poison)).toBe('422 render_failed');
+    expect(seen.slice(3)).toEqual([200, 200, 200, 200, 200, 422]);
+    expect(up.received).toBe(5);
+  }, 240_000);
 
   it('start-up warms the pool: threads are running when the gateway listens; a thread that cannot render fails start naming render_pool.threads and the model', async () => {
     up = await startFakeUpstream({ name: 'w' });
