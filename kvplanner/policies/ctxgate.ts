@@ -65,7 +65,8 @@ import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerVie
 export const MAX_SESSION_TTL_S = 2_592_000;
 
 export const CTXGATE_DEFAULTS = {
-  /** load bound: no worker above (1+ε)·mean + 1 requests in flight. Under a long queue a cache
+  /** load bound: no worker above (1+ε)·mean + 1 requests in flight (a session's home up to
+   *  sticky_slack more). Under a long queue a cache
    *  hit saves work for every request behind it, while the queues even out again through the
    *  calls that match nothing; a tight bound (0.25) sent conversations' next turns elsewhere */
   epsilon: 0.75,
