@@ -13,6 +13,10 @@
 // - when the only message after the stable prefix is the gateway's trailing system note, the
 //   stable rendering is the full one minus the note's probed wrapping (no third render).
 // Cost: usually one render of root + K..MAX_WINDOW + new messages instead of one of all messages.
+// Memory: a memo lives until the session's next call (~0.3 s under load: long enough to be copied
+// by scavenges and promoted), so it holds no slice of this call's window rendering: the window
+// text is kept packed in bytes (off the V8 heap) and the stable addition as its own copy (a slice
+// would keep the whole ~15 kB rendering alive, and through textNoGen's chain, every call's).
 import type { TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
 
@@ -27,8 +31,8 @@ export interface RenderMemo {
   hashes: string[];
   contextKey: string;
   textNoGen: string;
-  /** Rendering (no generation prompt) of root ⊕ messages[start, hashes.length). */
-  window?: { start: number; text: string };
+  /** Rendering (no generation prompt) of root ⊕ messages[start, hashes.length), packed. */
+  window?: { start: number; text: PackedText };
   /** The last part appended to textNoGen (so its end can be read without flattening it). */
   lastPart?: string;
 }
@@ -45,6 +49,28 @@ export interface RenderResult {
    * is a concatenation of a ~100 kB history and a small tail, and slicing it whole would copy it.
    */
   sliceFrom(from: number): string;
+}
+
+/** A string's characters in bytes: one a character when all are ASCII, else UTF-16 code units
+ *  (lossless, lone surrogates included). A plain Uint8Array, so it survives structured cloning. */
+export interface PackedText {
+  bytes: Uint8Array;
+  latin1: boolean;
+}
+
+export function packText(s: string): PackedText {
+  const latin1 = Buffer.byteLength(s, 'utf8') === s.length;
+  return { bytes: Buffer.from(s, latin1 ? 'latin1' : 'utf16le'), latin1 };
+}
+
+export function unpackText(p: PackedText): string {
+  const { bytes } = p;
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(p.latin1 ? 'latin1' : 'utf16le');
+}
+
+/** A copy of s sharing no storage with the string it was sliced from (a flattened cons, re-sliced). */
+function ownCopy(s: string): string {
+  return s.length < 16 ? s : (' ' + s).slice(1);
 }
 
 interface TemplateHealth {
@@ -218,7 +244,7 @@ export function renderPrompt(
       p - memo.window.start <= MAX_WINDOW;
     const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
     const windowMsgs = messages.slice(0, rootEnd).concat(messages.slice(start, p));
-    const a = keep ? memo.window!.text : r(windowMsgs, false);
+    const a = keep ? unpackText(memo.window!.text) : r(windowMsgs, false);
     const b = r(windowMsgs.concat(messages.slice(p)), true);
     const checkNow = h.used % VERIFY_EVERY === 0;
     let c: string | undefined;
@@ -234,7 +260,7 @@ export function renderPrompt(
     if (b.startsWith(a) && c.startsWith(a) && b.endsWith(suffix)) {
       const base = memo.textNoGen;
       const added = b.slice(a.length);
-      const stableAdded = c.slice(a.length);
+      const stableAdded = ownCopy(c.slice(a.length));
       const text = base + added;
       // Where memo.lastPart starts in `base`: slices from there on avoid flattening `base`.
       const partAt = memo.lastPart !== undefined ? base.length - memo.lastPart.length : base.length;
@@ -245,7 +271,7 @@ export function renderPrompt(
           hashes: stableHashes,
           contextKey,
           textNoGen: base + stableAdded,
-          window: { start, text: c },
+          window: { start, text: packText(c) },
           lastPart: stableAdded,
         },
         mode: 'incremental',
