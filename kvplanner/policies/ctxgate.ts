@@ -5,8 +5,12 @@
 //               prompt only once all its blocks are free, so it waits for running requests),
 // where the miss tokens are the prompt blocks the prefix index says w does not hold, under a
 // bounded load (no worker above (1+ε)·mean + 1 in flight, after Mirrokni et al.; a session's
-// home up to sticky_slack more). Branches:
-//   sticky        the session's worker still has room → keep it (its cache holds the conversation)
+// home up to sticky_slack more) and, for a session's home and a new session's, a bound in time:
+// no expected start later than (1+ε)·the fastest worker's + one prefill of the prompt there (a
+// worker prefilling another tenant's 240k-token prompt has one request in flight, room by count,
+// and 24 s of work before this call). Branches:
+//   sticky        the session's worker still has room and starts the call within the bound in
+//                 time → keep it (its cache holds the conversation)
 //                 It stays there up to sticky_slack requests past the bound while it is still
 //                 the faster start (the detour re-prefills the conversation; a few extra
 //                 requests hardly queue on a batching engine).
@@ -17,9 +21,10 @@
 //   prefix_match  no session pin, but one worker holds a part of this prompt that is not common
 //                 (≥ min_unique_tokens beyond the runner-up worker's depth; for a new session
 //                 also beyond a root other prompts branch from) → that worker
-//   new_session   new session → the worker with the least live sessions per KV capacity
-//                 (ties: lowest TTFT). A hot shared root thus gets replicated onto every worker
-//                 instead of pulling all sessions onto the first worker that cached it.
+//   new_session   new session → among the workers within the bound in time, the one with the
+//                 least live sessions per KV capacity (ties: lowest TTFT). A hot shared root
+//                 thus gets replicated onto every worker instead of pulling all sessions onto
+//                 the first worker that cached it.
 //   balance       no session, nothing unique cached → lowest TTFT (ties: emptiest index)
 // For a new session a shared root (blocks two prompts share) counts as cached on every worker;
 // a call without a session counts only what the runner-up worker holds as common: the prefix two
@@ -39,8 +44,10 @@
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, docs/architecture.md, "Cost arithmetic"). The index keeps every
 // index_stride-th block hash (64-token resolution). Cost per decision: sticky O(n) reads of
 // in-flight counts (the load bound) and 2–3 index lookups when the home holds the session's
-// previous prompt (else O(log b)); other branches add O(n) over workers and O(k log b) index
-// lookups (PrefixIndex.matchAll); observe() O(log b + new blocks).
+// previous prompt (else O(log b)), plus O(n) start estimates when the home's own exceeds one
+// prefill of the prompt (the other branches' cost when that does not settle it); other branches
+// add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
+// O(log b + new blocks).
 // Settings: see CTXGATE_DEFAULTS. index_capacity_factor 4 and kv_pressure_s 100 were chosen
 // with the fleet simulator (Mooncake conversation half, 8 workers, 200k and 1M KV tokens, rate
 // ×1 and ×2; sweep over factor 1/2/4/8/16/32, kv_pressure_s 0/10/30/100/200/300, ε 0.1–1): p90
@@ -166,6 +173,8 @@ export class CtxgatePolicy implements Policy {
   private bySlot: number[] = [];
   private readonly slots: number[] = [];
   private readonly depth: number[] = [];
+  /** scratch for leastSessions: each worker's expected start */
+  private readonly starts: number[] = [];
   private readonly missListeners: Array<(key: string) => void> = [];
   /** worker id → position in the last worker list seen (positionOf) */
   private readonly positions = new Map<string, number>();
@@ -270,14 +279,19 @@ export class CtxgatePolicy implements Policy {
     let idx: number;
     let branch: CtxgateBranch;
     let held: number;
+    let homeHeld = -1;
     if (pinnedIdx >= 0 && hasRoom(workers[pinnedIdx], cap)) {
-      // the common case stays O(log n): only the pinned worker's depth is needed
-      idx = pinnedIdx;
-      branch = 'sticky';
-      const w = workers[idx];
+      const w = workers[pinnedIdx];
       if (this.guessing(w.id)) this.index.prepare(w.id, this.indexBlocks(w, blockTokens));
       // the session's previous prompt is most likely what its home holds: two lookups, not log b
-      held = this.index.matchLength(w.id, hashes, Math.floor(pin!.tokens / blockTokens));
+      homeHeld = this.index.matchLength(w.id, hashes, Math.floor(pin!.tokens / blockTokens));
+    }
+    // the common case stays O(log n): only the pinned worker's depth is needed, unless the home's
+    // queued prefill work (another session's huge prompt) makes it start later than the bound in time
+    if (homeHeld >= 0 && this.startsInTime(workers, pinnedIdx, promptTokens, homeHeld * blockTokens)) {
+      idx = pinnedIdx;
+      branch = 'sticky';
+      held = homeHeld;
     } else {
       const depth = this.depths(workers, hashes, blockTokens);
       if (pinnedIdx >= 0) {
@@ -286,8 +300,8 @@ export class CtxgatePolicy implements Policy {
         // each one's missing tail every trip: once a detour target already holds most of what
         // the home holds (an earlier detour put it there), the session moves instead
         branch = this.movable(depth[idx], depth[pinnedIdx], hashes, blockTokens) ? 'migrate' : 'overflow';
-        if (
-          idx !== pinnedIdx &&
+        if (idx === pinnedIdx) branch = 'sticky';
+        else if (
           this.worthStaying(
             workers[pinnedIdx],
             workers[idx],
@@ -295,6 +309,7 @@ export class CtxgatePolicy implements Policy {
             promptTokens,
             depth[pinnedIdx] * blockTokens,
             depth[idx] * blockTokens,
+            homeHeld >= 0,
           )
         ) {
           idx = pinnedIdx;
@@ -393,12 +408,42 @@ export class CtxgatePolicy implements Policy {
     prompt: number,
     homeHeld: number,
     altHeld: number,
+    homeHasRoom: boolean,
   ): boolean {
-    if (this.stickySlack === 0 || !hasRoom(home, cap + this.stickySlack)) return false;
-    // the gateway's queued figure counts whole prompts, cached ones included: the home's own
-    // sessions would make it look busiest exactly when its cache saves the most. Only a queue
-    // the engine reports (scraped) counts here.
+    const homeT = this.ttft(home, prompt, Math.min(homeHeld, prompt));
+    const inTime = homeT <= this.tolerated(home, prompt, this.ttft(alt, prompt, Math.min(altHeld, prompt)));
+    // within the bound in requests, the bound in time decides (startsInTime found it over that)
+    if (homeHasRoom) return inTime;
+    if (this.stickySlack === 0 || !hasRoom(home, cap + this.stickySlack) || !inTime) return false;
+    // past the bound in requests, the home must also be the faster start by what its engine
+    // reports: a few requests more hardly queue on a batching engine, a reported queue does
     return this.scrapedStart(home, prompt, homeHeld) <= this.scrapedStart(alt, prompt, altHeld);
+  }
+
+  /**
+   * The load bound in time: the latest expected start tolerated on `w` when the fastest worker
+   * starts at `best` s: (1+ε)·best plus one prefill of this prompt on `w` (the time analogue of the
+   * bound's +1 request). The bound in requests alone lets a worker take a small call while it
+   * prefills another tenant's 240k-token prompt (one request in flight), and the call waits for it.
+   */
+  private tolerated(w: WorkerView, prompt: number, best: number): number {
+    return (1 + this.epsilon) * best + prompt / this.tps(w.id);
+  }
+
+  /**
+   * Whether the session's home (within the bound in requests) starts this call within the bound in
+   * time of every other worker. O(1) while the home's expected start is under one prefill of the
+   * prompt, else O(n) with each other worker's start as if it held the whole prompt (a lower bound
+   * on its real one); false only when that cannot settle it (then the caller compares real starts).
+   */
+  private startsInTime(workers: readonly WorkerView[], home: number, prompt: number, held: number): boolean {
+    const w = workers[home];
+    const homeT = this.ttft(w, prompt, Math.min(held, prompt));
+    if (homeT <= this.tolerated(w, prompt, 0)) return true;
+    let best = Infinity;
+    for (let i = 0; i < workers.length; i++)
+      if (i !== home) best = Math.min(best, this.ttft(workers[i], prompt, prompt));
+    return homeT <= this.tolerated(w, prompt, best);
   }
 
   /** Start time on `w` counting only the queue its engine reports. A method, not a closure in
@@ -496,19 +541,28 @@ export class CtxgatePolicy implements Policy {
     blockTokens: number,
     floor: number,
   ): number {
+    const n = workers.length;
+    const t = this.starts;
+    t.length = n;
+    let fastest = Infinity;
+    for (let i = 0; i < n; i++) {
+      t[i] = this.ttft(workers[i], prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
+      if (hasRoom(workers[i], cap)) fastest = Math.min(fastest, t[i]);
+    }
     let best = -1;
     let b0 = Infinity;
     let b1 = Infinity;
     let b2 = Infinity;
-    for (let k = 0; k < workers.length; k++) {
-      const i = (start + k) % workers.length;
+    for (let k = 0; k < n; k++) {
+      const i = (start + k) % n;
       const w = workers[i];
-      if (!hasRoom(w, cap)) continue;
+      // the bound in time too: a worker busy prefilling a huge prompt is no home for a new session
+      if (!hasRoom(w, cap) || t[i] > this.tolerated(w, prompt, fastest)) continue;
       const capTokens = Math.max(1, this.index.capacityOfSlot(this.slots[i]) * blockTokens);
       const l = this.affinity.load(w.id);
       const k0 = l.sessions / capTokens;
       const k1 = l.tokens / capTokens;
-      const k2 = this.ttft(w, prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
+      const k2 = t[i];
       if (k0 < b0 || (k0 === b0 && (k1 < b1 || (k1 === b1 && k2 < b2)))) {
         best = i;
         b0 = k0;

@@ -144,6 +144,44 @@ describe('ctxgate branches', () => {
     expect(far.worker.id).not.toBe(home.id);
   });
 
+  it("a session's home busy prefilling another tenant's huge prompt loses a small call to an idle worker; the pin stays", () => {
+    // 3 workers, the default ε 0.75: with one request in flight the bound in requests is
+    // floor(1.75·2/3 + 1) = 2, so the home has room by count while it prefills 240,000 tokens
+    // (24 s at 10,000 tokens/s) and the call (704 tokens, 576 cached at home) would wait for them
+    const p = new CtxgatePolicy();
+    const ws = workers(3);
+    const home = route(p, ws, call(0, 0)).worker;
+    home.inFlight = 1;
+    // a small queue stays within the bound in time: home 0.15 + 0.0128 + 0.002 s ≤ 1.75 × 0.0704
+    // (an idle worker re-prefilling the whole prompt) + 0.0704 s (one prefill of the prompt)
+    home.queuedPrefillTokens = 1_500;
+    const near = route(p, ws, call(0, 1));
+    expect([near.branch, near.worker.id]).toEqual(['sticky', home.id]);
+    home.queuedPrefillTokens = 240_000;
+    const busy = p.select(ws, call(0, 2))!;
+    expect(busy.branch).toBe('overflow');
+    expect(busy.worker.id).not.toBe(home.id);
+    expect(busy.worker.queuedPrefillTokens).toBe(0);
+    // the detour does not move the session: once the home's queue is gone it comes back
+    home.queuedPrefillTokens = 0;
+    home.inFlight = 0;
+    const back = route(p, ws, call(0, 3));
+    expect([back.branch, back.worker.id]).toEqual(['sticky', home.id]);
+  });
+
+  it('a new session is not placed on a worker busy prefilling a huge prompt, even one with the fewest sessions', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(3);
+    ws[0].inFlight = 1; // within the bound in requests (2), but 24 s of prefill queued
+    ws[0].queuedPrefillTokens = 240_000;
+    const placed = [1, 2, 3, 4].map((s) => route(p, ws, call(s, 0)));
+    expect(placed.map((c) => c.branch)).toEqual(['new_session', 'new_session', 'new_session', 'new_session']);
+    expect(placed.filter((c) => c.worker.id === 'w0')).toEqual([]);
+    // its queue drained, it is the one with the fewest sessions again
+    ws[0].queuedPrefillTokens = 0;
+    expect(route(p, ws, call(5, 0)).worker.id).toBe('w0');
+  });
+
   it('balance prefers the worker whose queue clears first', () => {
     const p = new CtxgatePolicy({ prefill_tokens_per_s: 1000 });
     const ws = workers(3);
