@@ -7,13 +7,12 @@
 // indentation runs, so a bounded map from pre-token to mapped string turns most of the mapping
 // into one lookup, and the one-level flattening becomes a plain loop. Exact: the mapping is a pure
 // function of its input string (its settings are fixed at load) and the flattening keeps flat()'s
-// one-level semantics. O(1) per pre-token on a hit; memory bounded by MEMO_ENTRIES keys of at most
-// MEMO_MAX_CHARS characters (the map is dropped whole when full: a generation cache).
+// one-level semantics. O(1) per pre-token on a hit; memory bounded by PIECE_MEMO_MAX_BYTES per
+// ByteLevel pre-tokenizer (piece-memo.ts: a generation cache dropped whole when full).
+import { PIECE_MEMO_MAX_CHARS, PieceMemo } from './piece-memo.ts';
 
-/** Pre-tokens remembered per ByteLevel pre-tokenizer before the memo starts over. */
-export const MEMO_ENTRIES = 50_000;
-/** Longer pre-tokens are mapped without the memo (rare, and they would crowd it). */
-export const MEMO_MAX_CHARS = 64;
+/** Heap per mapped string beyond its characters (a string header and its array slot). */
+const MAPPED_STRING_BYTES = 32;
 
 interface PreTokenizerLike {
   pre_tokenize_text?: (text: string, options?: unknown) => unknown[];
@@ -39,27 +38,27 @@ function flatLoop(node: PreTokenizerLike, text: (s: string, options?: unknown) =
  * Memoises every ByteLevel pre-tokenizer under `root` (a Sequence holds its stages in
  * `tokenizers`) and replaces flat() by a loop in every stage; returns how many were memoised.
  */
-export function memoiseByteLevel(root: unknown): number {
+export function memoiseByteLevel(root: unknown, maxBytes?: number): number {
   const node = root as PreTokenizerLike | null | undefined;
   // the library's pre-tokenizers are callable objects (functions)
   if (!node || (typeof node !== 'object' && typeof node !== 'function')) return 0;
   let n = 0;
-  if (Array.isArray(node.tokenizers)) for (const t of node.tokenizers) n += memoiseByteLevel(t);
+  if (Array.isArray(node.tokenizers)) for (const t of node.tokenizers) n += memoiseByteLevel(t, maxBytes);
   const inner = node.pre_tokenize_text?.bind(node);
   if (!inner) return n;
   if (node.byte_encoder === undefined || node.text_encoder === undefined) {
     flatLoop(node, inner);
     return n;
   }
-  let memo = new Map<string, unknown[]>();
+  const memo = new PieceMemo<unknown[]>(maxBytes);
   // Returns the memo's own array: callers copy it.
   const mapped = (text: string, options?: unknown): unknown[] => {
-    if (text.length > MEMO_MAX_CHARS) return inner(text, options);
+    if (text.length > PIECE_MEMO_MAX_CHARS) return inner(text, options);
     let out = memo.get(text);
     if (!out) {
       out = inner(text, options);
-      if (memo.size >= MEMO_ENTRIES) memo = new Map();
-      memo.set(text, out);
+      // The mapped strings: about 1 character per UTF-16 unit of the text, up to 3 per unit, 2 bytes each.
+      memo.set(text, out, out.length * MAPPED_STRING_BYTES + 6 * text.length);
     }
     return out;
   };

@@ -11,13 +11,12 @@
 // Applies only where that independence holds by construction: a BPE model without unknown-token
 // fusing, a Sequence pre-tokenizer ending in ByteLevel, no lowercasing or space removal, the base class's encode path.
 // The caller still checks results against the library (hf-handle.ts). O(n) per text plus BPE per
-// piece not seen before; memory bounded by MEMO_ENTRIES pieces of at most MEMO_MAX_CHARS chars
-// (the map is dropped whole when full: a generation cache).
+// piece not seen before; memory bounded by PIECE_MEMO_MAX_BYTES per tokenizer and thread
+// (piece-memo.ts: a generation cache dropped whole when full).
+import { PieceMemo } from './piece-memo.ts';
 
-/** Pieces remembered per tokenizer before the memo starts over. */
-export const MEMO_ENTRIES = 100_000;
-/** Longer pieces are encoded without the memo (rare, and they would crowd it). */
-export const MEMO_MAX_CHARS = 64;
+/** Heap per id in a number[] (8-byte elements). */
+const ID_BYTES = 8;
 
 interface PreTokenizerLike {
   pre_tokenize: (input: string | string[], options?: unknown) => string[];
@@ -63,7 +62,10 @@ function definedOnce(obj: object, name: string): boolean {
 
 /** The fast encode (text → ids, as tok.encode(text, { add_special_tokens: false }) should give),
  * or undefined where the tokenizer is not of the shape above. */
-export function fastBpeEncoder(library: unknown): ((text: string) => number[]) | undefined {
+export function fastBpeEncoder(
+  library: unknown,
+  memo: PieceMemo<readonly number[]> = new PieceMemo(),
+): ((text: string) => number[]) | undefined {
   const tok = library as LibraryTokenizer;
   if (!tok || (typeof tok !== 'object' && typeof tok !== 'function')) return undefined;
   const { added_tokens_splitter: splitter, added_tokens_map: addedMap, model, pre_tokenizer: pre } = tok;
@@ -82,15 +84,11 @@ export function fastBpeEncoder(library: unknown): ((text: string) => number[]) |
   if (last.byte_encoder === undefined || last.text_encoder === undefined) return undefined;
   const normalizer = tok.normalizer;
 
-  let memo = new Map<string, readonly number[]>();
   const pieceIds = (piece: string, options: unknown): readonly number[] => {
     const known = memo.get(piece);
     if (known) return known;
     const ids = model.convert_tokens_to_ids(model(last.pre_tokenize([piece], options)));
-    if (piece.length <= MEMO_MAX_CHARS) {
-      if (memo.size >= MEMO_ENTRIES) memo = new Map();
-      memo.set(piece, ids);
-    }
+    memo.set(piece, ids, ids.length * ID_BYTES);
     return ids;
   };
 

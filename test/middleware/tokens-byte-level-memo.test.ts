@@ -8,7 +8,8 @@ import { resolve } from 'node:path';
 import { TokenizerLoader } from '@lenml/tokenizers';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MEMO_ENTRIES, memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
+import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
+import { PIECE_MEMO_ENTRY_BYTES, PIECE_MEMO_MAX_BYTES } from '../../middleware/tokens/piece-memo.ts';
 import { BUNDLED_TOKENIZERS } from '../../middleware/tokens/registry.ts';
 
 const require = createRequire(import.meta.url);
@@ -82,7 +83,8 @@ describe('byte-level memo', () => {
     a.push('x');
     expect(node.pre_tokenize_text('ab')).toEqual(['ab', 'ab']);
     expect(calls).toBe(1);
-    for (let i = 0; i <= MEMO_ENTRIES; i++) node.pre_tokenize_text(`k${i}`);
+    // every entry costs more than PIECE_MEMO_ENTRY_BYTES: this many cross the byte bound
+    for (let i = 0; i <= PIECE_MEMO_MAX_BYTES / PIECE_MEMO_ENTRY_BYTES; i++) node.pre_tokenize_text(`k${i}`);
     calls = 0;
     node.pre_tokenize_text('ab'); // the generation that held it was dropped
     expect(calls).toBe(1);
