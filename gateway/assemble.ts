@@ -35,6 +35,7 @@ import { tracingFromEnv, type Tracing } from './telemetry/tracing.ts';
 import { rateLimitedWarn } from './telemetry/warn-every.ts';
 import { checkModels } from './startup-checks.ts';
 import { createRenderPool, type RenderPool, type WarmProbe } from './workers-pool/pool.ts';
+import { onFastMismatch } from '../middleware/tokens/hf-handle.ts';
 import { createReporting, type Reporting, type ReportingOptions } from './accounting/routes/reporting.ts';
 
 export interface AssembleOptions {
@@ -208,6 +209,14 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
 
   const registerRoutes = (app: FastifyInstance, ctx: GatewayContext): void => {
     reporting?.deps.registerRoutes(app, ctx);
+    // The fast path switches itself off on a mismatch (ids stay the library's): operators hear of it once.
+    const stopMismatchWarn = onFastMismatch((m) =>
+      app.log.warn(
+        { component: 'tokens', tokenizer: m.tokenizer, chars: m.chars, reason: m.reason },
+        'tokenizer fast path gave other ids than the library: switched off for this tokenizer',
+      ),
+    );
+    ctx.onShutdown(() => stopMismatchWarn(), 'fast-mismatch-warn');
     void app.register(async (scope) => {
       await registerBreakRoutes(scope, { store, tenantOf });
       await registerInvalidateRoutes(scope, { store, authTenant: tenantOf });

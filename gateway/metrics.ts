@@ -2,6 +2,7 @@
 // labels) so other parts only increment typed handles. One Registry per gateway keeps tests apart.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { RECEIPT_METRICS } from '../middleware/chain.ts';
+import { fastEncodeCounts } from '../middleware/tokens/hf-handle.ts';
 import { nativeRenderStats } from '../middleware/tokens/native-render.ts';
 import type { Receipt } from '../middleware/types.ts';
 
@@ -142,6 +143,18 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
         this.inc({ outcome: 'rendered' }, s.rendered);
         this.inc({ outcome: 'checked' }, s.checked);
         this.inc({ outcome: 'mismatched' }, s.mismatches);
+      },
+    }),
+    fastEncodes: new Counter({
+      name: 'ctxgate_tokenizer_fast_encodes_total',
+      help: "Texts encoded by the memoised BPE fast path on the gateway's event loop: all, compared with the library, and differing from it (each switches that tokenizer's fast path off; a warning is logged)",
+      labelNames: ['outcome'] as const,
+      registers,
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'encoded' }, fastEncodeCounts.fast);
+        this.inc({ outcome: 'checked' }, fastEncodeCounts.checked);
+        this.inc({ outcome: 'mismatched' }, fastEncodeCounts.mismatched);
       },
     }),
     kvIndexPrecise: gauge(

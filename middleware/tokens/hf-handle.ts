@@ -4,7 +4,9 @@
 // Loading parses the JSON once (~0.3 s for a 150k vocab); the library's encode is ~2 µs per token,
 // the memoised one (fast-bpe.ts) a fraction of that. The fast encode is checked against the
 // library on a tokenizer's first FAST_CHECK_FIRST texts and one in FAST_CHECK_EVERY after: a
-// difference switches it off for that tokenizer and the library's ids are returned.
+// difference switches it off for that tokenizer and the library's ids are returned, is counted
+// (fastEncodeCounts: ctxgate_tokenizer_fast_encodes_total) and told to the listeners
+// (onFastMismatch: the gateway logs a warning), once per tokenizer handle.
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { ChatRenderer, type RenderOptions, type TokenizerHandle } from './handle.ts';
 import { encodeCachedWith } from './encode-cache.ts';
@@ -21,6 +23,27 @@ export const FAST_CHECK_EVERY = 256;
 /** Fast encodes by outcome, all tokenizers: `mismatched` switched one off. */
 export const fastEncodeCounts = { fast: 0, checked: 0, mismatched: 0 };
 
+/** What switched a tokenizer's fast encode off. */
+export interface FastMismatch {
+  tokenizer: string;
+  /** Length of the text whose ids differed (never the text: it may hold secrets). */
+  chars: number;
+  reason: 'differs' | 'threw';
+}
+
+const mismatchListeners = new Set<(m: FastMismatch) => void>();
+
+/** Calls `fn` on each fast-path mismatch (each switches one tokenizer's fast path off); returns the unsubscribe. */
+export function onFastMismatch(fn: (m: FastMismatch) => void): () => void {
+  mismatchListeners.add(fn);
+  return () => mismatchListeners.delete(fn);
+}
+
+function mismatched(m: FastMismatch): void {
+  fastEncodeCounts.mismatched++;
+  for (const fn of mismatchListeners) fn(m);
+}
+
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -31,6 +54,7 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
 export function checkedEncoder(
   library: (text: string) => number[],
   fast: ((text: string) => number[]) | undefined,
+  tokenizer = 'unknown',
 ): (text: string) => number[] {
   if (!fast) return library;
   let on = true;
@@ -42,7 +66,7 @@ export function checkedEncoder(
       ids = fast(text);
     } catch {
       on = false;
-      fastEncodeCounts.mismatched++;
+      mismatched({ tokenizer, chars: text.length, reason: 'threw' });
       return library(text);
     }
     fastEncodeCounts.fast++;
@@ -52,7 +76,7 @@ export function checkedEncoder(
       const want = library(text);
       if (!sameIds(ids, want)) {
         on = false;
-        fastEncodeCounts.mismatched++;
+        mismatched({ tokenizer, chars: text.length, reason: 'differs' });
         return want;
       }
     }
@@ -107,7 +131,7 @@ export function createHfHandle(
     added.filter((t) => !t.lstrip && !t.rstrip && t.content.length > 0).map((t) => t.content),
   );
   const library = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
-  const raw = checkedEncoder(library, fastBpeEncoder(tok));
+  const raw = checkedEncoder(library, fastBpeEncoder(tok), name);
   // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
   const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, raw));
   return {
