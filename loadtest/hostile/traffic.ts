@@ -119,16 +119,23 @@ export function noSpaceText(chars: number, seed: number): string {
   return s.slice(0, chars);
 }
 
+export interface BigPromptOptions {
+  chars: number;
+  concurrency: number;
+  noSpace?: boolean;
+  seq: { n: number };
+  /** Send this many calls in all and ignore `until` (tests: no wall-clock window, which would
+   *  include the attacker thread's start on a loaded machine). */
+  calls?: number;
+}
+
 /** The hostile tenant's big prompts, `concurrency` at a time, back to back until `until`. */
-export async function bigPrompts(
-  t: Target,
-  key: string,
-  until: number,
-  tally: Tally,
-  o: { chars: number; concurrency: number; noSpace?: boolean; seq: { n: number } },
-) {
+export async function bigPrompts(t: Target, key: string, until: number, tally: Tally, o: BigPromptOptions) {
+  let sent = 0;
+  const more = (): boolean => (o.calls === undefined ? Date.now() < until : sent < o.calls);
   const one = async () => {
-    while (Date.now() < until) {
+    while (more()) {
+      sent++;
       const i = o.seq.n++;
       const content = o.noSpace ? noSpaceText(o.chars, i) : bigText(o.chars, i);
       await chat(t, key, { messages: [{ role: 'user', content }] }, tally);
@@ -196,7 +203,7 @@ export async function bigPromptsOffThread(
   key: string,
   until: number,
   tally: Tally,
-  o: { chars: number; concurrency: number; noSpace?: boolean; seq: { n: number } },
+  o: BigPromptOptions,
 ): Promise<void> {
   const seq = { n: o.seq.n };
   const worker = new Worker(new URL('./attacker-thread.mjs', import.meta.url), {
