@@ -53,14 +53,13 @@ function apiKeyHeader(v: string | string[] | undefined): string | undefined {
 const OPEN_ROUTES = new Set(['/health', '/ready', '/metrics']);
 /** How often Node checks request and header timeouts of open connections. */
 const SERVER_TIMEOUT_CHECK_MS = 1_000;
-/** Error codes that mean the client went away (its socket closed under us). */
-const CLIENT_GONE_CODES = new Set([
-  'ECONNRESET',
-  'EPIPE',
-  'ERR_STREAM_PREMATURE_CLOSE',
-  'ERR_STREAM_DESTROYED',
-  'UND_ERR_ABORTED',
-]);
+/**
+ * How long an idle client connection stays open (Node's keepAliveTimeout; Fastify's own default,
+ * which a serverFactory server does not get). Node's 5 s is shorter than clients keep idle
+ * sockets (undici, the SDKs), so a POST sent on a socket the server was closing failed with
+ * ECONNRESET; clients do not retry a POST. Longer than theirs, the client closes first.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
 /** How long upstream pools get to close gracefully at shutdown before being destroyed. */
 const POOL_CLOSE_MS = 1_000;
@@ -160,6 +159,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   });
 
   app.server.maxConnections = config.listen.max_connections;
+  app.server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // Fastify resets these on the server it is given; set them again.
   app.server.requestTimeout = config.listen.request_timeout_ms;
   app.server.headersTimeout = Math.min(config.listen.headers_timeout_ms, config.listen.request_timeout_ms);
@@ -201,14 +201,12 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   // Errors answer in the API of the route they happened on (Anthropic's shape on /v1/messages...).
   let shapers = new Map<string, ErrorShaper>();
   app.setErrorHandler((err, req, reply) => {
-    // A client that left is routine, not a gateway fault: one info line, no stack.
-    if (
-      reply.raw.destroyed ||
-      req.raw.socket?.destroyed ||
-      CLIENT_GONE_CODES.has(String((err as { code?: unknown }).code)) ||
-      (err as Error).name === 'AbortError'
-    ) {
-      req.log.info({ code: (err as { code?: unknown }).code ?? (err as Error).name }, 'client closed the connection');
+    // A client that left is routine, not a gateway fault: one info line, no stack. Its socket
+    // decides: an ECONNRESET from Redis or a worker while the client still waits is ours to answer.
+    const code = String((err as { code?: unknown }).code ?? (err as Error).name);
+    const socket = req.raw.socket;
+    if (reply.raw.destroyed || !socket || socket.destroyed || !socket.writable) {
+      req.log.info({ code }, 'client closed the connection');
       if (!reply.raw.destroyed) reply.raw.destroy();
       return;
     }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
-import { startGatewayProc, type GatewayProc } from './chaos/gateway-proc.ts';
+import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
 import { emptyStats, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
 
@@ -43,8 +43,9 @@ burst of 503s. The gateway runs the default pipeline: layout ctxgate, the qwen3 
 ctxgate (--layout passthrough: no tokenizer, round_robin, a labelled extra). --redis also starts a
 redis-server that holds the gateway's sessions, shared routing index, usage ledger and rate
 limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
-event / hung streams / retries / p99 latency / gateway RSS (after warm-up vs after the run,
-each after a GC) and open sockets (at rest before the load vs at rest 32 s after it, once
+event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run,
+each after a GC; the session store is capped at --sessions sessions, one per client loop, so it
+is full after the warm-up and what it retains is not counted as growth) and open sockets (at rest before the load vs at rest 32 s after it, once
 pooled keep-alive sockets expired) so leaks show.
 Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
 
@@ -66,6 +67,10 @@ export interface ChaosReport {
   p50_ms: number;
   rss_start_mb: number;
   rss_end_mb: number;
+  /** The gateway's main-thread memoryUsage() after each GC (MB): before load, after warm-up, at the end. */
+  memory_cold?: MemoryMb;
+  memory_start?: MemoryMb;
+  memory_end?: MemoryMb;
   sockets_start: number;
   sockets_end: number;
   failures_by_kind: Record<string, number>;
@@ -76,7 +81,13 @@ export interface ChaosReport {
 export type ChaosLayout = 'ctxgate' | 'passthrough';
 
 /** The chaos gateway's config; its usage ledger lives in the run's temp dir, never in the cwd. */
-export function gatewayConfig(urls: string[], dir: string, redisUrl?: string, layout: ChaosLayout = 'ctxgate'): string {
+export function gatewayConfig(
+  urls: string[],
+  dir: string,
+  redisUrl?: string,
+  layout: ChaosLayout = 'ctxgate',
+  maxSessions: number = DEFAULTS.sessions,
+): string {
   const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
   return [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -88,7 +99,11 @@ export function gatewayConfig(urls: string[], dir: string, redisUrl?: string, la
     'shutdown: { deadline_ms: 5000 }',
     // A benchmark's records must not land in the user's default ledger (ctxgate-usage.sqlite).
     `ledger: { path: '${join(dir, 'usage.sqlite')}' }`,
-    ...(redisUrl ? [`redis: { url: '${redisUrl}' }`, 'limits: { rate_limit: { per_minute: 1000000 } }'] : []),
+    // Every loop round starts a new session and the store keeps each one for hours (up to
+    // limits.max_session_bytes): RSS would grow with calls served until that cap, by design. Capped at
+    // one session per loop, the store is full after the warm-up, so RSS growth past it is a leak.
+    `limits: { max_sessions: ${maxSessions}${redisUrl ? ', rate_limit: { per_minute: 1000000 }' : ''} }`,
+    ...(redisUrl ? [`redis: { url: '${redisUrl}' }`] : []),
     'models:',
     `  - name: ${MODEL}`,
     ...(layout === 'ctxgate'
@@ -102,13 +117,20 @@ export function gatewayConfig(urls: string[], dir: string, redisUrl?: string, la
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function settled(gw: GatewayProc, ms = SETTLE_MS): Promise<{ rss: number; sockets: number }> {
+async function settled(gw: GatewayProc, ms = SETTLE_MS): Promise<{ rss: number; sockets: number; memory?: MemoryMb }> {
   await sleep(ms);
   gw.gc();
   await sleep(500);
   gw.gc();
   await sleep(500);
-  return { rss: gw.rssMb(), sockets: gw.sockets() };
+  return { rss: gw.rssMb(), sockets: gw.sockets(), memory: gw.memory() };
+}
+
+function memLine(r: { rss: number; memory?: MemoryMb }): string {
+  const m = r.memory;
+  return m
+    ? `rss ${r.rss.toFixed(1)}, heap ${m.heapUsed}/${m.heapTotal}, external ${m.external}, arrayBuffers ${m.arrayBuffers}`
+    : `rss ${r.rss.toFixed(1)}`;
 }
 
 function layoutOf(v: string | undefined): ChaosLayout {
@@ -145,7 +167,7 @@ export async function run(argv: string[]): Promise<number> {
     await redis?.start();
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
-    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout));
+    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout, o.sessions));
     gw = await startGatewayProc(cfg);
     const sessions = generateSessions({ count: Math.min(o.sessions, 16), minCalls: 6, maxCalls: 16, model: MODEL });
 
@@ -153,6 +175,7 @@ export async function run(argv: string[]): Promise<number> {
     // keep-alive sockets expired, so both are "at rest" and any difference is a leak.
     await sleep(1_000);
     const socketsStart = gw.sockets();
+    const cold = await settled(gw, 0);
     // RSS after a warm-up at full concurrency, so "start" is a warm process, not an empty one.
     await runLoad({
       url: gw.url,
@@ -165,6 +188,7 @@ export async function run(argv: string[]): Promise<number> {
       stats: emptyStats(),
     });
     const start = await settled(gw);
+    log(`gateway memory (MB) before load: ${memLine(cold)}; after warm-up: ${memLine(start)}`);
     log(
       `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,
     );
@@ -223,6 +247,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     log(`load done; waiting ${IDLE_SETTLE_MS / 1000} s for keep-alive sockets to expire before the end reading`);
     const end = await settled(gw, IDLE_SETTLE_MS);
+    log(`gateway memory (MB) at the end: ${memLine(end)}`);
     const exitCode = await gw.stop();
     gw = undefined;
     const report: ChaosReport = {
@@ -241,6 +266,9 @@ export async function run(argv: string[]): Promise<number> {
       p50_ms: Math.round(percentile(stats.latenciesMs, 50)),
       rss_start_mb: Number(start.rss.toFixed(1)),
       rss_end_mb: Number(end.rss.toFixed(1)),
+      memory_cold: cold.memory,
+      memory_start: start.memory,
+      memory_end: end.memory,
       sockets_start: socketsStart,
       sockets_end: end.sockets,
       failures_by_kind: stats.failuresByKind,
@@ -275,6 +303,14 @@ function printTable(r: ChaosReport): void {
     ['retries (x-ctxgate-attempts - 1)', String(r.retries)],
     ['latency p50 / p99 (ms)', `${r.p50_ms} / ${r.p99_ms}`],
     ['gateway RSS start → end (MB)', `${r.rss_start_mb} → ${r.rss_end_mb} (${pct(r.rss_end_mb, r.rss_start_mb)})`],
+    ...(r.memory_start && r.memory_end
+      ? ([
+          [
+            'gateway heap used / external start → end (MB)',
+            `${r.memory_start.heapUsed} / ${r.memory_start.external} → ${r.memory_end.heapUsed} / ${r.memory_end.external}`,
+          ],
+        ] as [string, string][])
+      : []),
     ['gateway sockets start → end', `${r.sockets_start} → ${r.sockets_end}`],
     ['gateway exit code after SIGTERM', String(r.gateway_exit_code)],
   ];

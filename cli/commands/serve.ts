@@ -62,7 +62,12 @@ export async function run(argv: string[]): Promise<number> {
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
   // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc) process.on('SIGUSR2', () => gc());
+  // The breakdown after it (heap vs external vs array buffers, this thread's) says what RSS holds.
+  if (gc)
+    process.on('SIGUSR2', () => {
+      gc();
+      gw.app.log.info({ memory: process.memoryUsage() }, 'gc');
+    });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {
       gw.app.log.info({ signal: sig }, 'draining');

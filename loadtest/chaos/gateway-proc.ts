@@ -13,6 +13,8 @@ export interface GatewayProc {
   rssMb(): number;
   sockets(): number;
   gc(): void;
+  /** The gateway's own `process.memoryUsage()` (MB) logged after its last GC, if any. */
+  memory(): MemoryMb | undefined;
   /** SIGTERM, then wait for exit; returns the exit code. */
   stop(): Promise<number | null>;
   /** Settles when the process has exited (however it was ended): its files and locks are released. */
@@ -23,6 +25,14 @@ export interface GatewayProc {
 
 const MAX_ERROR_LINES = 50;
 
+export interface MemoryMb {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+}
+
 /** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). */
 export async function startGatewayProc(configPath: string, nodeArgs: string[] = []): Promise<GatewayProc> {
   const args = [...nodeArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
@@ -30,6 +40,7 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const errors: string[] = [];
+  let memory: MemoryMb | undefined;
   const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
@@ -45,6 +56,8 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
           clearTimeout(t);
           resolve(m[1]);
         }
+        const mem = /"memory":(\{[^}]*\})/.exec(line);
+        if (mem) memory = toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>);
         // pino levels: 40 warn, 50 error
         if (/"level":(40|50|60)/.test(line) && errors.length < MAX_ERROR_LINES) errors.push(line.slice(0, 400));
       }
@@ -76,9 +89,21 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
       return n;
     },
     gc: () => void proc.kill('SIGUSR2'),
+    memory: () => memory,
     stop: async () => {
       proc.kill('SIGTERM');
       return exit;
     },
+  };
+}
+
+function toMb(m: Record<keyof MemoryMb, number>): MemoryMb {
+  const mb = (b: number): number => Number((b / 2 ** 20).toFixed(1));
+  return {
+    rss: mb(m.rss),
+    heapUsed: mb(m.heapUsed),
+    heapTotal: mb(m.heapTotal),
+    external: mb(m.external),
+    arrayBuffers: mb(m.arrayBuffers),
   };
 }
