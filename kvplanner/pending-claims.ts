@@ -4,10 +4,11 @@
 // routed to that worker meanwhile whose chain runs through those blocks makes the engine cache
 // them too: they are its blocks as well and must stay. Per worker the picks that added blocks and
 // await their outcome; each later pick or answered call on that worker whose chain passes through
-// a claim's first still-unshared block shares the claim up to its own length (chained hashes: one
-// equal block means an equal prefix). A take-back then evicts only from `kept` on.
-// Cost: O(claims pending on that worker) per pick, answer and release: the requests in flight
-// there, a handful.
+// a claim's first still-unshared block shares the claim as far as the two chains agree (chained
+// hashes: an equal block means an equal prefix up to it, not past it; a chain may branch right
+// after). A take-back then evicts only from `kept` on.
+// Cost: O(claims pending on that worker) per pick, answer and release (the requests in flight
+// there, a handful), plus the blocks a cover shares.
 
 export interface Claim {
   readonly workerId: string;
@@ -26,9 +27,10 @@ export class PendingClaims {
     const list = this.byWorker.get(workerId);
     if (!list) return;
     for (const c of list) {
-      const k = c.kept;
-      if (k < c.hashes.length && chain.length > k && chain[k] === c.hashes[k])
-        c.kept = Math.min(c.hashes.length, chain.length);
+      let k = c.kept;
+      const end = Math.min(c.hashes.length, chain.length);
+      while (k < end && chain[k] === c.hashes[k]) k++;
+      c.kept = k;
     }
   }
 

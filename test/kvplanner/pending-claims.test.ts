@@ -92,3 +92,33 @@ describe('PendingClaims', () => {
     expect(c.count('w0')).toBe(0);
   });
 });
+
+describe("a chain that branches after a claim's first blocks (review s23 F2)", () => {
+  it('shares the claim only over the common prefix: the failed pick takes back its own tail', () => {
+    const pc = new PendingClaims();
+    const failed = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd', 'e'], held: 1, kept: 1 };
+    pc.pick(failed);
+    pc.pick({ workerId: 'w1', hashes: ['a', 'b', 'x', 'y', 'z', 'w'], held: 2, kept: 2 });
+    expect(failed.kept).toBe(2); // was 5: c, d, e were never taken back
+    pc.release(failed);
+    expect(failed.hashes.slice(failed.kept)).toEqual(['c', 'd', 'e']);
+  });
+
+  it('through the policy: two conversations on one root, the failed one takes back its history', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(1);
+    // conversation 0 and 1 share the 512-token root, then differ
+    const conv = (c: number, turn: number): RouteInfo => {
+      const ids = tokens(ROOT, c, 64 + turn * 128);
+      return info({ promptTokenIds: ids, blockHashes: blockHashes(ids, 16), promptTokens: ids.length });
+    };
+    const a = conv(0, 4);
+    const b = conv(1, 4);
+    p.select(ws, a);
+    p.select(ws, b);
+    p.observe({ workerId: 'w0', info: b, ok: true, reportedCachedTokens: ROOT });
+    p.observe({ workerId: 'w0', info: a, ok: false });
+    // only b's chain (root + its own history) is left: a's history past the root went back
+    expect(p.index.size('w0')).toBe(blocks(4));
+  });
+});
