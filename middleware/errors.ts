@@ -27,6 +27,7 @@ export const ERRORS = {
   tenant_concurrency_exceeded: { status: 429, type: 'rate_limit_error' },
   tenant_render_queue_full: { status: 429, type: 'rate_limit_error' },
   tenant_render_failures: { status: 429, type: 'rate_limit_error' },
+  session_busy: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
   upstream_bad_response: { status: 502, type: 'upstream_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },

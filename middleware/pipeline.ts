@@ -31,6 +31,7 @@ import { DEFAULT_SLICE_MIN_CHARS, promptChars, yieldToLoop } from './perf/time-s
 import type { EscapeMemo } from './redaction/framing.ts';
 import { freshSessionState } from './session/fresh-state.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
+import { sessionLockKey, sessionLockOf } from './session/session-lock.ts';
 import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
 import type { SessionStore } from './session/store.ts';
 import type { RequestView, StageContext } from './stage.ts';
@@ -140,8 +141,22 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   // resendHint → the local key of the call a request most likely continues (layout/resent.ts).
   const hints = new LRUCache<string, string>({ max: DEFAULT_MAX_HINTS });
   const escaped: EscapeMemo = new WeakMap();
+  const lock = sessionLockOf(store);
 
-  async function process(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
+  // The store get → stages → put section runs under the session's lock (session/session-lock.ts):
+  // two concurrent calls of one session would otherwise both start from the same state and the
+  // later put would drop the earlier call's learning. process() takes the lock once it knows the
+  // session; this wrapper releases it however process() ends. The upstream call is not inside.
+  async function processLocked(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
+    const held: Held = {};
+    try {
+      return await process(received, ctx, held);
+    } finally {
+      held.release?.();
+    }
+  }
+
+  async function process(received: ChatRequest, ctx: PipelineContext, held: Held): Promise<PipelineResult> {
     const tok = await tokenizer;
     let t = tick();
     // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
@@ -158,6 +173,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     if (big) await yieldToLoop();
     const ident = identifySession(body, ctx);
     const localKey = (id: string): string => `${ctx.tenant}\u0000${id}`;
+    // A derived session's base, its seed and its forks are one lock (session-claim.ts writes them together).
+    held.release = await lock.acquire(sessionLockKey(ctx.tenant, ident.parent ?? ident.id), ctx.signal);
     const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKey(id)));
     const sessionId = resolved.id;
     const key = localKey(resolved.stateId);
@@ -318,7 +335,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     };
   }
 
-  return { process, chain: describeChain(spec, stages) };
+  return { process: processLocked, chain: describeChain(spec, stages) };
+}
+
+interface Held {
+  release?: () => void;
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */

@@ -85,6 +85,8 @@ export interface PipelineContext {
   /** The client's own body when its API is not chat (Anthropic Messages, Responses...): traffic
    *  capture records it beside the canonical body. Never read by the stages. */
   clientBody?: { api: string; body: unknown };
+  /** Aborted when the client goes away: a call still waiting for its session's lock leaves the queue. */
+  signal?: AbortSignal;
 }
 
 export interface PipelineResult {

@@ -115,8 +115,20 @@ export async function handleProxy(
     ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
+    // A call waiting for its session's lock leaves the queue when the client goes away.
+    const gone = pipeline ? new AbortController() : undefined;
+    const onGone = (): void => {
+      if (!reply.raw.writableFinished) gone?.abort();
+    };
+    if (gone) {
+      pctx.signal = gone.signal;
+      reply.raw.once('close', onGone);
+    }
     const result: PipelineResult = pipeline
-      ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
+      ? await pipeline.process(parsed.body, pctx).finally(() => {
+          reply.raw.off('close', onGone);
+          pspan?.end();
+        })
       : {
           body: parsed.body,
           sessionId: headerSessionId(headers),

@@ -7,8 +7,9 @@ import { errorBody } from '../errors.ts';
 import { invalidate } from '../ledger/ledger.ts';
 import { LEDGER_SLOT } from '../ledger/types.ts';
 import { fileUri } from '../ledger/uri.ts';
+import { sessionLockKey, sessionLockOf } from '../session/session-lock.ts';
 import { readSlot, writeSlot } from '../session/stage-state.ts';
-import type { SessionStore } from '../session/store.ts';
+import type { SessionState, SessionStore } from '../session/store.ts';
 
 export const MAX_URI_CHARS = 2048;
 
@@ -41,18 +42,25 @@ export async function registerInvalidateRoutes(app: FastifyInstance, deps: Inval
             ),
           );
       }
-      const state = await deps.store.get(tenant, req.params.id);
-      if (!state)
-        return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
+      // Under the session's lock, as the pipeline's calls are: the write never drops a call's learning.
+      const release = await sessionLockOf(deps.store).acquire(sessionLockKey(tenant, req.params.id));
+      let state: SessionState | undefined;
+      let pending: number;
       const uri = normaliseUri(body.uri);
-      const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
-      const observations = invalidate(readSlot(state, LEDGER_SLOT), uri, reason);
-      writeSlot(state, LEDGER_SLOT, observations);
-      state.updatedAt = Date.now();
-      await deps.store.put(state);
-      return reply
-        .code(202)
-        .send({ object: 'session.invalidation', session: state.sessionId, uri, pending: observations.pending.length });
+      try {
+        state = await deps.store.get(tenant, req.params.id);
+        if (!state)
+          return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
+        const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
+        const observations = invalidate(readSlot(state, LEDGER_SLOT), uri, reason);
+        writeSlot(state, LEDGER_SLOT, observations);
+        state.updatedAt = Date.now();
+        await deps.store.put(state);
+        pending = observations.pending.length;
+      } finally {
+        release();
+      }
+      return reply.code(202).send({ object: 'session.invalidation', session: state.sessionId, uri, pending });
     },
   );
 }

@@ -1,0 +1,125 @@
+// Two concurrent calls of one session over real sockets (assembled gateway, reference worker, the
+// official openai SDK): the stored state must reflect both (calls === 2). The race is made
+// deterministic by the test's store, a real MemorySessionStore whose first put of the session is
+// held until the second call has either read the state too (the lost update: both started from
+// the same version) or is waiting for the session's lock; so on a gateway without the lock the
+// second call always reads the state before the first one's write, and the count ends at 1.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAssembledGateway } from '../../gateway/assemble.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
+import { sessionLockKey, sessionLockOf } from '../../middleware/session/session-lock.ts';
+import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+
+const model = 'race-model';
+const TENANT = 'default';
+type Gateway = Awaited<ReturnType<typeof startAssembledGateway>>;
+
+/** The real memory store; the first put of `gated` waits until `release()` says so. */
+class GatedStore implements SessionStore {
+  readonly inner = new MemorySessionStore();
+  gated = '';
+  gets = 0;
+  private held = false;
+  async get(tenant: string, id: string): Promise<SessionState | undefined> {
+    if (id === this.gated) this.gets++;
+    return this.inner.get(tenant, id);
+  }
+  async put(state: SessionState): Promise<void> {
+    if (state.sessionId === this.gated && !this.held) {
+      this.held = true;
+      const lock = sessionLockOf(this);
+      const key = sessionLockKey(state.tenant, state.sessionId);
+      // the second call has read the state (no lock) or waits for the lock: either way it is in
+      while (this.gets < 2 && lock.waiting(key) === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    return this.inner.put(state);
+  }
+  delete(tenant: string, id: string): Promise<void> {
+    return this.inner.delete(tenant, id);
+  }
+  list(tenant: string, limit?: number): Promise<string[]> {
+    return this.inner.list(tenant, limit);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+  reset(id: string): void {
+    this.gated = id;
+    this.gets = 0;
+    this.held = false;
+  }
+}
+
+let worker: SimWorker;
+let gw: Gateway;
+const store = new GatedStore();
+
+beforeAll(async () => {
+  worker = await startSimWorker({ port: 0, model, tokenizer: 'qwen3', timeScale: 0, seed: 1 });
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    health: { interval_ms: 0 },
+    models: [{ name: model, tokenizer: 'qwen3', workers: [{ url: worker.url, id: 'w0' }] }],
+  });
+  gw = await startAssembledGateway(config, { logger: false, reporting: false, store, tracing: null });
+});
+afterAll(async () => {
+  await gw?.close();
+  await worker?.close();
+});
+
+const system = 'You are a careful coding agent. Explain each step. '.repeat(20);
+
+function client(headers: Record<string, string>): OpenAI {
+  return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, defaultHeaders: headers });
+}
+
+describe('concurrent calls of one session', () => {
+  it('with a session header: both calls counted in the stored state', async () => {
+    const id = `race-${randomUUID()}`;
+    store.reset(id);
+    const c = client({ 'x-session-id': id });
+    const ask = (task: string) =>
+      c.chat.completions.create({
+        model,
+        max_tokens: 4,
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: task },
+        ],
+      });
+    const answers = await Promise.all([ask('Inspect a.py.'), ask('Inspect b.py.')]);
+    expect(answers.map((a) => a.choices.length)).toEqual([1, 1]);
+    const state = await store.inner.get(TENANT, id);
+    expect(state?.calls).toBe(2);
+    expect(sessionLockOf(store).size).toBe(0);
+  });
+
+  it('with a derived session id (no header): both calls counted', async () => {
+    const task = `Inspect c.py (${randomUUID()}).`;
+    const c = client({});
+    const ask = () =>
+      c.chat.completions
+        .create({
+          model,
+          max_tokens: 4,
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: task },
+          ],
+        })
+        .withResponse();
+    // learn the derived id from a first call, then race two more
+    const first = await ask();
+    const id = first.response.headers.get('x-ctxgate-session') ?? '';
+    expect(id).not.toBe('');
+    store.reset(id);
+    await Promise.all([ask(), ask()]);
+    const state = await store.inner.get(TENANT, id);
+    expect(state?.calls).toBe(3);
+  });
+});
