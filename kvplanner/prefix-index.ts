@@ -71,10 +71,6 @@ export class PrefixIndex {
   private stackMask = new Int32Array(64);
   /** mask of the block just looked up (matchAll scratch) */
   private probe = new Int32Array(1);
-  /** matchAll's hint: the depth most workers stopped at last time (typically the shared root) */
-  private rootHint = 0;
-  private bestCount = 0;
-  private bestDepth = 0;
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -163,15 +159,15 @@ export class PrefixIndex {
 
   /**
    * Depth (blocks held from the start) of `hashes` on every worker, written into `out[slot]`
-   * (zeroed first; size it to slotCount()): each worker's matchLength, all run at once, with the
-   * depth most workers stopped at in the previous call as the hint (the shared root: a call that
-   * reaches every worker's binary search usually shares it; when right, its group costs two lookups
-   * instead of log n). The workers whose searches stand at the same interval form one group (a
-   * bitmask): one lookup of the interval's probe block splits the group by a mask AND into the
-   * workers that hold it and those that do not. No allocation after the scratch arrays reach their
-   * size. Where held blocks are prefix-closed, every hint gives the same answers.
+   * (zeroed first; size it to slotCount()): each worker's matchLength(workerId, hashes, hint), all
+   * run at once. `hint` must come from the request (or be 0), never from an earlier call: where a
+   * worker's blocks have a hole, the answer depends on the hint, and routing must stay a function of
+   * the index and the request (not of another tenant's previous call). The workers whose searches
+   * stand at the same interval form one group (a bitmask): one lookup of the interval's probe block
+   * splits the group by a mask AND into the workers that hold it and those that do not. No
+   * allocation after the scratch arrays reach their size.
    */
-  matchAll(hashes: readonly string[], out: number[]): void {
+  matchAll(hashes: readonly string[], out: number[], hint = 0): void {
     out.fill(0);
     const n = hashes.length;
     if (n === 0) return;
@@ -180,8 +176,6 @@ export class PrefixIndex {
     const W = this.words;
     this.reserve(4);
     for (let w = 0; w < W; w++) this.stackMask[w] = this.masks[r0 * W + w];
-    const hint = this.rootHint;
-    this.bestCount = 0;
     let top: number;
     // the first steps of matchLength(hashes, hint): entry 0 searches [1, hint-1] (or [1, n]
     // without a hint), entry 1 [hint+1, n]; each first probes its last block
@@ -252,7 +246,6 @@ export class PrefixIndex {
         top++;
       }
     }
-    this.rootHint = this.bestDepth;
   }
 
   /** Splits stack entry `at` by the holders of `hash`: those without stay, those with go to entry
@@ -292,20 +285,13 @@ export class PrefixIndex {
     return rest !== 0;
   }
 
-  /** out[slot] = depth for every slot whose bit is set in word `w` of a mask; the depth given to
-   *  the most slots at once becomes the next call's hint. */
+  /** out[slot] = depth for every slot whose bit is set in word `w` of a mask. */
   private assign(bits: number, w: number, depth: number, out: number[]): void {
     let m = bits;
-    let count = 0;
     while (m !== 0) {
       const low = m & -m;
       out[w * 32 + 31 - Math.clz32(low)] = depth;
       m ^= low;
-      count++;
-    }
-    if (count > this.bestCount) {
-      this.bestCount = count;
-      this.bestDepth = depth;
     }
   }
 

@@ -39,8 +39,8 @@ function binary(has: (h: string) => boolean, q: readonly string[], hint = 0): nu
   return lo;
 }
 
-/** The hint matchAll will use (the depth most workers stopped at in its previous call). */
-const hintOf = (idx: PrefixIndex): number => (idx as unknown as { rootHint: number }).rootHint;
+/** matchAll is called without a hint: its answers must not depend on earlier calls. */
+const hintOf = (_idx: PrefixIndex): number => 0;
 
 /** Chains sharing a root, branching into conversations, some branching again (a forked session). */
 function chains(r: () => number, count: number): string[][] {
@@ -158,17 +158,58 @@ describe('PrefixIndex.matchAll against naive models', () => {
     expect(idx.stats().evictions).toBeGreaterThan(1000);
   });
 
-  it('takes the hint from the depth most workers stopped at last time; answers stay right', () => {
+  it("a worker's depth with a hole in its blocks does not depend on earlier calls (another tenant's included)", () => {
+    const build = (): PrefixIndex => {
+      const idx = new PrefixIndex(1000);
+      idx.insert('w1', ['a', 'b', 'c', 'd', 'e']);
+      idx.evict('w1', ['b', 'd', 'e']); // w1 keeps a and c: a hole at b
+      for (const w of ['w2', 'w3', 'w4']) idx.insert(w, ['a', 'b']);
+      return idx;
+    };
+    const q = ['a', 'b', 'c', 'd', 'e'];
+    const depth = (previous: string[][]): number => {
+      const idx = build();
+      const out = new Array<number>(idx.slotCount()).fill(0);
+      for (const p of previous) idx.matchAll(p, out);
+      idx.matchAll(q, out);
+      return out[idx.slotOf('w1')];
+    };
+    const alone = depth([]);
+    expect(alone).toBe(build().matchLength('w1', q));
+    expect(depth([['a', 'b', 'z']])).toBe(alone); // was 1 after this call, 3 without it
+    expect(depth([['a', 'b', 'c', 'x'], ['a']])).toBe(alone);
+  });
+
+  it('gapped holdings: answers equal matchLength without a hint whatever calls came before', () => {
+    let seed = 11;
+    const rnd = (): number => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+    const root = Array.from({ length: 8 }, (_, i) => `r${i}`);
+    const convs = Array.from({ length: 10 }, (_, c) => [
+      ...root,
+      ...Array.from({ length: 24 }, (_, i) => `c${c}-${i}`),
+    ]);
     const idx = new PrefixIndex(2 ** 40);
-    const root = Array.from({ length: 10 }, (_, i) => `r${i}`);
-    const conv = (c: number): string[] => [...root, ...Array.from({ length: 30 }, (_, i) => `c${c}-${i}`)];
-    for (let w = 0; w < 40; w++) idx.insert(`w${w}`, conv(w));
-    const out = new Array<number>(idx.slotCount()).fill(-1);
-    idx.matchAll(conv(100), out);
-    expect(hintOf(idx)).toBe(10); // every worker stopped at the root
-    idx.matchAll(conv(7).slice(0, 25), out);
-    expect(out[idx.slotOf('w7')]).toBe(25);
-    expect(out.filter((d) => d === 10)).toHaveLength(39);
+    for (let w = 0; w < 12; w++)
+      for (let k = 0; k < 3; k++) {
+        const c = convs[Math.floor(rnd() * convs.length)];
+        idx.insert(`w${w}`, c.slice(0, 1 + Math.floor(rnd() * c.length)));
+        // holes: a few single blocks of the chain go (remote eviction events)
+        for (let h = 0; h < 3; h++) idx.evict(`w${w}`, [c[Math.floor(rnd() * c.length)]]);
+      }
+    const wrong: string[] = [];
+    for (let round = 0; round < 200; round++) {
+      // an arbitrary history of earlier calls, then a query
+      for (let p = Math.floor(rnd() * 3); p > 0; p--) {
+        const c = convs[Math.floor(rnd() * convs.length)];
+        idx.matchAll(c.slice(0, 1 + Math.floor(rnd() * c.length)), new Array<number>(idx.slotCount()).fill(0));
+      }
+      const q = convs[Math.floor(rnd() * convs.length)];
+      const out = new Array<number>(idx.slotCount()).fill(-1);
+      idx.matchAll(q, out);
+      for (let w = 0; w < 12; w++)
+        if (out[idx.slotOf(`w${w}`)] !== idx.matchLength(`w${w}`, q)) wrong.push(`round ${round} w${w}`);
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
   });
 
   it('a block no worker holds any more leaves the holder table (no growth under churn)', () => {
