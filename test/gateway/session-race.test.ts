@@ -23,6 +23,9 @@ class GatedStore implements SessionStore {
   readonly inner = new MemorySessionStore();
   gated = '';
   gets = 0;
+  /** When set, the gated put waits for this instead (and says so in `holding`). */
+  hold?: Promise<void>;
+  holding = false;
   private held = false;
   async get(tenant: string, id: string): Promise<SessionState | undefined> {
     if (id === this.gated) this.gets++;
@@ -31,6 +34,11 @@ class GatedStore implements SessionStore {
   async put(state: SessionState): Promise<void> {
     if (state.sessionId === this.gated && !this.held) {
       this.held = true;
+      if (this.hold) {
+        this.holding = true;
+        await this.hold;
+        return this.inner.put(state);
+      }
       const lock = sessionLockOf(this);
       const key = sessionLockKey(state.tenant, state.sessionId);
       // the second call has read the state (no lock) or waits for the lock: either way it is in
@@ -51,8 +59,14 @@ class GatedStore implements SessionStore {
     this.gated = id;
     this.gets = 0;
     this.held = false;
+    this.hold = undefined;
+    this.holding = false;
   }
 }
+
+const until = async (cond: () => boolean): Promise<void> => {
+  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+};
 
 let worker: SimWorker;
 let gw: Gateway;
@@ -121,5 +135,39 @@ describe('concurrent calls of one session', () => {
     await Promise.all([ask(), ask()]);
     const state = await store.inner.get(TENANT, id);
     expect(state?.calls).toBe(3);
+  });
+
+  it('a waiting call whose client goes away leaves the queue; the session goes on', async () => {
+    const id = `race-${randomUUID()}`;
+    store.reset(id);
+    let open = (): void => undefined;
+    store.hold = new Promise<void>((r) => {
+      open = r;
+    });
+    const key = sessionLockKey(TENANT, id);
+    const lock = sessionLockOf(store);
+    const c = client({ 'x-session-id': id });
+    const body = (task: string) => ({
+      model,
+      max_tokens: 4,
+      messages: [
+        { role: 'system' as const, content: system },
+        { role: 'user' as const, content: task },
+      ],
+    });
+    const first = c.chat.completions.create(body('Inspect d.py.'));
+    await until(() => store.holding);
+    const ac = new AbortController();
+    const second = c.chat.completions.create(body('Inspect e.py.'), { signal: ac.signal }).catch((e: unknown) => e);
+    await until(() => lock.waiting(key) === 1);
+    ac.abort();
+    expect(await second).toBeInstanceOf(Error);
+    await until(() => lock.waiting(key) === 0);
+    open();
+    expect((await first).choices).toHaveLength(1);
+    expect((await store.inner.get(TENANT, id))?.calls).toBe(1);
+    await c.chat.completions.create(body('Inspect f.py.'));
+    expect((await store.inner.get(TENANT, id))?.calls).toBe(2);
+    expect(lock.size).toBe(0);
   });
 });
