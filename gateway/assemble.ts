@@ -182,6 +182,8 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       chatTemplateFile: m.chat_template,
       blockSize: m.block_size,
       store,
+      // A session the store no longer holds needs no last call here: memory bounded by the same quota.
+      maxLocalCalls: config.limits.max_sessions * tenantCount(config),
       artifacts,
       offload: renderPool,
     });

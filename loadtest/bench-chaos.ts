@@ -121,9 +121,9 @@ async function settled(gw: GatewayProc, ms = SETTLE_MS): Promise<{ rss: number; 
   await sleep(ms);
   gw.gc();
   await sleep(500);
-  gw.gc();
+  const memory = await gw.gcMemory();
   await sleep(500);
-  return { rss: gw.rssMb(), sockets: gw.sockets(), memory: gw.memory() };
+  return { rss: gw.rssMb(), sockets: gw.sockets(), memory };
 }
 
 function memLine(r: { rss: number; memory?: MemoryMb }): string {

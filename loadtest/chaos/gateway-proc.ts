@@ -13,8 +13,9 @@ export interface GatewayProc {
   rssMb(): number;
   sockets(): number;
   gc(): void;
-  /** The gateway's own `process.memoryUsage()` (MB) logged after its last GC, if any. */
-  memory(): MemoryMb | undefined;
+  /** A full GC, then the gateway's own `process.memoryUsage()` (MB) it logs after it (undefined
+   *  when no line came within MEMORY_WAIT_MS: never a stale reading). */
+  gcMemory(): Promise<MemoryMb | undefined>;
   /** SIGTERM, then wait for exit; returns the exit code. */
   stop(): Promise<number | null>;
   /** Settles when the process has exited (however it was ended): its files and locks are released. */
@@ -24,6 +25,8 @@ export interface GatewayProc {
 }
 
 const MAX_ERROR_LINES = 50;
+/** How long a memory reading may take to come back on a loaded machine. */
+const MEMORY_WAIT_MS = 10_000;
 
 export interface MemoryMb {
   rss: number;
@@ -40,7 +43,7 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const errors: string[] = [];
-  let memory: MemoryMb | undefined;
+  let onMemory: ((m: MemoryMb) => void) | undefined;
   const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
@@ -57,7 +60,7 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
           resolve(m[1]);
         }
         const mem = /"memory":(\{[^}]*\})/.exec(line);
-        if (mem) memory = toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>);
+        if (mem) onMemory?.(toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>));
         // pino levels: 40 warn, 50 error
         if (/"level":(40|50|60)/.test(line) && errors.length < MAX_ERROR_LINES) errors.push(line.slice(0, 400));
       }
@@ -89,7 +92,17 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
       return n;
     },
     gc: () => void proc.kill('SIGUSR2'),
-    memory: () => memory,
+    gcMemory: () =>
+      new Promise<MemoryMb | undefined>((resolve) => {
+        const t = setTimeout(() => done(undefined), MEMORY_WAIT_MS);
+        const done = (m: MemoryMb | undefined): void => {
+          clearTimeout(t);
+          onMemory = undefined;
+          resolve(m);
+        };
+        onMemory = done;
+        proc.kill('SIGUSR2');
+      }),
     stop: async () => {
       proc.kill('SIGTERM');
       return exit;
