@@ -588,6 +588,10 @@ export class CtxgatePolicy implements Policy {
     if (p) {
       this.pending.delete(fb.info);
       this.claims.release(p);
+      // the ring slot would otherwise keep the request (its token ids, its body) alive for the
+      // next MAX_PENDING calls: ~25 KB a call on growing sessions, hundreds of MB at the cap
+      const slot = p.seq % MAX_PENDING;
+      if (this.pendingRing[slot] === fb.info) this.pendingRing[slot] = undefined;
     }
     if (!fb.ok) {
       // a failed call leaves nothing new cached: take back what select() added for it, except

@@ -362,3 +362,18 @@ describe('ctxgate feedback', () => {
     expect(dflt.index.size('w0')).toBe((4 * 1600) / 64);
   });
 });
+
+describe('ctxgate memory', () => {
+  it('an observed request is no longer referenced by the policy (its token ids and body can be collected)', () => {
+    const p = new CtxgatePolicy();
+    const ws = workers(4);
+    const reqs = [0, 1, 2].map((s) => call(s, 0));
+    for (const r of reqs) route(p, ws, r);
+    const unanswered = call(3, 0);
+    p.select(ws, unanswered);
+    // the ring of pending picks is private; read it as the heap would see it
+    const ring = (p as unknown as { pendingRing: (RouteInfo | undefined)[] }).pendingRing;
+    for (const r of reqs) expect(ring.includes(r)).toBe(false);
+    expect(ring.includes(unanswered)).toBe(true);
+  });
+});
