@@ -358,7 +358,26 @@ export class PrefixIndex {
     const t = e.clock + 1;
     let newFrom = hashes.length;
     // tail first: within one stamp, queue order decides, and the root must outlive the tail
-    for (let i = hashes.length - 1; i >= held; i--) {
+    newFrom = this.stampDown(e, hashes, hashes.length - 1, held, t, newFrom);
+    e.clock += Math.max(1, hashes.length - held);
+    // a hole the binary search stepped over (an eviction inside the chain) is filled as a new
+    // block: queued and in the holder masks, so entry and masks keep listing the same blocks
+    if (held > 0 && this.staleWithin(e, hashes, held, t)) newFrom = this.stampDown(e, hashes, held - 1, 0, t, newFrom);
+    this.shrink(e);
+    if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
+  }
+
+  /** Stamps hashes[from] down to hashes[to] with tick t; a block not held yet is queued and added
+   *  to the holder masks. Returns the lowest new index (or newFrom if none was new). */
+  private stampDown(
+    e: WorkerEntry,
+    hashes: readonly string[],
+    from: number,
+    to: number,
+    t: number,
+    newFrom: number,
+  ): number {
+    for (let i = from; i >= to; i--) {
       const h = hashes[i];
       if (e.blocks.get(h) === undefined) {
         e.qHash.push(h);
@@ -368,23 +387,7 @@ export class PrefixIndex {
       }
       e.blocks.set(h, t);
     }
-    e.clock += Math.max(1, hashes.length - held);
-    if (held > 0 && this.staleWithin(e, hashes, held, t)) {
-      for (let i = held - 1; i >= 0; i--) {
-        const h = hashes[i];
-        // a hole the binary search stepped over (an eviction inside the chain) is filled as a new
-        // block: queued and in the holder masks, so entry and masks keep listing the same blocks
-        if (e.blocks.get(h) === undefined) {
-          e.qHash.push(h);
-          e.qTick.push(t);
-          newFrom = i;
-          this.addHolder(h, e.slot);
-        }
-        e.blocks.set(h, t);
-      }
-    }
-    this.shrink(e);
-    if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
+    return newFrom;
   }
 
   /**
