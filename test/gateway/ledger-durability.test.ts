@@ -1,6 +1,8 @@
 // The usage ledger survives what kills a gateway: `ctxgate serve` in a real child process is
-// killed with SIGKILL right after a burst of answered requests and its SQLite file, once reopened
-// by a writer (which commits the journal), must hold all but at most 2 of their records; a Redis outage (our own redis-server child, stopped and
+// killed with SIGKILL right after a burst of answered requests whose records the ledger has taken
+// (the record is written just after the response ends, so the test waits for each request's record
+// to be visible, which happens in the same tick as the ledger append) and its SQLite file, once
+// reopened by a writer (which commits the journal), must hold every one of them; a Redis outage (our own redis-server child, stopped and
 // restarted on the same port) spools records to a local file and forwards them on recovery;
 // with `ledger.stores: [redis, sqlite]` both stores get every record; `bench chaos` writes its
 // ledger in its own temp dir, never the default file in the working directory.
@@ -24,6 +26,7 @@ import { gatewayConfig } from '../../loadtest/bench-chaos.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
 import { startRedisProc } from '../../loadtest/chaos/redis-proc.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-durable-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -62,7 +65,7 @@ async function waitFor(cond: () => Promise<boolean> | boolean, ms = 10_000): Pro
 }
 
 describe('kill -9 after a burst', () => {
-  it('loses at most 2 of 150 answered requests', async () => {
+  it('loses none of 150 answered requests whose records the ledger took', async () => {
     const worker: SimWorker = await startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: 1 });
     const ledgerPath = join(dir, 'kill9.sqlite');
     const cfg = join(dir, 'kill9.yaml');
@@ -84,11 +87,10 @@ describe('kill -9 after a burst', () => {
       let answered = 0;
       const one = async (i: number): Promise<void> => {
         try {
-          await client.chat.completions.create({
-            model: 'm',
-            messages: [{ role: 'user', content: `burst ${i}` }],
-            max_tokens: 4,
-          });
+          await client.chat.completions.create(
+            { model: 'm', messages: [{ role: 'user', content: `burst ${i}` }], max_tokens: 4 },
+            { headers: { 'x-request-id': `burst-${i}` } },
+          );
         } catch (err) {
           // what the child said (stderr, warn/error logs) tells a crash from a refused request
           const cause = (err as { cause?: unknown }).cause;
@@ -98,6 +100,8 @@ describe('kill -9 after a burst', () => {
       };
       for (let i = 0; i < 150; i += 15) await Promise.all(Array.from({ length: 15 }, (_, j) => one(i + j)));
       expect(answered).toBe(150);
+      // The request record and the ledger append happen in one synchronous block (finish.ts).
+      for (let i = 0; i < 150; i++) await requestRecord(gw.url, `burst-${i}`);
       process.kill(gw.pid, 'SIGKILL');
       // Until the process is gone its journal lock is held, and a writer opened meanwhile runs
       // without replaying (a fixed sleep here read 0 records on a loaded machine).
@@ -114,8 +118,7 @@ describe('kill -9 after a burst', () => {
       expect(errors).toEqual([]); // it took the journal's lock and replayed
       const n = (l.db.prepare('SELECT COUNT(*) AS n FROM usage').get() as { n: number }).n;
       await l.close();
-      expect(n).toBeGreaterThanOrEqual(148);
-      expect(n).toBeLessThanOrEqual(150);
+      expect(n).toBe(150);
     } finally {
       try {
         process.kill(gw.pid, 'SIGKILL');
