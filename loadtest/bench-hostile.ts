@@ -46,6 +46,9 @@ export const DEFAULTS = {
   attackConcurrency: 2,
   slow: 100,
   workersNice: 10,
+  /** A long-context engine's window (Qwen3-Coder's native 262,144): a 400k-character prompt
+   *  (~242k qwen3 tokens) fits, so the attack is a real prefill, not a 400 after tokenising. */
+  maxModelLen: 262_144,
 } as const;
 const MODEL = 'hostile-model';
 const PROBE_MODEL = 'hostile-probe';
@@ -57,13 +60,15 @@ const MAX_HEALTH_P99_MS = 50;
 const ATTACKS = ['big', 'nospace', 'tools', 'slow'] as const;
 type Attack = (typeof ATTACKS)[number];
 
-export const help = `ctxgate bench hostile [--phase-s N] [--rounds N] [--workers N] [--chars N] [--attack-concurrency N] [--attacks big|all|LIST] [--pool-threads N] [--workers-nice N] [--cpu-prof DIR] [--json]
+export const help = `ctxgate bench hostile [--phase-s N] [--rounds N] [--workers N] [--chars N] [--attack-concurrency N] [--attacks big|all|LIST] [--pool-threads N] [--workers-nice N] [--max-model-len N] [--cpu-prof DIR] [--json]
 
 Starts --workers reference workers and ctxgate (child processes; the default pipeline with the
 render pool, --pool-threads 0 turns it off as a labelled baseline; --cpu-prof DIR writes a V8
 CPU profile of the gateway's event loop) with two tenants and keys. The workers run at
 --workers-nice (default ${DEFAULTS.workersNice}): they stand in for engines on GPU hosts, and on a small machine their
-own tokenising of a 400k prompt would otherwise take the CPU from the gateway under test.
+own tokenising of a 400k prompt would otherwise take the CPU from the gateway under test. Their
+--max-model-len (default ${DEFAULTS.maxModelLen}) holds A's prompts, so each is answered after a
+real prefill; a prompt longer than that gets the engine's 400, as vLLM answers it.
 Tenant B sends small calls one after another and a prober reads /health every 50 ms, in --rounds
 rounds of a quiet window (alone for --phase-s seconds) and an attack window (from when tenant A
 starts until its last call started within --phase-s seconds has ended): --attack-concurrency
@@ -133,6 +138,8 @@ export interface HostileReport {
   pool_threads: number | 'default';
   /** Niceness of the reference worker processes (they stand in for engines on other hosts). */
   workers_nice: number;
+  /** The reference workers' max_model_len. */
+  max_model_len: number;
   phase_s: number;
   rounds: number;
   attacks: Attack[];
@@ -166,6 +173,7 @@ function parse(argv: string[]) {
       'pool-threads',
       'cpu-prof',
       'workers-nice',
+      'max-model-len',
     ],
     ['json'],
   );
@@ -182,6 +190,7 @@ function parse(argv: string[]) {
     poolThreads: a.str('pool-threads') === undefined ? undefined : a.int('pool-threads', 0, 0),
     cpuProf: a.str('cpu-prof'),
     workersNice: a.int('workers-nice', DEFAULTS.workersNice, 0),
+    maxModelLen: a.int('max-model-len', DEFAULTS.maxModelLen, 1),
     json: a.bool('json'),
   };
 }
@@ -190,7 +199,7 @@ export async function run(argv: string[]): Promise<number> {
   const o = parseOrUsage('bench hostile', help, argv, parse);
   if (o === 2) return 2;
   const log = benchLog(o.json);
-  const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: 0 });
+  const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: 0, maxModelLen: o.maxModelLen });
   let gw: GatewayProc | undefined;
   let proxy: Awaited<ReturnType<typeof recordingProxy>> | undefined;
   try {
@@ -290,6 +299,7 @@ export async function run(argv: string[]): Promise<number> {
     const report: HostileReport = {
       pool_threads: o.poolThreads ?? 'default',
       workers_nice: o.workersNice,
+      max_model_len: o.maxModelLen,
       phase_s: o.phaseS,
       rounds: o.rounds,
       attacks: o.attacks,

@@ -12,6 +12,8 @@ export interface FleetOptions {
   model: string;
   tokenizer: string;
   timeScale: number;
+  /** Each worker's max_model_len (the reference worker's default when unset). */
+  maxModelLen?: number;
 }
 
 interface Slot {
@@ -96,6 +98,7 @@ export class ChaosFleet {
       String(this.o.timeScale),
       '--seed',
       String(i),
+      ...(this.o.maxModelLen !== undefined ? ['--max-model-len', String(this.o.maxModelLen)] : []),
     ];
     const proc = fork(CHILD, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     slot.proc = proc;

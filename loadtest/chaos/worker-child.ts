@@ -1,7 +1,7 @@
 // One reference worker in its own process, for `bench chaos`: a SIGKILL really closes its
 // listening socket and its connections, as when an engine dies. The parent (fork, IPC) sets
 // worker-wide faults with {fault: {...}} messages; 'ready' carries the bound port.
-// argv: --port N --model NAME --tokenizer SPEC --time-scale F --seed N
+// argv: --port N --model NAME --tokenizer SPEC --time-scale F --seed N [--max-model-len N]
 import { parseArgs } from 'node:util';
 import type { FaultConfig } from '../sim-worker/faults.ts';
 import { startSimWorker } from '../sim-worker/index.ts';
@@ -13,6 +13,7 @@ const { values } = parseArgs({
     tokenizer: { type: 'string' },
     'time-scale': { type: 'string' },
     seed: { type: 'string' },
+    'max-model-len': { type: 'string' },
   },
 });
 const worker = await startSimWorker({
@@ -21,6 +22,7 @@ const worker = await startSimWorker({
   tokenizer: values.tokenizer ?? 'qwen3',
   timeScale: Number(values['time-scale'] ?? 0),
   seed: Number(values.seed ?? 0),
+  ...(values['max-model-len'] !== undefined ? { maxModelLen: Number(values['max-model-len']) } : {}),
 });
 process.on('message', (m: { fault?: Partial<FaultConfig> }) => {
   if (m.fault) worker.setFault(m.fault);

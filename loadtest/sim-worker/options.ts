@@ -80,6 +80,7 @@ export const OPTIONS_HELP = `  --port N            listen port (0 = ephemeral; d
   --params --layers --hidden --kv-heads --head-dim   model shape (overrides the preset)
   --peak-tflops F --mfu F --bandwidth-gbs F          hardware (overrides the preset)
   --max-running N     batch slots (default 64)
+  --max-model-len N   most prompt + output tokens; longer asks get vLLM's 400 (default ${DEFAULT_OPTIONS.maxModelLen})
   --time-scale F      sleep modeled time × F (default 0 = no sleeping)
   --seed N            output seed (default 0)
   --tool-call-rate F  share of tool-enabled auto calls answered with a tool call (default ${DEFAULT_TOOL_CALL_RATE})
@@ -213,6 +214,9 @@ export function parseWorkerArgs(argv: string[]): { opts: Partial<SimWorkerOption
         break;
       case '--max-running':
         opts.maxRunning = num(flag, take());
+        break;
+      case '--max-model-len':
+        opts.maxModelLen = num(flag, take());
         break;
       case '--time-scale':
         opts.timeScale = num(flag, take());

@@ -4,7 +4,9 @@
 // render pool setting it was given.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { gatewayConfig } from '../../loadtest/bench-hostile.ts';
+import { DEFAULTS, gatewayConfig } from '../../loadtest/bench-hostile.ts';
+import { startSimWorker } from '../../loadtest/sim-worker/index.ts';
+import { DEFAULT_OPTIONS, parseWorkerArgs } from '../../loadtest/sim-worker/options.ts';
 import { MARKERS, plantedSecrets, secretsFound, unescapedMarkers } from '../../loadtest/hostile/probes.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -102,4 +104,29 @@ describe('bench hostile checkers', () => {
       server.close();
     }
   }, 60_000);
+
+  it("A's prompt is a real prefill on the bench's workers: their max_model_len holds what the default refuses", async () => {
+    expect(parseWorkerArgs(['--max-model-len', String(DEFAULTS.maxModelLen)]).opts.maxModelLen).toBe(
+      DEFAULTS.maxModelLen,
+    );
+    const worker = await startSimWorker({ model: 'm', tokenizer: 'qwen3', maxModelLen: DEFAULTS.maxModelLen });
+    try {
+      const res = await fetch(`${worker.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'm',
+          max_tokens: 8,
+          messages: [{ role: 'user', content: bigText(DEFAULTS.chars, 1) }],
+        }),
+      });
+      expect(res.status).toBe(200);
+      const usage = ((await res.json()) as { usage: { prompt_tokens: number } }).usage;
+      // More than the reference worker's default window (which answers vLLM's 400, see engine-shapes).
+      expect(usage.prompt_tokens).toBeGreaterThan(DEFAULT_OPTIONS.maxModelLen);
+      expect(usage.prompt_tokens + 8).toBeLessThanOrEqual(DEFAULTS.maxModelLen);
+    } finally {
+      await worker.close();
+    }
+  }, 120_000);
 });
