@@ -161,13 +161,46 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   // two concurrent calls of one session would otherwise both start from the same state and the
   // later put would drop the earlier call's learning. process() takes the lock once it knows the
   // session; this wrapper releases it however process() ends. The upstream call is not inside.
+  // With `ctx.deferStore` the state write (the call count, fingerprint, break ring and the store put,
+  // none of which the upstream body or the worker choice reads) runs on the next turn of the event
+  // loop, once the caller has sent the body upstream; the lock is held until the put settled, so the
+  // session's next call still reads this call's state, and `result.stored` says when.
   async function processLocked(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const held: Held = {};
+    let result: PipelineResult;
     try {
-      return await process(received, ctx, held);
-    } finally {
+      result = await process(received, ctx, held);
+    } catch (err) {
       held.release?.();
+      throw err;
     }
+    const commit = held.commit;
+    if (commit === undefined) {
+      held.release?.();
+      return result;
+    }
+    if (!ctx.deferStore) {
+      try {
+        await commit();
+      } finally {
+        held.release?.();
+      }
+      return result;
+    }
+    result.stored = new Promise<void>((resolve) => {
+      setImmediate(() => {
+        commit()
+          .catch((err: unknown) => {
+            // The answer is on its way: the state of this one call is what is lost, said loudly.
+            globalThis.process.emitWarning(`ctxgate: session state not stored: ${(err as Error)?.message ?? err}`);
+          })
+          .finally(() => {
+            held.release?.();
+            resolve();
+          });
+      });
+    });
+    return result;
   }
 
   async function process(received: ChatRequest, ctx: PipelineContext, held: Held): Promise<PipelineResult> {
@@ -263,9 +296,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     if (!rt.ok) {
       // An unrenderable request is the upstream's to reject; the pipeline never blocks it.
       receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${rt.error}` });
-      state.calls++;
-      state.updatedAt = Date.now();
-      await store.put(state);
+      held.commit = async () => {
+        state.calls++;
+        state.updatedAt = Date.now();
+        await store.put(state);
+      };
       return { body: sent(), sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
     const { rendered, toks } = rt;
@@ -312,7 +347,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     t = lap('diagnose', t);
     if (big) await yieldToLoop();
     const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, commonExact, seed);
-    t = lap('block_hashes', t);
+    lap('block_hashes', t);
     local.set(key, {
       calls: state.calls + 1,
       ids,
@@ -325,19 +360,17 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       input,
       output: { messages: out.messages, hashes: segs.messageHashes },
     });
-    state.calls++;
-    state.updatedAt = Date.now();
-    writeSlot(state, FINGERPRINT_SLOT, cur);
-    pushBreak(state, {
-      ...prefix,
-      call: state.calls,
-      at: state.updatedAt,
-      request_id: ctx.requestId,
-      messages: out.messages.length,
-    });
-    await store.put(state);
-    lap('store_put', t);
     if (hint !== undefined) hints.set(hint, key);
+    const messages = out.messages.length;
+    held.commit = async () => {
+      const t0 = tick();
+      state.calls++;
+      state.updatedAt = Date.now();
+      writeSlot(state, FINGERPRINT_SLOT, cur);
+      pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages });
+      await store.put(state);
+      lap('store_put', t0);
+    };
     return {
       body: sent(),
       sessionId,
@@ -354,6 +387,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
 
 interface Held {
   release?: () => void;
+  /** The call's state write and store put, run under the lock (see processLocked). */
+  commit?: () => Promise<void>;
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */

@@ -87,6 +87,10 @@ export interface PipelineContext {
   clientBody?: { api: string; body: unknown };
   /** Aborted when the client goes away: a call still waiting for its session's lock leaves the queue. */
   signal?: AbortSignal;
+  /** The gateway's request path: process() returns before the session state is written (the write
+   *  runs on the next turn of the event loop, after the body went upstream); `result.stored` settles
+   *  when it is stored. Without it, process() returns once the state is stored. */
+  deferStore?: boolean;
 }
 
 export interface PipelineResult {
@@ -102,6 +106,10 @@ export interface PipelineResult {
   promptTokenIds?: Uint32Array;
   /** vLLM-compatible block hashes of promptTokenIds (hex strings), block size of the model config. */
   blockHashes?: readonly string[];
+  /** With `ctx.deferStore`: settles (never rejects) once this call's session state is stored and the
+   *  session's lock released. Whoever answers the client waits for it first, so a client's next call,
+   *  on any replica, reads this call's state. */
+  stored?: Promise<void>;
 }
 
 /** What the gateway learns after the upstream answered, fed back to the pipeline (ledger, compaction). */

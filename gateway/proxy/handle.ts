@@ -109,7 +109,15 @@ export async function handleProxy(
     if (gw.tracing) ex.trace = startRequestSpan(gw.tracing, req, ex, adapter.api);
     const cacheSalt = gw.salts.saltOf(principal.tenant);
     const headers = harnessHeaders(req.headers as Record<string, string | undefined>);
-    const pctx: PipelineContext = { tenant: principal.tenant, requestId: req.id, headers, model: ex.model, cacheSalt };
+    // The session state is written while the upstream computes; the relay waits for it before answering.
+    const pctx: PipelineContext = {
+      tenant: principal.tenant,
+      requestId: req.id,
+      headers,
+      model: ex.model,
+      cacheSalt,
+      deferStore: true,
+    };
     // Translated APIs: the client's own body rides along for capture (chat's is the canonical one).
     if (adapter.toResponse) pctx.clientBody = { api: adapter.api, body: req.body };
     ex.pctx = pctx;
@@ -203,6 +211,7 @@ export async function handleProxy(
     } finally {
       reply.raw.off('close', onClose);
     }
+    await result.stored;
     if (r.kind === 'failed') {
       ex.status = r.status;
       ex.errorCode = `upstream_${r.status}`;
@@ -214,6 +223,8 @@ export async function handleProxy(
     const ge = err instanceof GatewayError ? err : undefined;
     ex.status = ge?.status ?? 500;
     ex.errorCode = ge?.code ?? 'internal_error';
+    // Even a failed call's state is stored before the client hears of it.
+    await ex.result?.stored;
     throw err;
   } finally {
     untrack?.();

@@ -122,6 +122,9 @@ export class Relay implements ResponseConsumer {
       }
     }
     lap('response', t1);
+    // The call's session state was written while the worker computed (pipeline deferStore): stored
+    // before the client can send its next call.
+    await ex.result?.stored;
     reply.code(res.statusCode).header('content-type', contentType).send(buf);
     return 'complete';
   }
@@ -152,6 +155,7 @@ export class Relay implements ResponseConsumer {
         const p0 = performance.now();
         if (a.firstByteAt === undefined) {
           a.firstByte();
+          await ex.result?.stored;
           this.open();
         }
         const text = relay.push(chunk as string);
@@ -160,7 +164,10 @@ export class Relay implements ResponseConsumer {
         if (signal.aborted || out.destroyed) return 'cut';
       }
       if (signal.aborted) return 'cut';
-      if (!out.headersSent) this.open();
+      if (!out.headersSent) {
+        await ex.result?.stored;
+        this.open();
+      }
       const tail = await relay.end();
       if (tail) out.write(tail);
       if (!out.destroyed) out.end();
