@@ -50,15 +50,13 @@ export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fle
       ...(structuredClone(m.policy_options) as Record<string, unknown>),
       ...(kvIndex ? { kv_index: kvIndex } : {}),
     });
-    fleet.set(m.name, {
-      config: m,
-      workers,
-      kvIndex,
-      byId: new Map(workers.map((w) => [w.id, w])),
-      // ctxgate keeps a guessed worker's entry itself; the baselines only read the index
-      policy:
-        kvIndex && !(policy instanceof CtxgatePolicy) ? withGuessedEntries(policy, kvIndex, m.block_size) : policy,
-    });
+    // ctxgate keeps a guessed worker's entry itself; the baselines only read the index
+    const routed =
+      kvIndex && !(policy instanceof CtxgatePolicy) ? withGuessedEntries(policy, kvIndex, m.block_size) : policy;
+    // an ejected worker (down, restarting) holds none of the blocks routing guessed for it; a
+    // precise entry is the engine's word and follows its KV events (a restart clears it there)
+    for (const w of workers) if (routed.forgetWorker) w.onEject = () => routed.forgetWorker!(w.id);
+    fleet.set(m.name, { config: m, workers, kvIndex, byId: new Map(workers.map((w) => [w.id, w])), policy: routed });
   }
   return fleet;
 }

@@ -39,6 +39,9 @@ export class Worker {
   requestsStarted = 0;
   queuedPrefillTokens = 0;
   consecutiveFailures = 0;
+  /** Called when the worker is ejected (the fleet clears its guessed routing entry: a worker that
+   *  went down, or restarted, holds none of the blocks routing guessed for it). */
+  onEject?: () => void;
   private consecutiveSuccesses = 0;
   readonly lastErrors: WorkerError[] = [];
 
@@ -126,6 +129,7 @@ export class Worker {
     this.healthy = h;
     this.consecutiveSuccesses = 0;
     this.metrics.workerHealthy.set({ model: this.model, worker: this.id }, h ? 1 : 0);
+    if (!h) this.onEject?.();
   }
 
   snapshot() {

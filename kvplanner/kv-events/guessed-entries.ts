@@ -25,6 +25,11 @@ export function withGuessedEntries(policy: Policy, events: KvEventIndex, blockSi
     },
   };
   if (policy.observe) wrapped.observe = (fb) => policy.observe!(fb);
+  // a flushed or ejected worker: the policy forgets its own state; a guessed entry written here goes too
+  wrapped.forgetWorker = (workerId) => {
+    policy.forgetWorker?.(workerId);
+    if (events.guessed(workerId)) events.index.clear(workerId);
+  };
   if (policy.expectedCachedTokens)
     wrapped.expectedCachedTokens = (workers, info) => policy.expectedCachedTokens!(workers, info);
   if (policy.stats) wrapped.stats = () => policy.stats!();

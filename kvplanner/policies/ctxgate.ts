@@ -367,7 +367,7 @@ export class CtxgatePolicy implements Policy {
       this.claims.release(gone);
     }
     this.pendingRing[slot] = info;
-    const pick: Pending = { workerId: worker.id, held, hashes, blockTokens, predicted, seq, kept: held };
+    const pick: Pending = { workerId: worker.id, held, hashes, blockTokens, predicted, seq, kept: 0 };
     if (this.guessing(worker.id)) this.claims.pick(pick);
     this.pending.set(info, pick);
     this.branches[branch]++;
@@ -585,19 +585,19 @@ export class CtxgatePolicy implements Policy {
    */
   observe(fb: RouteFeedback): void {
     const p = this.pending.get(fb.info);
+    // a failed call leaves nothing new cached: take back what select() added for it, except what
+    // a call answered there, or one still in flight there (which inherits it), runs through
+    let from = p ? p.hashes.length : 0;
     if (p) {
       this.pending.delete(fb.info);
-      this.claims.release(p);
+      from = this.claims.release(p, !fb.ok);
       // the ring slot would otherwise keep the request (its token ids, its body) alive for the
       // next MAX_PENDING calls: ~25 KB a call on growing sessions, hundreds of MB at the cap
       const slot = p.seq % MAX_PENDING;
       if (this.pendingRing[slot] === fb.info) this.pendingRing[slot] = undefined;
     }
     if (!fb.ok) {
-      // a failed call leaves nothing new cached: take back what select() added for it, except
-      // what another request routed there meanwhile runs through (the engine caches it for that one)
-      if (p && this.guessing(p.workerId) && p.kept < p.hashes.length)
-        this.index.evict(p.workerId, p.hashes.slice(p.kept));
+      if (p && this.guessing(p.workerId) && from < p.hashes.length) this.index.evict(p.workerId, p.hashes.slice(from));
       return;
     }
     const workerId = p?.workerId ?? fb.workerId;
@@ -624,13 +624,16 @@ export class CtxgatePolicy implements Policy {
     }
     if (this.guessing(workerId)) {
       this.index.insert(workerId, hashes);
-      this.claims.cover(workerId, hashes);
+      this.claims.answered(workerId, hashes);
     }
   }
 
   /** The worker's cache was flushed: its guessed entry goes (replicas sharing the index see evictions). */
   forgetWorker(workerId: string): void {
-    if (this.guessing(workerId)) this.index.clear(workerId);
+    if (!this.guessing(workerId)) return;
+    this.index.clear(workerId);
+    // picks in flight there added nothing to the cleared entry: a later failure takes back nothing
+    this.claims.forget(workerId);
   }
 
   /** Whether this policy keeps `workerId`'s index entry itself: no precise index, or its events are

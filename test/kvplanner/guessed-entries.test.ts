@@ -4,7 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { withGuessedEntries } from '../../kvplanner/kv-events/guessed-entries.ts';
+import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { DynamoKvPolicy } from '../../kvplanner/policies/dynamo-kv.ts';
+import { SmgCacheAwarePolicy } from '../../kvplanner/policies/smg-cache-aware.ts';
 import { info, workers } from './fixtures.ts';
 
 describe('withGuessedEntries', () => {
@@ -35,5 +37,30 @@ describe('withGuessedEntries', () => {
     const c = p.select(workers(2), info({ blockHashes: ['a', 'b'], promptTokens: 40 }))!;
     expect(c).not.toBeNull();
     expect(ev.index.size('w0') + ev.index.size('w1')).toBe(0);
+  });
+
+  it('forgetting a worker (flushed, ejected) clears its guessed entry and never a precise one', () => {
+    const ev = new KvEventIndex();
+    ev.precise('w0', ['p', 'q']);
+    ev.guess('w1', 8);
+    const base = new SmgCacheAwarePolicy({ kv_index: ev, block_size: 16 });
+    const p = withGuessedEntries(base, ev, 16);
+    const ws = workers(2);
+    ws[0].inFlight = 5; // the guessed worker takes the call
+    expect(p.select(ws, info({ blockHashes: ['a', 'b', 'c'], promptTokens: 60 }))!.worker.id).toBe('w1');
+    expect(ev.index.size('w1')).toBe(3);
+    expect(p.forgetWorker).toBeTypeOf('function');
+    p.forgetWorker!('w1');
+    expect(ev.index.size('w1')).toBe(0); // the wrapper did not pass forgetWorker on before
+    p.forgetWorker!('w0');
+    expect(ev.index.size('w0')).toBe(2); // the engine's word: its KV events say when it is gone
+  });
+
+  it('ctxgate keeps a precise worker’s entry when it forgets the worker', () => {
+    const ev = new KvEventIndex();
+    ev.precise('w0', ['p', 'q']);
+    const p = new CtxgatePolicy({ kv_index: ev, index_stride: 1, block_size: 16 });
+    p.forgetWorker('w0');
+    expect(ev.index.size('w0')).toBe(2);
   });
 });

@@ -16,6 +16,7 @@ function call(turn: number): RouteInfo {
 }
 /** blocks of the policy's index (every 4th block hash: 64 tokens each) a call's chain has */
 const blocks = (turn: number): number => Math.floor((ROOT + 64 + turn * 128) / 64);
+const ws1 = workers(1);
 
 describe('take-back of a failed attempt (review F5)', () => {
   const ws = workers(1);
@@ -50,8 +51,10 @@ describe('take-back of a failed attempt (review F5)', () => {
     p.select(ws, shorter);
     p.observe({ workerId: 'w0', info: longer, ok: false });
     expect(p.index.size('w0')).toBe(blocks(1));
-    p.observe({ workerId: 'w0', info: shorter, ok: false }); // added nothing itself: takes nothing
-    expect(p.index.size('w0')).toBe(blocks(1));
+    // it added nothing itself, but it inherited the blocks the longer one added and it ran
+    // through: both failed, so nothing is left (the old take-back kept blocks(1): review s23 F3)
+    p.observe({ workerId: 'w0', info: shorter, ok: false });
+    expect(p.index.size('w0')).toBe(0);
 
     const q = new CtxgatePolicy();
     const alone = call(3);
@@ -75,20 +78,23 @@ describe('take-back of a failed attempt (review F5)', () => {
 });
 
 describe('PendingClaims', () => {
-  it('a chain shares a claim up to its own length; other workers and other chains do not', () => {
+  it('an answered chain keeps a claim up to where the two agree; other workers and other chains do not', () => {
     const c = new PendingClaims();
-    const claim = { workerId: 'w0', hashes: ['r', 'a1', 'a2', 'a3'], held: 1, kept: 1 };
+    const claim = { workerId: 'w0', hashes: ['r', 'a1', 'a2', 'a3'], held: 1, kept: 0 };
     c.pick(claim);
-    c.cover('w1', ['r', 'a1', 'a2', 'a3']);
-    c.cover('w0', ['r', 'b1', 'b2']);
+    c.answered('w1', ['r', 'a1', 'a2', 'a3']);
+    c.answered('w0', ['r', 'b1', 'b2']);
     expect(claim.kept).toBe(1);
-    c.cover('w0', ['r', 'a1', 'a2']);
+    c.answered('w0', ['r', 'a1', 'a2']);
     expect(claim.kept).toBe(3);
-    c.cover('w0', ['r', 'a1', 'a2', 'a3', 'a4']);
+    c.answered('w0', ['r', 'a1', 'a2', 'a3', 'a4']);
     expect(claim.kept).toBe(4);
-    c.release(claim);
+    expect(c.release(claim, true)).toBe(4);
     expect(c.count('w0')).toBe(0);
-    c.pick({ workerId: 'w0', hashes: ['r'], held: 1, kept: 1 }); // added nothing: no claim
+    const none = { workerId: 'w0', hashes: ['r'], held: 1, kept: 0 };
+    c.pick(none); // added nothing, still registered: it may inherit another pick's blocks
+    expect(c.count('w0')).toBe(1);
+    expect(c.release(none)).toBe(1);
     expect(c.count('w0')).toBe(0);
   });
 });
@@ -98,10 +104,11 @@ describe("a chain that branches after a claim's first blocks (review s23 F2)", (
     const pc = new PendingClaims();
     const failed = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd', 'e'], held: 1, kept: 1 };
     pc.pick(failed);
-    pc.pick({ workerId: 'w1', hashes: ['a', 'b', 'x', 'y', 'z', 'w'], held: 2, kept: 2 });
-    expect(failed.kept).toBe(2); // was 5: c, d, e were never taken back
-    pc.release(failed);
-    expect(failed.hashes.slice(failed.kept)).toEqual(['c', 'd', 'e']);
+    const other = { workerId: 'w1', hashes: ['a', 'b', 'x', 'y', 'z', 'w'], held: 2, kept: 0 };
+    pc.pick(other);
+    const from = pc.release(failed, true); // was 5: c, d, e were never taken back
+    expect(failed.hashes.slice(from)).toEqual(['c', 'd', 'e']);
+    expect(other.held).toBe(1); // it runs through b, which the failed pick added: it inherits b
   });
 
   it('through the policy: two conversations on one root, the failed one takes back its history', () => {
@@ -120,5 +127,66 @@ describe("a chain that branches after a claim's first blocks (review s23 F2)", (
     p.observe({ workerId: 'w0', info: a, ok: false });
     // only b's chain (root + its own history) is left: a's history past the root went back
     expect(p.index.size('w0')).toBe(blocks(4));
+  });
+});
+
+describe('both picks fail (review s23 F3): the take-back is decided when it runs', () => {
+  it("the second pick relied on the first one's guessed blocks; whichever fails first, nothing stays", () => {
+    for (const secondFailsFirst of [true, false]) {
+      const pc = new PendingClaims();
+      const first = { workerId: 'w1', hashes: ['a', 'b', 'c'], held: 0, kept: 0 };
+      const second = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd'], held: 3, kept: 0 };
+      pc.pick(first);
+      pc.pick(second);
+      const taken: string[] = [];
+      const fail = (c: typeof first) => taken.push(...c.hashes.slice(pc.release(c, true)));
+      if (secondFailsFirst) {
+        fail(second);
+        expect(taken).toEqual(['d']);
+        fail(first);
+      } else {
+        fail(first);
+        expect(taken).toEqual([]); // the second, still in flight, runs through a, b, c: it inherits them
+        fail(second);
+      }
+      expect(taken.sort()).toEqual(['a', 'b', 'c', 'd']); // the old claims left a, b, c listed on w1
+    }
+  });
+
+  it('an answered call keeps what it ran through even after both pending picks fail', () => {
+    const pc = new PendingClaims();
+    const first = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd'], held: 0, kept: 0 };
+    const second = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd', 'e'], held: 4, kept: 0 };
+    pc.pick(first);
+    pc.pick(second);
+    pc.answered('w1', ['a', 'b', 'x']);
+    const taken = [...first.hashes.slice(pc.release(first, true)), ...second.hashes.slice(pc.release(second, true))];
+    expect(taken.sort()).toEqual(['c', 'd', 'e']);
+  });
+
+  it('through the policy: the worker goes down with both calls in flight, its guessed entry is empty again', () => {
+    for (const order of [
+      [0, 1],
+      [1, 0],
+    ]) {
+      const p = new CtxgatePolicy();
+      const calls = [call(2), call(3)];
+      p.select(ws1, calls[0]);
+      expect(p.select(ws1, calls[1])!.predictedCachedTokens).toBe(blocks(2) * 64);
+      for (const i of order) p.observe({ workerId: 'w0', info: calls[i], ok: false });
+      expect(p.index.size('w0')).toBe(0); // was blocks(2) when the first one failed first
+    }
+  });
+
+  it('forgetting the worker drops its claims: a later failure does not take back blocks added since', () => {
+    const p = new CtxgatePolicy();
+    const old = call(2);
+    p.select(ws1, old);
+    p.forgetWorker('w0');
+    const fresh = call(2);
+    p.select(ws1, fresh);
+    p.observe({ workerId: 'w0', info: fresh, ok: true, reportedCachedTokens: 0 });
+    p.observe({ workerId: 'w0', info: old, ok: false });
+    expect(p.index.size('w0')).toBe(blocks(2));
   });
 });
