@@ -147,7 +147,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     }),
     fastEncodes: new Counter({
       name: 'ctxgate_tokenizer_fast_encodes_total',
-      help: "Texts encoded by the memoised BPE fast path on the gateway's event loop: all, compared with the library, and differing from it (each switches that tokenizer's fast path off; a warning is logged)",
+      help: "Texts encoded by the memoised BPE fast path, on the event loop and the render pool's threads: all, compared with the library, and differing from it (each switches that tokenizer's fast path off in its thread; a warning is logged)",
       labelNames: ['outcome'] as const,
       registers,
       collect() {

@@ -28,6 +28,8 @@
 //   retries of one crashing prompt cost nothing, so its tenant's other big prompts still run.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
+// - Counters: each reply carries what its thread counted (fast BPE encodes, native renders,
+//   fast-path mismatches; thread-counts.ts), added to the main thread's metrics.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
 // Cost per job on the event loop: a structured clone of the messages and the previous call's memo,
 // one copy of the previous ids into a Uint32Array and one back; O(lanes) lane choice; O(tenants
@@ -42,7 +44,8 @@ import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/t
 import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
-import { WAKE_TOKENIZER, type ThreadData } from './thread-task.ts';
+import { addThreadCounts } from './thread-counts.ts';
+import { WAKE_TOKENIZER, type ThreadData, type ThreadReply } from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
 /** A thread idle this long is ended (Piscina restarts it on the next job; its caches go with it). */
@@ -137,6 +140,12 @@ export interface RenderPool extends RenderOffload {
   /** Jobs queued or running, all lanes. */
   pending(): number;
   close(): Promise<void>;
+}
+
+/** A thread's reply, its counters added to this thread's metrics on the way (thread-counts.ts). */
+function counted(reply: ThreadReply): OffloadReply {
+  if (reply.counts) addThreadCounts(reply.counts);
+  return reply;
 }
 
 /** FNV-1a of the affinity key: a stable lane per session. */
@@ -370,7 +379,7 @@ export function createRenderPool(
         [Piscina.queueOptionsSymbol]: { tenant, onStart } satisfies FairQueueOptions,
       });
       // The previous ids are cloned, not transferred: a retry sends the same job again.
-      const attempt = () => lane.pool.run(task, { signal: a.ac.signal });
+      const attempt = () => lane.pool.run(task, { signal: a.ac.signal }).then(counted);
       try {
         try {
           return await attempt();
@@ -411,7 +420,7 @@ export function createRenderPool(
             let reply: OffloadReply | undefined;
             let error = '';
             try {
-              reply = await lane.pool.run(warmJob(p));
+              reply = counted(await lane.pool.run(warmJob(p)));
             } catch (err) {
               error = (err as Error).message;
             }

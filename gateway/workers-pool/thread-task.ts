@@ -6,6 +6,7 @@ import { Piscina } from 'piscina';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { runOffloadJob, type OffloadJob, type OffloadReply } from '../../middleware/tokens/render-tokens.ts';
 import type { TokenizerHandle } from '../../middleware/tokens/handle.ts';
+import { type ThreadCounts, takeThreadCounts, watchThreadCounts } from './thread-counts.ts';
 
 /** What the pool hands each thread at start. */
 export interface ThreadData {
@@ -24,12 +25,17 @@ if (process.platform === 'linux' && data?.nice) {
   }
 }
 
+watchThreadCounts();
+
 const handles = new Map<string, Promise<TokenizerHandle>>();
+
+/** A job's reply with what this thread counted since its last one (thread-counts.ts). */
+export type ThreadReply = OffloadReply & { counts?: ThreadCounts };
 
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
-export default async function task(job: OffloadJob): Promise<OffloadReply> {
+export default async function task(job: OffloadJob): Promise<ThreadReply> {
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
@@ -42,9 +48,10 @@ export default async function task(job: OffloadJob): Promise<OffloadReply> {
       if (handles.get(key) === loading) handles.delete(key);
     });
   }
-  const reply = runOffloadJob(await h, job);
+  const reply: ThreadReply = runOffloadJob(await h, job);
+  reply.counts = takeThreadCounts();
   if (!reply.ok) return reply;
   // The ids' buffer goes back without a copy (a Piscina transferable wrapper).
   const movable = { [Piscina.transferableSymbol]: [reply.ids.buffer], [Piscina.valueSymbol]: reply };
-  return Piscina.move(movable as never) as unknown as OffloadReply;
+  return Piscina.move(movable as never) as unknown as ThreadReply;
 }

@@ -44,6 +44,14 @@ function mismatched(m: FastMismatch): void {
   for (const fn of mismatchListeners) fn(m);
 }
 
+/** Adds what another thread's fast encodes counted (a render pool thread has its own copy of this
+ *  module) and tells its mismatches to this thread's listeners, as if they had happened here. */
+export function countFastEncodesFrom(fast: number, checked: number, mismatches: readonly FastMismatch[]): void {
+  fastEncodeCounts.fast += fast;
+  fastEncodeCounts.checked += checked;
+  for (const m of mismatches) mismatched(m);
+}
+
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;

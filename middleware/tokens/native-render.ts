@@ -37,6 +37,13 @@ export function nativeRenderStats(): Readonly<typeof stats> {
   return { ...stats };
 }
 
+/** Adds what another thread's native renders counted (a render pool thread has its own copy of this module). */
+export function countNativeRendersFrom(d: Readonly<typeof stats>): void {
+  stats.rendered += d.rendered;
+  stats.checked += d.checked;
+  stats.mismatches += d.mismatches;
+}
+
 /** Per renderer: the native rendering and its cross-check schedule. */
 export class CheckedNative {
   private uses = 0;
