@@ -118,7 +118,7 @@ export class WorkerKvFeed {
     });
     sub.events.on('disconnect', () => {
       this.connected = false;
-      this.fallBack('disconnected');
+      if (!this.stopped) this.fallBack('disconnected');
     });
     sub.connect(this.cfg.endpoint);
     sub.subscribe(this.cfg.topic);
@@ -248,6 +248,7 @@ export class WorkerKvFeed {
    *  that answers more messages, bytes or time than its budget failed (a broken publisher, or
    *  another process on that socket, must not hold the feed's queue and the event loop forever). */
   private async replay(from: bigint, upTo?: bigint): Promise<Replayed[] | undefined> {
+    if (this.stopped) return undefined; // a step queued before stop() opens no socket after it
     if (!this.dealer) {
       this.dealer = new Dealer({ linger: 0, receiveTimeout: REPLAY_TIMEOUT_MS, maxMessageSize: MAX_MESSAGE_BYTES });
       this.dealer.connect(this.cfg.replay_endpoint!);
@@ -279,6 +280,7 @@ export class WorkerKvFeed {
     } catch (err) {
       // a late answer must not be read as the next replay's: start that one on a fresh socket
       this.closeDealer();
+      if (this.stopped) return undefined; // stop() closed the socket under it
       this.log.warn({ ...this.labels, err: (err as Error).message }, 'KV event replay failed');
       if (err instanceof Overrun) return undefined;
       return out.length ? out : undefined;
@@ -355,11 +357,16 @@ export class WorkerKvFeed {
     return this.connected;
   }
 
+  /** Closes both sockets, once each. Every socket call here is on the main thread (connect, never
+   *  bind/unbind, which zeromq runs on a pool thread): close() rejects a pending receive or send
+   *  (the receive loop ends, a replay in flight fails quietly), so an engine that restarts or
+   *  vanishes at any moment cannot put two threads in one libzmq socket. */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.sub?.close();
-    this.dealer?.close();
+    this.sub = undefined;
+    this.closeDealer();
   }
 }
 

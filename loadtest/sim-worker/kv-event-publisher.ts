@@ -47,18 +47,22 @@ function bindable(ep: string): string {
   return ep.replace('tcp://*:', 'tcp://0.0.0.0:').replace(/:0$/, ':*');
 }
 
-/** Binds, waiting out a port the previous socket on it is still releasing (a restart). */
+/** Binds, waiting out a port the previous socket on it is still releasing (a restart: close()
+ *  hands the listener to ZeroMQ's reaper thread, which lets the port go a moment later). Only for a
+ *  fresh socket with no send or receive pending: bind() runs on a libuv pool thread. */
 async function bindRetrying(socket: Publisher | Router, ep: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
+  const deadline = Date.now() + BIND_DEADLINE_MS;
+  for (;;) {
     try {
       return await socket.bind(ep);
     } catch (err) {
-      if (attempt >= BIND_RETRIES || !/in use/i.test((err as Error).message)) throw err;
+      if (Date.now() > deadline || !/in use/i.test((err as Error).message)) throw err;
       await new Promise((r) => setTimeout(r, BIND_RETRY_MS));
     }
   }
 }
-const BIND_RETRIES = 20;
+/** Longest wait for a port still being released (generous: a loaded machine runs the reaper late). */
+const BIND_DEADLINE_MS = 10_000;
 const BIND_RETRY_MS = 50;
 
 /** Parses a block key of the worker (`h1.h2.len`, base 36) into the 64-bit hash published. */
@@ -78,6 +82,8 @@ export class KvEventPublisher implements BlockEventSink {
   private drop = 0;
   private frozen = false;
   private flooding: bigint | undefined;
+  /** the replay loop and any flood runs: stop() waits for them to end */
+  private replaying = new Set<Promise<void>>();
   endpoint = '';
   replayEndpoint: string | undefined;
   /** Batches published (sent or dropped), those kept out of the PUB socket, replay messages flooded. */
@@ -86,6 +92,7 @@ export class KvEventPublisher implements BlockEventSink {
   constructor(private readonly o: KvEventsOptions) {}
 
   async start(): Promise<this> {
+    if (this.pub) return this;
     const pub = new Publisher({ sendHighWaterMark: DEFAULT_KV_EVENTS_HWM, linger: 0 });
     await bindRetrying(pub, this.endpoint || bindable(this.o.endpoint));
     this.endpoint = pub.lastEndpoint ?? this.o.endpoint;
@@ -95,7 +102,7 @@ export class KvEventPublisher implements BlockEventSink {
       await bindRetrying(router, this.replayEndpoint || bindable(this.o.replayEndpoint));
       this.replayEndpoint = router.lastEndpoint ?? this.o.replayEndpoint;
       this.router = router;
-      void this.serveReplays(router);
+      this.track(this.serveReplays(router));
     }
     return this;
   }
@@ -231,7 +238,7 @@ export class KvEventPublisher implements BlockEventSink {
         }
         this.counts.replays++;
         if (this.flooding !== undefined) {
-          void this.floodTo(router, id);
+          this.track(this.floodTo(router, id));
           continue;
         }
         for (const b of this.buffer)
@@ -256,17 +263,25 @@ export class KvEventPublisher implements BlockEventSink {
     }
   }
 
-  /** Takes both sockets down (seq and buffer kept: start() resumes on the same addresses). */
+  private track(run: Promise<void>): void {
+    this.replaying.add(run);
+    void run.finally(() => this.replaying.delete(run));
+  }
+
+  /** Takes both sockets down (seq and buffer kept: start() resumes on the same addresses). Each
+   *  socket is closed once, never unbound: zeromq runs unbind() (like bind()) on a libuv pool thread
+   *  while the main thread keeps serving the ROUTER's pending receive, and two threads in one libzmq
+   *  socket abort the process (`_state == term_ack_sent || _state == term_req_sent2`, pipe.cpp)
+   *  when a peer leaves meanwhile. close() runs on the main thread and rejects what is pending;
+   *  the ports are released in the background (start() waits for them). */
   async stop(): Promise<void> {
     const pub = this.pub;
     const router = this.router;
     this.pub = undefined;
     this.router = undefined;
-    await this.sending;
-    // unbind first: close() releases the port in the background, and start() may want it back
-    await pub?.unbind(this.endpoint).catch(() => undefined);
-    if (router && this.replayEndpoint) await router.unbind(this.replayEndpoint).catch(() => undefined);
-    pub?.close();
+    await this.sending; // batches already handed to the PUB socket go out first
     router?.close();
+    pub?.close();
+    await Promise.all(this.replaying); // the replay loop and floods have seen their socket close
   }
 }

@@ -14,8 +14,9 @@ import { encodeBatch } from '../../kvplanner/kv-events/wire.ts';
 import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
 
 const open: Array<{ stop(): unknown }> = [];
+// the gateway side (SUB, DEALER) closes before the publisher it reads, as a test that owns both should
 afterEach(async () => {
-  for (const o of open.splice(0)) await o.stop();
+  for (const o of open.splice(0).reverse()) await o.stop();
 });
 
 async function rig() {
