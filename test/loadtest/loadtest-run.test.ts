@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { until } from '../helpers/gateway.ts';
 import { useTempDirs } from '../helpers/temp-dirs.ts';
 import { runLoad, type LoadOptions } from '../../loadtest/load/driver.ts';
 import { run } from '../../cli/commands/loadtest.ts';
@@ -119,13 +120,19 @@ describe('ctxgate loadtest against live targets', () => {
 
   it('a target that goes down mid-run is reported, not a crash', async () => {
     const up = await fake({ knobs: { chunkDelayMs: 5 } });
-    const pending = runLoad({ ...base(up.url), durationS: 4, connections: 2, stream: true, timeoutS: 2 });
-    // down once a request has completed (a third one started on 2 connections), not after a fixed
-    // time a loaded machine may spend starting the run
-    for (const end = Date.now() + 3_000; up.received < 3 && Date.now() < end; )
-      await new Promise((r) => setTimeout(r, 10));
+    // No wall-clock window a loaded machine could spend starting the run: the run lasts until it
+    // is stopped; the target goes down once a request has completed (a third one started on 2
+    // connections), and the run is stopped once a failed call was counted.
+    const stop = new AbortController();
+    let failed = 0;
+    const onSample = (x: { ok: boolean }) => void (x.ok || failed++);
+    const opts = { ...base(up.url), durationS: 600, connections: 2, stream: true, timeoutS: 2, onSample };
+    const pending = runLoad(opts, stop.signal);
+    await until(() => up.received >= 3, 60_000);
     await up.close();
     ups.splice(ups.indexOf(up), 1);
+    await until(() => failed > 0, 60_000);
+    stop.abort();
     const r = await pending;
     const s = summariseLoad(r, { target: up.url, api: 'chat', stream: true, callsPerSession: calls });
     expect(s.ok).toBeGreaterThan(0);
