@@ -41,7 +41,8 @@ export class SessionAffinity {
     return this.entry(key, now)?.worker;
   }
 
-  /** The live pin (worker and the prompt tokens of the call that set it), or undefined. */
+  /** The live pin (worker and the prompt tokens of the call that set it), or undefined. A view of
+   *  the entry: a later assign of the same key changes it, so read it before re-pinning. */
   entry(key: string, now: number): { readonly worker: string; readonly tokens: number } | undefined {
     const e = this.map.get(key);
     if (!e) return undefined;
@@ -53,10 +54,17 @@ export class SessionAffinity {
   }
 
   assign(key: string, worker: string, tokens: number, now: number, notify = true): void {
-    const old = this.map.get(key);
-    if (old) this.drop(key, old);
-    this.map.set(key, { worker, tokens, lastSeen: now });
-    const t = this.totals(worker);
+    let e = this.map.get(key);
+    // a re-pinned session keeps its entry object (delete + set: it still moves to the back, the
+    // recency order): no allocation on a session's every call
+    if (e) {
+      this.drop(key, e);
+      e.worker = worker;
+      e.tokens = tokens;
+      e.lastSeen = now;
+    } else e = { worker, tokens, lastSeen: now };
+    this.map.set(key, e);
+    const t = this.liveTotals(worker);
     t.sessions++;
     t.tokens += tokens;
     // a sweep walks from the front of the Map, over the holes that touches leave there: amortise it
@@ -76,7 +84,13 @@ export class SessionAffinity {
     }
   }
 
-  private totals(worker: string): { sessions: number; tokens: number } {
+  /** The live totals of `worker` (the same object for the worker's lifetime: a caller may keep it
+   *  per worker instead of looking it up on every decision). */
+  totals(worker: string): { readonly sessions: number; readonly tokens: number } {
+    return this.liveTotals(worker);
+  }
+
+  private liveTotals(worker: string): { sessions: number; tokens: number } {
     let t = this.perWorker.get(worker);
     if (!t) {
       t = { sessions: 0, tokens: 0 };
@@ -87,7 +101,7 @@ export class SessionAffinity {
 
   private drop(key: string, e: Entry): void {
     this.map.delete(key);
-    const t = this.totals(e.worker);
+    const t = this.liveTotals(e.worker);
     t.sessions--;
     t.tokens -= e.tokens;
   }

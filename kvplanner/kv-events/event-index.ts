@@ -38,6 +38,11 @@ export class KvEventIndex {
     this.index.removeWorker(workerId);
   }
 
+  /** Whether any worker's entry is guessed (a policy skips the per-worker check when none is). */
+  anyGuessed(): boolean {
+    return this.guessing.size > 0;
+  }
+
   /** Whether routing keeps this worker's entry itself (no event stream in step). */
   guessed(workerId: string): boolean {
     return this.guessing.size > 0 && this.guessing.has(workerId);

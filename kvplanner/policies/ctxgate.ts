@@ -125,6 +125,13 @@ interface Pending extends Claim {
   predicted: number;
 }
 
+/** A prompt's chain as routing reads it (chain()). */
+interface ChainView {
+  hashes: readonly string[];
+  blockTokens: number;
+  promptTokens: number;
+}
+
 interface WorkerFeedbackStats {
   calls: number;
   predictedTokens: number;
@@ -173,6 +180,10 @@ export class CtxgatePolicy implements Policy {
   private bySlot: number[] = [];
   private readonly slots: number[] = [];
   private readonly depth: number[] = [];
+  /** each index slot's live session totals (loadOfSlot) */
+  private readonly loads: Array<{ readonly sessions: number; readonly tokens: number } | undefined> = [];
+  /** chain()'s result, reused */
+  private readonly chainView: ChainView = { hashes: [], blockTokens: 0, promptTokens: 0 };
   /** scratch for leastSessions: each worker's expected start */
   private readonly starts: number[] = [];
   private readonly missListeners: Array<(key: string) => void> = [];
@@ -203,42 +214,43 @@ export class CtxgatePolicy implements Policy {
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1, MAX_SESSION_TTL_S) * 1000);
   }
 
-  /** Prompt chain and tokens per block: given hashes, else from token ids, else from text. */
-  private chain(info: RouteInfo): { hashes: readonly string[]; blockTokens: number; promptTokens: number } {
+  /** Prompt chain and tokens per block: given hashes, else from token ids, else from text. The
+   *  result is one reused object (no allocation per decision): read it before the next call. */
+  private chain(info: RouteInfo): ChainView {
     const c = this.fullChain(info);
     if (this.stride === 1) return c;
     // block k·stride−1 stands for the group ending there (its hash covers everything before it)
     const sampled: string[] = [];
     for (let i = this.stride - 1; i < c.hashes.length; i += this.stride) sampled.push(c.hashes[i]);
-    return { hashes: sampled, blockTokens: c.blockTokens * this.stride, promptTokens: c.promptTokens };
+    c.hashes = sampled;
+    c.blockTokens *= this.stride;
+    return c;
   }
 
-  private fullChain(info: RouteInfo): { hashes: readonly string[]; blockTokens: number; promptTokens: number } {
+  private fullChain(info: RouteInfo): ChainView {
+    const c = this.chainView;
     if (info.blockHashes) {
-      return {
-        hashes: info.blockHashes,
-        blockTokens: this.blockSize,
-        promptTokens: info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize,
-      };
+      c.hashes = info.blockHashes;
+      c.blockTokens = this.blockSize;
+      c.promptTokens = info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize;
+      return c;
     }
     if (info.promptTokenIds) {
       // seeded as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
-      return {
-        hashes: blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt)),
-        blockTokens: this.blockSize,
-        promptTokens: info.promptTokens ?? info.promptTokenIds.length,
-      };
+      c.hashes = blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt));
+      c.blockTokens = this.blockSize;
+      c.promptTokens = info.promptTokens ?? info.promptTokenIds.length;
+      return c;
     }
     const text = info.text ?? '';
-    return {
-      hashes: textBlockHashes(
-        text,
-        TEXT_BLOCK_CHARS,
-        info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
-      ),
-      blockTokens: TEXT_BLOCK_TOKENS,
-      promptTokens: info.promptTokens ?? Math.ceil(text.length / 4),
-    };
+    c.hashes = textBlockHashes(
+      text,
+      TEXT_BLOCK_CHARS,
+      info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
+    );
+    c.blockTokens = TEXT_BLOCK_TOKENS;
+    c.promptTokens = info.promptTokens ?? Math.ceil(text.length / 4);
+    return c;
   }
 
   /** Expected seconds to first token on `w` if it already holds `cached` of `prompt` tokens. */
@@ -477,12 +489,14 @@ export class CtxgatePolicy implements Policy {
     const n = workers.length;
     const slots = this.slots;
     slots.length = n;
+    // with a precise index and every worker's events in step, no worker is guessed: one check
+    const anyGuessed = this.events === undefined || this.events.anyGuessed();
     for (let i = 0; i < n; i++) {
       const w = workers[i];
       // a worker at the position it had last time keeps its slot: one id compare instead of a Map
       // lookup (a guessed worker's entry may need its capacity applied: it goes through prepare)
       const s = slots[i];
-      const guessed = this.guessing(w.id);
+      const guessed = anyGuessed && this.guessing(w.id);
       slots[i] =
         s !== undefined && !guessed && this.index.idOfSlot(s) === w.id
           ? s
@@ -558,8 +572,9 @@ export class CtxgatePolicy implements Policy {
       const w = workers[i];
       // the bound in time too: a worker busy prefilling a huge prompt is no home for a new session
       if (!hasRoom(w, cap) || t[i] > this.tolerated(w, prompt, fastest)) continue;
-      const capTokens = Math.max(1, this.index.capacityOfSlot(this.slots[i]) * blockTokens);
-      const l = this.affinity.load(w.id);
+      const slot = this.slots[i];
+      const capTokens = Math.max(1, this.index.capacityOfSlot(slot) * blockTokens);
+      const l = this.loadOfSlot(slot, w.id);
       const k0 = l.sessions / capTokens;
       const k1 = l.tokens / capTokens;
       const k2 = t[i];
@@ -571,6 +586,14 @@ export class CtxgatePolicy implements Policy {
       }
     }
     return best >= 0 ? best : start;
+  }
+
+  /** The worker's live session totals, kept per index slot (the affinity's object for that worker
+   *  never changes): an array read instead of a Map lookup per worker and decision. */
+  private loadOfSlot(slot: number, id: string): { readonly sessions: number; readonly tokens: number } {
+    const l = this.loads[slot];
+    if (l !== undefined && this.index.idOfSlot(slot) === id) return l;
+    return (this.loads[slot] = this.affinity.totals(id));
   }
 
   /** Called (synchronously, must not throw) when a session key has no pin here: replica sync. */

@@ -1,0 +1,164 @@
+// The ctxgate policy's fast paths against straightforward ones: a reference policy whose per-worker
+// depths are each worker's own unhinted PrefixIndex.matchLength (no holder bitmasks, no slot
+// cache), whose session totals come from SessionAffinity.load by worker id (no per-slot cache) and
+// whose prompt chain is a fresh object per call. Both policies see the same seeded stream: chains
+// over a shared root with forks, engine events that store chains and remove random blocks (holes),
+// workers whose events fall out of step (guessed) and come back, a fleet of 40 (two mask words)
+// passed as a new, reshuffled subset of fresh views on every call, as the gateway builds them, and
+// feedback after some calls. Every choice (worker, branch, predicted tokens) must be the same.
+import { describe, expect, it } from 'vitest';
+import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
+import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+}
+
+const WORKERS = 40;
+const BLOCK = 16;
+
+/** The reference: the same policy with its optimised internals replaced by plain loops. */
+function reference(events: KvEventIndex): CtxgatePolicy {
+  const p = new CtxgatePolicy({ kv_index: events, index_stride: 1, block_size: BLOCK });
+  // test-only access to private methods (the point is to swap them for the straightforward versions)
+  const r = p as unknown as Record<string, unknown> & {
+    index: CtxgatePolicy['index'];
+    affinity: CtxgatePolicy['affinity'];
+    guessing(id: string): boolean;
+  };
+  const depth: number[] = [];
+  const slots: number[] = [];
+  r.depths = (workers: readonly WorkerView[], hashes: readonly string[], blockTokens: number): number[] => {
+    depth.length = workers.length;
+    slots.length = workers.length;
+    for (let i = 0; i < workers.length; i++) {
+      const w = workers[i];
+      const kv = w.kvTokens ? (w.kvTokens * 4) / blockTokens : undefined;
+      slots[i] = r.index.prepare(w.id, r.guessing(w.id) ? kv : undefined);
+      depth[i] = r.index.matchLength(w.id, hashes);
+    }
+    return depth;
+  };
+  r.depth = depth;
+  r.slots = slots;
+  r.loadOfSlot = (_slot: number, id: string) => r.affinity.load(id);
+  r.chain = (info: RouteInfo) => ({
+    hashes: info.blockHashes ?? [],
+    blockTokens: BLOCK,
+    promptTokens: info.promptTokens ?? (info.blockHashes?.length ?? 0) * BLOCK,
+  });
+  return p;
+}
+
+interface Side {
+  events: KvEventIndex;
+  policy: CtxgatePolicy;
+}
+
+describe('ctxgate: fast paths equal straightforward ones', () => {
+  it('makes the same choice on every call of a seeded stream with holes, guessed workers and reshuffled views', () => {
+    const r = rng(20_261_130);
+    const fast: Side = { events: new KvEventIndex(), policy: undefined as unknown as CtxgatePolicy };
+    fast.policy = new CtxgatePolicy({ kv_index: fast.events, index_stride: 1, block_size: BLOCK });
+    const ref: Side = { events: new KvEventIndex(), policy: undefined as unknown as CtxgatePolicy };
+    ref.policy = reference(ref.events);
+    const sides = [fast, ref];
+
+    const root = Array.from({ length: 8 }, (_, i) => `root-${i}`);
+    const convs: string[][] = [];
+    const load = Array.from({ length: WORKERS }, () => ({ inFlight: 0, queued: 0 }));
+    const branches = new Map<string, number>();
+    let guessedCalls = 0;
+    let holes = 0;
+    for (let step = 0; step < 3000; step++) {
+      // engine events (the same on both sides)
+      const ev = r();
+      const wid = `w${Math.floor(r() * WORKERS)}`;
+      if (ev < 0.25 && convs.length > 0) {
+        const c = convs[Math.floor(r() * convs.length)];
+        const upTo = 1 + Math.floor(r() * c.length);
+        for (const s of sides) s.events.blockStored(wid, c.slice(0, upTo));
+      } else if (ev < 0.33 && convs.length > 0) {
+        const c = convs[Math.floor(r() * convs.length)];
+        const gone = c.filter(() => r() < 0.2);
+        holes += gone.length;
+        for (const s of sides) s.events.blockRemoved(wid, gone);
+      } else if (ev < 0.345) {
+        for (const s of sides) s.events.guess(wid, 64);
+      } else if (ev < 0.36) {
+        const c = convs.length > 0 ? convs[Math.floor(r() * convs.length)] : root;
+        for (const s of sides) s.events.precise(wid, c);
+      }
+      // the request: a conversation's next turn, a new one, or a fork of an old one
+      let chain: string[];
+      let session: string;
+      const kind = r();
+      if (kind < 0.6 && convs.length > 0) {
+        const k = Math.floor(r() * convs.length);
+        convs[k] = [...convs[k], ...Array.from({ length: 1 + Math.floor(r() * 6) }, (_, i) => `c${k}-${step}-${i}`)];
+        chain = convs[k];
+        session = `s${k}`;
+      } else if (kind < 0.8 && convs.length > 0) {
+        const parent = convs[Math.floor(r() * convs.length)];
+        chain = [...parent.slice(0, Math.floor(r() * parent.length)), `f${step}`];
+        convs.push(chain);
+        session = r() < 0.5 ? `s${convs.length - 1}` : '';
+      } else {
+        chain = [...root, ...Array.from({ length: 1 + Math.floor(r() * 10) }, (_, i) => `n${step}-${i}`)];
+        convs.push(chain);
+        session = `s${convs.length - 1}`;
+      }
+      const info: RouteInfo = {
+        model: 'm',
+        tenant: 't',
+        sessionId: session || undefined,
+        blockHashes: chain,
+        promptTokens: chain.length * BLOCK + Math.floor(r() * BLOCK),
+        nowMs: 1_000_000 + step * 50,
+      };
+      // fresh views of a reshuffled subset (the gateway leaves out unhealthy and tried workers)
+      const ids = Array.from({ length: WORKERS }, (_, i) => i).filter(() => r() < 0.9);
+      for (let i = ids.length - 1; i > 0; i--) {
+        const j = Math.floor(r() * (i + 1));
+        [ids[i], ids[j]] = [ids[j], ids[i]];
+      }
+      if (ids.length === 0) continue;
+      const views = (): WorkerView[] =>
+        ids.map((i) => ({
+          id: `w${i}`,
+          url: `http://w${i}`,
+          healthy: true,
+          inFlight: load[i].inFlight,
+          queuedPrefillTokens: load[i].queued,
+          maxInFlight: 0,
+          kvTokens: 4096,
+        }));
+      const picks = sides.map((s) => s.policy.select(views(), info)) as Array<Choice | null>;
+      const [a, b] = picks.map(
+        (c) => c && { worker: c.worker.id, branch: c.branch, predicted: c.predictedCachedTokens },
+      );
+      expect(a, `step ${step}`).toEqual(b);
+      if (!a) continue;
+      branches.set(a.branch, (branches.get(a.branch) ?? 0) + 1);
+      if (fast.events.anyGuessed()) guessedCalls++;
+      const w = Number(a.worker.slice(1));
+      load[w].inFlight++;
+      load[w].queued += Math.floor(r() * 4000);
+      // some calls finish: feedback on both sides, the same
+      if (r() < 0.7) {
+        const ok = r() < 0.9;
+        const reported = Math.floor(r() * (a.predicted ?? 0) + (r() < 0.5 ? (a.predicted ?? 0) : 0));
+        for (const s of sides) s.policy.observe({ workerId: a.worker, info, ok, reportedCachedTokens: reported });
+        load[w].inFlight--;
+        load[w].queued = Math.max(0, load[w].queued - 3000);
+      }
+    }
+    // the stream reached every branch that depends on the compared paths, with holes and guesses
+    for (const b of ['sticky', 'new_session', 'prefix_match', 'overflow'])
+      expect(branches.get(b) ?? 0).toBeGreaterThan(0);
+    expect(holes).toBeGreaterThan(100);
+    expect(guessedCalls).toBeGreaterThan(100);
+  });
+});
