@@ -6,14 +6,14 @@
 // and a GC), so leaks and hangs show. The gateway runs the default pipeline (layout ctxgate, the
 // workers' tokenizer, policy ctxgate); with --redis its sessions, shared routing index and usage
 // ledger live in Redis, through the outage. --layout passthrough is a labelled extra.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
-import { emptyStats, percentile, runLoad, type LoadStats } from './chaos/load.ts';
+import { emptyStats, type HungCall, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
 
 export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10 } as const;
@@ -33,7 +33,7 @@ const RESTART_AFTER_MS = 2_000;
 const FAULT_MS = 3_000;
 const REDIS_DOWN_MS = 10_000;
 
-export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--json]
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--json]
 
 Runs --workers reference workers (child processes) behind ctxgate (child process) and
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
@@ -46,7 +46,11 @@ limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by k
 event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run,
 each after a GC; the session store is capped at --sessions sessions, one per client loop, so it
 is full after the warm-up and what it retains is not counted as growth) and open sockets (at rest before the load vs at rest 32 s after it, once
-pooled keep-alive sockets expired) so leaks show.
+pooled keep-alive sockets expired) so leaks show. --heap-snapshots DIR writes a V8 heap snapshot of
+the gateway after the warm-up reading and after the end reading (compare them in Chrome DevTools'
+Memory tab, or with loadtest/chaos/heap-diff.ts); writing one costs the gateway hundreds of MB of
+RSS it keeps, so RSS figures of such a run are not comparable. Each hung call is listed with
+what the gateway's request record says its attempts did.
 Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
 
 export interface ChaosReport {
@@ -67,6 +71,8 @@ export interface ChaosReport {
   p50_ms: number;
   rss_start_mb: number;
   rss_end_mb: number;
+  /** With --heap-snapshots: the gateway's heap snapshots after warm-up and at the end. */
+  heap_snapshots?: string[];
   /** The gateway's main-thread memoryUsage() after each GC (MB): before load, after warm-up, at the end. */
   memory_cold?: MemoryMb;
   memory_start?: MemoryMb;
@@ -74,6 +80,9 @@ export interface ChaosReport {
   sockets_start: number;
   sockets_end: number;
   failures_by_kind: Record<string, number>;
+  /** Calls with no byte for the idle timeout: when they started (s into the chaos) and what the
+   *  gateway's record says their attempts did (first 50). */
+  hung_calls: HungCall[];
   faults: string[];
   gateway_exit_code: number | null;
 }
@@ -140,7 +149,11 @@ function layoutOf(v: string | undefined): ChaosLayout {
 }
 
 function parse(argv: string[]) {
-  const a = readOptions(argv, ['duration-s', 'sessions', 'workers', 'kill-every-s', 'layout'], ['redis', 'json']);
+  const a = readOptions(
+    argv,
+    ['duration-s', 'sessions', 'workers', 'kill-every-s', 'layout', 'heap-snapshots'],
+    ['redis', 'json'],
+  );
   return {
     durationS: a.num('duration-s', DEFAULTS.durationS),
     sessions: a.int('sessions', DEFAULTS.sessions),
@@ -148,6 +161,7 @@ function parse(argv: string[]) {
     killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
     redis: a.bool('redis'),
     layout: layoutOf(a.str('layout')),
+    heapSnapshots: a.str('heap-snapshots'),
     json: a.bool('json'),
   };
 }
@@ -168,7 +182,15 @@ export async function run(argv: string[]): Promise<number> {
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
     writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout, o.sessions));
-    gw = await startGatewayProc(cfg);
+    if (o.heapSnapshots) mkdirSync(o.heapSnapshots, { recursive: true });
+    gw = await startGatewayProc(cfg, [], o.heapSnapshots && resolve(o.heapSnapshots));
+    const snapshots: string[] = [];
+    const snapshot = async (what: string): Promise<void> => {
+      if (!o.heapSnapshots || !gw) return;
+      const f = await gw.heapSnapshot();
+      if (f) snapshots.push(f);
+      log(f ? `heap snapshot ${what}: ${f}` : `heap snapshot ${what}: none written in time`);
+    };
     const sessions = generateSessions({ count: Math.min(o.sessions, 16), minCalls: 6, maxCalls: 16, model: MODEL });
 
     // Sockets at rest: listener, health checks, stdio. The end reading waits until pooled
@@ -186,12 +208,14 @@ export async function run(argv: string[]): Promise<number> {
       idleTimeoutMs: IDLE_TIMEOUT_MS,
       maxTokens: MAX_TOKENS,
       stats: emptyStats(),
+      idPrefix: 'warmup',
     });
     const start = await settled(gw);
     log(`gateway memory (MB) before load: ${memLine(cold)}; after warm-up: ${memLine(start)}`);
     log(
       `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,
     );
+    await snapshot('after warm-up');
 
     const t0 = Date.now();
     const at = (ms: number, what: string, f: () => unknown): void => {
@@ -248,6 +272,7 @@ export async function run(argv: string[]): Promise<number> {
     log(`load done; waiting ${IDLE_SETTLE_MS / 1000} s for keep-alive sockets to expire before the end reading`);
     const end = await settled(gw, IDLE_SETTLE_MS);
     log(`gateway memory (MB) at the end: ${memLine(end)}`);
+    await snapshot('at the end');
     const exitCode = await gw.stop();
     gw = undefined;
     const report: ChaosReport = {
@@ -269,9 +294,11 @@ export async function run(argv: string[]): Promise<number> {
       memory_cold: cold.memory,
       memory_start: start.memory,
       memory_end: end.memory,
+      ...(o.heapSnapshots ? { heap_snapshots: snapshots } : {}),
       sockets_start: socketsStart,
       sockets_end: end.sockets,
       failures_by_kind: stats.failuresByKind,
+      hung_calls: stats.hung,
       faults,
       gateway_exit_code: exitCode,
     };
@@ -318,4 +345,8 @@ function printTable(r: ChaosReport): void {
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
   const kinds = Object.entries(r.failures_by_kind);
   if (kinds.length) process.stdout.write(`failures by kind: ${kinds.map(([k, n]) => `${k}=${n}`).join(', ')}\n`);
+  for (const h of r.hung_calls)
+    process.stdout.write(
+      `hung ${h.stream ? 'stream' : 'non-stream'} ${h.id}, started ${h.startS.toFixed(1)} s in: ${h.record ?? 'no record read'}\n`,
+    );
 }

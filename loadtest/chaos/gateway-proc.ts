@@ -3,6 +3,7 @@
 // Started with --expose-gc; SIGUSR2 asks it for a full GC before a memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
 const START_TIMEOUT_MS = 30_000;
@@ -16,6 +17,10 @@ export interface GatewayProc {
   /** A full GC, then the gateway's own `process.memoryUsage()` (MB) it logs after it (undefined
    *  when no line came within MEMORY_WAIT_MS: never a stale reading). */
   gcMemory(): Promise<MemoryMb | undefined>;
+  /** A V8 heap snapshot written into `dir` (the process must have been started with
+   *  `heapSnapshotDir`); resolves with its path once the process answers again (it blocks while
+   *  writing), or undefined when none appeared within SNAPSHOT_WAIT_MS. */
+  heapSnapshot(): Promise<string | undefined>;
   /** SIGTERM, then wait for exit; returns the exit code. */
   stop(): Promise<number | null>;
   /** Settles when the process has exited (however it was ended): its files and locks are released. */
@@ -36,9 +41,22 @@ export interface MemoryMb {
   arrayBuffers: number;
 }
 
-/** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). */
-export async function startGatewayProc(configPath: string, nodeArgs: string[] = []): Promise<GatewayProc> {
-  const args = [...nodeArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
+/** A heap snapshot of a few hundred MB on a loaded machine takes tens of seconds. */
+const SNAPSHOT_WAIT_MS = 180_000;
+/** SIGUSR2 is the GC signal; Node's inspector default (SIGUSR1) is taken over by the flag. */
+const SNAPSHOT_SIGNAL = 'SIGUSR1';
+
+/** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). `heapSnapshotDir`:
+ *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). */
+export async function startGatewayProc(
+  configPath: string,
+  nodeArgs: string[] = [],
+  heapSnapshotDir?: string,
+): Promise<GatewayProc> {
+  const snapshotArgs = heapSnapshotDir
+    ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${heapSnapshotDir}`]
+    : [];
+  const args = [...nodeArgs, ...snapshotArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
   const proc: ChildProcess = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -71,6 +89,17 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
     proc.once('exit', (code) => reject(new Error(`gateway exited during start (${code}): ${errors.join('\n')}`)));
   });
   const pid = proc.pid!;
+  const gcMemoryOnce = (): Promise<MemoryMb | undefined> =>
+    new Promise<MemoryMb | undefined>((resolve) => {
+      const t = setTimeout(() => done(undefined), MEMORY_WAIT_MS);
+      const done = (m: MemoryMb | undefined): void => {
+        clearTimeout(t);
+        onMemory = undefined;
+        resolve(m);
+      };
+      onMemory = done;
+      proc.kill('SIGUSR2');
+    });
   return {
     url,
     pid,
@@ -92,22 +121,30 @@ export async function startGatewayProc(configPath: string, nodeArgs: string[] = 
       return n;
     },
     gc: () => void proc.kill('SIGUSR2'),
-    gcMemory: () =>
-      new Promise<MemoryMb | undefined>((resolve) => {
-        const t = setTimeout(() => done(undefined), MEMORY_WAIT_MS);
-        const done = (m: MemoryMb | undefined): void => {
-          clearTimeout(t);
-          onMemory = undefined;
-          resolve(m);
-        };
-        onMemory = done;
-        proc.kill('SIGUSR2');
-      }),
+    gcMemory: () => gcMemoryOnce(),
+    heapSnapshot: async () => {
+      if (!heapSnapshotDir) throw new Error('the gateway was started without a heap snapshot dir');
+      const before = new Set(snapshotFiles(heapSnapshotDir));
+      proc.kill(SNAPSHOT_SIGNAL);
+      const end = Date.now() + SNAPSHOT_WAIT_MS;
+      while (Date.now() < end) {
+        // The snapshot is written synchronously: a GC line back means the file is complete.
+        if ((await gcMemoryOnce()) !== undefined) {
+          const fresh = snapshotFiles(heapSnapshotDir).find((f) => !before.has(f));
+          if (fresh) return join(heapSnapshotDir, fresh);
+        }
+      }
+      return undefined;
+    },
     stop: async () => {
       proc.kill('SIGTERM');
       return exit;
     },
   };
+}
+
+function snapshotFiles(dir: string): string[] {
+  return readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot'));
 }
 
 function toMb(m: Record<keyof MemoryMb, number>): MemoryMb {
