@@ -88,6 +88,8 @@ export async function handleProxy(
   };
   let untrack: (() => void) | undefined;
   let releaseSlot: (() => void) | undefined;
+  let ac: AbortController | undefined;
+  let onClose: (() => void) | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
@@ -123,20 +125,17 @@ export async function handleProxy(
     ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
-    // A call waiting for its session's lock leaves the queue when the client goes away.
-    const gone = pipeline ? new AbortController() : undefined;
-    const onGone = (): void => {
-      if (!reply.raw.writableFinished) gone?.abort();
+    // One controller for the whole request (creating one costs microseconds): a client that goes
+    // away takes a call waiting for its session's lock out of the queue, and ends the upstream call.
+    ac = new AbortController();
+    const signal = ac.signal;
+    onClose = (): void => {
+      if (!reply.raw.writableFinished) ac?.abort();
     };
-    if (gone) {
-      pctx.signal = gone.signal;
-      reply.raw.once('close', onGone);
-    }
+    reply.raw.once('close', onClose);
+    if (pipeline) pctx.signal = signal;
     const result: PipelineResult = pipeline
-      ? await pipeline.process(parsed.body, pctx).finally(() => {
-          reply.raw.off('close', onGone);
-          pspan?.end();
-        })
+      ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
       : {
           body: parsed.body,
           sessionId: headerSessionId(headers),
@@ -178,15 +177,10 @@ export async function handleProxy(
     lap('upstream_body', t);
     if (big) await yieldToLoop();
 
-    const ac = new AbortController();
     untrack = gw.lifecycle.track(() => {
       ex.stoppedByShutdown = true;
-      ac.abort();
+      ac?.abort();
     });
-    const onClose = (): void => {
-      if (!reply.raw.writableFinished) ac.abort();
-    };
-    reply.raw.once('close', onClose);
     const upHeaders: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': req.id };
     if (ex.stream) upHeaders.accept = 'text/event-stream';
     const call = new UpstreamCall(
@@ -195,7 +189,7 @@ export async function handleProxy(
         path: adapter.upstreamPath,
         body: up.bytes,
         headers: upHeaders,
-        signal: ac.signal,
+        signal,
         shuttingDown: () => ex.stoppedByShutdown === true,
         info: ex.info,
         prefillTokens: promptTokens,
@@ -205,12 +199,7 @@ export async function handleProxy(
       gw.metrics,
       [exchangeObserver(gw, ex, reply)],
     );
-    let r: CallResult;
-    try {
-      r = await call.run(new Relay(gw, ex, reply, ac.signal, adapter, answer, engine));
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    const r: CallResult = await call.run(new Relay(gw, ex, reply, signal, adapter, answer, engine));
     await result.stored;
     if (r.kind === 'failed') {
       ex.status = r.status;
@@ -227,6 +216,7 @@ export async function handleProxy(
     await ex.result?.stored;
     throw err;
   } finally {
+    if (onClose) reply.raw.off('close', onClose);
     untrack?.();
     releaseSlot?.();
     if (ex.errorCode === 'client_closed')
