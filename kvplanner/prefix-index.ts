@@ -10,7 +10,8 @@
 // O(k log n · slots/32) word operations, k the number of distinct depths (typically 2–3: the shared
 // root on all workers, a conversation on one), with no allocation. Each worker's result is exactly
 // its matchLength (the same search path), even where evictions left holes in a chain.
-// insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp. evict(): the
+// insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp; inserting() does
+// the same work in bounded steps (a long chain, deferred-work.ts). evict(): the
 // feedback path (a worker that reported fewer cached tokens than predicted loses the missing
 // blocks). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
 
@@ -352,19 +353,54 @@ export class PrefixIndex {
    * this chain on this worker, when the caller just computed it.
    */
   insert(workerId: string, hashes: readonly string[], notify = true, heldHint?: number): void {
-    if (hashes.length === 0) return;
+    this.inserting(workerId, hashes, notify, heldHint)(Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * insert() in steps, for a chain long enough to hold the event loop: the held prefix and the
+   * stamp are fixed now (the clock advances now, as insert's does); each call of the returned
+   * function does up to `blocks` more blocks of the work (stamping, tail first, then the evictions
+   * back to capacity) and returns true once the chain is in (listeners hear of it then). Between
+   * two steps the entry lists a tail without the middle below it (a lookup sees a hole, as after an
+   * eviction) and may exceed its capacity. Steps with nothing else in between end exactly as
+   * insert() does.
+   */
+  inserting(
+    workerId: string,
+    hashes: readonly string[],
+    notify = true,
+    heldHint?: number,
+  ): (blocks: number) => boolean {
+    if (hashes.length === 0) return () => true;
     const e = this.entry(workerId);
     const held = heldHint ?? this.matchLength(workerId, hashes);
     const t = e.clock + 1;
+    e.clock += Math.max(1, hashes.length - held);
     let newFrom = hashes.length;
     // tail first: within one stamp, queue order decides, and the root must outlive the tail
-    newFrom = this.stampDown(e, hashes, hashes.length - 1, held, t, newFrom);
-    e.clock += Math.max(1, hashes.length - held);
-    // a hole the binary search stepped over (an eviction inside the chain) is filled as a new
-    // block: queued and in the holder masks, so entry and masks keep listing the same blocks
-    if (held > 0 && this.staleWithin(e, hashes, held, t)) newFrom = this.stampDown(e, hashes, held - 1, 0, t, newFrom);
-    this.shrink(e);
-    if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
+    let next = hashes.length - 1;
+    let low = held;
+    let staleChecked = false;
+    return (blocks: number): boolean => {
+      let left = blocks;
+      for (;;) {
+        if (next >= low && left > 0) {
+          const to = Math.max(low, next - left + 1);
+          newFrom = this.stampDown(e, hashes, next, to, t, newFrom);
+          left -= next - to + 1;
+          next = to - 1;
+        }
+        if (next >= low) return false;
+        if (staleChecked) break;
+        staleChecked = true;
+        // a hole the binary search stepped over (an eviction inside the chain) is filled as a new
+        // block: queued and in the holder masks, so entry and masks keep listing the same blocks
+        if (held > 0 && this.staleWithin(e, hashes, held, t)) low = 0;
+      }
+      if (!this.shrink(e, left)) return false;
+      if (notify) this.emit({ kind: 'insert', workerId, hashes, newFrom });
+      return true;
+    };
   }
 
   /** Stamps hashes[from] down to hashes[to] with tick t; a block not held yet is queued and added
@@ -487,8 +523,11 @@ export class PrefixIndex {
     for (const l of this.listeners) l(ev);
   }
 
-  private shrink(e: WorkerEntry): void {
+  /** Evicts back to capacity, oldest first (at most `steps` queue entries looked at); true when done. */
+  private shrink(e: WorkerEntry, steps = Number.POSITIVE_INFINITY): boolean {
+    let left = steps;
     while (e.blocks.size > e.capacity && e.head < e.qHash.length) {
+      if (left-- <= 0) return false;
       const h = e.qHash[e.head];
       const t = e.qTick[e.head];
       e.head++;
@@ -505,6 +544,7 @@ export class PrefixIndex {
       e.evictions++;
     }
     this.compact(e);
+    return true;
   }
 
   private compact(e: WorkerEntry): void {

@@ -21,6 +21,16 @@ export class SharedPrefixTracker {
   }
 
   insert(hashes: readonly string[]): void {
+    this.inserting(hashes)(Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * insert() in steps, for a chain long enough to hold the event loop: each call of the returned
+   * function walks up to `blocks` more blocks of the chain (then the ancestors to mark, then the
+   * oldest entries to drop past maxBlocks) and returns true when done. One step of every block is
+   * exactly insert(); between steps a lookup sees the chain's head recorded and its tail not yet.
+   */
+  inserting(hashes: readonly string[]): (blocks: number) => boolean {
     const n = hashes.length;
     // blocks before the deepest known one were inserted with this same chain (a block's parent is
     // fixed by its hash), so only the divergence point and the new tail need work: O(log n + new)
@@ -32,25 +42,42 @@ export class SharedPrefixTracker {
       else hi = mid - 1;
     }
     let sharedUpTo = -1;
-    for (let i = Math.max(0, lo - 1); i < n; i++) {
-      const cont = i + 1 < n ? hashes[i + 1] : END;
-      const cur = this.next.get(hashes[i]);
-      if (cur === undefined) this.next.set(hashes[i], cont);
-      else if (cur === SHARED) sharedUpTo = i;
-      else if (cur === END) {
-        if (cont !== END) this.next.set(hashes[i], cont); // the same prompt grew
-      } else if (cont !== END && cont !== cur) sharedUpTo = i; // a second continuation: branch point
-    }
-    for (let i = sharedUpTo; i >= 0; i--) {
-      if (this.next.get(hashes[i]) === SHARED && i < sharedUpTo) break; // ancestors already marked
-      this.next.set(hashes[i], SHARED);
-    }
-    if (this.next.size > this.maxBlocks) {
-      for (const k of this.next.keys()) {
-        this.next.delete(k);
-        if (this.next.size <= this.maxBlocks * 0.9) break;
+    let i = Math.max(0, lo - 1);
+    /** next ancestor to mark shared (walking down from sharedUpTo), -1 when none is left */
+    let mark = -2;
+    /** dropping the oldest entries down to 0.9·maxBlocks (begun past maxBlocks) */
+    let trimming = false;
+    return (blocks: number): boolean => {
+      let left = blocks;
+      for (; i < n && left > 0; i++, left--) {
+        const cont = i + 1 < n ? hashes[i + 1] : END;
+        const cur = this.next.get(hashes[i]);
+        if (cur === undefined) this.next.set(hashes[i], cont);
+        else if (cur === SHARED) sharedUpTo = i;
+        else if (cur === END) {
+          if (cont !== END) this.next.set(hashes[i], cont); // the same prompt grew
+        } else if (cont !== END && cont !== cur) sharedUpTo = i; // a second continuation: branch point
       }
-    }
+      if (i < n) return false;
+      if (mark === -2) mark = sharedUpTo;
+      for (; mark >= 0 && left > 0; mark--, left--) {
+        if (this.next.get(hashes[mark]) === SHARED && mark < sharedUpTo) {
+          mark = -1; // ancestors already marked
+          break;
+        }
+        this.next.set(hashes[mark], SHARED);
+      }
+      if (mark >= 0) return false;
+      if (trimming || this.next.size > this.maxBlocks) {
+        trimming = true;
+        for (const k of this.next.keys()) {
+          if (this.next.size <= this.maxBlocks * 0.9) break;
+          if (left-- <= 0) return false;
+          this.next.delete(k);
+        }
+      }
+      return true;
+    };
   }
 
   /**

@@ -35,6 +35,11 @@ export interface RouteInfo {
   /** Clock for time-based state (session TTLs, eviction intervals), ms; Date.now() when absent.
    *  The fleet simulator sets its virtual time here. */
   nowMs?: number;
+  /** Lets a policy do long index work after select() returns, in steps: `step` does a bounded
+   *  share of it and returns true once none is left; the caller calls it again until then (the
+   *  gateway: once per turn of its event loop, so a 240k-token prompt's ~4k new routing blocks
+   *  never hold the loop at once). Absent (the fleet simulator, tests): all at once, as before. */
+  defer?: (step: () => boolean) => void;
 }
 
 export interface Choice {

@@ -36,12 +36,33 @@ function messageText(messages: ChatMessage[]): string {
   return s;
 }
 
+/**
+ * RouteInfo.defer: the policy's long index work (a 240k-token prompt's routing blocks) runs one
+ * step per turn of the event loop (setImmediate), so other requests, /health included, get the
+ * loop between steps. A step that throws is logged and dropped (the next one goes on).
+ */
+function stepOnLoop(log: FastifyRequest['log']): (step: () => boolean) => void {
+  return (step) => {
+    const go = (): void => {
+      let done = false;
+      try {
+        done = step();
+      } catch (err) {
+        log.error({ err }, 'routing: deferred index work failed');
+      }
+      if (!done) setImmediate(go);
+    };
+    setImmediate(go);
+  };
+}
+
 function routeInfo(
   model: string,
   tenant: string,
   cacheSalt: string,
   result: PipelineResult,
   promptTokens: number,
+  defer: RouteInfo['defer'],
 ): RouteInfo {
   let text: string | undefined;
   const body = result.body as ChatRequest & { prompt?: unknown };
@@ -53,6 +74,7 @@ function routeInfo(
     promptTokenIds: result.promptTokenIds,
     blockHashes: result.blockHashes,
     promptTokens,
+    defer,
     // Lazy: only text-based policies pay for concatenating a large prompt.
     get text() {
       text ??= Array.isArray(body.messages)
@@ -164,7 +186,7 @@ export async function handleProxy(
     const promptTokens =
       result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
-    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens);
+    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens, stepOnLoop(req.log));
     const engine = engineOf(route.config);
     const answer: AnswerContext = {
       requestId: req.id,

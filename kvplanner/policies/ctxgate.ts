@@ -60,6 +60,7 @@
 import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
+import { DeferredWork, type Work } from '../deferred-work.ts';
 import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
@@ -118,11 +119,18 @@ const WAITING_REQUEST_TOKENS = 1024;
 const MIGRATE_SHARE = 0.5;
 /** Requests in flight whose feedback can still be matched to the pick. */
 const MAX_PENDING = 16_384;
+/** A pick whose chain adds more index blocks than this (1,024 × 64 tokens) records them in steps
+ *  when its caller can defer (RouteInfo.defer); an agent's turn, far shorter, at once as before. */
+const DEFER_MIN_BLOCKS = 1024;
+/** Index or tracker blocks one deferred step walks (~0.5–1 ms of Map work). */
+const DEFER_STEP_BLOCKS = 512;
 
 interface Pending extends Claim {
   seq: number;
   blockTokens: number;
   predicted: number;
+  /** the pick's last index or tracker work still queued at the decision (deferred-work.ts) */
+  recording?: Work;
 }
 
 /** A prompt's chain as routing reads it (chain()). */
@@ -189,6 +197,8 @@ export class CtxgatePolicy implements Policy {
   private readonly missListeners: Array<(key: string) => void> = [];
   /** worker id → position in the last worker list seen (positionOf) */
   private readonly positions = new Map<string, number>();
+  /** index and tracker work of long chains, in steps when the caller can defer (deferred-work.ts) */
+  private readonly later = new DeferredWork(DEFER_MIN_BLOCKS, DEFER_STEP_BLOCKS);
 
   constructor(opts: PolicyOptions = {}) {
     const d = CTXGATE_DEFAULTS;
@@ -292,6 +302,7 @@ export class CtxgatePolicy implements Policy {
     let branch: CtxgateBranch;
     let held: number;
     let homeHeld = -1;
+    let recording: Work | undefined;
     if (pinnedIdx >= 0 && hasRoom(workers[pinnedIdx], cap)) {
       const w = workers[pinnedIdx];
       if (this.guessing(w.id)) this.index.prepare(w.id, this.indexBlocks(w, blockTokens));
@@ -357,7 +368,7 @@ export class CtxgatePolicy implements Policy {
       held = depth[idx];
       // pinned calls (sticky or a detour) only extend their own chain; branch points between
       // prompts show up on the unpinned paths, the only ones that ask the tracker
-      if (pinnedIdx < 0) this.shared.insert(hashes);
+      if (pinnedIdx < 0) recording = this.later.run(this.shared.inserting(hashes), hashes.length, info.defer);
     }
 
     const worker = workers[idx];
@@ -366,7 +377,10 @@ export class CtxgatePolicy implements Policy {
     // blocks as it prefills them, and the next turn of a conversation (or another request with
     // this prefix) often arrives before this one completes. observe() corrects it from what the
     // worker reports.
-    if (this.guessing(worker.id)) this.index.insert(worker.id, hashes, true, held);
+    if (this.guessing(worker.id))
+      recording =
+        this.later.run(this.index.inserting(worker.id, hashes, true, held), hashes.length - held, info.defer) ??
+        recording;
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key)
       this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);
@@ -379,7 +393,7 @@ export class CtxgatePolicy implements Policy {
       this.claims.release(gone);
     }
     this.pendingRing[slot] = info;
-    const pick: Pending = { workerId: worker.id, held, hashes, blockTokens, predicted, seq, kept: 0 };
+    const pick: Pending = { workerId: worker.id, held, hashes, blockTokens, predicted, seq, kept: 0, recording };
     if (this.guessing(worker.id)) this.claims.pick(pick);
     this.pending.set(info, pick);
     this.branches[branch]++;
@@ -608,6 +622,7 @@ export class CtxgatePolicy implements Policy {
    */
   observe(fb: RouteFeedback): void {
     const p = this.pending.get(fb.info);
+    if (p?.recording) this.later.finish(p.recording);
     // a failed call leaves nothing new cached: take back what select() added for it, except what
     // a call answered there, or one still in flight there (which inherits it), runs through
     let from = p ? p.hashes.length : 0;
@@ -654,6 +669,7 @@ export class CtxgatePolicy implements Policy {
   /** The worker's cache was flushed: its guessed entry goes (replicas sharing the index see evictions). */
   forgetWorker(workerId: string): void {
     if (!this.guessing(workerId)) return;
+    this.later.settle();
     this.index.clear(workerId);
     // picks in flight there added nothing to the cleared entry: a later failure takes back nothing
     this.claims.forget(workerId);
@@ -675,6 +691,7 @@ export class CtxgatePolicy implements Policy {
   }
 
   stats(): CtxgateStats {
+    this.later.settle();
     return {
       index: this.index.stats(),
       sessions: this.affinity.size,

@@ -1,0 +1,77 @@
+// Index work a routing decision leaves for later, in steps: a pick's chain goes into the prefix
+// index (and the shared-prefix tracker) when it is chosen, and a 240k-token prompt's ~4k new
+// index blocks (~5-10 ms of Map work) would hold the gateway's event loop, and every other
+// tenant's request behind it, at once. When the caller can defer (RouteInfo.defer), a long
+// chain's work is queued and done `stepBlocks` at a time, one step per call of the caller's
+// stepper (the gateway: one per turn of its event loop). Long chains' work runs in pick order;
+// short work (an agent's turn) still runs at once, even past waiting work: it touches other
+// blocks (another chain, mostly another tenant's salt), and where it shares a worker's entry only
+// the two picks' queue order differs. Whoever acts on a pick's recorded blocks after the decision
+// (its feedback) finishes that pick's work first; a flush or statistics finish all of it.
+// A caller without defer (the fleet simulator, tests) gets everything done at once: exactly as
+// before. Cost: O(1) per pick besides the work itself.
+
+/** A resumable piece of work: does up to `blocks` of it, true once it is done. */
+export type Work = (blocks: number) => boolean;
+
+export class DeferredWork {
+  private readonly queue: Work[] = [];
+  /** a caller's stepper is running through the queue */
+  private stepping = false;
+
+  /**
+   * @param minBlocks work of at most this many blocks runs at once (when nothing waits)
+   * @param stepBlocks blocks one step walks
+   */
+  constructor(
+    private readonly minBlocks: number,
+    private readonly stepBlocks: number,
+  ) {}
+
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Runs `work` (`blocks` of it) now, or, when `defer` is given and it is long, queues it and
+   * returns it (pass it to finish() before acting on what it records).
+   */
+  run(work: Work, blocks: number, defer: ((step: () => boolean) => void) | undefined): Work | undefined {
+    if (!defer || blocks <= this.minBlocks) {
+      work(Number.POSITIVE_INFINITY);
+      return undefined;
+    }
+    this.queue.push(work);
+    if (!this.stepping) {
+      this.stepping = true;
+      defer(() => this.step());
+    }
+    return work;
+  }
+
+  /** Finishes `work` now if it still waits, and the work queued before it. */
+  finish(work: Work): void {
+    const i = this.queue.indexOf(work);
+    for (let k = 0; k <= i; k++) this.queue.shift()!(Number.POSITIVE_INFINITY);
+  }
+
+  /** One step of the oldest waiting work; true once none is left. Work that throws is dropped
+   *  (the error goes to the stepper; the next step goes on with the rest). */
+  private step(): boolean {
+    const work = this.queue[0];
+    let done = true;
+    try {
+      done = work?.(this.stepBlocks) ?? true;
+    } finally {
+      if (done && work !== undefined && this.queue[0] === work) this.queue.shift();
+    }
+    if (this.queue.length > 0) return false;
+    this.stepping = false;
+    return true;
+  }
+
+  /** Finishes the waiting work now. */
+  settle(): void {
+    while (this.queue.length > 0) this.queue.shift()!(Number.POSITIVE_INFINITY);
+  }
+}
