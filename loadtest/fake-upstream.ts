@@ -22,6 +22,9 @@ export interface FakeKnobs {
   words: number;
   /** cached_tokens reported in usage. */
   cachedTokens: number;
+  /** Streams pause after their first frame until this settles (a test holds a stream open for as
+   *  long as it needs, not for a guessed time). */
+  hold?: Promise<unknown>;
 }
 
 export interface FakeUpstream {
@@ -200,6 +203,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
           return reply;
         }
         if (k.chunkDelayMs) await sleep(k.chunkDelayMs);
+        if (n === 1 && k.hold) await Promise.race([k.hold, new Promise((r) => out.once('close', r))]);
         if (out.destroyed) return reply;
         if (!out.write(`data: ${JSON.stringify(f)}\n\n`)) await new Promise((r) => out.once('drain', r));
         n++;

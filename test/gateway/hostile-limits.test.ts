@@ -64,10 +64,13 @@ describe('bounded per request, isolated per tenant', () => {
   });
 
   it('a tenant over limits.max_concurrent_per_tenant gets 429 while another tenant is served', async () => {
+    // a's streams stay open (after their first frame) until the test lets them go: both are still
+    // in flight when the third call and tenant b come, however slow the machine
+    let letGo!: () => void;
+    const hold = new Promise<void>((r) => (letGo = r));
     rig = await startRig({
       config: { ...keyed, limits: { max_concurrent_per_tenant: 2 } },
-      // 3 s streams: both still in flight when the third call comes, however slow the machine
-      upstreams: [{ name: 'a', knobs: { chunkDelayMs: 40, words: 75 } }],
+      upstreams: [{ name: 'a', knobs: { hold } }],
     });
     const slow = (key: string) =>
       rig!
@@ -84,7 +87,10 @@ describe('bounded per request, isolated per tenant', () => {
       .chat.completions.create({ model: 'm1', messages: msg })
       .catch((e: unknown) => e);
     expect(third).toMatchObject({ status: 429, code: 'tenant_concurrency_exceeded' });
-    expect(await slow(KEYS.b)).toBe('ok');
+    // b is served (a non-stream call: the hold is for streams) while a's two are held
+    const b = await rig.client(KEYS.b).chat.completions.create({ model: 'm1', messages: msg });
+    expect(b.choices.length).toBe(1);
+    letGo();
     expect(await Promise.all(a)).toEqual(['ok', 'ok']);
     const metrics = await (await fetch(`${rig.gw.url}/metrics`)).text();
     expect(metrics).toContain('ctxgate_rate_limited_total{tenant="a"} 1');

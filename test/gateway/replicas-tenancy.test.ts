@@ -74,8 +74,10 @@ describe('replicas share per-tenant state through Redis', () => {
   });
 
   it('limits.max_concurrent_per_tenant counts across replicas (429 on the other replica), per tenant', async () => {
-    // a 4 s stream: still holding the slot when the other replica is asked, however slow the machine
-    const up = await startFakeUpstream({ name: 'w', knobs: { chunkDelayMs: 100, words: 40 } });
+    // the stream holds the slot (after its first frame) until the test lets it go, however slow the machine
+    let letGo!: () => void;
+    const hold = new Promise<void>((r) => (letGo = r));
+    const up = await startFakeUpstream({ name: 'w', knobs: { hold } });
     ups.push(up);
     const cfg = { redis: { url: redisUrl }, limits: { max_concurrent_per_tenant: 1 } };
     const r1 = await replica(up, cfg);
@@ -88,6 +90,7 @@ describe('replicas share per-tenant state through Redis', () => {
     const second = await ask(r2, KEYS.a).catch((e: unknown) => e);
     expect(second).toMatchObject({ status: 429, code: 'tenant_concurrency_exceeded' });
     await expect(ask(r2, KEYS.b)).resolves.toBeDefined();
+    letGo();
     await held;
     // Released: the slot is free again on either replica.
     await expect(ask(r2, KEYS.a)).resolves.toBeDefined();
