@@ -57,6 +57,9 @@
 // a history only one worker holds): p90 ÷ the best baseline's 0.957 and 0.996 (geometric mean)
 // vs 1.023 and 0.998 at 0.25, hit rate +0.2–0.4 points; checked at ×1 and ×2, on the Mooncake
 // synthetic trace (within the noise of ε 0.25–1) and the agent recordings (unchanged p90).
+// index_queue_factor 2 (of 1/2/4/8/16): the agent recordings at 50k KV (p90 13.9 → 6.0 s, seed 1;
+// 7.7 s over seeds 1–5) with the conversation half at its neighbouring rates unchanged (0.954 vs
+// 0.957; 4 and 8 gave 0.977 and 0.959).
 import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
@@ -104,6 +107,12 @@ export const CTXGATE_DEFAULTS = {
    *  queued or running (often minutes under load) hold their blocks, which an LRU sized to the
    *  cache alone would already have forgotten when the conversation's next turn arrives */
   index_capacity_factor: 4,
+  /** ...but only as far as the work queued there holds blocks: the index remembers the worker's
+   *  KV plus this many times its queued prefill tokens (capped by index_capacity_factor). An idle
+   *  worker holds its KV's worth and no more: an agent session's home whose sessions outgrow its
+   *  KV loses their histories between calls (50k-KV recordings: the index kept listing them, the
+   *  sessions stayed and re-prefilled, p90 13.9 s; at 2, 6.0 s) */
+  index_queue_factor: 2,
   /** KV capacity in tokens when a worker reports none */
   default_kv_tokens: 1_048_576,
 } as const;
@@ -172,6 +181,7 @@ export class CtxgatePolicy implements Policy {
   private readonly stride: number;
   private readonly stickySlack: number;
   private readonly indexFactor: number;
+  private readonly indexQueueFactor: number;
   private readonly kvPressureS: number;
   /** picks awaiting feedback, keyed by the RouteInfo object the gateway hands back to observe();
    *  bounded by a ring of the last MAX_PENDING picks (a WeakMap would make every GC walk an
@@ -212,6 +222,7 @@ export class CtxgatePolicy implements Policy {
     this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
     this.kvPressureS = num(opts, 'kv_pressure_s', d.kv_pressure_s, 0);
     this.indexFactor = num(opts, 'index_capacity_factor', d.index_capacity_factor, 1, 64);
+    this.indexQueueFactor = num(opts, 'index_queue_factor', d.index_queue_factor, 0, 64);
     const events = preciseIndexOption(opts);
     if (events && this.stride !== 1)
       throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
@@ -487,7 +498,9 @@ export class CtxgatePolicy implements Policy {
   }
 
   private indexBlocks(w: WorkerView, blockTokens: number): number | undefined {
-    return w.kvTokens ? (w.kvTokens * this.indexFactor) / blockTokens : undefined;
+    if (!w.kvTokens) return undefined;
+    const remembered = w.kvTokens + this.indexQueueFactor * w.queuedPrefillTokens;
+    return Math.min(w.kvTokens * this.indexFactor, remembered) / blockTokens;
   }
 
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */

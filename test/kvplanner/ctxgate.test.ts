@@ -348,6 +348,17 @@ describe('ctxgate feedback', () => {
     expect(p.select(ws, call(0, 3))!.predictedCachedTokens).toBe(256);
   });
 
+  it("a home whose sessions outgrew its KV is not predicted to hold an idle session's history", () => {
+    // 1,600 KV tokens; seven sessions of 832 tokens (512 shared) pinned there, none queued: the
+    // engine's LRU kept the root and the last ~1,100 tokens, not session 0's history
+    const ws = workers(2, { kvTokens: 1600 });
+    const p = new CtxgatePolicy();
+    for (let s = 0; s < 7; s++) route(p, [ws[0]], call(s, 2));
+    const c = p.select(ws, call(0, 3))!;
+    expect(c.worker.id).toBe('w0');
+    expect(c.predictedCachedTokens).toBe(ROOT); // was 832: the index remembered 4× the KV
+  });
+
   it('the KV budget bounds the index (index_capacity_factor × kvTokens / block size)', () => {
     const ws = workers(1, { kvTokens: 1600 });
     const p = new CtxgatePolicy({ index_capacity_factor: 1 });
@@ -356,9 +367,16 @@ describe('ctxgate feedback', () => {
     const fine = new CtxgatePolicy({ index_stride: 1, index_capacity_factor: 1 });
     for (let s = 0; s < 10; s++) route(fine, ws, call(s, 2));
     expect(fine.index.size('w0')).toBe(100);
-    // the default remembers 4× the cache: prompts still queued or running hold their blocks
+    // the default remembers the cache plus twice the prefill queued there, up to 4× the cache:
+    // prompts still queued hold their blocks, an idle worker holds its KV's worth and no more
     const dflt = new CtxgatePolicy();
     for (let s = 0; s < 40; s++) route(dflt, ws, call(s, 2));
+    expect(dflt.index.size('w0')).toBe(1600 / 64);
+    ws[0].queuedPrefillTokens = 1600;
+    for (let s = 40; s < 80; s++) route(dflt, ws, call(s, 2));
+    expect(dflt.index.size('w0')).toBe((3 * 1600) / 64);
+    ws[0].queuedPrefillTokens = 100_000;
+    for (let s = 80; s < 120; s++) route(dflt, ws, call(s, 2));
     expect(dflt.index.size('w0')).toBe((4 * 1600) / 64);
   });
 });
