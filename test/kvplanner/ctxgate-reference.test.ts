@@ -27,6 +27,7 @@ function reference(events: KvEventIndex): CtxgatePolicy {
     index: CtxgatePolicy['index'];
     affinity: CtxgatePolicy['affinity'];
     guessing(id: string): boolean;
+    indexBlocks(w: WorkerView, blockTokens: number): number | undefined;
   };
   const depth: number[] = [];
   const slots: number[] = [];
@@ -35,7 +36,8 @@ function reference(events: KvEventIndex): CtxgatePolicy {
     slots.length = workers.length;
     for (let i = 0; i < workers.length; i++) {
       const w = workers[i];
-      const kv = w.kvTokens ? (w.kvTokens * 4) / blockTokens : undefined;
+      // the guessed entry's capacity as the policy sizes it (KV, queued prefill, factor cap)
+      const kv = r.indexBlocks(w, blockTokens);
       slots[i] = r.index.prepare(w.id, r.guessing(w.id) ? kv : undefined);
       depth[i] = r.index.matchLength(w.id, hashes);
     }
