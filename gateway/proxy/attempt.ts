@@ -13,6 +13,7 @@ import type { Choice } from '../../kvplanner/types.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SpanHandle } from '../telemetry/tracing.ts';
 import type { Worker } from '../upstream/worker.ts';
+import type { AttemptDeadline } from './attempt-deadline.ts';
 import type { Usage } from './usage.ts';
 
 export type AttemptState = 'sent' | 'headers' | 'streaming' | 'ended';
@@ -64,6 +65,8 @@ export class Attempt {
   usage: Usage | undefined;
   /** Cached tokens a uniformly chosen healthy worker would hold (routing feedback, after an ok end). */
   uniformCachedTokens: number | undefined;
+  /** Its time limits on the real clock (attempt-deadline.ts), told of headers, bytes and the end. */
+  deadline: AttemptDeadline | undefined;
 
   constructor(
     /** 1-based number of this attempt within the request. */
@@ -84,10 +87,17 @@ export class Attempt {
     this.statusCode = statusCode;
     this.responseHeaders = responseHeaders;
     this.headersAt = performance.now();
+    this.deadline?.headers();
     for (const o of this.observers) o.onHeaders?.(this);
   }
 
+  /** A body chunk arrived (the consumer calls it per chunk, after firstByte for the first). */
+  progress(): void {
+    this.deadline?.progress();
+  }
+
   firstByte(): void {
+    this.deadline?.progress();
     if (this.state === 'streaming' || this.state === 'ended') return;
     this.state = 'streaming';
     this.firstByteAt = performance.now();
@@ -97,6 +107,7 @@ export class Attempt {
   end(outcome: AttemptOutcome, detail = ''): void {
     if (this.state === 'ended') return;
     this.state = 'ended';
+    this.deadline?.done();
     this.outcome = outcome;
     this.detail = detail;
     this.endedAt = performance.now();

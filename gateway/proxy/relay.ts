@@ -79,6 +79,7 @@ export class Relay implements ResponseConsumer {
     try {
       for await (const c of res.body) {
         if (chunks.length === 0) a.firstByte();
+        else a.progress();
         chunks.push(c as Buffer);
       }
     } finally {
@@ -157,7 +158,7 @@ export class Relay implements ResponseConsumer {
           a.firstByte();
           await ex.result?.stored;
           this.open();
-        }
+        } else a.progress();
         const text = relay.push(chunk as string);
         if (text && !out.write(text)) await drain(out);
         processing += performance.now() - p0;

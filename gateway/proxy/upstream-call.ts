@@ -2,7 +2,7 @@
 // Each round filters the model's workers to healthy, untried, not-full ones, lets the routing
 // policy pick, sends, and hands a live 2xx/4xx response to the consumer (the relay). Until the
 // client has received a byte, any failure is retried on another worker, up to `attempts`:
-// connection refused or reset, connect/headers timeout, HTTP 5xx, and a body that breaks or is
+// connection refused or reset, connect/headers timeout (on the real clock too: attempt-deadline.ts), HTTP 5xx, and a body that breaks or is
 // not valid JSON before the answer was sent. After the client received bytes (a stream under
 // way) a break ends the answer with the API's error event (consumer.failMidStream). A client that
 // leaves, or the shutdown deadline, ends the call without blaming the worker.
@@ -22,6 +22,7 @@ import type { RequestTrace } from '../telemetry/tracing.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Worker } from '../upstream/worker.ts';
 import { Attempt, type AttemptObserver, metricsObserver, spanObserver, workerObserver } from './attempt.ts';
+import { AttemptDeadline } from './attempt-deadline.ts';
 import { routingObserver } from './routing-feedback.ts';
 
 /** Errors of a broken answer body: retried on another worker while the client saw nothing. */
@@ -104,13 +105,15 @@ export class UpstreamCall {
       if (!a) break;
       if (n > 1) this.metrics.retries.inc({ model });
       let res: Dispatcher.ResponseData;
+      // undici's own timeouts stretch when this process's timers run late (attempt-deadline.ts)
+      a.deadline = new AttemptDeadline(req.signal, a.worker.deadlines);
       try {
         res = await a.worker.pool.request({
           method: 'POST',
           path: a.worker.basePath + req.path,
           headers: this.headersFor(a),
           body: req.body,
-          signal: req.signal,
+          signal: a.deadline.signal,
         });
       } catch (err) {
         const stop = this.stopped(a);

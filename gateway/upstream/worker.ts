@@ -20,6 +20,9 @@ export class Worker {
   readonly id: string;
   readonly url: string;
   readonly pool: Pool;
+  /** An attempt's limits on the real clock (gateway/proxy/attempt-deadline.ts): connect + headers,
+   *  and between body bytes. */
+  readonly deadlines: { readonly headersMs: number; readonly bodyMs: number };
   readonly maxInFlight: number;
   readonly apiKey?: string;
   /** From config, or filled in by the engine-metrics scraper (vLLM cache_config_info). */
@@ -58,6 +61,10 @@ export class Worker {
     this.apiKey = cfg.api_key;
     this.kvTokens = cfg.kv_tokens;
     this.basePath = new URL(this.url).pathname.replace(/\/+$/, '');
+    this.deadlines = {
+      headersMs: upstream.connect_timeout_ms + upstream.headers_timeout_ms,
+      bodyMs: upstream.body_timeout_ms,
+    };
     this.pool = new Pool(new URL(this.url).origin, {
       connections: this.maxInFlight > 0 ? this.maxInFlight : null,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,

@@ -1,0 +1,84 @@
+// An upstream attempt's time limits on the real clock. undici's connect, headers and body timeouts
+// run on its "fast timers", whose clock advances 499 ms per run of a 499 ms timer however late that
+// run is: on a process whose timers fire late (a saturated machine, long synchronous sections) they
+// stretch with the lag. bench chaos measured a 4 s headers timeout ending its attempt after 8.7 s,
+// and a 2 s one blocked in 1 s slices fires after ~7 s; calls that should have failed over in
+// seconds reached the client's 15 s no-byte limit. This aborts the attempt (through the signal
+// given to the request) when connect plus headers take longer than connect_timeout_ms +
+// headers_timeout_ms of real time, and when no body byte arrives for body_timeout_ms after the
+// headers or the previous byte. undici's own timers stay: whichever fires first ends the attempt,
+// with the same error codes, so the failover, ejection and error shapes are unchanged.
+// Cost per attempt: one AbortController, one listener on the request's signal, one timer
+// (refreshed per body chunk, O(1)).
+
+/** An abort reason that reads as undici's own timeout errors (code checked by the failover). */
+export class AttemptTimeoutError extends Error {
+  constructor(
+    readonly code: 'UND_ERR_HEADERS_TIMEOUT' | 'UND_ERR_BODY_TIMEOUT',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'AttemptTimeoutError';
+  }
+}
+
+export interface DeadlineMs {
+  /** connect + response headers, from the attempt's start */
+  headersMs: number;
+  /** between body bytes, from the headers on */
+  bodyMs: number;
+}
+
+export class AttemptDeadline {
+  private readonly ac = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onParentAbort = (): void => this.ac.abort(this.parent.reason);
+
+  constructor(
+    /** the request's own signal (client gone, shutdown deadline): forwarded */
+    private readonly parent: AbortSignal,
+    private readonly ms: DeadlineMs,
+  ) {
+    if (parent.aborted) this.ac.abort(parent.reason);
+    else parent.addEventListener('abort', this.onParentAbort, { once: true });
+    this.timer = setTimeout(
+      () =>
+        this.expire(
+          new AttemptTimeoutError('UND_ERR_HEADERS_TIMEOUT', `no response headers within ${ms.headersMs} ms`),
+        ),
+      ms.headersMs,
+    );
+  }
+
+  /** The signal to send the attempt's request with. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** The status line is back: from now on the body's idle limit applies. */
+  headers(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => this.expire(new AttemptTimeoutError('UND_ERR_BODY_TIMEOUT', `no body byte for ${this.ms.bodyMs} ms`)),
+      this.ms.bodyMs,
+    );
+  }
+
+  /** A body chunk arrived: the idle limit starts again. */
+  progress(): void {
+    this.timer?.refresh();
+  }
+
+  /** The attempt ended: no timer, no listener left behind. */
+  done(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.parent.removeEventListener('abort', this.onParentAbort);
+  }
+
+  private expire(err: AttemptTimeoutError): void {
+    this.timer = undefined;
+    this.parent.removeEventListener('abort', this.onParentAbort);
+    this.ac.abort(err);
+  }
+}
