@@ -137,6 +137,44 @@ describe('concurrent calls of one session', () => {
     expect(state?.calls).toBe(3);
   });
 
+  it('the body goes upstream while the state is stored; the client gets its answer only once it is stored', async () => {
+    const id = `race-${randomUUID()}`;
+    store.reset(id);
+    let open = (): void => undefined;
+    store.hold = new Promise<void>((r) => {
+      open = r;
+    });
+    const before = worker.stats().requests;
+    let answered = false;
+    const c = client({ 'x-session-id': id });
+    const call = c.chat.completions
+      .create({
+        model,
+        max_tokens: 4,
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: 'Inspect g.py.' },
+        ],
+      })
+      .then((r) => {
+        answered = true;
+        return r;
+      });
+    // The put is held, yet the worker has the call: the state write does not delay dispatch.
+    await until(() => store.holding);
+    await until(() => worker.stats().requests > before);
+    // The worker answers at once (timeScale 0); the client must not hear of it before the state is
+    // stored (a client's next call could otherwise read the state without this call). A wrong gateway
+    // answers within this wait; a right one never does, however slow the host.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    expect(await store.inner.get(TENANT, id)).toBeUndefined();
+    open();
+    expect((await call).choices).toHaveLength(1);
+    expect((await store.inner.get(TENANT, id))?.calls).toBe(1);
+    expect(sessionLockOf(store).size).toBe(0);
+  });
+
   it('a waiting call whose client goes away leaves the queue; the session goes on', async () => {
     const id = `race-${randomUUID()}`;
     store.reset(id);
