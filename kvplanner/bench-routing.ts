@@ -48,6 +48,8 @@ interface Row {
    *  unlike wall time it leaves out time the OS gave to other processes, but it counts every
    *  thread of the process (GC helpers), so it is no tighter than wall time on a quiet machine */
   cpuP99: number;
+  /** mean process CPU time around select (as cpuP99): the figure least moved by other processes */
+  cpuMean: number;
   /** wall p99 over the decisions the OS did not switch away from (no context switch of this
    *  process between before and after), and the share of decisions left out */
   undisturbedP99: number;
@@ -366,9 +368,9 @@ export async function run(argv: string[]): Promise<number> {
     fleet.timing = true;
     for (let i = 0; i < stream.length; i++) {
       const info = stream[i];
-      const u0 = process.resourceUsage();
       const tv = performance.now();
       const ws = fleet.views();
+      const u0 = process.resourceUsage();
       const t0 = performance.now();
       const c = policy.select(ws, info);
       const t1 = performance.now();
@@ -417,6 +419,7 @@ export async function run(argv: string[]): Promise<number> {
       p99: quantile(sorted, 0.99),
       mean: times.reduce((a, b) => a + b, 0) / times.length,
       cpuP99: quantile(cpuSorted, 0.99),
+      cpuMean: cpuTimes.reduce((a, b) => a + b, 0) / cpuTimes.length,
       undisturbedP99: undisturbed.length ? quantile(undisturbed.sort(), 0.99) : NaN,
       disturbedShare: 1 - undisturbed.length / stream.length,
       stageP50: quantile(stageSorted, 0.5),
@@ -464,6 +467,7 @@ export async function run(argv: string[]): Promise<number> {
     lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
     lines.push(
       `ctxgate routing stage (fresh views + select(), as the gateway times it): p50 ${cg.stageP50.toFixed(1)} µs, p99 ${cg.stageP99.toFixed(1)} µs; ` +
+        `select() CPU per decision mean ${cg.cpuMean.toFixed(2)} µs (round_robin ${base ? base.cpuMean.toFixed(2) : '-'}); ` +
         `GC pauses in the timed loop ${cg.gcPauses}, ${cg.gcInSelect} inside a timed select()`,
     );
   }
