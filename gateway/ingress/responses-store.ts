@@ -4,9 +4,9 @@
 // a TTL, a per-entry byte cap (larger answers are not stored; a follow-up then gets 404), and for
 // the memory store a total byte cap (LRU). Redis (when `redis.url` is set) shares them between
 // replicas: key `ctxgate:resp:{tenant}:{id}` with the TTL; a dead Redis fails fast (short timeouts).
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import { fastFailRedisOptions } from '../../middleware/session/redis-store.ts';
+import { fastFailRedis } from '../../middleware/session/redis-store.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 
 export interface StoredResponse {
@@ -68,7 +68,7 @@ export class RedisResponseStore implements ResponseStore {
     url: string,
     private readonly o: ResponseStoreOptions,
   ) {
-    this.client = new Redis(url, fastFailRedisOptions(RESPONSES_REDIS_TIMEOUT_MS));
+    this.client = fastFailRedis(url, RESPONSES_REDIS_TIMEOUT_MS);
     this.client.on('error', () => undefined); // a down Redis reads as absent; requests do not fail on it
   }
   async get(tenant: string, id: string): Promise<StoredResponse | undefined> {

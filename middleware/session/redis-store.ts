@@ -79,8 +79,8 @@ export function redisKey(tenant: string, sessionId: string): string {
 }
 
 /** Client options that fail fast when Redis is down: per-command timeout, no retries. The
- * offline queue stays on so commands issued while first connecting are not rejected; the
- * command timeout still bounds how long they wait. */
+ * offline queue is on so commands issued while first connecting are not rejected (the command
+ * timeout bounds how long they wait); fastFailRedis turns it off once connected. */
 export function fastFailRedisOptions(timeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_MS): RedisOptions {
   return {
     commandTimeout: timeoutMs,
@@ -90,6 +90,19 @@ export function fastFailRedisOptions(timeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_M
     lazyConnect: false,
     retryStrategy: (times: number) => Math.min(100 * times, 2000),
   };
+}
+
+/** A client with fastFailRedisOptions whose offline queue is off from its first connection on.
+ * While Redis is away a command then fails at once instead of waiting out its timeout, and
+ * nothing piles up: with the queue on, every command of an outage (session puts carry whole
+ * states) was held until the next reconnect attempt, and those issued since the last failed one
+ * were sent when Redis came back, though their callers had been told they failed. */
+export function fastFailRedis(url: string, timeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_MS): Redis {
+  const client = new Redis(url, fastFailRedisOptions(timeoutMs));
+  client.once('ready', () => {
+    client.options.enableOfflineQueue = false;
+  });
+  return client;
 }
 
 /** The old format's stored document: the canonical JSON of the state with its checksum (still
@@ -114,8 +127,7 @@ export class RedisSessionStore implements SessionStore {
 
   constructor(opts: RedisStoreOptions) {
     this.owns = opts.client ? opts.ownsClient === true : true;
-    this.client =
-      opts.client ?? new Redis(opts.url ?? 'redis://127.0.0.1:6379', fastFailRedisOptions(opts.commandTimeoutMs));
+    this.client = opts.client ?? fastFailRedis(opts.url ?? 'redis://127.0.0.1:6379', opts.commandTimeoutMs);
     // ioredis emits 'error' on connection loss; unhandled it would crash the process.
     if (!opts.client) this.client.on('error', () => undefined);
     this.ttl = opts.ttlSeconds ?? DEFAULT_REDIS_TTL_S;
