@@ -467,7 +467,7 @@ export async function run(argv: string[]): Promise<number> {
     lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
     lines.push(
       `ctxgate routing stage (fresh views + select(), as the gateway times it): p50 ${cg.stageP50.toFixed(1)} µs, p99 ${cg.stageP99.toFixed(1)} µs; ` +
-        `select() CPU per decision mean ${cg.cpuMean.toFixed(2)} µs (round_robin ${base ? base.cpuMean.toFixed(2) : '-'}); ` +
+        `select() CPU per decision mean ${cg.cpuMean.toFixed(2)} µs (round_robin ${base ? base.cpuMean.toFixed(2) : '-'}, most of it the measuring calls' own cost: compare the difference); ` +
         `GC pauses in the timed loop ${cg.gcPauses}, ${cg.gcInSelect} inside a timed select()`,
     );
   }
