@@ -100,6 +100,7 @@ function tenantSlots(config: GatewayConfig, log: (msg: string) => void): TenantS
   const shared = new SharedTenantConcurrency(redis, max, { onFallback: warn });
   return {
     acquire: (t) => shared.acquire(t),
+    linkUp: () => redis.status === 'ready',
     close: () => {
       shared.close();
       redis.quit().catch(() => redis.disconnect());

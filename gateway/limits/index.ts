@@ -32,6 +32,7 @@ export function countedSlots(slots: TenantSlots, gw: Pick<GatewayContext, 'metri
       }
     },
     close: slots.close ? () => slots.close!() : undefined,
+    linkUp: slots.linkUp ? () => slots.linkUp!() : undefined,
   };
 }
 

@@ -6,6 +6,8 @@ import { GatewayError } from '../../middleware/errors.ts';
 export interface TenantSlots {
   acquire(tenant: string): (() => void) | Promise<() => void>;
   close?(): void;
+  /** Counted across replicas: whether the Redis link is up now (absent: counted per process). */
+  linkUp?(): boolean;
 }
 
 /** The per-process count (shared across replicas: tenant-concurrency-redis.ts). */

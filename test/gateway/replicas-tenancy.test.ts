@@ -13,6 +13,7 @@ import { SharedTenantConcurrency } from '../../gateway/limits/tenant-concurrency
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { redisSecret } from '../../gateway/tenancy/salt-secret.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+import { until } from '../helpers/gateway.ts';
 
 const redisUrl = inject('redisUrl');
 const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
@@ -82,6 +83,8 @@ describe('replicas share per-tenant state through Redis', () => {
     const cfg = { redis: { url: redisUrl }, limits: { max_concurrent_per_tenant: 1 } };
     const r1 = await replica(up, cfg);
     const r2 = await replica(up, cfg);
+    // both count in Redis from here (a replica whose link is not up yet counts on its own and admits)
+    await until(() => r1.ctx.tenantSlots.linkUp?.() === true && r2.ctx.tenantSlots.linkUp?.() === true, 60_000);
     // Tenant a's only slot is held by a stream through replica 1.
     const stream = (await ask(r1, KEYS.a, true)) as AsyncIterable<unknown>;
     const held = (async () => {
