@@ -90,7 +90,9 @@ function openStore(config: GatewayConfig): SessionStore {
   const { max_sessions: maxSessions, max_session_bytes: maxBytes } = config.limits;
   const local = new MemorySessionStore({ maxSessions: maxSessions * tenants, maxBytes: maxBytes * tenants });
   const url = config.redis?.url;
-  const inner = url ? new ResilientSessionStore(new RedisSessionStore({ url }), { local }) : local;
+  const inner = url
+    ? new ResilientSessionStore(new RedisSessionStore({ url, readCacheEntries: maxSessions * tenants }), { local })
+    : local;
   return new TenantQuotaStore(inner, { maxSessions, maxBytes, maxTenants: tenants });
 }
 

@@ -53,6 +53,9 @@ export interface RedisStoreOptions {
   log?: StoreLog;
   /** Bytes of states kept to skip parsing unchanged reads (0: none). */
   readCacheBytes?: number;
+  /** Sessions kept for that at most (the gateway passes its session quota: limits.max_sessions
+   *  × tenants); by bytes alone the cache held up to 64 MB of sessions never read again. */
+  readCacheEntries?: number;
 }
 
 /** What this process last read or wrote for a key. */
@@ -137,6 +140,7 @@ export class RedisSessionStore implements SessionStore {
     const cacheBytes = opts.readCacheBytes ?? DEFAULT_REDIS_READ_CACHE_BYTES;
     if (cacheBytes > 0)
       this.known = new LRUCache<string, Known>({
+        ...(opts.readCacheEntries ? { max: opts.readCacheEntries } : {}),
         maxSize: cacheBytes,
         sizeCalculation: (v) => Math.max(1, stateSize(v.state) + CHUNK_ENTRY_BYTES * v.chunks.size),
       });

@@ -34,6 +34,21 @@ function state(sessionId: string, calls: number): SessionState {
 const queued = (store: RedisSessionStore): number =>
   (store.client as unknown as { offlineQueue: { length: number } }).offlineQueue.length;
 
+describe('RedisSessionStore read cache', () => {
+  it('keeps at most readCacheEntries sessions (bytes alone let it fill 64 MB)', async () => {
+    const store = new RedisSessionStore({ url: redis.url, readCacheEntries: 3 });
+    const known = (store as unknown as { known: { size: number; has(k: string): boolean } }).known;
+    try {
+      for (let i = 0; i < 10; i++) await store.put(state(`cache-${i}`, i + 1));
+      expect(known.size).toBe(3);
+      for (let i = 0; i < 10; i++) expect((await store.get('t', `cache-${i}`))?.calls).toBe(i + 1);
+      expect(known.size).toBe(3);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('RedisSessionStore through a Redis outage', () => {
   it('fails at once while Redis is away, queues nothing, and works again when it is back', async () => {
     // a command timeout far beyond the test: a call that waits for it shows as a queued command
