@@ -8,6 +8,10 @@
 // headers_timeout_ms of real time, and when no body byte arrives for body_timeout_ms after the
 // headers or the previous byte. undici's own timers stay: whichever fires first ends the attempt,
 // with the same error codes, so the failover, ejection and error shapes are unchanged.
+// Only the worker's silence counts: the consumer holds the body limit while it waits on the client
+// (backpressure) or on the call's stored session state (hold/resume), and a limit that fires after
+// this process stalled looks once more after the poll phase (setImmediate) for bytes that arrived
+// meanwhile, so neither a slow-reading client nor the gateway's own lag blames the worker.
 // Cost per attempt: one AbortController, one listener on the request's signal, one timer
 // (refreshed per body chunk, O(1)).
 
@@ -32,6 +36,11 @@ export interface DeadlineMs {
 export class AttemptDeadline {
   private readonly ac = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  /** after the headers: the body limit applies (unless held) */
+  private inBody = false;
+  private held = 0;
+  /** body chunks seen: the expiry's second look compares it */
+  private chunks = 0;
   private readonly onParentAbort = (): void => this.ac.abort(this.parent.reason);
 
   constructor(
@@ -58,22 +67,53 @@ export class AttemptDeadline {
   /** The status line is back: from now on the body's idle limit applies. */
   headers(): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(
-      () => this.expire(new AttemptTimeoutError('UND_ERR_BODY_TIMEOUT', `no body byte for ${this.ms.bodyMs} ms`)),
-      this.ms.bodyMs,
-    );
+    this.inBody = true;
+    this.armBody();
   }
 
   /** A body chunk arrived: the idle limit starts again. */
   progress(): void {
-    this.timer?.refresh();
+    this.chunks++;
+    if (this.held === 0) this.timer?.refresh();
+  }
+
+  /**
+   * The consumer waits on something that is not the worker (the client draining, the stored
+   * session state): the body limit stops until resume(). Nests.
+   */
+  hold(): void {
+    if (!this.inBody) return;
+    if (this.held++ === 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  /** The wait is over: the body limit starts again, whole. */
+  resume(): void {
+    if (!this.inBody || this.held === 0) return;
+    if (--this.held === 0) this.armBody();
   }
 
   /** The attempt ended: no timer, no listener left behind. */
   done(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.inBody = false;
     this.parent.removeEventListener('abort', this.onParentAbort);
+  }
+
+  private armBody(): void {
+    this.timer = setTimeout(() => {
+      // Timers run before the poll phase: after a stall of this process, bytes the worker sent
+      // meanwhile are read only after this callback. Look again once they had their chance.
+      const seen = this.chunks;
+      this.timer = setTimeout(() => {
+        if (this.held > 0 || !this.inBody) return;
+        if (this.chunks !== seen) this.armBody();
+        else this.expire(new AttemptTimeoutError('UND_ERR_BODY_TIMEOUT', `no body byte for ${this.ms.bodyMs} ms`));
+      }, 0);
+    }, this.ms.bodyMs);
   }
 
   private expire(err: AttemptTimeoutError): void {

@@ -96,6 +96,16 @@ export class Attempt {
     this.deadline?.progress();
   }
 
+  /** The consumer waits on the client or on stored state, not on the worker: no body limit meanwhile. */
+  async waitOff<T>(p: Promise<T>): Promise<T> {
+    this.deadline?.hold();
+    try {
+      return await p;
+    } finally {
+      this.deadline?.resume();
+    }
+  }
+
   firstByte(): void {
     this.deadline?.progress();
     if (this.state === 'streaming' || this.state === 'ended') return;

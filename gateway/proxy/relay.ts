@@ -6,7 +6,6 @@
 // Translating adapters (Anthropic Messages, OpenAI Responses) get the parsed answer (toResponse)
 // or each parsed chunk (their stream translator); every client gets the worker's errors reshaped
 // into its API (upstream-error.ts).
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
@@ -22,8 +21,17 @@ import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { EngineAdapter } from '../upstream/engines.ts';
 import { upstreamErrorBody } from './upstream-error.ts';
 
-function drain(res: ServerResponse): Promise<unknown> {
-  return Promise.race([once(res, 'drain'), once(res, 'close')]);
+/** Waits for the client to drain or leave; removes both listeners (one wait per full buffer of a long stream). */
+function drain(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 function finishReasonsOf(obj: object): string[] {
@@ -156,17 +164,18 @@ export class Relay implements ResponseConsumer {
         const p0 = performance.now();
         if (a.firstByteAt === undefined) {
           a.firstByte();
-          await ex.result?.stored;
+          if (ex.result?.stored) await a.waitOff(ex.result.stored);
           this.open();
         } else a.progress();
         const text = relay.push(chunk as string);
-        if (text && !out.write(text)) await drain(out);
+        // a client that reads slowly must not count as the worker's silence (attempt-deadline.ts)
+        if (text && !out.write(text)) await a.waitOff(drain(out));
         processing += performance.now() - p0;
         if (signal.aborted || out.destroyed) return 'cut';
       }
       if (signal.aborted) return 'cut';
       if (!out.headersSent) {
-        await ex.result?.stored;
+        if (ex.result?.stored) await a.waitOff(ex.result.stored);
         this.open();
       }
       const tail = await relay.end();

@@ -126,7 +126,13 @@ export class UpstreamCall {
       if (res.statusCode >= 500) {
         let body: Buffer;
         try {
-          body = Buffer.from(await res.body.arrayBuffer());
+          // per chunk, so a long error body is not the worker's silence
+          const parts: Buffer[] = [];
+          for await (const c of res.body) {
+            a.progress();
+            parts.push(c as Buffer);
+          }
+          body = Buffer.concat(parts);
         } catch (err) {
           const stop = this.stopped(a);
           if (stop) return stop;
