@@ -388,10 +388,12 @@ export class CtxgatePolicy implements Policy {
     // blocks as it prefills them, and the next turn of a conversation (or another request with
     // this prefix) often arrives before this one completes. observe() corrects it from what the
     // worker reports.
-    if (this.guessing(worker.id))
-      recording =
-        this.later.run(this.index.inserting(worker.id, hashes, true, held), hashes.length - held, info.defer) ??
-        recording;
+    if (this.guessing(worker.id)) {
+      const id = worker.id;
+      const insert = this.index.inserting(id, hashes, true, held);
+      // a worker whose KV events came back in step meanwhile holds what they said: the rest of the guess goes
+      recording = this.later.run((b) => !this.guessing(id) || insert(b), hashes.length - held, info.defer) ?? recording;
+    }
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key)
       this.affinity.assign(key, branch === 'overflow' && pinned !== undefined ? pinned : worker.id, promptTokens, now);

@@ -5,6 +5,7 @@
 // trim); a policy whose caller defers decides exactly as one that does not once the steps ran; a
 // pick's feedback finishes its own work first; short chains and callers without defer are unchanged.
 import { describe, expect, it } from 'vitest';
+import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { type IndexEvent, PrefixIndex } from '../../kvplanner/prefix-index.ts';
 import { SharedPrefixTracker } from '../../kvplanner/shared-prefix.ts';
@@ -204,5 +205,20 @@ describe('ctxgate with a caller that defers', () => {
       ),
     ).toBe(0);
     expect(steppers[0]()).toBe(true); // nothing left
+  });
+
+  it("a guessed worker whose KV events come back in step while its guess waits keeps the events' blocks only", () => {
+    const ev = new KvEventIndex();
+    ev.guess('w0', 100_000);
+    const p = new CtxgatePolicy({ kv_index: ev, index_stride: 1 });
+    const steppers: Array<() => boolean> = [];
+    const a = { ...long(1, 3000), defer: (s: () => boolean) => void steppers.push(s) };
+    expect(p.select(workers(1), a)!.worker.id).toBe('w0');
+    // the tracker's steps first, then the first step of the guess
+    while (ev.index.size('w0') === 0) expect(steppers[0]()).toBe(false);
+    expect(ev.index.size('w0')).toBeLessThan(3000);
+    ev.precise('w0', ['p', 'q']); // the events are in step again: the entry is the engine's
+    while (!steppers[0]());
+    expect(ev.index.size('w0')).toBe(2);
   });
 });
