@@ -35,6 +35,8 @@ interface WorkerEntry {
   head: number;
   capacity: number;
   evictions: number;
+  /** advances when the entry is emptied (clear, removeWorker): a stepped insert begun before stops */
+  gen: number;
 }
 
 export interface PrefixIndexStats {
@@ -92,6 +94,7 @@ export class PrefixIndex {
         head: 0,
         capacity: this.defaultCapacity,
         evictions: 0,
+        gen: 0,
       };
       this.slotIds.push(workerId);
       this.bySlot.push(e);
@@ -381,7 +384,11 @@ export class PrefixIndex {
     let next = hashes.length - 1;
     let low = held;
     let staleChecked = false;
+    const gen = e.gen;
     return (blocks: number): boolean => {
+      // emptied since (its events are back in step, its cache was flushed or forgotten): the rest
+      // of this guess would list blocks nobody reported, in an entry that may never evict them
+      if (e.gen !== gen) return true;
       let left = blocks;
       for (;;) {
         if (next >= low && left > 0) {
@@ -461,12 +468,15 @@ export class PrefixIndex {
   /** Forget everything one worker holds (its cache was flushed); listeners see one eviction. */
   clear(workerId: string, notify = true): number {
     const e = this.workers.get(workerId);
-    return e ? this.evict(workerId, [...e.blocks.keys()], notify) : 0;
+    if (!e) return 0;
+    e.gen++;
+    return this.evict(workerId, [...e.blocks.keys()], notify);
   }
 
   removeWorker(workerId: string): void {
     const e = this.workers.get(workerId);
     if (!e) return;
+    e.gen++;
     for (const h of e.blocks.keys()) this.dropHolder(h, e.slot);
     e.blocks.clear();
     e.qHash = [];

@@ -9,7 +9,7 @@ import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { type IndexEvent, PrefixIndex } from '../../kvplanner/prefix-index.ts';
 import { SharedPrefixTracker } from '../../kvplanner/shared-prefix.ts';
-import type { RouteInfo } from '../../kvplanner/types.ts';
+import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { info, workers } from './fixtures.ts';
 
 function rng(seed: number): () => number {
@@ -220,5 +220,57 @@ describe('ctxgate with a caller that defers', () => {
     ev.precise('w0', ['p', 'q']); // the events are in step again: the entry is the engine's
     while (!steppers[0]());
     expect(ev.index.size('w0')).toBe(2);
+  });
+});
+
+describe('a guessed insert in steps whose entry is emptied meanwhile', () => {
+  const setup = () => {
+    const ev = new KvEventIndex();
+    const p = new CtxgatePolicy({ kv_index: ev, index_stride: 1, block_size: 16 });
+    const ws: WorkerView[] = [
+      {
+        id: 'w0',
+        url: 'http://x',
+        healthy: true,
+        inFlight: 0,
+        queuedPrefillTokens: 0,
+        maxInFlight: 0,
+        kvTokens: 1_048_576,
+      },
+    ];
+    ev.guess('w0', 1_048_576 / 16); // its event feed is down: routing guesses its cache
+    const steps: Array<() => boolean> = [];
+    // 5,000 blocks: long enough for the policy to defer its index work
+    const hashes = Array.from({ length: 5_000 }, (_, i) => `h${i}`);
+    const r: RouteInfo = {
+      model: 'm',
+      tenant: 't',
+      sessionId: 's',
+      blockHashes: hashes,
+      promptTokens: 80_000,
+      defer: (s) => steps.push(s),
+    };
+    p.select(ws, r);
+    expect(steps).toHaveLength(1);
+    steps[0](); // one turn of the event loop
+    return { ev, step: steps[0] };
+  };
+  const runOut = (step: () => boolean): void => {
+    for (let i = 0; i < 10_000 && !step(); i++);
+  };
+
+  it('stops once the events are back in step: the precise entry holds what the engine reported', () => {
+    const { ev, step } = setup();
+    ev.precise('w0', ['engine-block-1', 'engine-block-2']);
+    runOut(step);
+    expect(ev.guessed('w0')).toBe(false);
+    expect(ev.index.size('w0')).toBe(2);
+  });
+
+  it('stops once the entry was cleared (a flushed cache, a forgotten worker)', () => {
+    const { ev, step } = setup();
+    ev.index.clear('w0');
+    runOut(step);
+    expect(ev.index.size('w0')).toBe(0);
   });
 });
