@@ -20,6 +20,9 @@ const TOUCH_SLACK = 0.25;
 /** Evenly spaced held-prefix stamps checked per insert (plus the first block). */
 const STALE_SAMPLES = 4;
 
+/** Most blocks one prepare() evicts when a worker's budget shrinks (the rest: later calls). */
+export const PREPARE_SHRINK_STEP = 512;
+
 /** Capacity when a worker's KV budget is unknown: 1M tokens at 16 tokens per block. */
 export const DEFAULT_CAPACITY_BLOCKS = 65_536;
 
@@ -325,11 +328,21 @@ export class PrefixIndex {
     this.stackMask = new Int32Array(this.stackLo.length * (W + 1));
   }
 
-  /** Slot of `workerId` (creating its entry), applying its KV budget when known. */
+  /**
+   * Slot of `workerId` (creating its entry), applying its KV budget when known. The budget can
+   * follow a signal that swings (queued prefill): it grows at once, but shrinks by at most
+   * PREPARE_SHRINK_STEP evictions per call, so the decision after a long queue drains does not
+   * evict up to 3×KV of blocks on the event loop; later decisions finish the way down.
+   */
   prepare(workerId: string, capacityBlocks?: number): number {
     const e = this.entry(workerId);
-    if (capacityBlocks !== undefined && capacityBlocks > 0 && Math.floor(capacityBlocks) !== e.capacity)
-      this.setCapacity(workerId, capacityBlocks);
+    if (capacityBlocks === undefined || capacityBlocks <= 0) return e.slot;
+    const cap = Math.max(1, Math.floor(capacityBlocks));
+    if (cap === e.capacity) return e.slot;
+    this.setCapacity(
+      workerId,
+      cap < e.capacity ? Math.min(e.capacity, Math.max(cap, e.blocks.size - PREPARE_SHRINK_STEP)) : cap,
+    );
     return e.slot;
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { blockHashes } from '../../kvplanner/block-hash.ts';
 import { CTXGATE_DEFAULTS, CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
+import { PREPARE_SHRINK_STEP } from '../../kvplanner/prefix-index.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { info, tokens, workers } from './fixtures.ts';
 
@@ -378,6 +379,30 @@ describe('ctxgate feedback', () => {
     ws[0].queuedPrefillTokens = 100_000;
     for (let s = 80; s < 120; s++) route(dflt, ws, call(s, 2));
     expect(dflt.index.size('w0')).toBe((4 * 1600) / 64);
+  });
+
+  it('the index grows at once with queued prefill; when the queue drains it shrinks a bounded step per decision', () => {
+    // 64k KV tokens = 4,096 blocks at stride 1; a 4×KV queue lets the entry hold 16,384
+    const kv = 65_536;
+    const ws = workers(1, { kvTokens: kv, queuedPrefillTokens: 4 * kv });
+    const p = new CtxgatePolicy({ index_stride: 1 });
+    const chain = (s: number, len: number): RouteInfo => {
+      const hashes = Array.from({ length: len }, (_, i) => `s${s}b${i}`);
+      return { model: 'm', tenant: 't', sessionId: `s${s}`, blockHashes: hashes, promptTokens: len * 16 };
+    };
+    for (let s = 0; s < 20; s++) route(p, ws, chain(s, 1_000));
+    expect(p.index.size('w0')).toBe(4 * 4_096);
+    ws[0].queuedPrefillTokens = 0;
+    const before = p.index.size('w0');
+    route(p, ws, chain(100, 8));
+    // one decision evicts at most one step (plus room for its own 8 new blocks), not 12,288 blocks
+    expect(before - p.index.size('w0')).toBeGreaterThan(0);
+    expect(before - p.index.size('w0')).toBeLessThanOrEqual(PREPARE_SHRINK_STEP + 8);
+    for (let s = 101; s < 140; s++) route(p, ws, chain(s, 8));
+    expect(p.index.size('w0')).toBe(4_096);
+    ws[0].queuedPrefillTokens = 4 * kv; // grows again at once
+    route(p, ws, chain(200, 1_000));
+    expect(p.index.capacity('w0')).toBe(4 * 4_096);
   });
 });
 
