@@ -175,6 +175,87 @@ describe('concurrent calls of one session', () => {
     expect(sessionLockOf(store).size).toBe(0);
   });
 
+  /**
+   * Holds the session's put, sends `call`, waits until the gateway has the worker's answer
+   * (`reached`, made before the call is sent), gives the client's socket a few turns of the event loop, and checks that the
+   * client heard nothing; then releases the put. A gateway that does not wait writes the status
+   * line in the same turn it gets the answer; a right one never does before the release.
+   */
+  async function heldUntilStored(
+    id: string,
+    call: () => Promise<unknown>,
+    reachedFrom: () => () => boolean,
+  ): Promise<unknown> {
+    store.reset(id);
+    let open = (): void => undefined;
+    store.hold = new Promise<void>((r) => {
+      open = r;
+    });
+    const reached = reachedFrom();
+    let answered = false;
+    const pending = call().finally(() => {
+      answered = true;
+    });
+    await until(() => store.holding);
+    await until(reached);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(answered).toBe(false);
+    expect(await store.inner.get(TENANT, id)).toBeUndefined();
+    open();
+    const out = await pending;
+    expect((await store.inner.get(TENANT, id))?.calls).toBe(1);
+    expect(sessionLockOf(store).size).toBe(0);
+    return out;
+  }
+  const gwWorker = () => gw.ctx.fleet.get(model)!.workers[0];
+  const body = (task: string) => ({
+    model,
+    max_tokens: 4,
+    messages: [
+      { role: 'system' as const, content: system },
+      { role: 'user' as const, content: task },
+    ],
+  });
+
+  it('stream: the SSE status line waits until the state is stored', async () => {
+    const id = `race-${randomUUID()}`;
+    const c = client({ 'x-session-id': id });
+    // the SDK resolves a stream at its status line; the gateway has the worker's first byte once
+    // the prompt's queued prefill left the worker's count
+    const stream = await heldUntilStored(
+      id,
+      () => c.chat.completions.create({ ...body('Inspect h.py.'), stream: true }),
+      () => {
+        const before = worker.stats().requests;
+        return () => worker.stats().requests > before && gwWorker().queuedPrefillTokens === 0;
+      },
+    );
+    let text = '';
+    for await (const chunk of stream as AsyncIterable<{ choices: { delta: { content?: string | null } }[] }>)
+      text += chunk.choices[0]?.delta.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it("a worker's 5xx reaches the client only once the state is stored", async () => {
+    const id = `race-${randomUUID()}`;
+    const c = client({ 'x-session-id': id });
+    worker.setFault({ failRate: 1, failStatus: 500 });
+    try {
+      const err = await heldUntilStored(
+        id,
+        () => c.chat.completions.create(body('Inspect i.py.')).catch((e: unknown) => e),
+        () => {
+          // the gateway noted the worker's 500 and ended the attempt
+          const last = gwWorker().lastErrors.at(-1);
+          return () => gwWorker().lastErrors.at(-1) !== last && gwWorker().inFlight === 0;
+        },
+      );
+      expect((err as { status?: number }).status).toBe(500);
+    } finally {
+      worker.setFault({ failRate: 0 });
+    }
+  });
+
   it('a waiting call whose client goes away leaves the queue; the session goes on', async () => {
     const id = `race-${randomUUID()}`;
     store.reset(id);
