@@ -308,6 +308,8 @@ export class SharedIndexRedis {
     if (this.stopped) return;
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    // a long chain's index work still queued (deferred-work.ts) is published only once it is done
+    this.policy.settle();
     await this.flush();
     this.redis.disconnect();
   }

@@ -75,6 +75,9 @@ export interface Policy {
   expectedCachedTokens?(workers: readonly WorkerView[], info: RouteInfo): number;
   /** In-memory statistics (index size, evictions, predicted vs reported cached tokens). */
   stats?(): object;
+  /** Finishes index work a decision left for later (RouteInfo.defer), now: before the gateway
+   *  stops sharing its index with replicas, so no chain is left half-recorded or unpublished. */
+  settle?(): void;
 }
 
 export interface PolicyOptions {

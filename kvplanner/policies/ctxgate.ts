@@ -705,6 +705,10 @@ export class CtxgatePolicy implements Policy {
     return s;
   }
 
+  settle(): void {
+    this.later.settle();
+  }
+
   stats(): CtxgateStats {
     this.later.settle();
     return {

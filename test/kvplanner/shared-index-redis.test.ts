@@ -72,6 +72,29 @@ describe('Redis-shared index', () => {
     expect(sa.degraded || sb.degraded).toBe(false);
   });
 
+  it('stop() publishes a long chain whose index work was still queued in steps', async () => {
+    const model = `m-${randomUUID()}`;
+    const a = new CtxgatePolicy({ index_stride: 1 });
+    const b = new CtxgatePolicy({ index_stride: 1 });
+    const sa = new SharedIndexRedis(a, { redisUrl, model, replicaId: 'A', commandTimeoutMs: LIVE_TIMEOUT_MS });
+    const sb = new SharedIndexRedis(b, { redisUrl, model, replicaId: 'B', commandTimeoutMs: LIVE_TIMEOUT_MS });
+    open.push(sa, sb);
+    await Promise.all([ready(sa), ready(sb)]);
+    const ws = workers(2);
+    const hashes = Array.from({ length: 3_000 }, (_, i) => `${model}-b${i}`);
+    const steps: Array<() => boolean> = [];
+    // a caller whose stepper never got its turn (the gateway stopping): the chain waits in steps
+    const c = a.select(
+      ws,
+      info({ sessionId: 'long', blockHashes: hashes, promptTokens: 48_000, defer: (s) => steps.push(s) }),
+    )!;
+    expect(steps).toHaveLength(1);
+    expect(a.index.has(c.worker.id, hashes[0])).toBe(false);
+    await sa.stop();
+    await sb.pull();
+    expect(b.index.matchLength(c.worker.id, hashes)).toBe(hashes.length);
+  });
+
   it('a replica that missed the log adopts a pin on its first miss', async () => {
     const model = `m-${randomUUID()}`;
     const a = new CtxgatePolicy();
