@@ -1,8 +1,10 @@
 // A redis-server child on a fixed port for `bench chaos --redis`: killed (SIGKILL) and started
-// again on the same port to show the gateway serving through a Redis outage.
+// again on the same port to show the gateway serving through a Redis outage. On a unix socket in
+// its own folder instead (startRedisProcOnSocket), no other process can take its address between
+// a kill and the next start (tests).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect, createServer, type NetConnectOpts } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -17,10 +19,10 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** The pid of the redis-server answering on `port`, or undefined while nothing answers there. */
-function serverPid(port: number): Promise<number | undefined> {
+/** The pid of the redis-server answering at `at`, or undefined while nothing answers there. */
+function serverPid(at: NetConnectOpts): Promise<number | undefined> {
   return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
+    const s = connect(at);
     let got = '';
     const done = (pid: number | undefined) => {
       s.destroy();
@@ -46,18 +48,27 @@ const START_TIMEOUT_MS = 30_000;
 export class RedisProc {
   private proc?: ChildProcess;
   private readonly dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-redis-'));
-  constructor(readonly port: number) {}
+  constructor(
+    readonly port: number,
+    /** listen on a unix socket in its own folder (no TCP port) */
+    private readonly onSocket = false,
+  ) {}
+
+  private get socketPath(): string {
+    return join(this.dir, 'redis.sock');
+  }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return this.onSocket ? this.socketPath : `redis://127.0.0.1:${this.port}`;
   }
 
   async start(): Promise<void> {
-    this.proc = spawn(
-      'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir],
-      { stdio: 'ignore' },
-    );
+    const listen = this.onSocket
+      ? ['--port', '0', '--unixsocket', this.socketPath, '--unixsocketperm', '700']
+      : ['--port', String(this.port), '--bind', '127.0.0.1'];
+    this.proc = spawn('redis-server', [...listen, '--save', '', '--appendonly', 'no', '--dir', this.dir], {
+      stdio: 'ignore',
+    });
     const proc = this.proc;
     let spawnError: Error | undefined;
     proc.once('error', (err) => {
@@ -70,7 +81,7 @@ export class RedisProc {
       if (spawnError) throw new Error(`redis-server did not start (is it installed?): ${spawnError.message}`);
       if (proc.exitCode !== null || proc.signalCode !== null)
         throw new RedisPortTakenError(`redis-server exited at start (port ${this.port} in use?)`);
-      const pid = await serverPid(this.port);
+      const pid = await serverPid(this.onSocket ? { path: this.socketPath } : { port: this.port, host: '127.0.0.1' });
       if (pid === proc.pid) return;
       if (pid !== undefined) {
         await this.kill();
@@ -114,5 +125,17 @@ export async function startRedisProc(tries = 5): Promise<RedisProc> {
       await redis.dispose();
       if (!(err instanceof RedisPortTakenError) || i >= tries) throw err;
     }
+  }
+}
+
+/** A redis-server on a unix socket in its own folder: kill() and start() keep its address. */
+export async function startRedisProcOnSocket(): Promise<RedisProc> {
+  const redis = new RedisProc(0, true);
+  try {
+    await redis.start();
+    return redis;
+  } catch (err) {
+    await redis.dispose();
+    throw err;
   }
 }

@@ -24,7 +24,7 @@ import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { gatewayConfig } from '../../loadtest/bench-chaos.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
-import { startRedisProc } from '../../loadtest/chaos/redis-proc.ts';
+import { startRedisProcOnSocket } from '../../loadtest/chaos/redis-proc.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { requestRecord } from '../helpers/request-record.ts';
 
@@ -132,7 +132,9 @@ describe('kill -9 after a burst', () => {
 
 describe('Redis outage', () => {
   it('spools records while Redis is down and forwards them when it is back', async () => {
-    const redis = await startRedisProc(); // stopped and restarted on the same port below
+    // stopped and restarted at the same address below: a unix socket of its own, which (unlike a
+    // TCP port) no other process can take meanwhile
+    const redis = await startRedisProcOnSocket();
     const url = redis.url;
     const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     admin.on('error', () => undefined); // refused while the server is down, by design

@@ -1,17 +1,18 @@
-// The Redis session store over a real redis-server that is killed and started again on its port.
+// The Redis session store over a real redis-server that is killed and started again at its address
+// (a unix socket in the server's own folder: unlike a TCP port, nothing else can take it meanwhile).
 // Once connected, a command issued while Redis is away fails at once and is not queued: with the
 // client's offline queue on, each one (a put carries the whole state) was held until the next
 // reconnect attempt, and those issued since the last attempt were sent when Redis came back,
 // though their callers had been told they failed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisProc, startRedisProc } from '../../loadtest/chaos/redis-proc.ts';
+import { type RedisProc, startRedisProcOnSocket } from '../../loadtest/chaos/redis-proc.ts';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
 import { until } from '../helpers/gateway.ts';
 
 let redis: RedisProc;
 beforeAll(async () => {
-  redis = await startRedisProc();
+  redis = await startRedisProcOnSocket();
 });
 afterAll(async () => {
   await redis?.dispose();
