@@ -52,7 +52,7 @@ describe('take-back of a failed attempt (review F5)', () => {
     p.observe({ workerId: 'w0', info: longer, ok: false });
     expect(p.index.size('w0')).toBe(blocks(1));
     // it added nothing itself, but it inherited the blocks the longer one added and it ran
-    // through: both failed, so nothing is left (the old take-back kept blocks(1): review s23 F3)
+    // through: both failed, so nothing is left (a take-back decided at selection kept blocks(1))
     p.observe({ workerId: 'w0', info: shorter, ok: false });
     expect(p.index.size('w0')).toBe(0);
 
@@ -99,7 +99,7 @@ describe('PendingClaims', () => {
   });
 });
 
-describe("a chain that branches after a claim's first blocks (review s23 F2)", () => {
+describe("a chain that branches after a claim's first blocks", () => {
   it('shares the claim only over the common prefix: the failed pick takes back its own tail', () => {
     const pc = new PendingClaims();
     const failed = { workerId: 'w1', hashes: ['a', 'b', 'c', 'd', 'e'], held: 1, kept: 1 };
@@ -130,7 +130,7 @@ describe("a chain that branches after a claim's first blocks (review s23 F2)", (
   });
 });
 
-describe('both picks fail (review s23 F3): the take-back is decided when it runs', () => {
+describe('both picks fail: the take-back is decided when it runs, not at selection', () => {
   it("the second pick relied on the first one's guessed blocks; whichever fails first, nothing stays", () => {
     for (const secondFailsFirst of [true, false]) {
       const pc = new PendingClaims();
