@@ -49,7 +49,9 @@ is full after the warm-up and what it retains is not counted as growth) and open
 pooled keep-alive sockets expired) so leaks show. --heap-snapshots DIR writes a V8 heap snapshot of
 the gateway after the warm-up reading and after the end reading (compare them in Chrome DevTools'
 Memory tab, or with loadtest/chaos/heap-diff.ts); writing one costs the gateway hundreds of MB of
-RSS it keeps, so RSS figures of such a run are not comparable. Each hung call is listed with
+RSS it keeps, so RSS figures of such a run are not comparable. A snapshot holds the gateway's
+whole memory unredacted (every prompt, key and session state it held): the files are written 0600;
+keep them on the machine, and never take them from a gateway serving real traffic. Each hung call is listed with
 what the gateway's request record says its attempts did.
 Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
 
@@ -182,7 +184,7 @@ export async function run(argv: string[]): Promise<number> {
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
     writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout, o.sessions));
-    if (o.heapSnapshots) mkdirSync(o.heapSnapshots, { recursive: true });
+    if (o.heapSnapshots) mkdirSync(o.heapSnapshots, { recursive: true, mode: 0o700 }); // a new folder: private
     gw = await startGatewayProc(cfg, [], o.heapSnapshots && resolve(o.heapSnapshots));
     const snapshots: string[] = [];
     const snapshot = async (what: string): Promise<void> => {

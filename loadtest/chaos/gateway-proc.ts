@@ -2,7 +2,7 @@
 // from /proc/PID/status (VmRSS) and /proc/PID/fd (links to 'socket:[…]'), no lsof needed.
 // Started with --expose-gc; SIGUSR2 asks it for a full GC before a memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
@@ -47,7 +47,9 @@ const SNAPSHOT_WAIT_MS = 180_000;
 const SNAPSHOT_SIGNAL = 'SIGUSR1';
 
 /** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). `heapSnapshotDir`:
- *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). */
+ *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). A snapshot holds the
+ *  gateway's whole heap unredacted (prompts, keys, session states): Node writes it 0600, and
+ *  heapSnapshot() makes sure of it before handing the file on. */
 export async function startGatewayProc(
   configPath: string,
   nodeArgs: string[] = [],
@@ -131,7 +133,11 @@ export async function startGatewayProc(
         // The snapshot is written synchronously: a GC line back means the file is complete.
         if ((await gcMemoryOnce()) !== undefined) {
           const fresh = snapshotFiles(heapSnapshotDir).find((f) => !before.has(f));
-          if (fresh) return join(heapSnapshotDir, fresh);
+          if (fresh) {
+            const file = join(heapSnapshotDir, fresh);
+            chmodSync(file, 0o600); // Node's own mode today; kept so whatever writes it
+            return file;
+          }
         }
       }
       return undefined;

@@ -1,0 +1,41 @@
+// bench chaos --heap-snapshots: a snapshot holds the gateway's whole heap unredacted (prompts,
+// keys, session states), so the file must be its user's alone (0600) whatever the caller's umask
+// (Node writes it so; gateway-proc makes sure before handing it on).
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ctxgate-gw-snapshot-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it('writes heap snapshots readable by their owner only', async () => {
+  const cfg = join(dir, 'gw.yaml');
+  writeFileSync(
+    cfg,
+    [
+      'listen: { host: 127.0.0.1, port: 0 }',
+      'health: { interval_ms: 0 }',
+      'models:',
+      '  - { name: m, layout: passthrough, policy: round_robin, workers: [{ url: "http://127.0.0.1:9", id: w0 }] }',
+      '',
+    ].join('\n'),
+  );
+  const snaps = join(dir, 'snaps');
+  mkdirSync(snaps);
+  const old = process.umask(0o022); // a usual umask: files 0644 unless the gateway's own is tighter
+  let gw: Awaited<ReturnType<typeof startGatewayProc>> | undefined;
+  try {
+    gw = await startGatewayProc(cfg, [], snaps);
+  } finally {
+    process.umask(old);
+  }
+  try {
+    const file = await gw.heapSnapshot();
+    expect(file).toBeDefined();
+    expect(statSync(file!).mode & 0o777).toBe(0o600);
+  } finally {
+    await gw.stop();
+  }
+}, 240_000);
