@@ -38,7 +38,7 @@
 // chains of requests still queued or running (minutes under load) are pinned in the engine.
 // With a precise index (option kv_index, fed by engine KV events) routing only reads it, except
 // for a worker whose events are not in step (KvEventIndex.guessed): that entry is kept as without
-// events. Without block hashes the chain comes from token ids (hashed here) or, last, from
+// events. Without block hashes the chain comes from token ids (hashed in ctxgate-chain.ts) or, last, from
 // 64-character text chunks (O(text) SHA-256).
 // Prefill model: miss/tps · (1 + (cached + miss/2)/(3·d)) with the attention term only when
 // hidden_size d is set (from 24·M·L·d² + 4·M²·L·d, docs/architecture.md, "Cost arithmetic"). The index keeps every
@@ -48,7 +48,7 @@
 // prefill of the prompt (the other branches' cost when that does not settle it); other branches
 // add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
 // O(log b + new blocks).
-// Settings: see CTXGATE_DEFAULTS. index_capacity_factor 4 and kv_pressure_s 100 were chosen
+// Settings: see CTXGATE_DEFAULTS (ctxgate-defaults.ts). index_capacity_factor 4 and kv_pressure_s 100 were chosen
 // with the fleet simulator (Mooncake conversation half, 8 workers, 200k and 1M KV tokens, rate
 // ×1 and ×2; sweep over factor 1/2/4/8/16/32, kv_pressure_s 0/10/30/100/200/300, ε 0.1–1): p90
 // TTFT moved within ±5 % among the settings past factor 2, hit rate 4.9 % → 5.6–6.3 %.
@@ -60,10 +60,11 @@
 // index_queue_factor 2 (of 1/2/4/8/16): the agent recordings at 50k KV (p90 13.9 → 6.0 s, seed 1;
 // 7.7 s over seeds 1–5) with the conversation half at its neighbouring rates unchanged (0.954 vs
 // 0.957; 4 and 8 gave 0.977 and 0.959).
-import { blockHashes, DEFAULT_BLOCK_SIZE, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { DeferredWork, type Work } from '../deferred-work.ts';
+import { ChainReader } from './ctxgate-chain.ts';
+import { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
 import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap } from '../policy-options.ts';
@@ -71,57 +72,8 @@ import { SessionAffinity } from '../session-affinity.ts';
 import { SharedPrefixTracker } from '../shared-prefix.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
-/** Longest session_ttl_s accepted (30 days): a pin outliving any agent run is pointless, and a huge
- *  value would make Redis refuse the shared home's expiry (sessions then silently not shared). */
-export const MAX_SESSION_TTL_S = 2_592_000;
+export { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
 
-export const CTXGATE_DEFAULTS = {
-  /** load bound: no worker above (1+ε)·mean + 1 requests in flight (a session's home up to
-   *  sticky_slack more). Under a long queue a cache
-   *  hit saves work for every request behind it, while the queues even out again through the
-   *  calls that match nothing; a tight bound (0.25) sent conversations' next turns elsewhere */
-  epsilon: 0.75,
-  block_size: DEFAULT_BLOCK_SIZE,
-  /** prefill throughput per worker, tokens/s (a number, or {workerId: n, default: n}) */
-  prefill_tokens_per_s: 10_000,
-  /** model hidden size for the attention term; 0 = linear prefill model */
-  hidden_size: 0,
-  /** expected slowdown per request already running on the worker (shared batch), ms */
-  inflight_penalty_ms: 2,
-  /** seconds a worker takes to free a KV cache's worth of blocks (running requests finishing);
-   *  a prompt that does not fit the KV left after what is queued there waits its share of that
-   *  (vLLM admits a prompt only when all its blocks are free). 0 = ignore KV pressure */
-  kv_pressure_s: 100,
-  /** in-flight requests a pinned session's home may take beyond the load bound while it is
-   *  still the faster place to start (its cache beats the detour's re-prefill); 0 = hard bound */
-  sticky_slack: 2,
-  /** tokens a worker must hold beyond the shared root for prefix_match */
-  min_unique_tokens: 64,
-  /** index every Nth block of the chain (N·block_size tokens of depth resolution): an
-   *  overflowing session copies its chain into another worker's entry, and that copy is the
-   *  slowest step of a decision; 4 × 16 = 64-token resolution is plenty for routing */
-  index_stride: 4,
-  /** seconds a session's pin lives unused (locally, and as its shared home's Redis expiry) */
-  session_ttl_s: 900,
-  /** the approximate index remembers this many times a worker's KV capacity: prompts still
-   *  queued or running (often minutes under load) hold their blocks, which an LRU sized to the
-   *  cache alone would already have forgotten when the conversation's next turn arrives */
-  index_capacity_factor: 4,
-  /** ...but only as far as the work queued there holds blocks: the index remembers the worker's
-   *  KV plus this many times its queued prefill tokens (capped by index_capacity_factor). An idle
-   *  worker holds its KV's worth and no more: an agent session's home whose sessions outgrow its
-   *  KV loses their histories between calls (50k-KV recordings: the index kept listing them, the
-   *  sessions stayed and re-prefilled, p90 13.9 s; at 2, 6.0 s) */
-  index_queue_factor: 2,
-  /** KV capacity in tokens when a worker reports none */
-  default_kv_tokens: 1_048_576,
-} as const;
-
-export const CTXGATE_BRANCHES = ['sticky', 'overflow', 'migrate', 'prefix_match', 'new_session', 'balance'] as const;
-export type CtxgateBranch = (typeof CTXGATE_BRANCHES)[number];
-
-/** Text-only requests: 64-character pseudo-blocks ≈ 16 tokens. */
-const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
 /** Prompt tokens assumed for each request a scraped engine reports waiting. */
 const WAITING_REQUEST_TOKENS = 1024;
 /** Share of the home's cached conversation a detour target must hold for the session to move there. */
@@ -140,13 +92,6 @@ interface Pending extends Claim {
   predicted: number;
   /** the pick's last index or tracker work still queued at the decision (deferred-work.ts) */
   recording?: Work;
-}
-
-/** A prompt's chain as routing reads it (chain()). */
-interface ChainView {
-  hashes: readonly string[];
-  blockTokens: number;
-  promptTokens: number;
 }
 
 interface WorkerFeedbackStats {
@@ -200,8 +145,8 @@ export class CtxgatePolicy implements Policy {
   private readonly depth: number[] = [];
   /** each index slot's live session totals (loadOfSlot) */
   private readonly loads: Array<{ readonly sessions: number; readonly tokens: number } | undefined> = [];
-  /** chain()'s result, reused */
-  private readonly chainView: ChainView = { hashes: [], blockTokens: 0, promptTokens: 0 };
+  /** prompts' chains as the index keeps them (ctxgate-chain.ts) */
+  private readonly chains: ChainReader;
   /** scratch for leastSessions: each worker's expected start */
   private readonly starts: number[] = [];
   private readonly missListeners: Array<(key: string) => void> = [];
@@ -232,46 +177,8 @@ export class CtxgatePolicy implements Policy {
       new PrefixIndex(
         Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)),
       );
+    this.chains = new ChainReader(this.blockSize, this.stride);
     this.affinity = new SessionAffinity(num(opts, 'session_ttl_s', d.session_ttl_s, 1, MAX_SESSION_TTL_S) * 1000);
-  }
-
-  /** Prompt chain and tokens per block: given hashes, else from token ids, else from text. The
-   *  result is one reused object (no allocation per decision): read it before the next call. */
-  private chain(info: RouteInfo): ChainView {
-    const c = this.fullChain(info);
-    if (this.stride === 1) return c;
-    // block k·stride−1 stands for the group ending there (its hash covers everything before it)
-    const sampled: string[] = [];
-    for (let i = this.stride - 1; i < c.hashes.length; i += this.stride) sampled.push(c.hashes[i]);
-    c.hashes = sampled;
-    c.blockTokens *= this.stride;
-    return c;
-  }
-
-  private fullChain(info: RouteInfo): ChainView {
-    const c = this.chainView;
-    if (info.blockHashes) {
-      c.hashes = info.blockHashes;
-      c.blockTokens = this.blockSize;
-      c.promptTokens = info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize;
-      return c;
-    }
-    if (info.promptTokenIds) {
-      // seeded as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
-      c.hashes = blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt));
-      c.blockTokens = this.blockSize;
-      c.promptTokens = info.promptTokens ?? info.promptTokenIds.length;
-      return c;
-    }
-    const text = info.text ?? '';
-    c.hashes = textBlockHashes(
-      text,
-      TEXT_BLOCK_CHARS,
-      info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
-    );
-    c.blockTokens = TEXT_BLOCK_TOKENS;
-    c.promptTokens = info.promptTokens ?? Math.ceil(text.length / 4);
-    return c;
   }
 
   /** Expected seconds to first token on `w` if it already holds `cached` of `prompt` tokens. */
@@ -300,7 +207,7 @@ export class CtxgatePolicy implements Policy {
     const n = workers.length;
     if (n === 0) return null;
     const now = info.nowMs ?? Date.now();
-    const { hashes, blockTokens, promptTokens } = this.chain(info);
+    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
     const cap = this.loadBound(workers);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
@@ -508,7 +415,7 @@ export class CtxgatePolicy implements Policy {
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */
   expectedCachedTokens(workers: readonly WorkerView[], info: RouteInfo): number {
     if (workers.length === 0) return 0;
-    const { hashes, blockTokens, promptTokens } = this.chain(info);
+    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
     let sum = 0;
     for (const d of this.depths(workers, hashes, blockTokens)) sum += Math.min(d * blockTokens, promptTokens);
     return sum / workers.length;
@@ -654,7 +561,7 @@ export class CtxgatePolicy implements Policy {
       return;
     }
     const workerId = p?.workerId ?? fb.workerId;
-    const hashes = p?.hashes ?? this.chain(fb.info).hashes;
+    const hashes = p?.hashes ?? this.chains.read(fb.info).hashes;
     const blockTokens = p?.blockTokens ?? this.blockSize * this.stride;
     const predicted = p?.predicted ?? fb.predictedCachedTokens;
     if (predicted !== undefined && fb.reportedCachedTokens !== undefined) {

@@ -1,0 +1,62 @@
+// A prompt's chain of block hashes as ctxgate's index keeps it: the given vLLM block hashes, else
+// hashed here from token ids (seeded as the middleware's chains), else 64-character text chunks
+// (O(text) SHA-256); then every index_stride-th block (block k·stride−1 stands for the group ending
+// there: its hash covers everything before it). O(blocks) per read; the result is one reused
+// object (no allocation per decision beyond the sampled array): read it before the next call.
+import { blockHashes, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
+import type { RouteInfo } from '../types.ts';
+
+/** Text-only requests: 64-character pseudo-blocks ≈ 16 tokens. */
+const TEXT_BLOCK_TOKENS = TEXT_BLOCK_CHARS / 4;
+
+export interface ChainView {
+  hashes: readonly string[];
+  blockTokens: number;
+  promptTokens: number;
+}
+
+export class ChainReader {
+  private readonly view: ChainView = { hashes: [], blockTokens: 0, promptTokens: 0 };
+
+  constructor(
+    private readonly blockSize: number,
+    private readonly stride: number,
+  ) {}
+
+  /** The chain as the index keeps it (every stride-th block) and tokens per kept block. */
+  read(info: RouteInfo): ChainView {
+    const c = this.full(info);
+    if (this.stride === 1) return c;
+    const sampled: string[] = [];
+    for (let i = this.stride - 1; i < c.hashes.length; i += this.stride) sampled.push(c.hashes[i]);
+    c.hashes = sampled;
+    c.blockTokens *= this.stride;
+    return c;
+  }
+
+  private full(info: RouteInfo): ChainView {
+    const c = this.view;
+    if (info.blockHashes) {
+      c.hashes = info.blockHashes;
+      c.blockTokens = this.blockSize;
+      c.promptTokens = info.promptTokens ?? info.promptTokenIds?.length ?? info.blockHashes.length * this.blockSize;
+      return c;
+    }
+    if (info.promptTokenIds) {
+      // seeded as the middleware's chains (middleware/tokens/prefix-blocks.ts): both must agree
+      c.hashes = blockHashes(info.promptTokenIds, this.blockSize, hashSeed(info.cacheSalt));
+      c.blockTokens = this.blockSize;
+      c.promptTokens = info.promptTokens ?? info.promptTokenIds.length;
+      return c;
+    }
+    const text = info.text ?? '';
+    c.hashes = textBlockHashes(
+      text,
+      TEXT_BLOCK_CHARS,
+      info.cacheSalt ? `${info.model}\u0000${info.cacheSalt}` : info.model,
+    );
+    c.blockTokens = TEXT_BLOCK_TOKENS;
+    c.promptTokens = info.promptTokens ?? Math.ceil(text.length / 4);
+    return c;
+  }
+}

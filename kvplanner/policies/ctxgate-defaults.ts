@@ -1,0 +1,53 @@
+// ctxgate's settings and their defaults (the policy's options, validated by its constructor), and
+// the names of its branches (a bounded metric label). How they were chosen: the opening comment
+// of ctxgate.ts.
+import { DEFAULT_BLOCK_SIZE } from '../block-hash.ts';
+
+/** Longest session_ttl_s accepted (30 days): a pin outliving any agent run is pointless, and a huge
+ *  value would make Redis refuse the shared home's expiry (sessions then silently not shared). */
+export const MAX_SESSION_TTL_S = 2_592_000;
+
+export const CTXGATE_DEFAULTS = {
+  /** load bound: no worker above (1+ε)·mean + 1 requests in flight (a session's home up to
+   *  sticky_slack more). Under a long queue a cache
+   *  hit saves work for every request behind it, while the queues even out again through the
+   *  calls that match nothing; a tight bound (0.25) sent conversations' next turns elsewhere */
+  epsilon: 0.75,
+  block_size: DEFAULT_BLOCK_SIZE,
+  /** prefill throughput per worker, tokens/s (a number, or {workerId: n, default: n}) */
+  prefill_tokens_per_s: 10_000,
+  /** model hidden size for the attention term; 0 = linear prefill model */
+  hidden_size: 0,
+  /** expected slowdown per request already running on the worker (shared batch), ms */
+  inflight_penalty_ms: 2,
+  /** seconds a worker takes to free a KV cache's worth of blocks (running requests finishing);
+   *  a prompt that does not fit the KV left after what is queued there waits its share of that
+   *  (vLLM admits a prompt only when all its blocks are free). 0 = ignore KV pressure */
+  kv_pressure_s: 100,
+  /** in-flight requests a pinned session's home may take beyond the load bound while it is
+   *  still the faster place to start (its cache beats the detour's re-prefill); 0 = hard bound */
+  sticky_slack: 2,
+  /** tokens a worker must hold beyond the shared root for prefix_match */
+  min_unique_tokens: 64,
+  /** index every Nth block of the chain (N·block_size tokens of depth resolution): an
+   *  overflowing session copies its chain into another worker's entry, and that copy is the
+   *  slowest step of a decision; 4 × 16 = 64-token resolution is plenty for routing */
+  index_stride: 4,
+  /** seconds a session's pin lives unused (locally, and as its shared home's Redis expiry) */
+  session_ttl_s: 900,
+  /** the approximate index remembers this many times a worker's KV capacity: prompts still
+   *  queued or running (often minutes under load) hold their blocks, which an LRU sized to the
+   *  cache alone would already have forgotten when the conversation's next turn arrives */
+  index_capacity_factor: 4,
+  /** ...but only as far as the work queued there holds blocks: the index remembers the worker's
+   *  KV plus this many times its queued prefill tokens (capped by index_capacity_factor). An idle
+   *  worker holds its KV's worth and no more: an agent session's home whose sessions outgrow its
+   *  KV loses their histories between calls (50k-KV recordings: the index kept listing them, the
+   *  sessions stayed and re-prefilled, p90 13.9 s; at 2, 6.0 s) */
+  index_queue_factor: 2,
+  /** KV capacity in tokens when a worker reports none */
+  default_kv_tokens: 1_048_576,
+} as const;
+
+export const CTXGATE_BRANCHES = ['sticky', 'overflow', 'migrate', 'prefix_match', 'new_session', 'balance'] as const;
+export type CtxgateBranch = (typeof CTXGATE_BRANCHES)[number];
