@@ -44,21 +44,28 @@ function post(stream: boolean): Promise<Response> {
 
 const worker = () => rig!.gw.ctx.fleet.get('m1')!.workers[0];
 
+/** Posts, waits until the worker holds the call, blocks the event loop in slices until the gateway gave it
+ *  up (at most 5 slices), and checks the client got a 504 upstream_timeout. */
+async function givenUpWithin5Slices(stream: boolean): Promise<Response> {
+  const res = post(stream);
+  await until(() => rig!.ups[0].received === 1 && worker().inFlight === 1);
+  const slices = await slicesUntil(() => worker().inFlight === 0);
+  expect(slices).toBeLessThanOrEqual(5);
+  const r = await res;
+  expect(r.status).toBe(504);
+  expect(await r.clone().json()).toMatchObject({ error: { code: 'upstream_timeout' } });
+  return r;
+}
+
 describe('upstream attempt deadlines on the real clock', () => {
   it('a worker that never answers is given up after connect + headers timeout, not after the stretched one', async () => {
     rig = await startRig({
       upstreams: [{ name: 'a', knobs: { hang: true } }],
       config: { upstream: { connect_timeout_ms: 500, headers_timeout_ms: 3_000, attempts: 1 } },
     });
-    const res = post(false);
-    await until(() => rig!.ups[0].received === 1 && worker().inFlight === 1);
     // due 3.5 s after the attempt started: it ends in the yield after the 4th slice (undici's
     // timers alone: ~8)
-    const slices = await slicesUntil(() => worker().inFlight === 0);
-    expect(slices).toBeLessThanOrEqual(5);
-    const r = await res;
-    expect(r.status).toBe(504);
-    expect(await r.json()).toMatchObject({ error: { code: 'upstream_timeout' } });
+    const r = await givenUpWithin5Slices(false);
     const id = r.headers.get('x-request-id')!;
     const rec = (await (await fetch(`${rig.gw.url}/v1/gateway/requests/${id}`)).json()) as {
       attemptLog: { outcome: string }[];
@@ -71,15 +78,9 @@ describe('upstream attempt deadlines on the real clock', () => {
       upstreams: [{ name: 'a', knobs: { chunkDelayMs: 120_000 } }],
       config: { upstream: { body_timeout_ms: 3_000, attempts: 1 } },
     });
-    const res = post(true);
-    await until(() => rig!.ups[0].received === 1 && worker().inFlight === 1);
     // the headers are flushed at once; due 3 s after they arrived (before the 1st slice, or in
     // the yield after it): it ends after the 4th slice at the latest (undici's timers alone: ~8)
-    const slices = await slicesUntil(() => worker().inFlight === 0);
-    expect(slices).toBeLessThanOrEqual(5);
-    const r = await res;
-    expect(r.status).toBe(504);
-    expect(await r.json()).toMatchObject({ error: { code: 'upstream_timeout' } });
+    await givenUpWithin5Slices(true);
   });
 
   it('a stream slower in total than the body timeout, but never silent that long, is served whole', async () => {
