@@ -10,7 +10,6 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readSessions } from './formats/read-sessions.ts';
 import { recordedAnswer } from './formats/recorded-answer.ts';
-import type { Session } from './formats/types.ts';
 import { startSimWorker } from './sim-worker/index.ts';
 import { parseWorkerArgs, OPTIONS_HELP, type SimWorkerOptions } from './sim-worker/options.ts';
 

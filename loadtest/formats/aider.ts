@@ -20,7 +20,7 @@ export function parseAiderHistory(text: string, source: string): Session {
   };
   const endBlock = () => {
     flush();
-    if (messages && messages.length) calls.push({ body: { model: DEFAULT_MODEL, messages } });
+    if (messages?.length) calls.push({ body: { model: DEFAULT_MODEL, messages } });
     messages = null;
   };
   for (const rawLine of text.split('\n')) {

@@ -37,7 +37,7 @@ export function parseMiniSweTraj(doc: unknown, source: string, tools?: ToolDef[]
   for (let i = 0; i < raw.length; i++) {
     if (raw[i].role !== 'assistant') continue;
     const body: ChatRequest = { model, messages: cleaned.slice(0, i).filter((m) => m.role !== 'exit') };
-    if (tools && tools.length) body.tools = tools;
+    if (tools?.length) body.tools = tools;
     if (typeof kwargs.temperature === 'number') body.temperature = kwargs.temperature;
     const extra = isObject(raw[i].extra) ? (raw[i].extra as JsonObject) : {};
     const resp = isObject(extra.response) ? extra.response : {};

@@ -14,7 +14,7 @@ export function recordedAnswer(s: Session, k: number): RecordedAnswer | undefine
   const next = s.calls[k + 1];
   if (!next) return undefined;
   const m = next.body.messages[s.calls[k].body.messages.length] as unknown as Record<string, unknown> | undefined;
-  if (!m || m.role !== 'assistant') return undefined;
+  if (m?.role !== 'assistant') return undefined;
   const out: RecordedAnswer = {
     content: m.content ?? null,
     tool_calls: Array.isArray(m.tool_calls) ? m.tool_calls : [],

@@ -32,7 +32,7 @@ export function parseArgs(argv: string[], booleans: Set<string>, multi: Set<stri
 
 export function str(a: ParsedArgs, key: string): string | undefined {
   const v = a.flags.get(key);
-  return v && v.length ? v[v.length - 1] : undefined;
+  return v?.length ? v[v.length - 1] : undefined;
 }
 
 export function num(a: ParsedArgs, key: string, def: number, min = 0): number {

@@ -163,7 +163,7 @@ export async function replayCommand(argv: string[], deps: ReplayDeps = {}): Prom
       model: str(args, 'model') ?? DEFAULT_SERVED_MODEL,
     };
     const specs = args.flags.get('compare');
-    configs = specs && specs.length ? specs.map((s) => parseConfigSpec(s, base)) : [parseConfigSpec('', base)];
+    configs = specs?.length ? specs.map((s) => parseConfigSpec(s, base)) : [parseConfigSpec('', base)];
     const profile = str(args, 'profile') ?? DEFAULT_PROFILE;
     if (!PROFILE_NAMES.includes(profile))
       throw new Error(`unknown --profile '${profile}' (${PROFILE_NAMES.join(', ')})`);

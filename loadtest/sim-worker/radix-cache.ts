@@ -172,11 +172,11 @@ export class RadixCache implements PrefixCache {
   }
 
   lock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n && n.parent; n = n.parent) n.lockRef++;
+    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent) n.lockRef++;
   }
 
   unlock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n && n.parent; n = n.parent) n.lockRef--;
+    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent) n.lockRef--;
   }
 
   /** Evicts at least `needed` tokens from unlocked leaves, least recently used first. */

@@ -78,7 +78,7 @@ export async function loadWorkerTokenizer(spec: string, chatTemplateFile?: strin
     decode: (ids) => (ids.length ? h.decode(Array.from(ids)) : ''),
     renderChat: (messages, opts = {}) =>
       h.renderChat(messages as unknown as SharedChatMessage[], {
-        tools: opts.tools && opts.tools.length ? (opts.tools as ToolDef[]) : undefined,
+        tools: opts.tools?.length ? (opts.tools as ToolDef[]) : undefined,
         addGenerationPrompt: opts.addGenerationPrompt ?? true,
       }),
     eosId: single(h.eosToken) ?? 0,

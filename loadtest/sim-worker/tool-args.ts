@@ -66,7 +66,7 @@ function baseOf(file: string): string {
 }
 
 /** A string for property `key` of a tool of `kind`, meaningful where the name says what it holds. */
-function stringFor(key: string, s: JsonSchema, kind: ToolKind, ws: Workspace, rand: () => number): string {
+function stringFor(key: string, kind: ToolKind, ws: Workspace, rand: () => number): string {
   const k = key.toLowerCase();
   const dir = ws.dir ?? '.';
   const file = ws.files.length ? pick(ws.files, rand) : undefined;
@@ -122,7 +122,7 @@ export function valueFor(
 ): unknown {
   const s = schema ?? {};
   if ('const' in s) return s.const;
-  if (s.enum && s.enum.length) return pick(s.enum, rand);
+  if (s.enum?.length) return pick(s.enum, rand);
   const branch = s.anyOf?.[0] ?? s.oneOf?.[0];
   if (branch && !s.type) return valueFor(key, branch, kind, ws, rand, depth + 1);
   const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : ['string'];
@@ -144,7 +144,7 @@ export function valueFor(
     case 'object':
       return depth > 8 ? {} : argumentsFor(s, kind, ws, rand, depth + 1);
     default:
-      return fitLength(stringFor(key, s, kind, ws, rand), s);
+      return fitLength(stringFor(key, kind, ws, rand), s);
   }
 }
 

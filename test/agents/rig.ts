@@ -119,7 +119,10 @@ export async function startAgentRig(o: RigOptions): Promise<AgentRig> {
   const registerRoutes = a.deps.registerRoutes;
   const gw = await startGateway(config, {
     ...a.deps,
-    onUsage: (ev) => (usage.push(ev), onUsage?.(ev)),
+    onUsage: (ev) => {
+      usage.push(ev);
+      onUsage?.(ev);
+    },
     registerRoutes: (app, ctx) => {
       // Error answers with the request that caused them, for the failure output (the access log has statuses only).
       app.addHook('onSend', (req, reply, payload, done) => {

@@ -128,7 +128,10 @@ models:
     writeFileSync(file, 'models: [ { name: m, workers: [ { url: "ftp://x" } ] } ]\n');
     const chunks: string[] = [];
     const orig = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((s: string) => (chunks.push(s), true)) as typeof process.stderr.write;
+    process.stderr.write = ((s: string) => {
+      chunks.push(s);
+      return true;
+    }) as typeof process.stderr.write;
     try {
       expect(await serve(['--config', file])).toBe(2);
     } finally {

@@ -83,7 +83,10 @@ describe('pipeline hooks', () => {
     const seen: RouteInfo[] = [];
     const route = rig.gw.ctx.fleet.get('m1')!;
     const orig = route.policy.select.bind(route.policy);
-    route.policy.select = (w, info) => (seen.push(info), orig(w, info));
+    route.policy.select = (w, info) => {
+      seen.push(info);
+      return orig(w, info);
+    };
     await rig.client().chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'find me' }] });
     route.policy.select = orig;
     expect(seen[0]).toMatchObject({ model: 'm1', tenant: 'default', sessionId: 's-default' });

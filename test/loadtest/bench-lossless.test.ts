@@ -10,7 +10,10 @@ const AGENTS = fileURLToPath(new URL('../fixtures/agents/', import.meta.url));
 describe('bench lossless', () => {
   it('checks every call of the agent captures per profile and budget', async () => {
     const out: string[] = [];
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => {
+      out.push(String(s));
+      return true;
+    });
     let rc: number;
     try {
       rc = await run(['--profile', 'novel-elision', '--budget', '0,2048', '--json', AGENTS]);

@@ -160,6 +160,7 @@ describe('redaction fuzz: generated secrets wrapped in many formats', () => {
     for (const keep of [
       'max_tokens: 4096',
       'password_required: true',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell reference is the input under test
       'API_KEY=${API_KEY}',
       'token = process.env.TOKEN',
       'bearer tokens expire',

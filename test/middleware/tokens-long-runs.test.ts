@@ -9,13 +9,19 @@ describe('long pre-tokens', () => {
   it('cuts only runs longer than MAX_RUN_CHARS, and every piece stays short', () => {
     const seen: string[] = [];
     const text = `x = 1\n${'a'.repeat(10_000)} mid ${'='.repeat(5_000)} end \u{1F600}${'é'.repeat(600)}`;
-    const out = encodeBounded(text, (s) => (seen.push(s), [s.length]));
+    const out = encodeBounded(text, (s) => {
+      seen.push(s);
+      return [s.length];
+    });
     expect(seen.join('')).toBe(text);
     expect(out.reduce((a, b) => a + b, 0)).toBe(text.length);
     for (const s of seen) expect(s.replace(/[^a-z=é]/g, '').length).toBeLessThanOrEqual(MAX_RUN_CHARS);
     const plain = 'def add(a, b):\n    return a + b\n'.repeat(50);
     seen.length = 0;
-    encodeBounded(plain, (s) => (seen.push(s), []));
+    encodeBounded(plain, (s) => {
+      seen.push(s);
+      return [];
+    });
     expect(seen).toEqual([plain]);
   });
 
