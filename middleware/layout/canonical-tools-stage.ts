@@ -2,10 +2,11 @@
 // key order in every JSON object of the tools, of response_format, and of tool-call arguments
 // (re-serialised only when they parse as JSON and their key order actually differs), so identical
 // meaning renders byte-identically on every call. O(tools + arguments size of messages not seen
-// before) per call: an assistant message resent as the same object (layout/resent.ts) under the
-// same stored orders it was handled with gives what it gave then (orders only ever gain keys at
-// the end, and its keys were learned then), so its arguments are not parsed again; the same holds
-// for the tools array resent as the same array.
+// before) per call, plus one pointer compare per resent message: the messages a call shares, as the
+// very same objects at the same indices, with the previous call that ended with the same stored
+// orders give what they gave then (orders only ever gain keys at the end, and their keys were
+// learned then), so their arguments are not parsed again and nothing per message is looked up;
+// the same holds for the tools array resent as the same array (layout/resent.ts interns both).
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, Receipt, ToolDef } from '../types.ts';
@@ -23,26 +24,29 @@ export const CANON_SLOT = defineSlot<CanonState>(CANONICAL_STAGE, 1);
 
 const toolName = (t: ToolDef): string => t.function?.name ?? JSON.stringify(t);
 
-/** What an assistant message gave: itself rewritten (or the same object) and its rewritten calls. */
-interface Handled {
+/** An assistant message the call rewrote: its index, what was sent, the calls rewritten (receipts). */
+interface Rewrite {
+  i: number;
   out: ChatMessage;
   calls: number[];
 }
-/** What a call did per message object, and with its tools array (resent as the same array,
- * layout/resent.ts): the array sent on. */
+/** What a call did: its messages as received (a copy of the array) with the rewrites among them,
+ * and with its tools array the array sent on. */
 interface Memo {
-  messages: WeakMap<ChatMessage, Handled>;
+  input: readonly ChatMessage[];
+  rewrites: Rewrite[];
   tools?: { in: ToolDef[]; out: ToolDef[] };
 }
 
-/** Per stored (frozen, so unchanged) orders: what the call that ended with them did per message
- * and with its tools. */
+/** Per stored (frozen, so unchanged) orders: what the call that ended with them did. */
 const memos = new WeakMap<CanonState, Memo>();
 
 export function canonicaliseTools(view: RequestView, ctx: StageContext): StageResult {
   void ctx;
   const stored = readSlot(view.session, CANON_SLOT);
-  const seen: Memo = { messages: new WeakMap() };
+  // What this call does, recorded afresh by each attempt (a failed one may have recorded a part).
+  const fresh = (): Memo => ({ input: view.body.messages.slice(), rewrites: [] });
+  let seen = fresh();
   let state = stored;
   let r: StageResult | undefined;
   if (!state) {
@@ -58,6 +62,7 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
       if (!(err instanceof TypeError)) throw err;
       state = structuredClone(state);
       writeSlot(view.session, CANON_SLOT, state);
+      seen = fresh();
     }
   }
   r ??= withOrders(view, state, undefined, seen);
@@ -66,7 +71,7 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
 }
 
 /** The stage's work with the session's orders `state`, learning new tools and keys into it;
- * `prev`: what a call ending with these very orders did per message; `seen`: what this one does. */
+ * `prev`: what a call ending with these very orders did; `seen`: what this one does. */
 function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined, seen: Memo): StageResult {
   const receipts: Receipt[] = [];
   let body = view.body;
@@ -113,15 +118,24 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
     target: `messages[${i}].tool_calls[${j}].arguments`,
     reason: "argument key order differs from the session's first-seen order",
   });
-  body.messages.forEach((m, i) => {
-    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) return;
-    const before = prev?.messages.get(m);
-    if (before) {
-      seen.messages.set(m, before);
-      for (const j of before.calls) receipts.push(reorder(i, j));
-      if (before.out !== m) (messages ??= body.messages.slice())[i] = before.out;
-      return;
+  const input = body.messages;
+  // The prefix shared with the previous call, object for object: its rewrites carry over as they were.
+  const n = input.length;
+  let from = 0;
+  if (prev) {
+    const before = prev.input;
+    const p = Math.min(n, before.length);
+    while (from < p && input[from] === before[from]) from++;
+    for (const w of prev.rewrites) {
+      if (w.i >= from) break;
+      seen.rewrites.push(w);
+      for (const j of w.calls) receipts.push(reorder(w.i, j));
+      (messages ??= input.slice())[w.i] = w.out;
     }
+  }
+  for (let i = from; i < n; i++) {
+    const m = input[i];
+    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) continue;
     const rewritten: number[] = [];
     let calls: typeof m.tool_calls | undefined;
     m.tool_calls.forEach((tc, j) => {
@@ -142,11 +156,11 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
       receipts.push(reorder(i, j));
     });
     if (calls) {
-      messages ??= body.messages.slice();
-      messages[i] = { ...m, tool_calls: calls };
+      const out = { ...m, tool_calls: calls };
+      (messages ??= input.slice())[i] = out;
+      seen.rewrites.push({ i, out, calls: rewritten });
     }
-    seen.messages.set(m, { out: messages?.[i] ?? m, calls: rewritten });
-  });
+  }
   if (messages) body = { ...body, messages };
   // A conversation's opening call (no assistant turn yet) passes unchanged even when an identical
   // opening already set this session's first-seen order (parallel agents fork at their first turn).
