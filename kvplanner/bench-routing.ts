@@ -142,7 +142,7 @@ class Traffic {
 /**
  * What the engines publish for --index precise: each worker's prefix cache is an LRU of
  * KV_TOKENS / BLOCK blocks (as vLLM's free queue evicts when full); a stored chain touches its
- * blocks (BlockStored for the new ones) and evictions come out as BlockRemoved. Untimed, but it
+ * blocks tail first (BlockStored for the new ones) and evictions come out as BlockRemoved. Untimed, but it
  * runs between timed decisions, so its garbage would be collected inside them: an exact LRU as a
  * stamp per block plus a queue of (block, stamp) touches (an entry whose stamp moved on is stale
  * and skipped), with reused event arrays, instead of a Map reordered by delete + set (whose holes
@@ -157,11 +157,13 @@ class EngineLru {
 
   constructor(private readonly capacity: number) {}
 
-  /** Touches `hashes` in order; appends the ones not held before to `fresh`, evictions to `gone`. */
+  /** Appends the blocks of `hashes` not held before to `fresh` (in chain order), touches them all
+   *  tail first (vLLM frees a request's blocks in reverse, so a chain's tail is evicted before its
+   *  root and the cache never holds a block without its parent), evictions to `gone`. */
   store(hashes: readonly string[], fresh: string[], gone: string[]): void {
-    for (let i = 0; i < hashes.length; i++) {
+    for (let i = 0; i < hashes.length; i++) if (this.stamp.get(hashes[i]) === undefined) fresh.push(hashes[i]);
+    for (let i = hashes.length - 1; i >= 0; i--) {
       const h = hashes[i];
-      if (this.stamp.get(h) === undefined) fresh.push(h);
       const t = ++this.clock;
       this.stamp.set(h, t);
       this.qHash.push(h);

@@ -1,9 +1,19 @@
-// Prefix index: which worker probably holds which KV blocks. Per worker an approximate LRU over
-// block hashes (CLOCK / second chance: a touch is one Map.set of a stamp, eviction pops the oldest
-// queue entry and re-queues it if it was touched since), capacity = kvTokens / blockSize blocks.
+// Prefix index: which worker probably holds which KV blocks. Per worker an LRU over block hashes:
+// a block's stamp (one Map.set) and a queue entry per stamping; eviction pops the oldest entry and
+// skips it when the block was stamped again since (its newer entry is further back) or evicted
+// (an entry left by an extension taken along), capacity = kvTokens / blockSize blocks. A popped
+// entry is never queued again, so the queue order of the live entries is the order of their
+// stamping: tail first within a call, and a block stamped again (the whole chain, once stale) in
+// that call's order, not in the order its old entries happen to be popped.
 // Chains are inserted tail-first so that, like vLLM (which frees a request's blocks in reverse),
-// the tail of a prompt is evicted before its root; held blocks then stay a prefix of each chain,
-// which lets matchLength binary-search: O(log n) Map lookups per worker. A global map block ->
+// the tail of a prompt is evicted before its root. A call that extends a held prefix stamps only
+// its new blocks (the prefix is re-stamped only once stale), so the prefix is older than its new
+// tail and would be evicted first, leaving the tail listed past a hole that no engine can match;
+// each such extension is remembered under its parent block (the last held one), and evicting a
+// block evicts the extensions below it (the engine could not use them: vLLM frees a chain's tail
+// first, so its cache never holds a block without its parent). Held blocks thus stay a prefix of
+// each chain, which lets matchLength binary-search: O(log n) Map lookups per worker (holes remain
+// possible where evict() is told of single blocks: a KV event, a replica). A global map block ->
 // holder bitmask (one bit per worker slot, 32 slots a word, in one shared Int32Array) lets
 // matchAll run every worker's binary search at once: the workers whose searches are still at the
 // same step share one lookup and split by a mask AND, so a call costs O(k log n) lookups and
@@ -11,9 +21,9 @@
 // root on all workers, a conversation on one), with no allocation. Each worker's result is exactly
 // its matchLength (the same search path), even where evictions left holes in a chain.
 // insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp; inserting() does
-// the same work in bounded steps (a long chain, deferred-work.ts). evict(): the
-// feedback path (a worker that reported fewer cached tokens than predicted loses the missing
-// blocks). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
+// the same work in bounded steps (a long chain, deferred-work.ts). An eviction costs O(1) plus the
+// blocks it takes along (each block once). evict(): the feedback path (a worker that reported
+// fewer cached tokens than predicted loses the missing blocks, and what extends them). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
 
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
@@ -40,7 +50,19 @@ interface WorkerEntry {
   evictions: number;
   /** advances when the entry is emptied (clear, removeWorker): a stepped insert begun before stops */
   gen: number;
+  /** parent block -> the extensions inserted below it (their new blocks, in chain order) */
+  below: Map<string, Extensions>;
 }
+
+/** A parent block's extensions, swept of those whose first block is gone once the list reaches
+ *  `sweepAt` (then twice its live length): amortised O(1) per insert, bounded by the live blocks. */
+interface Extensions {
+  list: string[][];
+  sweepAt: number;
+}
+
+/** Extensions a parent keeps before its first sweep. */
+const FIRST_SWEEP = 8;
 
 export interface PrefixIndexStats {
   workers: number;
@@ -98,6 +120,7 @@ export class PrefixIndex {
         capacity: this.defaultCapacity,
         evictions: 0,
         gen: 0,
+        below: new Map(),
       };
       this.slotIds.push(workerId);
       this.bySlot.push(e);
@@ -390,6 +413,7 @@ export class PrefixIndex {
     if (hashes.length === 0) return () => true;
     const e = this.entry(workerId);
     const held = heldHint ?? this.matchLength(workerId, hashes);
+    if (held > 0 && held < hashes.length) this.extend(e, hashes[held - 1], hashes.slice(held));
     const t = e.clock + 1;
     e.clock += Math.max(1, hashes.length - held);
     let newFrom = hashes.length;
@@ -436,11 +460,11 @@ export class PrefixIndex {
     for (let i = from; i >= to; i--) {
       const h = hashes[i];
       if (e.blocks.get(h) === undefined) {
-        e.qHash.push(h);
-        e.qTick.push(t);
         newFrom = i;
         this.addHolder(h, e.slot);
       }
+      e.qHash.push(h);
+      e.qTick.push(t);
       e.blocks.set(h, t);
     }
     return newFrom;
@@ -471,6 +495,7 @@ export class PrefixIndex {
         this.dropHolder(h, e.slot);
         n++;
       }
+      if (e.below.size > 0) n += this.dropBelow(e, h);
     }
     e.evictions += n;
     this.compact(e);
@@ -495,6 +520,7 @@ export class PrefixIndex {
     e.qHash = [];
     e.qTick = [];
     e.head = 0;
+    e.below.clear();
   }
 
   private addHolder(h: string, slot: number): void {
@@ -554,20 +580,54 @@ export class PrefixIndex {
       const h = e.qHash[e.head];
       const t = e.qTick[e.head];
       e.head++;
-      const cur = e.blocks.get(h);
-      if (cur === undefined) continue; // already evicted
-      if (cur !== t) {
-        // touched since queued: second chance at its current age
-        e.qHash.push(h);
-        e.qTick.push(cur);
-        continue;
-      }
+      // evicted already, or stamped again since (its newer entry comes later)
+      if (e.blocks.get(h) !== t) continue;
       e.blocks.delete(h);
       this.dropHolder(h, e.slot);
       e.evictions++;
+      if (e.below.size > 0) e.evictions += this.dropBelow(e, h);
     }
     this.compact(e);
     return true;
+  }
+
+  /** Remembers `blocks` as an extension below `parent` (their queue entries come later, so the
+   *  parent, evicted first, takes them along). */
+  private extend(e: WorkerEntry, parent: string, blocks: string[]): void {
+    const x = e.below.get(parent);
+    if (x === undefined) {
+      e.below.set(parent, { list: [blocks], sweepAt: FIRST_SWEEP });
+      return;
+    }
+    if (x.list.length >= x.sweepAt) {
+      // an extension whose first block went was evicted whole (tail first) or taken along already
+      x.list = x.list.filter((b) => e.blocks.has(b[0]));
+      x.sweepAt = Math.max(FIRST_SWEEP, 2 * x.list.length);
+    }
+    x.list.push(blocks);
+  }
+
+  /** Evicts the extensions below the evicted block `h`, and theirs: the blocks evicted. */
+  private dropBelow(e: WorkerEntry, h: string): number {
+    const first = e.below.get(h);
+    if (first === undefined) return 0;
+    e.below.delete(h);
+    let n = 0;
+    const todo = [first];
+    for (let x = todo.pop(); x !== undefined; x = todo.pop())
+      for (const blocks of x.list)
+        for (const b of blocks) {
+          if (e.blocks.delete(b)) {
+            this.dropHolder(b, e.slot);
+            n++;
+          }
+          const next = e.below.get(b);
+          if (next !== undefined) {
+            e.below.delete(b);
+            todo.push(next);
+          }
+        }
+    return n;
   }
 
   private compact(e: WorkerEntry): void {
@@ -578,7 +638,7 @@ export class PrefixIndex {
       e.head = 0;
     }
     if (e.qHash.length - e.head > 4 * e.blocks.size + 1024) {
-      // too many stale entries (evicted or re-queued blocks): rebuild from the live blocks in stamp
+      // too many stale entries (evicted or stamped again): rebuild from the live blocks in stamp
       // order; the sort is stable and a Map iterates in insertion order, so tails stay first
       const live = [...e.blocks].sort((a, b) => a[1] - b[1]);
       e.qHash = live.map((x) => x[0]);
