@@ -6,9 +6,8 @@ import type { PolicyOptions } from '../../kvplanner/types.ts';
 import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
 import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
 import { createProgress } from '../replay/progress.ts';
-import { fluidBound } from './fluid-bound.ts';
+import { fluidReport, formatFluid } from './fluid-report.ts';
 import { simulateFleet } from './simulator.ts';
-import type { FleetRequest } from './trace.ts';
 import { formatEngineTime, formatFleetTable, formatTimeline, summarize, type FleetRunSummary } from './summary.ts';
 import { chatTemplateFor } from '../replay/chat-template.ts';
 import { inputKind, loadFleetInputs } from './inputs.ts';
@@ -85,8 +84,10 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --seed N              seed for the policies that sample and for session starts (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
                         e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, engine_time,
-                        slowest_decile, ...}], "fluid":[{hit_rate, p90_ttft_ms_prefill_only,
-                        p90_ttft_ms_with_decode, prefill_load, decode_load}]}`;
+                        slowest_decile, ...}], "fluid":[{hit_rate, basis (none, best_run, hindsight),
+                        p90_ttft_ms_prefill_only, p90_ttft_ms_with_decode, prefill_load, decode_load}],
+                        "fluid_hindsight":{hit_rate, half_round_robin:{target_ms, prefill_only_ms,
+                        riding_share_needed}}}`;
 
 function parseOpts(vals: string[], policies: string[]): Map<string, PolicyOptions> {
   const out = new Map<string, PolicyOptions>();
@@ -127,52 +128,6 @@ export function fleetPolicyOptions(
     default:
       return {};
   }
-}
-
-interface FluidRow {
-  hit_rate: number;
-  /** lower bound for any router over FCFS engines: prefill alone, pooled fleet */
-  p90_ttft_ms_prefill_only: number;
-  /** estimate: decode-only steps at full KV counted too */
-  p90_ttft_ms_with_decode: number;
-  prefill_load: number;
-  decode_load: number;
-}
-
-/** The fluid figures at no hits and at the best hit rate any run reached. */
-function fluidRows(
-  reqs: FleetRequest[],
-  runs: FleetRunSummary[],
-  o: { workers: number; kvTokens: number; timing: TimingModel },
-): FluidRow[] {
-  const hits = [...new Set([0, Math.max(0, ...runs.map((r) => r.hit_rate))])];
-  return hits.map((hitRate) => {
-    const prefill = fluidBound(reqs, { ...o, hitRate, decode: false });
-    const both = fluidBound(reqs, { ...o, hitRate, decode: true });
-    const r3 = (x: number): number => Math.round(x * 1000) / 1000;
-    return {
-      hit_rate: hitRate,
-      p90_ttft_ms_prefill_only: Math.round(prefill.p90Ms),
-      p90_ttft_ms_with_decode: Math.round(both.p90Ms),
-      prefill_load: r3(both.prefillLoad),
-      decode_load: r3(both.decodeLoad),
-    };
-  });
-}
-
-function formatFluid(rows: FluidRow[]): string {
-  if (rows.length === 0)
-    return 'no fluid figures for agent sessions: their later calls arrive when the previous answer does, which depends on the router';
-  return [
-    'fluid figures for any router (the fleet as one pooled server, FCFS): prefill alone is a lower bound',
-    'on p90 TTFT; with decode-only steps at full KV (each token costs its context share of a step) an estimate',
-    ...rows.map(
-      (f) =>
-        `  hit ${(f.hit_rate * 100).toFixed(1)}%: load ${(f.prefill_load * 100).toFixed(0)}% prefill + ` +
-        `${(f.decode_load * 100).toFixed(0)}% decode; p90 TTFT >= ${(f.p90_ttft_ms_prefill_only / 1000).toFixed(1)} s ` +
-        `(prefill only), ~${(f.p90_ttft_ms_with_decode / 1000).toFixed(1)} s with decode`,
-    ),
-  ].join('\n');
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -302,15 +257,20 @@ export async function run(argv: string[]): Promise<number> {
     }
     // a closed loop's later calls come when the previous answer does (arrivalMs is only the
     // earliest they could): FCFS over those times would pile a whole session onto its start
-    const fluid = kind === 'mooncake' ? fluidRows(reqs, runs, { workers, kvTokens, timing }) : [];
-    if (json) process.stdout.write(JSON.stringify({ runs, fluid }, null, 2) + '\n');
-    else {
+    const fleet = { workers, kvTokens, timing };
+    const fluid = kind === 'mooncake' ? fluidReport(reqs, runs, fleet) : undefined;
+    if (json) {
+      const hindsight = fluid && { hit_rate: fluid.hindsight_hit_rate, half_round_robin: fluid.half_round_robin };
+      process.stdout.write(
+        JSON.stringify({ runs, fluid: fluid?.rows ?? [], fluid_hindsight: hindsight }, null, 2) + '\n',
+      );
+    } else {
       process.stdout.write(
         `fleet: ${reqs.length} requests${kind === 'sessions' ? ` in ${new Set(reqs.map((r) => r.sessionId)).size} sessions (closed loop, tokenizer ${tokenizer})` : ''}, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
           'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
       );
       process.stdout.write(
-        formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n\n' + formatFluid(fluid) + '\n',
+        formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n\n' + formatFluid(fluid, fleet) + '\n',
       );
       for (const t of timelines) process.stdout.write('\n' + t + '\n');
     }

@@ -105,6 +105,9 @@ export function newSimRequest(req: FleetRequest, keys: number[]): SimRequest {
 
 export interface StepResult {
   durationS: number;
+  /** Context tokens (KV) of the requests that decoded a token this step: a token's share of a
+   *  step's KV read, to tell how much decode rode in prefill steps (KV-weighted). */
+  decodeContext: number;
   /** Requests that produced their first token this step. */
   firstTokens: SimRequest[];
   finished: SimRequest[];
@@ -192,7 +195,9 @@ export abstract class EngineBase implements FleetEngine {
     const endMs = nowMs + durationS * 1000;
     const firstTokens: SimRequest[] = [];
     const finished: SimRequest[] = [];
+    let decodeContext = 0;
     for (const [r, n] of chunks) {
+      if (!r.prefilling) decodeContext += r.computed;
       r.computed += n;
       if (r.prefilling) {
         this.prefillTokens += n;
@@ -218,7 +223,7 @@ export abstract class EngineBase implements FleetEngine {
       for (const r of this.running) if (!done.has(r)) this.running[k++] = r;
       this.running.length = k;
     }
-    return { durationS, firstTokens, finished };
+    return { durationS, decodeContext, firstTokens, finished };
   }
 
   /** Frees what a finished (or preempted) request holds. */

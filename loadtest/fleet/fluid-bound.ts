@@ -23,6 +23,8 @@ export interface FluidOptions {
   hitRate: number;
   /** count decode-only steps (an estimate) or prefill alone (a lower bound) */
   decode: boolean;
+  /** share of decode tokens riding in prefill steps (default RIDING_SHARE) */
+  ridingShare?: number;
 }
 
 export interface FluidResult {
@@ -35,6 +37,7 @@ export interface FluidResult {
 
 export function fluidBound(reqs: readonly FleetRequest[], o: FluidOptions): FluidResult {
   const t = o.timing;
+  const riding = o.ridingShare ?? RIDING_SHARE;
   const fullStepS = (t.params * t.weightBytes + kvBytesPerToken(t) * o.kvTokens) / t.bandwidth;
   let backlog = 0;
   let lastS = reqs.length ? reqs[0].arrivalMs / 1000 : 0;
@@ -48,7 +51,7 @@ export function fluidBound(reqs: readonly FleetRequest[], o: FluidOptions): Flui
     const cached = Math.floor(r.inputTokens * o.hitRate);
     const p = prefillSeconds(t, r.inputTokens - cached, cached);
     const context = r.inputTokens + r.outputTokens / 2;
-    const d = o.decode ? (1 - RIDING_SHARE) * r.outputTokens * (context / o.kvTokens) * fullStepS : 0;
+    const d = o.decode ? (1 - riding) * r.outputTokens * (context / o.kvTokens) * fullStepS : 0;
     ttft.push((backlog / o.workers + p) * 1000);
     backlog += p + d;
     pre += p;

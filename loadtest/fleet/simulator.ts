@@ -45,6 +45,9 @@ export interface EngineTime {
   prefillS: number;
   decodeOnlyS: number;
   decodeOnlyWaitingS: number;
+  /** decode tokens' context (StepResult.decodeContext) in steps with prefill, and in decode-only steps */
+  decodeContextRiding: number;
+  decodeContextAlone: number;
 }
 
 /** One window of the timeline, summed over the workers (steps count in the window they start). */
@@ -175,9 +178,12 @@ function routingHash(engineBlock: number, traceBlock: number): (key: number, sto
   return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : 'k' + Math.floor(key / 64).toString(36));
 }
 
-function addStep(t: EngineTime, durationS: number, prefill: boolean, waiting: number): void {
-  if (prefill) t.prefillS += durationS;
-  else {
+function addStep(t: EngineTime, durationS: number, prefill: boolean, waiting: number, decodeContext: number): void {
+  if (prefill) {
+    t.prefillS += durationS;
+    t.decodeContextRiding += decodeContext;
+  } else {
+    t.decodeContextAlone += decodeContext;
     t.decodeOnlyS += durationS;
     if (waiting > 0) t.decodeOnlyWaitingS += durationS;
   }
@@ -251,7 +257,13 @@ export function simulateFleet(
     v.running = e.running.length;
     v.kvUsage = e.kvUsage();
   };
-  const engineTime: EngineTime[] = engines.map(() => ({ prefillS: 0, decodeOnlyS: 0, decodeOnlyWaitingS: 0 }));
+  const engineTime: EngineTime[] = engines.map(() => ({
+    prefillS: 0,
+    decodeOnlyS: 0,
+    decodeOnlyWaitingS: 0,
+    decodeContextRiding: 0,
+    decodeContextAlone: 0,
+  }));
   const timeline: TimelineRow[] | undefined = cfg.timelineMs ? [] : undefined;
   const row = (ms: number): TimelineRow => {
     const b = Math.floor(ms / cfg.timelineMs!);
@@ -262,18 +274,21 @@ export function simulateFleet(
         prefillS: 0,
         decodeOnlyS: 0,
         decodeOnlyWaitingS: 0,
+        decodeContextRiding: 0,
+        decodeContextAlone: 0,
         waitingMean: 0,
         kvUsageMean: 0,
       });
     return timeline![b];
   };
-  const account = (i: number, now: number, durationS: number, prefill: boolean): void => {
+  const account = (i: number, now: number, res: StepResult, prefill: boolean): void => {
     const e = engines[i];
     const waiting = e.waiting.length;
-    addStep(engineTime[i], durationS, prefill, waiting);
+    addStep(engineTime[i], res.durationS, prefill, waiting, res.decodeContext);
     if (timeline) {
       const r = row(now);
-      addStep(r, durationS, prefill, waiting);
+      const durationS = res.durationS;
+      addStep(r, durationS, prefill, waiting, res.decodeContext);
       r.waitingMean += waiting * durationS;
       r.kvUsageMean += e.kvUsage() * durationS;
     }
@@ -284,7 +299,7 @@ export function simulateFleet(
     const res = engines[i].step(now);
     refresh(i);
     if (!res) return;
-    account(i, now, res.durationS, engines[i].prefillTokens > before);
+    account(i, now, res, engines[i].prefillTokens > before);
     busy[i] = true;
     pending[i] = res;
     heap.push(now + res.durationS * 1000, i);

@@ -41,7 +41,13 @@ export interface FleetRunSummary {
   sub_block_prefix_requests: number;
   /** shares of workers × makespan: steps with prefill, decode-only steps, and decode-only steps
    *  while requests waited for KV (the rest is idle) */
-  engine_time: { prefill: number; decode_only: number; decode_only_waiting: number };
+  engine_time: {
+    prefill: number;
+    decode_only: number;
+    decode_only_waiting: number;
+    /** share of decode tokens (KV-weighted) that rode in steps with prefill */
+    decode_riding: number;
+  };
   /** the 10 % of requests with the highest TTFT: mean arrival time, wait until first scheduled,
    *  and first scheduled → first token (prefill, including steps shared with others), seconds */
   slowest_decile: { arrival_s: number; queue_wait_s: number; prefill_s: number };
@@ -96,6 +102,8 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
   const engineS = (res.perWorker.length * (t1 - t0)) / 1000;
   const sumOf = (k: 'prefillS' | 'decodeOnlyS' | 'decodeOnlyWaitingS'): number =>
     engineS > 0 ? r3(res.perWorker.reduce((a, w) => a + w.engineTime[k], 0) / engineS) : 0;
+  const riding = res.perWorker.reduce((a, w) => a + w.engineTime.decodeContextRiding, 0);
+  const alone = res.perWorker.reduce((a, w) => a + w.engineTime.decodeContextAlone, 0);
   const slow = o
     .slice()
     .sort((a, b) => b.firstTokenMs - b.arrivalMs - (a.firstTokenMs - a.arrivalMs))
@@ -133,6 +141,7 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       prefill: sumOf('prefillS'),
       decode_only: sumOf('decodeOnlyS'),
       decode_only_waiting: sumOf('decodeOnlyWaitingS'),
+      decode_riding: r3(riding / Math.max(1, riding + alone)),
     },
     slowest_decile: {
       arrival_s: meanS((x) => x.arrivalMs - t0),
@@ -166,7 +175,8 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
       const d = r.slowest_decile;
       return (
         `${r.config.policy}: engines ${pct(e.prefill)} in prefill steps, ${pct(e.decode_only)} decode-only ` +
-        `(${pct(e.decode_only_waiting)} while requests waited for KV); slowest 10% by TTFT arrived at ` +
+        `(${pct(e.decode_only_waiting)} while requests waited for KV), ${pct(e.decode_riding)} of decode (KV-weighted) ` +
+        `in prefill steps; slowest 10% by TTFT arrived at ` +
         `${d.arrival_s.toFixed(0)} s on average, waited ${d.queue_wait_s.toFixed(1)} s to be scheduled, ` +
         `then ${d.prefill_s.toFixed(1)} s to first token`
       );

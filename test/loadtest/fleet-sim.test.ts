@@ -184,6 +184,8 @@ describe('fleet simulator invariants', () => {
       const s = summarize(r, { preset: 'x', rateScale: 1, index: 'approx', wallS: 0, requests: reqs.length });
       expect(s.engine_time.decode_only_waiting).toBeLessThanOrEqual(s.engine_time.decode_only);
       expect(s.engine_time.prefill + s.engine_time.decode_only).toBeLessThanOrEqual(1);
+      expect(s.engine_time.decode_riding).toBeGreaterThanOrEqual(0);
+      expect(s.engine_time.decode_riding).toBeLessThanOrEqual(1);
       expect(s.slowest_decile.queue_wait_s + s.slowest_decile.prefill_s).toBeGreaterThan(0);
       return s.engine_time.decode_only_waiting;
     };
@@ -197,6 +199,7 @@ describe('fleet simulator invariants', () => {
         // one engine runs one step at a time: its booked time fits the run
         expect(e.prefillS + e.decodeOnlyS).toBeLessThanOrEqual(endS + 1e-6);
         for (const k of ['prefillS', 'decodeOnlyS', 'decodeOnlyWaitingS'] as const) total[k] += e[k];
+        expect(e.decodeContextRiding + e.decodeContextAlone).toBeGreaterThan(0);
       }
       const tl = res.timeline!;
       expect(tl.reduce((a, r) => a + r.arrivals, 0)).toBe(reqs.length);
@@ -251,6 +254,19 @@ describe('engine model', () => {
     for (let t = 0; e.step(t); t += 1) steps++;
     expect(steps).toBe(4);
     expect(a.prefilled).toBe(4 * 512);
+  });
+
+  it('reports the context of the tokens decoded in a step (what rides along a prefill, KV-weighted)', () => {
+    const e = new EngineModel({ kvTokens: 64 * 512, blockSize: 512, timing, maxBatchedTokens: 512 });
+    e.add(req(8, [61], 300, 3));
+    expect(e.step(0)?.decodeContext).toBe(0); // its prefill: nothing decodes yet
+    e.add(req(9, [71, 72], 2 * 512, 1));
+    // the first request decodes its 2nd token over its 300 prompt tokens' KV beside the second
+    // one's first chunk (511 tokens of the 512 budget), then its 3rd beside the second chunk
+    expect(e.step(1)?.decodeContext).toBe(300);
+    expect(e.step(2)?.decodeContext).toBe(301);
+    expect(e.step(3)?.decodeContext).toBe(0); // the second's last 2 tokens; the first is done
+    expect(e.step(4)).toBeNull();
   });
 
   it('waits when blocks run short instead of over-committing', () => {
