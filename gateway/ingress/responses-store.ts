@@ -32,11 +32,17 @@ const key = (tenant: string, id: string): string => `${encodeURIComponent(tenant
 
 export class MemoryResponseStore implements ResponseStore {
   private readonly cache: LRUCache<string, string>;
-  constructor(private readonly o: ResponseStoreOptions) {
+  /** `clock` (ms; tests): what the TTL is measured on, read on every check; default performance.now. */
+  constructor(
+    private readonly o: ResponseStoreOptions,
+    clock?: { now(): number },
+  ) {
     this.cache = new LRUCache<string, string>({
       maxSize: o.maxBytes,
       sizeCalculation: (v) => Math.max(1, v.length),
       ttl: o.ttlSeconds * 1000,
+      // lru-cache otherwise reuses one reading for 1 ms (a timer clears it), which would hide a jump
+      ...(clock ? { perf: clock, ttlResolution: 0 } : {}),
     });
   }
   async get(tenant: string, id: string): Promise<StoredResponse | undefined> {

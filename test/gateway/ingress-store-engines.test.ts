@@ -55,14 +55,24 @@ describe('response store', () => {
     expect(await s.get('a', 'r19')).toBeDefined();
   });
 
-  it('memory: entries expire after the TTL', async () => {
-    // 1 s: a loaded machine can stall tens of ms between the put and the first get
-    const s = new MemoryResponseStore({ ...opts, ttlSeconds: 1 });
+  it('memory: entries expire after the TTL, not before (on an injected clock)', async () => {
+    let now = 1_000_000;
+    const s = new MemoryResponseStore({ ...opts, ttlSeconds: 1 }, { now: () => now });
     stores.push(s);
     await s.put('a', 'r', entry('soon gone'));
     expect(await s.get('a', 'r')).toBeDefined();
-    await new Promise((r) => setTimeout(r, 1_100));
+    now += 1_000; // the whole TTL: still there
+    expect(await s.get('a', 'r')).toBeDefined();
+    now += 1;
     expect(await s.get('a', 'r')).toBeUndefined();
+    // a put over a live entry restarts its TTL
+    await s.put('a', 'q', entry('first'));
+    now += 600;
+    await s.put('a', 'q', entry('again'));
+    now += 600; // 1.2 s after the first put, 0.6 s after the second
+    expect((await s.get('a', 'q'))?.messages).toEqual(entry('again').messages);
+    now += 401;
+    expect(await s.get('a', 'q')).toBeUndefined();
   });
 
   it('redis: the same contract, with the TTL set on the key', async () => {
