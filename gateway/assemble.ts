@@ -54,6 +54,8 @@ export interface AssembleOptions {
   tracing?: Tracing | null;
   /** The render pool threads' entry (tests pass one that ends its thread on a marked prompt). */
   renderThread?: string;
+  /** GatewayDeps.redisTimeoutMs, also for the session store and the shared index (tests). */
+  redisTimeoutMs?: number;
 }
 
 export interface Assembled {
@@ -85,13 +87,16 @@ export function tenantCount(config: GatewayConfig): number {
  * evicts one tenant's session to make room for another's: memory stays bounded by config
  * (quota × configured tenants), never by what a caller sends.
  */
-function openStore(config: GatewayConfig): SessionStore {
+function openStore(config: GatewayConfig, redisTimeoutMs?: number): SessionStore {
   const tenants = tenantCount(config);
   const { max_sessions: maxSessions, max_session_bytes: maxBytes } = config.limits;
   const local = new MemorySessionStore({ maxSessions: maxSessions * tenants, maxBytes: maxBytes * tenants });
   const url = config.redis?.url;
   const inner = url
-    ? new ResilientSessionStore(new RedisSessionStore({ url, readCacheEntries: maxSessions * tenants }), { local })
+    ? new ResilientSessionStore(
+        new RedisSessionStore({ url, readCacheEntries: maxSessions * tenants, commandTimeoutMs: redisTimeoutMs }),
+        { local, timeoutMs: redisTimeoutMs },
+      )
     : local;
   return new TenantQuotaStore(inner, { maxSessions, maxBytes, maxTenants: tenants });
 }
@@ -163,7 +168,7 @@ function recordedUsage(o: PipelineOutcome): CaptureMeta | undefined {
 }
 
 export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Assembled {
-  const store = opts.store ?? openStore(config);
+  const store = opts.store ?? openStore(config, opts.redisTimeoutMs);
   const artifacts =
     opts.artifacts ??
     (config.artifacts.dir
@@ -233,6 +238,8 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
         ? shareIndex(route.policy, {
             redisUrl: config.redis.url,
             model,
+            // spread over the defaults: an undefined here would mean no timeout at all
+            ...(opts.redisTimeoutMs ? { commandTimeoutMs: opts.redisTimeoutMs } : {}),
             onError: (err, op) => {
               ctx.metrics.sharedIndexErrors.inc({ model, op });
               warn(`shared index Redis ${op} failed (routing goes on locally): ${err.message}`);
@@ -264,6 +271,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     spendSince: reporting?.deps.spendSince,
     responseHeaders: reporting ? (ev) => reporting.headersFor(ev) : undefined,
     registerRoutes,
+    redisTimeoutMs: opts.redisTimeoutMs,
   };
   return { deps, store, artifacts, reporting, captures, renderPool, close };
 }

@@ -36,6 +36,11 @@ export interface GatewayDeps {
   spendSince?: SpendLookup;
   /** OpenTelemetry tracing (telemetry/tracing.ts tracingFromEnv); absent: no spans, no cost. */
   tracing?: Tracing;
+  /** How long a Redis answer may take before it counts as a Redis failure (the limiter's and the
+   *  tenant slots' command timeout, the limiter's wait for its link and the salt secret's read at
+   *  start). Default: each part's own. Tests on a loaded machine pass a generous one, so that a slow answer
+   *  is never taken for a failure and a fallback that admits. */
+  redisTimeoutMs?: number;
 }
 
 export interface GatewayContext {
@@ -53,6 +58,8 @@ export interface GatewayContext {
   onUsage?: (ev: UsageEvent) => void;
   responseHeaders?: (ev: UsageEvent) => Record<string, string>;
   tracing?: Tracing;
+  /** GatewayDeps.redisTimeoutMs */
+  redisTimeoutMs?: number;
   /** Set when the gateway is draining: new proxied requests get 503. */
   draining: boolean;
   /** In-flight requests (stopped at the shutdown deadline) and the close hooks. */

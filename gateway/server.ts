@@ -85,7 +85,7 @@ export interface BuiltGateway {
 }
 
 /** The per-tenant in-flight cap: counted across replicas in Redis when redis.url is set. */
-function tenantSlots(config: GatewayConfig, log: (msg: string) => void): TenantSlots {
+function tenantSlots(config: GatewayConfig, log: (msg: string) => void, redisTimeoutMs?: number): TenantSlots {
   const max = config.limits.max_concurrent_per_tenant;
   const url = config.redis?.url;
   if (max <= 0 || !url) return new TenantConcurrency(max);
@@ -96,7 +96,7 @@ function tenantSlots(config: GatewayConfig, log: (msg: string) => void): TenantS
     lastLog = Date.now();
     log(`per-tenant concurrency: redis unavailable (${err.message}); counting per replica meanwhile`);
   };
-  const redis = createLimiterRedis(url, warn);
+  const redis = createLimiterRedis(url, warn, redisTimeoutMs);
   const shared = new SharedTenantConcurrency(redis, max, { onFallback: warn });
   return {
     acquire: (t) => shared.acquire(t),
@@ -125,12 +125,13 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     salts: createCacheSalts(config.tenancy),
     tenantSlots: countedSlots(
-      tenantSlots(config, (msg) => app.log.warn(msg)),
+      tenantSlots(config, (msg) => app.log.warn(msg), deps.redisTimeoutMs),
       { metrics },
     ),
     onUsage: deps.onUsage,
     responseHeaders: deps.responseHeaders,
     tracing: deps.tracing,
+    redisTimeoutMs: deps.redisTimeoutMs,
     draining: false,
     lifecycle,
     onShutdown: (fn, name) => lifecycle.onShutdown(fn, name),
@@ -278,7 +279,7 @@ export async function startGateway(config: GatewayConfig, deps: GatewayDeps = {}
   try {
     // Replicas derive one salt per tenant: a configured secret, else one shared through Redis.
     if (!configuredSecret(config.tenancy)) {
-      const s = await resolveSaltSecret(config);
+      const s = await resolveSaltSecret(config, process.env, deps.redisTimeoutMs);
       built.ctx.salts = createCacheSalts(config.tenancy, process.env, s.secret);
       if (s.warning && config.auth.mode === 'keys') built.app.log.warn({ source: s.source }, s.warning);
     }

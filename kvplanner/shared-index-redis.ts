@@ -131,7 +131,8 @@ export class SharedIndexRedis {
     this.o.onError?.(err, op);
   }
 
-  private get ready(): boolean {
+  /** Whether the Redis link is up now (while it is not, this replica routes on its own view). */
+  get ready(): boolean {
     return this.redis.status === 'ready';
   }
 

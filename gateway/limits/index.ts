@@ -74,18 +74,22 @@ export function installLimits(
     const url = gw.config.redis?.url;
     let lastLog = 0;
     const redis = url
-      ? createLimiterRedis(url, (err) => {
-          // Redis down is expected during failover; say so at most every 10 s.
-          if (Date.now() - lastLog > 10_000) {
-            lastLog = Date.now();
-            app.log.warn({ err: err.message }, 'rate limit redis unavailable; requests pass unlimited');
-          }
-        })
+      ? createLimiterRedis(
+          url,
+          (err) => {
+            // Redis down is expected during failover; say so at most every 10 s.
+            if (Date.now() - lastLog > 10_000) {
+              lastLog = Date.now();
+              app.log.warn({ err: err.message }, 'rate limit redis unavailable; requests pass unlimited');
+            }
+          },
+          gw.redisTimeoutMs,
+        )
       : undefined;
     if (redis) {
       gw.onShutdown(() => redis.quit().catch(() => redis.disconnect()), 'rate-limit-redis');
       // Start counting from the first request when Redis is up; do not hold startup when it is not.
-      app.addHook('onReady', () => waitReady(redis, REDIS_READY_WAIT_MS));
+      app.addHook('onReady', () => waitReady(redis, gw.redisTimeoutMs ?? REDIS_READY_WAIT_MS));
     }
     out.rateLimit = registerTenantRateLimit(app, gw, redis);
   }

@@ -22,11 +22,15 @@ const LOCAL_CACHE_KEYS = 10_000;
 export type TenantLimiter = (req: FastifyRequest) => Promise<void>;
 
 /** A Redis client that fails fast instead of queueing while the server is away. */
-export function createLimiterRedis(url: string, onError: (err: Error) => void): Redis {
+export function createLimiterRedis(
+  url: string,
+  onError: (err: Error) => void,
+  commandTimeoutMs = REDIS_COMMAND_TIMEOUT_MS,
+): Redis {
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    commandTimeout: commandTimeoutMs,
     connectTimeout: 1_000,
     // Keep reconnecting (capped backoff) so the limiter recovers when Redis comes back.
     retryStrategy: (times) => Math.min(1_000, 50 * times),

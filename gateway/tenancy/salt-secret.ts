@@ -34,13 +34,13 @@ export function configuredSecret(
   return s && s.length >= 16 ? s : undefined;
 }
 
-/** Reads (or creates once) the shared secret in Redis. */
-export async function redisSecret(url: string, key = SALT_SECRET_KEY): Promise<string> {
+/** Reads (or creates once) the shared secret in Redis (`waitMs`: per connect and command). */
+export async function redisSecret(url: string, key = SALT_SECRET_KEY, waitMs = REDIS_WAIT_MS): Promise<string> {
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
-    connectTimeout: REDIS_WAIT_MS,
-    commandTimeout: REDIS_WAIT_MS,
+    connectTimeout: waitMs,
+    commandTimeout: waitMs,
     retryStrategy: () => null,
   });
   redis.on('error', () => undefined);
@@ -58,13 +58,14 @@ export async function redisSecret(url: string, key = SALT_SECRET_KEY): Promise<s
 export async function resolveSaltSecret(
   config: GatewayConfig,
   env: NodeJS.ProcessEnv = process.env,
+  redisWaitMs = REDIS_WAIT_MS,
 ): Promise<SaltSecret> {
   const configured = configuredSecret(config.tenancy, env);
   if (configured) return { secret: configured, source: 'config' };
   const url = config.redis?.url;
   if (url) {
     try {
-      return { secret: await redisSecret(url), source: 'redis' };
+      return { secret: await redisSecret(url, SALT_SECRET_KEY, redisWaitMs), source: 'redis' };
     } catch (err) {
       return {
         secret: randomBytes(32).toString('hex'),

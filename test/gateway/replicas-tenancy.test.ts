@@ -4,12 +4,14 @@
 // - limits.max_concurrent_per_tenant counts a tenant's requests in flight across both replicas
 //   (429 on the second replica while the first holds the tenant's only slot; another tenant is
 //   unaffected); a dead replica's slots come back when their lease runs out.
+// Every replica here waits as long as Redis needs (redisTimeoutMs): the product's short timeouts
+// would take a slow answer on a loaded machine for a failure and fall back to counting alone.
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
-import { SharedTenantConcurrency } from '../../gateway/limits/tenant-concurrency-redis.ts';
+import { INFLIGHT_KEY_PREFIX, SharedTenantConcurrency } from '../../gateway/limits/tenant-concurrency-redis.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { redisSecret } from '../../gateway/tenancy/salt-secret.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
@@ -18,6 +20,7 @@ import { until } from '../helpers/gateway.ts';
 const redisUrl = inject('redisUrl');
 const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 const KEYS = { a: 'sk-replica-a-0123456789', b: 'sk-replica-b-0123456789' };
+const REDIS_TIMEOUT_MS = 30_000;
 let ups: FakeUpstream[] = [];
 let gws: StartedGateway[] = [];
 afterEach(async () => {
@@ -42,7 +45,7 @@ async function replica(up: FakeUpstream, extra: Record<string, unknown> = {}, te
     'test',
     {},
   );
-  const gw = await startGateway(config, { logger: false });
+  const gw = await startGateway(config, { logger: false, redisTimeoutMs: REDIS_TIMEOUT_MS });
   gws.push(gw);
   return gw;
 }
@@ -99,27 +102,75 @@ describe('replicas share per-tenant state through Redis', () => {
     await expect(ask(r2, KEYS.a)).resolves.toBeDefined();
   });
 
-  it("a dead replica's slots come back when their lease runs out", async () => {
+  it("a dead replica's slots come back when their lease runs out, and a held one's is renewed", async () => {
+    // Leases run on Redis's clock, so each outcome is checked against that clock read just before
+    // (t0) and after (t1) the call, and the lease's expiry read before and after it: a refusal
+    // means the lease had not run out at t0, an admission that it had by t1. No outcome depends on
+    // how long the test slept.
     const tenant = `t-${randomUUID()}`;
-    const r1 = new Redis(redisUrl);
-    const r2 = new Redis(redisUrl);
-    // 1.5 s leases, renewed every 0.5 s: a loaded machine can delay a timer by a few hundred ms
-    const dead = new SharedTenantConcurrency(r1, 1, { leaseMs: 1_500 });
-    const live = new SharedTenantConcurrency(r2, 1, { leaseMs: 1_500 });
+    const key = INFLIGHT_KEY_PREFIX + tenant;
+    const [r1, r2, r3, probe] = [0, 1, 2, 3].map(() => new Redis(redisUrl));
+    const redisNow = async () => {
+      const [s, us] = await probe.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    /** Expiry (Redis ms) of each lease in the tenant's set. */
+    const leases = async () => {
+      const flat = await probe.zrange(key, 0, -1, 'WITHSCORES');
+      return flat.filter((_, i) => i % 2 === 1).map(Number);
+    };
+    /** One acquire by `by`, its outcome checked against the (only) lease held before it. */
+    const attempt = async (by: SharedTenantConcurrency) => {
+      const [before] = await leases();
+      const t0 = await redisNow();
+      const got = await Promise.resolve(by.acquire(tenant)).catch((e: unknown) => e);
+      const t1 = await redisNow();
+      if (typeof got === 'function') {
+        expect(t1).toBeGreaterThanOrEqual(before);
+        return got as () => void;
+      }
+      expect(got).toMatchObject({ code: 'tenant_concurrency_exceeded' });
+      const [after] = await leases();
+      expect(t0).toBeLessThan(after);
+      return undefined;
+    };
+    const LEASE = 1_500;
+    const holder = new SharedTenantConcurrency(r3, 1, { leaseMs: 600_000 });
+    const dead = new SharedTenantConcurrency(r1, 1, { leaseMs: LEASE });
+    const live = new SharedTenantConcurrency(r2, 1, { leaseMs: LEASE });
     try {
+      // While a lease runs, the slot is refused on every other replica.
+      const letGo = await holder.acquire(tenant);
+      expect(await attempt(live)).toBeUndefined();
+      letGo();
+      await until(async () => (await leases()).length === 0);
+      // A lease ends LEASE ms (Redis time) after its acquire.
+      const t0 = await redisNow();
       await dead.acquire(tenant); // never released
+      const t1 = await redisNow();
       dead.close(); // and no longer renewed
-      await expect(live.acquire(tenant)).rejects.toMatchObject({ code: 'tenant_concurrency_exceeded' });
-      await new Promise((r) => setTimeout(r, 1_800));
-      const release = await live.acquire(tenant);
-      // A held lease is renewed past its first term.
-      await new Promise((r) => setTimeout(r, 2_000));
-      await expect(dead.acquire(tenant)).rejects.toMatchObject({ code: 'tenant_concurrency_exceeded' });
+      const [end] = await leases();
+      expect(end).toBeGreaterThanOrEqual(t0 + LEASE);
+      expect(end).toBeLessThanOrEqual(t1 + LEASE);
+      // The dead replica's slot comes back: refused until `end`, admitted after.
+      let release: (() => void) | undefined;
+      while (!(release = await attempt(live))) await new Promise((r) => setTimeout(r, 50));
+      expect(await redisNow()).toBeGreaterThanOrEqual(end);
+      // The live replica renews what it holds (every LEASE / 3): its lease's end moves on.
+      const [first] = await leases();
+      await until(async () => ((await leases())[0] ?? first) > first, 60_000);
+      const [renewed] = await leases();
+      expect(renewed).toBeLessThanOrEqual((await redisNow()) + LEASE);
+      // Past the first term the renewed lease still holds the slot (checked as above).
+      await until(async () => (await redisNow()) > first, 60_000);
+      expect(await leases()).toHaveLength(1);
+      const back = await attempt(dead);
+      back?.();
       release();
     } finally {
+      holder.close();
       live.close();
-      r1.disconnect();
-      r2.disconnect();
+      for (const r of [r1, r2, r3, probe]) r.disconnect();
     }
   });
 });

@@ -49,9 +49,9 @@ export async function startRig(
 }
 
 /** Waits until `cond` holds (hooks run after the response, via setImmediate); a loaded machine can delay that by seconds. */
-export async function until(cond: () => boolean, ms = 15_000): Promise<void> {
+export async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 10));
   }
