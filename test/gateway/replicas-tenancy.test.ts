@@ -154,7 +154,7 @@ describe('replicas share per-tenant state through Redis', () => {
       expect(end).toBeLessThanOrEqual(t1 + LEASE);
       // The dead replica's slot comes back: refused until `end`, admitted after.
       let release: (() => void) | undefined;
-      while (!(release = await attempt(live))) await new Promise((r) => setTimeout(r, 50));
+      await until(async () => (release = await attempt(live)) !== undefined, 60_000);
       expect(await redisNow()).toBeGreaterThanOrEqual(end);
       // The live replica renews what it holds (every LEASE / 3): its lease's end moves on.
       const [first] = await leases();
@@ -166,7 +166,7 @@ describe('replicas share per-tenant state through Redis', () => {
       expect(await leases()).toHaveLength(1);
       const back = await attempt(dead);
       back?.();
-      release();
+      release?.();
     } finally {
       holder.close();
       live.close();
