@@ -20,7 +20,7 @@ import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
 import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
 import { gcDelta, type GcPauses } from './overhead/gc-pauses.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
-import { formatStageTable, perRequest } from './overhead/stage-table.ts';
+import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
 
 export const DEFAULT_DURATION_S = 3;
 export const DEFAULT_CONNECTIONS = 8;
@@ -83,6 +83,8 @@ export interface OverheadResult {
     throughput_ratio_vs_bare_proxy: number;
     /** Gateway ms per request by stage (1-connection run). */
     stages: Record<string, number>;
+    /** The 1-connection run's main-thread CPU per request outside every timed stage. */
+    untimed_ms?: number;
     /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
     cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
     /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
@@ -285,6 +287,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         throughput_ratio_vs_portkey: pk16 && pk16.rps > 0 ? gw16.rps / pk16.rps : undefined,
         throughput_ratio_vs_bare_proxy: bare16.rps > 0 ? gw16.rps / bare16.rps : 0,
         stages: perRequest(stages, gwRequests),
+        untimed_ms: untimedMs(perRequest(stages, gwRequests), gw1.cpu_main_ms_per_req),
         cpu_ms_per_req: {
           ctxgate: gw16.cpu_ms_per_req,
           portkey: pk16?.cpu_ms_per_req,
@@ -294,7 +297,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ctxgate_cpu_split: cpuSplit(gw16),
       };
       log('');
-      log(formatStageTable(res.growing.stages));
+      log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
       log('');
     }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GrowingTraffic, sessionBodies } from '../../loadtest/overhead/growing-sessions.ts';
-import { formatStageTable, perRequest } from '../../loadtest/overhead/stage-table.ts';
+import { formatStageTable, perRequest, untimedMs } from '../../loadtest/overhead/stage-table.ts';
 import { identifySession } from '../../middleware/layout/session-id.ts';
 import type { ChatRequest } from '../../middleware/types.ts';
 
@@ -63,5 +63,12 @@ describe('bench overhead: growing sessions', () => {
     const table = formatStageTable(ms);
     expect(table).toMatch(/tokens\s+3000 µs\s+50\.0 %/);
     expect(table).toMatch(/total\s+6000 µs/);
+    expect(table).not.toMatch(/not timed/);
+    // With the run's main-thread CPU: what no timed section saw.
+    const withCpu = formatStageTable(ms, 7.5);
+    expect(withCpu).toMatch(/main thread CPU\s+7500 µs/);
+    expect(withCpu).toMatch(/not timed\s+1500 µs/);
+    expect(untimedMs(ms, 7.5)).toBeCloseTo(1.5);
+    expect(untimedMs(ms, undefined)).toBeUndefined();
   });
 });
