@@ -212,7 +212,10 @@ function observe(
   // SWE-agent prints the open file after each command; it is the truth for `edit`/`goto`.
   const shown = /\(Open file: ([^)\n]+)\)/.exec(text);
   if (shown && shown[1] !== 'n/a') st.openFile = `file://${shown[1].trim()}`;
-  const label = redact(eff.label.split('\n')[0]).text.slice(0, LABEL_MAX);
+  const first = eff.label.split('\n')[0];
+  // redact() changes nothing where looksSecret() finds nothing (no rule keeps a match), and the
+  // check costs a fraction of a redaction: most labels carry no secret.
+  const label = (looksSecret(first) ? redact(first).text : first).slice(0, LABEL_MAX);
   return {
     id,
     tool: inv.tool,
