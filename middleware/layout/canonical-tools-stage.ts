@@ -30,10 +30,12 @@ interface Rewrite {
   out: ChatMessage;
   calls: number[];
 }
-/** What a call did: its messages as received (a copy of the array) with the rewrites among them,
- * and with its tools array the array sent on. */
+/** What a call did: its messages as received with the rewrites among them, and with its tools
+ * array the array sent on. The messages array is held weakly (the pipeline's local LRU keeps a
+ * session's last request; an array it dropped only costs parsing the arguments again) and never
+ * changed in place by anyone (stages copy on write). */
 interface Memo {
-  input: readonly ChatMessage[];
+  input: WeakRef<readonly ChatMessage[]>;
   rewrites: Rewrite[];
   tools?: { in: ToolDef[]; out: ToolDef[] };
 }
@@ -45,7 +47,7 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
   void ctx;
   const stored = readSlot(view.session, CANON_SLOT);
   // What this call does, recorded afresh by each attempt (a failed one may have recorded a part).
-  const fresh = (): Memo => ({ input: view.body.messages.slice(), rewrites: [] });
+  const fresh = (): Memo => ({ input: new WeakRef(view.body.messages), rewrites: [] });
   let seen = fresh();
   let state = stored;
   let r: StageResult | undefined;
@@ -122,8 +124,8 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
   // The prefix shared with the previous call, object for object: its rewrites carry over as they were.
   const n = input.length;
   let from = 0;
-  if (prev) {
-    const before = prev.input;
+  const before = prev?.input.deref();
+  if (prev && before) {
     const p = Math.min(n, before.length);
     while (from < p && input[from] === before[from]) from++;
     for (const w of prev.rewrites) {

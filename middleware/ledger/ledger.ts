@@ -176,6 +176,8 @@ export function applyLedger(
 /** Re-applies evictions and tombstones from state: deterministic, so byte-stable. (Frame escaping
  *  of untrusted text happens once for the whole request, before any stage: pipeline.ts.) */
 export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
+  // Nothing to place: the caller's own array (the stage then sees nothing changed, in O(1)).
+  if (st.evictions.length === 0 && st.tombstones.length === 0) return input;
   const out = input.slice();
   for (const e of st.evictions) {
     if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash)

@@ -33,7 +33,7 @@ export function createLedgerStage(opts: Omit<LedgerOptions, 'countTokens' | 'now
             : x,
         );
       }
-      const changed = messages.some((m, i) => m !== input[i]);
+      const changed = messages !== input && messages.some((m, i) => m !== input[i]);
       return { view: changed ? { ...view, body: { ...view.body, messages } } : view, receipts };
     },
   };

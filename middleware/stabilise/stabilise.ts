@@ -83,11 +83,18 @@ export function stabilise(
     st.a.length = input.length;
   }
   const firstUser = input.findIndex((m) => m.role === 'user');
-  const out = input.slice();
+  // Copied at the first message replaced: an unchanged call returns the caller's array.
+  let out: ChatMessage[] | undefined;
   const prevK = st.k ?? [];
   const contested = new Set(st.x ?? []);
-  st.k = input.map(identity);
-  for (let i = 0; i < input.length; i++) {
+  // The messages this call shares, object for object, with the call that wrote `prev` hash as they
+  // did then (st.a[i] is their hash): only a deferred one among them is replaced again.
+  const same = prev ? sharedPrefix(input, prev) : 0;
+  for (const i of deferred)
+    if (i < same && st.orig[i] !== undefined) (out ??= input.slice())[i] = { ...input[i], content: st.orig[i] };
+  st.k = prevK.slice(0, same);
+  for (let i = same; i < input.length; i++) st.k[i] = identity(input[i]);
+  for (let i = same; i < input.length; i++) {
     const m = input[i];
     const h = messageHash(m);
     const eligible = (m.role === 'tool' || m.role === 'user') && i > firstUser;
@@ -97,7 +104,7 @@ export function stabilise(
       continue;
     }
     if (h === st.a[i]) {
-      if (deferred.has(i) && st.orig[i] !== undefined) out[i] = { ...m, content: st.orig[i] };
+      if (deferred.has(i) && st.orig[i] !== undefined) (out ??= input.slice())[i] = { ...m, content: st.orig[i] };
       continue;
     }
     st.a[i] = h;
@@ -122,7 +129,7 @@ export function stabilise(
       !looksSecret(oldText!)
     ) {
       deferred.add(i);
-      out[i] = { ...m, content: old };
+      (out ??= input.slice())[i] = { ...m, content: old };
       receipts.push({
         stage: STAGE,
         action: 'defer_elision',
@@ -176,7 +183,23 @@ export function stabilise(
   const x = [...contested].filter((i) => i < input.length).sort((a, b) => a - b);
   if (x.length) st.x = x;
   else delete st.x;
-  return { messages: out, state: st, receipts };
+  inputs.set(st, new WeakRef(input));
+  return { messages: out ?? input, state: st, receipts };
+}
+
+/** The messages array each state was written from, in this process. Held weakly (the pipeline's
+ * local LRU keeps a session's last request; an array it dropped only costs the full loop), and
+ * never changed in place by anyone (stages copy on write). */
+const inputs = new WeakMap<StabiliseState, WeakRef<readonly ChatMessage[]>>();
+
+/** How many leading messages of `input` are the very objects the call that wrote `prev` saw. */
+function sharedPrefix(input: readonly ChatMessage[], prev: StabiliseState): number {
+  const before = inputs.get(prev)?.deref();
+  if (before === undefined) return 0;
+  const n = Math.min(input.length, before.length);
+  let i = 0;
+  while (i < n && input[i] === before[i]) i++;
+  return i;
 }
 
 /** A copy the caller may change: arrays and the originals' index copied, the originals shared. */

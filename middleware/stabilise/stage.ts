@@ -17,7 +17,7 @@ export function createStabiliseStage(opts: StabiliseOptions = {}): Stage {
         frozenBelow: readSlot(view.session, COMPACTION_SLOT)?.watermark ?? 0,
       });
       writeSlot(view.session, STABILISE_SLOT, r.state);
-      const changed = r.messages.some((m, i) => m !== view.body.messages[i]);
+      const changed = r.messages !== view.body.messages;
       return { view: changed ? { ...view, body: { ...view.body, messages: r.messages } } : view, receipts: r.receipts };
     },
   };
