@@ -13,7 +13,8 @@ import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
-import { countedSlots, installLimits, jsonDepth } from './limits/index.ts';
+import { BodyMemo } from './body/body-memo.ts';
+import { countedSlots, installLimits } from './limits/index.ts';
 import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
 import { createResponseStore } from './ingress/responses-store.ts';
@@ -167,12 +168,15 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   app.server.headersTimeout = Math.min(config.listen.headers_timeout_ms, config.listen.request_timeout_ms);
 
   app.removeContentTypeParser('application/json');
+  // Parsed incrementally against the tenant's recent bodies (body/body-memo.ts): exactly JSON.parse.
+  const bodies = new BodyMemo();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     const t = tick();
     const buf = body as Buffer;
     req.rawBody = buf;
     const maxDepth = config.limits.max_json_depth;
-    if (jsonDepth(buf, maxDepth) > maxDepth) {
+    const out = bodies.parse(req.principal?.tenant, buf, maxDepth);
+    if (out.error === 'depth') {
       done(
         new GatewayError(
           'invalid_request',
@@ -182,15 +186,12 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
       );
       return;
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(buf.toString('utf8'));
-    } catch {
+    if (out.error === 'json') {
       done(new GatewayError('invalid_json', 'request body is not valid JSON'), undefined);
       return;
     }
     lap('body_parse', t);
-    done(null, parsed);
+    done(null, out.value);
   });
 
   app.addHook('onRequest', async (req, reply) => {

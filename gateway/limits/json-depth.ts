@@ -19,7 +19,7 @@ const STEP_BYTES = 48;
  * Index of the quote closing the string whose content starts at `i`, or `buf.length` when it is
  * unterminated. `i` is always at the start of a character, never in the middle of an escape.
  */
-function stringEnd(buf: Uint8Array, i: number): number {
+export function stringEnd(buf: Uint8Array, i: number): number {
   const n = buf.length;
   const stop = Math.min(n, i + STEP_BYTES);
   for (; i < stop; i++) {
@@ -41,12 +41,15 @@ function stringEnd(buf: Uint8Array, i: number): number {
   }
 }
 
-/** Deepest array/object nesting in `buf`, stopping early once it passes `stopAt`. */
-export function jsonDepth(buf: Uint8Array, stopAt = Infinity): number {
-  let depth = 0;
-  let max = 0;
+/**
+ * Deepest array/object nesting in `buf`, stopping early once it passes `stopAt`. `from` and
+ * `depth` resume the count at a byte outside any string whose nesting is known (the incremental
+ * body parse scans only the bytes a request added): the result is then the deepest nesting from there.
+ */
+export function jsonDepth(buf: Uint8Array, stopAt = Infinity, from = 0, depth = 0): number {
+  let max = depth;
   const n = buf.length;
-  for (let i = 0; i < n; i++) {
+  for (let i = from; i < n; i++) {
     const c = buf[i];
     if (c === QUOTE) i = stringEnd(buf, i + 1);
     else if (c === OPEN_OBJ || c === OPEN_ARR) {
