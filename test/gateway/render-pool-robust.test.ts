@@ -5,16 +5,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
+import { ConfigError } from '../../gateway/config/load.ts';
+import type { GatewayConfig } from '../../gateway/config/schema.ts';
 import { createRenderPool, FAILURE_WINDOW_MS, type RenderPool } from '../../gateway/workers-pool/pool.ts';
 import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { OffloadJob } from '../../middleware/tokens/render-tokens.ts';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+import type { FakeUpstream } from '../helpers/fake-upstream.ts';
+import { type AssembledGateway, startPoolGateway } from '../helpers/pool-gateway.ts';
 
 function text(n: number, seed: number): string {
   const words = ['def ', 'return x', ' = 1;\n', 'src/app.py:12 ', '{"k": [1, 2]} ', 'naïve ', '\t\tif ok:\n'];
@@ -40,8 +41,6 @@ function job(chars: number, seed: number, chatTemplateFile?: string): OffloadJob
 /** A thread entry that ends its thread on a prompt containing END-THIS-THREAD. */
 const DYING = new URL('../fixtures/render-pool/dying-thread.mjs', import.meta.url).href;
 
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
-
 const settle = async <T>(p: Promise<T>): Promise<string> => {
   try {
     const r = (await p) as { ok?: boolean };
@@ -60,18 +59,24 @@ afterEach(async () => {
   dirs = [];
 });
 
-const pool = (o: Partial<{ threads: number; max_queue: number; max_per_tenant: number }> = {}) => {
-  const p = createRenderPool({
-    threads: 1,
-    min_chars: 0,
-    max_queue: 8,
-    max_per_tenant: 8,
-    nice: 0,
-    max_failures_per_tenant: 8,
-    ...o,
-  })!;
+/** `entry`: the threads' entry (default: the product's). */
+const pool = (
+  o: Partial<{ threads: number; max_queue: number; max_per_tenant: number; max_failures_per_tenant: number }> = {},
+  entry?: string,
+) => {
+  const p = createRenderPool(
+    { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8, ...o },
+    entry,
+  )!;
   pools.push(p);
   return p;
+};
+
+/** A 1,000-character job whose prompt ends the DYING entry's thread. */
+const poisoned = (seed: number): OffloadJob => {
+  const j = job(1_000, seed);
+  j.input.messages[1].content += ' END-THIS-THREAD';
+  return j;
 };
 
 describe('render pool robustness', () => {
@@ -102,13 +107,8 @@ describe('render pool robustness', () => {
   }, 120_000);
 
   it('a job that ends its thread runs once more, then fails with render_failed; the same job again takes no thread', async () => {
-    const p = createRenderPool(
-      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 },
-      DYING,
-    )!;
-    pools.push(p);
-    const poison = job(1_000, 5);
-    poison.input.messages[1].content += ' END-THIS-THREAD';
+    const p = pool({}, DYING);
+    const poison = poisoned(5);
     expect(await settle(p.run(poison, { tenant: 'a', affinity: 's' }))).toBe('render_failed');
     expect(p.retries()).toBe(1); // the first death is retried on a fresh thread
     expect(await settle(p.run(poison, { tenant: 'a', affinity: 's' }))).toBe('render_failed_before');
@@ -120,35 +120,21 @@ describe('render pool robustness', () => {
   }, 120_000);
 
   it("a tenant's failure budget counts distinct crashing prompts once each, resends not at all", async () => {
-    const p = createRenderPool(
-      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 2 },
-      DYING,
-    )!;
-    pools.push(p);
-    const poison = (seed: number) => {
-      const j = job(1_000, seed);
-      j.input.messages[1].content += ' END-THIS-THREAD';
-      return j;
-    };
+    const p = pool({ max_failures_per_tenant: 2 }, DYING);
     // One prompt (two thread deaths: the job and its retry), resent five times: one of a's two.
-    expect(await settle(p.run(poison(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
+    expect(await settle(p.run(poisoned(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
     for (let i = 0; i < 5; i++)
-      expect(await settle(p.run(poison(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed_before');
+      expect(await settle(p.run(poisoned(5), { tenant: 'a', affinity: 's' }))).toBe('render_failed_before');
     expect(await settle(p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }))).toBe('ok');
     // A second distinct crashing prompt spends the budget.
-    expect(await settle(p.run(poison(7), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
+    expect(await settle(p.run(poisoned(7), { tenant: 'a', affinity: 's' }))).toBe('render_failed');
     expect(await settle(p.run(job(1_000, 8), { tenant: 'a', affinity: 's' }))).toBe('tenant_render_failures');
     expect(await settle(p.run(job(1_000, 9), { tenant: 'b', affinity: 's' }))).toBe('ok');
   }, 120_000);
 
   it('jobs waiting behind a job that ends its thread still run (Piscina starts no thread by itself)', async () => {
-    const p = createRenderPool(
-      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 },
-      DYING,
-    )!;
-    pools.push(p);
-    const poison = job(1_000, 5);
-    poison.input.messages[1].content += ' END-THIS-THREAD';
+    const p = pool({}, DYING);
+    const poison = poisoned(5);
     const runs = [
       p.run(poison, { tenant: 'a', affinity: 's' }),
       p.run(job(1_000, 6), { tenant: 'a', affinity: 's' }),
@@ -158,13 +144,8 @@ describe('render pool robustness', () => {
   }, 120_000);
 
   it("a tenant whose jobs ended its failure budget of threads gets 429; its waiting jobs go without taking a thread; others' run", async () => {
-    const p = createRenderPool(
-      { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 1 },
-      DYING,
-    )!;
-    pools.push(p);
-    const poison = job(1_000, 5);
-    poison.input.messages[1].content += ' END-THIS-THREAD';
+    const p = pool({ max_failures_per_tenant: 1 }, DYING);
+    const poison = poisoned(5);
     // The poison job takes the idle lane; two harmless jobs of the same tenant wait behind it.
     const runs = [poison, job(1_000, 6), job(1_000, 7)].map((j) => settle(p.run(j, { tenant: 'a', affinity: 's' })));
     // Its one death spends a's budget: no retry, and the waiting jobs are dropped, not run.
@@ -207,7 +188,7 @@ describe('render pool robustness', () => {
 });
 
 describe('render pool admission over sockets', () => {
-  let gw: Awaited<ReturnType<typeof startAssembledGateway>> | undefined;
+  let gw: AssembledGateway | undefined;
   let up: FakeUpstream | undefined;
   afterEach(async () => {
     await gw?.close();
@@ -216,22 +197,11 @@ describe('render pool admission over sockets', () => {
   });
 
   it("tenant B's big prompt is admitted while tenant A's fill the render queue", async () => {
-    up = await startFakeUpstream({ name: 'w' });
     const keys = { a: 'sk-robust-tenant-a-0123456789', b: 'sk-robust-tenant-b-0123456789' };
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      auth: {
-        mode: 'keys',
-        keys: [
-          { key: sha(keys.a), tenant: 'a' },
-          { key: sha(keys.b), tenant: 'b' },
-        ],
-      },
-      health: { interval_ms: 0 },
-      render_pool: { threads: 1, max_queue: 2, max_per_tenant: 8 },
-      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
-    });
-    gw = await startAssembledGateway(config, { logger: false, reporting: false });
+    ({ up, gw } = await startPoolGateway({
+      renderPool: { threads: 1, max_queue: 2, max_per_tenant: 8 },
+      tenants: keys,
+    }));
     const url = gw.url;
     const post = async (key: string, seed: number): Promise<number> => {
       const res = await fetch(`${url}/v1/chat/completions`, {
@@ -261,22 +231,12 @@ describe('render pool admission over sockets', () => {
   }, 180_000);
 
   it('a prompt that ends its render thread gets render_failed; a tenant that spent its thread budget gets 429, the other tenant 200', async () => {
-    up = await startFakeUpstream({ name: 'w' });
     const keys = { a: 'sk-crash-tenant-a-0123456789', b: 'sk-crash-tenant-b-0123456789' };
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      auth: {
-        mode: 'keys',
-        keys: [
-          { key: sha(keys.a), tenant: 'a' },
-          { key: sha(keys.b), tenant: 'b' },
-        ],
-      },
-      health: { interval_ms: 0 },
-      render_pool: { threads: 1, max_failures_per_tenant: 2 },
-      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
-    });
-    gw = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: DYING });
+    ({ up, gw } = await startPoolGateway({
+      renderPool: { threads: 1, max_failures_per_tenant: 2 },
+      tenants: keys,
+      assemble: { renderThread: DYING },
+    }));
     const url = gw.url;
     const post = async (key: string, content: string) => {
       const res = await fetch(`${url}/v1/chat/completions`, {
@@ -314,23 +274,13 @@ describe('render pool admission over sockets', () => {
   }, 180_000);
 
   it("a crashing prompt resent by the OpenAI SDK (default retries) costs its tenant one budget unit: the tenant's other big prompts and other tenants still run", async () => {
-    up = await startFakeUpstream({ name: 'w' });
     const keys = { a: 'sk-sdk-tenant-a-0123456789', b: 'sk-sdk-tenant-b-0123456789' };
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      auth: {
-        mode: 'keys',
-        keys: [
-          { key: sha(keys.a), tenant: 'a' },
-          { key: sha(keys.b), tenant: 'b' },
-        ],
-      },
-      health: { interval_ms: 0 },
-      // max_failures_per_tenant at its default (4)
-      render_pool: { threads: 1 },
-      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
-    });
-    gw = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: DYING });
+    // max_failures_per_tenant at its default (4)
+    ({ up, gw } = await startPoolGateway({
+      renderPool: { threads: 1 },
+      tenants: keys,
+      assemble: { renderThread: DYING },
+    }));
     // Every HTTP answer the SDK sees, retries included.
     const seen: number[] = [];
     const recording: typeof fetch = async (input, init) => {
@@ -363,15 +313,8 @@ describe('render pool admission over sockets', () => {
   }, 240_000);
 
   it('start-up warms the pool: threads are running when the gateway listens; a thread that cannot render fails start naming render_pool.threads and the model', async () => {
-    up = await startFakeUpstream({ name: 'w' });
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      auth: { mode: 'none' },
-      health: { interval_ms: 0 },
-      render_pool: { threads: 1 },
-      models: [{ name: 'warm-model', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
-    });
-    gw = await startAssembledGateway(config, { logger: false, reporting: false });
+    let config: GatewayConfig;
+    ({ up, gw, config } = await startPoolGateway({ renderPool: { threads: 1 }, model: 'warm-model' }));
     expect(gw.assembled.renderPool!.workers().length).toBe(1);
     await gw.close();
     gw = undefined;

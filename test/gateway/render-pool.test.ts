@@ -5,14 +5,13 @@
 import OpenAI from 'openai';
 import { Piscina, type PiscinaTask } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { parseConfig } from '../../gateway/config/load.ts';
 import { FairTaskQueue } from '../../gateway/workers-pool/fair-queue.ts';
 import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import type { RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+import type { FakeUpstream } from '../helpers/fake-upstream.ts';
+import { type AssembledGateway, startPoolGateway } from '../helpers/pool-gateway.ts';
 
 // nice 0: these tests check what the pool computes, not its priority; at nice 10 its threads get
 // a tenth of a core beside the other test files' workers, and a 2-core machine timed them out.
@@ -174,7 +173,7 @@ describe('render pool', () => {
 
 describe('render pool behind the gateway (real sockets)', () => {
   let up: FakeUpstream | undefined;
-  let gw: Awaited<ReturnType<typeof startAssembledGateway>> | undefined;
+  let gw: AssembledGateway | undefined;
   afterEach(async () => {
     await gw?.close();
     await up?.close();
@@ -182,19 +181,11 @@ describe('render pool behind the gateway (real sockets)', () => {
   });
 
   it('answers /health while a 400k-character prompt is tokenised (before its pipeline ends)', async () => {
-    up = await startFakeUpstream({ name: 'w' });
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      auth: { mode: 'none' },
-      health: { interval_ms: 0 },
-      render_pool: { threads: 1 },
-      models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url: up.url, id: 'w' }] }],
-    });
     const order: string[] = [];
     // Called as soon as the pipeline is done with the big call: inline, that is before the event
     // loop can look at the /health request that arrived meanwhile.
     const tap = () => void order.push('pipeline');
-    gw = await startAssembledGateway(config, { logger: false, reporting: false, tap });
+    ({ up, gw } = await startPoolGateway({ renderPool: { threads: 1 }, assemble: { tap } }));
     expect(gw.assembled.renderPool?.threads).toBe(1);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 170_000 });
     const big = client.chat.completions
