@@ -1,6 +1,5 @@
 // The assembled product end to end: reference workers, the full pipeline (layout + ledger +
 // compaction), usage ledger and session routes, two tenants, the official openai SDK as client.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,11 +10,11 @@ import { parseConfig } from '../../gateway/config/load.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+import { keyHash } from '../helpers/keys.ts';
 
 const KEY_A = 'sk-tenant-a-0123456789';
 const KEY_B = 'sk-tenant-b-0123456789';
 const KEY_ADMIN = 'sk-admin-0123456789';
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -76,9 +75,9 @@ beforeAll(async () => {
       auth: {
         mode: 'keys',
         keys: [
-          { key: sha(KEY_A), tenant: 'team-a' },
-          { key: sha(KEY_B), tenant: 'team-b' },
-          { key: sha(KEY_ADMIN), tenant: 'ops', admin: true },
+          { key: keyHash(KEY_A), tenant: 'team-a' },
+          { key: keyHash(KEY_B), tenant: 'team-b' },
+          { key: keyHash(KEY_ADMIN), tenant: 'ops', admin: true },
         ],
       },
       health: { interval_ms: 0 },

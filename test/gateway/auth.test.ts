@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRig, until, type TestRig } from '../helpers/gateway.ts';
+import { keyHash } from '../helpers/keys.ts';
 
-const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
 const msg = [{ role: 'user' as const, content: 'hi' }];
 
 describe('auth', () => {
@@ -15,8 +14,8 @@ describe('auth', () => {
         auth: {
           mode: 'keys',
           keys: [
-            { key: sha('sk-tenant-a'), tenant: 'acme', id: 'acme-ci' },
-            { key: sha('sk-tenant-b'), tenant: 'globex' },
+            { key: keyHash('sk-tenant-a'), tenant: 'acme', id: 'acme-ci' },
+            { key: keyHash('sk-tenant-b'), tenant: 'globex' },
             { key: 'env:CTXGATE_TEST_ADMIN_KEY', tenant: 'ops', admin: true },
           ],
         },

@@ -1,7 +1,6 @@
 // What a tenant can see of the fleet: worker ids, never addresses; upstream errors reshaped into
 // the OpenAI error shape without internals (a 5xx body with a traceback, vLLM's
 // `{"object":"error",…}` 4xx); a client that leaves is logged at info, without a stack.
-import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -9,10 +8,10 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
+import { keyHash } from '../helpers/keys.ts';
 
 const KEY_A = 'sk-exposure-a-0123456789';
 const KEY_ADMIN = 'sk-exposure-admin-0123456789';
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 const INTERNALS = ['Traceback', '/opt/vllm', '10.0.0.5', 'tenant-b-prompt'];
 let worker: Server;
 let gw: StartedGateway;
@@ -72,8 +71,8 @@ beforeAll(async () => {
     auth: {
       mode: 'keys',
       keys: [
-        { key: sha(KEY_A), tenant: 'a' },
-        { key: sha(KEY_ADMIN), tenant: 'ops', admin: true },
+        { key: keyHash(KEY_A), tenant: 'a' },
+        { key: keyHash(KEY_ADMIN), tenant: 'ops', admin: true },
       ],
     },
     models: [{ name: 'm', layout: 'passthrough', workers: [{ url }] }],

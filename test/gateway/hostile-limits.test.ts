@@ -2,24 +2,17 @@
 // the caller's shape, a per-tenant in-flight cap, bodies that make every worker fail do not eject
 // the workers, per-tenant request records, server-side header timeouts and a connection cap, and
 // start-up refusals (auth none off loopback, port in use, a broken tokenizer) naming the field.
-import { createHash } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
 import { startGateway } from '../../gateway/server.ts';
 import { startRig, type TestRig, until } from '../helpers/gateway.ts';
+import { keysAuth } from '../helpers/keys.ts';
 
 const KEYS = { a: 'sk-hostile-a-0123456789', b: 'sk-hostile-b-0123456789' };
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 const keyed = {
-  auth: {
-    mode: 'keys',
-    keys: [
-      { key: sha(KEYS.a), tenant: 'a' },
-      { key: sha(KEYS.b), tenant: 'b' },
-    ],
-  },
+  auth: keysAuth(KEYS),
 };
 let rig: TestRig | undefined;
 afterEach(async () => {

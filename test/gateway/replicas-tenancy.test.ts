@@ -6,7 +6,7 @@
 //   unaffected); a dead replica's slots come back when their lease runs out.
 // Every replica here waits as long as Redis needs (redisTimeoutMs): the product's short timeouts
 // would take a slow answer on a loaded machine for a failure and fall back to counting alone.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -16,9 +16,9 @@ import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { redisSecret } from '../../gateway/tenancy/salt-secret.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
 import { until } from '../helpers/gateway.ts';
+import { keyHash } from '../helpers/keys.ts';
 
 const redisUrl = inject('redisUrl');
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 const KEYS = { a: 'sk-replica-a-0123456789', b: 'sk-replica-b-0123456789' };
 const REDIS_TIMEOUT_MS = 30_000;
 let ups: FakeUpstream[] = [];
@@ -36,7 +36,7 @@ async function replica(up: FakeUpstream, extra: Record<string, unknown> = {}, te
       listen: { host: '127.0.0.1', port: 0 },
       auth: {
         mode: 'keys',
-        keys: tenants.map((t) => ({ key: sha(KEYS[t as 'a' | 'b']), tenant: `${t}` })),
+        keys: tenants.map((t) => ({ key: keyHash(KEYS[t as 'a' | 'b']), tenant: `${t}` })),
       },
       health: { interval_ms: 0 },
       models: [{ name: 'm', layout: 'passthrough', workers: [{ url: up.url, id: 'w' }] }],

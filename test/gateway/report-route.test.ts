@@ -1,6 +1,5 @@
 // End to end: the official openai SDK -> gateway -> fake upstream; the usage recorder prices each
 // request into a SQLite ledger; GET /v1/gateway/report serves it, scoped to the caller's tenant.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,9 +14,9 @@ import { createPricingLookup } from '../../gateway/accounting/record/pricing.ts'
 import { createUsageRecorder, type UsageRecorder } from '../../gateway/accounting/record/recorder.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
 import { until } from '../helpers/gateway.ts';
+import { keyHash } from '../helpers/keys.ts';
 
 const KEYS = { admin: 'sk-admin-0123456789', a: 'sk-team-a-0123456789', b: 'sk-team-b-0123456789' };
-const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-report-route-'));
 let up: FakeUpstream;
 let gw: BuiltGateway;
@@ -33,9 +32,9 @@ beforeAll(async () => {
     auth: {
       mode: 'keys',
       keys: [
-        { key: sha(KEYS.admin), tenant: 'ops', admin: true, id: 'admin' },
-        { key: sha(KEYS.a), tenant: 'team-a', id: 'ka' },
-        { key: sha(KEYS.b), tenant: 'team-b', id: 'kb' },
+        { key: keyHash(KEYS.admin), tenant: 'ops', admin: true, id: 'admin' },
+        { key: keyHash(KEYS.a), tenant: 'team-a', id: 'ka' },
+        { key: keyHash(KEYS.b), tenant: 'team-b', id: 'kb' },
       ],
     },
     health: { interval_ms: 0 },

@@ -2,12 +2,12 @@
 // secret PIN in it) must learn nothing — 0 cached tokens, the same prefix header, routing branch
 // and predicted cache as for a wrong guess. Real sockets: two reference workers (vLLM flavour,
 // honouring cache_salt), the assembled gateway, two tenant keys, the official openai SDK.
-import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { keysAuth } from '../helpers/keys.ts';
 
 const KEYS = {
   a: 'sk-tenant-a-salt-0123456789',
@@ -15,7 +15,6 @@ const KEYS = {
   c: 'sk-tenant-c-salt-0123456789',
   d: 'sk-tenant-d-salt-0123456789',
 };
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
 
@@ -25,7 +24,7 @@ beforeAll(async () => {
   );
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
-    auth: { mode: 'keys', keys: Object.entries(KEYS).map(([t, k]) => ({ key: sha(k), tenant: t })) },
+    auth: keysAuth(KEYS),
     health: { interval_ms: 0 },
     tenancy: {
       cache_salt_secret: 'test-secret-0123456789abcdef',

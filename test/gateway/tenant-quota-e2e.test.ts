@@ -1,17 +1,16 @@
 // Per-tenant session quotas through the assembled gateway: with limits.max_sessions = 2 per
 // tenant, tenant A opening many sessions evicts only A's own least recently used ones; tenant
 // B's session stays cached (break=none) and A's evicted session starts afresh (new_session).
-import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+import { keysAuth } from '../helpers/keys.ts';
 
 const KEY_A = 'sk-quota-a-0123456789';
 const KEY_B = 'sk-quota-b-0123456789';
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 
 let worker: SimWorker;
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -61,13 +60,7 @@ beforeAll(async () => {
   const config = parseConfig(
     {
       listen: { host: '127.0.0.1', port: 0 },
-      auth: {
-        mode: 'keys',
-        keys: [
-          { key: sha(KEY_A), tenant: 'team-a' },
-          { key: sha(KEY_B), tenant: 'team-b' },
-        ],
-      },
+      auth: keysAuth({ 'team-a': KEY_A, 'team-b': KEY_B }),
       health: { interval_ms: 0 },
       limits: { max_sessions: 2 },
       models: [

@@ -4,7 +4,6 @@
 //   only;
 // - two tools of one name are refused up front (400 naming the field) in every ingress API, before
 //   the layout could learn one tool's lines by the other's.
-import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
@@ -13,9 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.ts';
+import { keysAuth } from '../helpers/keys.ts';
 
 const KEYS = { a: 'sk-detail-tenant-a-0123456789', b: 'sk-detail-tenant-b-0123456789' };
-const sha = (k: string) => `sha256:${createHash('sha256').update(k).digest('hex')}`;
 
 /** A worker that rejects every completion as FastAPI does, echoing the body it got. */
 async function startValidatingWorker(): Promise<{ url: string; close: () => Promise<void> }> {
@@ -49,13 +48,7 @@ async function startValidatingWorker(): Promise<{ url: string; close: () => Prom
 function config(url: string) {
   return parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
-    auth: {
-      mode: 'keys',
-      keys: [
-        { key: sha(KEYS.a), tenant: 'a' },
-        { key: sha(KEYS.b), tenant: 'b' },
-      ],
-    },
+    auth: keysAuth(KEYS),
     tenancy: { cache_salt_secret: 'detail-test-secret-0123456789' },
     health: { interval_ms: 0 },
     models: [{ name: 'm', tokenizer: 'qwen3', layout: 'ctxgate', workers: [{ url, id: 'w' }] }],
