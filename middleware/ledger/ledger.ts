@@ -9,6 +9,7 @@
 // copies of the state's lists.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
+import { copyArray, copyRecord } from '../frozen-copy.ts';
 import { frameNote } from '../redaction/framing.ts';
 import { looksSecret, redact } from '../redaction/redact.ts';
 import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
@@ -246,12 +247,12 @@ function markStale(st: LedgerState, k: number, s: StaleMark): Observation {
 function copyOf(p: LedgerState): LedgerState {
   return {
     ...p,
-    observations: p.observations.slice(),
-    calls: { ...p.calls },
-    tombstones: p.tombstones.slice(),
-    evictions: p.evictions.slice(),
-    pending: p.pending.slice(),
-    open: { ...p.open },
+    observations: copyArray(p.observations),
+    calls: copyRecord(p.calls),
+    tombstones: copyArray(p.tombstones),
+    evictions: copyArray(p.evictions),
+    pending: copyArray(p.pending),
+    open: copyRecord(p.open),
   };
 }
 

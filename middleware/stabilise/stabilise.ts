@@ -16,6 +16,7 @@ import { looksSecret } from '../redaction/redact.ts';
 import { createHash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
 import { defineSlot } from '../session/stage-state.ts';
+import { copyArray, copyRecord } from '../frozen-copy.ts';
 
 export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
 
@@ -89,10 +90,11 @@ export function stabilise(
   const contested = new Set(st.x ?? []);
   // The messages this call shares, object for object, with the call that wrote `prev` hash as they
   // did then (st.a[i] is their hash): only a deferred one among them is replaced again.
-  const same = prev ? sharedPrefix(input, prev) : 0;
+  const same = prev ? Math.min(sharedPrefix(input, prev), prevK.length) : 0;
   for (const i of deferred)
     if (i < same && st.orig[i] !== undefined) (out ??= input.slice())[i] = { ...input[i], content: st.orig[i] };
-  st.k = prevK.slice(0, same);
+  st.k = copyArray(prevK);
+  st.k.length = same;
   for (let i = same; i < input.length; i++) st.k[i] = identity(input[i]);
   for (let i = same; i < input.length; i++) {
     const m = input[i];
@@ -204,8 +206,8 @@ function sharedPrefix(input: readonly ChatMessage[], prev: StabiliseState): numb
 
 /** A copy the caller may change: arrays and the originals' index copied, the originals shared. */
 function copyOf(p: StabiliseState): StabiliseState {
-  const st: StabiliseState = { ...p, a: p.a.slice(), d: p.d.slice(), orig: { ...p.orig } };
-  if (p.x) st.x = p.x.slice();
+  const st: StabiliseState = { ...p, a: copyArray(p.a), d: copyArray(p.d), orig: copyRecord(p.orig) };
+  if (p.x) st.x = copyArray(p.x);
   return st;
 }
 
