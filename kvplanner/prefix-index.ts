@@ -1,29 +1,29 @@
 // Prefix index: which worker probably holds which KV blocks. Per worker an LRU over block hashes:
-// a block's stamp (one Map.set) and a queue entry per stamping; eviction pops the oldest entry and
-// skips it when the block was stamped again since (its newer entry is further back) or evicted
-// (an entry left by an extension taken along), capacity = kvTokens / blockSize blocks. A popped
-// entry is never queued again, so the queue order of the live entries is the order of their
-// stamping: tail first within a call, and a block stamped again (the whole chain, once stale) in
-// that call's order, not in the order its old entries happen to be popped.
-// Chains are inserted tail-first so that, like vLLM (which frees a request's blocks in reverse),
-// the tail of a prompt is evicted before its root. A call that extends a held prefix stamps only
-// its new blocks (the prefix is re-stamped only once stale), so the prefix is older than its new
-// tail and would be evicted first, leaving the tail listed past a hole that no engine can match;
-// each such extension is remembered under its parent block (the last held one), and evicting a
-// block evicts the extensions below it (the engine could not use them: vLLM frees a chain's tail
-// first, so its cache never holds a block without its parent). Held blocks thus stay a prefix of
-// each chain, which lets matchLength binary-search: O(log n) Map lookups per worker (holes remain
-// possible where evict() is told of single blocks: a KV event, a replica). A global map block ->
-// holder bitmask (one bit per worker slot, 32 slots a word, in one shared Int32Array) lets
-// matchAll run every worker's binary search at once: the workers whose searches are still at the
-// same step share one lookup and split by a mask AND, so a call costs O(k log n) lookups and
-// O(k log n · slots/32) word operations, k the number of distinct depths (typically 2–3: the shared
-// root on all workers, a conversation on one), with no allocation. Each worker's result is exactly
-// its matchLength (the same search path), even where evictions left holes in a chain.
+// a block's stamp (one Map.set) and a queue entry per stamping; eviction pops the oldest entry,
+// skips it when the block was stamped again since (its newer entry is further back) or is gone,
+// and evicts leaves first, as vLLM's free queue does (a request frees its blocks tail first, so
+// its cache never holds a block without its parent): a block with a child still held goes back to
+// the queue instead. Capacity = kvTokens / blockSize blocks. Each block's children (the next block
+// of the chains through it, one string or, at a branch point, a list swept of gone ones as it
+// doubles) are kept per entry with a capacity of its own; an entry without one (a precise index:
+// its engine's events say what left) keeps none. Without leaf-first eviction a call that extends a
+// held prefix, stamping only its new blocks (the prefix is re-stamped only once stale), would see
+// that older prefix evicted first and its new tail listed past a hole that no engine can match.
+// Held blocks thus stay a prefix of each chain, which lets matchLength binary-search: O(log n) Map
+// lookups per worker (holes remain possible where evict() is told of single blocks: a KV event).
+// A global map block -> holder bitmask (one bit per worker slot, 32 slots a word, in one shared
+// Int32Array) lets matchAll run every worker's binary search at once: the workers whose searches
+// are still at the same step share one lookup and split by a mask AND, so a call costs
+// O(k log n) lookups and O(k log n · slots/32) word operations, k the number of distinct depths
+// (typically 2–3: the shared root on all workers, a conversation on one), with no allocation. Each
+// worker's result is exactly its matchLength (the same search path), even where evictions left
+// holes in a chain.
 // insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp; inserting() does
-// the same work in bounded steps (a long chain, deferred-work.ts). An eviction costs O(1) plus the
-// blocks it takes along (each block once). evict(): the feedback path (a worker that reported
-// fewer cached tokens than predicted loses the missing blocks, and what extends them). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
+// the same work in bounded steps (a long chain, deferred-work.ts). An eviction: amortised O(1)
+// queue entries (a block passed over for its child is evicted once that child went). evict(): the
+// feedback path (a worker that reported fewer cached tokens than predicted loses the missing
+// blocks, and the chains below them). Hashes are opaque strings: ctxgate indexes every 4th vLLM
+// block hash of a chain.
 
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
@@ -50,19 +50,12 @@ interface WorkerEntry {
   evictions: number;
   /** advances when the entry is emptied (clear, removeWorker): a stepped insert begun before stops */
   gen: number;
-  /** parent block -> the extensions inserted below it (their new blocks, in chain order) */
-  below: Map<string, Extensions>;
+  /** block -> its children (next block of a chain through it), with a capacity of its own only */
+  kids: Map<string, string | string[]>;
 }
 
-/** A parent block's extensions, swept of those whose first block is gone once the list reaches
- *  `sweepAt` (then twice its live length): amortised O(1) per insert, bounded by the live blocks. */
-interface Extensions {
-  list: string[][];
-  sweepAt: number;
-}
-
-/** Extensions a parent keeps before its first sweep. */
-const FIRST_SWEEP = 8;
+/** Entries with at least this capacity (a precise index's, unbounded) keep no children. */
+const KIDS_BELOW_CAPACITY = 2 ** 32;
 
 export interface PrefixIndexStats {
   workers: number;
@@ -120,7 +113,7 @@ export class PrefixIndex {
         capacity: this.defaultCapacity,
         evictions: 0,
         gen: 0,
-        below: new Map(),
+        kids: new Map(),
       };
       this.slotIds.push(workerId);
       this.bySlot.push(e);
@@ -413,7 +406,6 @@ export class PrefixIndex {
     if (hashes.length === 0) return () => true;
     const e = this.entry(workerId);
     const held = heldHint ?? this.matchLength(workerId, hashes);
-    if (held > 0 && held < hashes.length) this.extend(e, hashes[held - 1], hashes.slice(held));
     const t = e.clock + 1;
     e.clock += Math.max(1, hashes.length - held);
     let newFrom = hashes.length;
@@ -462,6 +454,7 @@ export class PrefixIndex {
       if (e.blocks.get(h) === undefined) {
         newFrom = i;
         this.addHolder(h, e.slot);
+        if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) this.addKid(e, hashes[i - 1], h);
       }
       e.qHash.push(h);
       e.qTick.push(t);
@@ -495,7 +488,7 @@ export class PrefixIndex {
         this.dropHolder(h, e.slot);
         n++;
       }
-      if (e.below.size > 0) n += this.dropBelow(e, h);
+      if (e.kids.size > 0) n += this.dropBelow(e, h);
     }
     e.evictions += n;
     this.compact(e);
@@ -520,7 +513,7 @@ export class PrefixIndex {
     e.qHash = [];
     e.qTick = [];
     e.head = 0;
-    e.below.clear();
+    e.kids.clear();
   }
 
   private addHolder(h: string, slot: number): void {
@@ -582,51 +575,69 @@ export class PrefixIndex {
       e.head++;
       // evicted already, or stamped again since (its newer entry comes later)
       if (e.blocks.get(h) !== t) continue;
+      if (e.kids.size > 0 && this.hasKid(e, h)) {
+        // a child still held: leaves first (the block stays as recent as its stamp)
+        e.qHash.push(h);
+        e.qTick.push(t);
+        continue;
+      }
       e.blocks.delete(h);
       this.dropHolder(h, e.slot);
       e.evictions++;
-      if (e.below.size > 0) e.evictions += this.dropBelow(e, h);
     }
     this.compact(e);
     return true;
   }
 
-  /** Remembers `blocks` as an extension below `parent` (their queue entries come later, so the
-   *  parent, evicted first, takes them along). */
-  private extend(e: WorkerEntry, parent: string, blocks: string[]): void {
-    const x = e.below.get(parent);
-    if (x === undefined) {
-      e.below.set(parent, { list: [blocks], sweepAt: FIRST_SWEEP });
-      return;
+  /** Records `kid` as a child of `parent` (a branch point's list is swept of gone children each
+   *  time it doubles: bounded by twice the children held, amortised O(1)). */
+  private addKid(e: WorkerEntry, parent: string, kid: string): void {
+    const v = e.kids.get(parent);
+    if (v === undefined) e.kids.set(parent, kid);
+    else if (typeof v === 'string') {
+      if (v !== kid) e.kids.set(parent, [v, kid]);
+    } else {
+      if (v.length >= 8 && (v.length & (v.length - 1)) === 0) {
+        let k = 0;
+        for (const x of v) if (e.blocks.has(x)) v[k++] = x;
+        v.length = k;
+      }
+      if (v[v.length - 1] !== kid) v.push(kid);
     }
-    if (x.list.length >= x.sweepAt) {
-      // an extension whose first block went was evicted whole (tail first) or taken along already
-      x.list = x.list.filter((b) => e.blocks.has(b[0]));
-      x.sweepAt = Math.max(FIRST_SWEEP, 2 * x.list.length);
-    }
-    x.list.push(blocks);
   }
 
-  /** Evicts the extensions below the evicted block `h`, and theirs: the blocks evicted. */
+  /** Whether a child of `h` is still held (gone children are dropped from its list on the way). */
+  private hasKid(e: WorkerEntry, h: string): boolean {
+    const v = e.kids.get(h);
+    if (v === undefined) return false;
+    if (typeof v === 'string') {
+      if (e.blocks.has(v)) return true;
+    } else {
+      while (v.length > 0) {
+        if (e.blocks.has(v[v.length - 1])) return true;
+        v.pop();
+      }
+    }
+    e.kids.delete(h);
+    return false;
+  }
+
+  /** Evicts what hangs below the evicted block `h` (unusable without it): the blocks evicted. */
   private dropBelow(e: WorkerEntry, h: string): number {
-    const first = e.below.get(h);
-    if (first === undefined) return 0;
-    e.below.delete(h);
     let n = 0;
-    const todo = [first];
-    for (let x = todo.pop(); x !== undefined; x = todo.pop())
-      for (const blocks of x.list)
-        for (const b of blocks) {
-          if (e.blocks.delete(b)) {
-            this.dropHolder(b, e.slot);
-            n++;
-          }
-          const next = e.below.get(b);
-          if (next !== undefined) {
-            e.below.delete(b);
-            todo.push(next);
-          }
+    const todo = [h];
+    for (let b = todo.pop(); b !== undefined; b = todo.pop()) {
+      const v = e.kids.get(b);
+      if (v === undefined) continue;
+      e.kids.delete(b);
+      for (const k of typeof v === 'string' ? [v] : v) {
+        if (e.blocks.delete(k)) {
+          this.dropHolder(k, e.slot);
+          n++;
         }
+        todo.push(k); // a child gone already may still have some below it (a hole)
+      }
+    }
     return n;
   }
 
