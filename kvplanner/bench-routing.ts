@@ -251,9 +251,12 @@ class Fleet {
     return out;
   }
 
-  /** Warm-up: select, then what follows the decision. */
+  /** Warm-up: select, then what follows the decision. It passes fresh views too: objects of
+   *  another shape than the timed loop's would leave select() and its helpers compiled for that
+   *  shape, and the timed loop's first calls would deoptimise them (the rare branches then run
+   *  unoptimised for hundreds of µs until compiled again); the gateway only ever passes views. */
   step(info: RouteInfo): void {
-    const c = this.policy.select(this.workers, info);
+    const c = this.policy.select(this.views(), info);
     if (c) this.admit(c, info, true);
   }
 
