@@ -8,6 +8,7 @@ import type { Authenticator } from './auth.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import type { SpendLookup } from './limits/budget.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import type { AfterAnswer } from './proxy/after-answer.ts';
 import type { RequestRecords } from './request-records.ts';
 import type { Lifecycle, ShutdownHook } from './shutdown.ts';
 import type { CacheSalts } from './tenancy/cache-salt.ts';
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   spendSince?: SpendLookup;
   /** OpenTelemetry tracing (telemetry/tracing.ts tracingFromEnv); absent: no spans, no cost. */
   tracing?: Tracing;
+  /** The after-answer queue (proxy/after-answer.ts); default: one run from a 0 ms timer. Tests pass one with their own scheduler. */
+  afterAnswer?: AfterAnswer;
   /** How long a Redis answer may take before it counts as a Redis failure (the limiter's and the
    *  tenant slots' command timeout, the limiter's wait for its link and the salt secret's read at
    *  start). Default: each part's own. Tests on a loaded machine pass a generous one, so that a slow answer
@@ -51,6 +54,8 @@ export interface GatewayContext {
   authenticate: Authenticator;
   pipelines: Map<string, ContextPipeline>;
   records: RequestRecords;
+  /** Each request's metrics, record and usage, filed after the next call went upstream; readers drain it first. */
+  afterAnswer: AfterAnswer;
   /** Per-tenant prefix-cache salts (sent upstream as cache_salt, seeding the block hashes). */
   salts: CacheSalts;
   /** Per-tenant in-flight cap (limits.max_concurrent_per_tenant). */

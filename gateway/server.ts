@@ -19,6 +19,7 @@ import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
 import { createResponseStore } from './ingress/responses-store.ts';
 import { RequestRecords } from './request-records.ts';
+import { AfterAnswer } from './proxy/after-answer.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
 import { registerEngineAdminRoutes } from './routes/engine-admin.ts';
 import { registerIngressRoutes, type ErrorShaper } from './routes/ingress.ts';
@@ -124,6 +125,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     authenticate: createAuthenticator(config.auth),
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
+    afterAnswer: deps.afterAnswer ?? new AfterAnswer(),
     salts: createCacheSalts(config.tenancy),
     tenantSlots: countedSlots(
       tenantSlots(config, (msg) => app.log.warn(msg), deps.redisTimeoutMs),
@@ -232,16 +234,25 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   // After in-flight requests, so their spans are exported too.
   if (deps.tracing) lifecycle.onShutdown(() => deps.tracing!.shutdown(), 'tracing');
   const adapters = createAdapters(responses);
+  const spendSince = deps.spendSince;
   installLimits(
     app,
     ctx,
     adapters.map((a) => a.path),
-    deps.spendSince,
+    // the budget counts every answered request, its usage still queued included
+    spendSince &&
+      ((tenant, since) => {
+        ctx.afterAnswer.drain();
+        return spendSince(tenant, since);
+      }),
   );
   shapers = registerIngressRoutes(app, ctx, adapters, responses);
   registerAdminRoutes(app, ctx);
   registerEngineAdminRoutes(app, ctx);
   deps.registerRoutes?.(app, ctx);
+  // Registered last, so it runs first (hooks run in reverse): the queued accounting reaches the
+  // usage ledger and the captures before they close.
+  lifecycle.onShutdown(() => ctx.afterAnswer.drain(), 'after-answer');
 
   const workers = allWorkers(fleet);
   const health = startHealthChecks(workers, config.health, app.log);

@@ -1,6 +1,8 @@
-// Accounting once a request is over: the UsageEvent, metrics, feedback to the pipeline, and the
-// request record with every attempt (the routing policy's feedback is per attempt: routing-feedback.ts). Everything here is guarded: it never throws into the
-// request path, and the user hooks (onUsage, observe) run after the response, off the hot path.
+// Accounting once a request is over: the UsageEvent (its figures taken when the request ends),
+// then, from the after-answer queue (after-answer.ts: after the next call was read and sent
+// upstream), metrics, feedback to the pipeline, and the request record with every attempt (the
+// routing policy's feedback is per attempt: routing-feedback.ts). Everything here is guarded: it
+// never throws into the request path, and the user hooks (onUsage, observe) run off the hot path.
 import type { FastifyReply } from 'fastify';
 import type { Choice, RouteInfo } from '../../kvplanner/types.ts';
 import type { ChatMessage, ContextPipeline, PipelineContext, PipelineResult } from '../../middleware/types.ts';
@@ -122,7 +124,7 @@ export function usageEvent(ex: Exchange): UsageEvent {
   return ev;
 }
 
-function safe(gw: GatewayContext, what: string, f: () => void): void {
+function safe(what: string, f: () => void): void {
   try {
     f();
   } catch (err) {
@@ -155,90 +157,110 @@ function subBlockPrefix(ex: Exchange): boolean {
 
 export function finish(gw: GatewayContext, ex: Exchange): void {
   if (ex.status === 0) ex.status = 500;
-  const t0 = tick();
+  // The figures are taken now (total time, status); the work that files them waits in the queue.
   const ev = usageEvent(ex);
-  const m = gw.metrics;
+  if (ex.trace) safe('trace', () => endRequestSpan(ex.trace!, ev, ex.finishReasons));
+  gw.afterAnswer.push(accounting(gw, ex, ev));
+  release(ex);
+}
+
+/**
+ * The request's metrics, record, pipeline observe and usage ledger entry, as a job of the
+ * after-answer queue (after-answer.ts). It keeps what it files, not the exchange: the request
+ * body and its token ids stay collectable while the job waits.
+ */
+function accounting(gw: GatewayContext, ex: Exchange, ev: UsageEvent): () => void {
   const model = ex.model || 'unknown';
-  safe(gw, 'metrics', () => {
-    m.requests.inc({
-      model,
-      tenant: ev.tenant,
-      status: ex.status === 499 ? '499' : statusClass(ex.status),
-      api: ex.api,
-    });
-    m.requestDuration.observe({ model }, ev.totalMs / 1000);
-    m.gatewayOverhead.observe({ model }, ev.gatewayOverheadMs / 1000);
-    if (ev.ttftMs !== undefined) m.ttft.observe({ model }, ev.ttftMs / 1000);
-    if (ev.usageReported) {
-      const l = { model, tenant: ev.tenant };
-      m.promptTokens.inc(l, ev.promptTokens);
-      m.cachedTokens.inc(l, ev.cachedTokens);
-      m.outputTokens.inc(l, ev.outputTokens);
-      if (ex.worker && ev.promptTokens > 0)
-        m.workerCacheHitRatio.set({ model, worker: ex.worker.id }, ev.cachedTokens / ev.promptTokens);
-    }
-    if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
-    if (ex.choice && ex.route && ex.choice.predictedCachedTokens !== undefined && ev.usageReported) {
-      const policy = ex.route.policy.name;
-      m.routingCachedTokens.inc({ model, policy, source: 'predicted' }, ex.choice.predictedCachedTokens);
-      m.routingCachedTokens.inc({ model, policy, source: 'reported' }, ev.cachedTokens);
-    }
-    if (subBlockPrefix(ex)) m.subBlockPrefix.inc({ model });
-    const cause = ex.result?.prefix?.break_cause;
-    if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
-    countReceipts(m, model, ex.result?.receipts ?? []);
-  });
-  lap('metrics', t0);
-  if (ex.trace) safe(gw, 'trace', () => endRequestSpan(ex.trace!, ev, ex.finishReasons));
-  setImmediate(() => {
-    let t = tick();
-    // The routing policy was fed by each attempt's end (routing-feedback.ts); its ok attempt's
-    // uniform-choice figure was read in an earlier setImmediate.
-    const last = ex.attemptList.at(-1);
-    if (last?.uniformCachedTokens !== undefined) ev.uniformCachedTokens = last.uniformCachedTokens;
-    if (ex.pipeline?.observe && ex.result && ex.pctx) {
-      safe(gw, 'pipeline.observe', () =>
-        ex.pipeline!.observe!(
-          ex.result!,
-          {
-            status: ex.status,
+  const { status, api, requestId, worker, choice, route, usage } = ex;
+  // Every attempt has ended: their records are final now.
+  const attemptLog = ex.attemptList.map((a) => attemptRecord(a, ex.t0));
+  const last = ex.attemptList.at(-1);
+  const result = ex.result;
+  const prefix = result?.prefix;
+  const receipts = result?.receipts ?? [];
+  const subBlock = subBlockPrefix(ex);
+  const pipeline = ex.pipeline;
+  // Only a pipeline that observes (capture) keeps the result, the context and the assistant message.
+  const observe =
+    pipeline?.observe && result && ex.pctx
+      ? {
+          pipeline,
+          result,
+          pctx: ex.pctx,
+          outcome: {
+            status,
             assistant: ex.assistant,
-            promptTokens: ex.usage?.promptTokens,
-            cachedTokens: ex.usage?.cachedTokens,
-            completionTokens: ex.usage?.outputTokens,
-            worker: ex.worker?.id,
+            promptTokens: usage?.promptTokens,
+            cachedTokens: usage?.cachedTokens,
+            completionTokens: usage?.outputTokens,
+            worker: worker?.id,
           },
-          ex.pctx!,
-        ),
-      );
-    }
+        }
+      : undefined;
+  return () => {
+    let t = tick();
+    const m = gw.metrics;
+    safe('metrics', () => {
+      m.requests.inc({
+        model,
+        tenant: ev.tenant,
+        status: status === 499 ? '499' : statusClass(status),
+        api,
+      });
+      m.requestDuration.observe({ model }, ev.totalMs / 1000);
+      m.gatewayOverhead.observe({ model }, ev.gatewayOverheadMs / 1000);
+      if (ev.ttftMs !== undefined) m.ttft.observe({ model }, ev.ttftMs / 1000);
+      if (ev.usageReported) {
+        const l = { model, tenant: ev.tenant };
+        m.promptTokens.inc(l, ev.promptTokens);
+        m.cachedTokens.inc(l, ev.cachedTokens);
+        m.outputTokens.inc(l, ev.outputTokens);
+        if (worker && ev.promptTokens > 0)
+          m.workerCacheHitRatio.set({ model, worker: worker.id }, ev.cachedTokens / ev.promptTokens);
+      }
+      if (ev.predictedCachedTokens) m.predictedCachedTokens.inc({ model, tenant: ev.tenant }, ev.predictedCachedTokens);
+      if (choice && route && choice.predictedCachedTokens !== undefined && ev.usageReported) {
+        const policy = route.policy.name;
+        m.routingCachedTokens.inc({ model, policy, source: 'predicted' }, choice.predictedCachedTokens);
+        m.routingCachedTokens.inc({ model, policy, source: 'reported' }, ev.cachedTokens);
+      }
+      if (subBlock) m.subBlockPrefix.inc({ model });
+      const cause = prefix?.break_cause;
+      if (cause && cause !== 'none') m.cacheBreaks.inc({ model, cause });
+      countReceipts(m, model, receipts);
+    });
+    t = lap('metrics', t);
+    // The routing policy was fed by each attempt's end (routing-feedback.ts); its ok attempt's
+    // uniform-choice figure was read in a setImmediate that ran before this job.
+    if (last?.uniformCachedTokens !== undefined) ev.uniformCachedTokens = last.uniformCachedTokens;
+    if (observe)
+      safe('pipeline.observe', () => observe.pipeline.observe!(observe.result, observe.outcome, observe.pctx));
     t = lap('pipeline_observe', t);
     gw.records.add({
-      id: ex.requestId,
-      api: ex.api,
+      id: requestId,
+      api,
       tenant: ev.tenant,
       model,
       sessionId: ev.sessionId,
       worker: ev.worker,
       attempts: ev.attempts,
-      attemptLog: ex.attemptList.map((a) => attemptRecord(a, ex.t0)),
+      attemptLog,
       status: ev.status,
-      receipts: ex.result?.receipts ?? [],
-      prefix: ex.result?.prefix,
+      receipts,
+      prefix,
       routing:
-        ex.choice && ex.route
+        choice && route
           ? {
-              policy: ex.route.policy.name,
-              branch: ex.choice.branch,
-              predictedCachedTokens: ex.choice.predictedCachedTokens,
+              policy: route.policy.name,
+              branch: choice.branch,
+              predictedCachedTokens: choice.predictedCachedTokens,
               reportedCachedTokens: ev.usageReported ? ev.cachedTokens : undefined,
-              subBlockPrefix: subBlockPrefix(ex),
+              subBlockPrefix: subBlock,
             }
           : undefined,
       usage: ev,
     });
-    if (gw.onUsage) safe(gw, 'onUsage', () => gw.onUsage!(ev));
+    if (gw.onUsage) safe('onUsage', () => gw.onUsage!(ev));
     lap('usage_ledger', t);
-    release(ex);
-  });
+  };
 }

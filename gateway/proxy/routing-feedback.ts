@@ -39,21 +39,27 @@ function feedback(a: Attempt, info: RouteInfo, ok: boolean): RouteFeedback {
 
 export function routingObserver(route: ModelRoute, info: RouteInfo): AttemptObserver {
   const policy = route.policy;
+  // Dropped once the answered attempt was observed: the request's accounting, queued for later
+  // (after-answer.ts), keeps that attempt, and the RouteInfo holds the prompt's ids and body.
+  let held: RouteInfo | undefined = info;
   return {
     onEnd(a) {
+      const i = held;
+      if (!i) return;
       if (a.outcome !== 'ok') {
-        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, info, false)));
+        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, i, false)));
         return;
       }
       setImmediate(() => {
+        held = undefined;
         let t = tick();
         if (policy.expectedCachedTokens)
           guarded('policy.expectedCachedTokens', () => {
             const views = route.workers.filter((w) => w.healthy).map((w) => w.view());
-            if (views.length) a.uniformCachedTokens = Math.round(policy.expectedCachedTokens!(views, info));
+            if (views.length) a.uniformCachedTokens = Math.round(policy.expectedCachedTokens!(views, i));
           });
         t = lap('routing_expected', t);
-        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, info, true)));
+        if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, i, true)));
         lap('routing_observe', t);
       });
     },

@@ -26,6 +26,7 @@ export function registerAdminRoutes(app: FastifyInstance, gw: GatewayContext): v
   });
 
   app.get('/metrics', async (_req, reply) => {
+    gw.afterAnswer.drain();
     reply.header('content-type', gw.registry.contentType);
     return gw.registry.metrics();
   });
@@ -50,6 +51,7 @@ export function registerAdminRoutes(app: FastifyInstance, gw: GatewayContext): v
 
   app.get('/v1/gateway/requests/:id', async (req: FastifyRequest<{ Params: { id: string } }>) => {
     const p = req.principal as Principal;
+    gw.afterAnswer.drain();
     const rec = gw.records.get(req.params.id, p.tenant, p.admin);
     if (!rec)
       throw new GatewayError(

@@ -19,6 +19,8 @@ export interface ReportRouteOptions {
   ledger: UsageLedger;
   /** Who is asking; throws a GatewayError (401) when the request carries no valid key. */
   authorize(req: FastifyRequest): ReportCaller;
+  /** Files what the gateway still holds for the ledger (its after-answer queue) before reading. */
+  settle?: () => void;
 }
 
 interface Query {
@@ -67,6 +69,7 @@ export async function reportRoutes(app: FastifyInstance, opts: ReportRouteOption
   app.get('/v1/gateway/report', async (req: FastifyRequest<{ Querystring: Query }>, reply: FastifyReply) => {
     try {
       const caller = opts.authorize(req);
+      opts.settle?.();
       const { query, format } = parseReportQuery(req.query ?? {}, caller);
       const text = await produceReport(opts.ledger, query, format);
       reply.header('content-type', CONTENT_TYPES[format]).header('cache-control', 'no-store');

@@ -58,8 +58,12 @@ export function createReporting(config: GatewayConfig, o: ReportingOptions = {})
       spendSince: createSpendLookup(ledger),
       registerRoutes(app: FastifyInstance, ctx: GatewayContext) {
         recorder.attachMetrics(ctx.metrics);
-        void app.register(reportRoutes, { ledger, authorize: (req) => req.principal as Principal });
-        // After in-flight requests finish, so their records are in the last flush.
+        void app.register(reportRoutes, {
+          ledger,
+          authorize: (req) => req.principal as Principal,
+          settle: () => ctx.afterAnswer.drain(),
+        });
+        // After in-flight requests finish and the after-answer queue is drained, so their records are in the last flush.
         ctx.onShutdown(
           () => new Promise<void>((resolve) => setImmediate(() => void close().then(resolve))),
           'usage-ledger',
