@@ -8,6 +8,7 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { localKvEvents } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
 
 const POLICIES = ['smg_cache_aware', 'dynamo_kv', 'llmd_precise'] as const;
@@ -22,12 +23,7 @@ beforeAll(async () => {
         startSimWorker({
           model: policy,
           tokenizer: 'qwen3',
-          kvEvents: {
-            endpoint: 'tcp://127.0.0.1:0',
-            replayEndpoint: 'tcp://127.0.0.1:0',
-            topic: 'kv',
-            bufferSteps: 10_000,
-          },
+          kvEvents: localKvEvents({ topic: 'kv' }),
         }),
       ),
     );

@@ -12,7 +12,7 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
-import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
+import { localKvEvents, startPublisher } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
 
 // long enough that a loaded test machine does not fall back by accident (the tests wait it out once)
@@ -22,18 +22,11 @@ let plain: SimWorker;
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
 const lines: Array<{ level: number; msg: string; worker?: string; reason?: string }> = [];
 
-const kv = () => ({
-  endpoint: 'tcp://127.0.0.1:0',
-  replayEndpoint: 'tcp://127.0.0.1:0',
-  topic: 'kv-events',
-  bufferSteps: 10_000,
-});
-
 beforeAll(async () => {
   // small KV (96 blocks) so that a few conversations evict
-  evented = await startSimWorker({ model: 'm', tokenizer: 'qwen3', kvTokens: 1536, kvEvents: kv() });
+  evented = await startSimWorker({ model: 'm', tokenizer: 'qwen3', kvTokens: 1536, kvEvents: localKvEvents() });
   plain = await startSimWorker({ model: 'mix', tokenizer: 'qwen3' });
-  const mixed = await startSimWorker({ model: 'mix', tokenizer: 'qwen3', kvEvents: kv() });
+  const mixed = await startSimWorker({ model: 'mix', tokenizer: 'qwen3', kvEvents: localKvEvents() });
   const events = (w: SimWorker) => ({
     endpoint: w.kvEvents!.endpoint,
     replay_endpoint: w.kvEvents!.replayEndpoint,
@@ -232,7 +225,7 @@ describe('KV events over ZeroMQ', () => {
   });
 
   it('an engine restarted on the same address (counting from 0 again) replaces the worker’s entry', async () => {
-    const first = await new KvEventPublisher({ ...kv(), bufferSteps: 100 }).start();
+    const first = await startPublisher({ bufferSteps: 100 });
     const config = parseConfig({
       listen: { host: '127.0.0.1', port: 0 },
       health: { interval_ms: 0 },
@@ -262,11 +255,7 @@ describe('KV events over ZeroMQ', () => {
       }
       await first.stop();
       // the new process: same addresses, seq from 0, an empty cache that then stores one block
-      const second = await new KvEventPublisher({
-        ...kv(),
-        endpoint: first.endpoint,
-        replayEndpoint: first.replayEndpoint,
-      }).start();
+      const second = await startPublisher({ endpoint: first.endpoint, replayEndpoint: first.replayEndpoint });
       try {
         second.stored('9.9.16', undefined, tokens(9), undefined);
         await until(() => !idx.guessed('r0') && idx.index.size('r0') === 1);

@@ -11,7 +11,7 @@ import { createMetrics } from '../../gateway/metrics.ts';
 import { Worker } from '../../gateway/upstream/worker.ts';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { encodeBatch } from '../../kvplanner/kv-events/wire.ts';
-import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
+import { startPublisher } from '../helpers/kv-events.ts';
 
 const open: Array<{ stop(): unknown }> = [];
 // the gateway side (SUB, DEALER) closes before the publisher it reads, as a test that owns both should
@@ -20,12 +20,7 @@ afterEach(async () => {
 });
 
 async function rig() {
-  const pub = await new KvEventPublisher({
-    endpoint: 'tcp://127.0.0.1:0',
-    replayEndpoint: 'tcp://127.0.0.1:0',
-    topic: 'kv-events',
-    bufferSteps: 100,
-  }).start();
+  const pub = await startPublisher({ bufferSteps: 100 });
   open.push(pub);
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },

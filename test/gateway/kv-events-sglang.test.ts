@@ -12,6 +12,7 @@ import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { decodeBatch } from '../../kvplanner/kv-events/wire.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { parseWorkerArgs } from '../../loadtest/sim-worker/options.ts';
+import { localKvEvents } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
 
 let worker: SimWorker;
@@ -24,7 +25,7 @@ beforeAll(async () => {
     flavor: 'sglang',
     tokenizer: 'qwen3',
     kvTokens: 1600,
-    kvEvents: { endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:0', topic: '', bufferSteps: 10_000 },
+    kvEvents: localKvEvents({ topic: '' }),
   });
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },

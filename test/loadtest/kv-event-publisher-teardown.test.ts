@@ -9,7 +9,7 @@
 import { Dealer } from 'zeromq';
 import { describe, expect, it } from 'vitest';
 import { REPLAY_END_SEQ, readSeq, seqBytes } from '../../kvplanner/kv-events/wire.ts';
-import { KvEventPublisher } from '../../loadtest/sim-worker/kv-event-publisher.ts';
+import { startPublisher } from '../helpers/kv-events.ts';
 
 const ROUNDS = 80;
 const PEERS = 32;
@@ -28,12 +28,7 @@ async function replay(d: Dealer): Promise<bigint[]> {
 
 describe('KV event publisher teardown', () => {
   it('stop() while replay peers leave never aborts the process; start() serves the same buffer again', async () => {
-    const pub = await new KvEventPublisher({
-      endpoint: 'tcp://127.0.0.1:0',
-      replayEndpoint: 'tcp://127.0.0.1:0',
-      topic: 'kv-events',
-      bufferSteps: 100,
-    }).start();
+    const pub = await startPublisher({ bufferSteps: 100 });
     pub.stored(
       '1.1.16',
       undefined,
