@@ -13,6 +13,7 @@ import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { sessionLockKey, sessionLockOf } from '../../middleware/session/session-lock.ts';
 import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+import { until as untilOr } from '../helpers/gateway.ts';
 
 const model = 'race-model';
 const TENANT = 'default';
@@ -62,11 +63,19 @@ class GatedStore implements SessionStore {
     this.hold = undefined;
     this.holding = false;
   }
+  /** Gates `id` afresh; its first put waits until the returned function is called. */
+  holdFirstPut(id: string): () => void {
+    this.reset(id);
+    let open = (): void => undefined;
+    this.hold = new Promise<void>((r) => {
+      open = r;
+    });
+    return () => open();
+  }
 }
 
-const until = async (cond: () => boolean): Promise<void> => {
-  while (!cond()) await new Promise((r) => setTimeout(r, 5));
-};
+/** Waits for a step of the race (generous: the machine may be loaded; nothing here is timed). */
+const until = (cond: () => boolean): Promise<void> => untilOr(cond, 120_000);
 
 let worker: SimWorker;
 let gw: Gateway;
@@ -87,6 +96,14 @@ afterAll(async () => {
 });
 
 const system = 'You are a careful coding agent. Explain each step. '.repeat(20);
+const body = (task: string) => ({
+  model,
+  max_tokens: 4,
+  messages: [
+    { role: 'system' as const, content: system },
+    { role: 'user' as const, content: task },
+  ],
+});
 
 function client(headers: Record<string, string>): OpenAI {
   return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, defaultHeaders: headers });
@@ -97,15 +114,7 @@ describe('concurrent calls of one session', () => {
     const id = `race-${randomUUID()}`;
     store.reset(id);
     const c = client({ 'x-session-id': id });
-    const ask = (task: string) =>
-      c.chat.completions.create({
-        model,
-        max_tokens: 4,
-        messages: [
-          { role: 'system', content: system },
-          { role: 'user', content: task },
-        ],
-      });
+    const ask = (task: string) => c.chat.completions.create(body(task));
     const answers = await Promise.all([ask('Inspect a.py.'), ask('Inspect b.py.')]);
     expect(answers.map((a) => a.choices.length)).toEqual([1, 1]);
     const state = await store.inner.get(TENANT, id);
@@ -116,17 +125,7 @@ describe('concurrent calls of one session', () => {
   it('with a derived session id (no header): both calls counted', async () => {
     const task = `Inspect c.py (${randomUUID()}).`;
     const c = client({});
-    const ask = () =>
-      c.chat.completions
-        .create({
-          model,
-          max_tokens: 4,
-          messages: [
-            { role: 'system', content: system },
-            { role: 'user', content: task },
-          ],
-        })
-        .withResponse();
+    const ask = () => c.chat.completions.create(body(task)).withResponse();
     // learn the derived id from a first call, then race two more
     const first = await ask();
     const id = first.response.headers.get('x-ctxgate-session') ?? '';
@@ -139,27 +138,14 @@ describe('concurrent calls of one session', () => {
 
   it('the body goes upstream while the state is stored; the client gets its answer only once it is stored', async () => {
     const id = `race-${randomUUID()}`;
-    store.reset(id);
-    let open = (): void => undefined;
-    store.hold = new Promise<void>((r) => {
-      open = r;
-    });
+    const open = store.holdFirstPut(id);
     const before = worker.stats().requests;
     let answered = false;
     const c = client({ 'x-session-id': id });
-    const call = c.chat.completions
-      .create({
-        model,
-        max_tokens: 4,
-        messages: [
-          { role: 'system', content: system },
-          { role: 'user', content: 'Inspect g.py.' },
-        ],
-      })
-      .then((r) => {
-        answered = true;
-        return r;
-      });
+    const call = c.chat.completions.create(body('Inspect g.py.')).then((r) => {
+      answered = true;
+      return r;
+    });
     // The put is held, yet the worker has the call: the state write does not delay dispatch.
     await until(() => store.holding);
     await until(() => worker.stats().requests > before);
@@ -186,11 +172,7 @@ describe('concurrent calls of one session', () => {
     call: () => Promise<unknown>,
     reachedFrom: () => () => boolean,
   ): Promise<unknown> {
-    store.reset(id);
-    let open = (): void => undefined;
-    store.hold = new Promise<void>((r) => {
-      open = r;
-    });
+    const open = store.holdFirstPut(id);
     const reached = reachedFrom();
     let answered = false;
     const pending = call().finally(() => {
@@ -208,14 +190,6 @@ describe('concurrent calls of one session', () => {
     return out;
   }
   const gwWorker = () => gw.ctx.fleet.get(model)!.workers[0];
-  const body = (task: string) => ({
-    model,
-    max_tokens: 4,
-    messages: [
-      { role: 'system' as const, content: system },
-      { role: 'user' as const, content: task },
-    ],
-  });
 
   it('stream: the SSE status line waits until the state is stored', async () => {
     const id = `race-${randomUUID()}`;
@@ -258,22 +232,10 @@ describe('concurrent calls of one session', () => {
 
   it('a waiting call whose client goes away leaves the queue; the session goes on', async () => {
     const id = `race-${randomUUID()}`;
-    store.reset(id);
-    let open = (): void => undefined;
-    store.hold = new Promise<void>((r) => {
-      open = r;
-    });
+    const open = store.holdFirstPut(id);
     const key = sessionLockKey(TENANT, id);
     const lock = sessionLockOf(store);
     const c = client({ 'x-session-id': id });
-    const body = (task: string) => ({
-      model,
-      max_tokens: 4,
-      messages: [
-        { role: 'system' as const, content: system },
-        { role: 'user' as const, content: task },
-      ],
-    });
     const first = c.chat.completions.create(body('Inspect d.py.'));
     await until(() => store.holding);
     const ac = new AbortController();
