@@ -57,28 +57,30 @@ const indexOf = (g: StartedGateway, model: string): PrefixIndex =>
 const healthy = (g: StartedGateway, model: string, id: string): boolean =>
   g.ctx.fleet.get(model)!.byId.get(id)!.healthy;
 
+/** Asks once through `model`, ejects the worker that answered by closing it and running the
+ *  health check, and checks that its guessed blocks left the index; the worker's id. */
+async function ejectHome(g: StartedGateway, model: string): Promise<string> {
+  const home = await ask(g, model);
+  expect(indexOf(g, model).size(home)).toBeGreaterThan(0);
+  await sims[Number(home.slice(1))].close();
+  await g.checkHealth();
+  expect(healthy(g, model, home)).toBe(false);
+  expect(indexOf(g, model).size(home)).toBe(0);
+  return home;
+}
+
 describe('an ejected worker leaves the routing index', () => {
   it('ejected by the health check (its port refuses): its guessed blocks go, the other worker learns the conversation', async () => {
     const g = await rig();
-    const home = await ask(g, 'c');
-    expect(indexOf(g, 'c').size(home)).toBeGreaterThan(0);
-    await sims[Number(home.slice(1))].close();
-    await g.checkHealth();
-    expect(healthy(g, 'c', home)).toBe(false);
-    expect(indexOf(g, 'c').size(home)).toBe(0); // was the conversation's chain before the fix
+    // the home's entry was the conversation's chain before the fix
+    const home = await ejectHome(g, 'c');
     const other = home === 'w0' ? 'w1' : 'w0';
     expect(await ask(g, 'c')).toBe(other);
     expect(indexOf(g, 'c').size(other)).toBeGreaterThan(0);
   });
 
   it('a baseline with an index of its own (dynamo_kv) forgets an ejected worker too', async () => {
-    const g = await rig();
-    const home = await ask(g, 'd');
-    expect(indexOf(g, 'd').size(home)).toBeGreaterThan(0);
-    await sims[Number(home.slice(1))].close();
-    await g.checkHealth();
-    expect(healthy(g, 'd', home)).toBe(false);
-    expect(indexOf(g, 'd').size(home)).toBe(0);
+    await ejectHome(await rig(), 'd');
   });
 
   it('ejected by failed requests (connections reset): its guessed blocks go', async () => {

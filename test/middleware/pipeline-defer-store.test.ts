@@ -50,6 +50,15 @@ const ctxOf = (n: number, deferStore: boolean): PipelineContext => ({
   deferStore,
 });
 
+/** A pipeline over a LoggedStore and the request of call k of a generated 3-call session. */
+function threeCalls(seed: number) {
+  const store = new LoggedStore();
+  const p = createPipeline({ model: MODEL, tokenizer: 'qwen3', store });
+  const calls = requestsOf(randomSession(seed, 3));
+  const body = (k: number) => ({ model: MODEL, messages: calls[k], max_tokens: 8 }) as ChatRequest;
+  return { store, p, body };
+}
+
 describe('pipeline deferStore', () => {
   it('each call is stored after process() returned, before the next call reads it; outputs and states equal the eager run', async () => {
     const lazyStore = new LoggedStore();
@@ -84,20 +93,14 @@ describe('pipeline deferStore', () => {
   }, 120_000);
 
   it('concurrent calls of one session: the second waits for the first call state to be stored', async () => {
-    const store = new LoggedStore();
-    const p = createPipeline({ model: MODEL, tokenizer: 'qwen3', store });
-    const calls = requestsOf(randomSession(11, 3));
-    const body = (k: number) => ({ model: MODEL, messages: calls[k], max_tokens: 8 }) as ChatRequest;
+    const { store, p, body } = threeCalls(11);
     const [a, b] = await Promise.all([p.process(body(0), ctxOf(0, true)), p.process(body(1), ctxOf(1, true))]);
     await Promise.all([a.stored, b.stored]);
     expect(store.log).toEqual(['get 0', 'put 1', 'get 1', 'put 2']);
   }, 60_000);
 
   it('a put that fails: stored settles, a warning says so, the lock is released for the next call', async () => {
-    const store = new LoggedStore();
-    const p = createPipeline({ model: MODEL, tokenizer: 'qwen3', store });
-    const calls = requestsOf(randomSession(13, 3));
-    const body = (k: number) => ({ model: MODEL, messages: calls[k], max_tokens: 8 }) as ChatRequest;
+    const { store, p, body } = threeCalls(13);
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);
     process.on('warning', onWarning);
