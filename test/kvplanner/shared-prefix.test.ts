@@ -32,3 +32,35 @@ describe('SharedPrefixTracker', () => {
     expect(t.size).toBeLessThanOrEqual(1000);
   });
 });
+
+describe('SharedPrefixTracker generations', () => {
+  it('a root every session starts with stays shared while other chains fill the tracker many times over', () => {
+    const t = new SharedPrefixTracker(1000);
+    const root = c('root', 20);
+    let lost = 0;
+    for (let s = 0; s < 400; s++) {
+      // a new session from the root, then 40 blocks of unrelated traffic (16 k blocks in all)
+      const chain = [...root, ...c(`s${s}-`, 10)];
+      if (s >= 2 && t.commonDepth(chain, 20) !== 20) lost++;
+      t.insert(chain);
+      t.insert(c(`other${s}-`, 40));
+      if (s >= 2 && t.sharedDepth(chain) !== 20) lost++;
+      expect(t.size).toBeLessThanOrEqual(1000);
+    }
+    expect(lost).toBe(0);
+  });
+
+  it('a full young generation becomes the old one and the old one is dropped whole: the size stays bounded', () => {
+    const t = new SharedPrefixTracker(10_000);
+    const young = (): Map<string, string> => (t as unknown as { young: Map<string, string> }).young;
+    let rotations = 0;
+    for (let s = 0; s < 2000; s++) {
+      const before = young();
+      t.insert(c(`k${s}-`, 50));
+      if (young() !== before) rotations++;
+    }
+    // 100 k blocks through a 10 k tracker: a new young generation every 5 k blocks
+    expect(rotations).toBeGreaterThanOrEqual(19);
+    expect(t.size).toBeLessThanOrEqual(10_000);
+  });
+});
