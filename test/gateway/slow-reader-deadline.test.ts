@@ -85,3 +85,22 @@ it('the body limit stops while held and starts again, whole, on resume', async (
   expect((d.signal.reason as { code?: string }).code).toBe('UND_ERR_BODY_TIMEOUT');
   d.done();
 });
+
+it("the attempt's signal (an EventEmitter undici accepts) forwards the request's abort once, with its reason", () => {
+  const parent = new AbortController();
+  const d = new AttemptDeadline(parent.signal, { headersMs: 60_000, bodyMs: 60_000 });
+  let heard = 0;
+  d.signal.once('abort', () => heard++);
+  expect(d.signal.aborted).toBe(false);
+  const why = new Error('client left');
+  parent.abort(why);
+  parent.abort(new Error('again'));
+  expect(d.signal.aborted).toBe(true);
+  expect(d.signal.reason).toBe(why);
+  expect(heard).toBe(1);
+  d.done();
+  // Already aborted when the attempt starts: aborted from the start.
+  const late = new AttemptDeadline(parent.signal, { headersMs: 60_000, bodyMs: 60_000 });
+  expect(late.signal.reason).toBe(why);
+  late.done();
+});
