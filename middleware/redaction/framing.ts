@@ -3,8 +3,9 @@
 // escaped form (a zero-width space before the bracket) before it reaches the model.
 // Look-alikes are found after folding: NFKC (fullwidth `［ｃｔｘｇａｔｅ］`, mathematical letters),
 // a confusables map (Cyrillic/Greek letters that render like c t x g a e, bracket variants),
-// invisible characters and whitespace dropped, case ignored. Cost: O(n) — a native pre-check for
-// any bracket-like character, then one pass over candidate spans of at most MAX_INNER characters.
+// invisible characters and whitespace dropped, case ignored. Cost: O(n) — native pre-checks (any
+// bracket-like character; in ASCII text, any look-alike at all), then one pass over candidate
+// spans of at most MAX_INNER characters.
 // escapeRequest() is the one place that applies it to a request: every role, content string and
 // text part, reasoning, tool-call names and arguments, and tool definitions (names, descriptions,
 // every string and key of the schema: a tool description from an MCP server is untrusted too).
@@ -65,8 +66,18 @@ export function foldMarkerText(s: string): string {
   return out;
 }
 
+/** Any character outside ASCII: look-alikes then need the full fold. */
+const NON_ASCII = /[^\x00-\x7f]/;
+/** In ASCII text the fold is only lower-casing and dropping spaces and tabs (NFKC, the confusables
+ * and the other invisibles are all outside ASCII), so a span that folds to the word reads as this. */
+const ASCII_LOOKALIKE =
+  /\[[\t\v\f\r ]*c[\t\v\f\r ]*t[\t\v\f\r ]*x[\t\v\f\r ]*g[\t\v\f\r ]*a[\t\v\f\r ]*t[\t\v\f\r ]*e[\t\v\f\r ]*\]/i;
+
 export function escapeFrame(text: string): string {
   if (!HAS_OPEN.test(text)) return text;
+  // Code and logs are full of brackets: an ASCII text with no look-alike is left as it is without
+  // folding every bracketed span (a necessary condition of any replacement, so exact).
+  if (!ASCII_LOOKALIKE.test(text) && !NON_ASCII.test(text)) return text;
   return text.replace(CANDIDATE, (m, inner: string) => (foldMarkerText(inner) === WORD ? ESCAPED : m));
 }
 

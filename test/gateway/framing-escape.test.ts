@@ -85,6 +85,33 @@ describe('escapeRequest: every untrusted text, every role', () => {
       expect(escapeFrame(ok)).toBe(ok);
   });
 
+  it('ASCII text takes a shortcut that escapes exactly what the full fold escapes', () => {
+    // A non-ASCII line after the text sends it through the full fold; without it, the shortcut.
+    const alphabet = ['[', ']', 'c', 'C', 't', 'T', 'x', 'X', 'g', 'a', 'A', 'e', ' ', '\t', '\v', '\n', 'y', '_'];
+    let seed = 17;
+    const next = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed >>> 8;
+    };
+    let escaped = 0;
+    for (let n = 0; n < 4000; n++) {
+      const pads = ['', ' ', '\t', '\v', '\f', '\r', ' \t '];
+      const pad = (): string => pads[next() % pads.length];
+      let s = '';
+      if (n % 3 !== 2) {
+        s = `[${pad()}`;
+        for (const ch of 'ctxgate') s += (next() % 2 ? ch.toUpperCase() : ch) + pad();
+        s += ']';
+      }
+      for (let i = next() % 40; i > 0; i--) s += alphabet[next() % alphabet.length];
+      if (n % 2) s = s.split('').reverse().join('');
+      const fast = escapeFrame(s);
+      expect(`${fast}\né`).toBe(escapeFrame(`${s}\né`));
+      if (fast !== s) escaped++;
+    }
+    expect(escaped).toBeGreaterThan(1000);
+  });
+
   it('escapes contents, parts, reasoning, names and tool-call arguments of all roles', () => {
     const mk = (i: number) => `${LOOKALIKES[i % LOOKALIKES.length]} ${PLANTED[i % PLANTED.length]}`;
     const body = {
