@@ -20,9 +20,9 @@ import {
 /** Raw bytes of bodies kept, all tenants together. */
 export const DEFAULT_BODY_MEMO_BYTES = 32 * 1024 * 1024;
 /** Bodies kept per tenant (~ concurrent sessions of one tenant that still find theirs). */
-export const DEFAULT_BODY_MEMO_PER_TENANT = 256;
+export const DEFAULT_BODY_MEMO_PER_TENANT = 2048;
 /** Smaller bodies are parsed in full and not kept: JSON.parse takes a few microseconds there. */
-export const BODY_MEMO_MIN_BYTES = 4096;
+export const BODY_MEMO_MIN_BYTES = 1024;
 
 export interface BodyMemoOptions {
   maxBytes?: number;
