@@ -19,6 +19,7 @@
 // would keep the whole ~15 kB rendering alive, and through textNoGen's chain, every call's).
 import type { TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
+import { hasPrefix, hasSuffix } from './text-prefix.ts';
 
 /** Previous messages re-rendered as context for the new ones. */
 export const WINDOW_MESSAGES = 4;
@@ -116,7 +117,7 @@ function lastAssistantStable(
         extra,
         addGenerationPrompt: false,
       });
-      ok = followed.startsWith(last);
+      ok = hasPrefix(followed, last);
     } catch {
       ok = false;
     }
@@ -155,7 +156,7 @@ function noteWrap(
           addGenerationPrompt: false,
         });
         const at = t.lastIndexOf(note);
-        return t.startsWith(noGen) && at >= noGen.length
+        return hasPrefix(t, noGen) && at >= noGen.length
           ? { head: t.slice(noGen.length, at), tail: t.slice(at + note.length) }
           : null;
       });
@@ -182,7 +183,7 @@ function genSuffix(
     const probe: ChatMessage[] = [{ role: 'user', content: 'ctxgate probe' }];
     const a = tok.renderChat(probe, { tools, extra, addGenerationPrompt: false });
     const b = tok.renderChat(probe, { tools, extra, addGenerationPrompt: true });
-    s = b.startsWith(a) ? b.slice(a.length) : null;
+    s = hasPrefix(b, a) ? b.slice(a.length) : null;
     m.set(key, s);
   }
   return s;
@@ -197,7 +198,7 @@ function fullRender(
 ): { text: string; textNoGen: string } {
   const text = tok.renderChat(messages, { tools, extra, addGenerationPrompt: true });
   const textNoGen =
-    suffix !== null && text.endsWith(suffix)
+    suffix !== null && hasSuffix(text, suffix)
       ? text.slice(0, text.length - suffix.length)
       : tok.renderChat(messages, { tools, extra, addGenerationPrompt: false });
   return { text, textNoGen };
@@ -257,7 +258,7 @@ export function renderPrompt(
       if (cut && real !== c) h.noteCutBroken = true;
       c = real;
     }
-    if (b.startsWith(a) && c.startsWith(a) && b.endsWith(suffix)) {
+    if (hasPrefix(b, a) && hasPrefix(c, a) && hasSuffix(b, suffix)) {
       const base = memo.textNoGen;
       const added = b.slice(a.length);
       const stableAdded = ownCopy(c.slice(a.length));
@@ -275,7 +276,7 @@ export function renderPrompt(
           lastPart: stableAdded,
         },
         mode: 'incremental',
-        stablePrefix: added.startsWith(stableAdded),
+        stablePrefix: hasPrefix(added, stableAdded),
         sliceFrom: (from) =>
           from >= base.length
             ? added.slice(from - base.length)
@@ -306,7 +307,7 @@ export function renderPrompt(
       ...f,
       memo: { hashes: stableHashes, contextKey, textNoGen: stableText },
       mode: 'full',
-      stablePrefix: f.text.startsWith(stableText),
+      stablePrefix: hasPrefix(f.text, stableText),
       sliceFrom: (from) => f.text.slice(from),
     };
   }
@@ -324,5 +325,5 @@ function cutNote(
   const note = messages[stableEnd];
   if (note.role !== 'system' || typeof note.content !== 'string') return undefined;
   const tail = wrap.head + note.content + wrap.tail + suffix;
-  return b.endsWith(tail) ? b.slice(0, b.length - tail.length) : undefined;
+  return hasSuffix(b, tail) ? b.slice(0, b.length - tail.length) : undefined;
 }

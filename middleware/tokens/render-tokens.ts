@@ -12,6 +12,7 @@ import type { ChatMessage, ToolDef } from '../types.ts';
 import type { TokenizerHandle } from './handle.ts';
 import { renderPrompt, type RenderMemo, type RenderResult } from './incremental-render.ts';
 import { extendBlockHashes } from './prefix-blocks.ts';
+import { hasPrefix } from './text-prefix.ts';
 import { tokenizeBySegments, type SegmentTokens, type TokenCuts } from './segment-tokens.ts';
 
 /** Characters of new prompt text from which a pool (when configured) renders and tokenises a call. */
@@ -59,7 +60,7 @@ export function renderAndTokenise(
   // Characters this prompt shares with the previous one: its stable text, when both begin with it.
   const prevStable = prev?.cuts && prev.memo ? prev.memo.textNoGen : undefined;
   const shared =
-    prevStable !== undefined && (rendered.mode !== 'full' || rendered.text.startsWith(prevStable))
+    prevStable !== undefined && (rendered.mode !== 'full' || hasPrefix(rendered.text, prevStable))
       ? prevStable.length
       : 0;
   const reuse =
