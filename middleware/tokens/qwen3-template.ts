@@ -54,6 +54,36 @@ export function jinjaToJson(v: unknown): string | undefined {
   }
 }
 
+/**
+ * The tool schemas as the template writes them (each one's `tojson` on its own line), remembered per
+ * tools array: agents resend the same tools every call (interned to one array per session,
+ * layout/resent.ts), and tojson of a few schemas costs ~6 µs each, every render. A hit also needs
+ * the array's JSON to be what it was, so an array changed in place since is written again.
+ */
+const toolBlocks = new WeakMap<readonly ToolDef[], { json: string; block: string | undefined }>();
+
+function toolBlock(tools: readonly ToolDef[]): string | undefined {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(tools);
+  } catch {
+    json = undefined;
+  }
+  const hit = json === undefined ? undefined : toolBlocks.get(tools);
+  if (hit !== undefined && hit.json === json) return hit.block;
+  let block: string | undefined = '';
+  for (const t of tools) {
+    const j = jinjaToJson(t);
+    if (j === undefined) {
+      block = undefined;
+      break;
+    }
+    block += '\n' + j;
+  }
+  if (json !== undefined) toolBlocks.set(tools, { json, block });
+  return block;
+}
+
 /** A user turn that only carries tool results (the template does not count it as the query). */
 const isToolResponse = (c: string): boolean => c.startsWith('<tool_response>') && c.endsWith('</tool_response>');
 
@@ -80,13 +110,9 @@ export function renderQwen3(
   if (tools && tools.length > 0) {
     out += '<|im_start|>system\n';
     if (first.role === 'system') out += first.content + '\n\n';
-    out += TOOLS_HEAD;
-    for (const t of tools) {
-      const j = jinjaToJson(t);
-      if (j === undefined) return undefined;
-      out += '\n' + j;
-    }
-    out += TOOLS_TAIL;
+    const block = toolBlock(tools);
+    if (block === undefined) return undefined;
+    out += TOOLS_HEAD + block + TOOLS_TAIL;
   } else if (first.role === 'system') out += '<|im_start|>system\n' + first.content + '<|im_end|>\n';
   let lastQuery = n - 1;
   for (let i = n - 1; i >= 0; i--) {

@@ -162,6 +162,27 @@ describe('native Qwen3 template rendering', async () => {
     }
   });
 
+  it('a tools array rendered again, changed in place in between, renders its new schemas', () => {
+    const messages = toTemplateMessages([{ role: 'user', content: 'hi' }], true);
+    const tools: ToolDef[] = [
+      { type: 'function', function: { name: 'bash', parameters: { type: 'object', properties: {} } } },
+    ];
+    const ref = () => renderer.interpret([{ role: 'user', content: 'hi' }], { tools, addGenerationPrompt: true });
+    expect(renderQwen3(messages, tools, true, undefined)).toBe(ref());
+    // The same array again (remembered), then changed in place: a new tool, a renamed one.
+    expect(renderQwen3(messages, tools, true, undefined)).toBe(ref());
+    tools.push({ type: 'function', function: { name: 'read', description: 'ünï ✓ "q"' } });
+    expect(renderQwen3(messages, tools, true, undefined)).toBe(ref());
+    tools[0].function.name = 'sh';
+    const renamed = renderQwen3(messages, tools, true, undefined);
+    expect(renamed).toBe(ref());
+    expect(renamed).toContain('"name": "sh"');
+    // A schema tojson cannot write (a function value) is declined however often it is asked.
+    const bad = [{ type: 'function', function: { name: 'f', parameters: { x: () => 1 } } }] as unknown as ToolDef[];
+    expect(renderQwen3(messages, bad, true, undefined)).toBeUndefined();
+    expect(renderQwen3(messages, bad, true, undefined)).toBeUndefined();
+  });
+
   it('a renderer whose native text differs is switched off and the interpreter text returned', () => {
     let calls = 0;
     // A render the schedule cross-checks (past the first CROSS_CHECK_FIRST, a multiple of CROSS_CHECK_EVERY).
