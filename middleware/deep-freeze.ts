@@ -4,7 +4,38 @@
 // shallow Object.freeze elsewhere says nothing about the children). Freezing also sizes: the JSON
 // length with string escapes not counted (the UTF-16 code units its strings take), remembered per
 // frozen object. O(new objects): the walk stops at values frozen before.
-const sizes = new WeakMap<object, number>();
+// The size is kept in a private class field stamped onto the object itself (the return-override
+// idiom below), not in a WeakMap: a WeakMap holding every frozen part of every session is an
+// ephemeron table that costs ~1-2 µs a set under churn (rehashes of a table of ~100k keys whose
+// dead entries each GC clears) plus its processing in every GC; a private field is an ordinary
+// in-object property that no reflection (keys, JSON, spread, structuredClone, equality) sees.
+// An object that is no longer extensible (frozen elsewhere) is not stamped: its size goes to the
+// WeakMap, the one place such objects are remembered.
+
+/** `new Base(o)` returns `o` itself, so a subclass's private fields are installed on `o`. */
+class Base {
+  constructor(o: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: returning `o` is the idiom (fields land on `o`).
+    return o as Base;
+  }
+}
+
+/** Carries the size of a deep-frozen object on the object (see above). */
+class Sized extends Base {
+  #size: number;
+  constructor(o: object, size: number) {
+    super(o);
+    this.#size = size;
+  }
+  static of(o: object): number | undefined {
+    return #size in o ? (o as Sized).#size : undefined;
+  }
+}
+
+/** Sizes of deep-frozen objects that could not be stamped (not extensible when first frozen here). */
+const sealed = new WeakMap<object, number>();
+
+const knownSize = (o: object): number | undefined => Sized.of(o) ?? sealed.get(o);
 
 /** Freezes `v` and everything under it, in place; returns it. */
 export function freezeDeep<T>(v: T): T {
@@ -13,7 +44,7 @@ export function freezeDeep<T>(v: T): T {
 }
 
 export function isDeepFrozen(v: object): boolean {
-  return sizes.has(v);
+  return knownSize(v) !== undefined;
 }
 
 /** JSON length of a value, string escapes not counted; O(objects not frozen here). */
@@ -34,7 +65,7 @@ function measure(v: unknown, freeze: boolean): number {
     default:
       return 4;
   }
-  const known = sizes.get(v);
+  const known = knownSize(v);
   if (known !== undefined) return known;
   // Brackets, then per item its comma (one fewer than items), per key its quotes and colon.
   let n = 1;
@@ -48,8 +79,10 @@ function measure(v: unknown, freeze: boolean): number {
   }
   if (n === 1) n = 2;
   if (freeze && !ArrayBuffer.isView(v)) {
+    // Stamped before it is frozen: a private field is never added to a non-extensible object.
+    if (Object.isExtensible(v)) new Sized(v, n);
+    else sealed.set(v, n);
     Object.freeze(v);
-    sizes.set(v, n);
   }
   return n;
 }
