@@ -5,9 +5,12 @@
 // 64 bits keep the collision odds negligible (~n²/2^65) for any realistic index while keeping the
 // keys short for Map lookups and Redis. Not byte-identical to vLLM (which hashes a pickled tuple and
 // a random per-process seed) — only the structure is compatible, which is what routing needs.
-// Cost: O(tokens) with one native SHA-256 per block: a one-shot hash over a reused buffer (parent
-// then ids), the same bytes the two-update stream hashed, without a Hash object per block.
+// Cost: O(tokens), one SHA-256 per block: in JavaScript (sha256-head.ts, ~2x cheaper than a call
+// into node:crypto for an 80-byte message) when the parent is ASCII of a length in whole words, as
+// every parent but a chain's seed is; else one native one-shot hash over a reused buffer (parent
+// then ids). The same bytes either way, so the same hashes.
 import * as crypto from 'node:crypto';
+import { sha256Head } from './sha256-head.ts';
 
 const { createHash } = crypto;
 /** One-shot hashing (Node >= 20.12); a streaming Hash where it is missing. */
@@ -30,6 +33,8 @@ export function hashSeed(cacheSalt?: string): string {
 
 /** Hash of one block given its parent's hash (hex) and its token ids. */
 export function hashBlock(parent: string, tokenIds: ArrayLike<number>, start: number, end: number): string {
+  const js = sha256Head(parent, tokenIds, start, end);
+  if (js !== undefined) return js;
   // H(utf8(parent) ‖ ids as uint32 LE), in one reused buffer (hashBlock never re-enters)
   const need = parent.length * 3 + (end - start) * 4;
   if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, 2 * scratch.length));
