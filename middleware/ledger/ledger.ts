@@ -213,7 +213,7 @@ function observe(
   if (eff.scripts) st.scripts = { ...(st.scripts ?? {}), ...eff.scripts };
   if (eff.openFile) st.openFile = eff.openFile;
   // SWE-agent prints the open file after each command; it is the truth for `edit`/`goto`.
-  const shown = /\(Open file: ([^)\n]+)\)/.exec(text);
+  const shown = text.includes('(Open file: ') ? /\(Open file: ([^)\n]+)\)/.exec(text) : null;
   if (shown && shown[1] !== 'n/a') st.openFile = `file://${shown[1].trim()}`;
   const first = eff.label.split('\n')[0];
   // redact() changes nothing where looksSecret() finds nothing (no rule keeps a match), and the

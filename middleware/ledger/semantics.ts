@@ -220,10 +220,14 @@ export function textModeCommand(content: string): string | undefined {
 
 /** Exit code printed by the common agent harnesses, or null. */
 export function parseExitCode(output: string): number | null {
+  // Each pattern needs its literal: a native substring search skips a regex scan of an output
+  // (most) that has none.
   const m =
-    /<returncode>\s*(-?\d+)\s*<\/returncode>/.exec(output) ??
-    /\[Command finished with exit code (-?\d+)\]/.exec(output) ??
-    /^Exit code: (-?\d+)/m.exec(output) ??
-    /"exit_code"\s*:\s*(-?\d+)/.exec(output);
+    (output.includes('<returncode>') ? /<returncode>\s*(-?\d+)\s*<\/returncode>/.exec(output) : null) ??
+    (output.includes('[Command finished with exit code ')
+      ? /\[Command finished with exit code (-?\d+)\]/.exec(output)
+      : null) ??
+    (output.includes('Exit code: ') ? /^Exit code: (-?\d+)/m.exec(output) : null) ??
+    (output.includes('"exit_code"') ? /"exit_code"\s*:\s*(-?\d+)/.exec(output) : null);
   return m ? Number(m[1]) : null;
 }

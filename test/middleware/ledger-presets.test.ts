@@ -96,6 +96,14 @@ describe('tool presets', () => {
     expect(parseExitCode('<returncode>1</returncode>\n<output>\nboom</output>')).toBe(1);
     expect(parseExitCode('no code')).toBeNull();
   });
+  it('reads every exit-code form, the first form present winning', () => {
+    expect(parseExitCode('out\n[Command finished with exit code -2]')).toBe(-2);
+    expect(parseExitCode('log\nExit code: 3\nmore')).toBe(3);
+    expect(parseExitCode('log Exit code: 3')).toBeNull(); // only at a line start
+    expect(parseExitCode('{"stdout": "", "exit_code" : 127}')).toBe(127);
+    expect(parseExitCode('Exit code: 4\n<returncode> 0 </returncode>')).toBe(0);
+    expect(parseExitCode('<returncode>x</returncode>\nExit code: 5')).toBe(5);
+  });
   it('config rules', () => {
     const r = callEffects(
       { tool: 'fetch_doc', args: { target: { paths: ['docs/a.md', 'docs/b.md'] } } },
