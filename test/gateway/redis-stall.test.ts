@@ -2,10 +2,8 @@
 // the replica-shared session home lookup (before routing) and store (after) sit in the request
 // path, so they time out and routing goes on with this replica's view; the failures are counted.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { parseConfig } from '../../gateway/config/load.ts';
-import { startSimWorker } from '../../loadtest/sim-worker/index.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/own-redis.ts';
+import { startSimGateway } from '../helpers/sim-gateway.ts';
 
 const M = 'qwen3-32b';
 let url = '';
@@ -14,34 +12,16 @@ let close: () => Promise<void> = async () => undefined;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  const ws = await Promise.all(
-    [0, 1].map((i) =>
-      startSimWorker({ port: 0, model: M, tokenizer: 'qwen3', kvTokens: 400_000, timeScale: 0, seed: i }),
-    ),
-  );
-  const config = parseConfig(
-    {
-      listen: { host: '127.0.0.1', port: 0 },
-      health: { interval_ms: 0 },
-      redis: { url: redis.url },
-      models: [
-        {
-          name: M,
-          tokenizer: 'qwen3',
-          layout: 'ctxgate',
-          policy: 'ctxgate',
-          workers: ws.map((w, i) => ({ url: w.url, id: `w${i}` })),
-        },
-      ],
-    },
-    'redis-stall',
-  );
-  const gw = await startAssembledGateway(config, { logger: false, reporting: false });
-  url = gw.url;
-  close = async () => {
-    await gw.close();
-    await Promise.all(ws.map((w) => w.close()));
-  };
+  const rig = await startSimGateway({
+    workers: 2,
+    model: M,
+    sim: { kvTokens: 400_000 },
+    config: { redis: { url: redis.url } },
+    modelConfig: { layout: 'ctxgate', policy: 'ctxgate' },
+    source: 'redis-stall',
+  });
+  url = rig.gw.url;
+  close = rig.close;
 });
 
 afterAll(async () => {

@@ -5,37 +5,17 @@
 // is flagged (record + ctxgate_sub_block_prefix_total): its 0 % hit is the prompt's, not routing's.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { parseConfig } from '../../gateway/config/load.ts';
-import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { requestRecord } from '../helpers/request-record.ts';
+import { type AssembledGateway, type SimGateway, startSimGateway } from '../helpers/sim-gateway.ts';
 
-let workers: SimWorker[] = [];
-let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
+let rig: SimGateway;
+let gw: AssembledGateway;
 
 beforeAll(async () => {
-  workers = await Promise.all(
-    [0, 1].map((i) => startSimWorker({ port: 0, model: 'm', tokenizer: 'qwen3', timeScale: 0, seed: i })),
-  );
-  const config = parseConfig({
-    listen: { host: '127.0.0.1', port: 0 },
-    health: { interval_ms: 0 },
-    models: [
-      {
-        name: 'm',
-        tokenizer: 'qwen3',
-        layout: 'passthrough',
-        policy: 'ctxgate',
-        workers: workers.map((w, i) => ({ url: w.url, id: `w${i}` })),
-      },
-    ],
-  });
-  gw = await startAssembledGateway(config, { logger: false, reporting: false });
+  rig = await startSimGateway({ workers: 2, modelConfig: { layout: 'passthrough', policy: 'ctxgate' } });
+  gw = rig.gw;
 });
-afterAll(async () => {
-  await gw?.close();
-  await Promise.all(workers.map((w) => w.close()));
-});
+afterAll(() => rig?.close());
 
 interface Routing {
   branch: string;
