@@ -19,9 +19,8 @@ import { openLedger } from '../../gateway/accounting/stores/open.ts';
 import { RedisStreamLedger } from '../../gateway/accounting/stores/redis-stream.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import { TeeLedger } from '../../gateway/accounting/stores/tee.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
-import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { usageRecord } from '../helpers/usage.ts';
 import { gatewayConfig } from '../../loadtest/bench-chaos.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
 import { startRedisProcOnSocket } from '../../loadtest/chaos/redis-proc.ts';
@@ -30,30 +29,8 @@ import { requestRecord } from '../helpers/request-record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-durable-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'd');
-
 function rec(i: number, tenant = 't'): UsageRecord {
-  return buildUsageRecord(
-    {
-      time: Date.now(),
-      requestId: `r${i}`,
-      tenant,
-      keyId: 'k',
-      sessionId: 's',
-      model: 'm',
-      worker: 'w',
-      status: 200,
-      stream: false,
-      promptTokens: 100 + i,
-      cachedTokens: 50,
-      outputTokens: 5,
-      usageReported: true,
-      totalMs: 5,
-      gatewayOverheadMs: 0.1,
-      attempts: 1,
-    },
-    pricing,
-  );
+  return usageRecord(i, { tenant, promptTokens: 100 + i, cachedTokens: 50, outputTokens: 5 }, 'd');
 }
 
 async function waitFor(cond: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {

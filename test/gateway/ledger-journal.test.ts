@@ -10,14 +10,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JOURNAL_SUFFIX, pendingLines } from '../../gateway/accounting/stores/journal.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
-import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { usageRecord } from '../helpers/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-journal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
-
 const SQLITE_LEDGER = new URL('../../gateway/accounting/stores/sqlite.ts', import.meta.url).pathname;
 const CHILD = `
 import { readFileSync } from 'node:fs';
@@ -44,27 +41,7 @@ function journalLines(path: string): number {
 }
 
 function rec(i: number): UsageRecord {
-  return buildUsageRecord(
-    {
-      time: 1_700_000_000_000 + i,
-      requestId: `r${i}`,
-      tenant: 't',
-      keyId: 'k',
-      sessionId: 's',
-      model: 'm',
-      worker: 'w',
-      status: 200,
-      stream: false,
-      promptTokens: 1000 + i,
-      cachedTokens: 500,
-      outputTokens: 10,
-      usageReported: true,
-      totalMs: 5,
-      gatewayOverheadMs: 0.1,
-      attempts: 1,
-    },
-    pricing,
-  );
+  return usageRecord(i, { time: 1_700_000_000_000 + i, promptTokens: 1000 + i, cachedTokens: 500 });
 }
 
 /** flush_ms and batch_size beyond the test: nothing reaches SQLite unless flushed or replayed. */

@@ -4,12 +4,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { RedisStreamLedger } from '../../gateway/accounting/stores/redis-stream.ts';
 import { buildReport } from '../../gateway/accounting/report/render.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
-import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { usageRecord } from '../helpers/usage.ts';
 
 const url = inject('redisUrl');
-const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
 const key = `ctxgate:usage:test:${process.pid}:${Date.now()}`;
 const admin = new Redis(url);
 afterAll(async () => {
@@ -18,27 +16,7 @@ afterAll(async () => {
 });
 
 function rec(i: number, tenant: string, time: number): UsageRecord {
-  return buildUsageRecord(
-    {
-      time,
-      requestId: `r${i}`,
-      tenant,
-      keyId: 'k',
-      sessionId: 's',
-      model: 'm',
-      worker: 'w',
-      status: 200,
-      stream: true,
-      promptTokens: 2000,
-      cachedTokens: 1500,
-      outputTokens: 20,
-      usageReported: true,
-      totalMs: 5,
-      gatewayOverheadMs: 0.1,
-      attempts: 1,
-    },
-    pricing,
-  );
+  return usageRecord(i, { time, tenant, stream: true, promptTokens: 2000, cachedTokens: 1500, outputTokens: 20 });
 }
 
 describe('RedisStreamLedger', () => {

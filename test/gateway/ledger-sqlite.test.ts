@@ -6,36 +6,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BatchQueue } from '../../gateway/accounting/stores/batch-queue.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
-import { compilePricing, DEFAULT_PRICING_TABLE } from '../../gateway/accounting/record/pricing.ts';
-import { buildUsageRecord } from '../../gateway/accounting/record/record.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { usageRecord } from '../helpers/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-ledger-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const pricing = compilePricing(DEFAULT_PRICING_TABLE.default!, 'default');
-
 function rec(i: number, time = Date.now()): UsageRecord {
-  return buildUsageRecord(
-    {
-      time,
-      requestId: `r${i}`,
-      tenant: i % 2 ? 'odd' : 'even',
-      keyId: 'k',
-      sessionId: `s${i % 3}`,
-      model: 'm',
-      worker: 'w',
-      status: 200,
-      stream: false,
-      promptTokens: 1000 + i,
-      cachedTokens: 500,
-      outputTokens: 10,
-      usageReported: true,
-      totalMs: 5,
-      gatewayOverheadMs: 0.1,
-      attempts: 1,
-    },
-    pricing,
-  );
+  const tenant = i % 2 ? 'odd' : 'even';
+  return usageRecord(i, { time, tenant, sessionId: `s${i % 3}`, promptTokens: 1000 + i, cachedTokens: 500 });
 }
 
 const opts = (path: string) => ({ path, retentionDays: 30, batchSize: 8, flushMs: 20 });

@@ -14,29 +14,10 @@ import {
   validatePricing,
 } from '../../gateway/accounting/record/pricing.ts';
 import { createUsageRecorder } from '../../gateway/accounting/record/recorder.ts';
-import type { UsageInput, UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { usageInput } from '../helpers/usage.ts';
 
-function ev(i: number, over: Partial<UsageInput> = {}): UsageInput {
-  return {
-    time: Date.now(),
-    requestId: `r${i}`,
-    tenant: 't',
-    keyId: 'k',
-    sessionId: 's',
-    model: 'm',
-    worker: 'w',
-    status: 200,
-    stream: false,
-    promptTokens: 1000,
-    cachedTokens: 800,
-    outputTokens: 10,
-    usageReported: true,
-    totalMs: 5,
-    gatewayOverheadMs: 0.1,
-    attempts: 1,
-    ...over,
-  };
-}
+const ev = usageInput;
 
 async function counterValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
