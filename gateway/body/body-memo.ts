@@ -34,6 +34,8 @@ interface Kept {
   body: ParsedBody;
   tenant: string;
   size: number;
+  /** When it was last used (a counter): a tenant over its cap drops its least recent body. */
+  used: number;
 }
 
 export class BodyMemo {
@@ -45,6 +47,7 @@ export class BodyMemo {
   /** Every kept body, least recently used first. */
   private readonly lru = new Set<Kept>();
   private bytes = 0;
+  private clock = 0;
 
   constructor(o: BodyMemoOptions = {}) {
     this.maxBytes = o.maxBytes ?? DEFAULT_BODY_MEMO_BYTES;
@@ -78,7 +81,7 @@ export class BodyMemo {
     // A view into a larger buffer would keep all of it alive.
     const b = body.bytes;
     if (b.byteOffset !== 0 || b.buffer.byteLength !== b.length) body.bytes = Buffer.from(b);
-    const k: Kept = { body, tenant, size: b.length };
+    const k: Kept = { body, tenant, size: b.length, used: ++this.clock };
     this.bytes += k.size;
     this.lru.add(k);
     // The new body sorts between list[at - 1] and list[at]. When it extends the earlier one (every
@@ -90,18 +93,14 @@ export class BodyMemo {
       this.forget(list[slot]);
       list[slot] = k;
     } else list.splice(at, 0, k);
-    if (list.length > this.maxPerTenant) {
-      for (const old of this.lru)
-        if (old.tenant === tenant) {
-          this.drop(old);
-          break;
-        }
-    }
+    // O(maxPerTenant), whatever the other tenants keep.
+    if (list.length > this.maxPerTenant) this.drop(list.reduce((a, b) => (b.used < a.used ? b : a)));
     while (this.bytes > this.maxBytes) this.drop(this.lru.values().next().value as Kept);
     return out;
   }
 
   private touch(k: Kept): void {
+    k.used = ++this.clock;
     this.lru.delete(k);
     this.lru.add(k);
   }
