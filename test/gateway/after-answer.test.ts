@@ -3,11 +3,19 @@
 // with it; and every reader of what it files drains it first, so a reader never sees a request
 // answered but not accounted. The gateway tests hold the queue (a scheduler that never fires on
 // its own), so each reader's drain is what files the record, whatever the machine's speed.
-import { stat } from 'node:fs';
+import { mkdtempSync, rmSync, stat } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createReporting } from '../../gateway/accounting/routes/reporting.ts';
+import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
 import { AfterAnswer } from '../../gateway/proxy/after-answer.ts';
+import { startGateway } from '../../gateway/server.ts';
 import type { UsageEvent } from '../../gateway/usage-event.ts';
+import { startFakeUpstream } from '../helpers/fake-upstream.ts';
 import { startRig, type TestRig } from '../helpers/gateway.ts';
+import { keysAuth } from '../helpers/keys.ts';
 
 /** Resolves inside an I/O callback (the poll phase): the loop's check phase comes next. */
 const inPollPhase = (): Promise<void> => new Promise((r) => stat('.', () => r()));
@@ -116,5 +124,70 @@ describe('the gateway files each request after its answer; readers drain first',
     await rig.gw.close();
     expect(held.pending).toBe(0);
     expect(usage.at(-1)?.requestId).toBe('aa-4');
+  });
+});
+
+describe('the report route and the budgets read the ledger after draining the queue', () => {
+  const KEYS = { a: 'sk-after-answer-a-0123', b: 'sk-after-answer-b-0123' };
+  const dir = mkdtempSync(join(tmpdir(), 'ctxgate-after-answer-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('GET /v1/gateway/report counts a request still queued; a spend lookup finds the queue empty', async () => {
+    const up = await startFakeUpstream({ name: 'w1' });
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      auth: keysAuth(KEYS),
+      health: { interval_ms: 0 },
+      budgets: [
+        { tenant: 'a', usd_per_day: 100 },
+        { tenant: 'b', usd_per_day: 100 },
+      ],
+      models: [
+        {
+          name: 'm1',
+          layout: 'passthrough',
+          workers: [{ url: up.url, id: 'w1' }],
+          pricing: { input_per_mtok: 2, cached_input_per_mtok: 0.5, output_per_mtok: 8 },
+        },
+      ],
+    });
+    const ledger = new SqliteLedger({ path: join(dir, 'usage.sqlite'), retentionDays: 90, batchSize: 16, flushMs: 20 });
+    const reporting = createReporting(config, { ledger, pricingTable: null });
+    const held = new AfterAnswer(() => undefined);
+    const pendingAtLookup: number[] = [];
+    const gw = await startGateway(config, {
+      logger: false,
+      ...reporting.deps,
+      spendSince: (tenant, since) => {
+        pendingAtLookup.push(held.pending);
+        return reporting.deps.spendSince(tenant, since);
+      },
+      afterAnswer: held,
+    });
+    try {
+      const ask = (key: string) =>
+        fetch(`${gw.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+      expect((await ask(KEYS.a)).status).toBe(200);
+      expect(held.pending).toBe(1);
+      // Tenant b's first request looks its spend up: the queue is drained before the ledger is read.
+      expect((await ask(KEYS.b)).status).toBe(200);
+      expect(pendingAtLookup).toEqual([0, 0]);
+      expect(held.pending).toBe(1);
+      const res = await fetch(`${gw.url}/v1/gateway/report?group_by=tenant`, {
+        headers: { authorization: `Bearer ${KEYS.b}` },
+      });
+      expect(res.status).toBe(200);
+      const j = (await res.json()) as { totals: { requests: number } };
+      expect(j.totals.requests).toBe(1); // b's own request, filed by the route's drain
+      expect(held.pending).toBe(0);
+    } finally {
+      await gw.close();
+      await reporting.close();
+      await up.close();
+    }
   });
 });
