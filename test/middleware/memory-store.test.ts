@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+import { paddedState } from '../helpers/session-state.ts';
 
-const state = (tenant: string, id: string, pad = ''): SessionState => ({
-  schema: SESSION_SCHEMA_VERSION,
-  tenant,
-  sessionId: id,
-  model: 'm',
-  rootHash: 'r',
-  calls: 1,
-  updatedAt: 1,
-  stages: { pad: { v: 1, s: pad } },
-});
+const state = paddedState;
 
 describe('MemorySessionStore', () => {
   it('namespaces by tenant, copies the top level on write and on read, freezes parts, drops a foreign checksum', async () => {

@@ -2,19 +2,10 @@
 // no cross-tenant eviction, reads count as use, an oversized state is not kept, deletes release.
 import { describe, expect, it } from 'vitest';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+import { paddedState } from '../helpers/session-state.ts';
 import { quotaSize, TenantQuotaStore } from '../../middleware/session/tenant-quota-store.ts';
 
-const state = (tenant: string, id: string, pad = ''): SessionState => ({
-  schema: SESSION_SCHEMA_VERSION,
-  tenant,
-  sessionId: id,
-  model: 'm',
-  rootHash: 'r',
-  calls: 1,
-  updatedAt: 1,
-  stages: { pad: { v: 1, s: pad } },
-});
+const state = paddedState;
 
 describe('TenantQuotaStore', () => {
   it('evicts the least recently used session of the same tenant only', async () => {
