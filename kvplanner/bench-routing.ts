@@ -26,9 +26,9 @@ engine holds (BlockStored for every chain it serves, BlockRemoved as its ${KV_TO
 cache evicts), instead of learning from their own decisions.
 Times select() for every policy over the same request stream after a warm-up of 64 calls per
 session (ctxgate's index then holds > 100k blocks); prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.
-Each decision gets fresh worker views, one object per worker in a new array, as the gateway builds
-them for every attempt; the p50/p99 columns time select() alone, the stage line the views plus
-select() (the gateway's routing stage timer). GC pauses that land inside a timed decision are counted.`;
+Each decision gets the workers' views in a new array, each view refreshed in place (one object per
+worker), as the gateway does for every attempt; the p50/p99 columns time select() alone, the stage
+line the views plus select() (the gateway's routing stage timer). GC pauses that land inside a timed decision are counted.`;
 
 const ROOT_TOKENS = 512;
 const TURN_TOKENS = 128;
@@ -220,6 +220,7 @@ class Fleet {
   private readonly limit: number;
   private readonly fb: RouteFeedback;
   private readonly byId = new Map<string, WorkerView>();
+  private readonly viewOf: WorkerView[] = [];
   timing = false;
   observeUs = 0;
   observed = 0;
@@ -234,24 +235,33 @@ class Fleet {
     for (const w of workers) this.byId.set(w.id, w);
   }
 
-  /** Fresh views of the workers, as the gateway builds them per attempt (gateway/upstream/worker.ts). */
+  /** The workers' views as the gateway builds them per attempt (Worker.view() in
+   *  gateway/upstream/worker.ts: one object per worker refreshed in place, in a new array). */
   views(): WorkerView[] {
     const out: WorkerView[] = [];
-    for (const w of this.workers)
-      out.push({
+    for (let i = 0; i < this.workers.length; i++) {
+      const w = this.workers[i];
+      const v = (this.viewOf[i] ??= {
         id: w.id,
         url: w.url,
-        healthy: w.healthy,
-        inFlight: w.inFlight,
-        queuedPrefillTokens: w.queuedPrefillTokens,
+        healthy: true,
+        inFlight: 0,
+        queuedPrefillTokens: 0,
         maxInFlight: w.maxInFlight,
         kvTokens: w.kvTokens,
-        engine: w.engine,
+        engine: undefined,
       });
+      v.healthy = w.healthy;
+      v.inFlight = w.inFlight;
+      v.queuedPrefillTokens = w.queuedPrefillTokens;
+      v.kvTokens = w.kvTokens;
+      v.engine = w.engine;
+      out.push(v);
+    }
     return out;
   }
 
-  /** Warm-up: select, then what follows the decision. It passes fresh views too: objects of
+  /** Warm-up: select, then what follows the decision. It passes the views too: objects of
    *  another shape than the timed loop's would leave select() and its helpers compiled for that
    *  shape, and the timed loop's first calls would deoptimise them (the rare branches then run
    *  unoptimised for hundreds of µs until compiled again); the gateway only ever passes views. */
@@ -471,7 +481,7 @@ export async function run(argv: string[]): Promise<number> {
   if (cg) {
     lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
     lines.push(
-      `ctxgate routing stage (fresh views + select(), as the gateway times it): p50 ${cg.stageP50.toFixed(1)} µs, p99 ${cg.stageP99.toFixed(1)} µs; ` +
+      `ctxgate routing stage (views + select(), as the gateway times it): p50 ${cg.stageP50.toFixed(1)} µs, p99 ${cg.stageP99.toFixed(1)} µs; ` +
         `select() CPU per decision mean ${cg.cpuMean.toFixed(2)} µs (round_robin ${base ? base.cpuMean.toFixed(2) : '-'}, most of it the measuring calls' own cost: compare the difference); ` +
         `GC pauses in the timed loop ${cg.gcPauses}, ${cg.gcInSelect} inside a timed select()`,
     );
@@ -489,7 +499,7 @@ export async function run(argv: string[]): Promise<number> {
         .join(' ')} on ${availableParallelism()} CPUs: wall p99 includes time the OS ran other processes`,
     );
     lines.push(
-      'select() gets fresh views per decision as in the gateway, but this process allocates little else (the gateway parses and renders bodies too), so fewer GC pauses land inside it than as deployed',
+      'select() gets the views per decision as in the gateway, but this process allocates little else (the gateway parses and renders bodies too), so fewer GC pauses land inside it than as deployed',
     );
   }
   process.stdout.write(lines.join('\n') + '\n');

@@ -47,6 +47,7 @@ export class Worker {
   onEject?: () => void;
   private consecutiveSuccesses = 0;
   readonly lastErrors: WorkerError[] = [];
+  private readonly routingView: WorkerView;
 
   constructor(
     readonly model: string,
@@ -72,6 +73,16 @@ export class Worker {
       headersTimeout: upstream.headers_timeout_ms,
       bodyTimeout: upstream.body_timeout_ms,
     });
+    this.routingView = {
+      id: this.id,
+      url: this.url,
+      healthy: true,
+      inFlight: 0,
+      queuedPrefillTokens: 0,
+      maxInFlight: this.maxInFlight,
+      kvTokens: this.kvTokens,
+      engine: undefined,
+    };
     metrics.workerHealthy.set({ model, worker: this.id }, 1);
     metrics.workerInFlight.set({ model, worker: this.id }, 0);
   }
@@ -80,17 +91,20 @@ export class Worker {
     return this.maxInFlight === 0 || this.inFlight < this.maxInFlight;
   }
 
+  /**
+   * What routing reads of this worker, as of now: one object per worker, refreshed in place by each
+   * call (routing builds views for every worker on every attempt: a new object each time was ~64
+   * allocations per request at 64 workers, garbage collected inside later decisions). Read it
+   * before the next call; its id never changes (a Choice's view is mapped back by id).
+   */
   view(): WorkerView {
-    return {
-      id: this.id,
-      url: this.url,
-      healthy: this.healthy,
-      inFlight: this.inFlight,
-      queuedPrefillTokens: this.queuedPrefillTokens,
-      maxInFlight: this.maxInFlight,
-      kvTokens: this.kvTokens,
-      engine: this.engine,
-    };
+    const v = this.routingView;
+    v.healthy = this.healthy;
+    v.inFlight = this.inFlight;
+    v.queuedPrefillTokens = this.queuedPrefillTokens;
+    v.kvTokens = this.kvTokens;
+    v.engine = this.engine;
+    return v;
   }
 
   begin(prefillTokens: number): void {
