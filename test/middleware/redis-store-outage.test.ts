@@ -37,7 +37,8 @@ const queued = (store: RedisSessionStore): number =>
 
 describe('RedisSessionStore read cache', () => {
   it('keeps at most readCacheEntries sessions (bytes alone let it fill 64 MB)', async () => {
-    const store = new RedisSessionStore({ url: redis.url, readCacheEntries: 3 });
+    // a command timeout far beyond the test: the default 50 ms fails a put on a loaded machine
+    const store = new RedisSessionStore({ url: redis.url, readCacheEntries: 3, commandTimeoutMs: 60_000 });
     const known = (store as unknown as { known: { size: number; has(k: string): boolean } }).known;
     try {
       for (let i = 0; i < 10; i++) await store.put(state(`cache-${i}`, i + 1));
@@ -71,7 +72,7 @@ describe('RedisSessionStore through a Redis outage', () => {
       // commands run in order: once this answers, anything held from the outage has run too
       await store.put(state('after', 5));
       expect((await store.get('t', 'after'))?.calls).toBe(5);
-      const other = new RedisSessionStore({ url: redis.url });
+      const other = new RedisSessionStore({ url: redis.url, commandTimeoutMs: 60_000 });
       try {
         for (const i of [1, 2, 3]) expect(await other.get('t', `during-${i}`)).toBeUndefined();
         expect(await other.get('t', 'before')).toBeUndefined(); // killed without persistence
