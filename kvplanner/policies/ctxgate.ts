@@ -575,11 +575,23 @@ export class CtxgatePolicy implements Policy {
       // from the first missing block on goes, so held blocks stay a prefix of the chain.
       if (this.guessing(workerId) && reportedBlocks < Math.floor(predicted / blockTokens) - 1) {
         s.corrections++;
-        s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
         // a worker whose cache never served anything (caching off, another tokenisation) keeps
-        // only what it reported; one that serves hits recomputed the missing blocks for this call
-        // and holds the whole chain again, freshest in its LRU
-        if (!servedBefore) return;
+        // only what it reported
+        if (!servedBefore) {
+          s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
+          return;
+        }
+        // one that serves hits recomputed the missing blocks for this call and holds the whole
+        // chain again, freshest in its LRU: re-stamp it all, without evicting first. An eviction
+        // takes along every chain the index lists below the evicted blocks (other sessions that
+        // branch from a shared prompt the engine had dropped part of), and the engine matches
+        // those again as soon as this call has recomputed their parent blocks (block hashes
+        // chain by content), while evicting them made those sessions' homes look empty (agent
+        // recordings, 50k KV, seed 1: p90 13.7 → 12.0 s, hit 62.7 → 65.6 %).
+        s.correctedBlocks += hashes.length - reportedBlocks;
+        this.index.insert(workerId, hashes, true, 0);
+        this.claims.answered(workerId, hashes);
+        return;
       }
     }
     if (this.guessing(workerId)) {

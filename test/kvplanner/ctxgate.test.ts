@@ -309,6 +309,26 @@ describe('ctxgate feedback', () => {
     expect(q.select(one, call(1, 3))!.predictedCachedTokens).toBe(0);
   });
 
+  it('a correction on a worker that serves hits keeps the other sessions branching below the blocks it lacked', () => {
+    // the engine dropped the shared root and recomputed it for this call: the other session's
+    // blocks below the root match again (block hashes chain by content), so the index keeps them
+    const p = new CtxgatePolicy();
+    const one = workers(1);
+    const a = call(5, 0);
+    p.observe({ workerId: 'w0', info: a, ok: true, reportedCachedTokens: p.select(one, a)!.predictedCachedTokens });
+    const a1 = call(5, 1);
+    p.observe({ workerId: 'w0', info: a1, ok: true, reportedCachedTokens: p.select(one, a1)!.predictedCachedTokens });
+    const b = call(6, 0);
+    expect(p.select(one, b)!.predictedCachedTokens).toBe(ROOT);
+    p.observe({ workerId: 'w0', info: b, ok: true, reportedCachedTokens: ROOT });
+    const a3 = call(5, 3);
+    expect(p.select(one, a3)!.predictedCachedTokens).toBe(ROOT + 64 + 128);
+    p.observe({ workerId: 'w0', info: a3, ok: true, reportedCachedTokens: 0 });
+    expect(p.stats().feedback.w0.corrections).toBe(1);
+    expect(p.select(one, call(6, 1))!.predictedCachedTokens).toBe(ROOT + 64);
+    expect(p.select(one, call(5, 3))!.predictedCachedTokens).toBe(ROOT + 64 + 384);
+  });
+
   it('a report within one block of the prediction is not a correction', () => {
     const p = new CtxgatePolicy();
     const ws = workers(2);
