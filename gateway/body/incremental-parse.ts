@@ -98,6 +98,11 @@ export function parseFull(buf: Buffer, maxDepth: number, keep: boolean): ParseOu
   return { value, record: keep ? recordOf(buf, scanMembers(buf), value) : undefined, reused: 0 };
 }
 
+function holdsUserTurn(items: readonly unknown[] | undefined, k: number): boolean {
+  for (let i = 0; i < k; i++) if ((items?.[i] as { role?: unknown } | null)?.role === 'user') return true;
+  return false;
+}
+
 function isContainer(c: number): boolean {
   return c === OPEN_OBJ || c === OPEN_ARR;
 }
@@ -130,6 +135,11 @@ export function parseAgainst(
     const e = open.elems;
     while (2 * k < e.length && inPrefix(pb, e[2 * k], e[2 * k + 1], common)) k++;
   }
+  // Messages are shared only within a conversation, as the pipeline's own intern shares them
+  // (layout/resent.ts keys on the first user message): a reused run must hold a user turn, so two
+  // sessions that share only a system prompt never share its object (per-object memos that hold
+  // one session's derivation, like session-id.ts's, would trade it back and forth).
+  if (k > 0 && !holdsUserTurn(prev.items[j], k)) k = 0;
   if (j === 0 && k === 0) return undefined;
   const resume: Resume =
     k > 0

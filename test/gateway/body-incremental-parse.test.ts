@@ -121,8 +121,8 @@ describe('incremental body parse', () => {
     const memo = new BodyMemo({ minBytes: 0 });
     let hits = 0;
     for (let round = 0; round < 300; round++) {
-      const messages: string[] = [];
-      const n = 1 + Math.floor(r() * 6);
+      const messages: string[] = ['{"role":"user","content":"the task"}'];
+      const n = Math.floor(r() * 6);
       for (let i = 0; i < n; i++) messages.push(randomJson(r, 4));
       const tail = r() < 0.5 ? `,"z":${randomJson(r, 3)}` : `,"dup":1,"dup":${randomJson(r, 2)}`;
       const head = r() < 0.3 ? `"tools":${randomJson(r, 3)},` : '';
@@ -200,6 +200,21 @@ describe('incremental body parse', () => {
     const ok = `{"role":"user","content":${'['.repeat(DEPTH - 3)}${']'.repeat(DEPTH - 3)}}`;
     expect(expectExact(memo, 't', chatBody([...messages, ok])).error).toBe(undefined);
     expect(expectExact(memo, 't', chatBody([...messages, '{"role":'])).error).toBe('json');
+  });
+
+  it('two sessions that share only their system prompt do not share its object', () => {
+    const memo = new BodyMemo();
+    const system = JSON.stringify({ role: 'system', content: 'be brief '.repeat(300) });
+    const task = (t: string): string => JSON.stringify({ role: 'user', content: t });
+    const a = expectExact(memo, 't', chatBody([system, task('task A')])) as { value: Record<string, unknown[]> };
+    const b = expectExact(memo, 't', chatBody([system, task('task B')])) as { value: Record<string, unknown[]> };
+    expect(b.value.messages[0]).not.toBe(a.value.messages[0]);
+    // the same task (a fork, or a retry) does
+    const c = expectExact(memo, 't', chatBody([system, task('task A'), task('more')])) as {
+      value: Record<string, unknown[]>;
+    };
+    expect(c.value.messages[0]).toBe(a.value.messages[0]);
+    expect(c.value.messages[1]).toBe(a.value.messages[1]);
   });
 
   it('tenants never share parsed objects, and memory stays under its caps', () => {
