@@ -64,7 +64,9 @@ beforeAll(async () => {
       },
     ],
   });
-  gw = await startAssembledGateway(config, { logger: false });
+  // the session state reaches Redis however slowly it answers (at the store's 50 ms a put could
+  // stay local on a loaded machine, and the scan of Redis below would pass without checking it)
+  gw = await startAssembledGateway(config, { logger: false, redisTimeoutMs: 30_000 });
 });
 afterAll(async () => {
   await gw?.close();
