@@ -8,6 +8,7 @@ import type { Authenticator } from './auth.ts';
 import type { GatewayConfig, ModelConfig } from './config/schema.ts';
 import type { SpendLookup } from './limits/budget.ts';
 import type { GatewayMetrics } from './metrics.ts';
+import type { BodyMemo } from './body/body-memo.ts';
 import type { AfterAnswer } from './proxy/after-answer.ts';
 import type { RequestRecords } from './request-records.ts';
 import type { Lifecycle, ShutdownHook } from './shutdown.ts';
@@ -56,6 +57,8 @@ export interface GatewayContext {
   records: RequestRecords;
   /** Each request's metrics, record and usage, filed after the next call went upstream; readers drain it first. */
   afterAnswer: AfterAnswer;
+  /** Recent request bodies per tenant, to parse the next one incrementally (body/body-memo.ts). */
+  bodies: BodyMemo;
   /** Per-tenant prefix-cache salts (sent upstream as cache_salt, seeding the block hashes). */
   salts: CacheSalts;
   /** Per-tenant in-flight cap (limits.max_concurrent_per_tenant). */

@@ -13,7 +13,7 @@ import { DEFAULT_REQUEST_RECORDS } from './config/schema.ts';
 import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './context.ts';
 import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
-import { BodyMemo } from './body/body-memo.ts';
+import { BodyMemo, type PendingBody } from './body/body-memo.ts';
 import { countedSlots, installLimits } from './limits/index.ts';
 import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
@@ -42,6 +42,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The request body as received (forwarded as-is when unchanged). */
     rawBody?: Buffer;
+    /** The parsed body the memo may keep once the route accepted it (BodyMemo.keep). */
+    pendingBody?: PendingBody;
     principal?: Principal;
   }
 }
@@ -126,6 +128,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     pipelines,
     records: new RequestRecords(deps.requestRecords ?? DEFAULT_REQUEST_RECORDS),
     afterAnswer: deps.afterAnswer ?? new AfterAnswer(),
+    bodies: new BodyMemo({ maxElements: config.limits.max_messages }),
     salts: createCacheSalts(config.tenancy),
     tenantSlots: countedSlots(
       tenantSlots(config, (msg) => app.log.warn(msg), deps.redisTimeoutMs),
@@ -171,7 +174,8 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
 
   app.removeContentTypeParser('application/json');
   // Parsed incrementally against the tenant's recent bodies (body/body-memo.ts): exactly JSON.parse.
-  const bodies = new BodyMemo();
+  // A body is kept only when its route accepts it (proxy/handle.ts).
+  const bodies = ctx.bodies;
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     const t = tick();
     const buf = body as Buffer;
@@ -192,6 +196,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
       done(new GatewayError('invalid_json', 'request body is not valid JSON'), undefined);
       return;
     }
+    req.pendingBody = out.pending;
     lap('body_parse', t);
     done(null, out.value);
   });

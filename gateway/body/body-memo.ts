@@ -4,9 +4,14 @@
 // the one sharing the longest prefix with a new body is next to where it would sort (binary search,
 // each step one memcmp that stops at the first differing byte). A body that extends the one it was
 // parsed against replaces it; forks and other sessions sit side by side.
-// Bounded: at most `maxBytes` of raw bodies in all (least recently used dropped first) and
-// `maxPerTenant` bodies per tenant; a tenant's bodies are only ever compared with its own. The
-// parsed values kept are mostly the messages the session store keeps anyway.
+// A body is parsed here but kept only when the route accepted it (`keep`, called after the
+// adapter and the request-shape check, on routes that run a pipeline): a rejected body, or one
+// sent to any other route, is never kept.
+// Bounded: at most `maxBytes` charged in all (least recently used dropped first) and
+// `maxPerTenant` bodies per tenant; a tenant's bodies are only ever compared with its own. A body
+// is charged its raw bytes plus what its parsed objects and offsets cost, counted by the member
+// scan (BODY_MEMO_CONTAINER_BYTES per array or object, BODY_MEMO_ELEMENT_BYTES per array element);
+// one with more array elements than `maxElements` (limits.max_messages) is not kept.
 // O(log bodies × common prefix) to find the earlier body, then incremental-parse.ts's cost.
 import {
   commonPrefix,
@@ -23,14 +28,48 @@ export const DEFAULT_BODY_MEMO_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_BODY_MEMO_PER_TENANT = 2048;
 /** Smaller bodies are parsed in full and not kept: JSON.parse takes a few microseconds there. */
 export const BODY_MEMO_MIN_BYTES = 1024;
+/** Charged per array or object kept: its parsed object (V8: ~30-90 bytes measured with `[]`/`{}`). */
+export const BODY_MEMO_CONTAINER_BYTES = 80;
+/** Charged per top-level array element kept: its two offsets, its slot in the copy, and in the array. */
+export const BODY_MEMO_ELEMENT_BYTES = 24;
+/** Array elements a kept body may hold, all arrays together (the gateway passes limits.max_messages). */
+export const DEFAULT_BODY_MEMO_ELEMENTS = 10_000;
 
 export interface BodyMemoOptions {
   maxBytes?: number;
   maxPerTenant?: number;
   minBytes?: number;
+  maxElements?: number;
 }
 
-interface Kept {
+/** A body parsed and not yet kept; `BodyMemo.keep` keeps it. */
+export interface PendingBody {
+  tenant: string;
+  body: ParsedBody;
+  /** The body it was parsed against, and whether it extends it. */
+  prev: Kept | undefined;
+  extended: boolean;
+  /** Where it sorts in its tenant's list, valid while the memo's version is unchanged. */
+  at: number;
+  best: number;
+  version: number;
+}
+
+export type MemoOutcome = ParseOutcome & { pending?: PendingBody };
+
+/** What keeping `body` is charged, or undefined when it holds more than `maxElements` elements. */
+export function bodyCharge(body: ParsedBody, maxElements: number): number | undefined {
+  let containers = 1;
+  let elements = 0;
+  for (const m of body.members) {
+    containers += m.c;
+    if (m.elems !== undefined) elements += m.elems.length / 2;
+  }
+  if (elements > maxElements) return undefined;
+  return body.bytes.length + BODY_MEMO_CONTAINER_BYTES * containers + BODY_MEMO_ELEMENT_BYTES * elements;
+}
+
+export interface Kept {
   body: ParsedBody;
   tenant: string;
   size: number;
@@ -42,53 +81,82 @@ export class BodyMemo {
   private readonly maxBytes: number;
   private readonly maxPerTenant: number;
   private readonly minBytes: number;
+  private readonly maxElements: number;
   /** Each tenant's bodies, sorted bytewise. */
   private readonly tenants = new Map<string, Kept[]>();
   /** Every kept body, least recently used first. */
   private readonly lru = new Set<Kept>();
   private bytes = 0;
   private clock = 0;
+  /** Bumped whenever a tenant list changes: a pending body's sort position is then searched again. */
+  private version = 0;
 
   constructor(o: BodyMemoOptions = {}) {
     this.maxBytes = o.maxBytes ?? DEFAULT_BODY_MEMO_BYTES;
     this.maxPerTenant = o.maxPerTenant ?? DEFAULT_BODY_MEMO_PER_TENANT;
     this.minBytes = o.minBytes ?? BODY_MEMO_MIN_BYTES;
+    this.maxElements = o.maxElements ?? DEFAULT_BODY_MEMO_ELEMENTS;
   }
 
-  /** Bodies and raw bytes kept (for tests and gauges). */
+  /** Bodies kept and the bytes they are charged (for tests and gauges). */
   get size(): { bodies: number; bytes: number } {
     return { bodies: this.lru.size, bytes: this.bytes };
   }
 
-  /** JSON.parse(buf) (with the depth check), incrementally when the tenant sent a similar body before. */
-  parse(tenant: string | undefined, buf: Buffer, maxDepth: number): ParseOutcome {
+  /** JSON.parse(buf) (with the depth check), incrementally when the tenant sent a similar body before.
+   * `pending` is set when the body could be kept: pass it to `keep` once the route accepted it. */
+  parse(tenant: string | undefined, buf: Buffer, maxDepth: number): MemoOutcome {
     if (tenant === undefined || buf.length < this.minBytes || buf.length > this.maxBytes / 4)
       return parseFull(buf, maxDepth, false);
-    let list = this.tenants.get(tenant);
-    if (list === undefined) this.tenants.set(tenant, (list = []));
+    const list = this.tenants.get(tenant) ?? NONE;
     const { at, before, after } = search(list, buf);
     // The neighbours share the longest prefixes with it: take the longer (the earlier on a tie).
     const best = before >= after ? at - 1 : at;
     const common = Math.max(before, after);
     const prev = list[best];
-    const out = (prev && parseAgainst(buf, prev.body, common, maxDepth)) ?? parseFull(buf, maxDepth, true);
-    if (out.record === undefined) {
-      if (prev !== undefined) this.touch(prev);
-      if (list.length === 0) this.tenants.delete(tenant);
-      return out;
-    }
-    const body = out.record;
+    const out: MemoOutcome = (prev && parseAgainst(buf, prev.body, common, maxDepth)) ?? parseFull(buf, maxDepth, true);
+    if (prev !== undefined) this.touch(prev);
+    if (out.record === undefined) return out;
+    out.pending = {
+      tenant,
+      body: out.record,
+      prev,
+      extended: out.extended === true,
+      at,
+      best,
+      version: this.version,
+    };
+    return out;
+  }
+
+  /** Keeps a body `parse` returned as pending (the route accepted it). */
+  keep(p: PendingBody | undefined): void {
+    if (p === undefined) return;
+    const size = bodyCharge(p.body, this.maxElements);
+    if (size === undefined || size > this.maxBytes / 4) return;
+    const body = p.body;
     // A view into a larger buffer would keep all of it alive.
     const b = body.bytes;
     if (b.byteOffset !== 0 || b.buffer.byteLength !== b.length) body.bytes = Buffer.from(b);
-    const k: Kept = { body, tenant, size: b.length, used: ++this.clock };
+    let list = this.tenants.get(p.tenant);
+    if (list === undefined) this.tenants.set(p.tenant, (list = []));
+    let { at, best } = p;
+    if (p.version !== this.version) {
+      const s = search(list, body.bytes);
+      at = s.at;
+      best = s.before >= s.after ? at - 1 : at;
+    }
+    if (list[at]?.body === body || list[best]?.body === body) return;
+    this.version++;
+    const k: Kept = { body, tenant: p.tenant, size, used: ++this.clock };
     this.bytes += k.size;
     this.lru.add(k);
     // The new body sorts between list[at - 1] and list[at]. When it extends the earlier one (every
     // element of the array it diverged in was reused), it takes that one's place, which keeps the
     // order; so does an identical body's.
-    const same = list[at] !== undefined && list[at].body.bytes.length === b.length && list[at].body.bytes.equals(b);
-    const slot = out.extended === true && prev !== undefined ? best : same ? at : -1;
+    const same =
+      list[at] !== undefined && list[at].body.bytes.length === b.length && list[at].body.bytes.equals(body.bytes);
+    const slot = p.extended && p.prev !== undefined && list[best] === p.prev ? best : same ? at : -1;
     if (slot >= 0) {
       this.forget(list[slot]);
       list[slot] = k;
@@ -96,7 +164,6 @@ export class BodyMemo {
     // O(maxPerTenant), whatever the other tenants keep.
     if (list.length > this.maxPerTenant) this.drop(list.reduce((a, b) => (b.used < a.used ? b : a)));
     while (this.bytes > this.maxBytes) this.drop(this.lru.values().next().value as Kept);
-    return out;
   }
 
   private touch(k: Kept): void {
@@ -112,6 +179,7 @@ export class BodyMemo {
 
   private drop(k: Kept): void {
     if (!this.lru.delete(k)) return;
+    this.version++;
     this.bytes -= k.size;
     const list = this.tenants.get(k.tenant);
     if (list === undefined) return;
@@ -120,6 +188,8 @@ export class BodyMemo {
     if (list.length === 0) this.tenants.delete(k.tenant);
   }
 }
+
+const NONE: readonly Kept[] = [];
 
 /**
  * Where `buf` sorts in `list` (the first entry not below it), and its common prefix with the

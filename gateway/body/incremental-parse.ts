@@ -145,7 +145,7 @@ export function parseAgainst(
     k > 0
       ? {
           members: pm.slice(0, j),
-          open: { ...open, ve: -1, elems: open.elems!.slice(0, 2 * k) },
+          open: { ...open, ve: -1, elems: open.elems!.slice(0, 2 * k), ec: open.ec!.slice(0, k) },
           pos: open.elems![2 * k - 1],
         }
       : { members: pm.slice(0, j), pos: pm[j - 1].ve };

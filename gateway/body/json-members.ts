@@ -5,6 +5,7 @@
 // and JSON.parse of the same bytes decides validity. It can resume after a member's value or
 // after an element of an array member, so a body that extends an earlier one is scanned only
 // from where it differs. O(bytes scanned); long strings are crossed with indexOf (json-depth.ts).
+// It also counts the arrays and objects in each value (the body memo charges what it keeps by them).
 import { stringEnd } from '../limits/json-depth.ts';
 
 const QUOTE = 0x22;
@@ -22,15 +23,19 @@ export interface Member {
   /** The value's first byte and the byte after its last. */
   vs: number;
   ve: number;
+  /** Arrays and objects in the value, itself included. */
+  c: number;
   /** Array values only: [start, end, start, end, ...] of each element. */
   elems?: number[];
+  /** Array values only: arrays and objects in the elements up to and including each one. */
+  ec?: number[];
 }
 
 /** Where a scan resumes: after the value of `members`' last entry, or after the last element of
  * `open` (an array member, not in `members`) when given. `pos` is that value's or element's end. */
 export interface Resume {
   members: Member[];
-  open?: Member & { elems: number[] };
+  open?: Member & { elems: number[]; ec: number[] };
   pos: number;
 }
 
@@ -42,6 +47,9 @@ function ws(buf: Uint8Array, i: number): number {
   while (i < buf.length && isWs(buf[i])) i++;
   return i;
 }
+
+/** Arrays and objects skipValue has passed (read as a difference around a call). */
+let opened = 0;
 
 /** The end of the value starting at `i` (exclusive), or -1. Brackets are counted, not matched. */
 function skipValue(buf: Uint8Array, i: number): number {
@@ -58,8 +66,10 @@ function skipValue(buf: Uint8Array, i: number): number {
       if (b === QUOTE) {
         i = stringEnd(buf, i + 1);
         if (i >= n) return -1;
-      } else if (b === OPEN_OBJ || b === OPEN_ARR) depth++;
-      else if (b === CLOSE_OBJ || b === CLOSE_ARR) {
+      } else if (b === OPEN_OBJ || b === OPEN_ARR) {
+        depth++;
+        opened++;
+      } else if (b === CLOSE_OBJ || b === CLOSE_ARR) {
         if (--depth === 0) return i + 1;
       }
     }
@@ -76,18 +86,22 @@ function skipValue(buf: Uint8Array, i: number): number {
 
 /** Elements from `i` (just after `[`, or after an element when `after`) to the closing bracket;
  * returns the index after it, or -1. */
-function scanElems(buf: Uint8Array, i: number, elems: number[], after: boolean): number {
+function scanElems(buf: Uint8Array, i: number, elems: number[], ec: number[], after: boolean): number {
   i = ws(buf, i);
   if (buf[i] === CLOSE_ARR) return i + 1;
   if (after) {
     if (buf[i] !== COMMA) return -1;
     i = ws(buf, i + 1);
   }
+  let sum = ec.length > 0 ? ec[ec.length - 1] : 0;
   for (;;) {
     const s = i;
+    const o = opened;
     i = skipValue(buf, i);
     if (i < 0) return -1;
     elems.push(s, i);
+    sum += opened - o;
+    ec.push(sum);
     i = ws(buf, i);
     if (buf[i] === COMMA) i = ws(buf, i + 1);
     else return buf[i] === CLOSE_ARR ? i + 1 : -1;
@@ -128,9 +142,10 @@ export function scanMembers(buf: Buffer, resume?: Resume): Member[] | undefined 
     if (resume.open) {
       const o = resume.open;
       const elems = o.elems.slice();
-      i = scanElems(buf, i, elems, true);
+      const ec = o.ec.slice();
+      i = scanElems(buf, i, elems, ec, true);
       if (i < 0) return undefined;
-      members.push({ key: o.key, vs: o.vs, ve: i, elems });
+      members.push({ key: o.key, vs: o.vs, ve: i, c: 1 + (ec.length > 0 ? ec[ec.length - 1] : 0), elems, ec });
     }
     i = ws(buf, i);
     if (buf[i] === CLOSE_OBJ) return ws(buf, i + 1) === n ? members : undefined;
@@ -146,13 +161,18 @@ export function scanMembers(buf: Buffer, resume?: Resume): Member[] | undefined 
     i = ws(buf, ke + 1);
     if (buf[i] !== COLON) return undefined;
     const vs = ws(buf, i + 1);
-    let elems: number[] | undefined;
     if (buf[vs] === OPEN_ARR) {
-      elems = [];
-      i = scanElems(buf, vs + 1, elems, false);
-    } else i = skipValue(buf, vs);
-    if (i < 0) return undefined;
-    members.push(elems ? { key, vs, ve: i, elems } : { key, vs, ve: i });
+      const elems: number[] = [];
+      const ec: number[] = [];
+      i = scanElems(buf, vs + 1, elems, ec, false);
+      if (i < 0) return undefined;
+      members.push({ key, vs, ve: i, c: 1 + (ec.length > 0 ? ec[ec.length - 1] : 0), elems, ec });
+    } else {
+      const o = opened;
+      i = skipValue(buf, vs);
+      if (i < 0) return undefined;
+      members.push({ key, vs, ve: i, c: opened - o });
+    }
     i = ws(buf, i);
     if (buf[i] === CLOSE_OBJ) return ws(buf, i + 1) === n ? members : undefined;
     if (buf[i] !== COMMA) return undefined;
