@@ -1,6 +1,8 @@
 // Bounded per-session ring of the last diagnostics, kept in the session state (its own part) so
 // every replica (Redis store) sees the same history. O(ring) pointer copies per call: the stored
-// ring is shared and frozen (session/shared-parts.ts), so a new one is written.
+// ring is shared and frozen (session/shared-parts.ts), so a new one is written: frozen and sized
+// from the old one's size (deep-freeze.ts frozenAppend), so the store's put visits only the new record.
+import { frozenAppend } from '../deep-freeze.ts';
 import type { PrefixDiagnostics } from '../types.ts';
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { SessionState } from '../session/store.ts';
@@ -18,8 +20,8 @@ export const BREAKS_SLOT = defineSlot<BreakRecord[]>('breaks', 1);
 
 export function pushBreak(state: SessionState, rec: BreakRecord, size: number = BREAK_RING_SIZE): void {
   const prev = readSlot(state, BREAKS_SLOT) ?? [];
-  const ring = prev.slice(Math.max(0, prev.length + 1 - size));
-  ring.push(rec);
+  // Frozen and sized from the stored ring's size: the store's put then visits only the new record.
+  const ring = frozenAppend(prev, Math.max(0, prev.length + 1 - size), [rec]) as BreakRecord[];
   writeSlot(state, BREAKS_SLOT, ring);
 }
 

@@ -3,7 +3,7 @@
 // like its JSON (escapes not counted), known as deep-frozen, and nothing that reflects on it (keys,
 // JSON, spread, structuredClone, deep equality) sees a trace of the bookkeeping.
 import { describe, expect, it } from 'vitest';
-import { freezeDeep, isDeepFrozen, sizeOf } from '../../middleware/deep-freeze.ts';
+import { freezeDeep, frozenAppend, isDeepFrozen, sizeOf } from '../../middleware/deep-freeze.ts';
 
 describe('freezeDeep', () => {
   it('freezes and sizes every level; the bookkeeping is invisible', () => {
@@ -54,5 +54,31 @@ describe('freezeDeep', () => {
     expect(isDeepFrozen(two)).toBe(true);
     expect(sizeOf(one)).toBe(JSON.stringify(one).length);
     expect(() => (shared.list as string[]).push('c')).toThrow(TypeError);
+  });
+
+  it('frozenAppend: a ring gaining items is frozen and sized as sizeOf sizes its copy, frozen before or not', () => {
+    const rec = (i: number) => ({
+      call: i,
+      cause: i % 3 === 0 ? 'none' : `edit ünï ${i}`,
+      at: i * 1.5,
+      tags: [i, null],
+    });
+    for (const frozenPrev of [true, false])
+      for (const size of [1, 3, 100]) {
+        let ring: readonly ReturnType<typeof rec>[] = frozenPrev ? freezeDeep([]) : [];
+        for (let i = 0; i < 130; i++) {
+          const added = i % 7 === 0 ? [rec(i), rec(i + 1000)] : [rec(i)];
+          const drop = Math.max(0, ring.length + added.length - size);
+          const next = frozenAppend(ring, drop, added);
+          expect(next).toEqual([...ring.slice(drop), ...added]);
+          expect(isDeepFrozen(next)).toBe(true);
+          expect(Object.isFrozen(next[next.length - 1])).toBe(true);
+          expect(sizeOf(next), `${frozenPrev} ${size} ${i}`).toBe(sizeOf(structuredClone(next)));
+          ring = frozenPrev ? next : structuredClone(next);
+        }
+      }
+    expect(sizeOf(frozenAppend(freezeDeep([{ a: 1 }]), 5, []))).toBe(2);
+    expect(frozenAppend(freezeDeep([1, 2]), 0, [])).toEqual([1, 2]);
+    expect(sizeOf(frozenAppend(freezeDeep([1, 2]), 1, []))).toBe(JSON.stringify([2]).length);
   });
 });
