@@ -6,12 +6,14 @@
 // conversation" (worth keeping). insert O(log n + new blocks), ancestors marked once.
 // Memory is bounded by two generations of at most maxBlocks/2 entries each: writes go to the
 // young one, a block read from the old one while inserting is copied into the young one, and when
-// the young one is full the old one is dropped whole and the young one becomes old: O(1), where
-// deleting the oldest 10 % of a 1M-entry Map (and V8 compacting it) held the event loop for ms.
-// A chain whose first block is not in the young generation is walked from its start, copying
-// what the old one knows (its shared marks included): a root every session passes through is
-// copied once per generation, and one whose generation was dropped is learned again from the
-// start rather than left headless under deeper blocks that stayed.
+// an insert would overfill the young one the old one is dropped whole and the young one becomes
+// old: O(1), where deleting the oldest 10 % of a 1M-entry Map (and V8 compacting it) held the
+// event loop for ms. A generation starts only before an insert, which leaves every chain it walked
+// in the young one whole, so the young generation is prefix-closed along each chain: an insert
+// binary-searches the young one for the chain's deepest young block and walks (copying) from
+// there, so a block known only to the old generation, the root or a chain's middle, is copied
+// before the old one is dropped, never lost under a young root. (A chain longer than maxBlocks/2,
+// or stepped inserts interleaving with a new generation, can overfill the young one by one chain.)
 
 export const DEFAULT_TRACKED_BLOCKS = 1_000_000;
 const END = '';
@@ -22,6 +24,8 @@ export class SharedPrefixTracker {
   private young = new Map<string, string>();
   private old = new Map<string, string>();
   private readonly generation: number;
+  /** Generations started so far: a stepped insert that sees a new one walks its chain again. */
+  private gen = 0;
 
   constructor(readonly maxBlocks: number = DEFAULT_TRACKED_BLOCKS) {
     this.generation = Math.max(1, Math.floor(maxBlocks / 2));
@@ -37,11 +41,27 @@ export class SharedPrefixTracker {
   }
 
   private set(h: string, v: string): void {
-    if (this.young.size >= this.generation && !this.young.has(h)) {
-      this.old = this.young;
-      this.young = new Map();
-    }
     this.young.set(h, v);
+  }
+
+  /** A new generation, when `adding` more entries would overfill the young one. */
+  private roll(adding: number): void {
+    if (this.young.size === 0 || this.young.size + adding <= this.generation) return;
+    this.old = this.young;
+    this.young = new Map();
+    this.gen++;
+  }
+
+  /** Deepest prefix of `hashes` in the young generation (prefix-closed along a chain). */
+  private youngDepth(hashes: readonly string[]): number {
+    let lo = 0;
+    let hi = hashes.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.young.has(hashes[mid - 1])) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
   }
 
   insert(hashes: readonly string[]): void {
@@ -56,25 +76,25 @@ export class SharedPrefixTracker {
    */
   inserting(hashes: readonly string[]): (blocks: number) => boolean {
     const n = hashes.length;
-    // blocks before the deepest known one were inserted with this same chain (a block's parent is
-    // fixed by its hash), so only the divergence point and the new tail need work: O(log n + new)
-    let lo = 0;
-    // a chain whose first block is only in the old generation is walked (and copied) whole, once
-    // per generation: a hot root keeps its shared marks across drops instead of losing its head
-    if (n > 0 && this.young.has(hashes[0])) {
-      let hi = n;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (this.get(hashes[mid - 1]) !== undefined) lo = mid;
-        else hi = mid - 1;
-      }
-    }
+    // blocks before the deepest young one were walked with this same chain (a block's parent is
+    // fixed by its hash), so only the divergence point and the rest need work: O(log n + new).
+    // The rest may be known to the old generation only: walking it copies it into the young one.
+    let lo = this.youngDepth(hashes);
+    this.roll(n - Math.max(0, lo - 1));
+    if (this.young.size === 0) lo = 0;
+    let g = this.gen;
     let sharedUpTo = -1;
     let i = Math.max(0, lo - 1);
     /** next ancestor to mark shared (walking down from sharedUpTo), -1 when none is left */
     let mark = -2;
     return (blocks: number): boolean => {
       let left = blocks;
+      if (this.gen !== g) {
+        // another insert started a generation between two steps: what this one walked is old now
+        g = this.gen;
+        i = 0;
+        mark = -2;
+      }
       for (; i < n && left > 0; i++, left--) {
         const cont = i + 1 < n ? hashes[i + 1] : END;
         const cur = this.get(hashes[i]);
@@ -84,9 +104,10 @@ export class SharedPrefixTracker {
           if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
         } else if (cur === END) {
           this.set(hashes[i], cont === END ? END : cont); // the same prompt grew (or is read again)
-        } else if (cont !== END && cont !== cur)
+        } else if (cont !== END && cont !== cur) {
           sharedUpTo = i; // a second continuation: branch point
-        else if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
+          if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
+        } else if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
       }
       if (i < n) return false;
       if (mark === -2) mark = sharedUpTo;

@@ -50,6 +50,31 @@ describe('SharedPrefixTracker generations', () => {
     expect(lost).toBe(0);
   });
 
+  it("a chain's middle known only to the old generation is copied under a young root, not lost (review s25 F7)", () => {
+    // generations of 4 blocks; the same inserts into an unbounded tracker give the reference
+    const inserts = [
+      ['R', 'm', 'd'],
+      ['x1'],
+      ['y1'],
+      ['R', 'e'],
+      ['R', 'm', 'd', 'f'],
+      ['R', 'z'],
+      ['R', 'm', 'd', 'f', 'g'],
+      ['R', 'm', 'w'],
+    ];
+    const t = new SharedPrefixTracker(8);
+    const ref = new SharedPrefixTracker(1e6);
+    for (const chain of inserts) {
+      t.insert(chain);
+      ref.insert(chain);
+      expect(t.size).toBeLessThanOrEqual(8);
+    }
+    // m is a branch point (d and w follow it): both trackers must know it
+    expect(ref.sharedDepth(['R', 'm', 'd', 'f', 'g'])).toBe(2);
+    expect(t.sharedDepth(['R', 'm', 'd', 'f', 'g'])).toBe(2);
+    expect(t.commonDepth(['R', 'm', 'w'], 3)).toBe(ref.commonDepth(['R', 'm', 'w'], 3));
+  });
+
   it('a full young generation becomes the old one and the old one is dropped whole: the size stays bounded', () => {
     const t = new SharedPrefixTracker(10_000);
     const young = (): Map<string, string> => (t as unknown as { young: Map<string, string> }).young;
