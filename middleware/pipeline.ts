@@ -213,6 +213,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const before = hinted === undefined ? undefined : local.get(hinted);
     const resent = internResent(received.messages, before?.received);
     const resentTools = internTools(received.tools, before?.receivedTools);
+    if (ctx.onInterned !== undefined) {
+      if (resent !== received.messages) ctx.onInterned('messages', received.messages, resent);
+      if (resentTools !== received.tools && Array.isArray(received.tools) && Array.isArray(resentTools))
+        ctx.onInterned('tools', received.tools, resentTools);
+    }
     let own: ChatRequest = resent === received.messages ? received : { ...received, messages: resent };
     if (resentTools !== received.tools) own = { ...own, tools: resentTools };
     const body = chainInput(spec, own, reuse ? escaped : undefined);

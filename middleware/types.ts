@@ -91,6 +91,10 @@ export interface PipelineContext {
    *  runs on the next turn of the event loop, after the body went upstream); `result.stored` settles
    *  when it is stored. Without it, process() returns once the state is stored. */
   deferStore?: boolean;
+  /** Told which received messages (or tools) the pipeline replaced with JSON-equal objects of the
+   *  session's earlier call: the gateway's body parser hands those out next time, so they stay
+   *  identical call after call (gateway/body/body-memo.ts adopt). */
+  onInterned?: (key: 'messages' | 'tools', received: readonly unknown[], interned: readonly unknown[]) => void;
 }
 
 export interface PipelineResult {

@@ -166,6 +166,32 @@ export class BodyMemo {
     while (this.bytes > this.maxBytes) this.drop(this.lru.values().next().value as Kept);
   }
 
+  /**
+   * The pipeline's intern replaced some of the array `key`'s elements the memo handed out
+   * (`received`) with JSON-equal objects of the session's earlier call (`interned`): the record
+   * hands those out from now on, so the next call's elements are the session's objects again and
+   * the intern finds them identical instead of comparing them in full (after a memo miss, a
+   * parse against another session's body, any other reuse). Only elements the record itself
+   * handed out are replaced, so an adapter's converted objects never enter it. JSON-equal as the
+   * intern's sameJson sees it: the same text, except that it takes 0 for -0 (JSON.stringify
+   * writes both as 0, so nothing sent or stored differs). O(elements).
+   */
+  adopt(p: PendingBody | undefined, key: string, received: readonly unknown[], interned: readonly unknown[]): void {
+    if (p === undefined || received === interned || received.length !== interned.length) return;
+    const r = p.body;
+    const j = r.members.findIndex((m) => m.key === key);
+    const items = r.items[j];
+    if (items === undefined || items.length !== received.length) return;
+    let changed = false;
+    for (let i = 0; i < items.length; i++) {
+      if (interned[i] === received[i] || items[i] !== received[i]) continue;
+      items[i] = interned[i];
+      changed = true;
+    }
+    // The whole array is handed out when the next body leaves it unchanged: that one too.
+    if (changed && r.values[j] === received) r.values[j] = items.slice();
+  }
+
   private touch(k: Kept): void {
     k.used = ++this.clock;
     this.lru.delete(k);

@@ -147,8 +147,10 @@ export async function handleProxy(
     ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     // Accepted by the adapter and the shape check, and a pipeline runs: the memo may keep the body.
-    if (pipeline) gw.bodies.keep(req.pendingBody);
+    const pending = pipeline ? req.pendingBody : undefined;
+    gw.bodies.keep(pending);
     req.pendingBody = undefined;
+    if (pending) pctx.onInterned = (key, received, interned) => gw.bodies.adopt(pending, key, received, interned);
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
     // One controller for the whole request (creating one costs microseconds): a client that goes
     // away takes a call waiting for its session's lock out of the queue, and ends the upstream call.
