@@ -65,6 +65,9 @@ export class Attempt {
   usage: Usage | undefined;
   /** Cached tokens a uniformly chosen healthy worker would hold (routing feedback, after an ok end). */
   uniformCachedTokens: number | undefined;
+  /** Runs the routing feedback still pending for this attempt's end now (the request's accounting
+   *  calls it first: a drain can run that job before the feedback's setImmediate). */
+  settleFeedback: (() => void) | undefined;
   /** Its time limits on the real clock (attempt-deadline.ts), told of headers, bytes and the end. */
   deadline: AttemptDeadline | undefined;
 

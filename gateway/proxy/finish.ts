@@ -231,7 +231,9 @@ function accounting(gw: GatewayContext, ex: Exchange, ev: UsageEvent): () => voi
     });
     t = lap('metrics', t);
     // The routing policy was fed by each attempt's end (routing-feedback.ts); its ok attempt's
-    // uniform-choice figure was read in a setImmediate that ran before this job.
+    // uniform-choice figure is read in a setImmediate, which a drain (a scrape, a budget lookup in
+    // the same I/O batch) can run this job before: settle it first.
+    last?.settleFeedback?.();
     if (last?.uniformCachedTokens !== undefined) ev.uniformCachedTokens = last.uniformCachedTokens;
     if (observe)
       safe('pipeline.observe', () => observe.pipeline.observe!(observe.result, observe.outcome, observe.pctx));

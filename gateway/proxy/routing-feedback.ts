@@ -7,7 +7,8 @@
 //    failed worker as holding the prompt and as busier than it is. The policies key their pending
 //    picks by the RouteInfo object, which all attempts of a request share, so the take-back must
 //    come before the next select() overwrites the pick.
-//  - An answered attempt is observed after the response (setImmediate, off the hot path) with
+//  - An answered attempt is observed after the response (setImmediate, off the hot path, or
+//    earlier when the request's accounting runs first and settles it: Attempt.settleFeedback) with
 //    what the worker reported (cached and prompt tokens); just before, the savings attribution
 //    reads what a uniformly chosen healthy worker would have held (policy.expectedCachedTokens).
 // The worker's own bookkeeping (in flight, queued prefill released at the first byte, health) is
@@ -50,7 +51,9 @@ export function routingObserver(route: ModelRoute, info: RouteInfo): AttemptObse
         if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, i, false)));
         return;
       }
-      setImmediate(() => {
+      const run = (): void => {
+        if (a.settleFeedback === undefined) return;
+        a.settleFeedback = undefined;
         held = undefined;
         let t = tick();
         if (policy.expectedCachedTokens)
@@ -61,7 +64,9 @@ export function routingObserver(route: ModelRoute, info: RouteInfo): AttemptObse
         t = lap('routing_expected', t);
         if (policy.observe) guarded('policy.observe', () => policy.observe!(feedback(a, i, true)));
         lap('routing_observe', t);
-      });
+      };
+      a.settleFeedback = run;
+      setImmediate(run);
     },
   };
 }
