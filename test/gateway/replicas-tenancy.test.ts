@@ -161,8 +161,10 @@ describe('replicas share per-tenant state through Redis', () => {
       await until(async () => ((await leases())[0] ?? first) > first, 60_000);
       const [renewed] = await leases();
       expect(renewed).toBeLessThanOrEqual((await redisNow()) + LEASE);
-      // Past the first term the renewed lease still holds the slot (checked as above).
-      await until(async () => (await redisNow()) > first, 60_000);
+      // Renewals go on past the first term: the lease's end passes first + LEASE, which only a
+      // renewal after `first` (Redis time) can set; one that stopped after its first renewal never
+      // gets there and this wait fails (review s25 F8). Then the lease still holds the slot.
+      await until(async () => ((await leases())[0] ?? 0) > first + LEASE, 60_000);
       expect(await leases()).toHaveLength(1);
       const back = await attempt(dead);
       back?.();
