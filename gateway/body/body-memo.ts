@@ -7,8 +7,10 @@
 // A body is parsed here but kept only when the route accepted it (`keep`, called after the
 // adapter and the request-shape check, on routes that run a pipeline): a rejected body, or one
 // sent to any other route, is never kept.
-// Bounded: at most `maxBytes` charged in all (least recently used dropped first) and
-// `maxPerTenant` bodies per tenant; a tenant's bodies are only ever compared with its own. A body
+// Bounded: at most `maxBytes` charged in all (least recently used dropped first), at most
+// `maxTenantBytes` (a quarter of it by default) per tenant, its own least recent dropped first, so
+// one tenant cannot flush the others', and `maxPerTenant` bodies per tenant (O(1) to find its
+// least recent); a tenant's bodies are only ever compared with its own. A body
 // is charged its raw bytes plus what its parsed objects and offsets cost, counted by the member
 // scan (BODY_MEMO_CONTAINER_BYTES per array or object, BODY_MEMO_ELEMENT_BYTES per array element);
 // one with more array elements than `maxElements` (limits.max_messages) is not kept.
@@ -40,6 +42,8 @@ export interface BodyMemoOptions {
   maxPerTenant?: number;
   minBytes?: number;
   maxElements?: number;
+  /** Charged bytes one tenant may hold (default maxBytes / 4). */
+  maxTenantBytes?: number;
 }
 
 /** A body parsed and not yet kept; `BodyMemo.keep` keeps it. */
@@ -73,8 +77,12 @@ export interface Kept {
   body: ParsedBody;
   tenant: string;
   size: number;
-  /** When it was last used (a counter): a tenant over its cap drops its least recent body. */
-  used: number;
+}
+
+/** A tenant's kept bodies, least recently used first, and what they are charged. */
+interface Share {
+  recent: Set<Kept>;
+  bytes: number;
 }
 
 export class BodyMemo {
@@ -82,12 +90,13 @@ export class BodyMemo {
   private readonly maxPerTenant: number;
   private readonly minBytes: number;
   private readonly maxElements: number;
+  private readonly maxTenantBytes: number;
+  private readonly shares = new Map<string, Share>();
   /** Each tenant's bodies, sorted bytewise. */
   private readonly tenants = new Map<string, Kept[]>();
   /** Every kept body, least recently used first. */
   private readonly lru = new Set<Kept>();
   private bytes = 0;
-  private clock = 0;
   /** Bumped whenever a tenant list changes: a pending body's sort position is then searched again. */
   private version = 0;
 
@@ -96,6 +105,7 @@ export class BodyMemo {
     this.maxPerTenant = o.maxPerTenant ?? DEFAULT_BODY_MEMO_PER_TENANT;
     this.minBytes = o.minBytes ?? BODY_MEMO_MIN_BYTES;
     this.maxElements = o.maxElements ?? DEFAULT_BODY_MEMO_ELEMENTS;
+    this.maxTenantBytes = o.maxTenantBytes ?? this.maxBytes / 4;
   }
 
   /** Bodies kept and the bytes they are charged (for tests and gauges). */
@@ -133,7 +143,7 @@ export class BodyMemo {
   keep(p: PendingBody | undefined): void {
     if (p === undefined) return;
     const size = bodyCharge(p.body, this.maxElements);
-    if (size === undefined || size > this.maxBytes / 4) return;
+    if (size === undefined || size > this.maxBytes / 4 || size > this.maxTenantBytes) return;
     const body = p.body;
     // A view into a larger buffer would keep all of it alive.
     const b = body.bytes;
@@ -148,9 +158,13 @@ export class BodyMemo {
     }
     if (list[at]?.body === body || list[best]?.body === body) return;
     this.version++;
-    const k: Kept = { body, tenant: p.tenant, size, used: ++this.clock };
+    const k: Kept = { body, tenant: p.tenant, size };
+    let share = this.shares.get(p.tenant);
+    if (share === undefined) this.shares.set(p.tenant, (share = { recent: new Set(), bytes: 0 }));
     this.bytes += k.size;
+    share.bytes += k.size;
     this.lru.add(k);
+    share.recent.add(k);
     // The new body sorts between list[at - 1] and list[at]. When it extends the earlier one (every
     // element of the array it diverged in was reused), it takes that one's place, which keeps the
     // order; so does an identical body's.
@@ -161,8 +175,10 @@ export class BodyMemo {
       this.forget(list[slot]);
       list[slot] = k;
     } else list.splice(at, 0, k);
-    // O(maxPerTenant), whatever the other tenants keep.
-    if (list.length > this.maxPerTenant) this.drop(list.reduce((a, b) => (b.used < a.used ? b : a)));
+    // The tenant's own least recent first (O(1) to find; its removal from the sorted list is a
+    // native indexOf and splice), then everyone's.
+    while (list.length > this.maxPerTenant || share.bytes > this.maxTenantBytes)
+      this.drop(share.recent.values().next().value as Kept);
     while (this.bytes > this.maxBytes) this.drop(this.lru.values().next().value as Kept);
   }
 
@@ -193,20 +209,28 @@ export class BodyMemo {
   }
 
   private touch(k: Kept): void {
-    k.used = ++this.clock;
-    this.lru.delete(k);
+    if (!this.lru.delete(k)) return;
     this.lru.add(k);
+    const r = this.shares.get(k.tenant)?.recent;
+    r?.delete(k);
+    r?.add(k);
   }
 
-  /** Out of the LRU and the byte count (its tenant's list is the caller's). */
+  /** Out of the LRUs and the byte counts (its tenant's list is the caller's). */
   private forget(k: Kept): void {
-    if (this.lru.delete(k)) this.bytes -= k.size;
+    if (!this.lru.delete(k)) return;
+    this.bytes -= k.size;
+    const share = this.shares.get(k.tenant);
+    if (share === undefined) return;
+    share.recent.delete(k);
+    share.bytes -= k.size;
+    if (share.recent.size === 0) this.shares.delete(k.tenant);
   }
 
   private drop(k: Kept): void {
-    if (!this.lru.delete(k)) return;
+    if (!this.lru.has(k)) return;
+    this.forget(k);
     this.version++;
-    this.bytes -= k.size;
     const list = this.tenants.get(k.tenant);
     if (list === undefined) return;
     const i = list.indexOf(k);

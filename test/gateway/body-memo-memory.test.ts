@@ -70,6 +70,36 @@ describe('body memo memory', () => {
     expect(memo.size).toEqual({ bodies: 0, bytes: 0 });
   });
 
+  it("one tenant cannot flush another's bodies: each keeps at most its share, its own least recent dropped first (review s25 F4)", () => {
+    const memo = new BodyMemo({ maxBytes: 400_000, maxPerTenant: 100 });
+    const b = chat(20);
+    memo.keep(memo.parse('b', Buffer.from(b), 64).pending);
+    const a = (s: number) =>
+      `{"model":"m1","messages":[{"role":"user","content":"session ${s} ${'y'.repeat(30_000)}"}]}`;
+    for (let s = 0; s < 40; s++) {
+      memo.keep(memo.parse('a', Buffer.from(a(s)), 64).pending);
+      // a holds its most recent bodies within its share (a quarter of 400 KB), b keeps its own
+      let own = 0;
+      let n = 0;
+      for (let t = s; t >= 0 && own + charge(a(t)) <= 100_000; t--, n++) own += charge(a(t));
+      expect(memo.size).toEqual({ bodies: 1 + n, bytes: charge(b) + own });
+    }
+    expect(memo.parse('b', Buffer.from(chat(21)), 64).reused).toBeGreaterThan(0);
+  });
+
+  it('over its body count a tenant drops its least recently used body', () => {
+    const memo = new BodyMemo({ maxPerTenant: 3 });
+    const c = (s: string, n: number) => chat(n).replace('turn 0', `turn 0 of ${s}`);
+    for (const s of ['p', 'q', 'r']) memo.keep(memo.parse('c', Buffer.from(c(s, 4)), 64).pending);
+    // p is used again (parsed against, not kept), then a fourth body comes: q, the least recent, goes
+    expect(memo.parse('c', Buffer.from(c('p', 5)), 64).reused).toBeGreaterThan(0);
+    memo.keep(memo.parse('c', Buffer.from(c('s', 4)), 64).pending);
+    expect(memo.size.bodies).toBe(3);
+    expect(memo.parse('c', Buffer.from(c('p', 5)), 64).reused).toBeGreaterThan(0);
+    expect(memo.parse('c', Buffer.from(c('q', 5)), 64).reused).toBe(0);
+    expect(memo.parse('c', Buffer.from(c('r', 5)), 64).reused).toBeGreaterThan(0);
+  });
+
   it('through the gateway: rejected big bodies and other routes leave nothing kept; an accepted one is kept', async () => {
     rig = await startRig({ config: { limits: { max_messages: 1000 } } });
     const memo = rig.gw.ctx.bodies;
