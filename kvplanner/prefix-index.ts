@@ -455,9 +455,9 @@ export class PrefixIndex {
         newFrom = i;
         this.addHolder(h, e.slot);
         if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) this.addKid(e, hashes[i - 1], h);
+        e.qHash.push(h);
+        e.qTick.push(t);
       }
-      e.qHash.push(h);
-      e.qTick.push(t);
       e.blocks.set(h, t);
     }
     return newFrom;
@@ -573,8 +573,14 @@ export class PrefixIndex {
       const h = e.qHash[e.head];
       const t = e.qTick[e.head];
       e.head++;
-      // evicted already, or stamped again since (its newer entry comes later)
-      if (e.blocks.get(h) !== t) continue;
+      const cur = e.blocks.get(h);
+      if (cur === undefined) continue; // evicted already
+      if (cur !== t) {
+        // stamped again since: a second pass at its current stamp, from the back of the queue
+        e.qHash.push(h);
+        e.qTick.push(cur);
+        continue;
+      }
       if (e.kids.size > 0 && this.hasKid(e, h)) {
         // a child still held: leaves first (the block stays as recent as its stamp)
         e.qHash.push(h);
