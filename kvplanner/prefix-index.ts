@@ -1,6 +1,8 @@
-// Prefix index: which worker probably holds which KV blocks. Per worker an LRU over block hashes:
-// a block's stamp (one Map.set) and a queue entry per stamping; eviction pops the oldest entry,
-// skips it when the block was stamped again since (its newer entry is further back) or is gone,
+// Prefix index: which worker probably holds which KV blocks. Per worker a second-chance LRU over
+// block hashes: a block's stamp (one Map.set) and one queue entry, made when it is first held;
+// eviction pops the oldest entry, skips it when the block is gone, sends it to the back at its
+// current stamp when it was stamped again since (so a block used again outlives blocks used once,
+// measured on agent recordings: strict LRU by stamp kept fewer of a busy home's hot histories),
 // and evicts leaves first, as vLLM's free queue does (a request frees its blocks tail first, so
 // its cache never holds a block without its parent): a block with a child still held goes back to
 // the queue instead. Capacity = kvTokens / blockSize blocks. Each block's children (the next block
