@@ -101,7 +101,10 @@ describe('body memo memory', () => {
   });
 
   it('through the gateway: rejected big bodies and other routes leave nothing kept; an accepted one is kept', async () => {
-    rig = await startRig({ config: { limits: { max_messages: 1000 } } });
+    rig = await startRig({
+      config: { limits: { max_messages: 1000 } },
+      model: { tokenizer: 'qwen3', layout: 'ctxgate' },
+    });
     const memo = rig.gw.ctx.bodies;
     const post = async (path: string, body: string): Promise<number> =>
       (
@@ -127,5 +130,21 @@ describe('body memo memory', () => {
     const ok = chat(20);
     expect(await post('/v1/chat/completions', ok)).toBe(200);
     expect(memo.size).toEqual({ bodies: 1, bytes: charge(ok) });
+  });
+
+  it('under layout: passthrough an accepted body is not kept (nothing reuses its objects)', async () => {
+    rig = await startRig({ config: { limits: { max_messages: 1000 } } });
+    const memo = rig.gw.ctx.bodies;
+    const ok = chat(20);
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${rig.gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: ok,
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(memo.size).toEqual({ bodies: 0, bytes: 0 });
   });
 });
