@@ -5,21 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { fluidBound, RIDING_SHARE } from '../../loadtest/fleet/fluid-bound.ts';
 import { ChainInterner, fromMooncake } from '../../loadtest/fleet/trace.ts';
-import type { TimingModel } from '../../loadtest/sim-worker/timing.ts';
+import { UNIT_TIMING } from '../helpers/unit-timing.ts';
 
-const timing: TimingModel = {
-  name: 'unit',
-  params: 0.5,
-  layers: 0,
-  hidden: 1,
-  kvHeads: 1,
-  headDim: 1,
-  weightBytes: 2,
-  kvBytes: 2,
-  peakFlops: 1000,
-  mfu: 1,
-  bandwidth: 1,
-};
+const timing = UNIT_TIMING;
 
 const chain = new ChainInterner();
 const reqs = [

@@ -8,21 +8,9 @@ import { fluidBound } from '../../loadtest/fleet/fluid-bound.ts';
 import { fluidReport, formatFluid } from '../../loadtest/fleet/fluid-report.ts';
 import type { FleetRunSummary } from '../../loadtest/fleet/summary.ts';
 import { arrange, ChainInterner, fromMooncake } from '../../loadtest/fleet/trace.ts';
-import type { TimingModel } from '../../loadtest/sim-worker/timing.ts';
+import { UNIT_TIMING } from '../helpers/unit-timing.ts';
 
-const timing: TimingModel = {
-  name: 'unit',
-  params: 0.5,
-  layers: 0,
-  hidden: 1,
-  kvHeads: 1,
-  headDim: 1,
-  weightBytes: 2,
-  kvBytes: 2,
-  peakFlops: 1000,
-  mfu: 1,
-  bandwidth: 1,
-};
+const timing = UNIT_TIMING;
 const fleet = { workers: 1, kvTokens: 10_000, timing };
 
 const chain = new ChainInterner();
