@@ -41,8 +41,8 @@ export interface GatewayDeps {
   /** The after-answer queue (proxy/after-answer.ts); default: one run from a 0 ms timer. Tests pass one with their own scheduler. */
   afterAnswer?: AfterAnswer;
   /** How long a Redis answer may take before it counts as a Redis failure (the limiter's and the
-   *  tenant slots' command timeout, the limiter's wait for its link and the salt secret's read at
-   *  start). Default: each part's own. Tests on a loaded machine pass a generous one, so that a slow answer
+   *  tenant slots' command timeout, the limiter's wait for its link, the salt secret's read at
+   *  start and the stored Responses' commands). Default: each part's own. Tests on a loaded machine pass a generous one, so that a slow answer
    *  is never taken for a failure and a fallback that admits. */
   redisTimeoutMs?: number;
 }

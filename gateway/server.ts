@@ -233,6 +233,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   const responses = createResponseStore(
     { ttlSeconds: r.ttl_s, maxEntryBytes: r.max_entry_bytes, maxBytes: r.max_bytes },
     config.redis?.url,
+    deps.redisTimeoutMs,
   );
   lifecycle.onShutdown(() => responses.close(), 'responses-store');
   lifecycle.onShutdown(() => ctx.tenantSlots.close?.(), 'tenant-slots');

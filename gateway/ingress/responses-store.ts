@@ -70,11 +70,13 @@ const RESPONSES_REDIS_TIMEOUT_MS = 500;
 
 export class RedisResponseStore implements ResponseStore {
   private readonly client: Redis;
+  /** `commandTimeoutMs` (tests: GatewayDeps.redisTimeoutMs): how long a command may wait. */
   constructor(
     url: string,
     private readonly o: ResponseStoreOptions,
+    commandTimeoutMs = RESPONSES_REDIS_TIMEOUT_MS,
   ) {
-    this.client = fastFailRedis(url, RESPONSES_REDIS_TIMEOUT_MS);
+    this.client = fastFailRedis(url, commandTimeoutMs);
     this.client.on('error', () => undefined); // a down Redis reads as absent; requests do not fail on it
   }
   async get(tenant: string, id: string): Promise<StoredResponse | undefined> {
@@ -102,6 +104,10 @@ export class RedisResponseStore implements ResponseStore {
   }
 }
 
-export function createResponseStore(o: ResponseStoreOptions, redisUrl?: string): ResponseStore {
-  return redisUrl ? new RedisResponseStore(redisUrl, o) : new MemoryResponseStore(o);
+export function createResponseStore(
+  o: ResponseStoreOptions,
+  redisUrl?: string,
+  redisTimeoutMs?: number,
+): ResponseStore {
+  return redisUrl ? new RedisResponseStore(redisUrl, o, redisTimeoutMs) : new MemoryResponseStore(o);
 }
