@@ -6,7 +6,8 @@ import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
-const START_TIMEOUT_MS = 30_000;
+/** A bound for a hang: tsx compiling the gateway on a loaded machine takes tens of seconds. */
+const START_TIMEOUT_MS = 60_000;
 
 export interface GatewayProc {
   url: string;

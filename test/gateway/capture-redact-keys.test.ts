@@ -9,6 +9,7 @@ import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { redactDeep } from '../../middleware/redaction/redact.ts';
+import { until } from '../helpers/until.ts';
 
 const M = 'qwen3-32b';
 const SECRET = 'AKIAIOSFODNN7EXAMPL2';
@@ -69,10 +70,10 @@ describe('capture redacts secrets in object keys', () => {
     expect(res.status).toBe(200);
     await res.text();
     let written: string[] = [];
-    for (const end = Date.now() + 15_000; written.length === 0 && Date.now() < end; ) {
-      await new Promise((r) => setTimeout(r, 100));
+    await until(() => {
       written = files(dir).filter((f) => readFileSync(f, 'utf8').length > 0);
-    }
+      return written.length > 0;
+    });
     expect(written.length).toBeGreaterThan(0);
     const all = written.map((f) => readFileSync(f, 'utf8')).join('\n');
     expect(all).toContain('[REDACTED:aws_access_key]');

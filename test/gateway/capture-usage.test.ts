@@ -11,6 +11,7 @@ import { parseConfig } from '../../gateway/config/load.ts';
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+import { until } from '../helpers/until.ts';
 
 let worker: SimWorker;
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -82,8 +83,7 @@ describe('traffic capture through the gateway', () => {
 
     // observe() runs after the response; wait for the three lines to be handed to the writer.
     const capture = gw.assembled.captures.get('qwen3-32b')!;
-    for (const end = Date.now() + 15_000; capture.stats().recorded < 3 && Date.now() < end; )
-      await new Promise((r) => setTimeout(r, 10));
+    await until(() => capture.stats().recorded >= 3);
     await capture.flush();
     expect(capture.stats().recorded).toBe(3);
 
@@ -135,14 +135,15 @@ describe('traffic capture through the gateway', () => {
     const capture = gw.assembled.captures.get('qwen3-32b')!;
     const file = capture.pathFor('default', 'cap-anthropic');
     let text = '';
-    for (const end = Date.now() + 15_000; !text && Date.now() < end; ) {
+    await until(async () => {
       await capture.flush();
       try {
         text = readFileSync(file, 'utf8');
       } catch {
-        await new Promise((r) => setTimeout(r, 10));
+        // not written yet
       }
-    }
+      return text !== '';
+    });
     expect(text).not.toContain(secret);
     const line = JSON.parse(text.trim().split('\n')[0]) as {
       messages: ChatMessage[];

@@ -9,6 +9,7 @@ import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { ENGINES } from '../../gateway/upstream/engines.ts';
 import type { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { requestRecord } from '../helpers/request-record.ts';
 
 describe('engine shapes', () => {
   const { vllm, sglang, openai } = ENGINES;
@@ -159,16 +160,8 @@ describe('through the gateway', () => {
       const { data: after, response } = await client.chat.completions.create(body).withResponse();
       expect(after.usage?.prompt_tokens_details?.cached_tokens ?? 0).toBe(0);
       const id = response.headers.get('x-request-id')!;
-      let rec: { routing?: { predictedCachedTokens?: number } } | undefined;
-      for (let i = 0; i < 200 && !rec; i++) {
-        const r = await request(`${gw.url}/v1/gateway/requests/${id}`);
-        if (r.statusCode === 200) rec = (await r.body.json()) as typeof rec;
-        else {
-          await r.body.dump();
-          await new Promise((ok) => setTimeout(ok, 50));
-        }
-      }
-      expect(rec?.routing?.predictedCachedTokens).toBe(0);
+      const rec = await requestRecord<{ routing?: { predictedCachedTokens?: number } }>(gw.url, id);
+      expect(rec.routing?.predictedCachedTokens).toBe(0);
     }
   });
 

@@ -2,7 +2,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ContextPipeline } from '../../middleware/types.ts';
-import { startRig, type TestRig } from '../helpers/gateway.ts';
+import { startRig, type TestRig, until } from '../helpers/gateway.ts';
 
 const msg = [{ role: 'user' as const, content: 'hi' }];
 let rig: TestRig | undefined;
@@ -153,7 +153,7 @@ describe('capacity', () => {
       .client()
       .chat.completions.create({ model: 'm1', messages: msg }, { signal: ac.signal })
       .catch((e) => e);
-    while (rig.ups[0].received === 0) await new Promise((r) => setTimeout(r, 10));
+    await until(() => rig!.ups[0].received > 0);
     const e = await sdkError(rig.client().chat.completions.create({ model: 'm1', messages: msg }));
     expect(e.status).toBe(503);
     expect(e.code).toBe('worker_capacity_exhausted');

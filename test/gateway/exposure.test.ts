@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { keyHash } from '../helpers/keys.ts';
+import { until } from '../helpers/until.ts';
 
 const KEY_A = 'sk-exposure-a-0123456789';
 const KEY_ADMIN = 'sk-exposure-admin-0123456789';
@@ -148,9 +149,7 @@ describe('what a tenant sees', () => {
     );
     setTimeout(() => ac.abort(), 200);
     await expect(p).rejects.toThrow();
-    const end = Date.now() + 15_000;
-    while (!logs.some((l) => /client (closed|left|gone)/i.test(l.msg ?? '')) && Date.now() < end)
-      await new Promise((r) => setTimeout(r, 20));
+    await until(() => logs.some((l) => /client (closed|left|gone)/i.test(l.msg ?? '')));
     expect(logs.filter((l) => l.level >= 40)).toEqual([]);
     const gone = logs.find((l) => /client (closed|left|gone)/i.test(l.msg ?? ''));
     expect(gone?.level).toBe(30);

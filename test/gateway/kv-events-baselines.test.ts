@@ -10,6 +10,7 @@ import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { localKvEvents } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
+import { until } from '../helpers/until.ts';
 
 const POLICIES = ['smg_cache_aware', 'dynamo_kv', 'llmd_precise'] as const;
 const workers = new Map<string, SimWorker[]>();
@@ -59,13 +60,6 @@ afterAll(async () => {
 });
 
 const index = (model: string): KvEventIndex => gw.ctx.fleet.get(model)!.kvIndex!;
-const until = async (what: () => boolean, ms = 20_000): Promise<void> => {
-  const t0 = Date.now();
-  while (!what()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 
 async function ask(model: string, session: string, turn: number) {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });

@@ -14,6 +14,7 @@ import type { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { localKvEvents, startPublisher } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
+import { until } from '../helpers/until.ts';
 
 // long enough that a loaded test machine does not fall back by accident (the tests wait it out once)
 const STALE_MS = 1500;
@@ -67,13 +68,6 @@ afterAll(async () => {
 });
 
 const index = (model: string): KvEventIndex => gw.ctx.fleet.get(model)!.kvIndex!;
-const until = async (what: () => boolean, ms = 15_000): Promise<void> => {
-  const t0 = Date.now();
-  while (!what()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 const metric = async (re: RegExp): Promise<number> =>
   Number(re.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
 
@@ -130,8 +124,7 @@ describe('KV events over ZeroMQ', () => {
     expect(evented.kvEvents!.counts.dropped).toBe(1);
     // the index can be in step before the gap is counted (the second batch may arrive after it)
     const gaps = /^ctxgate_kv_event_gaps_total\{model="m",worker="w0",recovery="replay"\} (\d+)/m;
-    const deadline = Date.now() + 15_000;
-    while ((await metric(gaps)) < before + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await metric(gaps)) >= before + 1);
     expect(await metric(gaps)).toBe(before + 1);
     await until(inStep);
     expect(index('m').guessed('w0')).toBe(false);

@@ -14,6 +14,7 @@ import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.
 import { parseWorkerArgs } from '../../loadtest/sim-worker/options.ts';
 import { localKvEvents } from '../helpers/kv-events.ts';
 import { requestRecord } from '../helpers/request-record.ts';
+import { until } from '../helpers/until.ts';
 
 let worker: SimWorker;
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -60,13 +61,6 @@ afterAll(async () => {
 
 const index = (): KvEventIndex => gw.ctx.fleet.get('m')!.kvIndex!;
 const inStep = () => !index().guessed('w0') && index().index.size('w0') === worker.stats().cachedBlocks;
-const until = async (what: () => boolean, ms = 20_000): Promise<void> => {
-  const t0 = Date.now();
-  while (!what()) {
-    if (Date.now() - t0 > ms) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 
 async function ask(session: string, turn: number) {
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { JOURNAL_SUFFIX, pendingLines } from '../../gateway/accounting/stores/journal.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
+import { until } from '../helpers/until.ts';
 import { usageRecord } from '../helpers/usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-journal-'));
@@ -83,8 +84,7 @@ describe('SQLite ledger journal', () => {
         .filter(Boolean),
     ).toHaveLength(3);
     a.append(rec(3));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(a.count()).toBe(4);
+    await until(() => a.count() === 4);
     expect(statSync(path + JOURNAL_SUFFIX).size).toBe(0);
     for (let i = 4; i < 10; i++) a.append(rec(i));
     await a.close();

@@ -8,6 +8,7 @@ import { BatchQueue } from '../../gateway/accounting/stores/batch-queue.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { usageRecord } from '../helpers/usage.ts';
+import { until } from '../helpers/until.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-ledger-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,7 +44,7 @@ describe('SqliteLedger', () => {
     const l = new SqliteLedger({ ...opts(join(dir, 'batch.sqlite')), flushMs: 60_000 });
     for (let i = 0; i < 8; i++) l.append(rec(i));
     expect(l.count()).toBe(0); // append never writes inline
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => l.count() === 8); // flush_ms is a minute away: only the full batch writes it
     expect(l.count()).toBe(8);
     await l.close();
   });

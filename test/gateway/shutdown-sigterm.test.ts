@@ -45,10 +45,10 @@ async function serve(upstreamUrl: string, deadlineMs: number): Promise<{ url: st
   return { url, exit };
 }
 
-/** Resolves once a new TCP connection to `url` is refused (the listener closed); 15 s at most. */
+/** Resolves once a new TCP connection to `url` is refused (the listener closed); a minute at most. */
 async function refused(url: string): Promise<void> {
   const { hostname, port } = new URL(url);
-  const end = Date.now() + 15_000;
+  const end = Date.now() + 60_000;
   for (;;) {
     const accepted = await new Promise<boolean>((resolve) => {
       const s = connect(Number(port), hostname);
@@ -59,7 +59,7 @@ async function refused(url: string): Promise<void> {
       s.once('error', () => resolve(false));
     });
     if (!accepted) return;
-    if (Date.now() > end) throw new Error('the listener still accepts connections 15 s after SIGTERM');
+    if (Date.now() > end) throw new Error('the listener still accepts connections a minute after SIGTERM');
     await new Promise((r) => setTimeout(r, 20));
   }
 }

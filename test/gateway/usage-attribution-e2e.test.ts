@@ -13,6 +13,7 @@ import { parseConfig } from '../../gateway/config/load.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { until } from '../helpers/until.ts';
 
 let workers: SimWorker[] = [];
 let gw: Awaited<ReturnType<typeof startAssembledGateway>>;
@@ -64,13 +65,11 @@ async function rows(): Promise<UsageRecord[]> {
   return out;
 }
 
+/** The ledger's rows once it holds `n` (the records are written after the answers). */
 async function settle(n: number): Promise<UsageRecord[]> {
-  const end = Date.now() + 15_000;
-  for (;;) {
-    const r = await rows();
-    if (r.length >= n || Date.now() > end) return r;
-    await new Promise((res) => setTimeout(res, 30));
-  }
+  let r: UsageRecord[] = [];
+  await until(async () => (r = await rows()).length >= n);
+  return r;
 }
 
 describe('savings by cause, timing and failures through the gateway', () => {

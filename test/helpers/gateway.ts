@@ -5,6 +5,7 @@ import type { GatewayDeps } from '../../gateway/context.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import type { UsageEvent } from '../../gateway/usage-event.ts';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.ts';
+export { until, UNTIL_DEADLINE_MS } from './until.ts';
 
 export interface TestRig {
   gw: StartedGateway;
@@ -46,13 +47,4 @@ export async function startRig(
       await Promise.all(ups.map((u) => u.close().catch(() => undefined)));
     },
   };
-}
-
-/** Waits until `cond` holds (hooks run after the response, via setImmediate); a loaded machine can delay that by seconds. */
-export async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }

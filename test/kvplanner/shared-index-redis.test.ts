@@ -6,6 +6,7 @@ import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { SharedIndexRedis, shareIndex } from '../../kvplanner/shared-index-redis.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { info, tokens, workers } from './fixtures.ts';
+import { until } from '../helpers/until.ts';
 
 /** select, then report the call done (what the gateway does after the response) */
 function route(p: CtxgatePolicy, ws: WorkerView[], req: RouteInfo): Choice {
@@ -33,13 +34,7 @@ function call(session: number, turn: number, sessionId = true) {
  * command a loaded machine delays past it marks the index degraded, which these tests check is not. */
 const LIVE_TIMEOUT_MS = 5_000;
 
-async function ready(s: SharedIndexRedis): Promise<void> {
-  const end = Date.now() + 15_000;
-  while ((s as unknown as { redis: { status: string } }).redis.status !== 'ready') {
-    if (Date.now() > end) throw new Error('the shared index did not connect to Redis in 15 s');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const ready = (s: SharedIndexRedis): Promise<void> => until(() => s.ready);
 
 describe('Redis-shared index', () => {
   it('has a real Redis', () => {
@@ -123,8 +118,7 @@ describe('Redis-shared index', () => {
     const ws = workers(2);
     const first = route(p, ws, call(0, 0));
     // the refused connection has been seen before the next call is routed
-    for (const end = Date.now() + 15_000; errors.length === 0 && Date.now() < end; )
-      await new Promise((r) => setTimeout(r, 20));
+    await until(() => errors.length > 0);
     const c = route(p, ws, call(0, 1));
     expect(c.branch).toBe('sticky');
     expect(c.worker.id).toBe(first.worker.id);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuSplit } from '../../loadtest/bench-overhead.ts';
 import { gcDelta, watchGc } from '../../loadtest/overhead/gc-pauses.ts';
 import { mainThreadCpuMs, processCpuMs } from '../../loadtest/overhead/proc-cpu.ts';
+import { until } from '../helpers/until.ts';
 
 /** Short-lived garbage (~100 MB, each object reachable for a moment so no optimisation elides it):
  *  far more than a young generation holds, so V8 must scavenge. */
@@ -16,9 +17,8 @@ describe('bench overhead: where the gateway process spends its CPU', () => {
     const read = watchGc();
     const before = read();
     churn();
-    // GC entries reach the observer asynchronously; generous slack for a loaded host.
-    const deadline = Date.now() + 15_000;
-    while (read().scavenges === before.scavenges && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // GC entries reach the observer asynchronously
+    await until(() => read().scavenges !== before.scavenges);
     const d = gcDelta(before, read());
     expect(d.scavenges).toBeGreaterThan(0);
     expect(d.scavenge_ms).toBeGreaterThan(0);
