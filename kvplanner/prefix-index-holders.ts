@@ -1,0 +1,70 @@
+// The prefix index's global view: block hash -> which worker slots hold it, as one bitmask record
+// per block (bit s: slot s holds it; `words` 32-bit words per record, all records in one shared
+// Int32Array, freed records reused). PrefixIndex keeps it in step with its per-worker entries;
+// matchAll (prefix-index-match-all.ts) reads it to run every worker's binary search at once.
+// Cost: add/drop O(1) Map operations (O(words) to see whether a record emptied); widen() O(records)
+// once per 32 worker slots.
+
+export class HolderMasks {
+  /** block hash -> record number of its holder bitmask in `masks` */
+  private readonly records = new Map<string, number>();
+  /** holder bitmasks, `words` 32-bit words per record */
+  masks = new Int32Array(1024);
+  words = 1;
+  /** records in use or freed; freed ones are reused (`free`) */
+  private used = 0;
+  private readonly free: number[] = [];
+
+  /** Blocks some slot holds. */
+  get size(): number {
+    return this.records.size;
+  }
+
+  /** Record number of `hash`'s mask, undefined when no slot holds it. */
+  recordOf(hash: string): number | undefined {
+    return this.records.get(hash);
+  }
+
+  /** Room for slot `slot`: one more word per record once it passes the current width. */
+  fit(slot: number): void {
+    if (slot >= this.words * 32) this.widen();
+  }
+
+  add(h: string, slot: number): void {
+    let r = this.records.get(h);
+    const W = this.words;
+    if (r === undefined) {
+      if (this.free.length > 0) r = this.free.pop()!;
+      else {
+        r = this.used++;
+        if ((r + 1) * W > this.masks.length) {
+          const next = new Int32Array(this.masks.length * 2);
+          next.set(this.masks);
+          this.masks = next;
+        }
+      }
+      this.records.set(h, r);
+    }
+    this.masks[r * W + (slot >>> 5)] |= 1 << (slot & 31);
+  }
+
+  drop(h: string, slot: number): void {
+    const r = this.records.get(h);
+    if (r === undefined) return;
+    const W = this.words;
+    const o = r * W;
+    this.masks[o + (slot >>> 5)] &= ~(1 << (slot & 31));
+    for (let w = 0; w < W; w++) if (this.masks[o + w] !== 0) return;
+    this.records.delete(h);
+    this.free.push(r);
+  }
+
+  /** One more word per holder mask (a 33rd, 65th… worker slot): O(records) copy, rare. */
+  private widen(): void {
+    const W = this.words;
+    const next = new Int32Array(Math.max(1024, this.used * 2) * (W + 1));
+    for (let r = 0; r < this.used; r++) for (let w = 0; w < W; w++) next[r * (W + 1) + w] = this.masks[r * W + w];
+    this.masks = next;
+    this.words = W + 1;
+  }
+}
