@@ -201,11 +201,14 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     done(null, out.value);
   });
 
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not an async one: no promise and no microtask hop per request. A throw (a
+  // refused key) reaches the error handler as a rejection would (fastify's hook runner catches it).
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     const url = req.routeOptions.url;
-    if (url === undefined || OPEN_ROUTES.has(url)) return;
-    req.principal = ctx.authenticate(req.headers.authorization ?? apiKeyHeader(req.headers['x-api-key']));
+    if (url !== undefined && !OPEN_ROUTES.has(url))
+      req.principal = ctx.authenticate(req.headers.authorization ?? apiKeyHeader(req.headers['x-api-key']));
+    done();
   });
 
   // Errors answer in the API of the route they happened on (Anthropic's shape on /v1/messages...).

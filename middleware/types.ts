@@ -71,6 +71,17 @@ export interface PrefixDiagnostics {
   original_cached_tokens?: number;
 }
 
+/**
+ * What the pipeline needs of an abort signal: an AbortSignal has it, and so has the gateway's
+ * lighter per-request signal (an AbortController costs a few µs per request).
+ */
+export interface AbortLike {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** Per-request context the gateway hands to the pipeline. */
 export interface PipelineContext {
   tenant: string;
@@ -86,7 +97,7 @@ export interface PipelineContext {
    *  capture records it beside the canonical body. Never read by the stages. */
   clientBody?: { api: string; body: unknown };
   /** Aborted when the client goes away: a call still waiting for its session's lock leaves the queue. */
-  signal?: AbortSignal;
+  signal?: AbortLike;
   /** The gateway's request path: process() returns before the session state is written (the write
    *  runs on the next turn of the event loop, after the body went upstream); `result.stored` settles
    *  when it is stored. Without it, process() returns once the state is stored. */

@@ -9,7 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
-import type { ChatMessage } from '../../middleware/types.ts';
+import type { AbortLike, ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AnswerContext, IngressAdapter, ShapedError } from '../ingress/types.ts';
@@ -58,7 +58,7 @@ export class Relay implements ResponseConsumer {
     private readonly gw: GatewayContext,
     private readonly ex: Exchange,
     private readonly reply: FastifyReply,
-    private readonly signal: AbortSignal,
+    private readonly signal: AbortLike,
     private readonly adapter: IngressAdapter,
     private readonly answer: AnswerContext,
     private readonly engine: EngineAdapter,

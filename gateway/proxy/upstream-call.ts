@@ -15,6 +15,7 @@
 import type { Dispatcher } from 'undici';
 import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
+import type { AbortLike } from '../../middleware/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { ShapedError } from '../ingress/types.ts';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -34,7 +35,7 @@ export interface UpstreamRequest {
   body: Buffer | string;
   headers: Record<string, string>;
   /** Aborted when the client leaves or the shutdown deadline passes. */
-  signal: AbortSignal;
+  signal: AbortLike;
   /** True when the abort came from the shutdown deadline, not the client. */
   shuttingDown: () => boolean;
   info: RouteInfo;

@@ -8,6 +8,7 @@
 // One lock per store (WeakMap): every pipeline sharing a store shares its locks. Across replicas the
 // store's own put decides (see docs/sessions.md).
 import { GatewayError } from '../errors.ts';
+import type { AbortLike } from '../types.ts';
 import type { SessionStore } from './store.ts';
 
 /** Calls of one session that may wait behind the one holding it (an agent rarely has more than a few). */
@@ -24,7 +25,7 @@ export class KeyedLock {
   constructor(private readonly maxWaiters: number = DEFAULT_MAX_SESSION_WAITERS) {}
 
   /** Resolves with the release function once the caller holds `key`. */
-  acquire(key: string, signal?: AbortSignal): Promise<() => void> {
+  acquire(key: string, signal?: AbortLike): Promise<() => void> {
     const queue = this.held.get(key);
     if (queue === undefined) {
       this.held.set(key, []);
@@ -75,7 +76,7 @@ export class KeyedLock {
   }
 }
 
-const abortError = (signal: AbortSignal): Error =>
+const abortError = (signal: AbortLike): Error =>
   signal.reason instanceof Error ? signal.reason : new Error('request aborted while waiting for its session');
 
 const locks = new WeakMap<SessionStore, KeyedLock>();
