@@ -93,10 +93,11 @@ export function staleWithin(e: WorkerEntry, hashes: readonly string[], held: num
   return false;
 }
 
-/** Forgets the given blocks and what hangs below them: the blocks evicted. */
-export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readonly string[]): number {
+/** Forgets hashes[from..] and what hangs below them: the blocks evicted. */
+export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readonly string[], from = 0): number {
   let n = 0;
-  for (const h of hashes) {
+  for (let i = from; i < hashes.length; i++) {
+    const h = hashes[i];
     if (e.blocks.delete(h)) {
       holders.drop(h, e.slot);
       n++;
@@ -171,20 +172,34 @@ function hasKid(e: WorkerEntry, h: string): boolean {
   return false;
 }
 
+/** dropBelow's stack, reused: an eviction of a long chain called it once per block, and two
+ *  arrays per call were most of the garbage a call made (nothing it calls re-enters it). */
+const below: string[] = [];
+
 /** Evicts what hangs below the evicted block `h` (unusable without it): the blocks evicted. */
 function dropBelow(e: WorkerEntry, holders: HolderMasks, h: string): number {
   let n = 0;
-  const todo = [h];
+  const todo = below;
+  todo.length = 0;
+  todo.push(h);
   for (let b = todo.pop(); b !== undefined; b = todo.pop()) {
     const v = e.kids.get(b);
     if (v === undefined) continue;
     e.kids.delete(b);
-    for (const k of typeof v === 'string' ? [v] : v) {
+    if (typeof v === 'string') {
+      if (e.blocks.delete(v)) {
+        holders.drop(v, e.slot);
+        n++;
+      }
+      todo.push(v); // a child gone already may still have some below it (a hole)
+      continue;
+    }
+    for (const k of v) {
       if (e.blocks.delete(k)) {
         holders.drop(k, e.slot);
         n++;
       }
-      todo.push(k); // a child gone already may still have some below it (a hole)
+      todo.push(k);
     }
   }
   return n;

@@ -232,12 +232,14 @@ export class PrefixIndex {
     };
   }
 
-  /** Forget the given blocks on one worker (feedback correction or a remote eviction). */
-  evict(workerId: string, hashes: readonly string[], notify = true): number {
+  /** Forget the given blocks (hashes[from..]) on one worker (feedback correction or a remote
+   *  eviction). `from` spares the caller a copy of a chain's tail (listeners get one, if any). */
+  evict(workerId: string, hashes: readonly string[], notify = true, from = 0): number {
     const e = this.workers.get(workerId);
     if (!e) return 0;
-    const n = evictBlocks(e, this.holders, hashes);
-    if (notify && n > 0) this.emit({ kind: 'evict', workerId, hashes });
+    const n = evictBlocks(e, this.holders, hashes, from);
+    if (notify && n > 0 && this.listeners.length > 0)
+      this.emit({ kind: 'evict', workerId, hashes: from > 0 ? hashes.slice(from) : hashes });
     return n;
   }
 

@@ -1,8 +1,9 @@
 // A prompt's chain of block hashes as ctxgate's index keeps it: the given vLLM block hashes, else
 // hashed here from token ids (seeded as the middleware's chains), else 64-character text chunks
 // (O(text) SHA-256); then every index_stride-th block (block k·stride−1 stands for the group ending
-// there: its hash covers everything before it). O(blocks) per read; the result is one reused
-// object (no allocation per decision beyond the sampled array): read it before the next call.
+// there: its hash covers everything before it). O(blocks) per read (O(1) when the chain is the one
+// sampled last); the result is one reused object (no allocation per decision beyond the sampled
+// array): read it before the next call. The chains given are never changed after the call.
 import { blockHashes, hashSeed, TEXT_BLOCK_CHARS, textBlockHashes } from '../block-hash.ts';
 import type { RouteInfo } from '../types.ts';
 
@@ -17,6 +18,11 @@ export interface ChainView {
 
 export class ChainReader {
   private readonly view: ChainView = { hashes: [], blockTokens: 0, promptTokens: 0 };
+  /** the last sampled chain and the full one it came from: the feedback of a pick (the gateway's
+   *  expected-cached-tokens read) reads the request's chain again right after its select() */
+  private sampled: readonly string[] = [];
+  private sampledFrom: readonly string[] | undefined;
+  private sampledLength = 0;
 
   constructor(
     private readonly blockSize: number,
@@ -27,9 +33,16 @@ export class ChainReader {
   read(info: RouteInfo): ChainView {
     const c = this.full(info);
     if (this.stride === 1) return c;
-    const sampled: string[] = [];
-    for (let i = this.stride - 1; i < c.hashes.length; i += this.stride) sampled.push(c.hashes[i]);
-    c.hashes = sampled;
+    const full = c.hashes;
+    if (full !== this.sampledFrom || full.length !== this.sampledLength) {
+      // a new array each time: a pick keeps its chain (pending feedback, claims)
+      const sampled: string[] = [];
+      for (let i = this.stride - 1; i < full.length; i += this.stride) sampled.push(full[i]);
+      this.sampled = sampled;
+      this.sampledFrom = full;
+      this.sampledLength = full.length;
+    }
+    c.hashes = this.sampled;
     c.blockTokens *= this.stride;
     return c;
   }

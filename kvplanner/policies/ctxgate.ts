@@ -557,7 +557,7 @@ export class CtxgatePolicy implements Policy {
       if (this.pendingRing[slot] === fb.info) this.pendingRing[slot] = undefined;
     }
     if (!fb.ok) {
-      if (p && this.guessing(p.workerId) && from < p.hashes.length) this.index.evict(p.workerId, p.hashes.slice(from));
+      if (p && this.guessing(p.workerId) && from < p.hashes.length) this.index.evict(p.workerId, p.hashes, true, from);
       return;
     }
     const workerId = p?.workerId ?? fb.workerId;
@@ -578,7 +578,7 @@ export class CtxgatePolicy implements Policy {
         // a worker whose cache never served anything (caching off, another tokenisation) keeps
         // only what it reported
         if (!servedBefore) {
-          s.correctedBlocks += this.index.evict(workerId, hashes.slice(reportedBlocks));
+          s.correctedBlocks += this.index.evict(workerId, hashes, true, reportedBlocks);
           return;
         }
         // one that serves hits recomputed the missing blocks for this call and holds the whole
