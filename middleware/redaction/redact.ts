@@ -9,6 +9,11 @@
 // specific first (an Anthropic key is reported as `anthropic`, not `openai`); a redacted value
 // is never matched again. Cost: O(rules × n), each rule one linear regex pass: every repetition that
 // can fail after a long scan is bounded or stops at the next possible start (test/middleware/redaction-redos.test.ts).
+// Gates skip what a text cannot match: rules sharing a need test it once per text, and `env_secret`
+// is searched only at the name runs before its `=` / `:` (anchored-scan.ts); both keep every match
+// (test/middleware/redaction-anchored.test.ts compares them with the plain scan).
+import { forEachAnchored, type Anchor } from './anchored-scan.ts';
+import { benign, CLI_SECRET, ENV_ANCHOR, ENV_SECRET, HAS_KEYWORD, NAME } from './keyword-rules.ts';
 
 export interface RedactionFinding {
   kind: string;
@@ -23,48 +28,51 @@ export interface RedactionResult {
 interface Rule {
   kind: string;
   re: RegExp;
-  /** A pattern or literal every match of `re` contains: a text without it skips the rule's
-   * costlier scan (a literal only where `re` matches it case-sensitively). */
-  need?: RegExp | string;
+  /** A pattern or literal every match of `re` contains, or a test every text with a match passes:
+   * a text without it skips the rule's costlier scan (a literal only where `re` matches it
+   * case-sensitively). Rules sharing one need object test it once per text. */
+  need?: Need;
   /** The replacement of one match, or null to keep it (a value that is no secret). */
   replace: (kind: string, m: string, groups: (string | undefined)[]) => string | null;
+  /** Where the rule's matches can be (anchored-scan.ts): the same matches, found from fewer starts. */
+  anchor?: Anchor;
 }
+
+type Need = RegExp | string | ((text: string) => boolean);
 
 const tag = (kind: string): string => `[REDACTED:${kind}]`;
 const whole = (kind: string): string => tag(kind);
 
-/** Key names that carry secrets (gitleaks' generic keywords, plus common spellings). */
-const KEYWORDS =
-  '(?:secret|passw(?:or)?d|pwd|passphrase|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?|auth[_.-]?(?:key|token)|session[_.-]?(?:key|secret)|signing[_.-]?key|encryption[_.-]?key|account[_.-]?key|conn(?:ection)?[_.-]?str(?:ing)?)';
-/** Characters a key name may carry on each side of its keyword. Bounded: an unbounded
- * `[…]*keyword[…]*` backtracks O(run²) on a long name-like run (`token-token-…`, `1-1-1-…`) from
- * every start inside it; with the bound each start costs O(NAME_SIDE²), so a rule stays linear. */
-const NAME_SIDE = 64;
-const NAME = `[A-Za-z0-9_.-]{0,${NAME_SIDE}}${KEYWORDS}[A-Za-z0-9_.-]{0,${NAME_SIDE}}`;
-/** Every NAME holds a keyword: text with none has no match of the rules built on NAME. */
-const HAS_KEYWORD = new RegExp(KEYWORDS, 'i');
-/** A value quoted inside a JSON string (`\"…\"`, e.g. tool-call arguments). */
-const ESCAPED_QUOTED = '\\\\"(?:(?!\\\\")[^\\n])*\\\\"';
-
-/** Values that are no secret: numbers, booleans, references to one kept elsewhere, placeholders. */
-function benign(name: string, value: string): boolean {
-  const v = value.trim();
-  if (v.length < 4) return true;
-  if (/^(?:\d+(?:\.\d+)?|true|false|null|none|nil|undefined|yes|no|required|optional|string|number|boolean)$/i.test(v))
-    return true;
-  if (/^(?:\$\{?[A-Za-z_][\w.]*\}?|process\.env\.\w+|os\.environ.*|env\(.*\)|<[^>]*>|\*+|x{4,}|\[REDACTED.*)$/i.test(v))
-    return true;
-  // a file reference, not a key: `services/auth_token.py:142: in validate_claims` (tracebacks, grep -n)
-  if (/\.[A-Za-z][A-Za-z0-9]{0,5}$/.test(name) && /^\d+(?:[:,)\s]|$)/.test(v)) return true;
-  // counts and limits named after tokens (max_tokens: 4096, tokens_per_s) are not credentials
-  return /tokens$|token_?count|token_?limit|tokens?_per/i.test(name) && /^\d/.test(v);
-}
+/** What every match of the case-sensitive token rules (anthropic … jwt) holds: each rule's literal opening. */
+const TOKEN_GATE =
+  /sk-|[sr]k_(?:live|test)_|A(?:KI|SI|BI|CC)A|gh[pousr]_|github_pat_|glpat-|xox[bpars]-|AIza|hf_|npm_|SG\.|eyJ/;
+/** The literals the case-insensitive structural rules (private_key, putty_key, azure_key, authorization,
+ * bearer, basic_auth) match, lower-cased. Without the `u` flag an ASCII letter matches only its two
+ * ASCII cases, and toLowerCase maps those onto the lower one whatever surrounds them: a text with a
+ * match has the literal in its lower-cased copy (one lower-casing and a few indexOf, where each
+ * rule's scan costs about one indexOf each over all its starting letters). */
+const STRUCTURAL = [
+  '-----begin ',
+  'putty-user-key-file-',
+  'accountkey=',
+  'sharedaccesskey=',
+  'sig=',
+  'authorization',
+  'bearer',
+  'basic',
+];
+const STRUCTURAL_GATE = (text: string): boolean => {
+  const lower = text.toLowerCase();
+  for (const s of STRUCTURAL) if (lower.includes(s)) return true;
+  return false;
+};
 
 const RULES: Rule[] = [
   {
     kind: 'private_key',
     // PEM (RSA, EC, OPENSSH, ENCRYPTED, PKCS#8) and PGP armour; an unterminated block runs to the end
     re: /-----BEGIN ([A-Z0-9 ]*?)PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END \1PRIVATE KEY\2-----|$(?![\s\S]))/gi,
+    need: STRUCTURAL_GATE,
     replace: whole,
   },
   {
@@ -72,41 +80,56 @@ const RULES: Rule[] = [
     // the body stops at the next header: every opener then scans only up to the next one (linear,
     // where a plain lazy body rescans to the end for each unterminated header)
     re: /PuTTY-User-Key-File-\d+:(?:(?!PuTTY-User-Key-File-)[\s\S])*?Private-MAC: *[0-9a-f]+/gi,
+    need: STRUCTURAL_GATE,
     replace: whole,
   },
-  { kind: 'anthropic', re: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: whole },
-  { kind: 'openai', re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: whole },
-  { kind: 'stripe', re: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: whole },
-  { kind: 'aws_access_key', re: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, replace: whole },
-  { kind: 'github', re: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, replace: whole },
-  { kind: 'gitlab', re: /\bglpat-[A-Za-z0-9_-]{20,}/g, need: 'glpat-', replace: whole },
-  { kind: 'slack', re: /\bxox[bpars]-[A-Za-z0-9-]{10,}/g, replace: whole },
-  { kind: 'google', re: /\bAIza[0-9A-Za-z_-]{35}/g, replace: whole },
-  { kind: 'huggingface', re: /\bhf_[A-Za-z0-9]{30,}/g, replace: whole },
-  { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, need: 'npm_', replace: whole },
-  { kind: 'sendgrid', re: /\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b/g, replace: whole },
+  { kind: 'anthropic', re: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'openai', re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'stripe', re: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'aws_access_key', re: /\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b/g, need: TOKEN_GATE, replace: whole },
+  {
+    kind: 'github',
+    re: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g,
+    need: TOKEN_GATE,
+    replace: whole,
+  },
+  { kind: 'gitlab', re: /\bglpat-[A-Za-z0-9_-]{20,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'slack', re: /\bxox[bpars]-[A-Za-z0-9-]{10,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'google', re: /\bAIza[0-9A-Za-z_-]{35}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'huggingface', re: /\bhf_[A-Za-z0-9]{30,}/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'npm', re: /\bnpm_[A-Za-z0-9]{36}\b/g, need: TOKEN_GATE, replace: whole },
+  { kind: 'sendgrid', re: /\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b/g, need: TOKEN_GATE, replace: whole },
   // header and payload bounded (1 KiB, 16 KiB: HTTP header limits are ~8 KiB): `eyJ-eyJ-…` has a
   // start at every `eyJ` of one run
-  { kind: 'jwt', re: /\beyJ[A-Za-z0-9_-]{8,1024}\.eyJ[A-Za-z0-9_-]{8,16384}\.[A-Za-z0-9_-]{8,}/g, replace: whole },
+  {
+    kind: 'jwt',
+    re: /\beyJ[A-Za-z0-9_-]{8,1024}\.eyJ[A-Za-z0-9_-]{8,16384}\.[A-Za-z0-9_-]{8,}/g,
+    need: TOKEN_GATE,
+    replace: whole,
+  },
   {
     kind: 'azure_key',
     re: /((?:AccountKey|SharedAccessKey|sig)=)[A-Za-z0-9+/%]{20,}={0,2}/gi,
+    need: STRUCTURAL_GATE,
     replace: (k, _m, g) => `${g[0]}${tag(k)}`,
   },
   {
     kind: 'authorization',
     // an Authorization / Proxy-Authorization header or field, whatever the scheme
     re: /((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest|negotiate|apikey)?\s*)([^\s"',;]{6,})/gi,
+    need: STRUCTURAL_GATE,
     replace: (k, _m, g) => (g[1]!.startsWith('[REDACTED') ? null : `${g[0]}${tag(k)}`),
   },
   {
     kind: 'bearer',
     re: /(\bbearer\s+)((?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,})/gi,
+    need: STRUCTURAL_GATE,
     replace: (k, _m, g) => `${g[0]}${tag(k)}`,
   },
   {
     kind: 'basic_auth',
     re: /(\bbasic\s+)((?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})/gi,
+    need: STRUCTURAL_GATE,
     replace: (k, _m, g) => `${g[0]}${tag(k)}`,
   },
   {
@@ -119,22 +142,14 @@ const RULES: Rule[] = [
   {
     kind: 'cli_secret',
     need: HAS_KEYWORD,
-    // --password hunter2, --api-key=…; a flag starts a word (one start per name-like run, not one per `-`)
-    re: new RegExp(
-      `(?<![A-Za-z0-9_.-])(--?${NAME}(?:\\s+|=))(?!\\[REDACTED)(${ESCAPED_QUOTED}|"[^"\\n]*"|'[^'\\n]*'|[^\\s"'\\\\-][^\\s"'\\\\]*)`,
-      'gi',
-    ),
+    re: CLI_SECRET,
     replace: (k, _m, g) => (benign(g[0]!, g[1]!.replace(/^["']|["']$/g, '')) ? null : `${g[0]}${quoted(g[1]!, k)}`),
   },
   {
     kind: 'env_secret',
     need: HAS_KEYWORD,
-    // NAME=value, NAME: value, "name": "value", name => 'value', name := value (env, YAML, JSON, INI, TOML, code);
-    // a colon counts only before a space or a quote (YAML, JSON), so `auth_token.py:142:` stays
-    re: new RegExp(
-      `((?:^|[^A-Za-z0-9_.-])(?:export\\s+)?(["']?)${NAME}\\\\?\\2\\s*(?:=>|:=|=|:(?=[ \\t"'\\\\]))[ \\t]*)(?!\\[REDACTED)(${ESCAPED_QUOTED}|"(?:[^"\\\\\\n]|\\\\.)*"|'[^'\\n]*'|[^\\s"',;}\\]#\\\\][^\\n"',;}\\]#\\\\]*)`,
-      'gim',
-    ),
+    re: ENV_SECRET,
+    anchor: ENV_ANCHOR,
     replace: (k, _m, g) => {
       const prefix = g[0]!;
       let value = g[2]!;
@@ -162,26 +177,63 @@ function quoted(value: string, kind: string): string {
   return (q === '"' || q === "'") && value.endsWith(q) && value.length >= 2 ? `${q}${tag(kind)}${q}` : tag(kind);
 }
 
-const has = (text: string, need: RegExp | string): boolean =>
-  typeof need === 'string' ? text.includes(need) : need.test(text);
+/** The rules in the order they run (kind, pattern, replacement): the tests' plain reference scan. */
+export function redactionRules(): readonly Pick<Rule, 'kind' | 're' | 'replace'>[] {
+  return RULES;
+}
+
+const has = (text: string, need: Need): boolean =>
+  typeof need === 'string' ? text.includes(need) : typeof need === 'function' ? need(text) : need.test(text);
+
+/** Each need's answer for the text in hand (cleared when the text changes). */
+const needs = new Map<Need, boolean>();
+function passes(text: string, need: Need): boolean {
+  let ok = needs.get(need);
+  if (ok === undefined) {
+    ok = has(text, need);
+    needs.set(need, ok);
+  }
+  return ok;
+}
 
 export function redact(text: string): RedactionResult {
   let out = text;
   const findings: RedactionFinding[] = [];
+  needs.clear();
   for (const rule of RULES) {
     let count = 0;
     // Tested on the text the rule scans (earlier rules' tags included): exact.
-    if (rule.need && !has(out, rule.need)) continue;
-    rule.re.lastIndex = 0;
-    out = out.replace(rule.re, (...args: unknown[]) => {
-      const m = args[0] as string;
-      const groups = args.slice(1, -2).filter((g) => typeof g !== 'object') as (string | undefined)[];
-      const r = rule.replace(rule.kind, m, groups);
-      if (r === null) return m;
-      count++;
-      return r;
-    });
-    if (count > 0) findings.push({ kind: rule.kind, count });
+    if (rule.need && !passes(out, rule.need)) continue;
+    if (rule.anchor) {
+      // the same matches as the global replace below, spliced the way replace() splices them
+      let done = '';
+      let last = 0;
+      const text = out;
+      forEachAnchored(text, rule.anchor, (m) => {
+        const r = rule.replace(rule.kind, m[0], m.slice(1));
+        if (r !== null) {
+          done += text.slice(last, m.index) + r;
+          last = m.index + m[0].length;
+          count++;
+        }
+        return false;
+      });
+      if (count > 0) out = done + text.slice(last);
+    } else {
+      rule.re.lastIndex = 0;
+      out = out.replace(rule.re, (...args: unknown[]) => {
+        const m = args[0] as string;
+        const groups = args.slice(1, -2).filter((g) => typeof g !== 'object') as (string | undefined)[];
+        const r = rule.replace(rule.kind, m, groups);
+        if (r === null) return m;
+        count++;
+        return r;
+      });
+    }
+    if (count > 0) {
+      findings.push({ kind: rule.kind, count });
+      needs.clear();
+    }
   }
   return { text: out, findings };
 }
@@ -190,8 +242,15 @@ export function redact(text: string): RedactionResult {
  * a kept match ran on the text as given (no rule before it changed anything), so that match is
  * enough. O(rules × n), stopping at the first finding. */
 export function looksSecret(text: string): boolean {
+  needs.clear();
   for (const rule of RULES) {
-    if (rule.need && !has(text, rule.need)) continue;
+    if (rule.need && !passes(text, rule.need)) continue;
+    if (rule.anchor) {
+      let found = false;
+      forEachAnchored(text, rule.anchor, (m) => (found = rule.replace(rule.kind, m[0], m.slice(1)) !== null));
+      if (found) return true;
+      continue;
+    }
     const re = rule.re;
     re.lastIndex = 0;
     for (let m = re.exec(text); m; m = re.exec(text)) {

@@ -1,0 +1,73 @@
+// The matches of the `env_secret` rule (redact.ts, parts in keyword-rules.ts), found from the
+// assignment operators instead of from every position. A global search for that rule tries its key-name part (up to 64 name
+// characters on each side of a keyword, tried at every backtrack) at each start the text offers;
+// on source code that was ~50 µs per 1.7 KB output, most of the redaction check.
+//
+// Why it is exact: the rule's NAME is a whole maximal run of name characters ([A-Za-z0-9_.-];
+// case-insensitive matching maps no non-ASCII character onto them without the `u` flag) that holds
+// a keyword and is followed by `\\?["']?\s*` and then `=` or `:`; a match starts no earlier than
+// `lowest(run start)`, and between its start and its NAME lies no other keyword-holding run. So,
+// scanning from L (where the global search would resume), no match starts before lowest(a) for
+// the first such run at a >= L; the rule's own pattern, made sticky, is tried at every position
+// from there to a, in order, which is exactly what the global search does there. A match found
+// resumes the scan at its end; none resumes it at a + 1. The matches are therefore the global
+// search's, match for match (test/middleware/redaction-anchored.test.ts compares them).
+// Cost: two indexOf scans for the operators; per operator a walk back over its blanks and name
+// run (each character walked once), per name run one keyword test, and per keyword run at most
+// (blanks + 8) sticky attempts: O(n).
+
+/** A candidate NAME run [a, b) and where the operator search resumes. */
+export interface Run {
+  a: number;
+  b: number;
+  next: number;
+}
+
+/** Where a rule's matches can be: its candidate NAME runs in text order, and its pattern made sticky. */
+export interface Anchor {
+  /** The rule's pattern with the sticky flag added (same source, same other flags). */
+  sticky: RegExp;
+  /** The lowest position a match whose NAME starts at `a` can start at. */
+  lowest(text: string, a: number): number;
+  /** For one text: the first candidate run whose operator is at or after `at`, into `run`
+   * (false when none is left); `at` only grows from call to call. */
+  runs(text: string): (at: number, run: Run) => boolean;
+}
+
+/** [A-Za-z0-9_.-]: the key-name characters. */
+export function isNameChar(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 45;
+}
+
+const SPACE = /\s/;
+/** `\s` of a JS regular expression, without a regex call for ASCII. */
+export function isSpace(c: number): boolean {
+  if (c === 32 || (c >= 9 && c <= 13)) return true;
+  return c >= 128 && SPACE.test(String.fromCharCode(c));
+}
+
+/** Calls `visit` with each match of the anchor's rule in `text`, in the order and with the
+ * results a global `exec` loop gives; `visit` returns true to stop. */
+export function forEachAnchored(text: string, anchor: Anchor, visit: (m: RegExpExecArray) => boolean): void {
+  const { sticky } = anchor;
+  const find = anchor.runs(text);
+  const run: Run = { a: 0, b: 0, next: 0 };
+  let from = 0; // no match not yet visited starts before it
+  let at = 0; // the next candidate's operator is at or after it
+  while (find(at, run)) {
+    at = run.next;
+    const a = run.a;
+    if (a < from) continue;
+    let p = Math.max(from, anchor.lowest(text, a));
+    for (; p <= a; p++) {
+      sticky.lastIndex = p;
+      const m = sticky.exec(text);
+      if (m === null) continue;
+      if (visit(m)) return;
+      from = p + Math.max(m[0].length, 1);
+      at = Math.max(at, from);
+      break;
+    }
+    if (p > a) from = a + 1;
+  }
+}
