@@ -3,10 +3,9 @@
 // attempts observed here for the request's accounting), the answer is relayed (and translated back
 // by the adapter), then accounted for (finish.ts). Nothing here is API-shaped.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteInfo } from '../../kvplanner/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import { DEFAULT_SLICE_MIN_CHARS, yieldToLoop } from '../../middleware/perf/time-slices.ts';
-import type { ChatMessage, ChatRequest, PipelineContext, PipelineResult } from '../../middleware/types.ts';
+import type { PipelineContext, PipelineResult } from '../../middleware/types.ts';
 import type { Principal } from '../auth.ts';
 import type { GatewayContext } from '../context.ts';
 import { checkRequestShape } from '../limits/request-shape.ts';
@@ -20,6 +19,7 @@ import type { AttemptObserver } from './attempt.ts';
 import { upstreamBody } from './body.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
 import { Relay } from './relay.ts';
+import { GatewayRouteInfo } from './route-info.ts';
 import { RequestSignal } from './request-signal.ts';
 import { sendUpstreamFailure } from './upstream-error.ts';
 import { type CallResult, UpstreamCall } from './upstream-call.ts';
@@ -27,15 +27,6 @@ import { type CallResult, UpstreamCall } from './upstream-call.ts';
 const THINKING_SIGNATURE_LABEL = 'thinking-signature';
 /** Prompt tokens are estimated as bytes / 4 when the pipeline rendered no token ids. */
 const BYTES_PER_TOKEN = 4;
-
-function messageText(messages: ChatMessage[]): string {
-  let s = '';
-  for (const m of messages) {
-    if (typeof m.content === 'string') s += m.content;
-    else if (Array.isArray(m.content)) for (const p of m.content) if (typeof p.text === 'string') s += p.text;
-  }
-  return s;
-}
 
 /**
  * RouteInfo.defer: the policy's long index work (a 240k-token prompt's routing blocks) runs one
@@ -54,37 +45,6 @@ function stepOnLoop(log: FastifyRequest['log']): (step: () => boolean) => void {
       if (!done) setImmediate(go);
     };
     setImmediate(go);
-  };
-}
-
-function routeInfo(
-  model: string,
-  tenant: string,
-  cacheSalt: string,
-  result: PipelineResult,
-  promptTokens: number,
-  defer: RouteInfo['defer'],
-): RouteInfo {
-  let text: string | undefined;
-  const body = result.body as ChatRequest & { prompt?: unknown };
-  return {
-    model,
-    tenant,
-    cacheSalt,
-    sessionId: result.affinityKey || result.sessionId || undefined,
-    promptTokenIds: result.promptTokenIds,
-    blockHashes: result.blockHashes,
-    promptTokens,
-    defer,
-    // Lazy: only text-based policies pay for concatenating a large prompt.
-    get text() {
-      text ??= Array.isArray(body.messages)
-        ? messageText(body.messages)
-        : typeof body.prompt === 'string'
-          ? body.prompt
-          : JSON.stringify(body.prompt);
-      return text;
-    },
   };
 }
 
@@ -204,7 +164,7 @@ export async function handleProxy(
     const promptTokens =
       result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
-    ex.info = routeInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens, stepOnLoop(req.log));
+    ex.info = new GatewayRouteInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens, stepOnLoop(req.log));
     const engine = engineOf(route.config);
     const answer: AnswerContext = {
       requestId: req.id,
