@@ -4,16 +4,16 @@
 // Usage: input_tokens are the UNCACHED prompt tokens, cache_read_input_tokens the cached ones;
 // engines write every uncached prefix to their cache without a surcharge, so cache creation is 0.
 // O(answer) whole; O(chunk) per stream chunk.
-import { randomBytes } from 'node:crypto';
 import { extractUsage, type ExtractedUsage } from '../accounting/record/extract.ts';
 import type { AnthropicState } from './anthropic-request.ts';
 import { signThinking } from './thinking-signature.ts';
 import { argumentsObject, choiceView, firstChoice, reasoningOf, sseEvent, type ChunkDelta } from './chat-answer.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
+import { randomHex } from './random-ids.ts';
 
 type Obj = Record<string, unknown>;
 
-export const messageId = (): string => `msg_${randomBytes(12).toString('hex')}`;
+export const messageId = (): string => `msg_${randomHex(12)}`;
 
 export function stopReason(
   finish: string | null,

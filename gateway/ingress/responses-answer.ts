@@ -5,7 +5,6 @@
 // response.completed or response.incomplete; `error` when the upstream fails). A completed answer
 // is stored (unless `store: false`) before its last event is sent, so a follow-up naming it by
 // previous_response_id always finds it. O(answer) whole; O(chunk) per stream chunk.
-import { randomBytes } from 'node:crypto';
 import type { ChatMessage, ToolCall } from '../../middleware/types.ts';
 import { extractUsage, type ExtractedUsage } from '../accounting/record/extract.ts';
 import {
@@ -21,10 +20,11 @@ import { sealReasoning } from './reasoning-seal.ts';
 import { CUSTOM_TOOL_INPUT, type ResponsesState } from './responses-request.ts';
 import type { ResponseStore } from './responses-store.ts';
 import type { AnswerContext, ShapedError, StreamTranslator } from './types.ts';
+import { randomHex } from './random-ids.ts';
 
 type Obj = Record<string, unknown>;
 
-export const newId = (prefix: string): string => `${prefix}_${randomBytes(12).toString('hex')}`;
+export const newId = (prefix: string): string => `${prefix}_${randomHex(12)}`;
 
 export function responsesUsage(u: ExtractedUsage | undefined, estimatedPrompt: number): Obj {
   const input = u?.promptTokens ?? estimatedPrompt;

@@ -8,7 +8,9 @@
 // anything. On the way back in every signature is accepted and the
 // block kept (a client may carry Anthropic's own signatures, which only Anthropic can check); the
 // receipt says how many were the gateway's and verified, foreign, or not matching their text.
-// O(text) per block.
+// O(text) per block. The tenant keys are memoised (TENANT_KEY_MEMO entries, oldest dropped first),
+// keyed by the server-derived key itself, so a new secret derives new keys: deriving one (a hash
+// and an HKDF) cost ~0.1 ms, paid on every answer and on every signed block sent back.
 
 import { createHash, createHmac, hkdfSync } from 'node:crypto';
 
@@ -31,18 +33,33 @@ export function framed(parts: readonly string[]): Buffer {
   return Buffer.concat(out);
 }
 
+/** Tenant keys memoised (labels × tenants; a few dozen bytes each). */
+export const TENANT_KEY_MEMO = 4096;
+const keys = new Map<string, Buffer>();
+
 /** A 32-byte key of one tenant for one use: HKDF-SHA256 of the server-derived key for `label`,
  *  the context a hash of (label, tenant) framed (HKDF's context is bounded in length, ids are not). */
 export function tenantKey(mac: Mac, label: string, tenant: string): Buffer {
-  const ikm = Buffer.from(mac(label), 'base64url');
+  const base = mac(label);
+  // base64url has no NUL: the memo key cannot be joined two ways.
+  const memoKey = `${base}\u0000${label}\u0000${tenant}`;
+  const hit = keys.get(memoKey);
+  if (hit !== undefined) return hit;
+  const ikm = Buffer.from(base, 'base64url');
   const info = createHash('sha256')
     .update(framed([label, tenant]))
     .digest();
-  return Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), info, 32));
+  const key = Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), info, 32));
+  if (keys.size >= TENANT_KEY_MEMO) keys.delete(keys.keys().next().value as string);
+  keys.set(memoKey, key);
+  return key;
 }
 
+/** The label the thinking signatures' tenant keys derive from. */
+export const THINKING_KEY_LABEL = 'thinking-key';
+
 export function signThinking(mac: Mac, tenant: string, text: string): string {
-  const key = tenantKey(mac, 'thinking-key', tenant);
+  const key = tenantKey(mac, THINKING_KEY_LABEL, tenant);
   return SIGNATURE_PREFIX + createHmac('sha256', key).update(text, 'utf8').digest('base64url');
 }
 
