@@ -10,7 +10,7 @@ import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolCall, ToolDef 
 import { GatewayError } from '../../middleware/errors.ts';
 import { ToolNames } from './tool-names.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
-import { checkThinking, type SignatureCheck } from './thinking-signature.ts';
+import { checkThinking, type SignatureCheck, THINKING_KEY_LABEL } from './thinking-signature.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
 
 type Block = Record<string, unknown>;
@@ -102,12 +102,7 @@ function userTurn(content: unknown, where: string, out: ChatMessage[]): void {
 /** What the thinking blocks sent back carried: see thinking-signature.ts. */
 type SignatureCounts = Record<SignatureCheck, number>;
 
-function assistantTurn(
-  content: unknown,
-  where: string,
-  out: ChatMessage[],
-  check: (text: string, signature: unknown) => void,
-): void {
+function assistantTurn(content: unknown, where: string, into: Translation, checks: SignatureChecks): void {
   const texts: string[] = [];
   let reasoning = '';
   const calls: ToolCall[] = [];
@@ -116,7 +111,7 @@ function assistantTurn(
     if (b.type === 'text') texts.push(text(b, w));
     else if (b.type === 'thinking') {
       const t = typeof b.thinking === 'string' ? b.thinking : '';
-      check(t, b.signature);
+      checks.check(into, t, b.signature);
       reasoning += t;
     } else if (b.type === 'redacted_thinking')
       return; // opaque to engines: nothing to render
@@ -128,7 +123,7 @@ function assistantTurn(
   const m: ChatMessage = { role: 'assistant', content: texts.length ? texts.join('\n') : calls.length ? null : '' };
   if (reasoning) m.reasoning_content = reasoning;
   if (calls.length) m.tool_calls = calls;
-  out.push(m);
+  into.out.push(m);
 }
 
 function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
@@ -155,6 +150,20 @@ function tools(list: unknown, receipts: Receipt[]): ToolDef[] {
   return out;
 }
 
+/** The tool list's translation, kept per list object like the messages' (see Translation). */
+const toolLists = new WeakMap<object, { list: ToolDef[]; receipts: Receipt[] }>();
+
+function toolsOf(list: unknown, receipts: Receipt[]): ToolDef[] {
+  let t = Array.isArray(list) ? toolLists.get(list) : undefined;
+  if (t === undefined) {
+    t = { list: [], receipts: [] };
+    t.list = tools(list, t.receipts);
+    if (Array.isArray(list)) toolLists.set(list, t);
+  }
+  for (const r of t.receipts) receipts.push({ ...r });
+  return t.list;
+}
+
 function toolChoice(tc: Block, out: ChatRequest): void {
   if (tc.type === 'auto') out.tool_choice = 'auto';
   else if (tc.type === 'any') out.tool_choice = 'required';
@@ -163,6 +172,62 @@ function toolChoice(tc: Block, out: ChatRequest): void {
     out.tool_choice = { type: 'function', function: { name: tc.name } };
   else throw bad("'tool_choice' must be {type: auto|any|none} or {type: tool, name}", 'tool_choice');
   if (tc.disable_parallel_tool_use === true) out.parallel_tool_calls = false;
+}
+
+/**
+ * A client message's translation. The body parser hands out the same object for a message an
+ * earlier body of the session held byte for byte (gateway/body/), so the translation is kept per
+ * message object (a WeakMap: it lives as long as the message) and the same chat objects come out
+ * again: the pipeline's intern then finds the resent history identical by reference instead of
+ * comparing it in full, and its per-object memos hit. Nothing mutates a translated message (the
+ * stages copy on write). Exact: a translation depends on the message alone, except the signature
+ * checks of thinking blocks, which read the tenant and the gateway's key: those are recorded and
+ * a translation made under others is made again.
+ */
+interface Translation {
+  out: ChatMessage[];
+  checks: SignatureCheck[];
+  /** Set when a check read the tenant and the gateway's key: which (see parseAnthropic). */
+  keyedBy?: string;
+}
+
+const translations = new WeakMap<object, Translation>();
+
+/** Checks thinking signatures for one request; what they read (tenant, key) derived once, when needed. */
+class SignatureChecks {
+  private keyed: string | undefined;
+  constructor(private readonly ctx: ParseContext) {}
+
+  /** The tenant and the gateway's key the checks read ('' without a key: every signature is foreign). */
+  keyedBy(): string {
+    const { ctx } = this;
+    this.keyed ??= ctx.mac ? `${ctx.tenant}\u0000${ctx.mac(THINKING_KEY_LABEL)}` : '';
+    return this.keyed;
+  }
+
+  check(into: Translation, text: string, sig: unknown): void {
+    const { ctx } = this;
+    if (typeof sig === 'string' && sig) into.keyedBy = this.keyedBy();
+    into.checks.push(
+      ctx.mac ? checkThinking(ctx.mac, ctx.tenant, text, sig) : typeof sig === 'string' && sig ? 'foreign' : 'missing',
+    );
+  }
+}
+
+function translate(m: Block, w: string, checks: SignatureChecks): Translation {
+  const t: Translation = { out: [], checks: [] };
+  if (m.role === 'user') userTurn(m.content, `${w}.content`, t.out);
+  else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, t, checks);
+  // Claude Code sends environment notes as a system turn between user turns: a system message in place.
+  else if (m.role === 'system')
+    t.out.push({
+      role: 'system',
+      content: blocksOf(m.content, `${w}.content`)
+        .map((x, j) => text(x, `${w}.content[${j}]`))
+        .join('\n'),
+    });
+  else throw new GatewayError('invalid_messages', `${w}.role must be 'user', 'assistant' or 'system'`, `${w}.role`);
+  return t;
 }
 
 export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest {
@@ -177,29 +242,27 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
     throw new GatewayError('invalid_messages', `'messages' has more than ${ctx.maxMessages} entries`, 'messages');
   const messages: ChatMessage[] = [];
   const signatures: SignatureCounts = { verified: 0, foreign: 0, altered: 0, missing: 0 };
-  const check = (t: string, sig: unknown): void => {
-    signatures[
-      ctx.mac ? checkThinking(ctx.mac, ctx.tenant, t, sig) : typeof sig === 'string' && sig ? 'foreign' : 'missing'
-    ]++;
-  };
   if (b.system !== undefined && b.system !== null) {
-    const sys = blocksOf(b.system, 'system').map((x, j) => text(x, `system[${j}]`));
-    messages.push({ role: 'system', content: sys.join('\n') });
+    // A block list is kept like a message (a string system prompt compares as one string anyway).
+    let t = Array.isArray(b.system) ? translations.get(b.system) : undefined;
+    if (t === undefined) {
+      const sys = blocksOf(b.system, 'system').map((x, j) => text(x, `system[${j}]`));
+      t = { out: [{ role: 'system', content: sys.join('\n') }], checks: [] };
+      if (Array.isArray(b.system)) translations.set(b.system, t);
+    }
+    messages.push(t.out[0]);
   }
+  const checks = new SignatureChecks(ctx);
   msgs.forEach((m, i) => {
     const w = `messages[${i}]`;
     if (!isObject(m)) throw new GatewayError('invalid_messages', `${w} must be an object`, w);
-    if (m.role === 'user') userTurn(m.content, `${w}.content`, messages);
-    else if (m.role === 'assistant') assistantTurn(m.content, `${w}.content`, messages, check);
-    // Claude Code sends environment notes as a system turn between user turns: a system message in place.
-    else if (m.role === 'system')
-      messages.push({
-        role: 'system',
-        content: blocksOf(m.content, `${w}.content`)
-          .map((x, j) => text(x, `${w}.content[${j}]`))
-          .join('\n'),
-      });
-    else throw new GatewayError('invalid_messages', `${w}.role must be 'user', 'assistant' or 'system'`, `${w}.role`);
+    let t = translations.get(m);
+    if (t === undefined || (t.keyedBy !== undefined && t.keyedBy !== checks.keyedBy())) {
+      t = translate(m, w, checks);
+      translations.set(m, t);
+    }
+    for (const x of t.out) messages.push(x);
+    for (const c of t.checks) signatures[c]++;
   });
   const out: ChatRequest = { model, messages, max_tokens: b.max_tokens };
   const receipts: Receipt[] = [];
@@ -211,7 +274,7 @@ export function parseAnthropic(body: unknown, ctx: ParseContext): IngressRequest
       reason: `thinking blocks kept: ${signatures.verified} signed by this gateway and verified, ${signatures.foreign} signed elsewhere, ${signatures.altered} not matching their text, ${signatures.missing} unsigned`,
     });
   if (b.tools !== undefined && b.tools !== null) {
-    const list = tools(b.tools, receipts);
+    const list = toolsOf(b.tools, receipts);
     if (list.length) out.tools = list;
   }
   if (isObject(b.tool_choice) && out.tools) toolChoice(b.tool_choice, out);
