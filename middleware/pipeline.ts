@@ -14,11 +14,10 @@
 // process (LRU `local`): its message objects let message hashes carry over to structurally equal
 // resent messages (no JSON + sha1 of the history each call), and its token ids and cut points let
 // only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
-import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import type { ArtifactStore } from './artifacts/store.ts';
-import { chainInput, contextStages, describeChain, runChain, type ChainSpec } from './chain.ts';
+import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
 import { pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
@@ -48,6 +47,7 @@ import {
 } from './tokens/render-tokens.ts';
 import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
+import { shortSha1, toolsKey } from './tokens/tools-key.ts';
 import type {
   ChainDescription,
   ChatMessage,
@@ -117,7 +117,7 @@ interface LocalCall {
 /** LRU weight of a kept call: its ids plus ~a quarter of the characters of its text and messages. */
 const localSize = (v: LocalCall): number => Math.max(1, v.ids.length + ((v.memo?.textNoGen.length ?? 0) >> 1));
 
-const sha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
+const sha1 = shortSha1;
 
 /** A pipeline that says which chain it runs (tests compare entry points with it). */
 export interface ChainPipeline extends ContextPipeline {
@@ -224,16 +224,15 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     t = lap('escape', t);
     if (big) await yieldToLoop();
     const ident = identifySession(body, ctx);
-    const localKey = (id: string): string => `${ctx.tenant}\u0000${id}`;
     // A derived session's base, its seed and its forks are one lock (session-claim.ts writes them together).
     held.release = await lock.acquire(sessionLockKey(ctx.tenant, ident.parent ?? ident.id), ctx.signal);
-    const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKey(id)));
+    const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKeyOf(ctx.tenant, id)));
     const sessionId = resolved.id;
-    const key = localKey(resolved.stateId);
+    const key = localKeyOf(ctx.tenant, resolved.stateId);
     const loaded = resolved.loaded;
-    const lastLocal = local.get(localKey(resolved.localFrom));
+    const lastLocal = local.get(localKeyOf(ctx.tenant, resolved.localFrom));
     const prevLocal = lastLocal && (!loaded || lastLocal.calls === loaded.calls) ? lastLocal : undefined;
-    if (resolved.seedId && prevLocal) local.set(localKey(resolved.seedId), prevLocal);
+    if (resolved.seedId && prevLocal) local.set(localKeyOf(ctx.tenant, resolved.seedId), prevLocal);
     const state = loaded ?? freshSessionState(ctx.tenant, resolved.stateId, opts.model, body);
     if (ident.lead !== undefined) writeSlot(state, LEAD_SLOT, ident.lead);
     if (resolved.claim !== undefined) writeSlot(state, TURN_SLOT, resolved.claim);
@@ -244,10 +243,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     t = lap('message_hashes', t);
     if (big) await yieldToLoop();
     const input: HashSource = { messages: body.messages, hashes: inSegs.messageHashes };
-    const carried = (v: RequestView): HashSource[] => [
-      { messages: v.body.messages, hashes: v.segments.messageHashes },
-      ...(prevLocal ? [prevLocal.output] : []),
-    ];
+    const carried = carrierOf(prevLocal);
     const view: RequestView = { body, segments: inSegs, session: state, notes: [] };
     const sctx: StageContext = {
       tenant: ctx.tenant,
@@ -262,28 +258,26 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     };
     let out: ChatRequest = body;
     // Nothing rewritten: the caller's own object goes on (the gateway then forwards its bytes).
-    const sent = (): ChatRequest => (out === own ? received : out);
     let stableEnd = body.messages.length;
     let staged = view;
     if (layout !== 'passthrough') {
-      const r = await runChain(spec, stages, view, sctx, {
-        carried,
-        lap: (i) => void (t = lap(stageLabels[i], t)),
-        between: big ? yieldToLoop : undefined,
-      });
+      const run: ChainRunOptions = { carried, between: big ? yieldToLoop : undefined };
+      // Assigned, not written in the literal: an arrow there gets a name (see carrierOf).
+      run.lap = (i) => void (t = lap(stageLabels[i], t));
+      const r = await runChain(spec, stages, view, sctx, run);
       ({ view: staged, body: out, stableEnd, receipts } = r);
     }
     const segs = out.messages === staged.body.messages ? staged.segments : segment(out.messages, carried(staged));
     t = lap('leaf_note', t);
     const tools = Array.isArray(out.tools) && out.tools.length > 0 ? out.tools : undefined;
     const extra = (out.chat_template_kwargs ?? undefined) as Record<string, unknown> | undefined;
-    const toolsJson = JSON.stringify(tools ?? []);
+    const tk = toolsKey(tools, extra);
     const rtIn: RenderTokensInput = {
       messages: out.messages,
       hashes: segs.messageHashes,
       rootEnd: segs.root.end,
       stableEnd,
-      render: { tools, extra, contextKey: sha1(toolsJson + '\u0000' + JSON.stringify(extra ?? {})) },
+      render: { tools, extra, contextKey: tk.contextKey, toolsJson: tk.json },
       prev: prevLocal ? { memo: prevLocal.memo, ids: prevLocal.ids, cuts: prevLocal.cuts } : undefined,
     };
     const seed = hashSeed(ctx.cacheSalt);
@@ -306,7 +300,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
         state.updatedAt = Date.now();
         await store.put(state);
       };
-      return { body: sent(), sessionId, affinityKey: ident.parent ?? sessionId, receipts };
+      return { body: out === own ? received : out, sessionId, affinityKey: ident.parent ?? sessionId, receipts };
     }
     const { rendered, toks } = rt;
     t = lap(offloaded ? 'pool_render_tokens' : 'tokens', t);
@@ -322,7 +316,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const ids = toks.ids;
     const cur: CallFingerprint = {
       systemHash: sha1(segs.messageHashes.slice(segs.root.start, segs.root.end).join(',')),
-      toolsHash: sha1(toolsJson),
+      toolsHash: tk.toolsHash,
       stableHashes: segs.messageHashes.slice(0, stableEnd),
       promptTokens: toks.tokensBeforeMark,
     };
@@ -333,8 +327,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       cur,
       ids,
       blockSize,
-      messageAtToken: (t) =>
-        messageAtChar(rendered.text, out.messages, tok.decode(Array.from(ids.subarray(0, t))).length),
+      messageAtToken: messageLocator(tok, rendered.text, out.messages, ids),
     });
     prefix.original_cached_tokens = originalCachedTokens({
       prevHashes: prevLocal?.input.hashes,
@@ -377,7 +370,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       lap('store_put', t0);
     };
     return {
-      body: sent(),
+      body: out === own ? received : out,
       sessionId,
       affinityKey: ident.parent ?? sessionId,
       receipts,
@@ -394,6 +387,31 @@ interface Held {
   release?: () => void;
   /** The call's state write and store put, run under the lock (see processLocked). */
   commit?: () => Promise<void>;
+}
+
+// Per-call closures come from these functions as anonymous arrows: tsx (esbuild keepNames) names
+// every closure written as `const f = () =>` or `{ f: () => }`, a defineProperty of ~1 µs per call each.
+
+function localKeyOf(tenant: string, id: string): string {
+  return `${tenant}\u0000${id}`;
+}
+
+/** Message hashes a re-segmentation takes over: the view's, then the previous call's output's. */
+function carrierOf(prevLocal: LocalCall | undefined): (v: RequestView) => HashSource[] {
+  return (v) => [
+    { messages: v.body.messages, hashes: v.segments.messageHashes },
+    ...(prevLocal ? [prevLocal.output] : []),
+  ];
+}
+
+/** The message holding prompt token `t` (cache-break diagnostics; only called on a break). */
+function messageLocator(
+  tok: TokenizerHandle,
+  text: string,
+  messages: ChatMessage[],
+  ids: Uint32Array,
+): (t: number) => number | undefined {
+  return (t) => messageAtChar(text, messages, tok.decode(Array.from(ids.subarray(0, t))).length);
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */

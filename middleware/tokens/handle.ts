@@ -17,6 +17,9 @@ export interface RenderOptions {
   addGenerationPrompt?: boolean;
   /** Extra template variables (vLLM's chat_template_kwargs, e.g. enable_thinking). */
   extra?: Record<string, unknown>;
+  /** JSON.stringify(tools) when the caller already has it (tokens/tools-key.ts): a native rendering
+   * that remembers its tool block per array checks it against this instead of serialising again. */
+  toolsJson?: string;
 }
 
 export interface TokenizerHandle {
@@ -58,8 +61,11 @@ export class ChatRenderer {
     const msgs = toTemplateMessages(messages, this.parseArgs);
     const tools = toTemplateTools(opts.tools);
     const gen = opts.addGenerationPrompt ?? true;
-    const interpret = (): string => this.run(msgs, tools, gen, opts.extra);
-    return this.native?.render(msgs, tools, gen, opts.extra, interpret) ?? interpret();
+    // Inline closures, not named consts: tsx's keepNames names each named one per call (~1 µs).
+    return (
+      this.native?.render(msgs, tools, gen, opts.extra, () => this.run(msgs, tools, gen, opts.extra), opts.toolsJson) ??
+      this.run(msgs, tools, gen, opts.extra)
+    );
   }
 
   /** Renders with the jinja interpreter only (tests compare the native rendering with it). */

@@ -17,7 +17,7 @@
 // by scavenges and promoted), so it holds no slice of this call's window rendering: the window
 // text is kept packed in bytes (off the V8 heap) and the stable addition as its own copy (a slice
 // would keep the whole ~15 kB rendering alive, and through textNoGen's chain, every call's).
-import type { TokenizerHandle } from './handle.ts';
+import type { RenderOptions, TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
 import { hasPrefix, hasSuffix } from './text-prefix.ts';
 
@@ -189,19 +189,64 @@ function genSuffix(
   return s;
 }
 
+/** The tools, template variables and tools JSON every render of a call passes (RenderOptions). */
+type CallRender = Pick<RenderOptions, 'tools' | 'extra' | 'toolsJson'>;
+
+function render(tok: TokenizerHandle, msgs: ChatMessage[], o: CallRender, gen: boolean): string {
+  return tok.renderChat(msgs, { tools: o.tools, extra: o.extra, toolsJson: o.toolsJson, addGenerationPrompt: gen });
+}
+
 function fullRender(
   tok: TokenizerHandle,
   messages: ChatMessage[],
-  tools: ToolDef[] | undefined,
-  extra: Record<string, unknown> | undefined,
+  o: CallRender,
   suffix: string | null,
 ): { text: string; textNoGen: string } {
-  const text = tok.renderChat(messages, { tools, extra, addGenerationPrompt: true });
+  const text = render(tok, messages, o, true);
   const textNoGen =
     suffix !== null && hasSuffix(text, suffix)
       ? text.slice(0, text.length - suffix.length)
-      : tok.renderChat(messages, { tools, extra, addGenerationPrompt: false });
+      : render(tok, messages, o, false);
   return { text, textNoGen };
+}
+
+// The functions below return anonymous closures: a named closure made per call (`const f = () =>`,
+// `{ f: () => }`, an inner function) costs ~1 µs more under tsx, whose esbuild keepNames names each.
+
+/** sliceFrom of an incremental result: text = base + added, base ending with `lastPart` from `partAt`. */
+function partsSlicer(
+  text: string,
+  base: string,
+  added: string,
+  lastPart: string | undefined,
+  partAt: number,
+): (from: number) => string {
+  return (from) =>
+    from >= base.length
+      ? added.slice(from - base.length)
+      : from >= partAt && lastPart !== undefined
+        ? lastPart.slice(from - partAt) + added
+        : text.slice(from);
+}
+
+function textSlicer(text: string): (from: number) => string {
+  return (from) => text.slice(from);
+}
+
+function fullResult(
+  f: { text: string; textNoGen: string },
+  stableText: string,
+  stableHashes: string[],
+  contextKey: string,
+): RenderResult {
+  // No window memo: the next call renders its window afresh.
+  return {
+    ...f,
+    memo: { hashes: stableHashes, contextKey, textNoGen: stableText },
+    mode: 'full',
+    stablePrefix: hasPrefix(f.text, stableText),
+    sliceFrom: textSlicer(f.text),
+  };
 }
 
 /**
@@ -215,12 +260,10 @@ export function renderPrompt(
   hashes: string[],
   rootEnd: number,
   stableEnd: number,
-  opts: { tools?: ToolDef[]; extra?: Record<string, unknown>; contextKey: string },
+  opts: CallRender & { contextKey: string },
   memo: RenderMemo | undefined,
 ): RenderResult {
   const { tools, extra, contextKey } = opts;
-  const r = (msgs: ChatMessage[], gen: boolean): string =>
-    tok.renderChat(msgs, { tools, extra, addGenerationPrompt: gen });
   const suffix = genSuffix(tok, tools, extra, contextKey);
   const p = memo?.hashes.length ?? 0;
   const h = healthOf(tok, tok.templateSource);
@@ -245,8 +288,8 @@ export function renderPrompt(
       p - memo.window.start <= MAX_WINDOW;
     const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
     const windowMsgs = messages.slice(0, rootEnd).concat(messages.slice(start, p));
-    const a = keep ? unpackText(memo.window!.text) : r(windowMsgs, false);
-    const b = r(windowMsgs.concat(messages.slice(p)), true);
+    const a = keep ? unpackText(memo.window!.text) : render(tok, windowMsgs, opts, false);
+    const b = render(tok, windowMsgs.concat(messages.slice(p)), opts, true);
     const checkNow = h.used % VERIFY_EVERY === 0;
     let c: string | undefined;
     let cut = false;
@@ -254,7 +297,7 @@ export function renderPrompt(
     else if (!h.noteCutBroken)
       cut = (c = cutNote(b, messages, stableEnd, suffix, noteWrap(tok, tools, extra, contextKey))) !== undefined;
     if (c === undefined || (cut && checkNow)) {
-      const real = r(windowMsgs.concat(messages.slice(p, stableEnd)), false);
+      const real = render(tok, windowMsgs.concat(messages.slice(p, stableEnd)), opts, false);
       if (cut && real !== c) h.noteCutBroken = true;
       c = real;
     }
@@ -277,20 +320,17 @@ export function renderPrompt(
         },
         mode: 'incremental',
         stablePrefix: hasPrefix(added, stableAdded),
-        sliceFrom: (from) =>
-          from >= base.length
-            ? added.slice(from - base.length)
-            : from >= partAt
-              ? memo.lastPart!.slice(from - partAt) + added
-              : text.slice(from),
+        sliceFrom: partsSlicer(text, base, added, memo.lastPart, partAt),
       };
       if (h.used++ % VERIFY_EVERY === 0) {
-        const full = fullRender(tok, messages, tools, extra, suffix);
+        const full = fullRender(tok, messages, opts, suffix);
         if (full.text !== text) {
           h.broken = true;
           return fullResult(
             full,
-            stableEnd === messages.length ? full.textNoGen : r(messages.slice(0, stableEnd), false),
+            stableEnd === messages.length ? full.textNoGen : render(tok, messages.slice(0, stableEnd), opts, false),
+            stableHashes,
+            contextKey,
           );
         }
         result.mode = 'verified';
@@ -298,19 +338,13 @@ export function renderPrompt(
       return result;
     }
   }
-  const full = fullRender(tok, messages, tools, extra, suffix);
-  return fullResult(full, stableEnd === messages.length ? full.textNoGen : r(messages.slice(0, stableEnd), false));
-
-  function fullResult(f: { text: string; textNoGen: string }, stableText: string): RenderResult {
-    // No window memo: the next call renders its window afresh.
-    return {
-      ...f,
-      memo: { hashes: stableHashes, contextKey, textNoGen: stableText },
-      mode: 'full',
-      stablePrefix: hasPrefix(f.text, stableText),
-      sliceFrom: (from) => f.text.slice(from),
-    };
-  }
+  const full = fullRender(tok, messages, opts, suffix);
+  return fullResult(
+    full,
+    stableEnd === messages.length ? full.textNoGen : render(tok, messages.slice(0, stableEnd), opts, false),
+    stableHashes,
+    contextKey,
+  );
 }
 
 /** b without its generation prompt and the single trailing system note (undefined when not so). */

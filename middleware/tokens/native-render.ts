@@ -20,6 +20,7 @@ export type NativeRender = (
   tools: readonly ToolDef[] | undefined,
   addGenerationPrompt: boolean,
   extra: Record<string, unknown> | undefined,
+  toolsJson?: string,
 ) => string | undefined;
 
 const NATIVE: ReadonlyMap<string, NativeRender> = new Map([[QWEN3_TEMPLATE_SHA256, renderQwen3]]);
@@ -61,9 +62,10 @@ export class CheckedNative {
     gen: boolean,
     extra: Record<string, unknown> | undefined,
     interpret: () => string,
+    toolsJson?: string,
   ): string | undefined {
     if (this.off) return undefined;
-    const text = this.native(messages, tools, gen, extra);
+    const text = this.native(messages, tools, gen, extra, toolsJson);
     if (text === undefined) return undefined;
     stats.rendered++;
     const n = this.uses++;

@@ -58,16 +58,19 @@ export function jinjaToJson(v: unknown): string | undefined {
  * The tool schemas as the template writes them (each one's `tojson` on its own line), remembered per
  * tools array: agents resend the same tools every call (interned to one array per session,
  * layout/resent.ts), and tojson of a few schemas costs ~6 µs each, every render. A hit also needs
- * the array's JSON to be what it was, so an array changed in place since is written again.
+ * the array's JSON to be what it was, so an array changed in place since is written again; a caller
+ * that has that JSON already (`known`: JSON.stringify(tools), see tokens/tools-key.ts) passes it.
  */
 const toolBlocks = new WeakMap<readonly ToolDef[], { json: string; block: string | undefined }>();
 
-function toolBlock(tools: readonly ToolDef[]): string | undefined {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(tools);
-  } catch {
-    json = undefined;
+function toolBlock(tools: readonly ToolDef[], known: string | undefined): string | undefined {
+  let json = known;
+  if (json === undefined) {
+    try {
+      json = JSON.stringify(tools);
+    } catch {
+      json = undefined;
+    }
   }
   const hit = json === undefined ? undefined : toolBlocks.get(tools);
   if (hit !== undefined && hit.json === json) return hit.block;
@@ -96,6 +99,7 @@ export function renderQwen3(
   tools: readonly ToolDef[] | undefined,
   addGenerationPrompt: boolean,
   extra: Record<string, unknown> | undefined,
+  toolsJson?: string,
 ): string | undefined {
   const n = messages.length;
   if (n === 0) return undefined;
@@ -110,7 +114,7 @@ export function renderQwen3(
   if (tools && tools.length > 0) {
     out += '<|im_start|>system\n';
     if (first.role === 'system') out += first.content + '\n\n';
-    const block = toolBlock(tools);
+    const block = toolBlock(tools, toolsJson);
     if (block === undefined) return undefined;
     out += TOOLS_HEAD + block + TOOLS_TAIL;
   } else if (first.role === 'system') out += '<|im_start|>system\n' + first.content + '<|im_end|>\n';

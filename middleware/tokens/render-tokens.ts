@@ -25,7 +25,8 @@ export interface RenderTokensInput {
   hashes: string[];
   rootEnd: number;
   stableEnd: number;
-  render: { tools?: ToolDef[]; extra?: Record<string, unknown>; contextKey: string };
+  /** toolsJson: JSON.stringify(tools), when known (tokens/tools-key.ts). */
+  render: { tools?: ToolDef[]; extra?: Record<string, unknown>; contextKey: string; toolsJson?: string };
   /** The session's previous call in this process: its render memo, ids and cut points. */
   prev?: { memo?: RenderMemo; ids: Uint32Array; cuts?: TokenCuts };
 }
