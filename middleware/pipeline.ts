@@ -18,7 +18,7 @@ import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import type { ArtifactStore } from './artifacts/store.ts';
 import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
-import { pushBreak } from './diagnostics/break-ring.ts';
+import { breakRecord, pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
@@ -365,7 +365,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       state.calls++;
       state.updatedAt = Date.now();
       writeSlot(state, FINGERPRINT_SLOT, cur);
-      pushBreak(state, { ...prefix, call: state.calls, at: state.updatedAt, request_id: ctx.requestId, messages });
+      pushBreak(state, breakRecord(prefix, state.calls, state.updatedAt, ctx.requestId, messages));
       await store.put(state);
       lap('store_put', t0);
     };

@@ -25,6 +25,27 @@ export function pushBreak(state: SessionState, rec: BreakRecord, size: number = 
   writeSlot(state, BREAKS_SLOT, ring);
 }
 
+/**
+ * The record of a call: the diagnostics' own keys in their order, then the call's. Written key by
+ * key: `{ ...prefix, call, ... }` costs ~1 µs per key the spread source lacks on Node 20 (each
+ * builds a new hidden class), ~4-7 µs a call here.
+ */
+export function breakRecord(
+  prefix: PrefixDiagnostics,
+  call: number,
+  at: number,
+  requestId: string,
+  messages: number,
+): BreakRecord {
+  const rec: Record<string, unknown> = {};
+  for (const k of Object.keys(prefix)) rec[k] = prefix[k as keyof PrefixDiagnostics];
+  rec.call = call;
+  rec.at = at;
+  rec.request_id = requestId;
+  rec.messages = messages;
+  return rec as unknown as BreakRecord;
+}
+
 export function readBreaks(state: SessionState | undefined): BreakRecord[] {
   return (state && readSlot(state, BREAKS_SLOT)) ?? [];
 }

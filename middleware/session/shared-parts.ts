@@ -15,12 +15,17 @@ export function freezeParts(state: SessionState): SessionState {
   return state;
 }
 
-/** A frozen snapshot of the state as put, without its checksum: what a store keeps. */
+/**
+ * A frozen snapshot of the state as put, without its checksum: what a store keeps (its keys in the
+ * state's order, `stages` last). Copied key by key: a rest pattern plus `{ ...top, stages }` costs
+ * ~5 µs more on Node 20 (a spread followed by a key the source lacks builds a new hidden class).
+ */
 export function snapshotOf(state: SessionState): SessionState {
   freezeParts(state);
-  const { checksum: _c, stages, ...top } = state;
-  void _c;
-  return Object.freeze(stages ? { ...top, stages: Object.freeze({ ...stages }) } : top);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(state)) if (k !== 'checksum' && k !== 'stages') out[k] = state[k as keyof SessionState];
+  if (state.stages) out.stages = Object.freeze({ ...state.stages });
+  return Object.freeze(out) as unknown as SessionState;
 }
 
 /** A state the caller may change (top level and `stages` map copied, parts shared and frozen). */
