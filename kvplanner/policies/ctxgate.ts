@@ -60,6 +60,11 @@
 // index_queue_factor 2 (of 1/2/4/8/16): the agent recordings at 50k KV (p90 13.9 → 6.0 s, seed 1;
 // 7.7 s over seeds 1–5) with the conversation half at its neighbouring rates unchanged (0.954 vs
 // 0.957; 4 and 8 gave 0.977 and 0.959).
+// index_queue_factor_no_session 8 (of 2/4/8/16, on the second-chance index): calls without a
+// session id (the conversation half has none) at ×0.95/1/1.05, ×1.9/2/2.1 and 16 workers ×2/×4:
+// p90 ÷ best baseline 0.974 → 0.935 (×1 band), 0.996 → 0.992 (×2 band), 0.945 → 0.865 (16
+// workers), hit Δ to the best baseline −0.70 → −0.38 points (4: 0.955/0.997/0.849/−0.46; 16:
+// 0.957/0.989/0.883/−0.47); the recordings, all with sessions, keep factor 2 (identical output).
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { DeferredWork, type Work } from '../deferred-work.ts';
@@ -85,6 +90,8 @@ const MAX_PENDING = 16_384;
 const DEFER_MIN_BLOCKS = 1024;
 /** Index or tracker blocks one deferred step walks (~0.5–1 ms of Map work). */
 const DEFER_STEP_BLOCKS = 512;
+/** Calls the share of calls without a session id is averaged over (index_queue_factor_no_session). */
+const NO_SESSION_WINDOW = 256;
 
 interface Pending extends Claim {
   seq: number;
@@ -127,6 +134,9 @@ export class CtxgatePolicy implements Policy {
   private readonly stickySlack: number;
   private readonly indexFactor: number;
   private readonly indexQueueFactor: number;
+  private readonly indexQueueFactorNoSession: number;
+  /** share of recent calls without a session id (moving average over ~NO_SESSION_WINDOW calls) */
+  private noSessionShare = -1;
   private readonly kvPressureS: number;
   /** picks awaiting feedback, keyed by the RouteInfo object the gateway hands back to observe();
    *  bounded by a ring of the last MAX_PENDING picks (a WeakMap would make every GC walk an
@@ -168,6 +178,7 @@ export class CtxgatePolicy implements Policy {
     this.kvPressureS = num(opts, 'kv_pressure_s', d.kv_pressure_s, 0);
     this.indexFactor = num(opts, 'index_capacity_factor', d.index_capacity_factor, 1, 64);
     this.indexQueueFactor = num(opts, 'index_queue_factor', d.index_queue_factor, 0, 64);
+    this.indexQueueFactorNoSession = num(opts, 'index_queue_factor_no_session', d.index_queue_factor_no_session, 0, 64);
     const events = preciseIndexOption(opts);
     if (events && this.stride !== 1)
       throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
@@ -211,6 +222,9 @@ export class CtxgatePolicy implements Policy {
     const cap = this.loadBound(workers);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
+    const noSession = key === undefined ? 1 : 0;
+    this.noSessionShare =
+      this.noSessionShare < 0 ? noSession : this.noSessionShare + (noSession - this.noSessionShare) / NO_SESSION_WINDOW;
     const pin = key ? this.affinity.entry(key, now) : undefined;
     const pinned = pin?.worker;
     if (key && pinned === undefined) for (const l of this.missListeners) l(key);
@@ -408,7 +422,9 @@ export class CtxgatePolicy implements Policy {
 
   private indexBlocks(w: WorkerView, blockTokens: number): number | undefined {
     if (!w.kvTokens) return undefined;
-    const remembered = w.kvTokens + this.indexQueueFactor * w.queuedPrefillTokens;
+    const share = Math.max(0, this.noSessionShare);
+    const factor = this.indexQueueFactor + (this.indexQueueFactorNoSession - this.indexQueueFactor) * share;
+    const remembered = w.kvTokens + factor * w.queuedPrefillTokens;
     return Math.min(w.kvTokens * this.indexFactor, remembered) / blockTokens;
   }
 

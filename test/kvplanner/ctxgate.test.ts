@@ -401,6 +401,26 @@ describe('ctxgate feedback', () => {
     expect(dflt.index.size('w0')).toBe((4 * 1600) / 64);
   });
 
+  it('calls without a session id let the index remember more of the queued prefill (index_queue_factor_no_session)', () => {
+    // 1,600 KV tokens, 320 queued: with sessions KV + 2 × 320 = 2,240 tokens = 35 index blocks of 64
+    // tokens; without them KV + 8 × 320 = 4,160 = 65 (under the 4 × KV cap of 100)
+    const size = (sessionId: boolean, from: number, p = new CtxgatePolicy()): number => {
+      const ws = workers(1, { kvTokens: 1600, queuedPrefillTokens: 320 });
+      for (let s = from; s < from + 80; s++) route(p, ws, call(s, 2, sessionId));
+      return p.index.size('w0');
+    };
+    expect(size(true, 0)).toBe(35);
+    expect(size(false, 0)).toBe(65);
+    expect(size(false, 0, new CtxgatePolicy({ index_queue_factor_no_session: 2 }))).toBe(35);
+    // the factor follows the share of recent calls without one: once sessions are all that comes,
+    // the entry shrinks back to what a session-only stream keeps
+    const mixed = new CtxgatePolicy();
+    expect(size(false, 0, mixed)).toBe(65);
+    const ws = workers(1, { kvTokens: 1600, queuedPrefillTokens: 320 });
+    for (let s = 100; s < 2_100; s++) route(mixed, ws, call(s % 300, 2));
+    expect(mixed.index.size('w0')).toBe(35);
+  });
+
   it('the index grows at once with queued prefill; when the queue drains it shrinks a bounded step per decision', () => {
     // 64k KV tokens = 4,096 blocks at stride 1; a 4×KV queue lets the entry hold 16,384
     const kv = 65_536;
