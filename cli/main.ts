@@ -1,6 +1,8 @@
 // ctxgate command line: one table of subcommands, each loaded lazily from the file that owns it,
 // so `ctxgate --help` never pays for the tokenizers or the server.
 import type { CommandModule } from './command.ts';
+// the names only: the table's modules load lazily, as the commands' own do
+import { BENCH_NAMES } from './commands/bench.ts';
 
 interface CommandEntry {
   summary: string;
@@ -22,7 +24,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./commands/demo.ts'),
   },
   bench: {
-    summary: 'benchmarks: overhead | calibrate | replay | lossless | strategies | routing | middleware | chaos',
+    summary: `benchmarks: ${BENCH_NAMES.join(' | ')}`,
     load: () => import('./commands/bench.ts'),
   },
   loadtest: {

@@ -18,7 +18,10 @@ const BENCHES: Record<string, () => Promise<CommandModule>> = {
 
 export const subcommands = true;
 
-export const help = `ctxgate bench <${Object.keys(BENCHES).join('|')}> [options]
+/** The benchmarks' names, in table order (`ctxgate --help` lists them without loading any). */
+export const BENCH_NAMES: readonly string[] = Object.keys(BENCHES);
+
+export const help = `ctxgate bench <${BENCH_NAMES.join('|')}> [options]
 
 Runs one benchmark. ctxgate bench <name> --help shows its options.`;
 
@@ -30,7 +33,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const load = BENCHES[name];
   if (!load) {
-    process.stderr.write(`ctxgate bench: unknown benchmark '${name}' (known: ${Object.keys(BENCHES).join(', ')})\n`);
+    process.stderr.write(`ctxgate bench: unknown benchmark '${name}' (known: ${BENCH_NAMES.join(', ')})\n`);
     return 2;
   }
   let mod: CommandModule;

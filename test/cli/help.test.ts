@@ -1,0 +1,49 @@
+// What a newcomer reads first: `ctxgate --help` lists every command and every benchmark there is,
+// and each one's own --help loads and answers (a broken lazy import or a stale list shows here).
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../cli/main.ts';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** Runs `ctxgate ARGV` in this process; its exit code and what it wrote to stdout. */
+async function ctxgate(...argv: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out += String(chunk);
+    return true;
+  });
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    write.mockRestore();
+  }
+}
+
+describe('ctxgate --help', () => {
+  it("lists the commands, and each command's --help answers with its own usage", async () => {
+    const { code, out } = await ctxgate('--help');
+    expect(code).toBe(0);
+    const names = [...out.matchAll(/^ {2}([a-z-]+) {2,}\S/gm)].map((m) => m[1]);
+    expect(names).toEqual(expect.arrayContaining(['up', 'serve', 'demo', 'bench', 'report']));
+    for (const name of names) {
+      const own = await ctxgate(name, '--help');
+      expect(own.code, name).toBe(0);
+      expect(own.out, name).toMatch(new RegExp(`^(usage: )?ctxgate ${name}\\b`));
+    }
+  });
+
+  it("names every benchmark `ctxgate bench` runs, and each one's --help answers", async () => {
+    const bench = await ctxgate('bench', '--help');
+    const names = /^ctxgate bench <([a-z|]+)>/.exec(bench.out)?.[1].split('|') ?? [];
+    expect(names).toEqual(expect.arrayContaining(['overhead', 'replay', 'routing', 'fleet', 'hostile']));
+    const summary = (await ctxgate('--help')).out.split('\n').find((l) => l.startsWith('  bench '));
+    for (const name of names) {
+      expect(summary, name).toMatch(new RegExp(`\\b${name}\\b`));
+      const own = await ctxgate('bench', name, '--help');
+      expect(own.code, name).toBe(0);
+      expect(own.out, name).toMatch(new RegExp(`^(usage: )?ctxgate bench ${name}\\b`));
+    }
+  });
+});
