@@ -9,6 +9,7 @@ import { gatewayConfigFor } from '../../loadtest/replay/fleet.ts';
 import { percentiles } from '../../loadtest/replay/metrics.ts';
 import type { FleetSpec, RunSummary } from '../../loadtest/replay/types.ts';
 import { standinFleet, type StandinLog } from './replay-standin-fleet.ts';
+import { RUN_SUMMARY_KEYS, runReplay } from '../helpers/replay.ts';
 import { useTempDirs } from '../helpers/temp-dirs.ts';
 
 const tempDir = useTempDirs();
@@ -36,8 +37,7 @@ describe('bench replay (stand-in fleet)', () => {
     const dir = tempDir('replay-');
     writeSessions(dir, 3, 5);
     const log: StandinLog = { specs: [], bodies: [] };
-    let stdout = '';
-    const code = await replayCommand(
+    const { code, out: stdout } = await runReplay(
       [
         dir,
         '--workers',
@@ -47,7 +47,7 @@ describe('bench replay (stand-in fleet)', () => {
         'layout=passthrough,policy=round_robin',
         'layout=ctxgate,policy=ctxgate,budget=4000',
       ],
-      { startFleet: standinFleet(log), out: (s) => (stdout += s), err: () => {} },
+      { startFleet: standinFleet(log) },
     );
     expect(code).toBe(0);
     const { runs } = JSON.parse(stdout) as { runs: RunSummary[] };
@@ -61,23 +61,7 @@ describe('bench replay (stand-in fleet)', () => {
     expect([...log.bodies[0]].sort()).toEqual([...log.bodies[1]].sort());
     for (const b of log.bodies[0]) expect(JSON.parse(b).model).toBe('replay-model');
     for (const r of runs) {
-      for (const k of [
-        'config',
-        'requests',
-        'sessions',
-        'prompt_tokens',
-        'cached_tokens',
-        'hit_rate',
-        'prefill_tokens',
-        'cost_usd',
-        'input_cost_usd',
-        'ttft_ms',
-        'imbalance',
-        'per_worker',
-        'per_session',
-        'errors',
-      ])
-        expect(r).toHaveProperty(k);
+      for (const k of RUN_SUMMARY_KEYS) expect(r).toHaveProperty(k);
       expect(r.requests).toBe(15);
       expect(r.sessions).toBe(3);
       expect(r.prefill_tokens).toBe(r.prompt_tokens - r.cached_tokens);
@@ -100,14 +84,9 @@ describe('bench replay (stand-in fleet)', () => {
   it('prints a side-by-side table with ratios to the first configuration', async () => {
     const dir = tempDir('replay-');
     writeSessions(dir, 2, 3);
-    let stdout = '';
-    const code = await replayCommand(
+    const { code, out: stdout } = await runReplay(
       [dir, '--workers', '1', '--compare', 'name=A,layout=passthrough', 'name=B,policy=least_load'],
-      {
-        startFleet: standinFleet({ specs: [], bodies: [] }),
-        out: (s) => (stdout += s),
-        err: () => {},
-      },
+      { startFleet: standinFleet({ specs: [], bodies: [] }) },
     );
     expect(code).toBe(0);
     expect(stdout).toMatch(/^\s+A\s+B$/m);

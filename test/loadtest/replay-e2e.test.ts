@@ -1,68 +1,31 @@
 // End to end: 2 reference workers behind a real gateway, 2 short synthetic sessions.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatRequestLine } from '../../loadtest/formats/request-stream.ts';
-import { replayCommand } from '../../loadtest/replay/command.ts';
 import { startFleet } from '../../loadtest/replay/fleet.ts';
 import type { FleetFactory, RunSummary } from '../../loadtest/replay/types.ts';
-import { generateSessions } from '../../loadtest/synth/index.ts';
+import { RUN_SUMMARY_KEYS, runReplay, writeSynthSessions } from '../helpers/replay.ts';
 import { useTempDirs } from '../helpers/temp-dirs.ts';
 
 const tempDir = useTempDirs();
 
-const KEYS = [
-  'config',
-  'requests',
-  'sessions',
-  'prompt_tokens',
-  'cached_tokens',
-  'hit_rate',
-  'prefill_tokens',
-  'cost_usd',
-  'ttft_ms',
-  'imbalance',
-  'per_worker',
-  'per_session',
-  'errors',
-];
-
 describe('bench replay end to end (reference workers + gateway)', () => {
   it('--compare --json over 2 workers and 2 synthetic sessions', async () => {
     const dir = tempDir('replay-e2e-');
-    for (const s of generateSessions({
-      count: 2,
-      seed: 3,
-      minCalls: 6,
-      maxCalls: 8,
-      volatileEvery: 0,
-      elisionEvery: 0,
-    })) {
-      writeFileSync(
-        join(dir, `${s.id}.jsonl`),
-        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
-      );
-    }
-    let out = '';
-    let err = '';
-    const code = await replayCommand(
-      [
-        dir,
-        '--workers',
-        '2',
-        '--json',
-        '--compare',
-        'layout=passthrough,policy=round_robin',
-        'layout=passthrough,policy=least_load',
-      ],
-      { out: (s) => (out += s), err: (s) => (err += s) },
-    );
+    writeSynthSessions(dir, { count: 2, seed: 3, minCalls: 6, maxCalls: 8, volatileEvery: 0, elisionEvery: 0 });
+    const { code, out, err } = await runReplay([
+      dir,
+      '--workers',
+      '2',
+      '--json',
+      '--compare',
+      'layout=passthrough,policy=round_robin',
+      'layout=passthrough,policy=least_load',
+    ]);
     expect(err).toBe('');
     expect(code).toBe(0);
     const { runs } = JSON.parse(out) as { runs: RunSummary[] };
     expect(runs.map((r) => r.config.policy)).toEqual(['round_robin', 'least_load']);
     for (const r of runs) {
-      for (const k of KEYS) expect(r).toHaveProperty(k);
+      for (const k of RUN_SUMMARY_KEYS) expect(r).toHaveProperty(k);
       expect(r.errors).toBe(0);
       expect(r.sessions).toBe(2);
       expect(r.requests).toBeGreaterThanOrEqual(12);
@@ -79,25 +42,15 @@ describe('bench replay end to end (reference workers + gateway)', () => {
 
   it('a spec with policy options runs, and --json carries the gateway policy_stats', async () => {
     const dir = tempDir('replay-e2e-');
-    for (const s of generateSessions({
-      count: 2,
-      seed: 5,
-      minCalls: 4,
-      maxCalls: 5,
-      volatileEvery: 0,
-      elisionEvery: 0,
-    })) {
-      writeFileSync(
-        join(dir, `${s.id}.jsonl`),
-        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
-      );
-    }
-    let out = '';
-    let err = '';
-    const code = await replayCommand(
-      [dir, '--workers', '2', '--json', '--compare', 'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0'],
-      { out: (s) => (out += s), err: (s) => (err += s) },
-    );
+    writeSynthSessions(dir, { count: 2, seed: 5, minCalls: 4, maxCalls: 5, volatileEvery: 0, elisionEvery: 0 });
+    const { code, out, err } = await runReplay([
+      dir,
+      '--workers',
+      '2',
+      '--json',
+      '--compare',
+      'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0',
+    ]);
     expect(err).toBe('');
     expect(code).toBe(0);
     const r = JSON.parse(out) as RunSummary;
@@ -111,26 +64,9 @@ describe('bench replay end to end (reference workers + gateway)', () => {
 
   it('--json carries the lossless check of every call: 0/0/0 through ctxgate, and a dropped line is counted', async () => {
     const dir = tempDir('replay-lossless-');
-    for (const s of generateSessions({
-      count: 2,
-      seed: 9,
-      minCalls: 5,
-      maxCalls: 6,
-      volatileEvery: 1,
-      elisionEvery: 1,
-    })) {
-      writeFileSync(
-        join(dir, `${s.id}.jsonl`),
-        s.calls.map((c, turn) => formatRequestLine(c.body, { session: s.id, turn })).join(''),
-      );
-    }
+    writeSynthSessions(dir, { count: 2, seed: 9, minCalls: 5, maxCalls: 6, volatileEvery: 1, elisionEvery: 1 });
     const run = async (startFleet?: FleetFactory): Promise<RunSummary> => {
-      let out = '';
-      const code = await replayCommand([dir, '--workers', '2', '--json', '--budget', '4096'], {
-        out: (s) => (out += s),
-        err: () => undefined,
-        startFleet,
-      });
+      const { code, out } = await runReplay([dir, '--workers', '2', '--json', '--budget', '4096'], { startFleet });
       expect(code).toBe(0);
       return JSON.parse(out) as RunSummary;
     };
