@@ -33,7 +33,10 @@ export type Opened =
 /** Names the server secret a blob was sealed under (not the tenant: any tenant's blob shows it). */
 const keyId = (mac: Mac): Buffer => Buffer.from(mac('reasoning-seal-kid'), 'base64url').subarray(0, KID_BYTES);
 
-const key = (mac: Mac, tenant: string): Buffer => tenantKey(mac, 'reasoning-seal-key', tenant);
+/** The label the seal's tenant keys derive from. */
+export const REASONING_SEAL_KEY_LABEL = 'reasoning-seal-key';
+
+const key = (mac: Mac, tenant: string): Buffer => tenantKey(mac, REASONING_SEAL_KEY_LABEL, tenant);
 
 /** The IV of (tenant, text): a MAC of the text under the tenant's IV key. */
 export function sealIv(mac: Mac, tenant: string, text: string): Buffer {

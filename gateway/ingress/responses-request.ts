@@ -9,7 +9,7 @@
 // string `input`, and their calls come back as custom_tool_call items. Hosted tools (web search,
 // file search, code interpreter...) have no engine equivalent: they are left out with a receipt
 // (an agent keeps working without them) rather than failing the whole request.
-import { type Opened, openReasoning } from './reasoning-seal.ts';
+import { type Opened, openReasoning, REASONING_SEAL_KEY_LABEL } from './reasoning-seal.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { ToolNames } from './tool-names.ts';
@@ -88,28 +88,111 @@ function reasoningText(item: Obj): string {
   return pick(item.content) || pick(item.summary);
 }
 
-/** What became of reasoning items that came back with only an encrypted_content. */
-interface Unsealed {
+/**
+ * A run of input items translated together: from a boundary (no reasoning pending, and the item
+ * does not merge into the assistant turn before it) to the next. A run's messages depend on its
+ * items alone, so its translation is kept per first item object (a WeakMap: the body parser hands
+ * out the same objects for an unchanged history, gateway/body/) and the same chat objects come out
+ * again: the pipeline's intern finds the resent history by reference instead of comparing it in
+ * full. Kept only when the run starts at the same index (receipts name it) and ends at a boundary
+ * in the new input too (else the next item would have to change its last message); a run that
+ * opened a sealed reasoning item records the tenant and key it read, and is made again under
+ * others. Nothing mutates a kept message: a run only changes messages it created itself.
+ */
+interface Run {
+  at: number;
+  items: unknown[];
+  out: ChatMessage[];
+  receipts: Receipt[];
   restored: number;
+  keyedBy?: string;
 }
 
-function inputItems(
+const runs = new WeakMap<object, Run>();
+
+/** Reasoning-seal openings of one request; what they read (tenant, key) derived once, when needed. */
+class Opener {
+  private keyed: string | undefined;
+  constructor(private readonly ctx: ParseContext) {}
+
+  keyedBy(): string {
+    const { ctx } = this;
+    this.keyed ??= ctx.mac ? `${ctx.tenant}\u0000${ctx.mac(REASONING_SEAL_KEY_LABEL)}` : '';
+    return this.keyed;
+  }
+
+  open(run: Run, blob: string): Opened {
+    run.keyedBy = this.keyedBy();
+    const { mac, tenant } = this.ctx;
+    return mac ? openReasoning(mac, tenant, blob) : { kind: 'foreign' };
+  }
+}
+
+/** Whether `it` is a call that joins the assistant turn `out` ends with. */
+function merges(it: unknown, out: readonly ChatMessage[]): boolean {
+  return (
+    isObject(it) && (it.type === 'function_call' || it.type === 'custom_tool_call') && out.at(-1)?.role === 'assistant'
+  );
+}
+
+function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[], opener: Opener): number {
+  let restored = 0;
+  let i = 0;
+  while (i < items.length) {
+    const first = items[i];
+    let run = isObject(first) && !merges(first, out) ? runs.get(first) : undefined;
+    if (run !== undefined && !reusable(run, items, i, out, opener)) run = undefined;
+    let pending = '';
+    if (run === undefined) {
+      const made = translateRun(items, i, out, opener);
+      run = made.run;
+      pending = made.pending;
+      if (made.cacheable && isObject(first)) runs.set(first, run);
+    }
+    for (const m of run.out) out.push(m);
+    for (const r of run.receipts) receipts.push({ ...r });
+    restored += run.restored;
+    i += run.items.length;
+    if (pending)
+      receipts.push({
+        stage: 'ingress',
+        action: 'reasoning_dropped',
+        target: 'input',
+        reason: 'reasoning item not followed by an assistant turn',
+      });
+  }
+  return restored;
+}
+
+/** A kept run fits here: same index, same item objects, the same key read, a boundary after it. */
+function reusable(run: Run, items: unknown[], i: number, out: readonly ChatMessage[], opener: Opener): boolean {
+  const n = run.items.length;
+  if (run.at !== i || i + n > items.length) return false;
+  for (let k = 0; k < n; k++) if (items[i + k] !== run.items[k]) return false;
+  if (run.keyedBy !== undefined && run.keyedBy !== opener.keyedBy()) return false;
+  return i + n === items.length || !merges(items[i + n], run.out.length ? run.out : out);
+}
+
+function translateRun(
   items: unknown[],
-  out: ChatMessage[],
-  receipts: Receipt[],
-  open: ((blob: string) => Opened) | undefined,
-  unsealed: Unsealed,
-): void {
+  from: number,
+  before: readonly ChatMessage[],
+  opener: Opener,
+): { run: Run; pending: string; cacheable: boolean } {
+  const run: Run = { at: from, items: [], out: [], receipts: [], restored: 0 };
+  const out = run.out;
+  // A first item that joins an assistant turn from before the run (one stored under
+  // previous_response_id) changes a message the run did not make: such a run is not kept.
+  let external = false;
   let reasoning = '';
-  const lastAssistant = (): ChatMessage | undefined => {
-    const m = out.at(-1);
-    return m?.role === 'assistant' ? m : undefined;
-  };
   const takeReasoning = (m: ChatMessage): void => {
     if (reasoning) m.reasoning_content = (m.reasoning_content ?? '') + reasoning;
     reasoning = '';
   };
-  items.forEach((it, i) => {
+  let i = from;
+  do {
+    const it = items[i];
+    run.items.push(it);
     const w = `input[${i}]`;
     if (!isObject(it)) throw bad(`${w} must be an object`, w);
     const type = it.type ?? (typeof it.role === 'string' ? 'message' : undefined);
@@ -130,11 +213,12 @@ function inputItems(
           : typeof it.arguments === 'string'
             ? it.arguments
             : JSON.stringify(it.arguments ?? {});
-      let m = lastAssistant();
+      const last = out.length ? out.at(-1) : before.at(-1);
+      let m = last?.role === 'assistant' ? last : undefined;
       if (!m) {
         m = { role: 'assistant', content: null };
         out.push(m);
-      }
+      } else if (!out.length) external = true;
       takeReasoning(m);
       (m.tool_calls ??= []).push({ id: it.call_id, type: 'function', function: { name: it.name, arguments: args } });
     } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
@@ -146,10 +230,10 @@ function inputItems(
       let why = 'reasoning item carries no readable text; engines cannot use it';
       const blob = it.encrypted_content;
       if (!text && typeof blob === 'string' && blob) {
-        const o: Opened = open ? open(blob) : { kind: 'foreign' };
+        const o = opener.open(run, blob);
         if (o.kind === 'opened') {
           text = o.text;
-          unsealed.restored++;
+          run.restored++;
         } else
           why =
             o.kind === 'foreign'
@@ -159,21 +243,16 @@ function inputItems(
                 : "reasoning item's encrypted_content does not open for this tenant (altered, or another tenant's)";
       }
       if (text) reasoning += text;
-      else receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: why });
+      else run.receipts.push({ stage: 'ingress', action: 'reasoning_dropped', target: w, reason: why });
     } else {
       throw bad(
         `${w}.type '${String(type)}' is not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning)`,
         `${w}.type`,
       );
     }
-  });
-  if (reasoning)
-    receipts.push({
-      stage: 'ingress',
-      action: 'reasoning_dropped',
-      target: 'input',
-      reason: 'reasoning item not followed by an assistant turn',
-    });
+    i++;
+  } while (i < items.length && (reasoning !== '' || merges(items[i], out.length ? out : before)));
+  return { run, pending: reasoning, cacheable: !external && reasoning === '' };
 }
 
 function tools(list: unknown, custom: string[], receipts: Receipt[]): ToolDef[] {
@@ -253,15 +332,12 @@ export async function parseResponses(
   }
   if (typeof b.input === 'string') conversation.push({ role: 'user', content: b.input });
   else if (Array.isArray(b.input)) {
-    const mac = ctx.mac;
-    const unsealed: Unsealed = { restored: 0 };
-    const open = mac ? (blob: string) => openReasoning(mac, ctx.tenant, blob) : undefined;
-    inputItems(b.input, conversation, receipts, open, unsealed);
-    if (unsealed.restored)
+    const restored = inputItems(b.input, conversation, receipts, new Opener(ctx));
+    if (restored)
       receipts.push({
         stage: 'ingress',
         action: 'reasoning_restored',
-        reason: `${unsealed.restored} reasoning item(s) restored from the gateway's encrypted_content`,
+        reason: `${restored} reasoning item(s) restored from the gateway's encrypted_content`,
       });
   } else throw bad("'input' is required: a string or an array of input items", 'input');
   if (conversation.length === 0) throw bad("'input' must not be empty", 'input');
