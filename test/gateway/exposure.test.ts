@@ -18,6 +18,8 @@ let worker: Server;
 let gw: StartedGateway;
 let url: string;
 const logs: { level: number; msg?: string; err?: { stack?: string } }[] = [];
+/** Called when the worker holds a 'hang' call (the gateway has sent it on). */
+let onHang: (() => void) | undefined;
 
 beforeAll(async () => {
   worker = createServer((req, res) => {
@@ -26,7 +28,10 @@ beforeAll(async () => {
     req.on('end', () => {
       const body = JSON.parse(raw) as { messages: { content: string }[] };
       const what = body.messages[0].content;
-      if (what === 'hang') return; // never answers
+      if (what === 'hang') {
+        onHang?.();
+        return; // never answers
+      }
       if (what === 'boom') {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(
@@ -143,11 +148,15 @@ describe('what a tenant sees', () => {
   it('a client that leaves is logged at info, without a stack', async () => {
     logs.length = 0;
     const ac = new AbortController();
+    const held = new Promise<void>((r) => {
+      onHang = r;
+    });
     const p = client().chat.completions.create(
       { model: 'm', messages: [{ role: 'user', content: 'hang' }] },
       { signal: ac.signal },
     );
-    setTimeout(() => ac.abort(), 200);
+    await held; // the client leaves while its call is in flight upstream, however slow the host
+    ac.abort();
     await expect(p).rejects.toThrow();
     await until(() => logs.some((l) => /client (closed|left|gone)/i.test(l.msg ?? '')));
     expect(logs.filter((l) => l.level >= 40)).toEqual([]);
