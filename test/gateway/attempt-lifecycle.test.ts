@@ -8,7 +8,6 @@ import OpenAI from 'openai';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../gateway/config/load.ts';
 import type { ShapedError } from '../../gateway/ingress/types.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
 import type { Attempt, AttemptObserver } from '../../gateway/proxy/attempt.ts';
@@ -17,6 +16,7 @@ import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { createFleet, type ModelRoute } from '../../gateway/upstream/fleet.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { pairConfig } from '../helpers/pair-config.ts';
 
 let a: SimWorker;
 let b: SimWorker;
@@ -35,22 +35,8 @@ function fleet(upstream: Record<string, unknown> = {}): {
   route: ModelRoute;
   metrics: ReturnType<typeof createMetrics>;
 } {
-  const config = parseConfig({
-    listen: { host: '127.0.0.1', port: 0 },
-    health: { interval_ms: 0, eject_after: 100 },
-    upstream,
-    // Workers in order, picked by least load: idle and equal, the first one (a) goes first.
-    models: [
-      {
-        name: 'm',
-        policy: 'round_robin',
-        workers: [
-          { url: a.url, id: 'a' },
-          { url: b.url, id: 'b' },
-        ],
-      },
-    ],
-  });
+  // Workers in order: the first one (a) goes first.
+  const config = pairConfig(a, b, upstream);
   const metrics = createMetrics(new Registry());
   return { route: createFleet(config, metrics).get('m')!, metrics };
 }
@@ -267,22 +253,7 @@ describe('attempt lifecycle', () => {
 describe('through the gateway (the relay as the consumer)', () => {
   let gw: StartedGateway;
   beforeAll(async () => {
-    const config = parseConfig({
-      listen: { host: '127.0.0.1', port: 0 },
-      health: { interval_ms: 0, eject_after: 100 },
-      models: [
-        {
-          name: 'm',
-          layout: 'passthrough',
-          policy: 'round_robin',
-          workers: [
-            { url: a.url, id: 'a' },
-            { url: b.url, id: 'b' },
-          ],
-        },
-      ],
-    });
-    gw = await startGateway(config, { logger: false });
+    gw = await startGateway(pairConfig(a, b), { logger: false });
   });
   afterAll(async () => {
     await gw?.close();

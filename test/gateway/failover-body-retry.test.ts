@@ -2,9 +2,9 @@
 // no client byte yet: the gateway retries it on another worker instead of failing the call.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { parseConfig } from '../../gateway/config/load.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
+import { pairConfig } from '../helpers/pair-config.ts';
 
 let a: SimWorker;
 let b: SimWorker;
@@ -12,22 +12,7 @@ let gw: StartedGateway;
 beforeAll(async () => {
   [a, b] = await Promise.all([startSimWorker({ model: 'm' }), startSimWorker({ model: 'm' })]);
   a.setFault({ dieAfterChunks: 1 }); // non-stream: headers, half the body, then the socket dies
-  const config = parseConfig({
-    listen: { host: '127.0.0.1', port: 0 },
-    health: { interval_ms: 0, eject_after: 100 },
-    models: [
-      {
-        name: 'm',
-        layout: 'passthrough',
-        policy: 'round_robin',
-        workers: [
-          { url: a.url, id: 'a' },
-          { url: b.url, id: 'b' },
-        ],
-      },
-    ],
-  });
-  gw = await startGateway(config, { logger: false });
+  gw = await startGateway(pairConfig(a, b), { logger: false });
 });
 afterAll(async () => {
   await gw?.close();
