@@ -64,16 +64,18 @@ export function stampDown(
   t: number,
   newFrom: number,
 ): number {
+  const blocks = e.blocks;
   for (let i = from; i >= to; i--) {
     const h = hashes[i];
-    if (e.blocks.get(h) === undefined) {
-      newFrom = i;
-      holders.add(h, e.slot);
-      if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) addKid(e, hashes[i - 1], h);
-      e.qHash.push(h);
-      e.qTick.push(t);
-    }
-    e.blocks.set(h, t);
+    // one Map operation: the size says whether the block was new (set updates a held one's stamp)
+    const size = blocks.size;
+    blocks.set(h, t);
+    if (blocks.size === size) continue;
+    newFrom = i;
+    holders.add(h, e.slot);
+    if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) addKid(e, hashes[i - 1], h);
+    e.qHash.push(h);
+    e.qTick.push(t);
   }
   return newFrom;
 }
@@ -144,8 +146,8 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
   return true;
 }
 
-/** Records `kid` as a child of `parent` (a branch point's list is swept of gone children each
- *  time it doubles: bounded by twice the children held, amortised O(1)). */
+/** Records `kid`, just added to the entry, as a child of `parent` (a branch point's list is swept
+ *  of gone children each time it doubles: bounded by twice the children held, amortised O(1)). */
 function addKid(e: WorkerEntry, parent: string, kid: string): void {
   const v = e.kids.get(parent);
   if (v === undefined) e.kids.set(parent, kid);
@@ -154,7 +156,8 @@ function addKid(e: WorkerEntry, parent: string, kid: string): void {
   } else {
     if (v.length >= 8 && (v.length & (v.length - 1)) === 0) {
       let k = 0;
-      for (const x of v) if (e.blocks.has(x)) v[k++] = x;
+      // the sweep sees the entry as before `kid` was added (it is pushed back below, at the end)
+      for (const x of v) if (x !== kid && e.blocks.has(x)) v[k++] = x;
       v.length = k;
     }
     if (v[v.length - 1] !== kid) v.push(kid);

@@ -97,23 +97,26 @@ export class SharedPrefixTracker {
       }
       for (; i < n && left > 0; i++, left--) {
         const cont = i + 1 < n ? hashes[i + 1] : END;
-        const cur = this.get(hashes[i]);
+        // one lookup for both questions: the value, and whether the young generation has it
+        const young = this.young.get(hashes[i]);
+        const cur = young ?? this.old.get(hashes[i]);
         if (cur === undefined) this.set(hashes[i], cont);
         else if (cur === SHARED) {
           sharedUpTo = i;
-          if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
+          if (young === undefined) this.set(hashes[i], cur);
         } else if (cur === END) {
           this.set(hashes[i], cont === END ? END : cont); // the same prompt grew (or is read again)
         } else if (cont !== END && cont !== cur) {
           sharedUpTo = i; // a second continuation: branch point
-          if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
-        } else if (!this.young.has(hashes[i])) this.set(hashes[i], cur);
+          if (young === undefined) this.set(hashes[i], cur);
+        } else if (young === undefined) this.set(hashes[i], cur);
       }
       if (i < n) return false;
       if (mark === -2) mark = sharedUpTo;
       for (; mark >= 0 && left > 0; mark--, left--) {
-        if (this.get(hashes[mark]) === SHARED && mark < sharedUpTo) {
-          if (!this.young.has(hashes[mark])) this.set(hashes[mark], SHARED);
+        const young = this.young.get(hashes[mark]);
+        if ((young ?? this.old.get(hashes[mark])) === SHARED && mark < sharedUpTo) {
+          if (young === undefined) this.set(hashes[mark], SHARED);
           mark = -1; // ancestors already marked
           break;
         }
