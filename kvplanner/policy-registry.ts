@@ -101,4 +101,4 @@ export function readsKvIndex(name: string): boolean {
 }
 
 /** Options the gateway sets itself (from the model config and its KV events), not listed as known. */
-const GATEWAY_SET_OPTIONS = new Set(['kv_index', 'index_stride']);
+const GATEWAY_SET_OPTIONS = new Set(['kv_index', 'index_stride', 'engine_flavor']);

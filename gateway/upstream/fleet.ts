@@ -44,8 +44,10 @@ export function createFleet(config: GatewayConfig, metrics: GatewayMetrics): Fle
     // Policies may keep state, so each gets its own (mutable) copy of the frozen options.
     // The model's block_size reaches the policy (its block hashes must match the engine's blocks) unless
     // policy_options names one explicitly.
+    // the engine's flavor too (ctxgate remembers more in front of SGLang's prefix-first scheduler)
     const policy = createPolicy(m.policy, {
       block_size: m.block_size,
+      engine_flavor: engine.flavor,
       ...(kvIndex ? { index_stride: 1 } : {}),
       ...(structuredClone(m.policy_options) as Record<string, unknown>),
       ...(kvIndex ? { kv_index: kvIndex } : {}),

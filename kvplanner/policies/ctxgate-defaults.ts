@@ -39,6 +39,13 @@ export const CTXGATE_DEFAULTS = {
    *  queued or running (often minutes under load) hold their blocks, which an LRU sized to the
    *  cache alone would already have forgotten when the conversation's next turn arrives */
   index_capacity_factor: 4,
+  /** ...and this many in front of SGLang engines (option engine_flavor 'sglang', which the gateway
+   *  sets from the model's flavor): SGLang schedules its queue longest-prefix-match first, so a
+   *  turn routed behind a long queue to the worker holding its history is still served it there,
+   *  and an index that forgot the history sent it elsewhere (conversation half, `--engine sglang`,
+   *  ×1: 175 s / 14.2 % at 4, 160 s / 16.7 % at 8, 156 s / 16.5 % at 16; smg_cache_aware 161.5 s /
+   *  16.3 %) */
+  index_capacity_factor_sglang: 8,
   /** ...but only as far as the work queued there holds blocks: the index remembers the worker's
    *  KV plus this many times its queued prefill tokens (capped by index_capacity_factor). An idle
    *  worker holds its KV's worth and no more: an agent session's home whose sessions outgrow its

@@ -72,7 +72,7 @@ import { ChainReader } from './ctxgate-chain.ts';
 import { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
 import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
-import { num, numOrMap } from '../policy-options.ts';
+import { num, numOrMap, PolicyOptionError } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
 import { SharedPrefixTracker } from '../shared-prefix.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
@@ -176,7 +176,16 @@ export class CtxgatePolicy implements Policy {
     this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
     this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
     this.kvPressureS = num(opts, 'kv_pressure_s', d.kv_pressure_s, 0);
-    this.indexFactor = num(opts, 'index_capacity_factor', d.index_capacity_factor, 1, 64);
+    const flavor = opts.engine_flavor;
+    if (flavor !== undefined && flavor !== 'vllm' && flavor !== 'sglang' && flavor !== 'openai')
+      throw new PolicyOptionError('engine_flavor', 'must be vllm, sglang or openai', flavor);
+    this.indexFactor = num(
+      opts,
+      'index_capacity_factor',
+      flavor === 'sglang' ? d.index_capacity_factor_sglang : d.index_capacity_factor,
+      1,
+      64,
+    );
     this.indexQueueFactor = num(opts, 'index_queue_factor', d.index_queue_factor, 0, 64);
     this.indexQueueFactorNoSession = num(opts, 'index_queue_factor_no_session', d.index_queue_factor_no_session, 0, 64);
     const events = preciseIndexOption(opts);

@@ -110,11 +110,13 @@ export function fleetPolicyOptions(
   blockTokens: number,
   kvTokens: number,
   seed: number,
+  engine: 'vllm' | 'sglang' = 'vllm',
 ): PolicyOptions {
   switch (policy) {
     case 'ctxgate':
       return {
         block_size: blockTokens,
+        engine_flavor: engine,
         index_stride: 1,
         prefill_tokens_per_s: Math.round((t.mfu * t.peakFlops) / (2 * t.params)),
         default_kv_tokens: kvTokens,
@@ -224,7 +226,10 @@ export async function run(argv: string[]): Promise<number> {
         reqs,
         {
           policy,
-          policyOptions: { ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed), ...opts.get(policy) },
+          policyOptions: {
+            ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed, engine),
+            ...opts.get(policy),
+          },
           workers,
           kvTokens,
           blockSize,

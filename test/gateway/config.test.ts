@@ -162,6 +162,25 @@ describe('block_size reaches the routing policy', () => {
     expect(blockSizeOf({})).toBe(32);
     expect(blockSizeOf({ policy_options: { block_size: 64 } })).toBe(64);
   });
+
+  it("the model's flavor reaches ctxgate: in front of SGLang its index remembers 8 × the KV, else 4 ×", async () => {
+    const { parseConfig } = await import('../../gateway/config/load.ts');
+    const { createFleet } = await import('../../gateway/upstream/fleet.ts');
+    const { createMetrics } = await import('../../gateway/metrics.ts');
+    const { Registry } = await import('prom-client');
+    const factorOf = (extra: object) => {
+      const cfg = parseConfig(
+        { models: [{ name: 'm', policy: 'ctxgate', workers: [{ url: 'http://127.0.0.1:1' }], ...extra }] },
+        'test',
+      );
+      const fleet = createFleet(cfg, createMetrics(new Registry(), { defaultMetrics: false }));
+      return (fleet.get('m')!.policy as unknown as { indexFactor: number }).indexFactor;
+    };
+    expect(factorOf({})).toBe(4);
+    expect(factorOf({ flavor: 'vllm' })).toBe(4);
+    expect(factorOf({ flavor: 'sglang' })).toBe(8);
+    expect(factorOf({ flavor: 'sglang', policy_options: { index_capacity_factor: 3 } })).toBe(3);
+  });
 });
 
 describe('transforms', () => {

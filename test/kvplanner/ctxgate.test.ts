@@ -421,6 +421,23 @@ describe('ctxgate feedback', () => {
     expect(mixed.index.size('w0')).toBe(35);
   });
 
+  it('in front of SGLang engines the index remembers up to 8× the KV instead of 4× (engine_flavor)', () => {
+    const size = (opts: Record<string, unknown>): number => {
+      const ws = workers(1, { kvTokens: 1600, queuedPrefillTokens: 100_000 });
+      const p = new CtxgatePolicy(opts);
+      for (let s = 0; s < 200; s++) route(p, ws, call(s, 2));
+      return p.index.size('w0');
+    };
+    expect(size({})).toBe((4 * 1600) / 64);
+    expect(size({ engine_flavor: 'vllm' })).toBe((4 * 1600) / 64);
+    expect(size({ engine_flavor: 'sglang' })).toBe((8 * 1600) / 64);
+    // a factor set explicitly wins over the flavor's default
+    expect(size({ engine_flavor: 'sglang', index_capacity_factor: 2 })).toBe((2 * 1600) / 64);
+    expect(() => new CtxgatePolicy({ engine_flavor: 'trtllm' })).toThrow(
+      /'engine_flavor' must be vllm, sglang or openai/,
+    );
+  });
+
   it('the index grows at once with queued prefill; when the queue drains it shrinks a bounded step per decision', () => {
     // 64k KV tokens = 4,096 blocks at stride 1; a 4×KV queue lets the entry hold 16,384
     const kv = 65_536;
