@@ -13,7 +13,7 @@
 //    reads what a uniformly chosen healthy worker would have held (policy.expectedCachedTokens).
 // The worker's own bookkeeping (in flight, queued prefill released at the first byte, health) is
 // workerObserver's. Cost: one policy.observe per attempt; O(index lookups) of the policy.
-import type { RouteFeedback, RouteInfo } from '../../kvplanner/types.ts';
+import type { RouteFeedback, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
 import type { ModelRoute } from '../upstream/fleet.ts';
 import type { Attempt, AttemptObserver } from './attempt.ts';
@@ -58,7 +58,8 @@ export function routingObserver(route: ModelRoute, info: RouteInfo): AttemptObse
         let t = tick();
         if (policy.expectedCachedTokens)
           guarded('policy.expectedCachedTokens', () => {
-            const views = route.workers.filter((w) => w.healthy).map((w) => w.view());
+            const views: WorkerView[] = [];
+            for (const w of route.workers) if (w.healthy) views.push(w.view());
             if (views.length) a.uniformCachedTokens = Math.round(policy.expectedCachedTokens!(views, i));
           });
         t = lap('routing_expected', t);
