@@ -1,6 +1,6 @@
 // The keyword rules' parts (redact.ts's `cli_secret` and `env_secret`): the key names that carry
-// secrets, the values that are none, both patterns, and where an `env_secret` match can be
-// (anchored-scan.ts: its NAME runs, found from the `=` and `:` after them).
+// secrets, the values that are none, both patterns, and where their matches can be (anchored-scan.ts:
+// a flag's run, found from its `-`; an assignment's NAME run, found from the `=` or `:` after it).
 import { type Anchor, isNameChar, isSpace, type Run } from './anchored-scan.ts';
 
 /** Key names that carry secrets (gitleaks' generic keywords, plus common spellings). */
@@ -55,6 +55,34 @@ function envLowest(t: string, a: number): number {
   if (p > 0 && isQuote(t.charCodeAt(p - 1))) p--;
   while (p > 0 && isSpace(t.charCodeAt(p - 1))) p--;
   return Math.max(0, p - 7);
+}
+
+export const CLI_ANCHOR: Anchor = {
+  sticky: new RegExp(CLI_SECRET.source, `${CLI_SECRET.flags}y`),
+  lowest: (_t, a) => a,
+  runs: cliRuns,
+};
+
+/** The runs a cli_secret flag can be, in text order: a whole name run that opens with `-` (the
+ * lookbehind: no name character before it), holds a keyword, and is followed by a blank or `=`
+ * (NAME then ends where the run does). The flag's match starts at the run. */
+function cliRuns(t: string): (at: number, run: Run) => boolean {
+  return (at, run) => {
+    for (let d = t.indexOf('-', at); d >= 0; d = t.indexOf('-', at)) {
+      at = d + 1;
+      if (d > 0 && isNameChar(t.charCodeAt(d - 1))) continue;
+      let b = d + 1;
+      while (b < t.length && isNameChar(t.charCodeAt(b))) b++;
+      at = b;
+      const c = t.charCodeAt(b);
+      if (b - d < 4 || !(c === 61 || isSpace(c)) || !HAS_KEYWORD.test(t.slice(d, b))) continue;
+      run.a = d;
+      run.b = b;
+      run.next = b;
+      return true;
+    }
+    return false;
+  };
 }
 
 const nextOf = (t: string, c: string, at: number): number => {

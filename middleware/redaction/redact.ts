@@ -9,11 +9,11 @@
 // specific first (an Anthropic key is reported as `anthropic`, not `openai`); a redacted value
 // is never matched again. Cost: O(rules × n), each rule one linear regex pass: every repetition that
 // can fail after a long scan is bounded or stops at the next possible start (test/middleware/redaction-redos.test.ts).
-// Gates skip what a text cannot match: rules sharing a need test it once per text, and `env_secret`
-// is searched only at the name runs before its `=` / `:` (anchored-scan.ts); both keep every match
+// Gates skip what a text cannot match: rules sharing a need test it once per text, and the keyword
+// rules are tried only at the name runs a match can use (anchored-scan.ts); both keep every match
 // (test/middleware/redaction-anchored.test.ts compares them with the plain scan).
 import { forEachAnchored, type Anchor } from './anchored-scan.ts';
-import { benign, CLI_SECRET, ENV_ANCHOR, ENV_SECRET, HAS_KEYWORD, NAME } from './keyword-rules.ts';
+import { benign, CLI_ANCHOR, CLI_SECRET, ENV_ANCHOR, ENV_SECRET, HAS_KEYWORD, NAME } from './keyword-rules.ts';
 
 export interface RedactionFinding {
   kind: string;
@@ -143,6 +143,7 @@ const RULES: Rule[] = [
     kind: 'cli_secret',
     need: HAS_KEYWORD,
     re: CLI_SECRET,
+    anchor: CLI_ANCHOR,
     replace: (k, _m, g) => (benign(g[0]!, g[1]!.replace(/^["']|["']$/g, '')) ? null : `${g[0]}${quoted(g[1]!, k)}`),
   },
   {

@@ -1,8 +1,8 @@
 // The plain redaction scan (every rule's global regex over the whole text, in order, no gates or
 // anchors) and the check that redact.ts's fast paths give exactly its answers, match for match.
 import { expect } from 'vitest';
-import { forEachAnchored } from '../../../middleware/redaction/anchored-scan.ts';
-import { ENV_ANCHOR, ENV_SECRET } from '../../../middleware/redaction/keyword-rules.ts';
+import { type Anchor, forEachAnchored } from '../../../middleware/redaction/anchored-scan.ts';
+import { CLI_ANCHOR, CLI_SECRET, ENV_ANCHOR, ENV_SECRET } from '../../../middleware/redaction/keyword-rules.ts';
 import { looksSecret, redact, redactionRules } from '../../../middleware/redaction/redact.ts';
 
 const RULES = redactionRules();
@@ -38,9 +38,9 @@ export function plainRedact(text: string): { text: string; findings: { kind: str
   return { text: out, findings };
 }
 
-function anchoredMatches(text: string): RegExpExecArray[] {
+function anchoredMatches(text: string, anchor: Anchor): RegExpExecArray[] {
   const out: RegExpExecArray[] = [];
-  forEachAnchored(text, ENV_ANCHOR, (m) => {
+  forEachAnchored(text, anchor, (m) => {
     out.push(m);
     return false;
   });
@@ -49,11 +49,13 @@ function anchoredMatches(text: string): RegExpExecArray[] {
 
 const shape = (ms: RegExpExecArray[]) => ms.map((m) => [m.index, ...m]);
 
-/** Asserts each fast path equals the plain scan on `text`; returns whether env_secret matched. */
+/** Asserts each fast path equals the plain scan on `text`; returns whether a keyword rule matched. */
 export function sameAsPlain(text: string): boolean {
   const env = plainMatches(ENV_SECRET, text);
-  expect(shape(anchoredMatches(text)), JSON.stringify(text)).toEqual(shape(env));
+  const cli = plainMatches(CLI_SECRET, text);
+  expect(shape(anchoredMatches(text, ENV_ANCHOR)), `env ${JSON.stringify(text)}`).toEqual(shape(env));
+  expect(shape(anchoredMatches(text, CLI_ANCHOR)), `cli ${JSON.stringify(text)}`).toEqual(shape(cli));
   expect(looksSecret(text), JSON.stringify(text)).toBe(plainLooksSecret(text));
   expect(redact(text), JSON.stringify(text)).toEqual(plainRedact(text));
-  return env.length > 0;
+  return env.length + cli.length > 0;
 }
