@@ -1,21 +1,23 @@
-// The matches of the keyword rules (redact.ts's `cli_secret` and `env_secret`, parts in
-// keyword-rules.ts), found from the few places they can start instead of from every position. A
-// global search for such a rule tries its key-name part (up to 64 name characters on each side of a
-// keyword, tried at every backtrack) at each start the text offers; on source code that was ~50 µs
-// per 1.7 KB output for `env_secret`, most of the redaction check.
+// The matches of the keyword rules (redact.ts's `cli_secret` and `env_secret`) and of `url_password`
+// (parts in keyword-rules.ts), found from the few places they can start instead of from every
+// position. A global search for a keyword rule tries its key-name part (up to 64 name characters on
+// each side of a keyword, tried at every backtrack) at each start the text offers; on source code
+// that was ~50 µs per 1.7 KB output for `env_secret`, most of the redaction check.
 //
-// Why it is exact: the rule's NAME is a whole maximal run of name characters ([A-Za-z0-9_.-];
+// Why it is exact: every match has an anchor a that `runs` lists (in text order) and starts at a
+// position s with lowest(a) <= s <= a; and for the first listed a >= L (where the global search
+// would resume), no match starting at or after L starts before lowest(a). For the keyword rules the
+// anchor is the start of the NAME: a whole maximal run of name characters ([A-Za-z0-9_.-];
 // case-insensitive matching maps no non-ASCII character onto them without the `u` flag) that holds
-// a keyword and is followed by what the rule needs after it (`runs` lists every such run, in text
-// order); a match starts no earlier than `lowest(run start)`, and between its start and its NAME
-// lies no other keyword-holding run. So, scanning from L (where the global search would resume),
-// no match starts before lowest(a) for the first such run at a >= L; the rule's own pattern, made
-// sticky, is tried at every position from there to a, in order, which is exactly what the global
-// search does there. A match found resumes the scan at its end; none resumes it at a + 1. The
-// matches are therefore the global search's, match for match (test/middleware/redaction-anchored.test.ts).
-// Cost: one or two indexOf scans for the character after or before the runs; per hit a walk over
-// its blanks and run (each character walked a bounded number of times), per run one keyword test,
-// and per keyword run at most (blanks + 8) sticky attempts: O(n).
+// a keyword and is followed by what the rule needs after it, and between a match's start and its
+// NAME lies no other keyword-holding run; for the URL rule it is the `://` after a scheme of at most
+// 32 characters. So the rule's own pattern, made sticky, is tried at every position from
+// max(L, lowest(a)) to a, in order, which is exactly what the global search does there. A match
+// found resumes the scan at its end; none resumes it at a + 1. The matches are therefore the
+// global search's, match for match (test/middleware/redaction-anchored.test.ts).
+// Cost: one or two indexOf scans for the characters the anchors sit by; per hit a walk over its
+// blanks and run (each character walked a bounded number of times) and one keyword test; per
+// anchor at most (blanks + 8) sticky attempts, or 33 for a `://`: O(n).
 
 /** A candidate NAME run [a, b) and where the operator search resumes. */
 export interface Run {

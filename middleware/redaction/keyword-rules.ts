@@ -1,6 +1,7 @@
 // The keyword rules' parts (redact.ts's `cli_secret` and `env_secret`): the key names that carry
 // secrets, the values that are none, both patterns, and where their matches can be (anchored-scan.ts:
-// a flag's run, found from its `-`; an assignment's NAME run, found from the `=` or `:` after it).
+// a flag's run, found from its `-`; an assignment's NAME run, found from the `=` or `:` after it);
+// likewise for the URL-password rule (from its `://`).
 import { type Anchor, isNameChar, isSpace, type Run } from './anchored-scan.ts';
 
 /** Key names that carry secrets (gitleaks' generic keywords, plus common spellings). */
@@ -84,6 +85,24 @@ function cliRuns(t: string): (at: number, run: Run) => boolean {
     return false;
   };
 }
+
+// scheme://user:password@ (bounded parts: `a-a-a-…` has a word boundary at every character)
+export const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]{1,256}:)(?!\[REDACTED)[^\s@/]{1,1024}@/gi;
+/** Every match's `://` follows its scheme of 1 to 32 characters, so it starts 1 to 32 characters
+ * before that `://`; each `://` is a candidate. */
+export const URL_ANCHOR: Anchor = {
+  sticky: new RegExp(URL_PASSWORD.source, `${URL_PASSWORD.flags}y`),
+  lowest: (_t, a) => Math.max(0, a - URL_SCHEME_MAX),
+  runs: (t) => (at, run) => {
+    const q = t.indexOf('://', at);
+    if (q < 0) return false;
+    run.a = q;
+    run.b = q + 3;
+    run.next = q + 1;
+    return true;
+  },
+};
+const URL_SCHEME_MAX = 32;
 
 const nextOf = (t: string, c: string, at: number): number => {
   const i = t.indexOf(c, at);

@@ -13,7 +13,17 @@
 // rules are tried only at the name runs a match can use (anchored-scan.ts); both keep every match
 // (test/middleware/redaction-anchored.test.ts compares them with the plain scan).
 import { forEachAnchored, type Anchor } from './anchored-scan.ts';
-import { benign, CLI_ANCHOR, CLI_SECRET, ENV_ANCHOR, ENV_SECRET, HAS_KEYWORD, NAME } from './keyword-rules.ts';
+import {
+  benign,
+  CLI_ANCHOR,
+  CLI_SECRET,
+  ENV_ANCHOR,
+  ENV_SECRET,
+  HAS_KEYWORD,
+  NAME,
+  URL_ANCHOR,
+  URL_PASSWORD,
+} from './keyword-rules.ts';
 
 export interface RedactionFinding {
   kind: string;
@@ -134,9 +144,9 @@ const RULES: Rule[] = [
   },
   {
     kind: 'url_password',
-    // bounded parts: `a-a-a-…` has a word boundary at every character
-    re: /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]{1,256}:)(?!\[REDACTED)[^\s@/]{1,1024}@/gi,
+    re: URL_PASSWORD,
     need: '://',
+    anchor: URL_ANCHOR,
     replace: (k, _m, g) => `${g[0]}${tag(k)}@`,
   },
   {

@@ -2,7 +2,14 @@
 // anchors) and the check that redact.ts's fast paths give exactly its answers, match for match.
 import { expect } from 'vitest';
 import { type Anchor, forEachAnchored } from '../../../middleware/redaction/anchored-scan.ts';
-import { CLI_ANCHOR, CLI_SECRET, ENV_ANCHOR, ENV_SECRET } from '../../../middleware/redaction/keyword-rules.ts';
+import {
+  CLI_ANCHOR,
+  CLI_SECRET,
+  ENV_ANCHOR,
+  ENV_SECRET,
+  URL_ANCHOR,
+  URL_PASSWORD,
+} from '../../../middleware/redaction/keyword-rules.ts';
 import { looksSecret, redact, redactionRules } from '../../../middleware/redaction/redact.ts';
 
 const RULES = redactionRules();
@@ -49,13 +56,15 @@ function anchoredMatches(text: string, anchor: Anchor): RegExpExecArray[] {
 
 const shape = (ms: RegExpExecArray[]) => ms.map((m) => [m.index, ...m]);
 
-/** Asserts each fast path equals the plain scan on `text`; returns whether a keyword rule matched. */
+/** Asserts each fast path equals the plain scan on `text`; returns whether an anchored rule matched. */
 export function sameAsPlain(text: string): boolean {
   const env = plainMatches(ENV_SECRET, text);
   const cli = plainMatches(CLI_SECRET, text);
   expect(shape(anchoredMatches(text, ENV_ANCHOR)), `env ${JSON.stringify(text)}`).toEqual(shape(env));
   expect(shape(anchoredMatches(text, CLI_ANCHOR)), `cli ${JSON.stringify(text)}`).toEqual(shape(cli));
+  const url = plainMatches(URL_PASSWORD, text);
+  expect(shape(anchoredMatches(text, URL_ANCHOR)), `url ${JSON.stringify(text)}`).toEqual(shape(url));
   expect(looksSecret(text), JSON.stringify(text)).toBe(plainLooksSecret(text));
   expect(redact(text), JSON.stringify(text)).toEqual(plainRedact(text));
-  return env.length + cli.length > 0;
+  return env.length + cli.length + url.length > 0;
 }
