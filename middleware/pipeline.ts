@@ -112,6 +112,8 @@ interface LocalCall {
   receivedTools: ChatRequest['tools'];
   input: HashSource;
   output: HashSource;
+  /** The fingerprint's system hash and the root message hashes it hashed (reused while equal). */
+  system: { key: string; hash: string };
 }
 
 /** LRU weight of a kept call: its ids plus ~a quarter of the characters of its text and messages. */
@@ -314,8 +316,10 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
         reason: 'segment ids merged across a seam; re-encoded as whole text there',
       });
     const ids = toks.ids;
+    const systemKey = segs.messageHashes.slice(segs.root.start, segs.root.end).join(',');
+    const system = prevLocal?.system.key === systemKey ? prevLocal.system : { key: systemKey, hash: sha1(systemKey) };
     const cur: CallFingerprint = {
-      systemHash: sha1(segs.messageHashes.slice(segs.root.start, segs.root.end).join(',')),
+      systemHash: system.hash,
       toolsHash: tk.toolsHash,
       stableHashes: segs.messageHashes.slice(0, stableEnd),
       promptTokens: toks.tokensBeforeMark,
@@ -357,6 +361,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       receivedTools: resentTools,
       input,
       output: { messages: out.messages, hashes: segs.messageHashes },
+      system,
     });
     if (hint !== undefined) hints.set(hint, key);
     const messages = out.messages.length;

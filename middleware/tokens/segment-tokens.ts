@@ -158,6 +158,15 @@ function seamOk(tok: TokenizerHandle, left: string, right: string): boolean {
   return ok;
 }
 
+/**
+ * A packed array of its own (own ArrayBuffer, offset 0: transferable) left uninitialised: the
+ * caller writes every element. `new Uint32Array(n)` zero-fills its ~50-70 kB first, every call.
+ */
+function packedIds(n: number): Uint32Array {
+  const b = Buffer.allocUnsafeSlow(n * 4);
+  return new Uint32Array(b.buffer, b.byteOffset, n);
+}
+
 export function tokenizeBySegments(
   tok: TokenizerHandle,
   text: string,
@@ -193,7 +202,7 @@ export function tokenizeBySegments(
       if (tail) {
         // One allocation for the whole id array (a copy of ~100k ids is cheap; growing one is not).
         const n = toks[k];
-        const ids = new Uint32Array(n + tail.ids.length);
+        const ids = packedIds(n + tail.ids.length);
         const prev = reuse.ids;
         if (prev instanceof Uint32Array) ids.set(prev.subarray(0, n));
         else for (let i = 0; i < n; i++) ids[i] = prev[i];
