@@ -158,8 +158,8 @@ describe('Redis outage', () => {
     );
     const ledger = openLedger(config);
     expect(ledger).toBeInstanceOf(TeeLedger);
-    // Connected before the first batch: a batch waits 1 s for the link, then spools, and a spooled
-    // batch is forwarded on its own schedule, after the read below.
+    // Connected before the first batch: on a host that takes over 1 s to make the link, a batch
+    // would go through the spool and its forwarding (the outage test's subject), not the tee.
     const stream = (ledger as TeeLedger).stores[0];
     expect(stream).toBeInstanceOf(RedisStreamLedger);
     await (stream as RedisStreamLedger).ready(REDIS_WAIT_MS);
