@@ -4,6 +4,7 @@
 // the prefix broke, the cause and where.
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
+import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { PrefixDiagnostics } from '../../middleware/types.ts';
 
 export const help = `usage: ctxgate explain FILE|DIR… [--tokenizer qwen3] [--layout passthrough|ctxgate] [--block-size 16] [--chat-template FILE]
@@ -27,50 +28,77 @@ export function formatBreak(p: PrefixDiagnostics | undefined): string {
   return `${p.break_cause}${at}${msg}`;
 }
 
+const LAYOUTS = ['passthrough', 'ctxgate'] as const;
+
+/** A message for the user, not a crash: the input they gave is wrong. */
+function fail(message: string): number {
+  process.stderr.write(`ctxgate explain: ${message}\n`);
+  return 2;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const valued = new Set(['--tokenizer', '--layout', '--block-size', '--chat-template']);
   const files = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   if (files.length === 0) {
-    process.stderr.write(help + '\n');
+    process.stderr.write(`ctxgate explain: give at least one FILE or DIR\n\n${help}\n`);
     return 2;
   }
-  const layout = (flag(argv, '--layout') ?? 'passthrough') as 'passthrough' | 'ctxgate';
-  const sessions = await readSessions(files);
-  for (const s of sessions) {
-    const pipeline = createPipeline({
-      model: 'explain',
-      tokenizer: flag(argv, '--tokenizer') ?? 'qwen3',
-      chatTemplateFile: flag(argv, '--chat-template'),
-      layout,
-      blockSize: Number(flag(argv, '--block-size') ?? 16),
-    });
-    const rows: string[][] = [['call', 'messages', 'prompt tokens', 'predicted cached', 'break cause@index']];
-    let prompt = 0;
-    let cached = 0;
-    for (let i = 0; i < s.calls.length; i++) {
-      const r = await pipeline.process(s.calls[i].body, {
-        tenant: 'explain',
-        requestId: `${s.id}#${i}`,
-        headers: { 'x-session-id': s.id },
-        model: 'explain',
-      });
-      prompt += r.prefix?.prompt_tokens ?? 0;
-      cached += r.prefix?.predicted_cached_tokens ?? 0;
-      rows.push([
-        String(i + 1),
-        String(r.body.messages.length),
-        String(r.prefix?.prompt_tokens ?? '?'),
-        String(r.prefix?.predicted_cached_tokens ?? '?'),
-        formatBreak(r.prefix),
-      ]);
-    }
-    const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
-    process.stdout.write(`session ${s.id} (${s.source}), layout ${layout}\n`);
-    for (const row of rows)
-      process.stdout.write(row.map((v, c) => (c === 4 ? v : v.padStart(widths[c]))).join('  ') + '\n');
-    process.stdout.write(
-      `total: ${prompt} prompt tokens, ${cached} predicted cached (${prompt ? ((100 * cached) / prompt).toFixed(1) : '0.0'}%)\n\n`,
-    );
+  const layout = flag(argv, '--layout') ?? 'passthrough';
+  if (!(LAYOUTS as readonly string[]).includes(layout))
+    return fail(`--layout must be one of ${LAYOUTS.join(', ')}, got '${layout}'`);
+  const blockSize = Number(flag(argv, '--block-size') ?? 16);
+  if (!Number.isInteger(blockSize) || blockSize < 1)
+    return fail(`--block-size must be an integer >= 1, got '${flag(argv, '--block-size')}'`);
+  const options = {
+    model: 'explain',
+    tokenizer: flag(argv, '--tokenizer') ?? 'qwen3',
+    chatTemplateFile: flag(argv, '--chat-template'),
+    layout: layout as (typeof LAYOUTS)[number],
+    blockSize,
+  };
+  let sessions: Awaited<ReturnType<typeof readSessions>>;
+  try {
+    sessions = await readSessions(files);
+    // loaded once per tokenizer and template: the pipelines below reuse it
+    await loadTokenizer(options.tokenizer, { chatTemplateFile: options.chatTemplateFile });
+  } catch (err) {
+    // the input named is wrong: a missing file, one of no known format, an unknown tokenizer or template
+    return fail((err as Error).message);
   }
+  for (const s of sessions) await explainSession(s, createPipeline(options), options.layout);
   return 0;
+}
+
+async function explainSession(
+  s: Awaited<ReturnType<typeof readSessions>>[number],
+  pipeline: ReturnType<typeof createPipeline>,
+  layout: string,
+): Promise<void> {
+  const rows: string[][] = [['call', 'messages', 'prompt tokens', 'predicted cached', 'break cause@index']];
+  let prompt = 0;
+  let cached = 0;
+  for (let i = 0; i < s.calls.length; i++) {
+    const r = await pipeline.process(s.calls[i].body, {
+      tenant: 'explain',
+      requestId: `${s.id}#${i}`,
+      headers: { 'x-session-id': s.id },
+      model: 'explain',
+    });
+    prompt += r.prefix?.prompt_tokens ?? 0;
+    cached += r.prefix?.predicted_cached_tokens ?? 0;
+    rows.push([
+      String(i + 1),
+      String(r.body.messages.length),
+      String(r.prefix?.prompt_tokens ?? '?'),
+      String(r.prefix?.predicted_cached_tokens ?? '?'),
+      formatBreak(r.prefix),
+    ]);
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
+  process.stdout.write(`session ${s.id} (${s.source}), layout ${layout}\n`);
+  for (const row of rows)
+    process.stdout.write(row.map((v, c) => (c === 4 ? v : v.padStart(widths[c]))).join('  ') + '\n');
+  process.stdout.write(
+    `total: ${prompt} prompt tokens, ${cached} predicted cached (${prompt ? ((100 * cached) / prompt).toFixed(1) : '0.0'}%)\n\n`,
+  );
 }
