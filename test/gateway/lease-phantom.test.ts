@@ -4,11 +4,9 @@
 // in flight, is refused 429 on every replica until the leases run out (30 s).
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAssembledGateway } from '../../gateway/assemble.ts';
-import { parseConfig } from '../../gateway/config/load.ts';
 import { INFLIGHT_KEY_PREFIX } from '../../gateway/limits/tenant-concurrency-redis.ts';
-import { startSimWorker } from '../../loadtest/sim-worker/index.ts';
 import { startOwnRedis, type OwnRedis } from '../helpers/own-redis.ts';
+import { startSimGateway } from '../helpers/sim-gateway.ts';
 
 const M = 'qwen3-32b';
 let url = '';
@@ -17,23 +15,16 @@ let close: () => Promise<void> = async () => undefined;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  const w = await startSimWorker({ port: 0, model: M, tokenizer: 'qwen3', kvTokens: 400_000, timeScale: 0, seed: 1 });
-  const config = parseConfig(
-    {
-      listen: { host: '127.0.0.1', port: 0 },
-      health: { interval_ms: 0 },
-      redis: { url: redis.url },
-      limits: { max_concurrent_per_tenant: 2 },
-      models: [{ name: M, layout: 'passthrough', workers: [{ url: w.url, id: 'w0' }] }],
-    },
-    'lease-phantom',
-  );
-  const gw = await startAssembledGateway(config, { logger: false, reporting: false });
-  url = gw.url;
-  close = async () => {
-    await gw.close();
-    await w.close();
-  };
+  const rig = await startSimGateway({
+    workers: 1,
+    model: M,
+    sim: { kvTokens: 400_000 },
+    config: { redis: { url: redis.url }, limits: { max_concurrent_per_tenant: 2 } },
+    modelConfig: { layout: 'passthrough' },
+    source: 'lease-phantom',
+  });
+  url = rig.gw.url;
+  close = rig.close;
 });
 
 afterAll(async () => {
