@@ -17,6 +17,10 @@ import { until } from '../helpers/gateway.ts';
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-reporting-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+function pick<T, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
+  return Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
+}
+
 describe('createReporting', () => {
   it('records, reports and writes each record without waiting for flush_ms or shutdown', async () => {
     const up = await startFakeUpstream({ name: 'w1', knobs: { cachedTokens: 2 } });
@@ -38,34 +42,21 @@ describe('createReporting', () => {
     const rec = reporting.recorder.lastRecord(id)!;
     // Default table: $1/M, $0.10/M cached, $4/M output.
     expect(rec.costNusd).toBe((rec.promptTokens - 2) * 1000 + 2 * 100 + rec.outputTokens * 4000);
-    const {
-      time,
-      requestId,
-      tenant,
-      keyId,
-      sessionId,
-      model,
-      worker,
-      status,
-      stream,
-      promptTokens,
-      cachedTokens,
-      outputTokens,
-    } = rec;
-    const ev = {
-      time,
-      requestId,
-      tenant,
-      keyId,
-      sessionId,
-      model,
-      worker,
-      status,
-      stream,
-      promptTokens,
-      cachedTokens,
-      outputTokens,
-    };
+    // the record's event fields, nothing it adds (cost, pricing source)
+    const ev = pick(rec, [
+      'time',
+      'requestId',
+      'tenant',
+      'keyId',
+      'sessionId',
+      'model',
+      'worker',
+      'status',
+      'stream',
+      'promptTokens',
+      'cachedTokens',
+      'outputTokens',
+    ]);
     expect(reporting.headersFor({ ...ev, usageReported: true, totalMs: 1, gatewayOverheadMs: 0, attempts: 1 })).toEqual(
       {
         'x-ctxgate-cached-tokens': '2',
