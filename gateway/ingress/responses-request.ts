@@ -97,7 +97,9 @@ function reasoningText(item: Obj): string {
  * full. Kept only when the run starts at the same index (receipts name it) and ends at a boundary
  * in the new input too (else the next item would have to change its last message); a run that
  * opened a sealed reasoning item records the tenant and key it read, and is made again under
- * others. Nothing mutates a kept message: a run only changes messages it created itself.
+ * others. Nothing mutates a message once made: a run only writes messages it created itself, and
+ * one that joins the turn before it (a call or reasoning at input[0] after a stored
+ * previous_response_id turn) writes a copy that replaces that message in the output, and is not kept.
  */
 interface Run {
   at: number;
@@ -106,6 +108,8 @@ interface Run {
   receipts: Receipt[];
   restored: number;
   keyedBy?: string;
+  /** out[0] is a copy of the message before the run, with this run's call joined (not kept). */
+  replacesLast?: boolean;
 }
 
 const runs = new WeakMap<object, Run>();
@@ -128,8 +132,14 @@ class Opener {
   }
 }
 
-/** Whether `it` is a call that joins the assistant turn `out` ends with. */
+/**
+ * Whether `it` may join the turn `out` ends with, so that no run starts at it: a call joining an
+ * assistant turn, or a reasoning item (the call after it may join the turn before it, e.g.
+ * [call, reasoning, call] or [message, reasoning, call]; a run starting at the reasoning item would
+ * have to change the previous run's kept message).
+ */
 function merges(it: unknown, out: readonly ChatMessage[]): boolean {
+  if (isObject(it) && it.type === 'reasoning') return true;
   return (
     isObject(it) && (it.type === 'function_call' || it.type === 'custom_tool_call') && out.at(-1)?.role === 'assistant'
   );
@@ -149,6 +159,8 @@ function inputItems(items: unknown[], out: ChatMessage[], receipts: Receipt[], o
       pending = made.pending;
       if (made.cacheable && isObject(first)) runs.set(first, run);
     }
+    // a run that joined the turn before it carries its own copy of that message (never kept)
+    if (run.replacesLast) out.pop();
     for (const m of run.out) out.push(m);
     for (const r of run.receipts) receipts.push({ ...r });
     restored += run.restored;
@@ -213,12 +225,17 @@ function translateRun(
           : typeof it.arguments === 'string'
             ? it.arguments
             : JSON.stringify(it.arguments ?? {});
-      const last = out.length ? out.at(-1) : before.at(-1);
-      let m = last?.role === 'assistant' ? last : undefined;
-      if (!m) {
+      let m = out.length ? out.at(-1) : before.at(-1);
+      if (m?.role !== 'assistant') {
         m = { role: 'assistant', content: null };
         out.push(m);
-      } else if (!out.length) external = true;
+      } else if (!out.length) {
+        // the turn before the run (a stored one, or a kept run's): joined on a copy, never in place
+        m = { ...m, ...(m.tool_calls ? { tool_calls: m.tool_calls.slice() } : {}) };
+        out.push(m);
+        run.replacesLast = true;
+        external = true;
+      }
       takeReasoning(m);
       (m.tool_calls ??= []).push({ id: it.call_id, type: 'function', function: { name: it.name, arguments: args } });
     } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {

@@ -240,4 +240,31 @@ describe('POST /v1/responses (openai SDK, Responses API)', () => {
       OpenAI.AuthenticationError,
     );
   });
+  it('resends an unchanged history with a reasoning item between two calls of one turn: the same upstream prompt every time', async () => {
+    // store: false, the whole history each call (a stateless client); the body memo hands out the
+    // same item objects, so the adapter's kept translation is reused and must not grow.
+    const client = rig.openai();
+    const input = [
+      { role: 'user' as const, content: `Read both files please. ${'Context line. '.repeat(100)}` },
+      { type: 'function_call' as const, call_id: 'c1', name: 'shell', arguments: '{"cmd":"cat a.py"}' },
+      { type: 'reasoning' as const, id: 'rs_1', summary: [{ type: 'summary_text' as const, text: 'Also b.py.' }] },
+      { type: 'function_call' as const, call_id: 'c2', name: 'shell', arguments: '{"cmd":"cat b.py"}' },
+      { type: 'function_call_output' as const, call_id: 'c1', output: 'def f(): pass' },
+      { type: 'function_call_output' as const, call_id: 'c2', output: 'def g(): pass' },
+      { role: 'user' as const, content: 'What do they do?' },
+    ];
+    const sizes: number[] = [];
+    for (let k = 0; k < 4; k++) {
+      const r = await client.responses.create({
+        model: MODEL,
+        input,
+        tools: [SHELL],
+        store: false,
+        max_output_tokens: 4,
+      });
+      sizes.push(r.usage?.input_tokens ?? -1);
+    }
+    expect(sizes[0]).toBeGreaterThan(100);
+    expect(sizes).toEqual([sizes[0], sizes[0], sizes[0], sizes[0]]);
+  });
 });

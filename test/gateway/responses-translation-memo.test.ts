@@ -10,6 +10,7 @@ import { sealReasoning } from '../../gateway/ingress/reasoning-seal.ts';
 import { parseResponses } from '../../gateway/ingress/responses-request.ts';
 import { MemoryResponseStore } from '../../gateway/ingress/responses-store.ts';
 import type { ParseContext } from '../../gateway/ingress/types.ts';
+import type { ChatMessage } from '../../middleware/types.ts';
 
 const macOf =
   (secret: string) =>
@@ -69,6 +70,81 @@ describe('responses translation memo', () => {
     const grown = [...cut, { type: 'message', role: 'assistant', content: 'Done.' }];
     expect(json(await parse(body(grown)))).toBe(json(await parse(body(structuredClone(grown)))));
     expect((await parse(body(grown))).body.messages.at(-1)?.reasoning_content).toBe('Read claims.py first.');
+  });
+
+  // A reasoning item between two parts of one assistant turn: the call after it joins the turn
+  // before it. Every message handed out is frozen (with its tool_calls) before the next call, so
+  // any later in-place write throws instead of passing silently.
+  const freezeAll = (r: Awaited<ReturnType<typeof parse>>): void => {
+    for (const m of r.body.messages) {
+      if (m.tool_calls) Object.freeze(m.tool_calls);
+      Object.freeze(m);
+    }
+  };
+  const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'read_file', arguments: `{"p":"${id}"}` });
+  const think = (text: string) => ({ type: 'reasoning', summary: [{ type: 'summary_text', text }] });
+  const shapes: Record<string, unknown[]> = {
+    'call, reasoning, call': [
+      { role: 'user', content: 'Read both.' },
+      call('c1'),
+      think('Also b.py.'),
+      call('c2'),
+      { type: 'function_call_output', call_id: 'c1', output: 'A' },
+      { type: 'function_call_output', call_id: 'c2', output: 'B' },
+      { role: 'user', content: 'And?' },
+    ],
+    'message, reasoning, call': [
+      { role: 'user', content: 'Look.' },
+      { type: 'message', role: 'assistant', content: 'Looking.' },
+      think('Now read it.'),
+      call('c1'),
+      { type: 'function_call_output', call_id: 'c1', output: 'A' },
+      think('One more.'),
+      call('c2'),
+      { type: 'function_call_output', call_id: 'c2', output: 'B' },
+    ],
+  };
+  for (const [name, items] of Object.entries(shapes))
+    it(`resends [${name}] unchanged: the same translation every time, equal to a fresh one`, async () => {
+      const fresh = json(await parse(body(structuredClone(items))));
+      const seen: string[] = [];
+      for (let k = 0; k < 4; k++) {
+        const r = await parse(body(items));
+        seen.push(json(r));
+        freezeAll(r);
+      }
+      expect(seen).toEqual([fresh, fresh, fresh, fresh]);
+      const turn = JSON.parse(fresh)[0].messages.find((m: { tool_calls?: unknown[] }) => m.tool_calls);
+      expect(turn.tool_calls.length).toBe(name.startsWith('call') ? 2 : 1);
+    });
+
+  it('joins a call after a stored previous_response_id turn on a copy, the same on every resend', async () => {
+    const prevStore = new MemoryResponseStore({ ttlSeconds: 60, maxEntryBytes: 1 << 20, maxBytes: 1 << 22 });
+    await prevStore.put('acme', 'resp_prev', {
+      response: {},
+      messages: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'looking' },
+      ],
+    });
+    const items = [think('Read it.'), call('c1'), { type: 'function_call_output', call_id: 'c1', output: 'o' }];
+    const b = (it: unknown[]) => ({ model: 'm', previous_response_id: 'resp_prev', input: it });
+    const p = (x: unknown) => parseResponses(x, ctx('acme'), prevStore, () => 'resp_2');
+    const fresh = json(await p(b(structuredClone(items))));
+    expect(JSON.parse(fresh)[0].messages.map((m: ChatMessage) => [m.role, m.tool_calls?.length ?? 0])).toEqual([
+      ['user', 0],
+      ['assistant', 1],
+      ['tool', 0],
+    ]);
+    // the same items first without previous_response_id: their runs are kept, then reused after it
+    const alone = await parse(body(items));
+    freezeAll(alone);
+    for (let k = 0; k < 3; k++) {
+      const r = await p(b(items));
+      expect(json(r)).toBe(fresh);
+      freezeAll(r);
+    }
+    expect(json(await parse(body(items)))).toBe(json(await parse(body(structuredClone(items)))));
   });
 
   it('opens a sealed reasoning item under the request tenant and key only', async () => {
