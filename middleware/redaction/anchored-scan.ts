@@ -42,11 +42,25 @@ export function isNameChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 46 || c === 45;
 }
 
-const SPACE = /\s/;
-/** `\s` of a JS regular expression, without a regex call for ASCII. */
+/** `\s` of a JS regular expression for one UTF-16 code unit (WhiteSpace and LineTerminator:
+ * tab, LF, VT, FF, CR, space, NBSP, BOM, U+2028/2029 and the Space_Separator letters), without a
+ * regex call: the walks back over blanks call it per character. */
 export function isSpace(c: number): boolean {
-  if (c === 32 || (c >= 9 && c <= 13)) return true;
-  return c >= 128 && SPACE.test(String.fromCharCode(c));
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  if (c >= 0x2000 && c <= 0x200a) return true;
+  switch (c) {
+    case 0xa0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202f:
+    case 0x205f:
+    case 0x3000:
+    case 0xfeff:
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** Calls `visit` with each match of the anchor's rule in `text`, in the order and with the

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeFile } from '../../loadtest/synth/content.ts';
 import { mulberry32 } from '../../loadtest/profiles/rng.ts';
+import { isSpace } from '../../middleware/redaction/anchored-scan.ts';
 import { plainLooksSecret, sameAsPlain as same } from './helpers/plain-redact.ts';
 
 const PIECES = [
@@ -144,6 +145,12 @@ function fixtureStrings(dir: string): string[] {
 }
 
 describe('redaction fast paths equal the plain scan', () => {
+  it('isSpace equals /\\s/ for every UTF-16 code unit', () => {
+    const wrong: number[] = [];
+    for (let c = 0; c <= 0xffff; c++) if (isSpace(c) !== /\s/.test(String.fromCharCode(c))) wrong.push(c);
+    expect(wrong).toEqual([]);
+  });
+
   it('hand-picked edges: operators, quotes, export, line starts, bounds, case folding', () => {
     const cases = [
       'token=abc12345',
