@@ -57,7 +57,11 @@ export const CTXGATE_DEFAULTS = {
    *  turn sent to a worker that has meanwhile dropped its chain misses no more than it would
    *  elsewhere; with one the pin finds it, and an index listing dropped histories keeps sessions
    *  on homes that re-prefill them. Mooncake conversation half (no session ids): 2 → 8 lifts the
-   *  hit rate ~0.3 points and p90 at ×1 and 16 workers; the agent recordings see 2 as before */
+   *  hit rate ~0.3 points and p90 at ×1 and 16 workers; the agent recordings see 2 as before.
+   *  Behind the gateway only calls with no session id reach the policy without one: /v1/completions
+   *  without a session header (chat, messages and responses calls get a derived id,
+   *  middleware/layout/session-id.ts). The share is one average over all tenants, so one tenant's
+   *  such calls enlarge the index for every tenant's calls, up to this factor (a shared LRU). */
   index_queue_factor_no_session: 8,
   /** KV capacity in tokens when a worker reports none */
   default_kv_tokens: 1_048_576,

@@ -65,6 +65,10 @@
 // p90 ÷ best baseline 0.974 → 0.935 (×1 band), 0.996 → 0.992 (×2 band), 0.945 → 0.865 (16
 // workers), hit Δ to the best baseline −0.70 → −0.38 points (4: 0.955/0.997/0.849/−0.46; 16:
 // 0.957/0.989/0.883/−0.47); the recordings, all with sessions, keep factor 2 (identical output).
+// Those figures are bench fleet's (Mooncake requests carry no session); in the gateway only
+// /v1/completions without a session header reaches the policy without a session id (chat,
+// messages and responses calls get a derived one, middleware/layout/session-id.ts), and the share
+// is one average over all tenants: it sizes the shared index for everyone (bounded by the factor).
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { DeferredWork, type Work } from '../deferred-work.ts';

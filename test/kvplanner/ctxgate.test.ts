@@ -421,6 +421,26 @@ describe('ctxgate feedback', () => {
     expect(mixed.index.size('w0')).toBe(35);
   });
 
+  it("another tenant's calls without a session id change how much the index remembers for all (bounded by the no-session factor)", () => {
+    // The index is one LRU per worker over every tenant's chains, its size set by the share of
+    // recent calls without a session id across all tenants: a tenant whose calls carry none (in
+    // the gateway: /v1/completions without a session header) makes it remember more for another
+    // tenant's session calls too, up to KV + index_queue_factor_no_session × queue (65 blocks
+    // here), never more; with sessions only it is KV + 2 × queue (35).
+    const ws = workers(1, { kvTokens: 1600, queuedPrefillTokens: 320 });
+    const p = new CtxgatePolicy();
+    for (let s = 0; s < 80; s++) route(p, ws, call(s, 2));
+    expect(p.index.size('w0')).toBe(35);
+    const sizes: number[] = [];
+    for (let s = 80; s < 480; s++) {
+      route(p, ws, call(s % 40, 2));
+      for (let k = 0; k < 3; k++) route(p, ws, { ...call(1000 + s * 3 + k, 1, false), tenant: 'other' });
+      sizes.push(p.index.size('w0'));
+    }
+    expect(Math.max(...sizes)).toBeGreaterThan(35);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(65);
+  });
+
   it('in front of SGLang engines the index remembers up to 8× the KV instead of 4× (engine_flavor)', () => {
     const size = (opts: Record<string, unknown>): number => {
       const ws = workers(1, { kvTokens: 1600, queuedPrefillTokens: 100_000 });
