@@ -24,7 +24,18 @@ import {
   type ParsedBody,
 } from './incremental-parse.ts';
 
-/** Raw bytes of bodies kept, all tenants together. */
+/**
+ * Bytes charged for bodies kept, all tenants together (each body: its raw bytes plus its parsed
+ * objects, bodyCharge). Not charged: the Anthropic and Responses adapters' translation memos
+ * (WeakMaps keyed by kept objects, freed with them, gateway/ingress/). For each kept message they
+ * hold a chat message and its parts or tool calls (1-4 small objects per source item, vs the 80
+ * bytes charged per source container), and new strings only where the adapter builds one (a tool
+ * input's JSON, joined text parts, a `[tool error]` prefix, a custom call's JSON), each about the
+ * size of the item's raw JSON; texts passed through are shared. So a kept Anthropic or Responses
+ * body can take up to about twice its charge (more for bodies of many tiny calls), a chat body
+ * its charge: with those routes the memo's memory is up to ~2x this figure (an estimate read from
+ * the adapters, not a heap measurement).
+ */
 export const DEFAULT_BODY_MEMO_BYTES = 32 * 1024 * 1024;
 /** Bodies kept per tenant (~ concurrent sessions of one tenant that still find theirs). */
 export const DEFAULT_BODY_MEMO_PER_TENANT = 2048;
