@@ -11,6 +11,7 @@ import { GatewayError } from '../../middleware/errors.ts';
 import { ToolNames } from './tool-names.ts';
 import { isObject, requireModel, requireObject } from './openai-chat.ts';
 import { checkThinking, type SignatureCheck, THINKING_KEY_LABEL } from './thinking-signature.ts';
+import { KeyRead } from './key-read.ts';
 import type { IngressRequest, ParseContext } from './types.ts';
 
 type Block = Record<string, unknown>;
@@ -193,16 +194,10 @@ interface Translation {
 
 const translations = new WeakMap<object, Translation>();
 
-/** Checks thinking signatures for one request; what they read (tenant, key) derived once, when needed. */
-class SignatureChecks {
-  private keyed: string | undefined;
-  constructor(private readonly ctx: ParseContext) {}
-
-  /** The tenant and the gateway's key the checks read ('' without a key: every signature is foreign). */
-  keyedBy(): string {
-    const { ctx } = this;
-    this.keyed ??= ctx.mac ? `${ctx.tenant}\u0000${ctx.mac(THINKING_KEY_LABEL)}` : '';
-    return this.keyed;
+/** Checks thinking signatures for one request; the tenant and key they read derived once, when needed. */
+class SignatureChecks extends KeyRead {
+  constructor(ctx: ParseContext) {
+    super(ctx, THINKING_KEY_LABEL);
   }
 
   check(into: Translation, text: string, sig: unknown): void {

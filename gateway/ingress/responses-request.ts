@@ -10,6 +10,7 @@
 // file search, code interpreter...) have no engine equivalent: they are left out with a receipt
 // (an agent keeps working without them) rather than failing the whole request.
 import { type Opened, openReasoning, REASONING_SEAL_KEY_LABEL } from './reasoning-seal.ts';
+import { KeyRead } from './key-read.ts';
 import type { ChatMessage, ChatRequest, ContentPart, Receipt, ToolDef } from '../../middleware/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import { ToolNames } from './tool-names.ts';
@@ -114,15 +115,10 @@ interface Run {
 
 const runs = new WeakMap<object, Run>();
 
-/** Reasoning-seal openings of one request; what they read (tenant, key) derived once, when needed. */
-class Opener {
-  private keyed: string | undefined;
-  constructor(private readonly ctx: ParseContext) {}
-
-  keyedBy(): string {
-    const { ctx } = this;
-    this.keyed ??= ctx.mac ? `${ctx.tenant}\u0000${ctx.mac(REASONING_SEAL_KEY_LABEL)}` : '';
-    return this.keyed;
+/** Reasoning-seal openings of one request; the tenant and key they read derived once, when needed. */
+class Opener extends KeyRead {
+  constructor(ctx: ParseContext) {
+    super(ctx, REASONING_SEAL_KEY_LABEL);
   }
 
   open(run: Run, blob: string): Opened {
