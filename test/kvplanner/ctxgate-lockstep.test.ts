@@ -13,11 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { type IndexEvent, PrefixIndex } from '../../kvplanner/prefix-index.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-}
+import { nextChain, rng } from '../helpers/chain-stream.ts';
 
 const BLOCK = 16;
 const STRIDE = 4;
@@ -102,24 +98,12 @@ describe('ctxgate: routing-cost shortcuts equal the plain paths', () => {
       });
     };
     for (let step = 0; step < 2500; step++) {
-      let chain: string[];
-      let session: string | undefined;
-      const kind = r();
-      if (kind < 0.65 && convs.length > 0) {
-        const k = Math.floor(r() * convs.length);
-        convs[k] = [...convs[k], ...Array.from({ length: 4 + Math.floor(r() * 40) }, (_, i) => `c${k}-${step}-${i}`)];
-        chain = convs[k];
-        session = `s${k}`;
-      } else if (kind < 0.8 && convs.length > 0) {
-        const parent = convs[Math.floor(r() * convs.length)];
-        chain = [...parent.slice(0, Math.floor(r() * parent.length)), `f${step}`];
-        convs.push(chain);
-        session = r() < 0.5 ? `s${convs.length - 1}` : undefined;
-      } else {
-        chain = [...root, ...Array.from({ length: 1 + Math.floor(r() * 60) }, (_, i) => `n${step}-${i}`)];
-        convs.push(chain);
-        session = `s${convs.length - 1}`;
-      }
+      const { chain, session } = nextChain(r, convs, root, step, {
+        continues: 0.65,
+        growMin: 4,
+        growSpan: 40,
+        freshSpan: 60,
+      });
       const info: RouteInfo = {
         model: 'm',
         tenant: 't',

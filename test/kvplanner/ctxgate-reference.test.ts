@@ -10,11 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-}
+import { nextChain, rng } from '../helpers/chain-stream.ts';
 
 const WORKERS = 40;
 const BLOCK = 16;
@@ -94,28 +90,16 @@ describe('ctxgate: fast paths equal straightforward ones', () => {
         for (const s of sides) s.events.precise(wid, c);
       }
       // the request: a conversation's next turn, a new one, or a fork of an old one
-      let chain: string[];
-      let session: string;
-      const kind = r();
-      if (kind < 0.6 && convs.length > 0) {
-        const k = Math.floor(r() * convs.length);
-        convs[k] = [...convs[k], ...Array.from({ length: 1 + Math.floor(r() * 6) }, (_, i) => `c${k}-${step}-${i}`)];
-        chain = convs[k];
-        session = `s${k}`;
-      } else if (kind < 0.8 && convs.length > 0) {
-        const parent = convs[Math.floor(r() * convs.length)];
-        chain = [...parent.slice(0, Math.floor(r() * parent.length)), `f${step}`];
-        convs.push(chain);
-        session = r() < 0.5 ? `s${convs.length - 1}` : '';
-      } else {
-        chain = [...root, ...Array.from({ length: 1 + Math.floor(r() * 10) }, (_, i) => `n${step}-${i}`)];
-        convs.push(chain);
-        session = `s${convs.length - 1}`;
-      }
+      const { chain, session } = nextChain(r, convs, root, step, {
+        continues: 0.6,
+        growMin: 1,
+        growSpan: 6,
+        freshSpan: 10,
+      });
       const info: RouteInfo = {
         model: 'm',
         tenant: 't',
-        sessionId: session || undefined,
+        sessionId: session,
         blockHashes: chain,
         promptTokens: chain.length * BLOCK + Math.floor(r() * BLOCK),
         nowMs: 1_000_000 + step * 50,

@@ -7,22 +7,31 @@ import { useTempDirs } from '../helpers/temp-dirs.ts';
 
 const tempDir = useTempDirs();
 
+/** `bench replay` over 2 synthetic sessions (seed, calls per session) with `--workers 2 --json ARGS`: its parsed
+ * output, after checking it exited 0 with nothing on stderr. */
+async function replayJson(seed: number, calls: [number, number], args: string[]): Promise<unknown> {
+  const dir = tempDir('replay-e2e-');
+  writeSynthSessions(dir, {
+    count: 2,
+    seed,
+    minCalls: calls[0],
+    maxCalls: calls[1],
+    volatileEvery: 0,
+    elisionEvery: 0,
+  });
+  const { code, out, err } = await runReplay([dir, '--workers', '2', '--json', ...args]);
+  expect(err).toBe('');
+  expect(code).toBe(0);
+  return JSON.parse(out);
+}
+
 describe('bench replay end to end (reference workers + gateway)', () => {
   it('--compare --json over 2 workers and 2 synthetic sessions', async () => {
-    const dir = tempDir('replay-e2e-');
-    writeSynthSessions(dir, { count: 2, seed: 3, minCalls: 6, maxCalls: 8, volatileEvery: 0, elisionEvery: 0 });
-    const { code, out, err } = await runReplay([
-      dir,
-      '--workers',
-      '2',
-      '--json',
-      '--compare',
-      'layout=passthrough,policy=round_robin',
-      'layout=passthrough,policy=least_load',
-    ]);
-    expect(err).toBe('');
-    expect(code).toBe(0);
-    const { runs } = JSON.parse(out) as { runs: RunSummary[] };
+    const { runs } = (await replayJson(
+      3,
+      [6, 8],
+      ['--compare', 'layout=passthrough,policy=round_robin', 'layout=passthrough,policy=least_load'],
+    )) as { runs: RunSummary[] };
     expect(runs.map((r) => r.config.policy)).toEqual(['round_robin', 'least_load']);
     for (const r of runs) {
       for (const k of RUN_SUMMARY_KEYS) expect(r).toHaveProperty(k);
@@ -41,19 +50,11 @@ describe('bench replay end to end (reference workers + gateway)', () => {
   });
 
   it('a spec with policy options runs, and --json carries the gateway policy_stats', async () => {
-    const dir = tempDir('replay-e2e-');
-    writeSynthSessions(dir, { count: 2, seed: 5, minCalls: 4, maxCalls: 5, volatileEvery: 0, elisionEvery: 0 });
-    const { code, out, err } = await runReplay([
-      dir,
-      '--workers',
-      '2',
-      '--json',
-      '--compare',
-      'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0',
-    ]);
-    expect(err).toBe('');
-    expect(code).toBe(0);
-    const r = JSON.parse(out) as RunSummary;
+    const r = (await replayJson(
+      5,
+      [4, 5],
+      ['--compare', 'layout=ctxgate,policy=ctxgate,policy.sticky_slack=0'],
+    )) as RunSummary;
     expect(r.errors).toBe(0);
     expect(r.config.policy_options).toEqual({ sticky_slack: 0 });
     const stats = r.policy_stats as { sessions: number; branches: Record<string, number> };
