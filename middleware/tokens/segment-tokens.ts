@@ -194,55 +194,81 @@ export function tokenizeBySegments(
         tok,
         splitAtSpecials(tok, withBefore.slice(at - seamFrom)),
         markChar - at,
-        [],
+        toks[k],
         at,
-        { chars: [], toks: [] },
+        { chars: chars.slice(0, k + 1), toks: toks.slice(0, k + 1) },
         withBefore.slice(0, at - seamFrom),
       );
       if (tail) {
-        // One allocation for the whole id array (a copy of ~100k ids is cheap; growing one is not).
+        // One allocation for the whole id array: the reused prefix copied, the tail's cached
+        // segment ids written straight after it (no growing array of the tail's ids).
         const n = toks[k];
-        const ids = packedIds(n + tail.ids.length);
+        const ids = packedIds(tail.count);
         const prev = reuse.ids;
         if (prev instanceof Uint32Array) ids.set(prev.subarray(0, n));
         else for (let i = 0; i < n; i++) ids[i] = prev[i];
-        ids.set(tail.ids, n);
-        const cuts = { chars: chars.slice(0, k + 1).concat(tail.cuts.chars), toks: toks.slice(0, k + 1) };
-        for (const t of tail.cuts.toks) cuts.toks.push(n + t);
+        writeRuns(ids, n, tail.runs);
         return {
           ids,
           segments: tail.segments,
           mergedSeams: tail.mergedSeams,
-          tokensBeforeMark: n + tail.tokensBeforeMark,
-          cuts,
+          tokensBeforeMark: tail.tokensBeforeMark,
+          cuts: tail.cuts,
           reusedTokens: n,
         };
       }
     }
   }
-  const r = fromPieces(tok, splitAtSpecials(tok, text), markChar, [], 0, { chars: [], toks: [] }, undefined)!;
-  return { ...r, ids: new Uint32Array(r.ids), reusedTokens: 0 };
+  const r = fromPieces(tok, splitAtSpecials(tok, text), markChar, 0, 0, { chars: [], toks: [] }, undefined)!;
+  const ids = new Uint32Array(r.count);
+  writeRuns(ids, 0, r.runs);
+  return {
+    ids,
+    segments: r.segments,
+    mergedSeams: r.mergedSeams,
+    tokensBeforeMark: r.tokensBeforeMark,
+    cuts: r.cuts,
+    reusedTokens: 0,
+  };
+}
+
+/** Writes each run's ids in order from ids[at]. */
+function writeRuns(ids: Uint32Array, at: number, runs: readonly (readonly number[])[]): void {
+  let o = at;
+  for (const run of runs) {
+    for (let i = 0; i < run.length; i++) ids[o + i] = run[i];
+    o += run.length;
+  }
+}
+
+/** What fromPieces found: each run's ids (cached arrays, not copied) and the id count after them. */
+interface PieceRuns extends Omit<SegmentTokens, 'reusedTokens' | 'ids'> {
+  runs: (readonly number[])[];
+  /** Ids before the pieces plus those of every run. */
+  count: number;
 }
 
 /**
- * Runs the segment algorithm over `pieces` (starting with a text piece), appending to `ids`.
- * `before` is the text just before the pieces when they continue a reused prefix: the seam there
- * is checked like any other seam next to a fresh piece; undefined is returned when it merges
- * (the caller then tokenises the whole text).
+ * Runs the segment algorithm over `pieces` (starting with a text piece), after `count` ids already
+ * emitted (counts and cuts include them; the runs' ids are the caller's to write). `before` is the
+ * text just before the pieces when they continue a reused prefix: the seam there is checked like
+ * any other seam next to a fresh piece; undefined is returned when it merges (the caller then
+ * tokenises the whole text).
  */
 function fromPieces(
   tok: TokenizerHandle,
   pieces: string[],
   markChar: number,
-  ids: number[],
+  count: number,
   base: number,
   cuts: TokenCuts,
   before: string | undefined,
-): (Omit<SegmentTokens, 'reusedTokens' | 'ids'> & { ids: number[] }) | undefined {
+): PieceRuns | undefined {
   let mergedSeams = 0;
-  let tokensBeforeMark = ids.length;
+  let tokensBeforeMark = count;
   let chars = 0;
   let i = 0;
+  const runs: (readonly number[])[] = [];
   const looked = pieces.map((p) => lookupPiece(tok, p));
   if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0]))
     return undefined;
@@ -263,15 +289,16 @@ function fromPieces(
       mergedSeams++;
     }
     if (j > i) segIds = tok.encodeCached(run);
-    for (let k = 0; k < segIds.length; k++) ids.push(segIds[k]);
+    if (segIds.length > 0) runs.push(segIds);
+    count += segIds.length;
     chars += run.length;
-    if (chars <= markChar) tokensBeforeMark = ids.length;
+    if (chars <= markChar) tokensBeforeMark = count;
     // Pieces alternate text/special from a text piece, so an odd last index ends on a special.
     if (j % 2 === 1 && run !== '') {
       cuts.chars.push(base + chars);
-      cuts.toks.push(ids.length);
+      cuts.toks.push(count);
     }
     i = j + 1;
   }
-  return { ids, segments: pieces.length, mergedSeams, tokensBeforeMark, cuts };
+  return { runs, count, segments: pieces.length, mergedSeams, tokensBeforeMark, cuts };
 }
