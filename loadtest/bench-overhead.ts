@@ -13,7 +13,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
-import { BENCH_MODEL, PASSTHROUGH_MODEL } from './overhead/models.ts';
+import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
 import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
@@ -124,6 +124,9 @@ export interface OverheadOptions {
   only?: 'growing' | 'fixed' | 'ingress';
   /** Skip the Portkey baseline. */
   noPortkey?: boolean;
+  /** The upstream reports cached_tokens 0 on every call (a worker that never caches) instead of
+   *  what a prefix-caching engine reports (loadtest/fake-upstream-cache.ts). */
+  neverCachingUpstream?: boolean;
   /** Directory for a V8 CPU profile of the gateway process (`--cpu-prof`). */
   cpuProfDir?: string;
   log?: (line: string) => void;
@@ -178,7 +181,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
   const stops: (() => Promise<void>)[] = [];
   try {
-    const up = await child(here('./fake-upstream.ts'), ['0']);
+    // as deployed: the upstream reports the prefix it reused, as vLLM and SGLang do (a report of 0
+    // would have ctxgate's index evict and re-insert each prompt's chain on every call)
+    const up = await child(
+      here('./fake-upstream.ts'),
+      opts.neverCachingUpstream ? ['0'] : ['0', '--prefix-cache', BENCH_TOKENIZER],
+    );
     stops.push(up.stop);
     const upstream = up.line.trim();
     const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
@@ -402,7 +410,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   }
 }
 
-export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--cpu-prof DIR]
+export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--never-caching-upstream] [--cpu-prof DIR]
 
 What ctxgate adds over a zero-latency upstream, beside a bare @fastify/http-proxy and the Portkey
 gateway (@portkey-ai/gateway), in one run. Growing agent sessions (--sessions concurrent, each call
@@ -419,6 +427,9 @@ ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROU
 \`(main X)\` is the part on the process's main thread (the rest: V8's GC helper threads, libuv's pool,
 render threads), \`gc S+M Y ms/req\` the gateway process's scavenges, mark-compacts and main-thread GC
 pauses over the run.
+The upstream reports cached_tokens as vLLM's prefix cache would (a model of it over the reference
+worker's tokenizer, qwen3: loadtest/fake-upstream-cache.ts); --never-caching-upstream makes it report 0
+on every call (a worker that never caches), as the bench did before.
 --cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
@@ -433,6 +444,7 @@ export async function run(argv: string[]): Promise<number> {
       sessions: { type: 'string' },
       only: { type: 'string' },
       'no-portkey': { type: 'boolean' },
+      'never-caching-upstream': { type: 'boolean' },
       'cpu-prof': { type: 'string' },
     },
   });
@@ -462,6 +474,7 @@ export async function run(argv: string[]): Promise<number> {
     sessions: sessions === undefined ? undefined : Math.round(sessions),
     only: values.only as OverheadOptions['only'],
     noPortkey: values['no-portkey'],
+    neverCachingUpstream: values['never-caching-upstream'],
     cpuProfDir: values['cpu-prof'],
     log: values.json ? undefined : (l) => process.stdout.write(l + '\n'),
   });

@@ -1,9 +1,15 @@
 // A minimal OpenAI-compatible upstream for gateway tests and the overhead benchmark: chat and
 // text completions, streaming or not, tool calls, usage with prompt_tokens_details.cached_tokens,
 // and fault knobs (status, hang, die after N stream chunks, bad JSON, failing /health).
-// Not the reference worker (loadtest/sim-worker): no tokenizer, no prefix cache, zero latency.
+// Not the reference worker (loadtest/sim-worker): zero latency, no generation. By default it has no
+// tokenizer and reports the `cachedTokens` knob (a never-caching worker: 0) and prompt tokens as
+// bytes / 4; with `prefixCache` it reports what vLLM's block cache would (fake-upstream-cache.ts:
+// the reference worker's tokenizer and cache steps), as deployed engines do.
+import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { FakePrefixCache, type FakeCacheOptions, type FakeCacheReport } from './fake-upstream-cache.ts';
+import type { ChatMessage } from './sim-worker/tokenize.ts';
 
 export interface FakeKnobs {
   /** Answer every completion with this HTTP status and an OpenAI error body (0 = normal). */
@@ -20,7 +26,7 @@ export interface FakeKnobs {
   chunkDelayMs: number;
   /** Words in the answer (stream frames = words). */
   words: number;
-  /** cached_tokens reported in usage. */
+  /** cached_tokens reported in usage (when the upstream has no prefix cache). */
   cachedTokens: number;
   /** Streams pause after their first frame until this settles (a test holds a stream open for as
    *  long as it needs, not for a guessed time). */
@@ -36,6 +42,8 @@ export interface FakeUpstream {
   /** Completion requests whose client went away before the answer was complete. */
   aborted: number;
   received: number;
+  /** The prefix cache whose hits are reported, when one was asked for. */
+  cache?: FakePrefixCache;
   app: FastifyInstance;
   close(): Promise<void>;
 }
@@ -45,6 +53,8 @@ export interface FakeUpstreamOptions {
   port?: number;
   record?: boolean;
   knobs?: Partial<FakeKnobs>;
+  /** Report cached_tokens (and prompt_tokens) as a prefix-caching engine would. */
+  prefixCache?: FakeCacheOptions;
 }
 
 const DEFAULT_KNOBS: FakeKnobs = {
@@ -64,7 +74,40 @@ type Body = {
   tools?: { function?: { name?: string } }[];
   tool_choice?: unknown;
   prompt?: unknown;
+  messages?: unknown;
+  cache_salt?: unknown;
+  add_generation_prompt?: unknown;
 };
+
+const WORDS = (name: string, n: number): string[] =>
+  Array.from({ length: n }, (_, i) => (i === 0 ? `hello from ${name}` : ` w${i}`));
+
+/** The cache's report for a request (undefined: a body it cannot render; it is answered as without). */
+function cacheReport(
+  cache: FakePrefixCache,
+  kind: 'chat' | 'text',
+  body: Body,
+  text: string,
+  toolCall: { id: string; type: 'function'; function: { name: string; arguments: string } } | undefined,
+): FakeCacheReport | undefined {
+  const salt = typeof body.cache_salt === 'string' && body.cache_salt ? body.cache_salt : undefined;
+  try {
+    if (kind === 'chat') {
+      if (!Array.isArray(body.messages) || body.messages.length === 0) return undefined;
+      const answer = toolCall ? { content: null, toolCalls: [toolCall] } : { content: text };
+      const tools = Array.isArray(body.tools) ? body.tools : undefined;
+      return cache.chat(body.messages as ChatMessage[], tools, answer, salt, body.add_generation_prompt !== false);
+    }
+    let p = body.prompt;
+    if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) p = p[0];
+    if (typeof p === 'string') return cache.text(p, text, salt);
+    if (Array.isArray(p) && p.length > 0 && p.every((x) => Number.isInteger(x) && x >= 0))
+      return cache.text(p as number[], text, salt);
+  } catch {
+    // a template that refuses the messages: the engine would answer 400; the fake answers anyway
+  }
+  return undefined;
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -79,6 +122,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     aborted: 0,
     received: 0,
     app,
+    cache: opts.prefixCache ? await FakePrefixCache.load(opts.prefixCache) : undefined,
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
@@ -117,17 +161,21 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
         return reply.code(200).header('content-type', 'application/json').send('this is {not json');
       }
       const id = `cmpl-${name}-${++seq}`;
-      const promptTokens = Math.ceil(rawLen / 4);
+      const wantsTool =
+        kind === 'chat' && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none';
+      const toolName = body.tools?.[0]?.function?.name ?? 'tool';
+      const words = WORDS(name, k.words);
+      const toolCall = wantsTool
+        ? { id: 'call_1', type: 'function' as const, function: { name: toolName, arguments: '{"path":"a.txt"}' } }
+        : undefined;
+      const report = up.cache ? cacheReport(up.cache, kind, body, words.join(''), toolCall) : undefined;
+      const promptTokens = report ? report.promptTokens : Math.ceil(rawLen / 4);
       const usage = {
         prompt_tokens: promptTokens,
         completion_tokens: k.words,
         total_tokens: promptTokens + k.words,
-        prompt_tokens_details: { cached_tokens: k.cachedTokens },
+        prompt_tokens_details: { cached_tokens: report ? report.cachedTokens : k.cachedTokens },
       };
-      const wantsTool =
-        kind === 'chat' && Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== 'none';
-      const toolName = body.tools?.[0]?.function?.name ?? 'tool';
-      const words = Array.from({ length: k.words }, (_, i) => (i === 0 ? `hello from ${name}` : ` w${i}`));
       const created = Math.floor(Date.now() / 1000);
       const object = kind === 'chat' ? 'chat.completion' : 'text_completion';
       if (!body.stream) {
@@ -138,13 +186,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
             : wantsTool
               ? {
                   index: 0,
-                  message: {
-                    role: 'assistant',
-                    content: null,
-                    tool_calls: [
-                      { id: 'call_1', type: 'function', function: { name: toolName, arguments: '{"path":"a.txt"}' } },
-                    ],
-                  },
+                  message: { role: 'assistant', content: null, tool_calls: [toolCall] },
                   finish_reason: 'tool_calls',
                 }
               : { index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' };
@@ -221,8 +263,20 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   return up;
 }
 
-// `tsx loadtest/fake-upstream.ts [port]` runs one in its own process (the overhead bench does).
+// `tsx loadtest/fake-upstream.ts [port] [--prefix-cache TOKENIZER]` runs one in its own process
+// (the overhead bench does).
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const up = await startFakeUpstream({ port: Number(process.argv[2] ?? 0), record: false, knobs: { words: 16 } });
+  const { values, positionals } = parseArgs({
+    args: process.argv.slice(2),
+    options: { 'prefix-cache': { type: 'string' } },
+    allowPositionals: true,
+  });
+  const tokenizer = values['prefix-cache'];
+  const up = await startFakeUpstream({
+    port: Number(positionals[0] ?? 0),
+    record: false,
+    knobs: { words: 16 },
+    prefixCache: tokenizer ? { tokenizer } : undefined,
+  });
   process.stdout.write(`${up.url}\n`);
 }
