@@ -84,7 +84,7 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --seed N              seed for the policies that sample and for session starts (default 1)
   --json                {"runs":[{config, requests, completed, hit_rate, prefill_tokens, ttft_ms,
                         e2e_ms, throughput_tok_s, imbalance, queue_wait_ms, preemptions, engine_time,
-                        slowest_decile, ...}], "fluid":[{hit_rate, basis (none, best_run, hindsight),
+                        slowest_decile, branches (per branch: requests, hit_rate, ttft_p90_ms), ...}], "fluid":[{hit_rate, basis (none, best_run, hindsight),
                         p90_ttft_ms_prefill_only, p90_ttft_ms_with_decode, prefill_load, decode_load}],
                         "fluid_hindsight":{hit_rate, half_round_robin:{target_ms, prefill_only_ms,
                         riding_share_needed}}}`;

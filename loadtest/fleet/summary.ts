@@ -51,6 +51,9 @@ export interface FleetRunSummary {
   /** the 10 % of requests with the highest TTFT: mean arrival time, wait until first scheduled,
    *  and first scheduled → first token (prefill, including steps shared with others), seconds */
   slowest_decile: { arrival_s: number; queue_wait_s: number; prefill_s: number };
+  /** per branch the policy named (ctxgate's sticky, prefix_match, balance…): requests, their hit
+   *  rate (cached ÷ prompt tokens) and TTFT p90, ms; where a policy's hits and waits come from */
+  branches: Record<string, { requests: number; hit_rate: number; ttft_p90_ms: number }>;
   wall_s: number;
 }
 
@@ -110,6 +113,22 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     .slice(0, Math.max(1, Math.ceil(o.length / 10)));
   const meanS = (f: (x: (typeof o)[number]) => number): number =>
     o.length ? r1(slow.reduce((a, x) => a + f(x), 0) / slow.length / 1000) : 0;
+  const byBranch = new Map<string, { requests: number; prompt: number; cached: number; ttft: number[] }>();
+  for (const x of o) {
+    let b = byBranch.get(x.branch);
+    if (!b) byBranch.set(x.branch, (b = { requests: 0, prompt: 0, cached: 0, ttft: [] }));
+    b.requests++;
+    b.prompt += x.inputTokens;
+    b.cached += Math.max(0, x.cachedTokens);
+    b.ttft.push(x.firstTokenMs - x.arrivalMs);
+  }
+  const branches: FleetRunSummary['branches'] = {};
+  for (const [k, b] of [...byBranch].sort((a, c) => c[1].requests - a[1].requests))
+    branches[k] = {
+      requests: b.requests,
+      hit_rate: b.prompt > 0 ? Math.round((b.cached / b.prompt) * 10_000) / 10_000 : 0,
+      ttft_p90_ms: pcts(b.ttft).p90,
+    };
   const counts = res.perWorker.map((w) => w.requests);
   const mean = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
   const span = (t1 - t0) / 1000;
@@ -148,6 +167,7 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       queue_wait_s: meanS((x) => x.firstScheduledMs - x.arrivalMs),
       prefill_s: meanS((x) => x.firstTokenMs - x.firstScheduledMs),
     },
+    branches,
     wall_s: Math.round(ctx.wallS * 100) / 100,
   };
 }

@@ -159,6 +159,32 @@ describe('fleet simulator invariants', () => {
     expect(cg.prefill_tokens).toBeLessThan(rr.prefill_tokens);
   });
 
+  it("breaks the run down by the policy's branches: their requests add up to the run's", () => {
+    const s = summarize(simulateFleet(reqs, cfg('ctxgate')), {
+      preset: 'x',
+      rateScale: 1,
+      index: 'approx',
+      wallS: 0,
+      requests: reqs.length,
+    });
+    const b = Object.entries(s.branches);
+    // conversations over a shared root: some turns follow their history, the first ones cannot
+    expect(s.branches.prefix_match?.requests).toBeGreaterThan(0);
+    expect(s.branches.prefix_match.hit_rate).toBeGreaterThan(s.hit_rate);
+    expect(b.reduce((a, [, x]) => a + x.requests, 0)).toBe(s.completed);
+    // most requests first: the order is stable for the JSON
+    for (let i = 1; i < b.length; i++) expect(b[i][1].requests).toBeLessThanOrEqual(b[i - 1][1].requests);
+    for (const [, x] of b) expect(x.ttft_p90_ms).toBeGreaterThan(0);
+    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), {
+      preset: 'x',
+      rateScale: 1,
+      index: 'approx',
+      wallS: 0,
+      requests: reqs.length,
+    });
+    expect(Object.keys(rr.branches)).toEqual(['rotate']);
+  });
+
   it('a tight KV budget preempts (vLLM recompute) and still completes everything within capacity', () => {
     const res = simulateFleet(reqs, cfg('round_robin', { kvTokens: 12 * 512, workers: 2 }));
     expect(res.perWorker.reduce((a, w) => a + w.preemptions, 0)).toBeGreaterThan(0);
