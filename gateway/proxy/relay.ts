@@ -8,13 +8,13 @@
 // into its API (upstream-error.ts).
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { Dispatcher } from 'undici';
 import type { AbortLike, ChatMessage } from '../../middleware/types.ts';
 import type { GatewayContext } from '../context.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AnswerContext, IngressAdapter, ShapedError } from '../ingress/types.ts';
 import type { Attempt } from './attempt.ts';
 import type { ResponseConsumer } from './upstream-call.ts';
+import type { UpstreamResponse } from './upstream-response.ts';
 import { usageEvent, type Exchange } from './finish.ts';
 import { SseRelay } from './sse.ts';
 import { lap, tick } from '../../middleware/perf/stage-timers.ts';
@@ -50,6 +50,17 @@ function assistantOf(obj: { choices?: { message?: ChatMessage; text?: string }[]
   return undefined;
 }
 
+/** Per body chunk: the attempt's first byte, then its progress (the body's idle limit). */
+function firstByteThenProgress(a: Attempt): () => void {
+  let first = true;
+  return () => {
+    if (first) {
+      first = false;
+      a.firstByte();
+    } else a.progress();
+  };
+}
+
 /** The relay of one request; the same instance serves each attempt until one answers. */
 export class Relay implements ResponseConsumer {
   private sse: SseRelay | undefined;
@@ -64,7 +75,7 @@ export class Relay implements ResponseConsumer {
     private readonly engine: EngineAdapter,
   ) {}
 
-  consume(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+  consume(a: Attempt, res: UpstreamResponse): Promise<'complete' | 'cut'> {
     const isSse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
     if (this.ex.stream && isSse && res.statusCode < 300) return this.stream(a, res);
     return this.json(a, res);
@@ -80,23 +91,19 @@ export class Relay implements ResponseConsumer {
     if (!out.destroyed) out.end();
   }
 
-  private async json(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+  private async json(a: Attempt, res: UpstreamResponse): Promise<'complete' | 'cut'> {
     const { ex, reply, adapter } = this;
-    const chunks: Buffer[] = [];
     const t = performance.now();
+    let raw: Buffer;
     try {
-      for await (const c of res.body) {
-        if (chunks.length === 0) a.firstByte();
-        else a.progress();
-        chunks.push(c as Buffer);
-      }
+      raw = await res.body.readAll(firstByteThenProgress(a));
     } finally {
       ex.upstreamWaitMs += performance.now() - t;
     }
     if (this.signal.aborted) return 'cut';
     ex.ttftAt = a.firstByteAt;
     const t1 = tick();
-    let buf: Buffer | string = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    let buf: Buffer | string = raw;
     let contentType = String(res.headers['content-type'] ?? 'application/json');
     ex.status = res.statusCode;
     if (res.statusCode < 300) {
@@ -150,7 +157,7 @@ export class Relay implements ResponseConsumer {
     });
   }
 
-  private async stream(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+  private async stream(a: Attempt, res: UpstreamResponse): Promise<'complete' | 'cut'> {
     const { ex, signal } = this;
     const out = this.reply.raw;
     const relay = new SseRelay(ex.clientWantsUsage ?? false, this.adapter.streamer?.(this.answer), this.engine.usage);

@@ -12,7 +12,6 @@
 // checks still catch a worker that answers 5xx to everything.)
 // Each attempt's end feeds the routing policy (routing-feedback.ts): a failed one is taken back
 // from its worker before the next attempt is routed.
-import type { Dispatcher } from 'undici';
 import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
@@ -25,6 +24,7 @@ import type { Worker } from '../upstream/worker.ts';
 import { Attempt, type AttemptObserver, metricsObserver, spanObserver, workerObserver } from './attempt.ts';
 import { AttemptDeadline } from './attempt-deadline.ts';
 import { routingObserver } from './routing-feedback.ts';
+import { requestUpstream, type UpstreamResponse } from './upstream-response.ts';
 
 /** Errors of a broken answer body: retried on another worker while the client saw nothing. */
 const BODY_ERRORS = new Set(['upstream_bad_response', 'upstream_timeout']);
@@ -52,7 +52,7 @@ export interface ResponseConsumer {
    * body byte. Returns 'cut' when it stopped because the signal fired. Throws on a broken body
    * (the raw transport error, or GatewayError('upstream_bad_response') for an unusable one).
    */
-  consume(a: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'>;
+  consume(a: Attempt, res: UpstreamResponse): Promise<'complete' | 'cut'>;
   /** Whether the client has received bytes of this answer (no failover past this point). */
   committed(): boolean;
   /** Ends an answer under way with the API's error event. */
@@ -105,11 +105,11 @@ export class UpstreamCall {
       const a = await this.next(n, lastError !== undefined || failed !== undefined);
       if (!a) break;
       if (n > 1) this.metrics.retries.inc({ model });
-      let res: Dispatcher.ResponseData;
+      let res: UpstreamResponse;
       // undici's own timeouts stretch when this process's timers run late (attempt-deadline.ts)
       a.deadline = new AttemptDeadline(req.signal, a.worker.deadlines);
       try {
-        res = await a.worker.pool.request({
+        res = await requestUpstream(a.worker.pool, {
           method: 'POST',
           path: a.worker.basePath + req.path,
           headers: this.headersFor(a),
@@ -128,12 +128,7 @@ export class UpstreamCall {
         let body: Buffer;
         try {
           // per chunk, so a long error body is not the worker's silence
-          const parts: Buffer[] = [];
-          for await (const c of res.body) {
-            a.progress();
-            parts.push(c as Buffer);
-          }
-          body = Buffer.concat(parts);
+          body = await res.body.readAll(a.progress.bind(a));
         } catch (err) {
           const stop = this.stopped(a);
           if (stop) return stop;

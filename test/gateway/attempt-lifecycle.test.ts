@@ -6,7 +6,7 @@
 // itself is exercised end to end by the gateway tests at the bottom.
 import OpenAI from 'openai';
 import { Registry } from 'prom-client';
-import type { Dispatcher } from 'undici';
+import type { UpstreamResponse } from '../../gateway/proxy/upstream-response.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ShapedError } from '../../gateway/ingress/types.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
@@ -64,7 +64,7 @@ class Reader {
     private readonly stream: boolean,
     private readonly signal?: AbortSignal,
   ) {}
-  async consume(x: Attempt, res: Dispatcher.ResponseData): Promise<'complete' | 'cut'> {
+  async consume(x: Attempt, res: UpstreamResponse): Promise<'complete' | 'cut'> {
     for await (const c of res.body) {
       x.firstByte();
       if (this.stream) this.sent = true;
