@@ -24,5 +24,6 @@ USER node
 WORKDIR /var/lib/ctxgate
 
 EXPOSE 8080
-ENTRYPOINT ["node", "/app/bin/ctxgate.js"]
+# gateway/node-flags.ts: a young generation sized for the gateway's per-call allocation (the c1 tail).
+ENTRYPOINT ["node", "--max-semi-space-size=64", "/app/bin/ctxgate.js"]
 CMD ["serve", "--config", "/etc/ctxgate/config.yaml"]

@@ -8,11 +8,13 @@
 // fixed ~1k/~16k-token bodies, stream and not, direct / bare proxy / ctxgate passthrough. The
 // gateway's stage timers (middleware/perf/stage-timers.ts) give its time per request by stage
 // on the 1-connection growing run. Upstream, proxies and Portkey run in child processes so the
-// load generator does not share their loop. Settings: --duration per run (default 3 s),
+// load generator does not share their loop; the proxies' child runs with the gateway's Node flags
+// as deployed (gateway/node-flags.ts), Portkey with its own defaults. Settings: --duration per run (default 3 s),
 // --connections of the fixed-body runs (default 8), --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
@@ -173,6 +175,12 @@ export function cpuSplit(
   };
 }
 
+/** Node flags of the child serving the bare proxy and ctxgate: the gateway's as deployed (the
+ *  image's ENTRYPOINT; both proxies share the process, so both get them), plus a CPU profile. */
+export function proxiesNodeArgs(cpuProfDir?: string): string[] {
+  return [...GATEWAY_NODE_FLAGS, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
+}
+
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
   const durationS = opts.durationS ?? DEFAULT_DURATION_S;
   const connections = opts.connections ?? DEFAULT_CONNECTIONS;
@@ -189,8 +197,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     );
     stops.push(up.stop);
     const upstream = up.line.trim();
-    const nodeArgs = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
-    const px: Child = await child(here('./overhead-proxies.ts'), [upstream], { [STAGE_TIMERS_ENV]: '1' }, nodeArgs);
+    const px: Child = await child(
+      here('./overhead-proxies.ts'),
+      [upstream],
+      { [STAGE_TIMERS_ENV]: '1' },
+      proxiesNodeArgs(opts.cpuProfDir),
+    );
     stops.unshift(px.stop);
     const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
     const cases: OverheadCase[] = [];
@@ -430,6 +442,8 @@ pauses over the run.
 The upstream reports cached_tokens as vLLM's prefix cache would (a model of it over the reference
 worker's tokenizer, qwen3: loadtest/fake-upstream-cache.ts); --never-caching-upstream makes it report 0
 on every call (a worker that never caches), as the bench did before.
+The bare proxy and ctxgate share one process, started with the gateway image's Node flags
+(${GATEWAY_NODE_FLAGS.join(' ')}); Portkey runs with Node's defaults.
 --cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
