@@ -1,8 +1,9 @@
 // BPE on hostile input: a 100k-character run without spaces is encoded in bounded pieces (the JS
 // ports' merge loop is quadratic in a pre-token's length). Ids round-trip to the same text, and
 // ordinary text encodes exactly as before.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeBounded, MAX_RUN_CHARS } from '../../middleware/tokens/long-runs.ts';
+import { encodeBounded, MAX_RUN_CHARS, mayHoldLongRun } from '../../middleware/tokens/long-runs.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 
 describe('long pre-tokens', () => {
@@ -23,6 +24,31 @@ describe('long pre-tokens', () => {
       return [];
     });
     expect(seen).toEqual([plain]);
+  });
+
+  it('the pre-scan never misses a run the regex cuts (runs around the limit, ASCII and Unicode blanks)', () => {
+    const longRun = new RegExp(
+      `[\\p{L}\\p{M}]{${MAX_RUN_CHARS + 1},}|[^\\s\\p{L}\\p{M}\\p{N}]{${MAX_RUN_CHARS + 1},}`,
+      'u',
+    );
+    const run = fc
+      .tuple(fc.constantFrom('a', 'é', 'e\u0301', '中', '=', '#', '-', '1', '🙂'), fc.integer({ min: 0, max: 300 }))
+      .map(([c, n]) => c.repeat(n));
+    const blank = fc.constantFrom(' ', '\n', '\t', '\r\n', '\u00a0', '\u2028', '\u3000', '\ufeff', '');
+    let cut = 0;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(run, blank), { maxLength: 6 }), (parts) => {
+        const text = parts.map(([r, b]) => r + b).join('');
+        const has = longRun.test(text);
+        if (has) cut++;
+        expect(!has || mayHoldLongRun(text), JSON.stringify(text.slice(0, 80))).toBe(true);
+      }),
+      { seed: 17, numRuns: 3000 },
+    );
+    expect(cut, 'some texts hold a run to cut').toBeGreaterThan(100);
+    for (const n of [MAX_RUN_CHARS, MAX_RUN_CHARS + 1])
+      for (const c of ['a', '='])
+        expect(mayHoldLongRun(` ${c.repeat(n)} `), `${c} x ${n}`).toBe(longRun.test(` ${c.repeat(n)} `));
   });
 
   it('qwen3: 100k letters without spaces and ordinary text round-trip', async () => {
