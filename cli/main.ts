@@ -1,6 +1,6 @@
 // ctxgate command line: one table of subcommands, each loaded lazily from the file that owns it,
 // so `ctxgate --help` never pays for the tokenizers or the server.
-import type { CommandModule } from './command.ts';
+import { type CommandModule, runCommand } from './command.ts';
 // the names only: the table's modules load lazily, as the commands' own do
 import { BENCH_NAMES } from './commands/bench.ts';
 
@@ -73,5 +73,5 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(mod.help + '\n');
     return 0;
   }
-  return mod.run(rest);
+  return runCommand(`ctxgate ${name}`, mod, rest);
 }

@@ -7,7 +7,7 @@ import { loadTokenizer } from '../middleware/tokens/registry.ts';
 import { readSessions } from './formats/read-sessions.ts';
 import type { Session } from './formats/types.ts';
 import { applyProfile, PROFILE_NAMES } from './profiles/index.ts';
-import { bool, num, parseArgs, rejectUnknown, str } from './replay/args.ts';
+import { bool, num, parseArgs, rejectUnknown, str, UsageError } from './replay/args.ts';
 import { loadPricing } from './replay/pricing.ts';
 import { fullLog, observationMasking, slidingWindow, DEFAULT_MASK_KEEP } from './strategies/baselines.ts';
 import { DEFAULT_HIGH as TAU_HIGH, DEFAULT_LOW as TAU_LOW } from '../middleware/compaction/compact.ts';
@@ -166,7 +166,7 @@ export async function strategiesCommand(argv: string[], deps: StrategiesDeps = {
     return 0;
   } catch (e) {
     err(`bench strategies: ${(e as Error).message}\n`);
-    return 1;
+    return e instanceof UsageError ? 2 : 1;
   }
 }
 

@@ -3,6 +3,7 @@
 // calls, printed beside a whole-prompt render + tokenisation of the same requests in the same run.
 // Target: ≤ 2 ms p50 per call (hashes carried from the previous call, ids reused up to the last
 // shared cut, windowed incremental rendering, incremental block hashes).
+import { parseArgs } from 'node:util';
 import { createPipeline } from './pipeline.ts';
 import { loadTokenizer } from './tokens/registry.ts';
 import type { ChatMessage, ChatRequest, ToolDef } from './types.ts';
@@ -19,9 +20,12 @@ const WORDS =
     ' ',
   );
 
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
+/** An integer option >= 1; a bad one is a usage error (exit 2). */
+function count(v: string | undefined, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be an integer >= 1, got '${v}'`);
+  return n;
 }
 
 function text(seed: number, words: number): string {
@@ -77,13 +81,31 @@ function pct(xs: number[], p: number): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const tokenizer = flag(argv, '--tokenizer') ?? 'qwen3';
-  const calls = Number(flag(argv, '--calls') ?? DEFAULTS.calls);
-  const layout = (flag(argv, '--layout') ?? 'ctxgate') as 'ctxgate' | 'passthrough';
-  const base = buildSession(
-    Number(flag(argv, '--tokens') ?? DEFAULTS.tokens),
-    Number(flag(argv, '--messages') ?? DEFAULTS.messages),
-  );
+  // strict: an unknown option is refused (the bench dispatcher prints it), never ignored
+  const { values: v } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      tokenizer: { type: 'string' },
+      calls: { type: 'string' },
+      tokens: { type: 'string' },
+      messages: { type: 'string' },
+      layout: { type: 'string' },
+    },
+  });
+  const tokenizer = v.tokenizer ?? 'qwen3';
+  const layout = v.layout ?? 'ctxgate';
+  let calls: number;
+  let base: ChatMessage[];
+  try {
+    if (layout !== 'ctxgate' && layout !== 'passthrough')
+      throw new Error(`--layout must be ctxgate or passthrough, got '${layout}'`);
+    calls = count(v.calls, 'calls', DEFAULTS.calls);
+    base = buildSession(count(v.tokens, 'tokens', DEFAULTS.tokens), count(v.messages, 'messages', DEFAULTS.messages));
+  } catch (err) {
+    process.stderr.write(`ctxgate bench middleware: ${(err as Error).message}\n`);
+    return 2;
+  }
   const tok = await loadTokenizer(tokenizer);
   const pipeline = createPipeline({ model: 'bench', tokenizer, layout });
   const ctx = { tenant: 'bench', requestId: 'r', headers: { 'x-session-id': 'bench' }, model: 'bench' };

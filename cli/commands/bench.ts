@@ -1,6 +1,6 @@
 // ctxgate bench <name>: one table of sub-benchmarks, each a module exporting `help` and `run(argv)`,
 // loaded lazily so one benchmark's dependencies never slow another down.
-import type { CommandModule } from '../command.ts';
+import { type CommandModule, runCommand } from '../command.ts';
 
 const BENCHES: Record<string, () => Promise<CommandModule>> = {
   overhead: () => import('../../loadtest/bench-overhead.ts'),
@@ -53,5 +53,5 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(mod.help + '\n');
     return 0;
   }
-  return mod.run(rest);
+  return runCommand(`ctxgate bench ${name}`, mod, rest);
 }

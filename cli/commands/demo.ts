@@ -1,5 +1,5 @@
 // `ctxgate demo` / `npm run demo`: see loadtest/demo/run-demo.ts.
-import { bool, num, parseArgs, rejectUnknown, str } from '../../loadtest/replay/args.ts';
+import { bool, num, parseArgs, rejectUnknown, str, UsageError } from '../../loadtest/replay/args.ts';
 import {
   DEMO_REPORT,
   DEMO_SEED,
@@ -56,6 +56,6 @@ export async function run(argv: string[]): Promise<number> {
     return r.runs.every((x) => x.errors === 0 && x.requests > 0) ? 0 : 1;
   } catch (e) {
     process.stderr.write(`ctxgate demo: ${(e as Error).message}\n`);
-    return 1;
+    return e instanceof UsageError ? 2 : 1;
   }
 }

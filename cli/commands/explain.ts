@@ -2,6 +2,7 @@
 // harness reads: request-stream .jsonl, mini-swe-agent .traj.json, SWE-agent .traj, aider). Each
 // call is run through the pipeline and the diagnostics printed: predicted cached tokens and, when
 // the prefix broke, the cause and where.
+import { parseArgs } from 'node:util';
 import { readSessions } from '../../loadtest/formats/read-sessions.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
@@ -14,11 +15,6 @@ messages, prompt tokens, predicted cached tokens (longest common token prefix wi
 call, whole blocks) and the break cause@token index (message index): new_session, system_changed,
 tools_changed, history_edited, template_rerender, truncated. Default layout: passthrough (the
 session as the agent sent it); --layout ctxgate shows what ctxgate's rewrite would give.`;
-
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-}
 
 export function formatBreak(p: PrefixDiagnostics | undefined): string {
   if (!p) return 'unrendered';
@@ -37,22 +33,32 @@ function fail(message: string): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const valued = new Set(['--tokenizer', '--layout', '--block-size', '--chat-template']);
-  const files = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
+  // strict: an unknown option is refused (cli/main.ts prints it), never taken for a file or ignored
+  const { values: v, positionals: files } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      tokenizer: { type: 'string' },
+      layout: { type: 'string' },
+      'block-size': { type: 'string' },
+      'chat-template': { type: 'string' },
+    },
+  });
   if (files.length === 0) {
     process.stderr.write(`ctxgate explain: give at least one FILE or DIR\n\n${help}\n`);
     return 2;
   }
-  const layout = flag(argv, '--layout') ?? 'passthrough';
+  const layout = v.layout ?? 'passthrough';
   if (!(LAYOUTS as readonly string[]).includes(layout))
     return fail(`--layout must be one of ${LAYOUTS.join(', ')}, got '${layout}'`);
-  const blockSize = Number(flag(argv, '--block-size') ?? 16);
+  const blockSize = Number(v['block-size'] ?? 16);
   if (!Number.isInteger(blockSize) || blockSize < 1)
-    return fail(`--block-size must be an integer >= 1, got '${flag(argv, '--block-size')}'`);
+    return fail(`--block-size must be an integer >= 1, got '${v['block-size']}'`);
   const options = {
     model: 'explain',
-    tokenizer: flag(argv, '--tokenizer') ?? 'qwen3',
-    chatTemplateFile: flag(argv, '--chat-template'),
+    tokenizer: v.tokenizer ?? 'qwen3',
+    chatTemplateFile: v['chat-template'],
     layout: layout as (typeof LAYOUTS)[number],
     blockSize,
   };

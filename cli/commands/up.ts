@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
-import { DEFAULT_HOST, DEFAULT_PORT } from '../../gateway/config/schema.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, MAX_PORT } from '../../gateway/config/schema.ts';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { BUNDLED_TOKENIZERS, TIKTOKEN_ENCODINGS } from '../../middleware/tokens/registry.ts';
@@ -129,10 +129,19 @@ export async function startLocalFleet(o: UpOptions): Promise<LocalFleet> {
   return { url: gateway.url, model: o.model, workers, close };
 }
 
-function intOption(v: string | undefined, name: string, dflt: number, min: number): number {
+function intOption(
+  v: string | undefined,
+  name: string,
+  dflt: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got '${v}'`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(
+      `--${name} must be an integer >= ${min}${max < Number.MAX_SAFE_INTEGER ? ` and <= ${max}` : ''}, got '${v}'`,
+    );
   return n;
 }
 
@@ -159,7 +168,7 @@ export function parseUpArgs(argv: string[]): UpOptions {
   return {
     workers: intOption(values.workers, 'workers', DEFAULT_UP_WORKERS, 1),
     tokenizer,
-    port: intOption(values.port, 'port', DEFAULT_PORT, 0),
+    port: intOption(values.port, 'port', DEFAULT_PORT, 0, MAX_PORT),
     host: values.host ?? DEFAULT_HOST,
     model: values.model ?? MODEL_FOR_TOKENIZER[tokenizer] ?? 'local-model',
     flavor,

@@ -6,6 +6,8 @@ import { DEFAULT_OFFLOAD_MIN_CHARS } from '../../middleware/tokens/render-tokens
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
+/** The largest TCP port (listen.port is checked against it). */
+export const MAX_PORT = 65_535;
 export const DEFAULT_LAYOUT = 'ctxgate';
 export const DEFAULT_POLICY = 'round_robin';
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -183,7 +185,7 @@ export const ConfigSchema = Type.Object(
     listen: Type.Object(
       {
         host: Type.String({ default: DEFAULT_HOST }),
-        port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULT_PORT }),
+        port: Type.Integer({ minimum: 0, maximum: MAX_PORT, default: DEFAULT_PORT }),
         request_timeout_ms: PosInt(DEFAULT_REQUEST_TIMEOUT_MS),
         headers_timeout_ms: PosInt(DEFAULT_HEADERS_TIMEOUT_MS_SERVER),
         max_connections: PosInt(DEFAULT_MAX_CONNECTIONS),

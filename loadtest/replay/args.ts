@@ -3,11 +3,17 @@
 export interface ParsedArgs {
   flags: Map<string, string[]>;
   positional: string[];
+  /** Options given last without their value: rejectUnknown names an unknown one as unknown first. */
+  missing: string[];
 }
+
+/** A bad command line (the commands exit 2 on it, 1 on a failed run). */
+export class UsageError extends Error {}
 
 export function parseArgs(argv: string[], booleans: Set<string>, multi: Set<string>): ParsedArgs {
   const flags = new Map<string, string[]>();
   const positional: string[] = [];
+  const missing: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) {
@@ -22,12 +28,12 @@ export function parseArgs(argv: string[], booleans: Set<string>, multi: Set<stri
     else if (multi.has(key)) {
       while (i + 1 < argv.length && !argv[i + 1].startsWith('--')) vals.push(argv[++i]);
     } else {
-      if (i + 1 >= argv.length) throw new Error(`--${key} needs a value`);
-      vals.push(argv[++i]);
+      if (i + 1 >= argv.length) missing.push(key);
+      else vals.push(argv[++i]);
     }
     flags.set(key, vals);
   }
-  return { flags, positional };
+  return { flags, positional, missing };
 }
 
 export function str(a: ParsedArgs, key: string): string | undefined {
@@ -39,7 +45,7 @@ export function num(a: ParsedArgs, key: string, def: number, min = 0): number {
   const v = str(a, key);
   if (v === undefined) return def;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < min) throw new Error(`--${key} must be a number ≥ ${min}, got '${v}'`);
+  if (!Number.isFinite(n) || n < min) throw new UsageError(`--${key} must be a number ≥ ${min}, got '${v}'`);
   return n;
 }
 
@@ -47,6 +53,8 @@ export function bool(a: ParsedArgs, key: string): boolean {
   return str(a, key) === 'true';
 }
 
+/** Call right after parseArgs: an unknown option, then a known one given without its value, is a UsageError. */
 export function rejectUnknown(a: ParsedArgs, known: Set<string>): void {
-  for (const k of a.flags.keys()) if (!known.has(k)) throw new Error(`unknown option --${k}`);
+  for (const k of [...a.flags.keys(), ...a.missing]) if (!known.has(k)) throw new UsageError(`unknown option --${k}`);
+  if (a.missing.length > 0) throw new UsageError(`--${a.missing[0]} needs a value`);
 }
