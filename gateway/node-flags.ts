@@ -6,11 +6,11 @@
 // --max-semi-space-size=64 (MB; Node 20's default is 16): a default-pipeline call allocates
 // ~440 KiB, so a 16 MB semi-space fills every ~37 calls and ~1.9 % of calls carry a scavenge.
 // Each scavenge copies what is alive at that moment (~3.2 MB: the sessions' latest state and the
-// call in flight) whatever its period, so those calls are the c1 tail: 23-27 of the top 30 calls
-// by main-thread CPU (of 3,000) contained one. With 64 MB the new space grows to ~42 MB between
+// call in flight), so those calls are the c1 tail: 23-27 of the top 30 calls by main-thread CPU
+// (of 3,000) contained one. With 64 MB the new space grows to ~42 MB between
 // scavenges (~95 calls): 0.7 % of calls carry one, state a session replaces within ~34 calls dies
-// before it is copied, so bytes copied per call fall ~0.6x and bytes promoted ~0.65x (fewer
-// mark-compacts). Each scavenge is ~2x longer (p99.9 and max, not p99). Cost: up to 2 x 48 MB
+// before it is copied, so bytes copied and bytes promoted per call fall ~0.65x (fewer
+// mark-compacts). Each scavenge copies ~6.7 MB and is ~2x longer (p99.9 and max, not p99). Cost: up to 2 x 48 MB
 // more RSS under load (two semi-spaces; +120 MB measured at c1); an idle process's new space stays
 // small (V8 grows it only while objects survive).
 export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];
