@@ -63,6 +63,35 @@ export function frozenAppend<T>(prev: readonly T[], drop: number, added: readonl
   return Object.freeze(out);
 }
 
+/**
+ * Deep-freezes `next`, a new container (array or record) equal to the deep-frozen `prev` except
+ * at `keys` (indices or keys added, replaced or removed there; each listed once), and sizes it
+ * from prev's size: O(keys) instead of a visit of every item, so a part copied and edited each
+ * call costs its store put what changed, not its length. Where prev's size is unknown (not frozen
+ * here), `next` is walked like freezeDeep does. The same size as sizeOf gives `next`'s copy.
+ */
+export function freezeEdited<T extends object>(prev: T, next: T, keys: Iterable<string | number>): T {
+  const prevSize = knownSize(prev);
+  if (prevSize === undefined || knownSize(next) !== undefined || !Object.isExtensible(next)) return freezeDeep(next);
+  // An array's size is 1 + Σ (item + 1), a record's 1 + Σ (key + 4 + value) over keys whose value
+  // is not undefined, either one 2 when that sum is empty (see measure); every term is ≥ 2.
+  const isArray = Array.isArray(next);
+  const term = (o: object, k: string | number): number => {
+    if (isArray) return (k as number) < (o as unknown[]).length ? measure((o as unknown[])[k as number], true) + 1 : 0;
+    const x = Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined;
+    return x === undefined ? 0 : String(k).length + 4 + measure(x, true);
+  };
+  let inner = prevSize === 2 ? 0 : prevSize - 1;
+  for (const k of keys) inner += term(next, k) - term(prev, k);
+  new Sized(next, inner === 0 ? 2 : 1 + inner);
+  return Object.freeze(next);
+}
+
+/** Indices `from` up to the longer of two arrays' lengths: those where `next` may differ from `prev`. */
+export function* indicesFrom(prev: readonly unknown[], next: readonly unknown[], from: number): Generator<number> {
+  for (let i = from; i < Math.max(prev.length, next.length); i++) yield i;
+}
+
 export function isDeepFrozen(v: object): boolean {
   return knownSize(v) !== undefined;
 }

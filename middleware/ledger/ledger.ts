@@ -6,9 +6,12 @@
 // → { messages, state, receipts }; the previous state is never changed (a shallow copy: its
 // observations are shared, and one marked stale is replaced by a marked copy), so a stored state's
 // parts can stay shared and frozen. O(new messages × live observations) per call, plus pointer
-// copies of the state's lists.
+// copies of the state's lists and a key-by-key copy of the calls record (O(calls), the one copy
+// left that is not O(new)); the lists and the record are returned frozen and sized from the
+// previous state's sizes, so the store's put costs what changed.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
+import { freezeEdited, indicesFrom } from '../deep-freeze.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
 import { frameNote } from '../redaction/framing.ts';
 import { looksSecret, redact } from '../redaction/redact.ts';
@@ -51,6 +54,8 @@ export function applyLedger(
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const receipts: Receipt[] = [];
   let st: LedgerState = prev ? copyOf(prev) : emptyLedger();
+  // What this call changes in the previous state's growing parts (see sizeEdits).
+  let edits: Edits | undefined = prev ? { observations: new Set(), calls: new Set() } : undefined;
   if (st.seen > input.length || (st.seen > 0 && st.tailHash !== tailKey(input[st.seen - 1]))) {
     receipts.push({
       stage: STAGE,
@@ -58,6 +63,7 @@ export function applyLedger(
       reason: `history rewound below message ${st.seen}; ledger restarted`,
     });
     st = { ...emptyLedger(), pending: st.pending };
+    edits = undefined;
   }
   const newlyStale: Observation[] = [];
   const firstUser = input.findIndex((m) => m.role === 'user');
@@ -95,10 +101,12 @@ export function applyLedger(
         const o = st.observations[k];
         if (o.stale || o.call >= obs.call) continue;
         const hit = o.reads.find((r) => writeInvalidates(w, r));
-        if (hit) newlyStale.push(markStale(st, k, { reason: 'written', byCall: obs.call, detail: hit.uri }));
+        if (hit) newlyStale.push(markStale(st, k, { reason: 'written', byCall: obs.call, detail: hit.uri }, edits));
       }
     }
+    edits?.observations?.add(st.observations.length);
     st.observations.push(obs);
+    edits?.calls.add(id);
     st.calls[id] = [obs.call, obs.exit, obs.hash];
   }
   st.seen = input.length;
@@ -109,7 +117,7 @@ export function applyLedger(
       const o = st.observations[k];
       if (o.stale) continue;
       const hit = o.reads.find((r) => writeInvalidates({ uri: ext.uri, structural: true }, r) || r.uri === ext.uri);
-      if (hit) newlyStale.push(markStale(st, k, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }));
+      if (hit) newlyStale.push(markStale(st, k, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }, edits));
     }
   }
   st.pending = [];
@@ -120,7 +128,7 @@ export function applyLedger(
     const bySecs = o.ttl.seconds !== undefined && now - o.at >= o.ttl.seconds;
     if (byCalls || bySecs)
       newlyStale.push(
-        markStale(st, k, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }),
+        markStale(st, k, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }, edits),
       );
   }
 
@@ -170,7 +178,8 @@ export function applyLedger(
       }
     }
   }
-  trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS);
+  trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, prev && edits ? { prev, edits } : undefined);
+  if (prev && edits) sizeEdits(prev, st, edits);
   return { messages: render(input, st), state: st, receipts };
 }
 
@@ -237,10 +246,41 @@ function observe(
 }
 
 /** Observation k marked stale: a marked copy replaces it (the state's own, so `handled` can be set on it). */
-function markStale(st: LedgerState, k: number, s: StaleMark): Observation {
+function markStale(st: LedgerState, k: number, s: StaleMark, edits?: Edits): Observation {
   const o = { ...st.observations[k], stale: s };
   st.observations[k] = o;
+  edits?.observations?.add(k);
   return o;
+}
+
+/** Indices of `observations` and ids of `calls` that a call added, replaced or removed in the
+ * previous state's copies; `observations` undefined once the list was rebuilt (trim). */
+interface Edits {
+  observations?: Set<number>;
+  calls: Set<string>;
+}
+
+/** Key counts of `calls` records this process built (trim reads the count, not every key). */
+const callCounts = new WeakMap<object, number>();
+
+function callCount(calls: LedgerState['calls']): number {
+  return callCounts.get(calls) ?? Object.keys(calls).length;
+}
+
+/**
+ * The growing lists and the calls record, frozen and sized from the previous state's sizes
+ * (deep-freeze.ts freezeEdited): the store's put then visits what this call changed, not every
+ * observation and call record again. An observation marked stale is replaced by its marked copy
+ * after the `handled` remedy is set on it, so its size is taken here, after that.
+ */
+function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits): void {
+  if (edits.observations) st.observations = freezeEdited(prev.observations, st.observations, edits.observations);
+  st.calls = freezeEdited(prev.calls, st.calls, edits.calls);
+  st.tombstones = freezeEdited(
+    prev.tombstones,
+    st.tombstones,
+    indicesFrom(prev.tombstones, st.tombstones, prev.tombstones.length),
+  );
 }
 
 /** A copy the caller may change: every list and map copied, the observations and records shared. */
@@ -335,13 +375,27 @@ export function staleExposure(st: LedgerState, out: ChatMessage[], compactedBelo
   return n;
 }
 
-function trim(st: LedgerState, max: number): void {
+/** Bounds the observations and call records. With `from` (the state this one was copied from and
+ * what the call changed) the record count comes from the previous one's: O(1) unless over. */
+function trim(st: LedgerState, max: number, from?: { prev: LedgerState; edits: Edits }): void {
   if (st.observations.length > max) {
     // Drop handled stale observations first, then the oldest.
     const keep = st.observations.filter((o) => !(o.stale && o.handled));
     st.observations = keep.length > max ? keep.slice(keep.length - max) : keep;
+    if (from) from.edits.observations = undefined;
   }
-  const ids = Object.keys(st.calls);
-  if (ids.length > DEFAULT_MAX_CALL_RECORDS)
-    for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) delete st.calls[id];
+  let n = 0;
+  if (from) {
+    n = callCount(from.prev.calls);
+    for (const id of from.edits.calls) if (!Object.hasOwn(from.prev.calls, id)) n++;
+  } else n = Object.keys(st.calls).length;
+  if (n > DEFAULT_MAX_CALL_RECORDS) {
+    const ids = Object.keys(st.calls);
+    for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) {
+      delete st.calls[id];
+      from?.edits.calls.add(id);
+    }
+    n = DEFAULT_MAX_CALL_RECORDS;
+  }
+  callCounts.set(st.calls, n);
 }

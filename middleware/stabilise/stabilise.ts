@@ -9,7 +9,9 @@
 // Pure: (messages, state, opts) → { messages, state, receipts }; the previous state is never
 // mutated (a shallow copy, its stored originals shared). O(messages) plus the bytes of messages
 // not hashed before: message hashes and identities are memoised per message object, so history
-// resent as the same objects (layout/resent.ts) costs a lookup per message.
+// resent as the same objects (layout/resent.ts) costs a lookup per message. The lists and the
+// originals' index are returned frozen and sized from the previous state's (deep-freeze.ts
+// freezeEdited): the store's put visits what changed, not every message's entry.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
@@ -17,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
 import { defineSlot } from '../session/stage-state.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
+import { freezeEdited, indicesFrom } from '../deep-freeze.ts';
 
 export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
 
@@ -71,6 +74,8 @@ export function stabilise(
   const frozen = opts.frozenBelow ?? 0;
   const receipts: Receipt[] = [];
   const deferred = new Set(st.d);
+  // Indices whose stored original this call added, replaced or dropped (the put sizes only those).
+  const edited = new Set<number>();
   if (input.length < st.a.length) {
     receipts.push({
       stage: STAGE,
@@ -78,7 +83,7 @@ export function stabilise(
       reason: `agent sent ${input.length} messages after ${st.a.length}; state beyond dropped`,
     });
     for (let i = input.length; i < st.a.length; i++) {
-      drop(st, i);
+      drop(st, i, edited);
       deferred.delete(i);
     }
     st.a.length = input.length;
@@ -102,7 +107,7 @@ export function stabilise(
     const eligible = (m.role === 'tool' || m.role === 'user') && i > firstUser;
     if (i >= st.a.length) {
       st.a[i] = h;
-      if (eligible) store(st, i, m.content, max);
+      if (eligible) store(st, i, m.content, max, edited);
       continue;
     }
     if (h === st.a[i]) {
@@ -142,8 +147,8 @@ export function stabilise(
     }
     deferred.delete(i);
     if (oldText !== undefined) contested.add(i);
-    drop(st, i);
-    if (eligible) store(st, i, m.content, max);
+    drop(st, i, edited);
+    if (eligible) store(st, i, m.content, max, edited);
     const why = !enabled
       ? 'stabilisation off'
       : oldText === undefined
@@ -168,7 +173,7 @@ export function stabilise(
       for (const k of keys) {
         if (st.bytes <= max) break;
         if (deferred.has(k) !== pass || st.orig[k] === undefined) continue;
-        drop(st, k);
+        drop(st, k, edited);
         if (pass) {
           deferred.delete(k);
           receipts.push({
@@ -185,6 +190,14 @@ export function stabilise(
   const x = [...contested].filter((i) => i < input.length).sort((a, b) => a - b);
   if (x.length) st.x = x;
   else delete st.x;
+  if (prev) {
+    // The lists and the originals' index are the previous ones edited from `same` on (and at
+    // `edited`): frozen and sized from the previous ones' sizes, so the store's put does not
+    // visit every message's entry again (deep-freeze.ts).
+    st.a = freezeEdited(prev.a, st.a, indicesFrom(prev.a, st.a, same));
+    if (prev.k) st.k = freezeEdited(prev.k, st.k, indicesFrom(prev.k, st.k, same));
+    st.orig = freezeEdited(prev.orig, st.orig, edited);
+  }
   inputs.set(st, new WeakRef(input));
   return { messages: out ?? input, state: st, receipts };
 }
@@ -236,20 +249,22 @@ function size(c: ChatMessage['content']): number {
   return typeof c === 'string' ? c.length : JSON.stringify(c ?? null).length;
 }
 
-function store(st: StabiliseState, i: number, c: ChatMessage['content'], max: number): void {
+function store(st: StabiliseState, i: number, c: ChatMessage['content'], max: number, edited?: Set<number>): void {
   const text = contentText(c);
   // Secrets are never persisted, so they can never be resurrected either.
   if (size(c) > max || looksSecret(text)) return;
   // Parts content is copied: the stored state is frozen once put, the request's message is not ours to freeze.
   st.orig[i] = typeof c === 'string' ? c : structuredClone(c);
   st.bytes += size(c);
+  edited?.add(i);
 }
 
-function drop(st: StabiliseState, i: number): void {
+function drop(st: StabiliseState, i: number, edited?: Set<number>): void {
   const c = st.orig[i];
   if (c === undefined) return;
   st.bytes -= size(c);
   delete st.orig[i];
+  edited?.add(i);
 }
 
 /** After a compaction at `watermark`, originals below it are no longer needed. */

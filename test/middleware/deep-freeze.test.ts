@@ -3,7 +3,14 @@
 // like its JSON (escapes not counted), known as deep-frozen, and nothing that reflects on it (keys,
 // JSON, spread, structuredClone, deep equality) sees a trace of the bookkeeping.
 import { describe, expect, it } from 'vitest';
-import { freezeDeep, frozenAppend, isDeepFrozen, sizeOf } from '../../middleware/deep-freeze.ts';
+import {
+  freezeDeep,
+  freezeEdited,
+  frozenAppend,
+  indicesFrom,
+  isDeepFrozen,
+  sizeOf,
+} from '../../middleware/deep-freeze.ts';
 
 describe('freezeDeep', () => {
   it('freezes and sizes every level; the bookkeeping is invisible', () => {
@@ -80,5 +87,47 @@ describe('freezeDeep', () => {
     expect(sizeOf(frozenAppend(freezeDeep([{ a: 1 }]), 5, []))).toBe(2);
     expect(frozenAppend(freezeDeep([1, 2]), 0, [])).toEqual([1, 2]);
     expect(sizeOf(frozenAppend(freezeDeep([1, 2]), 1, []))).toBe(JSON.stringify([2]).length);
+  });
+
+  it('freezeEdited: a copy edited at the listed keys is frozen and sized as sizeOf sizes its copy', () => {
+    // A seeded walk of edits: appends, replacements, truncations, record keys added, replaced
+    // (with undefined too) and deleted, from frozen (sized) and unfrozen previous versions.
+    let x = 7;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 16) % n;
+    };
+    const item = (i: number): unknown => (i % 3 === 0 ? `ünï ${i}` : i % 3 === 1 ? { i, tags: [i, null] } : i * 1.5);
+    let arr: readonly unknown[] = freezeDeep([]);
+    let rec: Readonly<Record<string, unknown>> = freezeDeep({});
+    let edits = 0;
+    for (let step = 0; step < 400; step++) {
+      const a = [...arr];
+      const from = rnd(a.length + 1);
+      if (rnd(4) === 0) a.length = from;
+      else for (let i = from, end = from + 1 + rnd(3); i < end; i++) a[i] = item(step * 10 + i);
+      while (a.length > 0 && a[a.length - 1] === undefined) a.pop();
+      const nextArr = freezeEdited(arr, a, indicesFrom(arr, a, from));
+      expect(isDeepFrozen(nextArr)).toBe(true);
+      expect(sizeOf(nextArr), `array step ${step}`).toBe(sizeOf(structuredClone(nextArr)));
+      const r: Record<string, unknown> = { ...rec };
+      const keys = new Set<string>();
+      for (let j = rnd(3); j >= 0; j--) {
+        const k = `k${rnd(12)}`;
+        keys.add(k);
+        const op = rnd(4);
+        if (op === 0) delete r[k];
+        else r[k] = op === 1 ? undefined : item(step * 10 + j);
+      }
+      const nextRec = freezeEdited(rec, r, keys);
+      expect(isDeepFrozen(nextRec)).toBe(true);
+      expect(sizeOf(nextRec), `record step ${step}`).toBe(sizeOf(structuredClone(nextRec)));
+      // Every fifth step starts from an unfrozen copy: sized the plain way.
+      arr = step % 5 === 4 ? structuredClone(nextArr) : nextArr;
+      edits += nextArr.length;
+      rec = step % 5 === 4 ? structuredClone(nextRec) : nextRec;
+    }
+    // The walk kept the lists long (replacements, not only appends, were sized).
+    expect(edits).toBeGreaterThan(1000);
   });
 });
