@@ -16,6 +16,7 @@
 // only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
+import { freezeEdited, indicesFrom } from './deep-freeze.ts';
 import type { ArtifactStore } from './artifacts/store.ts';
 import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
 import { breakRecord, pushBreak } from './diagnostics/break-ring.ts';
@@ -324,8 +325,9 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       stableHashes: segs.messageHashes.slice(0, stableEnd),
       promptTokens: toks.tokensBeforeMark,
     };
+    const prevPrint = loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined;
     const prefix = diagnose({
-      prev: loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined,
+      prev: prevPrint,
       prevIds: prevLocal?.ids,
       commonFloor: toks.reusedTokens,
       cur,
@@ -369,6 +371,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       const t0 = tick();
       state.calls++;
       state.updatedAt = Date.now();
+      sizeStableHashes(prevPrint, cur);
       writeSlot(state, FINGERPRINT_SLOT, cur);
       pushBreak(state, breakRecord(prefix, state.calls, state.updatedAt, ctx.requestId, messages));
       await store.put(state);
@@ -396,6 +399,20 @@ interface Held {
 
 // Per-call closures come from these functions as anonymous arrows: tsx (esbuild keepNames) names
 // every closure written as `const f = () =>` or `{ f: () => }`, a defineProperty of ~1 µs per call each.
+
+/** Freezes the fingerprint's stable hashes sized from the previous call's (deep-freeze.ts
+ * freezeEdited), equal up to where they first differ (resent messages carry their hash strings
+ * over, so the scan is a pointer compare a message): the put then sizes the new tail instead of
+ * walking every message's hash again. */
+function sizeStableHashes(prev: CallFingerprint | undefined, cur: CallFingerprint): void {
+  const a = prev?.stableHashes;
+  const b = cur.stableHashes;
+  if (a === undefined) return;
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  freezeEdited(a, b, indicesFrom(a, b, i));
+}
 
 function localKeyOf(tenant: string, id: string): string {
   return `${tenant}\u0000${id}`;

@@ -89,9 +89,23 @@ describe('shared, frozen session-state parts', () => {
     const ctx = { tenant: 't', requestId: 'r', headers: { 'x-session-id': 'frozen' }, model: 'm' };
     let last;
     const requests = requestsOf(randomSession(7, 24));
-    for (const messages of requests) last = await p.process({ model: 'm', messages }, ctx);
+    // Then the last request again with an earlier message rewritten (no elision: passed through,
+    // so the stable hashes differ in the middle, not only at the tail).
+    const final = requests[requests.length - 1];
+    const at = final.findIndex(
+      (m, i) => i > 2 && i < final.length - 2 && typeof m.content === 'string' && m.content.length > 0,
+    );
+    const edited = final.map((m, i) => (i === at ? { ...m, content: `rewritten ${String(m.content).length}` } : m));
+    for (const messages of [...requests, edited]) {
+      last = await p.process({ model: 'm', messages }, ctx);
+      // Parts sized from the previous call's sizes (stabilise, ledger, the fingerprint's hashes)
+      // are charged what a walk of their plain copy gives.
+      const plain = structuredClone(await store.get('t', 'frozen'));
+      expect(store.stats().bytes).toBe(sizeOf(plain) + 't\u0000frozen'.length);
+    }
     const st = (await store.get('t', 'frozen'))!;
-    expect(st.calls).toBe(requests.length);
+    expect(at).toBeGreaterThan(2);
+    expect(st.calls).toBe(requests.length + 1);
     expect(Object.keys(st.stages ?? {})).toEqual(
       expect.arrayContaining(['canonical_tools', 'stabilise', 'ledger', 'fingerprint', 'breaks']),
     );
