@@ -10,6 +10,9 @@ import { freePort } from '../chaos/redis-proc.ts';
 export interface LoadResult {
   p50: number;
   p99: number;
+  /** The 99.9th percentile: where the rarer, longer pauses (mark-compacts, scavenges of a large
+   *  young generation) show when the p99 no longer does. */
+  p999: number;
   rps: number;
   requests: number;
   errors: number;
@@ -57,6 +60,7 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
         resolve({
           p50: percentile(sorted, 0.5),
           p99: percentile(sorted, 0.99),
+          p999: percentile(sorted, 0.999),
           rps: times.length / spec.durationS,
           requests: times.length,
           errors: r.errors + r.non2xx,
