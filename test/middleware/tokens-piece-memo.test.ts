@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
@@ -25,6 +27,23 @@ const word = (i: number): string => {
 };
 
 describe('piece memo', () => {
+  it('keeps no text its keys were sliced from alive (a held key is its own copy)', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const m = new PieceMemo<number[]>();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // 200 texts of 200k characters, one 20-character key sliced from each: 40 MB if the keys were views.
+    for (let i = 0; i < 200; i++) {
+      const text = `${word(i)}${'y'.repeat(200_000)}`;
+      m.set(text.slice(3, 23), [i], 8);
+    }
+    gc();
+    gc();
+    expect(m.size).toBe(200);
+    expect((process.memoryUsage().heapUsed - before) / 1e6).toBeLessThan(8);
+  });
+
   it('holds at most PIECE_MEMO_MAX_BYTES (estimated), drops whole when full, skips long keys', () => {
     const m = new PieceMemo<number[]>();
     let peak = 0;
