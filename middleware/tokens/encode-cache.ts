@@ -5,6 +5,7 @@
 // used where a key must not hold the text (session state).
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import { ownString } from './own-string.ts';
 
 /** Total token ids kept across all tokenizers (4 bytes-ish each in a packed array, more in JS). */
 export const DEFAULT_ENCODE_CACHE_TOKENS = 4_000_000;
@@ -34,7 +35,8 @@ export function lookupEncoded(
   const hit = cache.get(key);
   if (hit) return { ids: hit, hit: true };
   const ids = Object.freeze(encode(text));
-  cache.set(key, ids);
+  // The text is usually a slice of a rendered prompt: a key of its own keeps only its characters.
+  cache.set(ownString(key), ids);
   return { ids, hit: false };
 }
 
@@ -45,7 +47,8 @@ export function peekEncoded(name: string, text: string): readonly number[] | und
 
 /** Caches ids computed elsewhere (from verified parts). */
 export function storeEncoded(name: string, text: string, ids: readonly number[]): void {
-  if (text.length > 0) cache.set(name + '\u0000' + text, Object.isFrozen(ids) ? ids : Object.freeze(ids.slice()));
+  if (text.length > 0)
+    cache.set(ownString(name + '\u0000' + text), Object.isFrozen(ids) ? ids : Object.freeze(ids.slice()));
 }
 
 export function encodeCacheStats(): { entries: number; tokens: number } {

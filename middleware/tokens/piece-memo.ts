@@ -8,6 +8,8 @@
 // tenants' pieces: a slowdown, not a leak. Keys are held as copies of their own (never a view that
 // keeps the encoded text alive). O(1) per get and set.
 
+import { ownString } from './own-string.ts';
+
 /** Estimated heap one memo may hold before it starts over (per tokenizer, per thread). */
 export const PIECE_MEMO_MAX_BYTES = 4 * 1024 * 1024;
 /** Longer keys are not memoised. */
@@ -15,19 +17,6 @@ export const PIECE_MEMO_MAX_CHARS = 64;
 /** Per entry, besides its key's characters and its value: the Map entry, the key string's and the
  *  value array's headers (64-bit heap, no pointer compression). */
 export const PIECE_MEMO_ENTRY_BYTES = 96;
-
-/** Shortest string V8 makes a substring of as a view into its parent (SlicedString::kMinLength). */
-const SLICE_MIN_CHARS = 13;
-
-/**
- * The key as a string of its own. A piece is usually a slice of the text being encoded, and V8 makes
- * a slice of 13+ characters a view that keeps that whole text alive: a memo of such keys held every
- * text a new long word came from (400 texts of 46k characters: 18.9 MB), beyond its byte bound. The
- * concatenation is flattened by the slice into a copy one character longer than the key.
- */
-function ownKey(key: string): string {
-  return key.length < SLICE_MIN_CHARS ? key : (' ' + key).slice(1);
-}
 
 export class PieceMemo<V> {
   private map = new Map<string, V>();
@@ -46,7 +35,9 @@ export class PieceMemo<V> {
       this.map = new Map();
       this.held = 0;
     }
-    this.map.set(ownKey(key), value);
+    // A piece is usually a slice of the text being encoded: held as is, it kept that whole text alive
+    // (400 texts of 46k characters, one new long word each: 18.9 MB, beyond the byte bound).
+    this.map.set(ownString(key), value);
     this.held += cost;
   }
 
