@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
@@ -39,7 +40,8 @@ Runs --workers reference workers (child processes) behind ctxgate (child process
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
 seconds, injecting faults every --kill-every-s seconds: one worker killed -9 and restarted on
 its port, then in turn a worker hanging before its first byte, a worker dying mid-stream, or a
-burst of 503s. The gateway runs the default pipeline: layout ctxgate, the qwen3 tokenizer, policy
+burst of 503s. The gateway process starts with the deployed Node flags (as the image and bench
+overhead: ${GATEWAY_NODE_FLAGS.join(' ')}). The gateway runs the default pipeline: layout ctxgate, the qwen3 tokenizer, policy
 ctxgate (--layout passthrough: no tokenizer, round_robin, a labelled extra). --redis also starts a
 redis-server that holds the gateway's sessions, shared routing index, usage ledger and rate
 limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error

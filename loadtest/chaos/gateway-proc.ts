@@ -1,9 +1,11 @@
 // ctxgate in its own process for `bench chaos`, so its RSS and open sockets are its own: read
 // from /proc/PID/status (VmRSS) and /proc/PID/fd (links to 'socket:[…]'), no lsof needed.
-// Started with --expose-gc; SIGUSR2 asks it for a full GC before a memory reading.
+// Started as deployed (gateway/node-flags.ts: the image's ENTRYPOINT flags, as `bench overhead`'s
+// gateway child), plus --expose-gc; SIGUSR2 asks it for a full GC before a memory reading.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
 /** A bound for a hang: tsx compiling the gateway on a loaded machine takes tens of seconds. */
@@ -47,6 +49,14 @@ const SNAPSHOT_WAIT_MS = 180_000;
 /** SIGUSR2 is the GC signal; Node's inspector default (SIGUSR1) is taken over by the flag. */
 const SNAPSHOT_SIGNAL = 'SIGUSR1';
 
+/** The gateway process's argv after node: the deployed flags first, then the caller's. */
+export function gatewayProcArgs(configPath: string, nodeArgs: string[] = [], heapSnapshotDir?: string): string[] {
+  const snapshotArgs = heapSnapshotDir
+    ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${heapSnapshotDir}`]
+    : [];
+  return [...GATEWAY_NODE_FLAGS, ...nodeArgs, ...snapshotArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
+}
+
 /** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). `heapSnapshotDir`:
  *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). A snapshot holds the
  *  gateway's whole heap unredacted (prompts, keys, session states): Node writes it 0600, and
@@ -56,10 +66,7 @@ export async function startGatewayProc(
   nodeArgs: string[] = [],
   heapSnapshotDir?: string,
 ): Promise<GatewayProc> {
-  const snapshotArgs = heapSnapshotDir
-    ? [`--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`, `--diagnostic-dir=${heapSnapshotDir}`]
-    : [];
-  const args = [...nodeArgs, ...snapshotArgs, '--expose-gc', BIN, 'serve', '--config', configPath];
+  const args = gatewayProcArgs(configPath, nodeArgs, heapSnapshotDir);
   const proc: ChildProcess = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });

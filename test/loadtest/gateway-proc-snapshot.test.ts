@@ -1,10 +1,11 @@
 // bench chaos --heap-snapshots: a snapshot holds the gateway's whole heap unredacted (prompts,
 // keys, session states), so the file must be its user's alone (0600) whatever the caller's umask
 // (Node writes it so; gateway-proc makes sure before handing it on).
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-gw-snapshot-'));
@@ -32,6 +33,9 @@ it('writes heap snapshots readable by their owner only', async () => {
     process.umask(old);
   }
   try {
+    // started as deployed: the gateway's Node flags are on its command line
+    const argv = readFileSync(`/proc/${gw.pid}/cmdline`, 'utf8').split('\0');
+    for (const f of GATEWAY_NODE_FLAGS) expect(argv).toContain(f);
     const file = await gw.heapSnapshot();
     expect(file).toBeDefined();
     expect(statSync(file!).mode & 0o777).toBe(0o600);

@@ -1,5 +1,5 @@
 // The gateway's Node flags (gateway/node-flags.ts) reach the places that start a gateway: the image's
-// ENTRYPOINT and `bench overhead`'s gateway child, so the bench measures the process as deployed.
+// ENTRYPOINT, `bench overhead`'s gateway child and `bench chaos`'s gateway process, so the bench measures the process as deployed.
 // And the flag does what its comment says on this Node: the young generation grows past Node 20's
 // default (two 16 MB semi-spaces) only with it.
 import { spawnSync } from 'node:child_process';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 import { proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
+import { gatewayProcArgs } from '../../loadtest/chaos/gateway-proc.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MB = 1024 * 1024;
@@ -38,6 +39,12 @@ describe('gateway Node flags', () => {
   it("bench overhead's gateway child gets them (and a CPU profile when asked)", () => {
     expect(proxiesNodeArgs()).toEqual([...GATEWAY_NODE_FLAGS]);
     expect(proxiesNodeArgs('/tmp/prof')).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
+  });
+
+  it("bench chaos's (and bench hostile's) gateway process gets them, before the CLI", () => {
+    const args = gatewayProcArgs('/tmp/c.yaml', ['--cpu-prof']);
+    expect(args.slice(0, GATEWAY_NODE_FLAGS.length + 1)).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof']);
+    expect(args.indexOf('serve')).toBeGreaterThan(GATEWAY_NODE_FLAGS.length);
   });
 
   it('the young generation grows past the default only with them', () => {
