@@ -1,10 +1,15 @@
 // Growing agent sessions for `bench overhead`: each call of a session resends the whole history
 // plus one new tool output (~550 tokens, a numbered file read), from ~1k tokens on call 1 to ~17k
 // on call 30, after which the slot starts a new session (a new first user message, so a new
-// derived session id). Bodies are built once (JSON strings, split at the session marker) so the
-// load generator only concatenates; the sender picks slots round-robin, so consecutive calls of one
-// session are `slots` requests apart and never overlap while slots > connections.
-// Memory: slots × calls bodies, ~35 KB each on average (~1 MB per slot at the defaults).
+// derived session id). Every session (a slot's round) reads files of its own content (the tool
+// outputs come from a seed per slot and round), as live traffic does: a gateway's token-id and
+// piece caches see new text in each new session, not round 1's outputs again. The sender picks
+// slots round-robin, so consecutive calls of one session are `slots` requests apart and never
+// overlap while slots > connections. A slot's bodies are built call by call as its session grows
+// (the new messages' JSON appended to the previous call's: O(new messages) per call, no stall of
+// the load generator at a session's start); with `convert` (another ingress API) a session's
+// bodies are built whole when it starts (~2 ms per session of 30 calls).
+// Memory: per slot, the current session's message JSON (~65 KB at call 30).
 import { makeFile } from '../synth/content.ts';
 import { mulberry32 } from '../profiles/rng.ts';
 
@@ -69,45 +74,118 @@ function toolOutput(path: string, rng: () => number): string {
   return s;
 }
 
-/** The session's bodies, call by call, each split at the marker: [head, tail]. */
-export function sessionBodies(slot: number, o: GrowingOptions): [string, string][] {
-  const calls = o.calls ?? DEFAULT_CALLS_PER_SESSION;
-  const rng = mulberry32((o.seed ?? 7) * 1000 + slot);
-  const task =
-    `Task ${MARKER}: the claim validator in src/auth rejects tokens whose audience list contains the service name in upper case. ` +
-    'Find where the audience is compared, make the comparison case-insensitive, and add a regression test. Do not change the public API. '.repeat(
-      3,
-    );
-  const messages: unknown[] = [
-    { role: 'system', content: SYSTEM.repeat(8) },
-    { role: 'user', content: task },
+/** Rounds apart in the seed space: (seed, slot, round) seeds never meet while slot < this. */
+const ROUND_SEED_STRIDE = 1_000_003;
+
+/** The tool outputs' random source of a slot's round (round 0: the seed the bench always used). */
+function roundRng(slot: number, round: number, seed = 7): () => number {
+  return mulberry32(((seed * 1000 + slot + round * ROUND_SEED_STRIDE) >>> 0) | 0);
+}
+
+const TASK =
+  `Task ${MARKER}: the claim validator in src/auth rejects tokens whose audience list contains the service name in upper case. ` +
+  'Find where the audience is compared, make the comparison case-insensitive, and add a regression test. Do not change the public API. '.repeat(
+    3,
+  );
+
+/** Call k's new messages (k ≥ 1): the read_file call and its output. */
+function callMessages(slot: number, k: number, rng: () => number): [unknown, unknown] {
+  const path = `src/mod${slot % 7}/file_${k}.py`;
+  const id = `call_${k}`;
+  return [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } }],
+    },
+    { role: 'tool', tool_call_id: id, content: toolOutput(path, rng) },
   ];
+}
+
+function firstMessages(): unknown[] {
+  return [
+    { role: 'system', content: SYSTEM.repeat(8) },
+    { role: 'user', content: TASK },
+  ];
+}
+
+function chatBody(o: GrowingOptions, messages: unknown[]): string {
+  return JSON.stringify({
+    model: o.model,
+    messages,
+    tools: TOOLS,
+    max_tokens: 16,
+    temperature: 0,
+    ...(o.stream ? { stream: true } : {}),
+  });
+}
+
+/** A body split at the session marker: [head, tail]. */
+function splitAtMarker(json: string): [string, string] {
+  const at = json.indexOf(JSON.stringify(MARKER).slice(1, -1));
+  const esc = JSON.stringify(MARKER).length - 2;
+  return [json.slice(0, at), json.slice(at + esc)];
+}
+
+/** The session's bodies (slot `slot`, round `round`), call by call, each split at the marker. */
+export function sessionBodies(slot: number, o: GrowingOptions, round = 0): [string, string][] {
+  const calls = o.calls ?? DEFAULT_CALLS_PER_SESSION;
+  const rng = roundRng(slot, round, o.seed);
+  const messages = firstMessages();
   const out: [string, string][] = [];
   for (let k = 0; k < calls; k++) {
-    if (k > 0) {
-      const path = `src/mod${slot % 7}/file_${k}.py`;
-      const id = `call_${k}`;
-      messages.push({
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path }) } }],
-      });
-      messages.push({ role: 'tool', tool_call_id: id, content: toolOutput(path, rng) });
-    }
-    const chat = JSON.stringify({
-      model: o.model,
-      messages,
-      tools: TOOLS,
-      max_tokens: 16,
-      temperature: 0,
-      ...(o.stream ? { stream: true } : {}),
-    });
-    const json = o.convert ? o.convert(chat) : chat;
-    const at = json.indexOf(JSON.stringify(MARKER).slice(1, -1));
-    const esc = JSON.stringify(MARKER).length - 2;
-    out.push([json.slice(0, at), json.slice(at + esc)]);
+    if (k > 0) messages.push(...callMessages(slot, k, rng));
+    const chat = chatBody(o, messages);
+    out.push(splitAtMarker(o.convert ? o.convert(chat) : chat));
   }
   return out;
+}
+
+/**
+ * One slot's session built as it grows: call k's body is call k-1's messages JSON plus the two new
+ * messages' JSON, byte for byte what sessionBodies gives (JSON.stringify writes an array's items
+ * with ',' between them and nothing else).
+ */
+class GrowingSession {
+  private rng: () => number = () => 0;
+  private messages = '';
+  private built = 0;
+  private head = '';
+  private tail = '';
+  private whole: [string, string][] | undefined;
+
+  constructor(
+    private readonly slot: number,
+    private readonly o: GrowingOptions,
+  ) {
+    // the body around the messages: {"model":…,"messages":[ … ],"tools":…}
+    const [before, after] = chatBody(o, ['\u0000']).split('"\\u0000"');
+    this.head = before;
+    this.tail = after;
+  }
+
+  /** Starts the slot's round `round` (its call 0). */
+  start(round: number): void {
+    if (this.o.convert) {
+      this.whole = sessionBodies(this.slot, this.o, round);
+      return;
+    }
+    this.rng = roundRng(this.slot, round, this.o.seed);
+    this.messages = firstMessages()
+      .map((m) => JSON.stringify(m))
+      .join(',');
+    this.built = 0;
+  }
+
+  /** Call k's body split at the marker; calls come in order (k = the last call or the next). */
+  body(k: number): [string, string] {
+    if (this.whole) return this.whole[k];
+    for (; this.built < k; this.built++) {
+      const [a, t] = callMessages(this.slot, this.built + 1, this.rng);
+      this.messages += `,${JSON.stringify(a)},${JSON.stringify(t)}`;
+    }
+    return splitAtMarker(`${this.head}${this.messages}${this.tail}`);
+  }
 }
 
 /**
@@ -117,21 +195,28 @@ export function sessionBodies(slot: number, o: GrowingOptions): [string, string]
  * as in steady state. A slot that passes its last call starts a new session (generation + 1).
  */
 export class GrowingTraffic {
-  private readonly bodies: [string, string][][];
+  private readonly sessions: GrowingSession[];
   private readonly callAt: number[];
   private readonly gen: number[];
+  /** the round each slot's GrowingSession was last started at */
+  private readonly startedGen: number[];
   private cursor = 0;
   readonly calls: number;
 
   constructor(readonly o: GrowingOptions) {
     this.calls = o.calls ?? DEFAULT_CALLS_PER_SESSION;
-    this.bodies = Array.from({ length: o.slots }, (_, s) => sessionBodies(s, o));
+    this.sessions = Array.from({ length: o.slots }, (_, s) => new GrowingSession(s, o));
     this.callAt = new Array<number>(o.slots).fill(0);
     this.gen = new Array<number>(o.slots).fill(0);
+    this.startedGen = new Array<number>(o.slots).fill(-1);
   }
 
   private body(s: number, k: number): string {
-    const [head, tail] = this.bodies[s][k];
+    if (this.startedGen[s] !== this.gen[s]) {
+      this.startedGen[s] = this.gen[s];
+      this.sessions[s].start(this.gen[s]);
+    }
+    const [head, tail] = this.sessions[s].body(k);
     return `${head}${s}-${this.gen[s]}${tail}`;
   }
 

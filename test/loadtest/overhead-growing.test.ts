@@ -53,6 +53,33 @@ describe('bench overhead: growing sessions', () => {
     for (const b of next.slice(1)) expect(bySession.get(sid(b))?.at(-1)).toBe(b.messages.length - 2);
   });
 
+  it("each new session (a slot's round) reads files of its own content, deterministically; bodies built as the session grows equal sessionBodies byte for byte", () => {
+    for (const stream of [false, true]) {
+      const o = { slots: 3, model: 'm', calls: 5, stream };
+      const a = new GrowingTraffic(o);
+      const b = new GrowingTraffic(o);
+      const seq = Array.from({ length: 3 * 5 * 3 }, () => a.next());
+      expect(Array.from({ length: seq.length }, () => b.next())).toEqual(seq);
+      // slot s's round r is call (r × 5 + k) × 3 + s of the sequence
+      for (let r = 0; r < 3; r++)
+        for (let s = 0; s < 3; s++) {
+          const want = sessionBodies(s, o, r).map(([h, t]) => `${h}${s}-${r}${t}`);
+          expect(want.map((_, k) => seq[(r * 5 + k) * 3 + s])).toEqual(want);
+        }
+      const outputs = (s: number, r: number): string[] =>
+        parse(seq[(r * 5 + 4) * 3 + s])
+          .messages.filter((m) => m.role === 'tool')
+          .map((m) => String(m.content));
+      const seen = new Set<string>();
+      for (let r = 0; r < 3; r++)
+        for (let s = 0; s < 3; s++)
+          for (const out of outputs(s, r)) {
+            expect(seen.has(out)).toBe(false);
+            seen.add(out);
+          }
+    }
+  });
+
   it('stage table: per-request milliseconds in request path order, with shares', () => {
     const ms = perRequest(
       { tokens: { ms: 30, n: 10 }, body_parse: { ms: 10, n: 10 }, 'stage:ledger': { ms: 20, n: 10 } },
