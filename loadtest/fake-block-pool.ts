@@ -5,14 +5,21 @@
 // of every prompt, most of the fake's time), and eviction takes the oldest entry whose stamp is the
 // block's current one and that no request holds. The victims are BlockPool's: the live entries,
 // in array order, are the free blocks in the order they were last freed.
+// Lookups along a chain: each block remembers the block that followed it in the last request that
+// held it (`next`), and find() tries that one first: a session's next call resends its chain, so
+// its blocks are found by a key compare each instead of a lookup in a Map of every cached block
+// (the hint is only taken while it is cached under that key: same result as the Map's).
 // Cost: O(1) amortised per operation (the array is compacted once mostly stale); keys are numbers.
-// Memory: at most 4 entries per cached block + 4096.
+// Memory: at most 4 entries per cached block + 4096; an evicted block drops its hint, so hints
+// keep at most one evicted block alive per cached block.
 
 export interface FakeBlock {
   key: number;
   refs: number;
   /** stamp of its last free; -1 while cached nowhere (evicted) */
   stamp: number;
+  /** the block after it in the last request chain that held it (a lookup hint) */
+  next: FakeBlock | undefined;
 }
 
 export class FakeBlockPool {
@@ -30,6 +37,15 @@ export class FakeBlockPool {
   }
 
   get(key: number): FakeBlock | undefined {
+    return this.cached.get(key);
+  }
+
+  /** The block cached under `key`, the block after `prev` in its last chain tried first. */
+  find(key: number, prev: FakeBlock | undefined): FakeBlock | undefined {
+    const hint = prev?.next;
+    // a block object is cached under its key until evicted (stamp -1); a later block of that key
+    // is a new object, so a live hint with the key is the Map's answer
+    if (hint !== undefined && hint.key === key && hint.stamp !== -1) return hint;
     return this.cached.get(key);
   }
 
@@ -64,7 +80,7 @@ export class FakeBlockPool {
   /** A new referenced block cached under `key`; undefined when every block is in use. */
   allocate(key: number): FakeBlock | undefined {
     if (this.cached.size + this.privateBlocks >= this.capacity && !this.evictOne()) return undefined;
-    const block: FakeBlock = { key, refs: 1, stamp: 0 };
+    const block: FakeBlock = { key, refs: 1, stamp: 0, next: undefined };
     this.cached.set(key, block);
     return block;
   }
@@ -89,6 +105,7 @@ export class FakeBlockPool {
       if (b.stamp !== t || b.refs > 0) continue;
       this.cached.delete(b.key);
       b.stamp = -1;
+      b.next = undefined;
       this.evictions++;
       this.compact();
       return true;

@@ -95,6 +95,9 @@ describe('fake upstream prefix cache vs the reference worker', () => {
     const hits = fake.filter(([, c]) => c > 0).length;
     expect(hits).toBe(calls.length - 1);
     expect(fake[fake.length - 1][1]).toBeGreaterThan(fake[fake.length - 4][0] - 64);
+    // and the fake resumed each session's later calls from its previous prompt (the memo is what
+    // was compared here, not only the full path)
+    expect(p.fake.cache!.resumed).toBe(calls.length - 3);
   }, 60_000);
 
   it('a KV budget smaller than the sessions: equal under LRU eviction', async () => {
@@ -102,6 +105,7 @@ describe('fake upstream prefix cache vs the reference worker', () => {
     const { fake, ref } = await compare(p, growing(3, 10));
     expect(fake).toEqual(ref);
     expect(p.fake.cache!.pool.evictions).toBeGreaterThan(0);
+    expect(p.fake.cache!.resumed).toBeGreaterThan(0);
     // some session lost part of its previous prompt to the others
     expect(fake.some(([, c], i) => i >= 3 && c < fake[i - 3][0] - 64)).toBe(true);
   }, 60_000);
