@@ -2,7 +2,8 @@
 // handler, against a real HTTP server on a socket. The body reads the same bytes as request()'s,
 // whole or by iteration (UTF-8 decoding across chunks), pauses the socket past its high-water
 // mark, and an abort (signal, early exit of the iteration) or a broken connection ends the call
-// with the right error while the server sees its request end.
+// with the right error while the server sees its request end. Every way a call ends leaves no
+// listener on the attempt's signal.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -52,6 +53,14 @@ async function until(cond: () => boolean): Promise<void> {
   expect(cond()).toBe(true);
 }
 
+/**
+ * A finished call leaves no listener on its attempt's signal: one left behind would retain the
+ * handler, its body and (whole reads) the full answer for as long as the signal lives.
+ */
+async function noListenerLeft(signal: AttemptSignal): Promise<void> {
+  await until(() => signal.listenerCount('abort') === 0);
+}
+
 describe('requestUpstream', () => {
   it('reads a chunked body whole, one callback per chunk, headers parsed as request() parses them', async () => {
     const parts = ['{"a":', '"chunk one",', '"b":"chunk two"}'];
@@ -63,9 +72,12 @@ describe('requestUpstream', () => {
       }
       res.end();
     });
-    const r = await send('/whole');
+    const signal = new AttemptSignal();
+    const r = await send('/whole', signal);
+    expect(signal.listenerCount('abort')).toBe(1);
     let chunks = 0;
     const buf = await r.body.readAll(() => chunks++);
+    expect(signal.listenerCount('abort')).toBe(0);
     expect(r.statusCode).toBe(201);
     expect(buf.toString()).toBe(parts.join(''));
     expect(chunks).toBeGreaterThanOrEqual(2);
@@ -87,10 +99,12 @@ describe('requestUpstream', () => {
       await sleep(30);
       res.end(bytes.subarray(cut));
     });
-    const r = await send('/utf8');
+    const signal = new AttemptSignal();
+    const r = await send('/utf8', signal);
     r.body.setEncoding('utf8');
     const seen: string[] = [];
     for await (const s of r.body) seen.push(s as string);
+    expect(signal.listenerCount('abort')).toBe(0);
     expect(seen.join('')).toBe(text);
     expect(seen.every((s) => typeof s === 'string' && !s.includes('\ufffd'))).toBe(true);
   });
@@ -128,6 +142,7 @@ describe('requestUpstream', () => {
     const reason = new Error('client went away');
     signal.abort(reason);
     await expect(p).rejects.toBe(reason);
+    expect(signal.listenerCount('abort')).toBe(0);
     await until(() => cutShort.includes('/hang'));
   });
 
@@ -143,6 +158,7 @@ describe('requestUpstream', () => {
     const reason = new Error('deadline');
     signal.abort(reason);
     await expect(read).rejects.toBe(reason);
+    expect(signal.listenerCount('abort')).toBe(0);
     await until(() => cutShort.includes('/slow'));
   });
 
@@ -155,9 +171,11 @@ describe('requestUpstream', () => {
       }
       res.end();
     });
-    const r = await send('/stream');
+    const signal = new AttemptSignal();
+    const r = await send('/stream', signal);
     for await (const _ of r.body) break;
     await until(() => cutShort.includes('/stream'));
+    await noListenerLeft(signal);
   });
 
   it('a connection the worker breaks mid-body throws undici socket error to the reader', async () => {
@@ -167,21 +185,25 @@ describe('requestUpstream', () => {
       await sleep(30);
       res.socket?.destroy();
     });
-    const r = await send('/break');
+    const signal = new AttemptSignal();
+    const r = await send('/break', signal);
     const err = (await r.body.readAll().catch((e: unknown) => e)) as { code?: string };
     expect(err.code).toBe('UND_ERR_SOCKET');
+    expect(signal.listenerCount('abort')).toBe(0);
   });
 
   it('a refused connection rejects with the transport error', async () => {
     const dead = new Pool('http://127.0.0.1:1');
+    const signal = new AttemptSignal();
     const err = (await requestUpstream(dead, {
       method: 'POST',
       path: '/',
       headers: {},
       body: '{}',
-      signal: new AttemptSignal(),
+      signal,
     }).catch((e: unknown) => e)) as { code?: string };
     expect(err.code).toBe('ECONNREFUSED');
+    expect(signal.listenerCount('abort')).toBe(0);
     await dead.destroy();
   });
 });
