@@ -1,7 +1,10 @@
 // Node/V8 flags the gateway process is started with (the image's ENTRYPOINT; `bench overhead`
 // starts its gateway child with them too, so it measures the process as deployed). V8 reads heap
 // sizes once, at start-up (v8.setFlagsFromString afterwards changes nothing), so they are flags,
-// not config. Outside the image: `NODE_OPTIONS=--max-semi-space-size=64 npx ctxgate serve`.
+// not config. Outside the image: `NODE_OPTIONS=--max-semi-space-size=64 npx ctxgate serve`;
+// `serve` (and `up`) started without them say so at start-up (missingNodeFlags) and run on: no
+// hidden re-exec, so the PID, signals and exit code an operator's supervisor sees stay its own, and
+// a different value of a flag is the operator's choice, not a miss.
 //
 // --max-semi-space-size=64 (MB; Node 20's default is 16): a default-pipeline call allocates
 // ~440 KiB, so a 16 MB semi-space fills every ~37 calls and ~1.9 % of calls carry a scavenge.
@@ -14,3 +17,30 @@
 // more RSS under load (two semi-spaces; +120 MB measured at c1); an idle process's new space stays
 // small (V8 grows it only while objects survive).
 export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];
+
+/** A flag's name as V8 reads it: `--max_semi_space_size=8` and `--max-semi-space-size=8` are one flag. */
+function flagName(arg: string): string {
+  const eq = arg.indexOf('=');
+  return (eq < 0 ? arg : arg.slice(0, eq)).replaceAll('_', '-');
+}
+
+/**
+ * GATEWAY_NODE_FLAGS this process was started without: named neither on node's command line
+ * (`execArgv`) nor in NODE_OPTIONS (any value counts as given).
+ */
+export function missingNodeFlags(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string = process.env.NODE_OPTIONS ?? '',
+): string[] {
+  const given = new Set([...execArgv, ...nodeOptions.split(/\s+/)].filter((a) => a.startsWith('--')).map(flagName));
+  return GATEWAY_NODE_FLAGS.filter((f) => !given.has(flagName(f)));
+}
+
+/** The start-up warning for `missing` flags: what is lost, and the command line that fixes it. */
+export function nodeFlagsWarning(missing: readonly string[]): string {
+  return (
+    `node runs without ${missing.join(' ')} (gateway/node-flags.ts; the image's ENTRYPOINT has it): ` +
+    `more calls carry a young-generation GC (the one-connection p99 tail). ` +
+    `Start with NODE_OPTIONS='${missing.join(' ')}' to run as deployed.`
+  );
+}

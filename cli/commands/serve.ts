@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { PricingError } from '../../gateway/accounting/record/pricing.ts';
+import { missingNodeFlags, nodeFlagsWarning } from '../../gateway/node-flags.ts';
 
 /** After draining, how long stray handles may keep the process alive before it exits anyway. */
 const EXIT_GRACE_MS = 2_000;
@@ -11,7 +12,9 @@ export const help = `ctxgate serve --config FILE [--port N] [--host H]
 
 Runs the OpenAI-compatible gateway described by FILE (YAML, see README "Configuration").
 --port / --host override listen.port / listen.host. SIGTERM or SIGINT drain in-flight
-requests for up to shutdown.deadline_ms, then exit.`;
+requests for up to shutdown.deadline_ms, then exit. Node should run with the gateway's flags
+(gateway/node-flags.ts, as the image does), e.g. NODE_OPTIONS=--max-semi-space-size=64; without
+them serve logs a warning at start-up and runs on.`;
 
 export async function run(argv: string[]): Promise<number> {
   let values: { config?: string; port?: string; host?: string };
@@ -59,6 +62,8 @@ export async function run(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  const missing = missingNodeFlags();
+  if (missing.length > 0) gw.app.log.warn({ missing_node_flags: missing }, nodeFlagsWarning(missing));
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
   // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
   const gc = (globalThis as { gc?: () => void }).gc;

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, MAX_PORT } from '../../gateway/config/schema.ts';
+import { missingNodeFlags, nodeFlagsWarning } from '../../gateway/node-flags.ts';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { BUNDLED_TOKENIZERS, TIKTOKEN_ENCODINGS } from '../../middleware/tokens/registry.ts';
@@ -176,6 +177,12 @@ export function parseUpArgs(argv: string[]): UpOptions {
   };
 }
 
+/** The banner's note when node lacks the gateway's flags (latencies measured here would not be the deployed ones). */
+function upNodeFlagsNote(): string[] {
+  const missing = missingNodeFlags();
+  return missing.length > 0 ? [`  note      ${nodeFlagsWarning(missing)}`] : [];
+}
+
 export async function run(argv: string[]): Promise<number> {
   let o: UpOptions;
   try {
@@ -197,6 +204,7 @@ export async function run(argv: string[]): Promise<number> {
       `  base URL  ${fleet.url}/v1      model  ${fleet.model}      key  any (auth off; local use only)`,
       `  export OPENAI_BASE_URL=${fleet.url}/v1 OPENAI_API_KEY=none`,
       `  workers   ${fleet.url}/v1/gateway/workers      metrics  ${fleet.url}/metrics      Ctrl-C stops`,
+      ...upNodeFlagsNote(),
       '',
     ].join('\n'),
   );

@@ -1,12 +1,15 @@
 // The gateway's Node flags (gateway/node-flags.ts) reach the places that start a gateway: the image's
 // ENTRYPOINT, `bench overhead`'s gateway child and `bench chaos`'s gateway process, so the bench measures the process as deployed.
 // And the flag does what its comment says on this Node: the young generation grows past Node 20's
-// default (two 16 MB semi-spaces) only with it.
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// default (two 16 MB semi-spaces) only with it. `ctxgate serve` started without them (outside the
+// image) warns at start-up, and not when they are given on the command line or in NODE_OPTIONS.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
+import { GATEWAY_NODE_FLAGS, missingNodeFlags } from '../../gateway/node-flags.ts';
 import { proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
 import { gatewayProcArgs } from '../../loadtest/chaos/gateway-proc.ts';
 
@@ -28,7 +31,61 @@ function grownNewSpace(flags: readonly string[]): number {
   return Number(r.stdout);
 }
 
+/** `ctxgate serve`'s log lines up to 'ctxgate listening' (then it is stopped), node started with `nodeArgs`. */
+async function serveStartLog(nodeArgs: string[], nodeOptions: string): Promise<{ level: number; msg: string }[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'ctxgate-node-flags-'));
+  const cfg = join(dir, 'gw.yaml');
+  writeFileSync(
+    cfg,
+    `listen: { host: 127.0.0.1, port: 0 }\nhealth: { interval_ms: 0 }\nledger: { path: '${join(dir, 'usage.sqlite')}' }\n` +
+      `models:\n  - name: m1\n    layout: passthrough\n    workers: [{ url: 'http://127.0.0.1:1', id: w1 }]\n`,
+  );
+  const child = spawn(process.execPath, [...nodeArgs, `${ROOT}bin/ctxgate.js`, 'serve', '--config', cfg], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('"msg":"ctxgate listening"')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`serve exited (${code}): ${out}${err}`)));
+    });
+  } finally {
+    child.kill('SIGKILL');
+  }
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string });
+}
+
+const flagWarnings = (log: { level: number; msg: string }[]) =>
+  log.filter((l) => l.level === 40 && l.msg.includes(GATEWAY_NODE_FLAGS[0]));
+
 describe('gateway Node flags', () => {
+  it('missingNodeFlags: a flag counts as given on the command line or in NODE_OPTIONS, with any value or spelling', () => {
+    expect(missingNodeFlags([], '')).toEqual([...GATEWAY_NODE_FLAGS]);
+    expect(missingNodeFlags([...GATEWAY_NODE_FLAGS], '')).toEqual([]);
+    expect(missingNodeFlags([], ` --inspect ${GATEWAY_NODE_FLAGS.join(' ')} `)).toEqual([]);
+    expect(missingNodeFlags(['--max_semi_space_size=32'], '')).toEqual([]);
+    expect(missingNodeFlags(['--max-old-space-size=4096'], '--max-semi-space')).toEqual([...GATEWAY_NODE_FLAGS]);
+  });
+
+  it('`ctxgate serve` without the flags warns at start-up (and runs); with them, on argv or in NODE_OPTIONS, it does not', async () => {
+    const bare = await serveStartLog([], '');
+    expect(flagWarnings(bare)).toHaveLength(1);
+    expect(flagWarnings(bare)[0].msg).toContain(`NODE_OPTIONS='${GATEWAY_NODE_FLAGS.join(' ')}'`);
+    expect(flagWarnings(await serveStartLog([...GATEWAY_NODE_FLAGS], ''))).toHaveLength(0);
+    expect(flagWarnings(await serveStartLog([], GATEWAY_NODE_FLAGS.join(' ')))).toHaveLength(0);
+  }, 60_000);
+
   it("the image's ENTRYPOINT starts node with every gateway flag, before the CLI", () => {
     const d = readFileSync(`${ROOT}Dockerfile`, 'utf8');
     const m = /^ENTRYPOINT (\[.*\])$/m.exec(d);
