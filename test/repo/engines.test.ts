@@ -1,6 +1,7 @@
 // package.json's `engines.node` is honest: the running Node satisfies it, and every installed package's own
 // `engines.node` admits every Node it admits (a subset), except the packages named in SAFE_ANYWAY, each with
 // the reason it is safe and a test that proves it on this Node. `npm ci` prints EBADENGINE for exactly those.
+// README states the same range.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -19,8 +20,8 @@ const semver = createRequire(createRequire(import.meta.url).resolve('fastify'))(
 /** Installed packages whose engines.node excludes a Node that ours admits, and why ctxgate runs them safely anyway. */
 const SAFE_ANYWAY: Record<string, string> = {
   // light-my-request 6.8 (fastify's inject(); ctxgate never calls it) needs cookie ^2. cookie 2's code uses no
-  // Node API; its `>=22` stands for require() of an ES module, which Node has done by default since 20.19.
-  cookie: 'ESM-only, loaded by require(esm) (default since Node 20.19) only through fastify.inject()',
+  // Node API; its `>=22` stands for require() of an ES module, which Node has done by default since 20.19 (22.12 on the 22 line, always on 24).
+  cookie: 'ESM-only, loaded by require(esm) (default since Node 20.19 / 22.12) only through fastify.inject()',
 };
 
 interface PackageEntry {
@@ -36,6 +37,11 @@ describe('engines.node', () => {
   it('is set, and the running Node satisfies it', () => {
     expect(range).not.toBe('');
     expect(semver.satisfies(process.versions.node, range)).toBe(true);
+  });
+
+  it("is the lock's and the README's", () => {
+    expect(lock.packages['']?.engines?.node).toBe(range);
+    expect(readFileSync(`${ROOT}README.md`, 'utf8')).toContain(`\`engines\`: \`${range}\``);
   });
 
   it('admits no Node that a package in the lock excludes, but for those SAFE_ANYWAY names', () => {
