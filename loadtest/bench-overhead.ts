@@ -9,7 +9,7 @@
 // gateway's stage timers (middleware/perf/stage-timers.ts) give its time per request by stage
 // on the 1-connection growing run. Upstream, proxies and Portkey run in child processes so the
 // load generator does not share their loop; the proxies' child runs with the gateway's Node flags
-// as deployed (gateway/node-flags.ts), Portkey with its own defaults. Settings: --duration per run (default 3 s),
+// as deployed (gateway/node-flags.ts), Portkey with the same flags (like for like: a V8 GC knob, not ctxgate code). Settings: --duration per run (default 3 s),
 // --connections of the fixed-body runs (default 8), --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,7 +19,15 @@ import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/mode
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
 import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
-import { child, load, startPortkey, type Child, type LoadResult, type Portkey } from './overhead/load.ts';
+import {
+  child,
+  load,
+  rankFromSlowest,
+  startPortkey,
+  type Child,
+  type LoadResult,
+  type Portkey,
+} from './overhead/load.ts';
 import { gcDelta, type GcPauses } from './overhead/gc-pauses.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
@@ -66,6 +74,9 @@ export interface OverheadCase {
   cpu_main_ms_per_req?: number;
   /** Requests answered in the measured run. */
   requests?: number;
+  /** CPU of the fake upstream's process per request over the run: it shares the host's cores with
+   *  the target, so a costly fake compresses throughput ratios (the direct case has it too). */
+  upstream_cpu_ms_per_req?: number;
   /** The gateway process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
   gc?: GcPauses;
 }
@@ -78,6 +89,8 @@ export interface OverheadResult {
     added_p99_ms: number;
     /** ctxgate's p99.9 minus direct's (no target: it shows what the p99 no longer does). */
     added_p999_ms: number;
+    /** The calls each p99.9 was read from, and its rank from the slowest (a handful at ~1-3k calls). */
+    p999_calls: { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number };
     /** Same for Portkey and the bare proxy, from the same run. */
     portkey_added_p50_ms?: number;
     portkey_added_p99_ms?: number;
@@ -92,6 +105,8 @@ export interface OverheadResult {
     untimed_ms?: number;
     /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
     cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
+    /** The fake upstream's CPU per request at 16 connections, by target (it shares the cores). */
+    upstream_cpu_ms_per_req: { direct?: number; ctxgate?: number; portkey?: number; bare_proxy?: number };
     /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
     ctxgate_rps_per_core?: number;
     /** Where ctxgate's CPU per request at 16 connections goes: its main thread (of which GC pauses)
@@ -156,13 +171,18 @@ export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MO
   return JSON.stringify({ model, messages, max_tokens: 16, temperature: 0, ...(stream ? { stream: true } : {}) });
 }
 
+/** ` (#k/N)`: the p99.9 is the k-th slowest of the run's N calls. */
+const p999Rank = (c: OverheadCase): string =>
+  c.requests ? ` (#${rankFromSlowest(c.requests, 0.999)}/${c.requests})` : '';
+
 const fmtCase = (c: OverheadCase): string =>
-  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  p99.9 ${c.p999_ms.toFixed(2).padStart(7)} ms  ${c.rps.toFixed(0).padStart(6)} req/s` +
+  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  p99.9 ${c.p999_ms.toFixed(2).padStart(7)} ms${p999Rank(c).padEnd(13)} ${c.rps.toFixed(0).padStart(6)} req/s` +
   (c.cpu_ms_per_req !== undefined ? `  cpu ${c.cpu_ms_per_req.toFixed(2).padStart(6)} ms/req` : '') +
   (c.cpu_main_ms_per_req !== undefined ? ` (main ${c.cpu_main_ms_per_req.toFixed(2)})` : '') +
   (c.gc && c.requests
     ? `  gc ${c.gc.scavenges}+${c.gc.mark_compacts} ${((c.gc.scavenge_ms + c.gc.mark_ms) / c.requests).toFixed(2)} ms/req`
     : '') +
+  (c.upstream_cpu_ms_per_req !== undefined ? `  upstream cpu ${c.upstream_cpu_ms_per_req.toFixed(2)} ms/req` : '') +
   (c.errors ? `  errors ${c.errors}` : '');
 
 /** A case's CPU per request split into main thread (GC pauses among it) and other threads. */
@@ -182,6 +202,12 @@ export function cpuSplit(
  *  image's ENTRYPOINT; both proxies share the process, so both get them), plus a CPU profile. */
 export function proxiesNodeArgs(cpuProfDir?: string): string[] {
   return [...GATEWAY_NODE_FLAGS, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
+}
+
+/** Node flags of Portkey's process: the proxies' own (a generic V8 GC knob), so that the
+ *  comparison is like for like rather than a tuned gateway against Node's defaults. */
+export function portkeyNodeArgs(): string[] {
+  return [...GATEWAY_NODE_FLAGS];
 }
 
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
@@ -226,7 +252,9 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       const gc0 = pid === px.proc.pid ? (JSON.parse(await px.ask('gc')) as GcPauses) : undefined;
       const cpu0 = processCpuMs(pid);
       const main0 = mainThreadCpuMs(pid);
+      const up0 = processCpuMs(up.proc.pid);
       const r = await load({ url, path, body, durationS, connections: c.connections, headers });
+      const up1 = processCpuMs(up.proc.pid);
       const cpu1 = processCpuMs(pid);
       const main1 = mainThreadCpuMs(pid);
       const oc: OverheadCase = {
@@ -241,6 +269,8 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       if (cpu0 !== undefined && cpu1 !== undefined && r.requests > 0) oc.cpu_ms_per_req = (cpu1 - cpu0) / r.requests;
       if (main0 !== undefined && main1 !== undefined && r.requests > 0)
         oc.cpu_main_ms_per_req = (main1 - main0) / r.requests;
+      if (up0 !== undefined && up1 !== undefined && r.requests > 0)
+        oc.upstream_cpu_ms_per_req = (up1 - up0) / r.requests;
       if (gc0) oc.gc = gcDelta(gc0, JSON.parse(await px.ask('gc')) as GcPauses);
       cases.push(oc);
       log(fmtCase(oc));
@@ -250,7 +280,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     if (opts.only === undefined || opts.only === 'growing') {
       let portkey: Portkey | undefined;
       if (!opts.noPortkey) {
-        portkey = await startPortkey(upstream);
+        portkey = await startPortkey(upstream, portkeyNodeArgs());
         portkeyPid = portkey.pid;
         stops.unshift(portkey.stop);
       }
@@ -262,6 +292,10 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ['ctxgate', urls.ctxgate],
       ];
       log(`growing sessions (${sessions} concurrent, ${traffic.calls} calls each, ~1k to ~17k tokens), non-stream:`);
+      log(
+        "  (p99.9 #k/N: the k-th slowest of the run's N calls, a handful at 1-3k calls, not a tail estimate; " +
+          "upstream cpu: the fake upstream's own CPU per request, on the same cores)",
+      );
       let stages: Record<string, StageTime> = {};
       let gwRequests = 0;
       for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
@@ -305,6 +339,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         added_p50_ms: gw1.p50_ms - d1.p50_ms,
         added_p99_ms: gw1.p99_ms - d1.p99_ms,
         added_p999_ms: gw1.p999_ms - d1.p999_ms,
+        p999_calls: {
+          ctxgate: gw1.requests ?? 0,
+          ctxgate_rank: rankFromSlowest(gw1.requests ?? 0, 0.999),
+          direct: d1.requests ?? 0,
+          direct_rank: rankFromSlowest(d1.requests ?? 0, 0.999),
+        },
         portkey_added_p50_ms: pk1 ? pk1.p50_ms - d1.p50_ms : undefined,
         portkey_added_p99_ms: pk1 ? pk1.p99_ms - d1.p99_ms : undefined,
         bare_added_p50_ms: bare1.p50_ms - d1.p50_ms,
@@ -317,6 +357,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           ctxgate: gw16.cpu_ms_per_req,
           portkey: pk16?.cpu_ms_per_req,
           bare_proxy: bare16.cpu_ms_per_req,
+        },
+        upstream_cpu_ms_per_req: {
+          direct: g('direct', THROUGHPUT_CONNECTIONS)?.upstream_cpu_ms_per_req,
+          ctxgate: gw16.upstream_cpu_ms_per_req,
+          portkey: pk16?.upstream_cpu_ms_per_req,
+          bare_proxy: bare16.upstream_cpu_ms_per_req,
         },
         ctxgate_rps_per_core: gw16.cpu_ms_per_req ? 1000 / gw16.cpu_ms_per_req : undefined,
         ctxgate_cpu_split: cpuSplit(gw16),
@@ -448,7 +494,12 @@ The upstream reports cached_tokens as vLLM's prefix cache would (a model of it o
 worker's tokenizer, qwen3: loadtest/fake-upstream-cache.ts); --never-caching-upstream makes it report 0
 on every call (a worker that never caches), as the bench did before.
 The bare proxy and ctxgate share one process, started with the gateway image's Node flags
-(${GATEWAY_NODE_FLAGS.join(' ')}); Portkey runs with Node's defaults.
+(${GATEWAY_NODE_FLAGS.join(' ')}); Portkey runs with the same flags (a generic V8 GC knob, not ctxgate
+code), so the three proxies are compared like for like.
+p99.9 (#k/N) is the k-th slowest of the run's N calls: at 1-3k calls (1 connection, a few seconds) a
+handful of calls, not an estimate of a tail; "added p99.9" subtracts two such calls from two runs.
+\`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the
+target, so where it is large the req/s ratios are pulled toward 1; compare CPU per request there.
 --cpu-prof DIR writes a V8 CPU profile of the gateway process.
 About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
@@ -507,7 +558,9 @@ export async function run(argv: string[]): Promise<number> {
     const ok = (b: boolean): string => (b ? 'met' : 'NOT met');
     process.stdout.write(
       `growing sessions, 1 connection, added over direct: ctxgate p50 ${f(gr.added_p50_ms)} ms / p99 ${f(gr.added_p99_ms)} ms ` +
-        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}), p99.9 ${f(gr.added_p999_ms)} ms; Portkey ${f(gr.portkey_added_p50_ms)} / ${f(gr.portkey_added_p99_ms)} ms; ` +
+        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}), p99.9 ${f(gr.added_p999_ms)} ms ` +
+        `(ctxgate's #${gr.p999_calls.ctxgate_rank} slowest of ${gr.p999_calls.ctxgate} calls minus direct's #${gr.p999_calls.direct_rank} of ${gr.p999_calls.direct}: a handful of calls, not a tail estimate); ` +
+        `Portkey (same Node flags: ${GATEWAY_NODE_FLAGS.join(' ')}) ${f(gr.portkey_added_p50_ms)} / ${f(gr.portkey_added_p99_ms)} ms; ` +
         `bare proxy ${f(gr.bare_added_p50_ms)} / ${f(gr.bare_added_p99_ms)} ms\n`,
     );
     process.stdout.write(
@@ -519,6 +572,11 @@ export async function run(argv: string[]): Promise<number> {
       `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, CPU per request (process user+system; unlike wall clock, not inflated by a loaded host): ` +
         `ctxgate ${f(cpu.ctxgate)} ms, Portkey ${f(cpu.portkey)} ms, bare proxy ${f(cpu.bare_proxy)} ms; ` +
         `ctxgate ${f(cpu.portkey && cpu.ctxgate ? cpu.ctxgate / cpu.portkey : undefined)}x Portkey's CPU; plan for ~${f(gr.ctxgate_rps_per_core, 0)} req/s per core\n`,
+    );
+    const upc = gr.upstream_cpu_ms_per_req;
+    process.stdout.write(
+      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, the fake upstream's own CPU per request (same cores; pulls req/s ratios toward 1): ` +
+        `direct ${f(upc.direct)} ms, ctxgate ${f(upc.ctxgate)} ms, Portkey ${f(upc.portkey)} ms, bare proxy ${f(upc.bare_proxy)} ms\n`,
     );
     const sp = gr.ctxgate_cpu_split;
     if (sp)

@@ -31,9 +31,15 @@ export interface LoadSpec {
   amount?: number;
 }
 
-function percentile(sorted: Float64Array, q: number): number {
+export function percentile(sorted: Float64Array, q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** The rank from the slowest of the call `percentile(sorted, q)` picks out of `n`: the p99.9 of
+ *  1,000-3,000 calls is the 1st-3rd slowest, a handful of calls and no estimate of a tail. */
+export function rankFromSlowest(n: number, q: number): number {
+  return n === 0 ? 0 : n - Math.min(n - 1, Math.floor(q * n));
 }
 
 export function load(spec: LoadSpec): Promise<LoadResult> {
@@ -145,10 +151,11 @@ const PORTKEY_START_MS = 30_000;
  * forwarding to `upstream` as provider `openai` with a custom host. Non-stream only: on Node 20
  * its streaming path fails (it appends to an immutable fetch Headers object).
  */
-export async function startPortkey(upstream: string): Promise<Portkey> {
+/** Starts the Portkey gateway in a node started with `nodeArgs` (the bench gives it the proxies' flags). */
+export async function startPortkey(upstream: string, nodeArgs: readonly string[] = []): Promise<Portkey> {
   const entry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
   const port = await freePort();
-  const proc = spawn(process.execPath, [entry, `--port=${port}`, '--headless'], {
+  const proc = spawn(process.execPath, [...nodeArgs, entry, `--port=${port}`, '--headless'], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, NODE_ENV: 'production' },
   });

@@ -1,5 +1,6 @@
 // The gateway's Node flags (gateway/node-flags.ts) reach the places that start a gateway: the image's
-// ENTRYPOINT, `bench overhead`'s gateway child and `bench chaos`'s gateway process, so the bench measures the process as deployed.
+// ENTRYPOINT, `bench overhead`'s gateway child and `bench chaos`'s gateway process, so the bench measures the process as deployed;
+// `bench overhead`'s Portkey gets them too, so the peer comparison is like for like.
 // And the flag does what its comment says on this Node: the young generation grows past Node 20's
 // default (two 16 MB semi-spaces) only with it. `ctxgate serve` started without them (outside the
 // image) warns at start-up, and not when they are given on the command line or in NODE_OPTIONS.
@@ -10,7 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_NODE_FLAGS, missingNodeFlags } from '../../gateway/node-flags.ts';
-import { proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
+import { portkeyNodeArgs, proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
+import { startPortkey } from '../../loadtest/overhead/load.ts';
 import { gatewayProcArgs } from '../../loadtest/chaos/gateway-proc.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -97,6 +99,21 @@ describe('gateway Node flags', () => {
     expect(proxiesNodeArgs()).toEqual([...GATEWAY_NODE_FLAGS]);
     expect(proxiesNodeArgs('/tmp/prof')).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
   });
+
+  it.runIf(process.platform === 'linux')(
+    "bench overhead's Portkey gets the same flags (like for like): its live process's argv",
+    async () => {
+      expect(portkeyNodeArgs()).toEqual([...GATEWAY_NODE_FLAGS]);
+      const pk = await startPortkey('http://127.0.0.1:1', portkeyNodeArgs());
+      try {
+        const argv = readFileSync(`/proc/${pk.pid}/cmdline`, 'utf8').split('\0');
+        expect(argv.slice(1, GATEWAY_NODE_FLAGS.length + 1)).toEqual([...GATEWAY_NODE_FLAGS]);
+      } finally {
+        await pk.stop();
+      }
+    },
+    60_000,
+  );
 
   it("bench chaos's (and bench hostile's) gateway process gets them, before the CLI", () => {
     const args = gatewayProcArgs('/tmp/c.yaml', ['--cpu-prof']);
