@@ -58,6 +58,7 @@ async function serveStartLog(nodeArgs: string[], nodeOptions: string): Promise<{
         if (out.includes('"msg":"ctxgate listening"')) resolve();
       });
       child.once('exit', (code) => reject(new Error(`serve exited (${code}): ${out}${err}`)));
+      setTimeout(() => reject(new Error(`not listening within 45 s: ${out}${err}`)), 45_000).unref();
     });
   } finally {
     child.kill('SIGKILL');
@@ -66,6 +67,29 @@ async function serveStartLog(nodeArgs: string[], nodeOptions: string): Promise<{
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { level: number; msg: string });
+}
+
+/** `ctxgate up`'s banner (workers and gateway on free ports), node started with `nodeArgs`. */
+async function upBanner(nodeArgs: string[]): Promise<string> {
+  const child = spawn(process.execPath, [...nodeArgs, `${ROOT}bin/ctxgate.js`, 'up', '--port', '0', '--workers', '1'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  let out = '';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        // the banner is one write: its last line is in once 'Ctrl-C stops' is
+        if (/Ctrl-C stops\n/.test(out)) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`up exited (${code}): ${out}`)));
+      setTimeout(() => reject(new Error(`no banner within 45 s: ${out}`)), 45_000).unref();
+    });
+  } finally {
+    child.kill('SIGKILL');
+  }
+  return out;
 }
 
 const flagWarnings = (log: { level: number; msg: string }[]) =>
@@ -99,6 +123,15 @@ describe('gateway Node flags', () => {
     expect(proxiesNodeArgs()).toEqual([...GATEWAY_NODE_FLAGS]);
     expect(proxiesNodeArgs('/tmp/prof')).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
   });
+
+  it('`ctxgate up` notes the missing flags in its banner, and not when they are given', async () => {
+    const bare = await upBanner([]);
+    expect(bare).toContain('base URL');
+    expect(bare).toMatch(new RegExp(`\\n  note .*${GATEWAY_NODE_FLAGS[0]}`));
+    const flagged = await upBanner([...GATEWAY_NODE_FLAGS]);
+    expect(flagged).toContain('base URL');
+    expect(flagged).not.toContain('  note ');
+  }, 60_000);
 
   it.runIf(process.platform === 'linux')(
     "bench overhead's Portkey gets the same flags (like for like): its live process's argv",
