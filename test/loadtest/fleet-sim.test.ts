@@ -92,6 +92,14 @@ describe('fleet trace input', () => {
 
 describe('fleet simulator invariants', () => {
   const reqs = load(conversationTrace(24, 6, 7), 3);
+  const summaryOf = (policy: string) =>
+    summarize(simulateFleet(reqs, cfg(policy)), {
+      preset: 'x',
+      rateScale: 1,
+      index: 'approx',
+      wallS: 0,
+      requests: reqs.length,
+    });
 
   it.each(DEFAULT_FLEET_POLICIES)('%s: every request completes exactly once, KV never over capacity', (policy) => {
     const res = simulateFleet(reqs, cfg(policy));
@@ -141,32 +149,14 @@ describe('fleet simulator invariants', () => {
   });
 
   it('a cache-aware policy reuses more than round robin on conversations', () => {
-    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), {
-      preset: 'x',
-      rateScale: 1,
-      index: 'approx',
-      wallS: 0,
-      requests: reqs.length,
-    });
-    const cg = summarize(simulateFleet(reqs, cfg('ctxgate')), {
-      preset: 'x',
-      rateScale: 1,
-      index: 'approx',
-      wallS: 0,
-      requests: reqs.length,
-    });
+    const rr = summaryOf('round_robin');
+    const cg = summaryOf('ctxgate');
     expect(cg.hit_rate).toBeGreaterThan(rr.hit_rate + 0.1);
     expect(cg.prefill_tokens).toBeLessThan(rr.prefill_tokens);
   });
 
   it("breaks the run down by the policy's branches: their requests add up to the run's", () => {
-    const s = summarize(simulateFleet(reqs, cfg('ctxgate')), {
-      preset: 'x',
-      rateScale: 1,
-      index: 'approx',
-      wallS: 0,
-      requests: reqs.length,
-    });
+    const s = summaryOf('ctxgate');
     const b = Object.entries(s.branches);
     // conversations over a shared root: some turns follow their history, the first ones cannot
     expect(s.branches.prefix_match?.requests).toBeGreaterThan(0);
@@ -175,13 +165,7 @@ describe('fleet simulator invariants', () => {
     // most requests first: the order is stable for the JSON
     for (let i = 1; i < b.length; i++) expect(b[i][1].requests).toBeLessThanOrEqual(b[i - 1][1].requests);
     for (const [, x] of b) expect(x.ttft_p90_ms).toBeGreaterThan(0);
-    const rr = summarize(simulateFleet(reqs, cfg('round_robin')), {
-      preset: 'x',
-      rateScale: 1,
-      index: 'approx',
-      wallS: 0,
-      requests: reqs.length,
-    });
+    const rr = summaryOf('round_robin');
     expect(Object.keys(rr.branches)).toEqual(['rotate']);
   });
 
