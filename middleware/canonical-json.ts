@@ -3,7 +3,7 @@
 // hashes equal regardless of key insertion order. O(n log k) for n values, k keys per object;
 // a deep-frozen value (deep-freeze.ts: session-state parts) of at most MEMO_MAX_CHARS is written
 // once and remembered, so a big part that changed is rebuilt from its unchanged pieces' strings.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { isDeepFrozen } from './deep-freeze.ts';
 
 const memo = new WeakMap<object, string>();
@@ -54,8 +54,9 @@ function writeObject(v: object): string {
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + write(obj[k])).join(',') + '}';
 }
 
+/** One-shot `crypto.hash` (no Hash object: ~1 µs less a call than createHash, same digest). */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return hash('sha256', data, 'hex');
 }
 
 /** sha256 of the canonical JSON of a value. */

@@ -5,11 +5,11 @@
 // call's, the runs that differed are learned as changing (-1: only whitespace around it changed,
 // the line as a whole). A line whose words change has another shape: a prompt edit, never learned.
 // O(line length); the state holds short hashes only, never the text.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { lineShape, valueRuns, type Span } from './volatile-spans.ts';
 
 /** Short hash of a text (line keys, whole lines). */
-export const shortHash = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 12);
+export const shortHash = (s: string): string => hash('sha1', s, 'base64').slice(0, 12);
 
 /** FNV-1a of a value run, base 36: cheap, and enough to tell which run of a line changed. */
 function runHash(s: string, from: number, to: number): string {

@@ -2,7 +2,7 @@
 // root = leading system/developer messages (+ tools); leaf = messages after the last assistant
 // message (the newest call's inputs); trunk = everything between. O(messages); message hashes are
 // memoised per message object (WeakMap), so unchanged messages are hashed once per request.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Segments } from '../stage.ts';
 import type { ChatMessage } from '../types.ts';
 
@@ -11,7 +11,7 @@ const hashes = new WeakMap<object, string>();
 export function messageHash(m: ChatMessage): string {
   let h = hashes.get(m);
   if (h === undefined) {
-    h = createHash('sha1').update(JSON.stringify(m)).digest('base64').slice(0, 16);
+    h = hash('sha1', JSON.stringify(m), 'base64').slice(0, 16);
     hashes.set(m, h);
   }
   return h;

@@ -8,7 +8,7 @@
 // Below a compaction watermark only a fingerprint of the old text is kept (hashes of its first
 // FINGERPRINT_HEAD and last FINGERPRINT_TAIL lines): the same test runs against it, so a head or
 // tail truncation whose marker outweighs a tiny output is still an elision there.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Lines the new text may add (the agent's marker), at most. */
 export const MAX_MARKER_LINES = 3;
@@ -86,7 +86,7 @@ export const FINGERPRINT_TAIL = 8;
 /** A text's elision fingerprint: `['<non-empty lines> <chars>', ...head line hashes, '', ...tail]`. */
 export type Fingerprint = string[];
 
-const lineHash = (l: string): string => createHash('sha1').update(l).digest('base64').slice(0, 8);
+const lineHash = (l: string): string => hash('sha1', l, 'base64').slice(0, 8);
 
 /** O(lines). A few hundred bytes at most, whatever the text's size. */
 export function fingerprintOf(text: string): Fingerprint {

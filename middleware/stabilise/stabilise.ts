@@ -15,7 +15,7 @@
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
 import { defineSlot } from '../session/stage-state.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
@@ -238,7 +238,7 @@ function identity(m: ChatMessage): string {
 
 function identityOf(m: ChatMessage): string {
   const ids = (m.tool_calls ?? []).map((c) => c.id).join(',');
-  const text = createHash('sha1').update(contentText(m.content)).digest('base64').slice(0, 12);
+  const text = hash('sha1', contentText(m.content), 'base64').slice(0, 12);
   return `${m.role}\u0000${m.tool_call_id ?? ''}\u0000${ids}\u0000${text}`;
 }
 

@@ -6,11 +6,11 @@
 // objects are never changed in place once received (stages copy on write).
 // Cost: O(1) per call for an array seen before (plus the template variables' JSON, a few bytes);
 // otherwise one JSON.stringify and two SHA-1s, as before.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ToolDef } from '../types.ts';
 
 /** SHA-1, base64, first 16 characters (the pipeline's short hash). */
-export const shortSha1 = (s: string): string => createHash('sha1').update(s).digest('base64').slice(0, 16);
+export const shortSha1 = (s: string): string => hash('sha1', s, 'base64').slice(0, 16);
 
 export interface ToolsKey {
   /** JSON.stringify(tools ?? []). */
