@@ -56,7 +56,7 @@ export function makeCheckpoint(cp: Omit<Checkpoint, 'schema'>): Checkpoint {
 
 export interface AuditInput {
   /** Ledger call records: id → [action number, exit code, output hash]. */
-  calls: Record<string, [number, number | null, string]>;
+  calls: Readonly<Record<string, readonly [number, number | null, string]>>;
   /** Constraints of the task (pinned). */
   taskConstraints: string[];
   /** Fetches an artifact's content by hash (tenant-scoped by the caller). */

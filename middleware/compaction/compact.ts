@@ -8,6 +8,7 @@
 // Pure over (messages, state, opts); async only for the artifact store and summariser.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
+import { callsRecord } from '../ledger/call-log.ts';
 import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode } from '../ledger/semantics.ts';
@@ -289,15 +290,15 @@ async function compactOnce(
   const constraints = [
     ...new Set([...(st?.constraints ?? []), ...taskConstraints, ...regionUserTexts.flatMap(constraintLines)]),
   ];
-  const ledgerCalls =
-    ledger?.calls ??
-    Object.fromEntries(
-      fresh
-        .filter((c) => c.result)
-        .map(
-          (c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const,
-        ),
-    );
+  const ledgerCalls: Record<string, readonly [number, number | null, string]> = ledger
+    ? callsRecord(ledger.calls)
+    : Object.fromEntries(
+        fresh
+          .filter((c) => c.result)
+          .map(
+            (c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const,
+          ),
+      );
   const milestones: Milestone[] = [...(st?.checkpoint?.milestones ?? [])];
   for (const c of fresh) {
     const rec = ledgerCalls[c.id];

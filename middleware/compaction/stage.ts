@@ -4,7 +4,7 @@
 // reads the ledger's and the stabiliser's parts, and after a compaction makes the stabiliser
 // forget its originals below the new watermark. Outcomes and tokens saved count as metrics.
 import type { ArtifactStore } from '../artifacts/store.ts';
-import { LEDGER_SLOT } from '../ledger/types.ts';
+import { readLedger } from '../ledger/slot.ts';
 import { clearSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import { forgetBelow, STABILISE_SLOT } from '../stabilise/stabilise.ts';
 import type { Stage } from '../stage.ts';
@@ -35,7 +35,7 @@ export function createCompactionStage(opts: CompactionStageOptions): Stage {
       const r = await compactMessages(view.body.messages, readSlot(session, COMPACTION_SLOT), {
         ...settings,
         countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
-        ledger: readSlot(session, LEDGER_SLOT),
+        ledger: readLedger(session),
         // The stabiliser's per-index hashes are the agent's own messages: the prefix binds to them.
         rawHashes: stab?.a,
         artifacts: store ? { put: (c) => store.put(ctx.tenant, c), get: (h) => store.get(ctx.tenant, h) } : undefined,

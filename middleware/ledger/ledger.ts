@@ -6,19 +6,20 @@
 // → { messages, state, receipts }; the previous state is never changed (a shallow copy: its
 // observations are shared, and one marked stale is replaced by a marked copy), so a stored state's
 // parts can stay shared and frozen. O(new messages × live observations) per call, plus pointer
-// copies of the state's lists and a key-by-key copy of the calls record (O(calls), the one copy
-// left that is not O(new)); the lists and the record are returned frozen and sized from the
-// previous state's sizes, so the store's put costs what changed.
+// copies of the state's lists (observations ≤ maxObservations) and of the call records' chunk list
+// and last chunk (call-log.ts: O(√ records) at the bound, not O(records)); the lists are returned
+// frozen and sized from the previous state's sizes, so the store's put costs what changed.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
 import { freezeEdited, indicesFrom } from '../deep-freeze.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
+import { withCalls } from './call-log.ts';
 import { frameNote } from '../redaction/framing.ts';
 import { looksSecret, redact } from '../redaction/redact.ts';
 import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
 import { appendNote, approxTokens, messageText, messageTokens, withText, type CountTokens } from './message-text.ts';
 import { callEffects, parseExitCode, textModeCommand, type SemanticsRule } from './semantics.ts';
-import { emptyLedger, type LedgerState, type Observation, type StaleMark } from './types.ts';
+import { emptyLedger, type CallRecord, type LedgerState, type Observation, type StaleMark } from './types.ts';
 import { uriPath, writeInvalidates } from './uri.ts';
 
 export const DEFAULT_MAX_OBSERVATIONS = 1024;
@@ -55,7 +56,9 @@ export function applyLedger(
   const receipts: Receipt[] = [];
   let st: LedgerState = prev ? copyOf(prev) : emptyLedger();
   // What this call changes in the previous state's growing parts (see sizeEdits).
-  let edits: Edits | undefined = prev ? { observations: new Set(), calls: new Set() } : undefined;
+  let edits: Edits | undefined = prev ? { observations: new Set() } : undefined;
+  // Call records this call adds, put into the chunks at the end (call-log.ts withCalls).
+  const added: CallRecord[] = [];
   if (st.seen > input.length || (st.seen > 0 && st.tailHash !== tailKey(input[st.seen - 1]))) {
     receipts.push({
       stage: STAGE,
@@ -64,6 +67,7 @@ export function applyLedger(
     });
     st = { ...emptyLedger(), pending: st.pending };
     edits = undefined;
+    added.length = 0;
   }
   const newlyStale: Observation[] = [];
   const firstUser = input.findIndex((m) => m.role === 'user');
@@ -106,8 +110,7 @@ export function applyLedger(
     }
     edits?.observations?.add(st.observations.length);
     st.observations.push(obs);
-    edits?.calls.add(id);
-    st.calls[id] = [obs.call, obs.exit, obs.hash];
+    added.push([id, obs.call, obs.exit, obs.hash]);
   }
   st.seen = input.length;
   st.tailHash = input.length ? tailKey(input[input.length - 1]) : undefined;
@@ -178,8 +181,10 @@ export function applyLedger(
       }
     }
   }
-  trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, prev && edits ? { prev, edits } : undefined);
-  if (prev && edits) sizeEdits(prev, st, edits);
+  const calls = withCalls(st.calls, added, DEFAULT_MAX_CALL_RECORDS);
+  st.calls = calls.calls;
+  trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, edits);
+  if (prev && edits) sizeEdits(prev, st, edits, calls.from);
   return { messages: render(input, st), state: st, receipts };
 }
 
@@ -253,29 +258,23 @@ function markStale(st: LedgerState, k: number, s: StaleMark, edits?: Edits): Obs
   return o;
 }
 
-/** Indices of `observations` and ids of `calls` that a call added, replaced or removed in the
- * previous state's copies; `observations` undefined once the list was rebuilt (trim). */
+/** Indices of `observations` that a call added, replaced or removed in the previous state's
+ * copy; undefined once the list was rebuilt (trim). */
 interface Edits {
   observations?: Set<number>;
-  calls: Set<string>;
-}
-
-/** Key counts of `calls` records this process built (trim reads the count, not every key). */
-const callCounts = new WeakMap<object, number>();
-
-function callCount(calls: LedgerState['calls']): number {
-  return callCounts.get(calls) ?? Object.keys(calls).length;
 }
 
 /**
- * The growing lists and the calls record, frozen and sized from the previous state's sizes
- * (deep-freeze.ts freezeEdited): the store's put then visits what this call changed, not every
- * observation and call record again. An observation marked stale is replaced by its marked copy
- * after the `handled` remedy is set on it, so its size is taken here, after that.
+ * The growing lists, frozen and sized from the previous state's sizes (deep-freeze.ts
+ * freezeEdited): the store's put then visits what this call changed, not every observation and
+ * call record again. An observation marked stale is replaced by its marked copy after the
+ * `handled` remedy is set on it, so its size is taken here, after that. `callsFrom`: the first
+ * chunk of the call records that may differ from the previous state's.
  */
-function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits): void {
+function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits, callsFrom: number): void {
   if (edits.observations) st.observations = freezeEdited(prev.observations, st.observations, edits.observations);
-  st.calls = freezeEdited(prev.calls, st.calls, edits.calls);
+  if (st.calls !== prev.calls)
+    st.calls = freezeEdited(prev.calls, st.calls, indicesFrom(prev.calls, st.calls, callsFrom));
   st.tombstones = freezeEdited(
     prev.tombstones,
     st.tombstones,
@@ -283,12 +282,12 @@ function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits): void {
   );
 }
 
-/** A copy the caller may change: every list and map copied, the observations and records shared. */
+/** A copy the caller may change: every list and map copied, the observations shared; the call
+ * records' chunks are never changed in place (withCalls copies what it changes). */
 function copyOf(p: LedgerState): LedgerState {
   return {
     ...p,
     observations: copyArray(p.observations),
-    calls: copyRecord(p.calls),
     tombstones: copyArray(p.tombstones),
     evictions: copyArray(p.evictions),
     pending: copyArray(p.pending),
@@ -375,27 +374,12 @@ export function staleExposure(st: LedgerState, out: ChatMessage[], compactedBelo
   return n;
 }
 
-/** Bounds the observations and call records. With `from` (the state this one was copied from and
- * what the call changed) the record count comes from the previous one's: O(1) unless over. */
-function trim(st: LedgerState, max: number, from?: { prev: LedgerState; edits: Edits }): void {
+/** Bounds the observations (the call records are bounded by withCalls). O(1) unless over. */
+function trim(st: LedgerState, max: number, edits?: Edits): void {
   if (st.observations.length > max) {
     // Drop handled stale observations first, then the oldest.
     const keep = st.observations.filter((o) => !(o.stale && o.handled));
     st.observations = keep.length > max ? keep.slice(keep.length - max) : keep;
-    if (from) from.edits.observations = undefined;
+    if (edits) edits.observations = undefined;
   }
-  let n = 0;
-  if (from) {
-    n = callCount(from.prev.calls);
-    for (const id of from.edits.calls) if (!Object.hasOwn(from.prev.calls, id)) n++;
-  } else n = Object.keys(st.calls).length;
-  if (n > DEFAULT_MAX_CALL_RECORDS) {
-    const ids = Object.keys(st.calls);
-    for (const id of ids.slice(0, ids.length - DEFAULT_MAX_CALL_RECORDS)) {
-      delete st.calls[id];
-      from?.edits.calls.add(id);
-    }
-    n = DEFAULT_MAX_CALL_RECORDS;
-  }
-  callCounts.set(st.calls, n);
 }

@@ -4,9 +4,10 @@
 // passed): removal happens only in a budgeted compaction batch. On a session's first call the
 // ledger only learns: the body passes unchanged (frame escaping aside) and tombstones found then
 // are placed from the second call on, at the same anchor. Tombstones count as a metric.
-import { readSlot, writeSlot } from '../session/stage-state.ts';
+import { writeSlot } from '../session/stage-state.ts';
 import type { Stage } from '../stage.ts';
 import { applyLedger, render, type LedgerOptions } from './ledger.ts';
+import { readLedger } from './slot.ts';
 import { LEDGER_SLOT } from './types.ts';
 
 export const LEDGER_STAGE = 'ledger';
@@ -18,7 +19,7 @@ export function createLedgerStage(opts: Omit<LedgerOptions, 'countTokens' | 'now
     metrics: [{ actions: ['tombstone'], counter: 'tombstones' }],
     run(view, ctx) {
       const input = view.body.messages;
-      const r = applyLedger(input, readSlot(view.session, LEDGER_SLOT), {
+      const r = applyLedger(input, readLedger(view.session), {
         ...opts,
         countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
         ...(ctx.now ? { now: Math.floor(ctx.now() / 1000) } : {}),

@@ -79,16 +79,19 @@ export interface ExternalInvalidation {
   at: number;
 }
 
+/** One call's audit record: [tool call id, action number, exit code, output hash]. */
+export type CallRecord = readonly [id: string, call: number, exit: number | null, hash: string];
+
 export interface LedgerState {
-  v: 1;
+  v: 2;
   /** Agent messages processed so far. */
   seen: number;
   /** Hash of message `seen - 1` as processed, to detect a rewound history. */
   tailHash?: string;
   actions: number;
   observations: Observation[];
-  /** Compact per-call record for audits: id → [call, exit, output hash]. */
-  calls: Record<string, [number, number | null, string]>;
+  /** Per-call records for audits, in the order first seen, in chunks (call-log.ts). */
+  calls: CallRecord[][];
   tombstones: Tombstone[];
   evictions: Eviction[];
   pending: ExternalInvalidation[];
@@ -102,11 +105,11 @@ export interface LedgerState {
 
 export function emptyLedger(): LedgerState {
   return {
-    v: 1,
+    v: 2,
     seen: 0,
     actions: 0,
     observations: [],
-    calls: {},
+    calls: [],
     tombstones: [],
     evictions: [],
     pending: [],
@@ -114,5 +117,13 @@ export function emptyLedger(): LedgerState {
   };
 }
 
-/** The ledger's part of the session state (stage `ledger`; also written by the invalidate route). */
-export const LEDGER_SLOT = defineSlot<LedgerState>('ledger', 1);
+/** The first stored shape: the same but `calls`, a record id → [call, exit, output hash]. */
+export interface LedgerStateV1 extends Omit<LedgerState, 'v' | 'calls'> {
+  v: 1;
+  calls: Record<string, [number, number | null, string]>;
+}
+
+/** The ledger's part of the session state (stage `ledger`; also written by the invalidate route).
+ * Read it with readLedger (ledger/slot.ts), which also reads a part stored as v1. */
+export const LEDGER_SLOT = defineSlot<LedgerState>('ledger', 2);
+export const LEDGER_SLOT_V1 = defineSlot<LedgerStateV1>('ledger', 1);

@@ -5,10 +5,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from '../errors.ts';
 import { invalidate } from '../ledger/ledger.ts';
+import { readLedger } from '../ledger/slot.ts';
 import { LEDGER_SLOT } from '../ledger/types.ts';
 import { fileUri } from '../ledger/uri.ts';
 import { sessionLockKey, sessionLockOf } from '../session/session-lock.ts';
-import { readSlot, writeSlot } from '../session/stage-state.ts';
+import { writeSlot } from '../session/stage-state.ts';
 import type { SessionState, SessionStore } from '../session/store.ts';
 
 export const MAX_URI_CHARS = 2048;
@@ -52,7 +53,7 @@ export async function registerInvalidateRoutes(app: FastifyInstance, deps: Inval
         if (!state)
           return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
         const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
-        const observations = invalidate(readSlot(state, LEDGER_SLOT), uri, reason);
+        const observations = invalidate(readLedger(state), uri, reason);
         writeSlot(state, LEDGER_SLOT, observations);
         state.updatedAt = Date.now();
         await deps.store.put(state);
