@@ -13,6 +13,7 @@ import { encodeCachedWith } from './encode-cache.ts';
 import { encodeBounded } from './long-runs.ts';
 import { memoiseByteLevel } from './byte-level-memo.ts';
 import { fastBpeEncoder } from './fast-bpe.ts';
+import { compactBpeModel } from './compact-bpe-model.ts';
 import type { ChatMessage } from '../types.ts';
 
 /** Texts of a tokenizer whose fast ids are all compared with the library's. */
@@ -140,6 +141,9 @@ export function createHfHandle(
   );
   const library = (text: string): number[] => tok.encode(text, { add_special_tokens: false });
   const raw = checkedEncoder(library, fastBpeEncoder(tok), name);
+  // After the fast encoder has looked at the library's structures: the vocabulary and merges as
+  // flat tables from here on (a few objects for the old-generation GC to walk instead of ~750k).
+  compactBpeModel((tok as unknown as { model?: unknown }).model);
   // Long letter/punctuation runs are encoded in pieces so BPE stays linear (long-runs.ts).
   const encode = (text: string): number[] => (text.length === 0 ? [] : encodeBounded(text, raw));
   return {
