@@ -1,16 +1,21 @@
-// One worker's entry of the prefix index: a second-chance LRU over block hashes. A block's stamp
-// (one Map.set) and one queue entry are made when it is first held; eviction pops the oldest
-// entry, skips it when the block is gone, sends it to the back at its current stamp when it was
-// stamped again since (a block used again outlives blocks used once: measured on agent
-// recordings, strict LRU by stamp kept fewer of a busy home's hot histories), and evicts leaves
-// first, as vLLM's free queue does (a request frees its blocks tail first, so its cache never
-// holds a block without its parent): a block with a child still held goes back to the queue
-// instead. Each block's children (the next block of the chains through it, one string or, at a
-// branch point, a list swept of gone ones as it doubles) are kept with a capacity of its own; an
-// entry without one (a precise index: its engine's events say what left) keeps none.
+// One worker's entry of the prefix index: a second-chance LRU over block hashes. Each block the
+// entry knows has one record (BlockRec: its stamp, the order it was first held in, its children),
+// found by hash in one Map; the eviction queue and the children lists point at records, so a
+// queue step reads fields instead of looking strings up in a Map. A block's stamp and one queue
+// entry are made when it is first held; eviction pops the oldest entry, skips it when the block is
+// gone, sends it to the back at its current stamp when it was stamped again since (a block used
+// again outlives blocks used once: measured on agent recordings, strict LRU by stamp kept fewer of
+// a busy home's hot histories), and evicts leaves first, as vLLM's free queue does (a request
+// frees its blocks tail first, so its cache never holds a block without its parent): a block with
+// a child still held goes back to the queue instead. Each block's children (the next block of the
+// chains through it, one record or, at a branch point, a list swept of gone ones as it doubles)
+// are kept with a capacity of its own; an entry without one (a precise index: its engine's events
+// say what left) keeps none. A record leaves the Map once its block is neither held nor listed
+// with children; a pointer to it (queue, children lists) then stands for its hash, looked up again
+// (the block may be back, as a new record), so every answer is the one a hash-keyed entry gives.
 // Cost: a stamped block O(1) Map operations; an eviction amortised O(1) queue entries (a block
-// passed over for its child is evicted once that child went); the queue is compacted once mostly
-// garbage (O(blocks log blocks), amortised over as many operations).
+// passed over for its child is evicted once that child went), each a few field reads; the queue is
+// compacted once mostly garbage (O(blocks log blocks), amortised over as many operations).
 import type { HolderMasks } from './prefix-index-holders.ts';
 
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
@@ -20,37 +25,82 @@ const STALE_SAMPLES = 4;
 /** Entries with at least this capacity (a precise index's, unbounded) keep no children. */
 export const KIDS_BELOW_CAPACITY = 2 ** 32;
 
+/** What an entry knows of one block hash. */
+export class BlockRec {
+  /** the block's children (next blocks of chains through it), undefined when none listed */
+  kids: BlockRec | BlockRec[] | undefined = undefined;
+  constructor(
+    readonly h: string,
+    /** > 0: held, the clock at its last touch; 0: not held, listed for its children; -1: out of the Map */
+    public t: number,
+    /** order in which blocks became held (the order a Map keyed by held hash would iterate in) */
+    public seq: number,
+  ) {}
+}
+
 export interface WorkerEntry {
   slot: number;
   /** logical clock: advances by the blocks inserted on this worker */
   clock: number;
-  /** hash -> clock at last touch */
-  blocks: Map<string, number>;
+  /** hash -> its record, for the blocks held or listed with children */
+  recs: Map<string, BlockRec>;
+  /** blocks held */
+  held: number;
+  /** next hold order (BlockRec.seq) */
+  seq: number;
+  /** records with children listed */
+  kidLists: number;
   /** eviction candidates in (approximate) age order; parallel arrays, head index. */
-  qHash: string[];
+  qRec: BlockRec[];
   qTick: number[];
   head: number;
   capacity: number;
   evictions: number;
   /** advances when the entry is emptied (clear, removeWorker): a stepped insert begun before stops */
   gen: number;
-  /** block -> its children (next block of a chain through it), with a capacity of its own only */
-  kids: Map<string, string | string[]>;
 }
 
 export function newEntry(slot: number, capacity: number): WorkerEntry {
   return {
     slot,
     clock: 0,
-    blocks: new Map(),
-    qHash: [],
+    recs: new Map(),
+    held: 0,
+    seq: 0,
+    kidLists: 0,
+    qRec: [],
     qTick: [],
     head: 0,
     capacity,
     evictions: 0,
     gen: 0,
-    kids: new Map(),
   };
+}
+
+/** Whether the entry holds `h`. */
+export function holds(e: WorkerEntry, h: string): boolean {
+  const r = e.recs.get(h);
+  return r !== undefined && r.t > 0;
+}
+
+/** The held blocks' hashes in the order they became held. O(blocks log blocks): clear, removal. */
+export function heldInOrder(e: WorkerEntry): string[] {
+  const live: BlockRec[] = [];
+  for (const r of e.recs.values()) if (r.t > 0) live.push(r);
+  live.sort((a, b) => a.seq - b.seq);
+  return live.map((r) => r.h);
+}
+
+/** Empties the entry (a worker removed): its holder bits dropped in the order they were set. */
+export function emptyEntry(e: WorkerEntry, holders: HolderMasks): void {
+  for (const h of heldInOrder(e)) holders.drop(h, e.slot);
+  for (const r of e.recs.values()) r.t = -1;
+  e.recs.clear();
+  e.held = 0;
+  e.kidLists = 0;
+  e.qRec = [];
+  e.qTick = [];
+  e.head = 0;
 }
 
 /** Stamps hashes[from] down to hashes[to] with tick t; a block not held yet is queued and added
@@ -64,17 +114,29 @@ export function stampDown(
   t: number,
   newFrom: number,
 ): number {
-  const blocks = e.blocks;
+  const recs = e.recs;
+  // the record addKid found for the parent: the next block stamped (tail first)
+  let next: BlockRec | undefined;
   for (let i = from; i >= to; i--) {
     const h = hashes[i];
-    // one Map operation: the size says whether the block was new (set updates a held one's stamp)
-    const size = blocks.size;
-    blocks.set(h, t);
-    if (blocks.size === size) continue;
+    let r = next ?? recs.get(h);
+    next = undefined;
+    if (r !== undefined && r.t > 0) {
+      r.t = t;
+      continue;
+    }
+    if (r === undefined) {
+      r = new BlockRec(h, t, e.seq++);
+      recs.set(h, r);
+    } else {
+      r.t = t;
+      r.seq = e.seq++;
+    }
+    e.held++;
     newFrom = i;
     holders.add(h, e.slot);
-    if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) addKid(e, hashes[i - 1], h);
-    e.qHash.push(h);
+    if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) next = addKid(e, hashes[i - 1], r);
+    e.qRec.push(r);
     e.qTick.push(t);
   }
   return newFrom;
@@ -90,7 +152,8 @@ export function staleWithin(e: WorkerEntry, hashes: readonly string[], held: num
   const limit = e.capacity * TOUCH_SLACK;
   for (let k = 0; k <= STALE_SAMPLES; k++) {
     const i = Math.min(held - 1, Math.floor((k * (held - 1)) / STALE_SAMPLES));
-    if (now - (e.blocks.get(hashes[i]) ?? 0) > limit) return true;
+    const r = e.recs.get(hashes[i]);
+    if (now - (r !== undefined && r.t > 0 ? r.t : 0) > limit) return true;
   }
   return false;
 }
@@ -100,12 +163,13 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
   let n = 0;
   for (let i = from; i < hashes.length; i++) {
     const h = hashes[i];
-    if (e.blocks.delete(h)) {
-      holders.drop(h, e.slot);
+    const r = e.recs.get(h);
+    if (r !== undefined && r.t > 0) {
+      release(e, holders, r);
       n++;
     }
-    if (e.kids.size === 0) continue;
-    n += dropBelow(e, holders, h);
+    if (e.kidLists === 0) continue;
+    n += dropBelow(e, holders, r, h);
     // the walk below h went down this chain: the blocks it reached are gone with their children
     // (nothing is added meanwhile), so their own turn would find nothing: skip them. Saves two
     // missing Map lookups per block of a chain evicted from its root (a correction, a take-back).
@@ -119,117 +183,159 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
 /** Evicts back to capacity, oldest first (at most `steps` queue entries looked at); true when done. */
 export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSITIVE_INFINITY): boolean {
   let left = steps;
-  while (e.blocks.size > e.capacity && e.head < e.qHash.length) {
+  while (e.held > e.capacity && e.head < e.qRec.length) {
     if (left-- <= 0) return false;
-    const h = e.qHash[e.head];
+    let r = e.qRec[e.head];
     const t = e.qTick[e.head];
     e.head++;
-    const cur = e.blocks.get(h);
-    if (cur === undefined) continue; // evicted already
-    if (cur !== t) {
+    if (r.t < 0) {
+      // out of the Map since it was queued: its hash may be back as a new record
+      const cur = e.recs.get(r.h);
+      if (cur === undefined) continue;
+      r = cur;
+    }
+    if (r.t === 0) continue; // evicted already
+    if (r.t !== t) {
       // stamped again since: a second pass at its current stamp, from the back of the queue
-      e.qHash.push(h);
-      e.qTick.push(cur);
+      e.qRec.push(r);
+      e.qTick.push(r.t);
       continue;
     }
-    if (e.kids.size > 0 && hasKid(e, h)) {
+    if (r.kids !== undefined && hasKid(e, r)) {
       // a child still held: leaves first (the block stays as recent as its stamp)
-      e.qHash.push(h);
+      e.qRec.push(r);
       e.qTick.push(t);
       continue;
     }
-    e.blocks.delete(h);
-    holders.drop(h, e.slot);
+    release(e, holders, r);
     e.evictions++;
   }
   compact(e);
   return true;
 }
 
+/** Stops holding the block of `r` (held); the record leaves the Map unless it lists children. */
+function release(e: WorkerEntry, holders: HolderMasks, r: BlockRec): void {
+  r.t = 0;
+  e.held--;
+  holders.drop(r.h, e.slot);
+  if (r.kids === undefined) forget(e, r);
+}
+
+function forget(e: WorkerEntry, r: BlockRec): void {
+  e.recs.delete(r.h);
+  r.t = -1;
+}
+
+/** Whether the block `r` stands for is held (a record out of the Map: its hash looked up again). */
+function isHeld(e: WorkerEntry, r: BlockRec): boolean {
+  if (r.t >= 0) return r.t > 0;
+  const cur = e.recs.get(r.h);
+  return cur !== undefined && cur.t > 0;
+}
+
 /** Records `kid`, just added to the entry, as a child of `parent` (a branch point's list is swept
- *  of gone children each time it doubles: bounded by twice the children held, amortised O(1)). */
-function addKid(e: WorkerEntry, parent: string, kid: string): void {
-  const v = e.kids.get(parent);
-  if (v === undefined) e.kids.set(parent, kid);
-  else if (typeof v === 'string') {
-    if (v !== kid) e.kids.set(parent, [v, kid]);
+ *  of gone children each time it doubles: bounded by twice the children held, amortised O(1)).
+ *  Returns the parent's record. */
+function addKid(e: WorkerEntry, parent: string, kid: BlockRec): BlockRec {
+  let p = e.recs.get(parent);
+  if (p === undefined) {
+    p = new BlockRec(parent, 0, -1);
+    e.recs.set(parent, p);
+  }
+  const v = p.kids;
+  if (v === undefined) {
+    p.kids = kid;
+    e.kidLists++;
+  } else if (v instanceof BlockRec) {
+    // the same hash again: listed already (an older record of it now stands for the new one)
+    p.kids = v.h === kid.h ? kid : [v, kid];
   } else {
     if (v.length >= 8 && (v.length & (v.length - 1)) === 0) {
       let k = 0;
       // the sweep sees the entry as before `kid` was added (it is pushed back below, at the end)
-      for (const x of v) if (x !== kid && e.blocks.has(x)) v[k++] = x;
+      for (const x of v) if (x.h !== kid.h && isHeld(e, x)) v[k++] = x;
       v.length = k;
     }
-    if (v[v.length - 1] !== kid) v.push(kid);
+    if (v.length === 0 || v[v.length - 1].h !== kid.h) v.push(kid);
+    else v[v.length - 1] = kid;
   }
+  return p;
 }
 
-/** Whether a child of `h` is still held (gone children are dropped from its list on the way). */
-function hasKid(e: WorkerEntry, h: string): boolean {
-  const v = e.kids.get(h);
-  if (v === undefined) return false;
-  if (typeof v === 'string') {
-    if (e.blocks.has(v)) return true;
-  } else {
+/** Whether a child of `r` (held, with children listed) is still held (gone children are dropped
+ *  from its list on the way). */
+function hasKid(e: WorkerEntry, r: BlockRec): boolean {
+  const v = r.kids;
+  if (v instanceof BlockRec) {
+    if (isHeld(e, v)) return true;
+  } else if (v !== undefined) {
     while (v.length > 0) {
-      if (e.blocks.has(v[v.length - 1])) return true;
+      if (isHeld(e, v[v.length - 1])) return true;
       v.pop();
     }
   }
-  e.kids.delete(h);
+  r.kids = undefined;
+  e.kidLists--;
   return false;
 }
 
 /** dropBelow's stack, reused: an eviction of a long chain called it once per block, and two
  *  arrays per call were most of the garbage a call made (nothing it calls re-enters it). */
-const below: string[] = [];
+const below: BlockRec[] = [];
 /** the blocks dropBelow's last walk reached, in order (the first: the block it started from) */
 const walked: string[] = [];
 
-/** Evicts what hangs below the evicted block `h` (unusable without it): the blocks evicted. */
-function dropBelow(e: WorkerEntry, holders: HolderMasks, h: string): number {
+/** Evicts what hangs below the evicted block `h` (unusable without it; `first`: the record it had
+ *  before, if any): the blocks evicted. */
+function dropBelow(e: WorkerEntry, holders: HolderMasks, first: BlockRec | undefined, h: string): number {
   let n = 0;
+  walked.length = 0;
+  walked.push(h);
   const todo = below;
   todo.length = 0;
-  todo.push(h);
-  walked.length = 0;
-  for (let b = todo.pop(); b !== undefined; b = todo.pop()) {
-    walked.push(b);
-    const v = e.kids.get(b);
-    if (v === undefined) continue;
-    e.kids.delete(b);
-    if (typeof v === 'string') {
-      if (e.blocks.delete(v)) {
-        holders.drop(v, e.slot);
-        n++;
-      }
-      todo.push(v); // a child gone already may still have some below it (a hole)
-      continue;
+  let b = first;
+  while (b !== undefined) {
+    const r = b.t >= 0 ? b : e.recs.get(b.h);
+    const v = r?.kids;
+    if (r !== undefined && v !== undefined) {
+      r.kids = undefined;
+      e.kidLists--;
+      if (r.t === 0) forget(e, r);
+      if (v instanceof BlockRec) n += dropKid(e, holders, v);
+      else for (const k of v) n += dropKid(e, holders, k);
     }
-    for (const k of v) {
-      if (e.blocks.delete(k)) {
-        holders.drop(k, e.slot);
-        n++;
-      }
-      todo.push(k);
-    }
+    b = todo.pop();
+    if (b !== undefined) walked.push(b.h);
   }
   return n;
 }
 
+/** One child met by dropBelow: evicted if held, queued for its own children (a child gone already
+ *  may still have some below it: a hole). */
+function dropKid(e: WorkerEntry, holders: HolderMasks, k: BlockRec): number {
+  const cur = k.t >= 0 ? k : e.recs.get(k.h);
+  below.push(cur ?? k);
+  if (cur === undefined || cur.t <= 0) return 0;
+  release(e, holders, cur);
+  return 1;
+}
+
 function compact(e: WorkerEntry): void {
   // drop consumed head and stale entries once the queue is mostly garbage
-  if (e.head > 1024 && e.head * 2 > e.qHash.length) {
-    e.qHash = e.qHash.slice(e.head);
+  if (e.head > 1024 && e.head * 2 > e.qRec.length) {
+    e.qRec = e.qRec.slice(e.head);
     e.qTick = e.qTick.slice(e.head);
     e.head = 0;
   }
-  if (e.qHash.length - e.head > 4 * e.blocks.size + 1024) {
+  if (e.qRec.length - e.head > 4 * e.held + 1024) {
     // too many stale entries (evicted or stamped again): rebuild from the live blocks in stamp
-    // order; the sort is stable and a Map iterates in insertion order, so tails stay first
-    const live = [...e.blocks].sort((a, b) => a[1] - b[1]);
-    e.qHash = live.map((x) => x[0]);
-    e.qTick = live.map((x) => x[1]);
+    // order, tails first within a stamp (the order they became held)
+    const live: BlockRec[] = [];
+    for (const r of e.recs.values()) if (r.t > 0) live.push(r);
+    live.sort((a, b) => a.t - b.t || a.seq - b.seq);
+    e.qRec = live;
+    e.qTick = live.map((r) => r.t);
     e.head = 0;
   }
 }

@@ -12,7 +12,17 @@
 // the same work in bounded steps (a long chain, deferred-work.ts). evict(): the feedback path (a
 // worker that reported fewer cached tokens than predicted loses the missing blocks, and the chains
 // below them). Hashes are opaque strings: ctxgate indexes every 4th vLLM block hash of a chain.
-import { evictBlocks, newEntry, shrink, stampDown, staleWithin, type WorkerEntry } from './prefix-index-entry.ts';
+import {
+  emptyEntry,
+  evictBlocks,
+  heldInOrder,
+  holds,
+  newEntry,
+  shrink,
+  stampDown,
+  staleWithin,
+  type WorkerEntry,
+} from './prefix-index-entry.ts';
 import { HolderMasks } from './prefix-index-holders.ts';
 import { BatchedMatch } from './prefix-index-match-all.ts';
 
@@ -79,11 +89,12 @@ export class PrefixIndex {
   }
 
   size(workerId: string): number {
-    return this.workers.get(workerId)?.blocks.size ?? 0;
+    return this.workers.get(workerId)?.held ?? 0;
   }
 
   has(workerId: string, hash: string): boolean {
-    return this.workers.get(workerId)?.blocks.has(hash) ?? false;
+    const e = this.workers.get(workerId);
+    return e !== undefined && holds(e, hash);
   }
 
   /**
@@ -93,21 +104,20 @@ export class PrefixIndex {
    */
   matchLength(workerId: string, hashes: readonly string[], hint = 0): number {
     const e = this.workers.get(workerId);
-    if (!e || hashes.length === 0 || !e.blocks.has(hashes[0])) return 0;
-    const b = e.blocks;
+    if (!e || hashes.length === 0 || !holds(e, hashes[0])) return 0;
     let lo = 1; // hashes[0..lo) held
     let hi = hashes.length; // answer <= hi
     if (hint > 1 && hint <= hi) {
-      if (b.has(hashes[hint - 1])) {
-        if (hint === hi || !b.has(hashes[hint])) return hint;
+      if (holds(e, hashes[hint - 1])) {
+        if (hint === hi || !holds(e, hashes[hint])) return hint;
         lo = hint + 1;
       } else hi = hint - 1;
     }
-    if (b.has(hashes[hi - 1])) return hi;
+    if (holds(e, hashes[hi - 1])) return hi;
     hi -= 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      if (b.has(hashes[mid - 1])) lo = mid;
+      if (holds(e, hashes[mid - 1])) lo = mid;
       else hi = mid - 1;
     }
     return lo;
@@ -150,7 +160,7 @@ export class PrefixIndex {
     if (cap === e.capacity) return e.slot;
     this.setCapacity(
       workerId,
-      cap < e.capacity ? Math.min(e.capacity, Math.max(cap, e.blocks.size - PREPARE_SHRINK_STEP)) : cap,
+      cap < e.capacity ? Math.min(e.capacity, Math.max(cap, e.held - PREPARE_SHRINK_STEP)) : cap,
     );
     return e.slot;
   }
@@ -158,7 +168,7 @@ export class PrefixIndex {
   /** Share of its capacity a worker's entry fills (by slot, no id lookup). */
   fillOfSlot(slot: number): number {
     const e = this.bySlot[slot];
-    return e ? e.blocks.size / e.capacity : 0;
+    return e ? e.held / e.capacity : 0;
   }
 
   /** Capacity in blocks (by slot). */
@@ -248,19 +258,14 @@ export class PrefixIndex {
     const e = this.workers.get(workerId);
     if (!e) return 0;
     e.gen++;
-    return this.evict(workerId, [...e.blocks.keys()], notify);
+    return this.evict(workerId, heldInOrder(e), notify);
   }
 
   removeWorker(workerId: string): void {
     const e = this.workers.get(workerId);
     if (!e) return;
     e.gen++;
-    for (const h of e.blocks.keys()) this.holders.drop(h, e.slot);
-    e.blocks.clear();
-    e.qHash = [];
-    e.qTick = [];
-    e.head = 0;
-    e.kids.clear();
+    emptyEntry(e, this.holders);
   }
 
   workerIds(): string[] {
@@ -272,8 +277,8 @@ export class PrefixIndex {
     let blocks = 0;
     let evictions = 0;
     for (const [id, e] of this.workers) {
-      perWorker[id] = { blocks: e.blocks.size, capacity: e.capacity, evictions: e.evictions };
-      blocks += e.blocks.size;
+      perWorker[id] = { blocks: e.held, capacity: e.capacity, evictions: e.evictions };
+      blocks += e.held;
       evictions += e.evictions;
     }
     return { workers: this.workers.size, blocks, evictions, perWorker };

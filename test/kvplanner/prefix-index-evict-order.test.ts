@@ -97,9 +97,9 @@ describe('PrefixIndex children lists stay bounded', () => {
       // the root stays recent (every call re-stamps it once stale); the sessions come and go
       idx.insert('w', chain, true, idx.matchLength('w', chain));
     }
-    const kids = (idx as unknown as { workers: Map<string, { kids: Map<string, string[]> }> }).workers
+    const kids = (idx as unknown as { workers: Map<string, { recs: Map<string, { kids: unknown[] }> }> }).workers
       .get('w')!
-      .kids.get('r7')!;
+      .recs.get('r7')!.kids;
     // ~400 / 12 sessions fit at once: the list holds them plus at most as many gone ones and a few
     expect(kids.length).toBeLessThanOrEqual(2 * 34 + 8);
     expect(idx.has('w', 'r7')).toBe(true);
