@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { LoggerOptions } from 'pino';
 import { redact } from '../middleware/redaction/redact.ts';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Registry } from 'prom-client';
 import type { ContextPipeline } from '../middleware/types.ts';
 import { createAuthenticator, type Principal } from './auth.ts';
@@ -14,6 +14,7 @@ import { PASSTHROUGH_PIPELINE, type GatewayContext, type GatewayDeps } from './c
 import { GatewayError, toGatewayError } from '../middleware/errors.ts';
 import { createMetrics } from './metrics.ts';
 import { BodyMemo, type PendingBody } from './body/body-memo.ts';
+import { readBody } from './body/read-body.ts';
 import { countedSlots, installLimits } from './limits/index.ts';
 import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
@@ -42,11 +43,17 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The request body as received (forwarded as-is when unchanged). */
     rawBody?: Buffer;
+    /** The allocation `rawBody` starts, with spare bytes after it (body/read-body.ts): only the
+     *  request path may write it, and only while nothing else holds `rawBody` (proxy/handle.ts). */
+    rawRoom?: Buffer;
     /** The parsed body the memo may keep once the route accepted it (BodyMemo.keep). */
     pendingBody?: PendingBody;
     principal?: Principal;
   }
 }
+
+/** A content-type parser's completion callback. */
+type ParserDone = (err: Error | null, body?: unknown) => void;
 
 /** Anthropic clients send their key as `x-api-key`; it is checked like a bearer key. */
 function apiKeyHeader(v: string | string[] | undefined): string | undefined {
@@ -174,12 +181,14 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
 
   app.removeContentTypeParser('application/json');
   // Parsed incrementally against the tenant's recent bodies (body/body-memo.ts): exactly JSON.parse.
-  // A body is kept only when its route accepts it (proxy/handle.ts).
+  // A body is kept only when its route accepts it (proxy/handle.ts). Read with spare room after it
+  // (body/read-body.ts) for the upstream body's splice (proxy/body.ts).
   const bodies = ctx.bodies;
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+  const bodyLimit = config.limits.max_body_bytes;
+  const parseBody = (req: FastifyRequest, buf: Buffer, room: Buffer | undefined, done: ParserDone): void => {
     const t = tick();
-    const buf = body as Buffer;
     req.rawBody = buf;
+    req.rawRoom = room;
     const maxDepth = config.limits.max_json_depth;
     const out = bodies.parse(req.principal?.tenant, buf, maxDepth);
     if (out.error === 'depth') {
@@ -199,6 +208,20 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
     req.pendingBody = out.pending;
     lap('body_parse', t);
     done(null, out.value);
+  };
+  app.addContentTypeParser('application/json', (req, payload, done) => {
+    readBody(payload, req.headers['content-length'], bodyLimit, (err, buf, room) => {
+      if (err) {
+        done(err, undefined);
+        return;
+      }
+      // Called from the payload's 'end' event: a throw must reach the error handler, not the process.
+      try {
+        parseBody(req, buf as Buffer, room, done);
+      } catch (e) {
+        done(e as Error, undefined);
+      }
+    });
   });
 
   // A callback hook, not an async one: no promise and no microtask hop per request. A throw (a

@@ -23,6 +23,7 @@ import {
   parseFull,
   type ParsedBody,
 } from './incremental-parse.ts';
+import { BODY_ROOM } from './read-body.ts';
 
 /**
  * Bytes charged for bodies kept, all tenants together (each body: its raw bytes plus its parsed
@@ -150,15 +151,25 @@ export class BodyMemo {
     return out;
   }
 
-  /** Keeps a body `parse` returned as pending (the route accepted it). */
-  keep(p: PendingBody | undefined): void {
-    if (p === undefined) return;
+  /**
+   * Keeps a body `parse` returned as pending (the route accepted it). Returns whether the memo may
+   * now hold the pending body's bytes as given (then nobody may write them), false when it holds
+   * nothing of them (a copy, or not kept).
+   */
+  keep(p: PendingBody | undefined): boolean {
+    if (p === undefined) return false;
     const size = bodyCharge(p.body, this.maxElements);
-    if (size === undefined || size > this.maxBytes / 4 || size > this.maxTenantBytes) return;
+    if (size === undefined || size > this.maxBytes / 4 || size > this.maxTenantBytes) return false;
     const body = p.body;
-    // A view into a larger buffer would keep all of it alive.
+    // A view into a larger buffer would keep all of it alive. The BODY_ROOM spare bytes a body is
+    // read with (read-body.ts) stay with it, not charged: at most 6 % of a body that has its own
+    // allocation (4 KiB and up; smaller ones are views into Node's shared pool, copied here).
     const b = body.bytes;
-    if (b.byteOffset !== 0 || b.buffer.byteLength !== b.length) body.bytes = Buffer.from(b);
+    let holds = true;
+    if (b.byteOffset !== 0 || b.buffer.byteLength - b.length > BODY_ROOM) {
+      body.bytes = Buffer.from(b);
+      holds = false;
+    }
     let list = this.tenants.get(p.tenant);
     if (list === undefined) this.tenants.set(p.tenant, (list = []));
     let { at, best } = p;
@@ -167,7 +178,7 @@ export class BodyMemo {
       at = s.at;
       best = s.before >= s.after ? at - 1 : at;
     }
-    if (list[at]?.body === body || list[best]?.body === body) return;
+    if (list[at]?.body === body || list[best]?.body === body) return holds;
     this.version++;
     const k: Kept = { body, tenant: p.tenant, size };
     let share = this.shares.get(p.tenant);
@@ -191,6 +202,7 @@ export class BodyMemo {
     while (list.length > this.maxPerTenant || share.bytes > this.maxTenantBytes)
       this.drop(share.recent.values().next().value as Kept);
     while (this.bytes > this.maxBytes) this.drop(this.lru.values().next().value as Kept);
+    return holds;
   }
 
   /**

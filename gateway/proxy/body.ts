@@ -2,7 +2,9 @@
 // bytes (the tenant's `cache_salt`, and `stream_options` for streams that lack it) when the body is
 // otherwise unchanged, and one JSON.stringify only when the pipeline or the config changed the
 // body or the client sent a `cache_salt` of its own (always replaced: a tenant must not pick
-// another tenant's cache namespace).
+// another tenant's cache namespace). The splice writes in place when the caller hands over the
+// raw bytes' allocation with room after them (body/read-body.ts) and nothing else holds those
+// bytes; otherwise it copies them into a new buffer. Both give the same bytes.
 
 const INCLUDE_USAGE = ',"stream_options":{"include_usage":true}';
 
@@ -25,6 +27,8 @@ export function upstreamBody(
   stream: boolean,
   upstreamModel: string | undefined,
   cacheSalt?: string,
+  /** `raw`'s allocation (raw is its start), writable: the splice may go in place. */
+  room?: Buffer,
 ): UpstreamBody {
   const so = body.stream_options as StreamOptions | undefined | null;
   const clientWantsUsage = stream && !!so && so.include_usage === true;
@@ -40,9 +44,21 @@ export function upstreamBody(
     if (end > 0) {
       const add =
         (needUsage ? INCLUDE_USAGE : '') +
-        (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '');
+        (cacheSalt !== undefined ? `,"cache_salt":${JSON.stringify(cacheSalt)}` : '') +
+        '}';
+      if (room !== undefined) {
+        const n = Buffer.byteLength(add);
+        const length = raw.length + n - 1;
+        if (length <= room.length) {
+          // The bytes after the closing brace move first (copy is memmove-safe), then the addition
+          // overwrites the brace and the gap.
+          room.copy(room, end + n, end + 1, raw.length);
+          room.write(add, end, 'utf8');
+          return { bytes: room.subarray(0, length), clientWantsUsage };
+        }
+      }
       return {
-        bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add + '}'), raw.subarray(end + 1)]),
+        bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add), raw.subarray(end + 1)]),
         clientWantsUsage,
       };
     }

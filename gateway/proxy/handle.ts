@@ -123,8 +123,10 @@ export async function handleProxy(
     // keeping every body promoted them to the old generation: +0.1-0.2 ms of CPU per 16k body and
     // major GCs in bench overhead's fixed-body rows (same-run A/B).
     const pending = pipeline && route.config.layout !== 'passthrough' ? req.pendingBody : undefined;
-    gw.bodies.keep(pending);
+    // The raw bytes' room may take the upstream body's splice only while the memo holds none of them.
+    const room = gw.bodies.keep(pending) ? undefined : req.rawRoom;
     req.pendingBody = undefined;
+    req.rawRoom = undefined;
     if (pending) pctx.onInterned = (key, received, interned) => gw.bodies.adopt(pending, key, received, interned);
     const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
     // One signal for the whole request: a client that goes away takes a call waiting for its
@@ -159,6 +161,7 @@ export async function handleProxy(
       ex.stream,
       route.config.upstream_model,
       cacheSalt,
+      adapter.toResponse ? undefined : room,
     );
     ex.clientWantsUsage = up.clientWantsUsage;
     const promptTokens =

@@ -1,0 +1,174 @@
+// The upstream body's splice written in place into the room after the client's bytes
+// (body/read-body.ts, proxy/body.ts): the same bytes as the copying splice, every case; through a
+// real gateway the upstream receives them; a body the memo keeps is never written (its bytes stay
+// the client's); over-limit bodies are still refused as before, chunked ones included.
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../gateway/config/load.ts';
+import { BODY_ROOM } from '../../gateway/body/read-body.ts';
+import { upstreamBody } from '../../gateway/proxy/body.ts';
+import { startGateway, type StartedGateway } from '../../gateway/server.ts';
+
+/** `raw` copied into an allocation with `spare` bytes after it (filled with junk), as read-body.ts does. */
+function withRoom(raw: Buffer, spare = BODY_ROOM): { raw: Buffer; room: Buffer } {
+  const room = Buffer.alloc(raw.length + spare, 0x58);
+  raw.copy(room);
+  return { raw: room.subarray(0, raw.length), room };
+}
+
+const bytes = (b: Buffer | string): Buffer => (typeof b === 'string' ? Buffer.from(b) : b);
+
+describe('upstreamBody in place', () => {
+  const bodies = [
+    '{"model":"m","messages":[{"role":"user","content":"hi"}]}',
+    '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}',
+    '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}\n',
+    '  {"model":"m","messages":[{"role":"user","content":"héllo ✓ 🎉"}],"stream":true}  \r\n\t',
+    '{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}',
+  ];
+  const salts = [undefined, 'abc123', 'sält-ü-🎉-"quoted"\\'];
+  for (const text of bodies)
+    for (const salt of salts)
+      it(`${JSON.stringify(text).slice(0, 60)}… salt ${salt === undefined ? 'none' : JSON.stringify(salt)}`, () => {
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        const stream = parsed.stream === true;
+        const copy = upstreamBody(Buffer.from(text), parsed, parsed, stream, undefined, salt);
+        const { raw, room } = withRoom(Buffer.from(text));
+        const inPlace = upstreamBody(raw, parsed, parsed, stream, undefined, salt, room);
+        expect(bytes(inPlace.bytes).equals(bytes(copy.bytes))).toBe(true);
+        expect(inPlace.clientWantsUsage).toBe(copy.clientWantsUsage);
+        // the result is valid JSON with the additions
+        const out = JSON.parse(bytes(inPlace.bytes).toString()) as Record<string, unknown>;
+        if (salt !== undefined) expect(out.cache_salt).toBe(salt);
+      });
+
+  it('copies when the room is too small, leaving the raw bytes as they were', () => {
+    const text = '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}';
+    const parsed = JSON.parse(text) as Record<string, unknown>;
+    const salt = 's'.repeat(BODY_ROOM);
+    const { raw, room } = withRoom(Buffer.from(text), 8);
+    const out = upstreamBody(raw, parsed, parsed, true, undefined, salt, room);
+    expect(
+      bytes(out.bytes).equals(bytes(upstreamBody(Buffer.from(text), parsed, parsed, true, undefined, salt).bytes)),
+    ).toBe(true);
+    expect(raw.toString()).toBe(text);
+  });
+});
+
+describe('through the gateway', () => {
+  let up: Server;
+  let gw: StartedGateway;
+  const seen: Buffer[] = [];
+  const sent: string[] = [];
+
+  beforeAll(async () => {
+    up = createServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        seen.push(Buffer.concat(parts));
+        const out = JSON.stringify({
+          id: 'cmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'm',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+        });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+        res.end(out);
+      });
+    });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(up.address() as AddressInfo).port}`;
+    const config = parseConfig(
+      {
+        listen: { host: '127.0.0.1', port: 0 },
+        auth: { mode: 'none' },
+        health: { interval_ms: 0 },
+        tenancy: { cache_salt_secret: 'body-room-test-secret-0123456789' },
+        limits: { max_body_bytes: 256 * 1024 },
+        models: [
+          { name: 'pass', layout: 'passthrough', workers: [{ url }] },
+          // layout ctxgate: the memo keeps its bodies (the passthrough pipeline runs: no tokenizer needed)
+          { name: 'kept', layout: 'ctxgate', workers: [{ url }] },
+        ],
+      },
+      'test',
+      {},
+    );
+    gw = await startGateway(config, { logger: false });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await new Promise<void>((r) => up?.close(() => r()));
+  });
+
+  async function post(body: string, chunked = false): Promise<{ status: number; text: string }> {
+    sent.push(body);
+    const u = new URL(`${gw.url}/v1/chat/completions`);
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (!chunked) headers['content-length'] = String(Buffer.byteLength(body));
+      const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString() }));
+      });
+      req.on('error', reject);
+      if (chunked) {
+        // several chunks, no content-length: the read stops at the limit, as Fastify's did
+        const b = Buffer.from(body);
+        for (let i = 0; i < b.length; i += 16 * 1024) req.write(b.subarray(i, i + 16 * 1024));
+        req.end();
+      } else req.end(body);
+    });
+  }
+
+  /** The bytes the copying splice gives for `body` (the tenant's salt, usage for streams). */
+  function expected(body: string): Buffer {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    const salt = gw.ctx.salts.saltOf('default');
+    return bytes(upstreamBody(Buffer.from(body), parsed, parsed, parsed.stream === true, undefined, salt).bytes);
+  }
+
+  const chat = (model: string, n: number, extra = '') =>
+    `{"model":"${model}","messages":[{"role":"system","content":"${'s'.repeat(n)}"},{"role":"user","content":"q ✓"}]${extra}}\n`;
+
+  it('a passthrough body (64 KB, stream and not, chunked) reaches the worker as the copying splice writes it', async () => {
+    for (const [body, chunked] of [
+      [chat('pass', 64_000), false],
+      [chat('pass', 64_000, ',"stream":false'), true],
+      [chat('pass', 3_000), false],
+    ] as const) {
+      const n = seen.length;
+      const r = await post(body, chunked);
+      expect(r.status).toBe(200);
+      expect(seen[n].equals(expected(body))).toBe(true);
+    }
+  });
+
+  it("a body the memo keeps is never written: the memo's bytes stay the client's", async () => {
+    const first = chat('kept', 20_000);
+    const second = first.replace(/\]\}\n$/, ',{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}\n');
+    for (const body of [first, second, second]) {
+      const n = seen.length;
+      expect((await post(body)).status).toBe(200);
+      expect(seen[n].equals(expected(body))).toBe(true);
+    }
+    const memo = gw.ctx.bodies as unknown as { lru: Set<{ body: { bytes: Buffer } }> };
+    const kept = [...memo.lru].map((k) => k.body.bytes.toString());
+    expect(kept.length).toBeGreaterThan(0);
+    for (const k of kept) expect(sent).toContain(k);
+  });
+
+  it('refuses a body over limits.max_body_bytes, declared or chunked', async () => {
+    const big = chat('pass', 300 * 1024);
+    for (const chunked of [false, true]) {
+      const r = await post(big, chunked);
+      expect(r.status).toBe(413);
+      expect(JSON.parse(r.text).error.code).toBe('body_too_large');
+    }
+  });
+});
