@@ -12,13 +12,22 @@
 //   window keeps its start, so it is not rendered again until the window exceeds MAX_WINDOW;
 // - when the only message after the stable prefix is the gateway's trailing system note, the
 //   stable rendering is the full one minus the note's probed wrapping (no third render).
-// Cost: usually one render of root + K..MAX_WINDOW + new messages instead of one of all messages.
+// Qwen3's template (recognised by its SHA-256) renders no root without tools and a leading system
+// message, and a message's rendering depends only on its own fields, its neighbours' roles and
+// whether it comes after the last user query; so there the window drops the root and all but the
+// last previous message: [a stand-in query when the real last query lies before it] ⊕ that message
+// (slimWindow). The same prefix checks decide (b must extend a, c too), with the same verification.
+// Cost: usually one render of root + K..MAX_WINDOW + new messages instead of one of all messages;
+// with Qwen3's template one render of ~2 previous messages + the new ones, and no window text kept.
 // Memory: a memo lives until the session's next call (~0.3 s under load: long enough to be copied
 // by scavenges and promoted), so it holds no slice of this call's window rendering: the window
 // text is kept packed in bytes (off the V8 heap) and the stable addition as its own copy (a slice
 // would keep the whole ~15 kB rendering alive, and through textNoGen's chain, every call's).
 import type { RenderOptions, TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
+import { hash } from 'node:crypto';
+import { QWEN3_TEMPLATE_SHA256 } from './qwen3-template.ts';
+import { flattenContent } from './template-input.ts';
 import { hasPrefix, hasSuffix } from './text-prefix.ts';
 
 /** Previous messages re-rendered as context for the new ones. */
@@ -189,6 +198,62 @@ function genSuffix(
   return s;
 }
 
+const slimTemplates = new WeakMap<TokenizerHandle, boolean>();
+
+/** Whether the handle's template is Qwen3's, whose window may be slim (see above). */
+function slimCapable(tok: TokenizerHandle): boolean {
+  let ok = slimTemplates.get(tok);
+  if (ok === undefined) {
+    ok = hash('sha256', tok.templateSource, 'hex') === QWEN3_TEMPLATE_SHA256;
+    slimTemplates.set(tok, ok);
+  }
+  return ok;
+}
+
+/** A user query the template counts as one (not a tool response), standing in for the real one. */
+const STAND_IN_QUERY: ChatMessage = { role: 'user', content: 'ctxgate-query' };
+
+/** As the template decides a query: a user message whose text is not wrapped as a tool response. */
+function isQuery(m: ChatMessage): boolean {
+  if (m.role !== 'user') return false;
+  const c = flattenContent(m.content);
+  return !(c.startsWith('<tool_response>') && c.endsWith('</tool_response>'));
+}
+
+/** Whether an assistant message may render reasoning (the template's reasoning_content or a
+ * `</think>` in its text); true for anything unusual, so a false answer is always right. */
+function mayReason(m: ChatMessage): boolean {
+  const rc = m.reasoning_content ?? m.reasoning;
+  if (rc != null) return rc !== '';
+  return flattenContent(m.content).includes('</think>');
+}
+
+/**
+ * Qwen3's slim window for a memo of messages [0, p): messages[p - 1], after the stand-in query when
+ * a real query comes before p. Every message after the window then renders as in the full prompt:
+ * its neighbours' roles are there, and it lies after the window's last query exactly when it lies
+ * after the prompt's (a query at or after p - 1 is in the window itself; none at all: neither has
+ * one). Whether messages[p - 1] renders the same followed as last is the caller's prefix check.
+ * The memo's own text stays valid unless a new query moves the last query past an assistant turn
+ * with reasoning that rendered after the memo's last query (the template then drops it): null, a
+ * full render. O(messages after the memo's last query) role compares.
+ */
+function slimWindow(messages: ChatMessage[], p: number): ChatMessage[] | null {
+  let last = -1;
+  for (let i = p - 1; i >= 0; i--)
+    if (isQuery(messages[i])) {
+      last = i;
+      break;
+    }
+  if (last >= 0) {
+    let moved = false;
+    for (let i = p; i < messages.length && !moved; i++) moved = isQuery(messages[i]);
+    if (moved)
+      for (let i = p - 2; i > last; i--) if (messages[i].role === 'assistant' && mayReason(messages[i])) return null;
+  }
+  return last >= 0 ? [STAND_IN_QUERY, messages[p - 1]] : [messages[p - 1]];
+}
+
 /** The tools, template variables and tools JSON every render of a call passes (RenderOptions). */
 type CallRender = Pick<RenderOptions, 'tools' | 'extra' | 'toolsJson'>;
 
@@ -280,24 +345,38 @@ export function renderPrompt(
     // (Qwen3 adds an empty think block) in ways a window without the user query cannot see.
     (messages[p - 1].role !== 'assistant' || lastAssistantStable(tok, tools, extra, contextKey)) &&
     memo.hashes.every((x, i) => x === hashes[i]);
-  if (usable) {
+  // Qwen3: the slim window, or null where only a full render is exact.
+  const slimMsgs = usable && slimCapable(tok) ? slimWindow(messages, p) : undefined;
+  if (usable && slimMsgs !== null) {
     const keep =
       memo.window !== undefined &&
       memo.window.start >= rootEnd &&
       memo.window.start <= p &&
       p - memo.window.start <= MAX_WINDOW;
+    const slim = slimMsgs !== undefined;
     const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
-    const windowMsgs = messages.slice(0, rootEnd).concat(messages.slice(start, p));
-    const a = keep ? unpackText(memo.window!.text) : render(tok, windowMsgs, opts, false);
-    const b = render(tok, windowMsgs.concat(messages.slice(p)), opts, true);
+    const windowMsgs = slimMsgs ?? messages.slice(0, rootEnd).concat(messages.slice(start, p));
+    // The slim window has no root: it renders without the tools (they only shape the root there).
+    const wo: CallRender = slim ? { tools: undefined, extra: opts.extra, toolsJson: undefined } : opts;
+    const a = slim
+      ? render(tok, windowMsgs, wo, false)
+      : keep
+        ? unpackText(memo.window!.text)
+        : render(tok, windowMsgs, wo, false);
+    const b = render(tok, windowMsgs.concat(messages.slice(p)), wo, true);
     const checkNow = h.used % VERIFY_EVERY === 0;
     let c: string | undefined;
     let cut = false;
     if (stableEnd === messages.length) c = b.slice(0, b.length - suffix.length);
-    else if (!h.noteCutBroken)
+    // The cut leaves the last stable message rendered as followed by the note: the stable text only
+    // when that message renders the same as the last one (an assistant turn may not: Qwen3).
+    else if (
+      !h.noteCutBroken &&
+      (messages[stableEnd - 1].role !== 'assistant' || lastAssistantStable(tok, tools, extra, contextKey))
+    )
       cut = (c = cutNote(b, messages, stableEnd, suffix, noteWrap(tok, tools, extra, contextKey))) !== undefined;
     if (c === undefined || (cut && checkNow)) {
-      const real = render(tok, windowMsgs.concat(messages.slice(p, stableEnd)), opts, false);
+      const real = render(tok, windowMsgs.concat(messages.slice(p, stableEnd)), wo, false);
       if (cut && real !== c) h.noteCutBroken = true;
       c = real;
     }
@@ -315,7 +394,8 @@ export function renderPrompt(
           hashes: stableHashes,
           contextKey,
           textNoGen: base + stableAdded,
-          window: { start, text: packText(c) },
+          // A slim window is rendered afresh each call (two messages): nothing to keep.
+          window: slim ? undefined : { start, text: packText(c) },
           lastPart: stableAdded,
         },
         mode: 'incremental',
