@@ -21,6 +21,15 @@ import { PieceMemo } from './piece-memo.ts';
 /** Heap per id in a number[] (8-byte elements). */
 const ID_BYTES = 8;
 
+/** A piece's memoised ids: a piece of one token (most are) is kept as that id alone, not as an
+ *  array of one: no array per entry for the scavenger to copy and promote; else the array. */
+export type PieceIds = number | readonly number[];
+
+function pushIds(out: number[], ids: PieceIds): void {
+  if (typeof ids === 'number') out.push(ids);
+  else for (const id of ids) out.push(id);
+}
+
 interface PreTokenizerLike {
   pre_tokenize: (input: string | string[], options?: unknown) => string[];
   tokenizers?: PreTokenizerLike[];
@@ -147,7 +156,7 @@ function definedOnce(obj: object, name: string): boolean {
  * or undefined where the tokenizer is not of the shape above. */
 export function fastBpeEncoder(
   library: unknown,
-  memo: PieceMemo<readonly number[]> = new PieceMemo(),
+  memo: PieceMemo<PieceIds> = new PieceMemo(),
 ): ((text: string) => number[]) | undefined {
   const tok = library as LibraryTokenizer;
   if (!tok || (typeof tok !== 'object' && typeof tok !== 'function')) return undefined;
@@ -170,12 +179,15 @@ export function fastBpeEncoder(
   // One Split stage before ByteLevel (Qwen, Llama 3): its pieces are walked in place.
   const walk = cut.length === 1 ? splitWalk(cut[0]) : undefined;
 
-  const pieceIds = (piece: string, options: unknown): readonly number[] => {
+  const pieceIds = (piece: string, options: unknown): PieceIds => {
     const known = memo.get(piece);
-    if (known) return known;
+    if (known !== undefined) return known;
     const ids = model.convert_tokens_to_ids(model(last.pre_tokenize([piece], options)));
-    memo.set(piece, ids, ids.length * ID_BYTES);
-    return ids;
+    // (an id that is no number, as the library's unknown-token id can be, stays in its array)
+    const value = ids.length === 1 && typeof ids[0] === 'number' ? ids[0] : ids;
+    // Charged as an array either way: the memo holds as many entries as before, in less heap.
+    memo.set(piece, value, ids.length * ID_BYTES);
+    return value;
   };
 
   // The library's regexSplit collects every match object (an array with index, input and groups)
@@ -192,7 +204,7 @@ export function fastBpeEncoder(
       if (w.sticky.test(x)) {
         const end = w.sticky.lastIndex;
         if (end === at) return false;
-        for (const id of pieceIds(x.slice(at, end), options)) out.push(id);
+        pushIds(out, pieceIds(x.slice(at, end), options));
         at = end;
         continue;
       }
@@ -200,7 +212,7 @@ export function fastBpeEncoder(
       const m = w.search.exec(x);
       const next = m ? m.index : n;
       if (m && m[0].length === 0) return false;
-      for (const id of pieceIds(x.slice(at, next), options)) out.push(id);
+      pushIds(out, pieceIds(x.slice(at, next), options));
       at = next;
     }
     return true;
@@ -233,7 +245,7 @@ export function fastBpeEncoder(
       }
       let pieces: string[] = [x];
       for (const stage of cut) pieces = stage.pre_tokenize(pieces, options);
-      for (const p of pieces) for (const id of pieceIds(p, options)) out.push(id);
+      for (const p of pieces) pushIds(out, pieceIds(p, options));
     }
     return out;
   };

@@ -9,7 +9,7 @@ import { runInNewContext } from 'node:vm';
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
-import { fastBpeEncoder } from '../../middleware/tokens/fast-bpe.ts';
+import { fastBpeEncoder, type PieceIds } from '../../middleware/tokens/fast-bpe.ts';
 import {
   PIECE_MEMO_ENTRY_BYTES,
   PIECE_MEMO_MAX_BYTES,
@@ -69,7 +69,7 @@ describe('piece memo', () => {
     });
     // a small bound so that a short run crosses it several times
     expect(memoiseByteLevel((tok as unknown as { pre_tokenizer?: unknown }).pre_tokenizer, 64 * 1024)).toBe(1);
-    const memo = new PieceMemo<readonly number[]>(64 * 1024);
+    const memo = new PieceMemo<PieceIds>(64 * 1024);
     const fast = fastBpeEncoder(tok, memo)!;
     let peak = 0;
     for (let i = 0; i < 3_000; i += 100) {
