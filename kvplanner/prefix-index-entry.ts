@@ -79,6 +79,9 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
 
 /** Whether the entry holds `h`. */
 export function holds(e: WorkerEntry, h: string): boolean {
+  // a record of a block not held is kept only for its children: with no children lists (a precise
+  // entry) every record is held, and the Map answers alone (no read of the record: a cache miss)
+  if (e.kidLists === 0) return e.recs.has(h);
   const r = e.recs.get(h);
   return r !== undefined && r.t > 0;
 }
