@@ -5,8 +5,8 @@
 // + CALL_CHUNK), ~64 + 64 pointers at the 4,096-record bound) where a JSON record keyed by id
 // had to be copied whole (O(calls)). A record whose id is already there is replaced in place (its
 // chunk copied), as the key of a record would keep its place. Dropping the oldest records (the
-// bound) copies the first chunk. Finding an id: one Set per chunk, built once per frozen chunk in
-// this process (O(CALL_CHUNK)), then O(chunks) lookups.
+// bound) copies the first chunk. Finding an id: one Set per full frozen chunk, built once in this
+// process (O(CALL_CHUNK)), and a scan of the last chunk: O(chunks + CALL_CHUNK) per lookup.
 // v1 kept the records as `Record<id, [call, exit, hash]>`; fromV1Calls turns one into chunks in
 // its key order (the order v1 trimmed by).
 import type { CallRecord } from './types.ts';
@@ -16,15 +16,21 @@ export const CALL_CHUNK = 64;
 
 const idSets = new WeakMap<readonly CallRecord[], Set<string>>();
 
-function idsOf(chunk: readonly CallRecord[]): Set<string> {
-  let s = idSets.get(chunk);
-  if (!s) {
-    s = new Set();
-    for (const r of chunk) s.add(r[0]);
-    // Only a frozen chunk stays as it is; a chunk still being built is not remembered.
-    if (Object.isFrozen(chunk)) idSets.set(chunk, s);
+/** Index in `chunk` of the record of `id`, or -1. A full frozen chunk (it never changes again but
+ * when the bound drops it) is looked up in a Set built once; the last chunk, the one that grows,
+ * is scanned (≤ CALL_CHUNK string compares: cheaper than a Set rebuilt each call). */
+function indexIn(chunk: readonly CallRecord[], id: string): number {
+  if (chunk.length === CALL_CHUNK && Object.isFrozen(chunk)) {
+    let s = idSets.get(chunk);
+    if (!s) {
+      s = new Set();
+      for (const r of chunk) s.add(r[0]);
+      idSets.set(chunk, s);
+    }
+    if (!s.has(id)) return -1;
   }
-  return s;
+  for (let j = 0; j < chunk.length; j++) if (chunk[j][0] === id) return j;
+  return -1;
 }
 
 /** Number of records (O(chunks)). */
@@ -37,8 +43,8 @@ export function callCount(calls: readonly (readonly CallRecord[])[]): number {
 /** The record of call `id`, if kept. */
 export function findCall(calls: readonly (readonly CallRecord[])[], id: string): CallRecord | undefined {
   for (let i = calls.length - 1; i >= 0; i--) {
-    const c = calls[i];
-    if (idsOf(c).has(id)) for (const r of c) if (r[0] === id) return r;
+    const j = indexIn(calls[i], id);
+    if (j >= 0) return calls[i][j];
   }
   return undefined;
 }
@@ -52,46 +58,65 @@ export function callsRecord(
   return out;
 }
 
+/** A chunk withCalls copied: the one it replaced (undefined for a new chunk) and the indices it
+ * changed there (undefined: any, after a drop at the front). */
+export interface ChunkEdit {
+  prev?: CallRecord[];
+  keys?: number[];
+}
+
+export interface CallsResult {
+  calls: CallRecord[][];
+  /** The first chunk index where `calls` may differ from the input's. */
+  from: number;
+  /** Chunks copied or made, by their index in `calls`. */
+  edits: Map<number, ChunkEdit>;
+}
+
 /**
  * `calls` with `added` put in order (a new id appended, a known one replaced where it is) and
- * then the oldest records dropped down to `max`. Returns the new list (the same one when nothing
- * changed) and the first chunk index where it may differ from `calls` (for freezeEdited).
- * O(added × chunks + chunks + CALL_CHUNK × chunks touched); `calls` is never changed.
+ * then the oldest records dropped down to `max`. Returns the new list (the input itself when
+ * nothing changed), where it starts to differ and what changed in each copied chunk, so the
+ * caller can freeze and size it from the input's sizes (deep-freeze.ts freezeEdited) in
+ * O(changed). O(added × chunks + chunks + CALL_CHUNK × chunks copied); `calls` is never changed.
  */
-export function withCalls(
-  calls: readonly CallRecord[][],
-  added: readonly CallRecord[],
-  max: number,
-): { calls: CallRecord[][]; from: number } {
+export function withCalls(calls: readonly CallRecord[][], added: readonly CallRecord[], max: number): CallsResult {
   let out: CallRecord[][] | undefined;
   let from = calls.length;
-  // Chunks this call already copied (their index in `out`), so each is copied once.
-  const own = new Set<number>();
-  const chunkAt = (i: number): CallRecord[] => {
+  const edits = new Map<number, ChunkEdit>();
+  // Copied once per call; the index of the changed record noted.
+  const touch = (i: number, j: number): CallRecord[] => {
     out ??= [...calls];
-    if (!own.has(i)) {
+    let e = edits.get(i);
+    if (!e) {
+      e = { prev: out[i], keys: [] };
       out[i] = [...out[i]];
-      own.add(i);
+      edits.set(i, e);
     }
+    e.keys?.push(j);
     from = Math.min(from, i);
     return out[i];
   };
   for (const r of added) {
     const cur = out ?? calls;
     let at = -1;
-    for (let i = cur.length - 1; i >= 0 && at < 0; i--) if (idsOf(cur[i]).has(r[0])) at = i;
+    let j = -1;
+    for (let i = cur.length - 1; i >= 0 && at < 0; i--) {
+      j = indexIn(cur[i], r[0]);
+      if (j >= 0) at = i;
+    }
     if (at >= 0) {
-      const c = chunkAt(at);
-      c[c.findIndex((x) => x[0] === r[0])] = r;
-      // A copied chunk is not frozen: its id set is built anew next time (same ids).
+      touch(at, j)[j] = r;
       continue;
     }
     out ??= [...calls];
     const last = out.length - 1;
-    if (last >= 0 && out[last].length < CALL_CHUNK) chunkAt(last).push(r);
-    else {
+    if (last >= 0 && out[last].length < CALL_CHUNK) {
+      const c = out[last];
+      touch(last, c.length).push(r);
+    } else {
       from = Math.min(from, out.length);
-      own.add(out.length);
+      edits.set(out.length, {});
       out.push([r]);
     }
   }
@@ -103,15 +128,19 @@ export function withCalls(
     while (whole < out.length && out[whole].length <= drop) drop -= out[whole++].length;
     if (whole > 0) {
       out.splice(0, whole);
-      // Indices shift: every chunk may sit at another index now.
-      const shifted = [...own].map((i) => i - whole).filter((i) => i >= 0);
-      own.clear();
-      for (const i of shifted) own.add(i);
+      // Indices shift: the copied chunks now sit `whole` lower.
+      const moved = [...edits].filter(([i]) => i >= whole);
+      edits.clear();
+      for (const [i, e] of moved) edits.set(i - whole, e);
     }
-    if (drop > 0) chunkAt(0).splice(0, drop);
+    if (drop > 0) {
+      touch(0, 0).splice(0, drop);
+      // Every record of chunk 0 moved.
+      (edits.get(0) as ChunkEdit).keys = undefined;
+    }
     from = 0;
   }
-  return out ? { calls: out, from } : { calls: calls as CallRecord[][], from };
+  return { calls: out ?? (calls as CallRecord[][]), from, edits };
 }
 
 /** v1's `calls` record as v2 chunks, in the record's key order. O(records). */

@@ -11,9 +11,9 @@
 // frozen and sized from the previous state's sizes, so the store's put costs what changed.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
-import { freezeEdited, indicesFrom } from '../deep-freeze.ts';
+import { freezeDeep, freezeEdited, indicesFrom } from '../deep-freeze.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
-import { withCalls } from './call-log.ts';
+import { withCalls, type CallsResult } from './call-log.ts';
 import { frameNote } from '../redaction/framing.ts';
 import { looksSecret, redact } from '../redaction/redact.ts';
 import { decideEviction, DEFAULT_EVICTION_COST_MODEL, type EvictionCostModel } from './cost-model.ts';
@@ -184,7 +184,7 @@ export function applyLedger(
   const calls = withCalls(st.calls, added, DEFAULT_MAX_CALL_RECORDS);
   st.calls = calls.calls;
   trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, edits);
-  if (prev && edits) sizeEdits(prev, st, edits, calls.from);
+  if (prev && edits) sizeEdits(prev, st, edits, calls);
   return { messages: render(input, st), state: st, receipts };
 }
 
@@ -268,13 +268,18 @@ interface Edits {
  * The growing lists, frozen and sized from the previous state's sizes (deep-freeze.ts
  * freezeEdited): the store's put then visits what this call changed, not every observation and
  * call record again. An observation marked stale is replaced by its marked copy after the
- * `handled` remedy is set on it, so its size is taken here, after that. `callsFrom`: the first
- * chunk of the call records that may differ from the previous state's.
+ * `handled` remedy is set on it, so its size is taken here, after that. The call records' chunks
+ * that withCalls copied are sized from the chunks they replace, then the list of chunks.
  */
-function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits, callsFrom: number): void {
+function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits, calls: CallsResult): void {
   if (edits.observations) st.observations = freezeEdited(prev.observations, st.observations, edits.observations);
-  if (st.calls !== prev.calls)
-    st.calls = freezeEdited(prev.calls, st.calls, indicesFrom(prev.calls, st.calls, callsFrom));
+  if (st.calls !== prev.calls) {
+    for (const [i, e] of calls.edits) {
+      const c = st.calls[i];
+      st.calls[i] = e.prev ? freezeEdited(e.prev, c, e.keys ?? indicesFrom(e.prev, c, 0)) : freezeDeep(c);
+    }
+    st.calls = freezeEdited(prev.calls, st.calls, indicesFrom(prev.calls, st.calls, calls.from));
+  }
   st.tombstones = freezeEdited(
     prev.tombstones,
     st.tombstones,
