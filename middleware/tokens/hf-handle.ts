@@ -9,7 +9,7 @@
 // (onFastMismatch: the gateway logs a warning), once per tokenizer handle.
 import { TokenizerLoader } from '@lenml/tokenizers';
 import { ChatRenderer, type RenderOptions, type TokenizerHandle } from './handle.ts';
-import { encodeCachedWith } from './encode-cache.ts';
+import { countCachedWith, encodeCachedWith } from './encode-cache.ts';
 import { encodeBounded } from './long-runs.ts';
 import { memoiseByteLevel } from './byte-level-memo.ts';
 import { fastBpeEncoder } from './fast-bpe.ts';
@@ -158,7 +158,7 @@ export function createHfHandle(
     bosToken,
     eosToken,
     templateSource: source,
-    countTokens: (text) => encodeCachedWith(name, encode, text).length,
+    countTokens: (text) => countCachedWith(name, encode, text),
     encodeCached: (text) => encodeCachedWith(name, encode, text),
   };
 }

@@ -17,7 +17,7 @@
 // between copies and then promotes; a typed array is a small wrapper over the same values.
 import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
-import { lookupEncoded, peekEncoded, storeEncoded } from './encode-cache.ts';
+import { type CachedIds, lookupEncoded, peekEncoded, storeEncoded } from './encode-cache.ts';
 
 /** Characters of context on each side of a seam in the verification window. */
 export const SEAM_WINDOW_CHARS = 24;
@@ -94,7 +94,7 @@ const TAIL_IDS = 3;
  * only when their text ends the content, it encodes to those ids, and every seam verifies.
  * Otherwise the piece is encoded (and cached).
  */
-function lookupPiece(tok: TokenizerHandle, p: string): { ids: readonly number[]; hit: boolean } {
+function lookupPiece(tok: TokenizerHandle, p: string): { ids: CachedIds; hit: boolean } {
   const whole = peekEncoded(tok.name, p);
   if (whole) return { ids: whole, hit: true };
   const framed = p.length > MIN_FRAMED_CONTENT ? framedIds(tok, p) : undefined;
@@ -102,8 +102,8 @@ function lookupPiece(tok: TokenizerHandle, p: string): { ids: readonly number[];
     storeEncoded(tok.name, p, framed);
     return { ids: framed, hit: false };
   }
-  // An inline arrow: tsx names a `const encode = () =>` per call (~1 µs).
-  return lookupEncoded(tok.name, (t) => tok.encode(t), p);
+  // An inline arrow: tsx names a `const encode = () =>` per call (~1 µs). Stored packed.
+  return lookupEncoded(tok.name, (t) => tok.encode(t), p, true);
 }
 
 function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
@@ -119,7 +119,9 @@ function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
   let rest = '';
   if (tail) {
     keep -= TAIL_IDS;
-    const dropped = innerIds.slice(keep);
+    // (a plain array: the cached ids may be a Uint32Array, and decode takes an array)
+    const dropped: number[] = [];
+    for (let i = keep; i < innerIds.length; i++) dropped.push(innerIds[i]);
     const end = tok.decode(dropped);
     if (!end || !inner.endsWith(end)) return undefined;
     core = inner.slice(0, inner.length - end.length);
@@ -232,18 +234,19 @@ export function tokenizeBySegments(
   };
 }
 
-/** Writes each run's ids in order from ids[at]. */
-function writeRuns(ids: Uint32Array, at: number, runs: readonly (readonly number[])[]): void {
+/** Writes each run's ids in order from ids[at] (a packed run as one copy). */
+function writeRuns(ids: Uint32Array, at: number, runs: readonly CachedIds[]): void {
   let o = at;
   for (const run of runs) {
-    for (let i = 0; i < run.length; i++) ids[o + i] = run[i];
+    if (run instanceof Uint32Array) ids.set(run, o);
+    else for (let i = 0; i < run.length; i++) ids[o + i] = run[i];
     o += run.length;
   }
 }
 
 /** What fromPieces found: each run's ids (cached arrays, not copied) and the id count after them. */
 interface PieceRuns extends Omit<SegmentTokens, 'reusedTokens' | 'ids'> {
-  runs: (readonly number[])[];
+  runs: CachedIds[];
   /** Ids before the pieces plus those of every run. */
   count: number;
 }
@@ -268,7 +271,7 @@ function fromPieces(
   let tokensBeforeMark = count;
   let chars = 0;
   let i = 0;
-  const runs: (readonly number[])[] = [];
+  const runs: CachedIds[] = [];
   const looked = pieces.map((p) => lookupPiece(tok, p));
   if (before !== undefined && before !== '' && pieces[0] !== '' && !looked[0].hit && !seamOk(tok, before, pieces[0]))
     return undefined;

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { getEncoding, type TiktokenEncoding } from 'js-tiktoken';
 import { ChatRenderer, type TokenizerHandle } from './handle.ts';
-import { encodeCachedWith } from './encode-cache.ts';
+import { countCachedWith, encodeCachedWith } from './encode-cache.ts';
 import { encodeBounded } from './long-runs.ts';
 
 export const CHATML_TEMPLATE_FILE = fileURLToPath(new URL('../../configs/templates/chatml.jinja', import.meta.url));
@@ -41,7 +41,7 @@ export function createTiktokenHandle(
     specialTokens: Object.freeze([...Object.keys(extra), ...BASE_SPECIALS[encodingName]]),
     eosToken: eos,
     templateSource: source,
-    countTokens: (text) => encodeCachedWith(encodingName, encode, text).length,
+    countTokens: (text) => countCachedWith(encodingName, encode, text),
     encodeCached: (text) => encodeCachedWith(encodingName, encode, text),
   };
 }
