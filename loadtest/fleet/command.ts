@@ -10,6 +10,7 @@ import { fluidReport, formatFluid } from './fluid-report.ts';
 import { simulateFleet } from './simulator.ts';
 import { formatEngineTime, formatFleetTable, formatTimeline, summarize, type FleetRunSummary } from './summary.ts';
 import { chatTemplateFor } from '../replay/chat-template.ts';
+import { bandSummary, formatBand, parseRateBand } from './band.ts';
 import { inputKind, loadFleetInputs } from './inputs.ts';
 import {
   DEFAULT_OUTPUT_TOKENS,
@@ -65,6 +66,10 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --chat-template FILE  sessions: the template to render with (default: the tokenizer's own)
   --preset NAME         timing model: ${Object.keys(PRESETS).join(', ')} (default ${DEFAULT_FLEET_PRESET})
   --rate-scale X        arrivals X times faster (default 1)
+  --rate-band LO:HI:STEP  instead of one rate: every policy at each rate from LO to HI (or a comma
+                        list), summed up per policy: p90 TTFT ÷ the best other policy's (geometric mean
+                        and worst over the band; round_robin not a rival), ÷ round_robin's, mean hit
+                        gap to the best other; --json {"band":{rates, policies:[...]}, "runs":[...]}
   --duration-s S        only arrivals in the first S seconds (after scaling)
   --policies a,b,...    default: ${DEFAULT_FLEET_POLICIES.join(',')}
   --index approx|precise  approx (default): each policy learns from its own decisions;
@@ -139,6 +144,7 @@ export async function run(argv: string[]): Promise<number> {
     'block-size',
     'preset',
     'rate-scale',
+    'rate-band',
     'duration-s',
     'policies',
     'index',
@@ -172,7 +178,6 @@ export async function run(argv: string[]): Promise<number> {
     const presetName = str(a, 'preset') ?? DEFAULT_FLEET_PRESET;
     const timing = PRESETS[presetName];
     if (!timing) throw new Error(`unknown --preset '${presetName}' (known: ${Object.keys(PRESETS).join(', ')})`);
-    const rateScale = num(a, 'rate-scale', 1, 1e-9);
     const durationS = str(a, 'duration-s') !== undefined ? num(a, 'duration-s', 0, 0) : undefined;
     const index = str(a, 'index') ?? 'approx';
     if (index !== 'approx' && index !== 'precise') throw new Error(`--index must be approx or precise, got '${index}'`);
@@ -190,76 +195,107 @@ export async function run(argv: string[]): Promise<number> {
         if (str(a, k) !== undefined)
           throw new Error(`--${k} applies to agent sessions (a Mooncake trace keeps its timestamps and lengths)`);
     const tokenizer = str(a, 'tokenizer') ?? presetTokenizer(presetName);
-    const reqs = await loadFleetInputs(a.positional, {
-      rateScale,
-      durationS,
-      sessions: {
-        tokenizer,
-        chatTemplateFile: kind === 'sessions' ? chatTemplateFor(tokenizer, str(a, 'chat-template')) : undefined,
-        blockTokens: Math.floor(num(a, 'block-size', DEFAULT_SESSION_BLOCK_TOKENS, 1)),
-        ratePerS: num(a, 'rate', DEFAULT_SESSION_RATE_PER_S, 1e-9),
-        thinkMs: num(a, 'think-ms', DEFAULT_THINK_MS, 0),
-        defaultOutputTokens: Math.floor(num(a, 'output-tokens', DEFAULT_OUTPUT_TOKENS, 1)),
-        seed,
-      },
-    });
-    if (reqs.length === 0) throw new Error('the traces hold no requests');
-    const traceBlock = reqs[0].blockTokens;
-    const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
-    const maxBatchedTokens = Math.floor(num(a, 'max-batched-tokens', 8192, 1));
-    const maxSeqs = Math.floor(num(a, 'max-seqs', 256, 1));
-    const engine = str(a, 'engine') ?? 'vllm';
-    if (engine !== 'vllm' && engine !== 'sglang') throw new Error(`--engine must be vllm or sglang, got '${engine}'`);
-    const admission = str(a, 'admission') ?? 'full-prompt';
-    if (admission !== 'full-prompt' && admission !== 'first-chunk')
-      throw new Error(`--admission must be full-prompt or first-chunk, got '${admission}'`);
+    const band = str(a, 'rate-band') !== undefined ? parseRateBand(str(a, 'rate-band')!) : undefined;
+    if (band && (str(a, 'rate-scale') !== undefined || str(a, 'timeline') !== undefined))
+      throw new Error('--rate-band replaces --rate-scale and prints no timeline');
+    // every policy over the inputs at one rate scale
+    const runAt = async (rateScale: number) => {
+      const reqs = await loadFleetInputs(a.positional, {
+        rateScale,
+        durationS,
+        sessions: {
+          tokenizer,
+          chatTemplateFile: kind === 'sessions' ? chatTemplateFor(tokenizer, str(a, 'chat-template')) : undefined,
+          blockTokens: Math.floor(num(a, 'block-size', DEFAULT_SESSION_BLOCK_TOKENS, 1)),
+          ratePerS: num(a, 'rate', DEFAULT_SESSION_RATE_PER_S, 1e-9),
+          thinkMs: num(a, 'think-ms', DEFAULT_THINK_MS, 0),
+          defaultOutputTokens: Math.floor(num(a, 'output-tokens', DEFAULT_OUTPUT_TOKENS, 1)),
+          seed,
+        },
+      });
+      if (reqs.length === 0) throw new Error('the traces hold no requests');
+      const traceBlock = reqs[0].blockTokens;
+      const blockSize = Math.floor(num(a, 'block-size', traceBlock, 1));
+      const maxBatchedTokens = Math.floor(num(a, 'max-batched-tokens', 8192, 1));
+      const maxSeqs = Math.floor(num(a, 'max-seqs', 256, 1));
+      const engine = str(a, 'engine') ?? 'vllm';
+      if (engine !== 'vllm' && engine !== 'sglang') throw new Error(`--engine must be vllm or sglang, got '${engine}'`);
+      const admission = str(a, 'admission') ?? 'full-prompt';
+      if (admission !== 'full-prompt' && admission !== 'first-chunk')
+        throw new Error(`--admission must be full-prompt or first-chunk, got '${admission}'`);
 
-    const timelineS = str(a, 'timeline') !== undefined ? num(a, 'timeline', 60, 1) : undefined;
-    const timelines: string[] = [];
-    const progress = createProgress(!json);
-    const runs: FleetRunSummary[] = [];
-    for (const policy of policies) {
-      progress.start(reqs.length, policy);
-      let shown = 0;
-      const t0 = performance.now();
-      const res = simulateFleet(
-        reqs,
-        {
-          policy,
-          policyOptions: {
-            ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed, engine),
-            ...opts.get(policy),
+      const timelineS = str(a, 'timeline') !== undefined ? num(a, 'timeline', 60, 1) : undefined;
+      const timelines: string[] = [];
+      const progress = createProgress(!json);
+      const runs: FleetRunSummary[] = [];
+      for (const policy of policies) {
+        progress.start(reqs.length, policy);
+        let shown = 0;
+        const t0 = performance.now();
+        const res = simulateFleet(
+          reqs,
+          {
+            policy,
+            policyOptions: {
+              ...fleetPolicyOptions(policy, timing, traceBlock, kvTokens, seed, engine),
+              ...opts.get(policy),
+            },
+            workers,
+            kvTokens,
+            blockSize,
+            timing,
+            maxBatchedTokens,
+            maxSeqs,
+            reserveFullPrompt: admission === 'full-prompt',
+            engine,
+            index,
+            timelineMs: timelineS !== undefined ? timelineS * 1000 : undefined,
           },
-          workers,
-          kvTokens,
-          blockSize,
-          timing,
-          maxBatchedTokens,
-          maxSeqs,
-          reserveFullPrompt: admission === 'full-prompt',
-          engine,
-          index,
-          timelineMs: timelineS !== undefined ? timelineS * 1000 : undefined,
-        },
-        (done) => {
-          while (shown < done) {
-            progress.tick();
-            shown++;
-          }
-        },
-      );
-      progress.stop();
-      if (res.timeline) timelines.push(formatTimeline(policy, res));
-      runs.push(
-        summarize(res, {
-          preset: presetName,
-          rateScale,
-          index,
-          wallS: (performance.now() - t0) / 1000,
-          requests: reqs.length,
-        }),
-      );
+          (done) => {
+            while (shown < done) {
+              progress.tick();
+              shown++;
+            }
+          },
+        );
+        progress.stop();
+        if (res.timeline) timelines.push(formatTimeline(policy, res));
+        runs.push(
+          summarize(res, {
+            preset: presetName,
+            rateScale,
+            index,
+            wallS: (performance.now() - t0) / 1000,
+            requests: reqs.length,
+          }),
+        );
+      }
+      return { reqs, runs, timelines, engine, blockSize };
+    };
+    if (band) {
+      const perRate: FleetRunSummary[][] = [];
+      let engine = '';
+      for (const rate of band) {
+        const at = await runAt(rate);
+        perRate.push(at.runs);
+        engine = at.engine;
+      }
+      const rows = bandSummary(perRate);
+      if (json)
+        process.stdout.write(
+          JSON.stringify({ band: { rates: band, policies: rows }, runs: perRate.flat() }, null, 2) + '\n',
+        );
+      else
+        process.stdout.write(
+          `fleet: ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, index ${index}\n` +
+            'virtual-time simulation\n\n' +
+            formatBand(rows, band) +
+            '\n',
+        );
+      return 0;
     }
+    const rateScale = num(a, 'rate-scale', 1, 1e-9);
+    const { reqs, runs, timelines, engine, blockSize } = await runAt(rateScale);
     // a closed loop's later calls come when the previous answer does (arrivalMs is only the
     // earliest they could): FCFS over those times would pile a whole session onto its start
     const fleet = { workers, kvTokens, timing };
