@@ -7,10 +7,14 @@
 // ctxgate), with 1 connection (latency without queueing) and 16 (throughput). Then, as before,
 // fixed ~1k/~16k-token bodies, stream and not, direct / bare proxy / ctxgate passthrough. The
 // gateway's stage timers (middleware/perf/stage-timers.ts) give its time per request by stage
-// on the 1-connection growing run. Upstream, proxies and Portkey run in child processes so the
-// load generator does not share their loop; the proxies' child runs with the gateway's Node flags
-// as deployed (gateway/node-flags.ts), Portkey with the same flags (like for like: a V8 GC knob, not ctxgate code). Settings: --duration per run (default 3 s),
-// --connections of the fixed-body runs (default 8), --sessions (default 2 × 16 + 2).
+// on the 1-connection growing run. Upstream, bare proxy, ctxgate and Portkey each run in their
+// own child process (no row carries another target's garbage or GCs), so the load generator does
+// not share their loop either; all three proxies with the gateway's Node flags as deployed
+// (gateway/node-flags.ts: like for like, a V8 GC knob, not ctxgate code). Each measured run
+// follows a warm-up until the target's code is compiled (overhead/warm-up.ts: CPU per 1,000
+// calls stops falling, bounded; the same rule for every target, printed per row).
+// Settings: --duration per run (default 3 s), --connections of the fixed-body runs (default 8),
+// --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
@@ -31,12 +35,21 @@ import {
 import { gcDelta, type GcPauses } from './overhead/gc-pauses.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
+import {
+  fmtWarmUp,
+  WARMUP_CHUNK_CALLS,
+  WARMUP_MAX_CHUNKS,
+  WARMUP_MAX_S,
+  WARMUP_MIN_CHUNKS,
+  WARMUP_SETTLED_FALL,
+  warmUp,
+  type WarmUp,
+} from './overhead/warm-up.ts';
 
 export const DEFAULT_DURATION_S = 3;
 export const DEFAULT_CONNECTIONS = 8;
 /** Latency is measured on one connection, throughput on this many. */
 export const THROUGHPUT_CONNECTIONS = 16;
-const WARMUP_S = 1;
 /** Turns each ingress API takes in the ingress comparison (medians are compared). */
 export const INGRESS_ROUNDS = 3;
 
@@ -77,8 +90,10 @@ export interface OverheadCase {
   /** CPU of the fake upstream's process per request over the run: it shares the host's cores with
    *  the target, so a costly fake compresses throughput ratios (the direct case has it too). */
   upstream_cpu_ms_per_req?: number;
-  /** The gateway process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
+  /** The target process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
   gc?: GcPauses;
+  /** The warm-up before the measured run (its calls and CPU per call by chunk). */
+  warmup?: WarmUp;
 }
 
 export interface OverheadResult {
@@ -129,7 +144,7 @@ export interface OverheadResult {
     added_p50_ms: number;
     added_p99_ms: number;
     throughput_ratio_vs_bare_proxy: number;
-    /** CPU per request of that case: ctxgate passthrough and the bare proxy (same process). */
+    /** CPU per request of that case: ctxgate passthrough and the bare proxy (each its own process). */
     cpu_ms_per_req: { passthrough?: number; bare_proxy?: number };
   };
   duration_s: number;
@@ -183,7 +198,8 @@ const fmtCase = (c: OverheadCase): string =>
     ? `  gc ${c.gc.scavenges}+${c.gc.mark_compacts} ${((c.gc.scavenge_ms + c.gc.mark_ms) / c.requests).toFixed(2)} ms/req`
     : '') +
   (c.upstream_cpu_ms_per_req !== undefined ? `  upstream cpu ${c.upstream_cpu_ms_per_req.toFixed(2)} ms/req` : '') +
-  (c.errors ? `  errors ${c.errors}` : '');
+  (c.errors ? `  errors ${c.errors}` : '') +
+  (c.warmup ? fmtWarmUp(c.warmup) : '');
 
 /** A case's CPU per request split into main thread (GC pauses among it) and other threads. */
 export function cpuSplit(
@@ -198,10 +214,15 @@ export function cpuSplit(
   };
 }
 
-/** Node flags of the child serving the bare proxy and ctxgate: the gateway's as deployed (the
- *  image's ENTRYPOINT; both proxies share the process, so both get them), plus a CPU profile. */
+/** Node flags of the child serving ctxgate: the gateway's as deployed (the image's ENTRYPOINT),
+ *  plus a CPU profile when asked. */
 export function proxiesNodeArgs(cpuProfDir?: string): string[] {
   return [...GATEWAY_NODE_FLAGS, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
+}
+
+/** Node flags of the bare proxy's own process: the gateway's (like for like). */
+export function bareProxyNodeArgs(): string[] {
+  return [...GATEWAY_NODE_FLAGS];
 }
 
 /** Node flags of Portkey's process: the proxies' own (a generic V8 GC knob), so that the
@@ -226,14 +247,17 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     );
     stops.push(up.stop);
     const upstream = up.line.trim();
+    // One process per proxy: a row's GCs and compile threads are its own target's.
     const px: Child = await child(
       here('./overhead-proxies.ts'),
-      [upstream],
+      [upstream, 'ctxgate'],
       { [STAGE_TIMERS_ENV]: '1' },
       proxiesNodeArgs(opts.cpuProfDir),
     );
     stops.unshift(px.stop);
-    const urls = JSON.parse(px.line) as { bare: string; ctxgate: string };
+    const bp: Child = await child(here('./overhead-proxies.ts'), [upstream, 'bare'], {}, bareProxyNodeArgs());
+    stops.unshift(bp.stop);
+    const urls = { bare: bp.line.trim(), ctxgate: px.line.trim() };
     const cases: OverheadCase[] = [];
     let portkeyPid: number | undefined;
     const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
@@ -245,11 +269,22 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       before?: () => Promise<unknown>,
       path?: string,
     ): Promise<LoadResult> => {
-      await load({ url, path, body, durationS: WARMUP_S, connections: c.connections, headers });
+      // The process serving this target; direct's is the upstream (warmed by the same rule).
+      const pid =
+        c.target === 'direct'
+          ? undefined
+          : c.target === 'portkey'
+            ? portkeyPid
+            : c.target === 'bare_proxy'
+              ? bp.proc.pid
+              : px.proc.pid;
+      const warmup = await warmUp(
+        (amount) => load({ url, path, body, durationS, amount, connections: c.connections, headers }),
+        () => processCpuMs(pid ?? up.proc.pid),
+      );
       await before?.();
-      // The process serving this target (the bare proxy and ctxgate share one; runs are sequential).
-      const pid = c.target === 'direct' ? undefined : c.target === 'portkey' ? portkeyPid : px.proc.pid;
-      const gc0 = pid === px.proc.pid ? (JSON.parse(await px.ask('gc')) as GcPauses) : undefined;
+      const own = c.target === 'bare_proxy' ? bp : c.target === 'direct' || c.target === 'portkey' ? undefined : px;
+      const gc0 = own ? (JSON.parse(await own.ask('gc')) as GcPauses) : undefined;
       const cpu0 = processCpuMs(pid);
       const main0 = mainThreadCpuMs(pid);
       const up0 = processCpuMs(up.proc.pid);
@@ -265,13 +300,14 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         rps: r.rps,
         errors: r.errors,
         requests: r.requests,
+        warmup,
       };
       if (cpu0 !== undefined && cpu1 !== undefined && r.requests > 0) oc.cpu_ms_per_req = (cpu1 - cpu0) / r.requests;
       if (main0 !== undefined && main1 !== undefined && r.requests > 0)
         oc.cpu_main_ms_per_req = (main1 - main0) / r.requests;
       if (up0 !== undefined && up1 !== undefined && r.requests > 0)
         oc.upstream_cpu_ms_per_req = (up1 - up0) / r.requests;
-      if (gc0) oc.gc = gcDelta(gc0, JSON.parse(await px.ask('gc')) as GcPauses);
+      if (gc0 && own) oc.gc = gcDelta(gc0, JSON.parse(await own.ask('gc')) as GcPauses);
       cases.push(oc);
       log(fmtCase(oc));
       return r;
@@ -493,15 +529,19 @@ pauses over the run.
 The upstream reports cached_tokens as vLLM's prefix cache would (a model of it over the reference
 worker's tokenizer, qwen3: loadtest/fake-upstream-cache.ts); --never-caching-upstream makes it report 0
 on every call (a worker that never caches), as the bench did before.
-The bare proxy and ctxgate share one process, started with the gateway image's Node flags
-(${GATEWAY_NODE_FLAGS.join(' ')}); Portkey runs with the same flags (a generic V8 GC knob, not ctxgate
-code), so the three proxies are compared like for like.
+The bare proxy, ctxgate and Portkey each run in their own process, all started with the gateway
+image's Node flags (${GATEWAY_NODE_FLAGS.join(' ')}: a generic V8 GC knob, not ctxgate code), so the
+three proxies are compared like for like and no row carries another's GCs.
+Warm-up: before each measured run its target gets calls in chunks of ${WARMUP_CHUNK_CALLS} until the CPU per call of
+its process (all threads: V8 compiles on helper threads) falls by less than ${WARMUP_SETTLED_FALL * 100} % from one chunk
+to the next, after at least ${WARMUP_MIN_CHUNKS} and at most ${WARMUP_MAX_CHUNKS} chunks or ${WARMUP_MAX_S} s (then "(bound)"); direct's
+process is the upstream. Each row prints \`warm N calls a→b µs/call\`: the chunks' CPU per call.
 p99.9 (#k/N) is the k-th slowest of the run's N calls: at 1-3k calls (1 connection, a few seconds) a
 handful of calls, not an estimate of a tail; "added p99.9" subtracts two such calls from two runs.
 \`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the
 target, so where it is large the req/s ratios are pulled toward 1; compare CPU per request there.
---cpu-prof DIR writes a V8 CPU profile of the gateway process.
-About two minutes with the defaults (${DEFAULT_DURATION_S} s per run). Absolute figures depend on the machine and
+--cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
+Several minutes with the defaults (${DEFAULT_DURATION_S} s per run, each after its warm-up). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
 
 export async function run(argv: string[]): Promise<number> {

@@ -1,10 +1,11 @@
-// Child process of the overhead bench: a bare @fastify/http-proxy and ctxgate (assembled as
-// `ctxgate serve` assembles it: no auth, silent, its ledger in a temp dir) in front of the same
-// upstream. ctxgate serves two models: BENCH_MODEL as the default pipeline (layout ctxgate, the
-// qwen3 tokenizer, policy ctxgate) and PASSTHROUGH_MODEL (layout passthrough, no tokenizer).
-// Prints their URLs as one JSON line, then answers stdin lines: `reset` clears the stage timers
-// (on when CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line, `gc` the process's GC
-// pauses so far (overhead/gc-pauses.ts) as one JSON line.
+// Child process of the overhead bench: one proxy per process, so that a row's GCs and compile
+// threads are its own target's. `bare`: a bare @fastify/http-proxy; `ctxgate`: ctxgate (assembled
+// as `ctxgate serve` assembles it: no auth, silent, its ledger in a temp dir), serving two models:
+// BENCH_MODEL as the default pipeline (layout ctxgate, the qwen3 tokenizer, policy ctxgate) and
+// PASSTHROUGH_MODEL (layout passthrough, no tokenizer). Both in front of UPSTREAM_URL.
+// Prints its URL as one line, then answers stdin lines: `reset` clears the stage timers (on when
+// CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line, `gc` the process's GC pauses so
+// far (overhead/gc-pauses.ts) as one JSON line.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,38 +19,42 @@ import { watchGc } from './overhead/gc-pauses.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 
 const gcPauses = watchGc();
-const upstream = process.argv[2];
-if (!upstream) throw new Error('usage: overhead-proxies.ts UPSTREAM_URL');
+const [upstream, role] = process.argv.slice(2);
+if (!upstream || (role !== 'bare' && role !== 'ctxgate'))
+  throw new Error('usage: overhead-proxies.ts UPSTREAM_URL bare|ctxgate');
 
-const bare = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
-await bare.register(proxy, { upstream, prefix: '/', http: { requestOptions: { timeout: 60_000 } } });
-const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
+async function startBare(): Promise<{ url: string; close(): Promise<unknown> }> {
+  const bare = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
+  await bare.register(proxy, { upstream, prefix: '/', http: { requestOptions: { timeout: 60_000 } } });
+  return { url: await bare.listen({ host: '127.0.0.1', port: 0 }), close: () => bare.close() };
+}
 
-const config = parseConfig({
-  listen: { host: '127.0.0.1', port: 0 },
-  auth: { mode: 'none' },
-  health: { interval_ms: 0 },
-  ledger: { path: join(mkdtempSync(join(tmpdir(), 'ctxgate-overhead-')), 'ledger.db') },
-  models: [
-    {
-      name: BENCH_MODEL,
-      layout: 'ctxgate',
-      tokenizer: BENCH_TOKENIZER,
-      policy: 'ctxgate',
-      workers: [{ url: upstream }],
-    },
-    { name: PASSTHROUGH_MODEL, layout: 'passthrough', workers: [{ url: upstream }] },
-  ],
-});
-const gw = await startAssembledGateway(config, {
-  logger: false,
-  reporting: { pricingTable: null, costReporting: false },
-});
-process.stdout.write(JSON.stringify({ bare: bareUrl, ctxgate: gw.url }) + '\n');
+async function startCtxgate(): Promise<{ url: string; close(): Promise<unknown> }> {
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    auth: { mode: 'none' },
+    health: { interval_ms: 0 },
+    ledger: { path: join(mkdtempSync(join(tmpdir(), 'ctxgate-overhead-')), 'ledger.db') },
+    models: [
+      {
+        name: BENCH_MODEL,
+        layout: 'ctxgate',
+        tokenizer: BENCH_TOKENIZER,
+        policy: 'ctxgate',
+        workers: [{ url: upstream }],
+      },
+      { name: PASSTHROUGH_MODEL, layout: 'passthrough', workers: [{ url: upstream }] },
+    ],
+  });
+  return startAssembledGateway(config, { logger: false, reporting: { pricingTable: null, costReporting: false } });
+}
+
+const served = role === 'bare' ? await startBare() : await startCtxgate();
+process.stdout.write(served.url + '\n');
 
 // A normal exit on SIGTERM, so `--cpu-prof` writes its profile.
 process.once('SIGTERM', () => {
-  void Promise.allSettled([gw.close(), bare.close()]).then(() => process.exit(0));
+  void served.close().finally(() => process.exit(0));
 });
 createInterface({ input: process.stdin }).on('line', (cmd) => {
   if (cmd === 'reset') {

@@ -1,0 +1,94 @@
+// bench overhead's honesty: (1) each target is warmed by one rule, until its process's CPU per
+// call stops falling (bounded), not for a fixed second that left the 16k rows measuring V8's
+// optimizing compiler; (2) the bare proxy and ctxgate run in their own processes (with the
+// gateway's Node flags), so one row never carries the other's GCs or compile threads.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
+import { bareProxyNodeArgs, chatBody, proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
+import { child, load, type Child } from '../../loadtest/overhead/load.ts';
+import { processCpuMs } from '../../loadtest/overhead/proc-cpu.ts';
+import {
+  WARMUP_CHUNK_CALLS,
+  WARMUP_MAX_CHUNKS,
+  WARMUP_MAX_S,
+  WARMUP_MIN_CHUNKS,
+  warmUp,
+  warmUpDone,
+} from '../../loadtest/overhead/warm-up.ts';
+
+const here = (f: string): string => fileURLToPath(new URL(`../../loadtest/${f}`, import.meta.url));
+
+describe('bench overhead warm-up rule', () => {
+  it('is warm once CPU per call falls by less than 5 % after the minimum chunks; bounded otherwise', () => {
+    expect(warmUpDone([840], 1)).toBeUndefined();
+    // the falling trail h17h measured (total CPU per call, µs): still compiling at 2-4k calls
+    expect(warmUpDone([840, 560], 2)).toBeUndefined();
+    expect(warmUpDone([840, 560, 510], 3)).toBeUndefined();
+    expect(warmUpDone([840, 560, 510, 430], 4)).toBeUndefined();
+    expect(warmUpDone([840, 560, 510, 430, 420], 5)).toBe(true);
+    // a chunk that costs more than the last one is warm too (noise, not compile)
+    expect(warmUpDone([500, 520], 2)).toBe(true);
+    const falling = Array.from({ length: WARMUP_MAX_CHUNKS }, (_, i) => 1000 * 0.8 ** i);
+    expect(warmUpDone(falling.slice(0, -1), 1)).toBeUndefined();
+    expect(warmUpDone(falling, 1)).toBe(false);
+    expect(warmUpDone([1000, 800], WARMUP_MAX_S)).toBe(false);
+  });
+
+  it('sends chunks until the CPU reading settles, and says so', async () => {
+    let cpu = 0;
+    const costs = [900, 600, 450, 440];
+    let chunk = 0;
+    const send = async (amount: number) => {
+      cpu += (costs[Math.min(chunk++, costs.length - 1)] * amount) / 1000;
+      return { p50: 0, p99: 0, p999: 0, rps: 0, requests: amount, errors: 0 };
+    };
+    const w = await warmUp(send, () => cpu);
+    expect(w).toEqual({ calls: 4 * WARMUP_CHUNK_CALLS, cpu_us_per_call: costs, settled: true });
+    // unreadable CPU: the minimum, reported as not settled
+    chunk = 0;
+    const u = await warmUp(send, () => undefined);
+    expect(u).toEqual({ calls: WARMUP_MIN_CHUNKS * WARMUP_CHUNK_CALLS, cpu_us_per_call: [], settled: false });
+  });
+});
+
+describe.runIf(process.platform === 'linux')('bench overhead target processes', () => {
+  let up: Child, bare: Child, gw: Child;
+  beforeAll(async () => {
+    up = await child(here('fake-upstream.ts'), ['0']);
+    const upstream = up.line.trim();
+    [bare, gw] = await Promise.all([
+      child(here('overhead-proxies.ts'), [upstream, 'bare'], {}, bareProxyNodeArgs()),
+      child(here('overhead-proxies.ts'), [upstream, 'ctxgate'], {}, proxiesNodeArgs()),
+    ]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([bare?.stop(), gw?.stop()]);
+    await up?.stop();
+  });
+
+  it('the bare proxy and ctxgate each have their own process, with the gateway Node flags', async () => {
+    expect(bare.proc.pid).not.toBe(gw.proc.pid);
+    for (const c of [bare, gw]) {
+      const argv = readFileSync(`/proc/${c.proc.pid}/cmdline`, 'utf8').split('\0');
+      expect(argv.slice(1, GATEWAY_NODE_FLAGS.length + 1)).toEqual([...GATEWAY_NODE_FLAGS]);
+    }
+    // Load on the bare proxy is served by its process: ctxgate's process stays (nearly) idle.
+    const body = chatBody(1000, false);
+    const b0 = processCpuMs(bare.proc.pid)!;
+    const g0 = processCpuMs(gw.proc.pid)!;
+    const r = await load({ url: bare.line.trim(), body, durationS: 1, amount: 400, connections: 4 });
+    const bareCpu = processCpuMs(bare.proc.pid)! - b0;
+    const gwCpu = processCpuMs(gw.proc.pid)! - g0;
+    expect(r.requests).toBe(400);
+    expect(r.errors).toBe(0);
+    expect(bareCpu).toBeGreaterThan(0);
+    expect(gwCpu).toBeLessThan(bareCpu / 4);
+    // and ctxgate answers through its own URL
+    const g = await load({ url: gw.line.trim(), body, durationS: 1, amount: 20, connections: 1 });
+    expect(g.requests).toBe(20);
+    expect(g.errors).toBe(0);
+    expect(JSON.parse(await gw.ask('gc'))).toHaveProperty('scavenges');
+  }, 60_000);
+});
