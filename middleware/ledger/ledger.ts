@@ -189,7 +189,10 @@ export function applyLedger(
 }
 
 /** Re-applies evictions and tombstones from state: deterministic, so byte-stable. (Frame escaping
- *  of untrusted text happens once for the whole request, before any stage: pipeline.ts.) */
+ *  of untrusted text happens once for the whole request, before any stage: pipeline.ts.) An
+ *  anchored message resent as the same object with the same notes gets the same noted object as
+ *  last call (one WeakMap look-up), so the stages after this one find it in their per-object
+ *  memos (hashes, escaping, render) instead of meeting a new copy of it every call. */
 export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
   // Nothing to place: the caller's own array (the stage then sees nothing changed, in O(1)).
   if (st.evictions.length === 0 && st.tombstones.length === 0) return input;
@@ -200,9 +203,24 @@ export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
   }
   const byAnchor = new Map<number, string[]>();
   for (const t of st.tombstones) byAnchor.set(t.anchor, [...(byAnchor.get(t.anchor) ?? []), t.text]);
-  for (const [a, texts] of byAnchor) if (a < out.length) out[a] = appendNote(out[a], texts.join('\n'));
+  for (const [a, texts] of byAnchor) {
+    if (a >= out.length) continue;
+    const note = texts.join('\n');
+    const m = out[a];
+    const hit = noted.get(m);
+    if (hit !== undefined && hit.note === note) out[a] = hit.out;
+    else {
+      const o = appendNote(m, note);
+      noted.set(m, { note, out: o });
+      out[a] = o;
+    }
+  }
   return out;
 }
+
+/** The noted copy of an anchored message made last time, per message object (messages are never
+ * changed in place), so a message resent as the same object gets the same noted object. */
+const noted = new WeakMap<ChatMessage, { note: string; out: ChatMessage }>();
 
 /** A URI parsed out of a command that carries a secret (`cat x # API_KEY=…`) is kept only as a
  *  hash: the same text always maps to the same stand-in, so reads and writes still match. */

@@ -1,7 +1,7 @@
 import { escapeRequest } from '../../middleware/redaction/framing.ts';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_EVICTION_COST_MODEL } from '../../middleware/ledger/cost-model.ts';
-import { applyLedger, invalidate, staleExposure } from '../../middleware/ledger/ledger.ts';
+import { applyLedger, invalidate, render, staleExposure } from '../../middleware/ledger/ledger.ts';
 import type { LedgerState } from '../../middleware/ledger/types.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 import { buildSession, codeLines, randomSession, requestsOf } from './helpers/session-gen.ts';
@@ -121,5 +121,29 @@ describe('tombstones', () => {
     ];
     const r = applyLedger(msgs, undefined, { eviction: false });
     expect(r.state.tombstones[0]?.text).toContain('the read of a.py at call 1 is stale: written by call 2');
+  });
+});
+
+describe('tombstone placement memo', () => {
+  const msgs: ChatMessage[] = [
+    { role: 'system', content: 'agent' },
+    { role: 'user', content: 'go' },
+    { role: 'tool', tool_call_id: 'a', content: 'file text' },
+  ];
+  const state = (texts: string[]): LedgerState => ({
+    ...applyLedger(msgs, undefined, { now: 0 }).state,
+    tombstones: texts.map((text, i) => ({ anchor: 2, obs: `o${i}`, text })),
+  });
+
+  it('the same anchored object and notes give the same noted object; other notes, a new one', () => {
+    const one = render(msgs, state(['[ctxgate] note 1']));
+    expect(render(msgs, state(['[ctxgate] note 1']))[2]).toBe(one[2]);
+    const two = render(msgs, state(['[ctxgate] note 1', '[ctxgate] note 2']));
+    expect(two[2].content).toBe('file text\n\n[ctxgate] note 1\n[ctxgate] note 2');
+    expect(render(msgs, state(['[ctxgate] note 1']))[2].content).toBe('file text\n\n[ctxgate] note 1');
+    // Another object with the same content is noted anew (the memo is per object, never by content).
+    const copy = msgs.map((m) => ({ ...m }));
+    expect(render(copy, state(['[ctxgate] note 1']))[2]).not.toBe(one[2]);
+    expect(render(copy, state(['[ctxgate] note 1']))[2]).toEqual(one[2]);
   });
 });
