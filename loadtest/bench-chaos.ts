@@ -16,6 +16,13 @@ import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
 import { emptyStats, type HungCall, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
+import {
+  CHAOS_WARMUP_MAX_ROUNDS,
+  CHAOS_WARMUP_MIN_ROUNDS,
+  CHAOS_WARMUP_ROUND_MS,
+  CHAOS_WARMUP_SETTLED_GROWTH,
+  chaosWarmUpDone,
+} from './chaos/warm-up.ts';
 
 export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10 } as const;
 const MODEL = 'chaos-model';
@@ -26,7 +33,6 @@ const TIME_SCALE = 0.3;
 const MAX_TOKENS = 48;
 /** A stream with no byte for this long counts as hung (the gateway's body timeout is below it). */
 const IDLE_TIMEOUT_MS = 15_000;
-const WARMUP_MS = 4_000;
 const SETTLE_MS = 3_000;
 /** Past the upstream pools' keep-alive (30 s): idle pooled sockets are gone, leaked ones are not. */
 const IDLE_SETTLE_MS = 32_000;
@@ -46,8 +52,10 @@ ctxgate (--layout passthrough: no tokenizer, round_robin, a labelled extra). --r
 redis-server that holds the gateway's sessions, shared routing index, usage ledger and rate
 limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
 event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run,
-each after a GC; the session store is capped at --sessions sessions, one per client loop, so it
-is full after the warm-up and what it retains is not counted as growth) and open sockets (at rest before the load vs at rest 32 s after it, once
+each after a GC; the session store is capped at --sessions sessions, one per client loop; the
+warm-up runs rounds of ${CHAOS_WARMUP_ROUND_MS / 1000} s at full concurrency, each with its own sessions, until the heap
+after a GC grew by less than ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over a round (${CHAOS_WARMUP_MIN_ROUNDS} to ${CHAOS_WARMUP_MAX_ROUNDS} rounds, each printed), so
+the bounded caches are as full as this traffic fills them and their fill is not counted as growth) and open sockets (at rest before the load vs at rest 32 s after it, once
 pooled keep-alive sockets expired) so leaks show. --heap-snapshots DIR writes a V8 heap snapshot of
 the gateway after the warm-up reading and after the end reading (compare them in Chrome DevTools'
 Memory tab, or with loadtest/chaos/heap-diff.ts); writing one costs the gateway hundreds of MB of
@@ -77,6 +85,9 @@ export interface ChaosReport {
   rss_end_mb: number;
   /** With --heap-snapshots: the gateway's heap snapshots after warm-up and at the end. */
   heap_snapshots?: string[];
+  /** Warm-up rounds run before the start reading, the heap used after each one's GC (MB), and
+   *  whether it stopped growing (false: the rounds' bound ended it). */
+  warmup?: { rounds: number; heap_used_mb: number[]; settled: boolean };
   /** The gateway's main-thread memoryUsage() after each GC (MB): before load, after warm-up, at the end. */
   memory_cold?: MemoryMb;
   memory_start?: MemoryMb;
@@ -202,20 +213,34 @@ export async function run(argv: string[]): Promise<number> {
     await sleep(1_000);
     const socketsStart = gw.sockets();
     const cold = await settled(gw, 0);
-    // RSS after a warm-up at full concurrency, so "start" is a warm process, not an empty one.
-    await runLoad({
-      url: gw.url,
-      model: MODEL,
-      sessions,
-      concurrency: o.sessions,
-      untilMs: Date.now() + WARMUP_MS,
-      idleTimeoutMs: IDLE_TIMEOUT_MS,
-      maxTokens: MAX_TOKENS,
-      stats: emptyStats(),
-      idPrefix: 'warmup',
-    });
-    const start = await settled(gw);
-    log(`gateway memory (MB) before load: ${memLine(cold)}; after warm-up: ${memLine(start)}`);
+    // RSS after a warm-up at full concurrency, so "start" is a warm process, not an empty one:
+    // rounds until the heap after GC stops growing (chaos/warm-up.ts), so the bounded caches are
+    // as full as this traffic fills them and later growth is not their fill.
+    const warmHeaps: number[] = [];
+    let start: Awaited<ReturnType<typeof settled>>;
+    let warm: boolean | undefined;
+    do {
+      await runLoad({
+        url: gw.url,
+        model: MODEL,
+        sessions,
+        concurrency: o.sessions,
+        untilMs: Date.now() + CHAOS_WARMUP_ROUND_MS,
+        idleTimeoutMs: IDLE_TIMEOUT_MS,
+        maxTokens: MAX_TOKENS,
+        stats: emptyStats(),
+        idPrefix: `warmup${warmHeaps.length}`,
+      });
+      start = await settled(gw);
+      // an unreadable heap (NaN) never settles: the rounds' bound ends it
+      warmHeaps.push(start.memory?.heapUsed ?? Number.NaN);
+      log(`warm-up round ${warmHeaps.length}: ${memLine(start)}`);
+      warm = chaosWarmUpDone(warmHeaps);
+    } while (warm === undefined);
+    log(
+      `gateway memory (MB) before load: ${memLine(cold)}; after warm-up (${warmHeaps.length} rounds, heap ` +
+        `${warm ? `grew < ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last` : 'still growing: bound reached'}): ${memLine(start)}`,
+    );
     log(
       `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,
     );
@@ -293,6 +318,7 @@ export async function run(argv: string[]): Promise<number> {
       retries: stats.retries,
       p99_ms: Math.round(percentile(stats.latenciesMs, 99)),
       p50_ms: Math.round(percentile(stats.latenciesMs, 50)),
+      warmup: { rounds: warmHeaps.length, heap_used_mb: warmHeaps, settled: warm },
       rss_start_mb: Number(start.rss.toFixed(1)),
       rss_end_mb: Number(end.rss.toFixed(1)),
       memory_cold: cold.memory,

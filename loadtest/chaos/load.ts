@@ -84,7 +84,7 @@ export interface LoadOptions {
   idleTimeoutMs: number;
   maxTokens: number;
   stats: LoadStats;
-  /** Prefix of the calls' x-request-id (unique per load run). */
+  /** Prefix of the calls' x-request-id and session ids (unique per load run). */
   idPrefix?: string;
 }
 
@@ -205,7 +205,8 @@ export async function runLoad(o: LoadOptions): Promise<void> {
     let round = 0;
     while (Date.now() < o.untilMs) {
       const session = o.sessions[i % o.sessions.length];
-      const sid = `chaos-${i}-${round++}`;
+      // each run's sessions its own (a warm-up's never continue into the measured run)
+      const sid = `${prefix}-${i}-${round++}`;
       for (let turn = 0; turn < session.calls.length && Date.now() < o.untilMs; turn++) {
         const body = {
           ...session.calls[turn].body,
