@@ -171,7 +171,10 @@ export class CtxgatePolicy implements Policy {
 
   constructor(opts: PolicyOptions = {}) {
     const d = CTXGATE_DEFAULTS;
-    this.epsilon = num(opts, 'epsilon', d.epsilon, 0);
+    const flavor = opts.engine_flavor;
+    if (flavor !== undefined && flavor !== 'vllm' && flavor !== 'sglang' && flavor !== 'openai')
+      throw new PolicyOptionError('engine_flavor', 'must be vllm, sglang or openai', flavor);
+    this.epsilon = num(opts, 'epsilon', flavor === 'sglang' ? d.epsilon_sglang : d.epsilon, 0);
     this.blockSize = num(opts, 'block_size', d.block_size, 1);
     this.tps = numOrMap(opts, 'prefill_tokens_per_s', d.prefill_tokens_per_s);
     this.hidden = num(opts, 'hidden_size', d.hidden_size, 0);
@@ -180,9 +183,6 @@ export class CtxgatePolicy implements Policy {
     this.stride = Math.floor(num(opts, 'index_stride', d.index_stride, 1, 64));
     this.stickySlack = Math.floor(num(opts, 'sticky_slack', d.sticky_slack, 0));
     this.kvPressureS = num(opts, 'kv_pressure_s', d.kv_pressure_s, 0);
-    const flavor = opts.engine_flavor;
-    if (flavor !== undefined && flavor !== 'vllm' && flavor !== 'sglang' && flavor !== 'openai')
-      throw new PolicyOptionError('engine_flavor', 'must be vllm, sglang or openai', flavor);
     this.indexFactor = num(
       opts,
       'index_capacity_factor',

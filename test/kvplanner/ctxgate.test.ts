@@ -264,6 +264,16 @@ describe('ctxgate bounded load', () => {
     hotRoot(new CtxgatePolicy(), CTXGATE_DEFAULTS.epsilon, CTXGATE_DEFAULTS.sticky_slack);
   });
 
+  it('in front of SGLang engines the bound is tighter: ε 0.5 (engine_flavor sglang); an explicit epsilon wins', () => {
+    expect(CTXGATE_DEFAULTS.epsilon_sglang).toBe(0.5);
+    hotRoot(
+      new CtxgatePolicy({ engine_flavor: 'sglang' }),
+      CTXGATE_DEFAULTS.epsilon_sglang,
+      CTXGATE_DEFAULTS.sticky_slack,
+    );
+    hotRoot(new CtxgatePolicy({ engine_flavor: 'sglang', epsilon: 0.25, sticky_slack: 0 }), 0.25, 0);
+  });
+
   it('never puts more than maxInFlight on a worker while another has room', () => {
     const p = new CtxgatePolicy();
     const ws: WorkerView[] = workers(2, { maxInFlight: 2 });
