@@ -55,7 +55,8 @@ event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-
 each after a GC; the session store is capped at --sessions sessions, one per client loop; the
 warm-up runs rounds of ${CHAOS_WARMUP_ROUND_MS / 1000} s at full concurrency, each with its own sessions, until the heap
 after a GC grew by less than ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over a round (${CHAOS_WARMUP_MIN_ROUNDS} to ${CHAOS_WARMUP_MAX_ROUNDS} rounds, each printed), so
-the bounded caches are as full as this traffic fills them and their fill is not counted as growth) and open sockets (at rest before the load vs at rest 32 s after it, once
+the bounded caches are as full as this traffic fills them and their fill is not counted as growth;
+both readings come after ${IDLE_SETTLE_MS / 1000} s at rest, as V8 gives committed heap back only after idle time) and open sockets (at rest before the load vs at rest 32 s after it, once
 pooled keep-alive sockets expired) so leaks show. --heap-snapshots DIR writes a V8 heap snapshot of
 the gateway after the warm-up reading and after the end reading (compare them in Chrome DevTools'
 Memory tab, or with loadtest/chaos/heap-diff.ts); writing one costs the gateway hundreds of MB of
@@ -237,9 +238,14 @@ export async function run(argv: string[]): Promise<number> {
       log(`warm-up round ${warmHeaps.length}: ${memLine(start)}`);
       warm = chaosWarmUpDone(warmHeaps);
     } while (warm === undefined);
+    // The start reading at rest as long as the end one: V8 gives back committed heap (its memory
+    // reducer) only after some idle time, so an RSS read right after load beside one read after
+    // 32 s at rest differs by tens of MB either way without any leak.
+    log(`warm-up done; ${IDLE_SETTLE_MS / 1000} s at rest before the start reading (as before the end one)`);
+    start = await settled(gw, IDLE_SETTLE_MS);
     log(
       `gateway memory (MB) before load: ${memLine(cold)}; after warm-up (${warmHeaps.length} rounds, heap ` +
-        `${warm ? `grew < ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last` : 'still growing: bound reached'}): ${memLine(start)}`,
+        `${warm ? `grew < ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last` : 'still growing: bound reached'}) and ${IDLE_SETTLE_MS / 1000} s at rest: ${memLine(start)}`,
     );
     log(
       `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,
