@@ -21,6 +21,7 @@ import type { ArtifactStore } from './artifacts/store.ts';
 import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
 import { breakRecord, pushBreak } from './diagnostics/break-ring.ts';
 import { diagnose, messageAtChar, type CallFingerprint } from './diagnostics/cache-break.ts';
+import { decodedOffset, keepMarks, type DecodedMarks, type DecodedOffsetInput } from './diagnostics/decoded-offset.ts';
 import { originalCachedTokens } from './diagnostics/original-layout.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts';
@@ -115,6 +116,8 @@ interface LocalCall {
   output: HashSource;
   /** The fingerprint's system hash and the root message hashes it hashed (reused while equal). */
   system: { key: string; hash: string };
+  /** Decoded prompt lengths at a few token positions (diagnostics/decoded-offset.ts). */
+  marks?: DecodedMarks;
 }
 
 /** LRU weight of a kept call: its ids plus ~a quarter of the characters of its text and messages. */
@@ -326,6 +329,14 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       promptTokens: toks.tokensBeforeMark,
     };
     const prevPrint = loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined;
+    const located: Located = {
+      input: {
+        tok,
+        ids,
+        prev: prevLocal?.marks ? { ids: prevLocal.ids, marks: prevLocal.marks } : undefined,
+        floor: toks.reusedTokens,
+      },
+    };
     const prefix = diagnose({
       prev: prevPrint,
       prevIds: prevLocal?.ids,
@@ -333,7 +344,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       cur,
       ids,
       blockSize,
-      messageAtToken: messageLocator(tok, rendered.text, out.messages, ids),
+      messageAtToken: messageLocator(located, rendered.text, out.messages),
     });
     prefix.original_cached_tokens = originalCachedTokens({
       prevHashes: prevLocal?.input.hashes,
@@ -364,6 +375,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       input,
       output: { messages: out.messages, hashes: segs.messageHashes },
       system,
+      marks: located.done ? located.marks : keepMarks(prevLocal?.marks, commonExact),
     });
     if (hint !== undefined) hints.set(hint, key);
     const messages = out.messages.length;
@@ -426,14 +438,21 @@ function carrierOf(prevLocal: LocalCall | undefined): (v: RequestView) => HashSo
   ];
 }
 
+/** A break's token-to-character lookup and the decoded-length marks it leaves for the next call. */
+interface Located {
+  input: DecodedOffsetInput;
+  done?: boolean;
+  marks?: DecodedMarks;
+}
+
 /** The message holding prompt token `t` (cache-break diagnostics; only called on a break). */
-function messageLocator(
-  tok: TokenizerHandle,
-  text: string,
-  messages: ChatMessage[],
-  ids: Uint32Array,
-): (t: number) => number | undefined {
-  return (t) => messageAtChar(text, messages, tok.decode(Array.from(ids.subarray(0, t))).length);
+function messageLocator(located: Located, text: string, messages: ChatMessage[]): (t: number) => number | undefined {
+  return (t) => {
+    const at = decodedOffset(located.input, t);
+    located.done = true;
+    located.marks = at.marks;
+    return messageAtChar(text, messages, at.chars);
+  };
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */
