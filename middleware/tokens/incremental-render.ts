@@ -12,22 +12,20 @@
 //   window keeps its start, so it is not rendered again until the window exceeds MAX_WINDOW;
 // - when the only message after the stable prefix is the gateway's trailing system note, the
 //   stable rendering is the full one minus the note's probed wrapping (no third render).
-// Qwen3's template (recognised by its SHA-256) renders no root without tools and a leading system
-// message, and a message's rendering depends only on its own fields, its neighbours' roles and
-// whether it comes after the last user query; so there the window drops the root and all but the
-// last previous message: [a stand-in query when the real last query lies before it] ⊕ that message
-// (slimWindow). The same prefix checks decide (b must extend a, c too), with the same verification.
+// Templates whose cross-message state is known (Qwen3, DeepSeek-V3: slim-window.ts, recognised by
+// SHA-256) drop the root and all but the last previous message, after stand-in messages that
+// rebuild the state the earlier history left; the same prefix checks decide (b must extend a, c
+// too), with the same verification. The generic window always holds a non-system turn, so state a
+// template carries over system turns (DeepSeek's "right after tool outputs") is in it.
 // Cost: usually one render of root + K..MAX_WINDOW + new messages instead of one of all messages;
-// with Qwen3's template one render of ~2 previous messages + the new ones, and no window text kept.
+// with a slim window one render of ~2–3 previous messages + the new ones, and no window text kept.
 // Memory: a memo lives until the session's next call (~0.3 s under load: long enough to be copied
 // by scavenges and promoted), so it holds no slice of this call's window rendering: the window
 // text is kept packed in bytes (off the V8 heap) and the stable addition as its own copy (a slice
 // would keep the whole ~15 kB rendering alive, and through textNoGen's chain, every call's).
 import type { RenderOptions, TokenizerHandle } from './handle.ts';
 import type { ChatMessage, ToolDef } from '../types.ts';
-import { hash } from 'node:crypto';
-import { QWEN3_TEMPLATE_SHA256 } from './qwen3-template.ts';
-import { flattenContent } from './template-input.ts';
+import { slimRuleFor } from './slim-window.ts';
 import { hasPrefix, hasSuffix } from './text-prefix.ts';
 
 /** Previous messages re-rendered as context for the new ones. */
@@ -198,62 +196,6 @@ function genSuffix(
   return s;
 }
 
-const slimTemplates = new WeakMap<TokenizerHandle, boolean>();
-
-/** Whether the handle's template is Qwen3's, whose window may be slim (see above). */
-function slimCapable(tok: TokenizerHandle): boolean {
-  let ok = slimTemplates.get(tok);
-  if (ok === undefined) {
-    ok = hash('sha256', tok.templateSource, 'hex') === QWEN3_TEMPLATE_SHA256;
-    slimTemplates.set(tok, ok);
-  }
-  return ok;
-}
-
-/** A user query the template counts as one (not a tool response), standing in for the real one. */
-const STAND_IN_QUERY: ChatMessage = { role: 'user', content: 'ctxgate-query' };
-
-/** As the template decides a query: a user message whose text is not wrapped as a tool response. */
-function isQuery(m: ChatMessage): boolean {
-  if (m.role !== 'user') return false;
-  const c = flattenContent(m.content);
-  return !(c.startsWith('<tool_response>') && c.endsWith('</tool_response>'));
-}
-
-/** Whether an assistant message may render reasoning (the template's reasoning_content or a
- * `</think>` in its text); true for anything unusual, so a false answer is always right. */
-function mayReason(m: ChatMessage): boolean {
-  const rc = m.reasoning_content ?? m.reasoning;
-  if (rc != null) return rc !== '';
-  return flattenContent(m.content).includes('</think>');
-}
-
-/**
- * Qwen3's slim window for a memo of messages [0, p): messages[p - 1], after the stand-in query when
- * a real query comes before p. Every message after the window then renders as in the full prompt:
- * its neighbours' roles are there, and it lies after the window's last query exactly when it lies
- * after the prompt's (a query at or after p - 1 is in the window itself; none at all: neither has
- * one). Whether messages[p - 1] renders the same followed as last is the caller's prefix check.
- * The memo's own text stays valid unless a new query moves the last query past an assistant turn
- * with reasoning that rendered after the memo's last query (the template then drops it): null, a
- * full render. O(messages after the memo's last query) role compares.
- */
-function slimWindow(messages: ChatMessage[], p: number): ChatMessage[] | null {
-  let last = -1;
-  for (let i = p - 1; i >= 0; i--)
-    if (isQuery(messages[i])) {
-      last = i;
-      break;
-    }
-  if (last >= 0) {
-    let moved = false;
-    for (let i = p; i < messages.length && !moved; i++) moved = isQuery(messages[i]);
-    if (moved)
-      for (let i = p - 2; i > last; i--) if (messages[i].role === 'assistant' && mayReason(messages[i])) return null;
-  }
-  return last >= 0 ? [STAND_IN_QUERY, messages[p - 1]] : [messages[p - 1]];
-}
-
 /** The tools, template variables and tools JSON every render of a call passes (RenderOptions). */
 type CallRender = Pick<RenderOptions, 'tools' | 'extra' | 'toolsJson'>;
 
@@ -345,16 +287,23 @@ export function renderPrompt(
     // (Qwen3 adds an empty think block) in ways a window without the user query cannot see.
     (messages[p - 1].role !== 'assistant' || lastAssistantStable(tok, tools, extra, contextKey)) &&
     memo.hashes.every((x, i) => x === hashes[i]);
-  // Qwen3: the slim window, or null where only a full render is exact.
-  const slimMsgs = usable && slimCapable(tok) ? slimWindow(messages, p) : undefined;
+  // A template with known state (slim-window.ts): its slim window, or null where only a full
+  // render is exact.
+  const rule = usable ? slimRuleFor(tok) : undefined;
+  const slimMsgs = rule !== undefined ? rule(messages, p) : undefined;
   if (usable && slimMsgs !== null) {
+    // A window of system turns only would start a template's per-turn state afresh where the whole
+    // prompt carries it over them (DeepSeek's "right after tool outputs"): it reaches back at least
+    // to the last other turn. O(trailing system turns).
+    let anchor = p - 1;
+    while (anchor > rootEnd && messages[anchor].role === 'system') anchor--;
     const keep =
       memo.window !== undefined &&
       memo.window.start >= rootEnd &&
-      memo.window.start <= p &&
+      memo.window.start <= anchor &&
       p - memo.window.start <= MAX_WINDOW;
     const slim = slimMsgs !== undefined;
-    const start = keep ? memo.window!.start : Math.max(rootEnd, p - WINDOW_MESSAGES);
+    const start = keep ? memo.window!.start : Math.min(anchor, Math.max(rootEnd, p - WINDOW_MESSAGES));
     const windowMsgs = slimMsgs ?? messages.slice(0, rootEnd).concat(messages.slice(start, p));
     // The slim window has no root: it renders without the tools (they only shape the root there).
     const wo: CallRender = slim ? { tools: undefined, extra: opts.extra, toolsJson: undefined } : opts;
@@ -363,11 +312,18 @@ export function renderPrompt(
       : keep
         ? unpackText(memo.window!.text)
         : render(tok, windowMsgs, wo, false);
-    const b = render(tok, windowMsgs.concat(messages.slice(p)), wo, true);
+    const extended = windowMsgs.concat(messages.slice(p));
+    const b = render(tok, extended, wo, true);
+    // A template that adds no generation prompt after some turns (DeepSeek after tool outputs, the
+    // usual end of an agent's call) does not end b with the probed one: its rendering without the
+    // prompt is rendered too (a small window), and what b adds to that is this call's prompt.
+    const bNo = hasSuffix(b, suffix) ? undefined : render(tok, extended, wo, false);
+    const genOk = bNo === undefined || (hasPrefix(b, bNo) && hasPrefix(bNo, a));
+    const genLen = bNo === undefined ? suffix.length : b.length - bNo.length;
     const checkNow = h.used % VERIFY_EVERY === 0;
     let c: string | undefined;
     let cut = false;
-    if (stableEnd === messages.length) c = b.slice(0, b.length - suffix.length);
+    if (stableEnd === messages.length) c = genOk ? b.slice(0, b.length - genLen) : bNo;
     // The cut leaves the last stable message rendered as followed by the note: the stable text only
     // when that message renders the same as the last one (an assistant turn may not: Qwen3).
     else if (
@@ -380,7 +336,7 @@ export function renderPrompt(
       if (cut && real !== c) h.noteCutBroken = true;
       c = real;
     }
-    if (hasPrefix(b, a) && hasPrefix(c, a) && hasSuffix(b, suffix)) {
+    if (genOk && hasPrefix(b, a) && hasPrefix(c!, a)) {
       const base = memo.textNoGen;
       const added = b.slice(a.length);
       const stableAdded = ownCopy(c.slice(a.length));
@@ -389,7 +345,7 @@ export function renderPrompt(
       const partAt = memo.lastPart !== undefined ? base.length - memo.lastPart.length : base.length;
       const result: RenderResult = {
         text,
-        textNoGen: base + added.slice(0, added.length - suffix.length),
+        textNoGen: base + added.slice(0, added.length - genLen),
         memo: {
           hashes: stableHashes,
           contextKey,
