@@ -17,7 +17,9 @@ export interface DecodedMarks {
 }
 
 /** Kept positions per session (the newest ones; a break before all of them decodes from 0). */
-export const DECODED_MARKS_MAX = 8;
+export const DECODED_MARKS_MAX = 32;
+/** Tokens between the marks a break leaves on the stretch it decodes. */
+export const MARK_SPAN = 1024;
 
 /**
  * Bundled tokenizers whose tokenizer.json decoder is a plain ByteLevel one (tested against the
@@ -92,7 +94,20 @@ export function decodedOffset(o: DecodedOffsetInput, t: number): { chars: number
   let cut = t;
   while (cut > baseTok && !specials.has(ids[cut - 1])) cut--;
   if (cut <= baseTok) return { chars: baseChars + decodeRange(tok, ids, baseTok, t), marks };
-  const atCut = baseChars + decodeRange(tok, ids, baseTok, cut);
+  // On the way there, a mark every MARK_SPAN tokens or so: a later break before this one (an
+  // edit, a rewind) then decodes from a nearer mark instead of from the start.
+  let at = baseTok;
+  let atCut = baseChars;
+  for (let next = at + MARK_SPAN; next < cut; next = at + MARK_SPAN) {
+    let q = next;
+    while (q < cut && !specials.has(ids[q - 1])) q++;
+    if (q >= cut) break;
+    atCut += decodeRange(tok, ids, at, q);
+    marks.toks.push(q);
+    marks.chars.push(atCut);
+    at = q;
+  }
+  atCut += decodeRange(tok, ids, at, cut);
   marks.toks.push(cut);
   marks.chars.push(atCut);
   if (marks.toks.length > DECODED_MARKS_MAX) {

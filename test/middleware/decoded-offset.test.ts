@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type DecodedMarks,
   DECODED_MARKS_MAX,
+  MARK_SPAN,
   decodedOffset,
   keepMarks,
 } from '../../middleware/diagnostics/decoded-offset.ts';
@@ -149,6 +150,23 @@ describe('decoded offsets at a cache break', () => {
         ids.length,
       );
       expect(again.chars, name).toBe(whole);
+    }
+  });
+
+  it('a long stretch leaves marks every MARK_SPAN tokens or so, each exact', async () => {
+    for (const name of BUNDLED_TOKENIZERS) {
+      const tok = await loadTokenizer(name);
+      const r = rng(5);
+      const msgs: ChatMessage[] = [{ role: 'system', content: 'sys' }];
+      for (let i = 0; i < 160; i++)
+        msgs.push({ role: i % 2 ? 'assistant' : 'user', content: `🧪𓀀${randomText(r, 12)}𝔘` });
+      const ids = Uint32Array.from(tok.encode(tok.renderChat(msgs)));
+      expect(ids.length, name).toBeGreaterThan(4 * MARK_SPAN);
+      const first = decodedOffset({ tok, ids, floor: 0 }, ids.length);
+      const marks = first.marks ?? { toks: [], chars: [] };
+      expect(marks.toks.length, name).toBeGreaterThanOrEqual(4);
+      for (let k = 0; k < marks.toks.length; k++)
+        expect(marks.chars[k], `${name} mark ${k}`).toBe(tok.decode(Array.from(ids.subarray(0, marks.toks[k]))).length);
     }
   });
 
