@@ -103,12 +103,13 @@ function openStore(config: GatewayConfig, redisTimeoutMs?: number): SessionStore
 
 /** What a model's config says about its context chain: the one mapping from config to chain,
  * used by serve, `bench replay` (through assemble) and `bench strategies` alike. */
-export function chainSpecOf(m: ModelConfig, config: Pick<GatewayConfig, 'limits'>): ChainSpec {
+export function chainSpecOf(m: ModelConfig, config: Pick<GatewayConfig, 'limits' | 'session_state'>): ChainSpec {
   return {
     layout: m.layout,
     transforms: m.transforms,
     budgetTokens: m.budget_tokens,
     maxToolOutputBytes: config.limits.max_tool_output_bytes,
+    ledgerWriteVersion: config.session_state.ledger_write_version,
   };
 }
 
@@ -228,7 +229,11 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
     ctx.onShutdown(() => stopMismatchWarn(), 'fast-mismatch-warn');
     void app.register(async (scope) => {
       await registerBreakRoutes(scope, { store, tenantOf });
-      await registerInvalidateRoutes(scope, { store, authTenant: tenantOf });
+      await registerInvalidateRoutes(scope, {
+        store,
+        authTenant: tenantOf,
+        ledgerWriteVersion: config.session_state.ledger_write_version,
+      });
       await registerArtifactRoutes(scope, { artifacts, authTenant: tenantOf });
     });
     for (const [model, route] of ctx.fleet) {

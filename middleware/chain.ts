@@ -11,6 +11,7 @@ import { canonicalToolsStage } from './layout/canonical-tools-stage.ts';
 import { LEAF_NOTE_STAGE, placeLeafNote } from './layout/leaf-note.ts';
 import { segment, type HashSource } from './layout/segmentation.ts';
 import { volatileStage } from './layout/volatile-stage.ts';
+import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion } from './ledger/slot.ts';
 import { createLedgerStage } from './ledger/stage.ts';
 import { escapeRequest, type EscapeMemo } from './redaction/framing.ts';
 import { DEFAULT_MAX_ORIGINAL_BYTES } from './stabilise/stabilise.ts';
@@ -27,6 +28,8 @@ export interface ChainSpec {
   budgetTokens?: number;
   /** limits.max_tool_output_bytes: no stored original (stabilise) is longer. */
   maxToolOutputBytes?: number;
+  /** session_state.ledger_write_version: the shape the ledger's part is stored with (ledger/slot.ts). */
+  ledgerWriteVersion?: LedgerWriteVersion;
 }
 
 /** The I/O the stages need, behind small interfaces. */
@@ -40,7 +43,12 @@ export function contextStages(spec: ChainSpec, io: ChainIO = {}): Stage[] {
   // Stabilise never keeps (nor truncates: a cut original could not be re-sent) one original
   // longer than the config's tool-output cap, so that cap is its cap too.
   const maxBytes = Math.min(DEFAULT_MAX_ORIGINAL_BYTES, spec.maxToolOutputBytes ?? Infinity);
-  const all: Stage[] = [canonicalToolsStage, volatileStage, createStabiliseStage({ maxBytes }), createLedgerStage()];
+  const all: Stage[] = [
+    canonicalToolsStage,
+    volatileStage,
+    createStabiliseStage({ maxBytes }),
+    createLedgerStage({ writeVersion: spec.ledgerWriteVersion ?? DEFAULT_LEDGER_WRITE_VERSION }),
+  ];
   if (spec.budgetTokens) all.push(createCompactionStage({ budgetTokens: spec.budgetTokens, artifacts: io.artifacts }));
   return all.filter((s) => spec.transforms[s.name] !== false);
 }

@@ -136,6 +136,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     transforms: opts.transforms ?? {},
     budgetTokens: opts.budgetTokens,
     maxToolOutputBytes: opts.maxToolOutputBytes,
+    ledgerWriteVersion: opts.ledgerWriteVersion,
   };
   const { layout, transforms } = spec;
   const blockSize = opts.blockSize ?? DEFAULT_BLOCK_SIZE;

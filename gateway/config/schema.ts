@@ -2,6 +2,7 @@
 // here, optional with named defaults, so a config is validated once, at start, in one place.
 import { Type, type Static } from '@sinclair/typebox';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
+import { DEFAULT_LEDGER_WRITE_VERSION } from '../../middleware/ledger/slot.ts';
 import { DEFAULT_OFFLOAD_MIN_CHARS } from '../../middleware/tokens/render-tokens.ts';
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -250,6 +251,16 @@ export const ConfigSchema = Type.Object(
         ),
         /** Local file for Redis ledger batches during a Redis outage (default: `<path>.redis-spool`). */
         spool_path: Type.Optional(Type.String({ minLength: 1 })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    /** How session state is stored (shared by replicas through redis.url). */
+    session_state: Type.Object(
+      {
+        /** Shape the context ledger's part of a session is written with; both are read. 2 (chunked
+         *  call records) unless a rolling upgrade from a release that reads only 1 is under way:
+         *  then 1 until no replica of that release is left (docs/deployment.md). */
+        ledger_write_version: Type.Union([Type.Literal(1), Type.Literal(2)], { default: DEFAULT_LEDGER_WRITE_VERSION }),
       },
       { additionalProperties: false, default: {} },
     ),

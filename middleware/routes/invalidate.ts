@@ -5,11 +5,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorBody } from '../errors.ts';
 import { invalidate } from '../ledger/ledger.ts';
-import { readLedger } from '../ledger/slot.ts';
-import { LEDGER_SLOT } from '../ledger/types.ts';
+import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion, readLedger, writeLedger } from '../ledger/slot.ts';
 import { fileUri } from '../ledger/uri.ts';
 import { sessionLockKey, sessionLockOf } from '../session/session-lock.ts';
-import { writeSlot } from '../session/stage-state.ts';
 import type { SessionState, SessionStore } from '../session/store.ts';
 
 export const MAX_URI_CHARS = 2048;
@@ -18,6 +16,8 @@ export interface InvalidateRouteDeps {
   store: SessionStore;
   /** Tenant of the authenticated caller; undefined answers 401. */
   authTenant(req: FastifyRequest): string | undefined;
+  /** Shape the ledger's part is stored with, as the pipeline's (session_state.ledger_write_version). */
+  ledgerWriteVersion?: LedgerWriteVersion;
 }
 
 /** `file:///x`, `dir://src`, `proc://ps`… pass as given; a bare path becomes a file URI. */
@@ -54,7 +54,7 @@ export async function registerInvalidateRoutes(app: FastifyInstance, deps: Inval
           return reply.code(404).send(errorBody('not_found', `no session '${req.params.id}' for this tenant`, 'id'));
         const reason = typeof body.reason === 'string' && body.reason ? body.reason : 'invalidated via API';
         const observations = invalidate(readLedger(state), uri, reason);
-        writeSlot(state, LEDGER_SLOT, observations);
+        writeLedger(state, observations, deps.ledgerWriteVersion ?? DEFAULT_LEDGER_WRITE_VERSION);
         state.updatedAt = Date.now();
         await deps.store.put(state);
         pending = observations.pending.length;
