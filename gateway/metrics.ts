@@ -1,6 +1,7 @@
 // The one metrics module: every ctxgate_ series is declared here (prefix, unit suffix, bounded
 // labels) so other parts only increment typed handles. One Registry per gateway keeps tests apart.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { cycleBreakCounts } from '../kvplanner/prefix-index-entry.ts';
 import { RECEIPT_METRICS } from '../middleware/chain.ts';
 import { fastEncodeCounts } from '../middleware/tokens/hf-handle.ts';
 import { nativeRenderStats } from '../middleware/tokens/native-render.ts';
@@ -155,6 +156,15 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
         this.inc({ outcome: 'encoded' }, fastEncodeCounts.fast);
         this.inc({ outcome: 'checked' }, fastEncodeCounts.checked);
         this.inc({ outcome: 'mismatched' }, fastEncodeCounts.mismatched);
+      },
+    }),
+    prefixIndexCycleBreaks: new Counter({
+      name: 'ctxgate_prefix_index_cycle_breaks_total',
+      help: 'Blocks the prefix index evicted despite a held child because the children formed a cycle (a hash collision or inconsistent KV events; without the guard eviction would loop for ever). Should stay 0',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(cycleBreakCounts.broken);
       },
     }),
     kvIndexPrecise: gauge(

@@ -16,6 +16,14 @@
 // Cost: a stamped block O(1) Map operations; an eviction amortised O(1) queue entries (a block
 // passed over for its child is evicted once that child went), each a few field reads; the queue is
 // compacted once mostly garbage (O(blocks log blocks), amortised over as many operations).
+// Cycle guard: chained block hashes cannot make a block a child of its own descendant, but a hash
+// collision or a buggy or hostile engine's KV events can; then every block of the cycle keeps a
+// held child and the leaves-first rule would send them back to the queue for ever. Without a
+// cycle, some held block has no held child (a leaf) and its queue entry is met within two passes
+// of the queue as it was at the last change (an entry met stamped again goes once more to the
+// back): so 2·queue + 2 steps without an eviction and without a change of the entry mean a cycle.
+// Then the block at hand is evicted despite its held child (counted: cycleBreaks), which opens the
+// cycle. O(1) per queue step; answers without a cycle are unchanged.
 import type { HolderMasks } from './prefix-index-holders.ts';
 
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
@@ -24,6 +32,9 @@ const TOUCH_SLACK = 0.25;
 const STALE_SAMPLES = 4;
 /** Entries with at least this capacity (a precise index's, unbounded) keep no children. */
 export const KIDS_BELOW_CAPACITY = 2 ** 32;
+
+/** Cycles broken by the guard (see above), all entries of this process: a metric reads it. */
+export const cycleBreakCounts = { broken: 0 };
 
 /** What an entry knows of one block hash. */
 export class BlockRec {
@@ -56,6 +67,12 @@ export interface WorkerEntry {
   head: number;
   capacity: number;
   evictions: number;
+  /** queue steps shrink took since the last eviction or change of the entry (the cycle guard) */
+  idle: number;
+  /** steps allowed without an eviction: 2 · the queue at the first of them + 2 */
+  idleLimit: number;
+  /** blocks evicted despite a held child, to break a cycle of children (see above) */
+  cycleBreaks: number;
   /** advances when the entry is emptied (clear, removeWorker): a stepped insert begun before stops */
   gen: number;
 }
@@ -73,6 +90,9 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
     head: 0,
     capacity,
     evictions: 0,
+    idle: 0,
+    idleLimit: 0,
+    cycleBreaks: 0,
     gen: 0,
   };
 }
@@ -104,6 +124,7 @@ export function emptyEntry(e: WorkerEntry, holders: HolderMasks): void {
   e.qRec = [];
   e.qTick = [];
   e.head = 0;
+  e.idle = 0;
 }
 
 /** Stamps hashes[from] down to hashes[to] with tick t; a block not held yet is queued and added
@@ -118,6 +139,8 @@ export function stampDown(
   newFrom: number,
 ): number {
   const recs = e.recs;
+  // stamps and new blocks change what shrink will meet: its cycle guard counts afresh
+  e.idle = 0;
   // the record addKid found for the parent: the next block stamped (tail first)
   let next: BlockRec | undefined;
   for (let i = from; i >= to; i--) {
@@ -179,6 +202,7 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
     for (let k = 1; k < walked.length && i + 1 < hashes.length && walked[k] === hashes[i + 1]; k++) i++;
   }
   e.evictions += n;
+  e.idle = 0;
   compact(e);
   return n;
 }
@@ -188,6 +212,7 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
   let left = steps;
   while (e.held > e.capacity && e.head < e.qRec.length) {
     if (left-- <= 0) return false;
+    if (e.idle++ === 0) e.idleLimit = 2 * (e.qRec.length - e.head) + 2;
     let r = e.qRec[e.head];
     const t = e.qTick[e.head];
     e.head++;
@@ -205,13 +230,19 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
       continue;
     }
     if (r.kids !== undefined && hasKid(e, r)) {
-      // a child still held: leaves first (the block stays as recent as its stamp)
-      e.qRec.push(r);
-      e.qTick.push(t);
-      continue;
+      if (e.idle <= e.idleLimit) {
+        // a child still held: leaves first (the block stays as recent as its stamp)
+        e.qRec.push(r);
+        e.qTick.push(t);
+        continue;
+      }
+      // no leaf met in two passes: the held blocks' children form a cycle; this block opens it
+      e.cycleBreaks++;
+      cycleBreakCounts.broken++;
     }
     release(e, holders, r);
     e.evictions++;
+    e.idle = 0;
   }
   compact(e);
   return true;
@@ -340,5 +371,6 @@ function compact(e: WorkerEntry): void {
     e.qRec = live;
     e.qTick = live.map((r) => r.t);
     e.head = 0;
+    e.idle = 0;
   }
 }
