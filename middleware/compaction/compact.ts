@@ -8,7 +8,8 @@
 // Pure over (messages, state, opts); async only for the artifact store and summariser.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
-import { callsRecord } from '../ledger/call-log.ts';
+import { callCount, callsRecord } from '../ledger/call-log.ts';
+import { DEFAULT_MAX_CALL_RECORDS } from '../ledger/ledger.ts';
 import type { LedgerState } from '../ledger/types.ts';
 import { approxTokens, messageHash, messageText, messageTokens, type CountTokens } from '../ledger/message-text.ts';
 import { parseExitCode } from '../ledger/semantics.ts';
@@ -299,7 +300,7 @@ async function compactOnce(
             (c) => [c.id, [c.call, parseExitCode(messageText(c.result!)), sha256Hex(messageText(c.result!))]] as const,
           ),
       );
-  const milestones: Milestone[] = [...(st?.checkpoint?.milestones ?? [])];
+  const milestones: Milestone[] = carriedMilestones(st?.checkpoint?.milestones ?? [], ledger, ledgerCalls);
   for (const c of fresh) {
     const rec = ledgerCalls[c.id];
     if (!rec) continue;
@@ -470,4 +471,23 @@ function summaryPrompt(digest: string): string {
     '',
     digest,
   ].join('\n');
+}
+
+/**
+ * The previous checkpoint's milestones that this one carries: all of them, but those whose record
+ * the ledger's record bound has dropped since (the ledger is full and the milestone's call is older
+ * than every record it keeps). Those were audited when they were made and can no longer be; kept,
+ * they would fail every later audit ("not in the ledger") and so refuse every later compaction of
+ * the session. A missing record the ledger should still hold stays an audit failure. O(records)
+ * when the ledger is full (callsRecord, just before, is too), else O(milestones).
+ */
+function carriedMilestones(
+  prev: readonly Milestone[],
+  ledger: LedgerState | undefined,
+  calls: Readonly<Record<string, unknown>>,
+): Milestone[] {
+  if (!ledger || prev.length === 0 || callCount(ledger.calls) < DEFAULT_MAX_CALL_RECORDS) return [...prev];
+  let oldest = Number.POSITIVE_INFINITY;
+  for (const c of ledger.calls) for (const r of c) if (r[1] < oldest) oldest = r[1];
+  return prev.filter((m) => m.call >= oldest || calls[m.id] !== undefined);
 }

@@ -49,11 +49,13 @@ export function findCall(calls: readonly (readonly CallRecord[])[], id: string):
   return undefined;
 }
 
-/** The records as a v1-style record keyed by id (for readers that look ids up many times). */
+/** The records as a v1-style record keyed by id (for readers that look ids up many times). With
+ * no prototype: an id is the agent's text, and `__proto__`, `constructor` or `toString` must be
+ * keys like any other (a plain object would set its prototype or find Object.prototype's). */
 export function callsRecord(
   calls: readonly (readonly CallRecord[])[],
 ): Record<string, [number, number | null, string]> {
-  const out: Record<string, [number, number | null, string]> = {};
+  const out: Record<string, [number, number | null, string]> = Object.create(null);
   for (const c of calls) for (const r of c) out[r[0]] = [r[1], r[2], r[3]];
   return out;
 }

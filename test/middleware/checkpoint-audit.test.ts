@@ -6,7 +6,9 @@ import {
   renderCheckpoint,
 } from '../../middleware/compaction/checkpoint.ts';
 import { compactMessages } from '../../middleware/compaction/compact.ts';
-import { applyLedger } from '../../middleware/ledger/ledger.ts';
+import { findCall, withCalls } from '../../middleware/ledger/call-log.ts';
+import { applyLedger, DEFAULT_MAX_CALL_RECORDS } from '../../middleware/ledger/ledger.ts';
+import type { CallRecord } from '../../middleware/ledger/types.ts';
 import { MemoryArtifactStore } from '../../middleware/artifacts/store.ts';
 import { sha256Hex } from '../../middleware/canonical-json.ts';
 import { buildSession, codeLines } from './helpers/session-gen.ts';
@@ -82,5 +84,40 @@ describe('checkpoint audit', () => {
     expect(r2.receipts[0].reason).toMatch(/checkpoint audit failed: artifact/);
     expect(r2.messages).toBe(msgs);
     expect(r.receipts.some((x) => x.action === 'compacted')).toBe(true);
+  });
+  it('milestones whose ledger records the record bound dropped since are dropped, not a refusal for ever', async () => {
+    const steps = (from: number, n: number) =>
+      Array.from({ length: n }, (_, k) => ({
+        cmd: `python -m pytest -k t${from + k}`,
+        out: codeLines(`t${from + k}`, 40),
+        exit: 1,
+      }));
+    const msgs = buildSession('Fix. Do not modify tests.', steps(0, 12));
+    const led = applyLedger(msgs, undefined, { eviction: false }).state;
+    const r = await compactMessages(msgs, undefined, { budgetTokens: 2500, ledger: led });
+    expect(r.receipts.some((x) => x.action === 'compacted')).toBe(true);
+    const carried = r.state!.checkpoint!.milestones;
+    expect(carried.length).toBeGreaterThan(0);
+    // The session goes on past the record bound: its first calls' records are gone (oldest first).
+    const more = buildSession('Fix. Do not modify tests.', [...steps(0, 12), ...steps(12, 12)]);
+    const led2 = applyLedger(more, led, { eviction: false }).state;
+    const filler: CallRecord[] = Array.from({ length: DEFAULT_MAX_CALL_RECORDS }, (_, i) => [`x${i}`, 100 + i, 0, 'h']);
+    const own = led2.calls.flat();
+    const trimmed = withCalls([], [...own.slice(0, 6), ...filler, ...own.slice(6)], DEFAULT_MAX_CALL_RECORDS).calls;
+    const ledgerPast = { ...led2, calls: trimmed };
+    const gone = carried.filter((m) => !findCall(trimmed, m.id));
+    expect(gone.length).toBeGreaterThan(0);
+    const r2 = await compactMessages(more, r.state, { budgetTokens: 2500, ledger: ledgerPast });
+    expect(r2.receipts.map((x) => x.reason).join('; ')).not.toMatch(/not in the ledger/);
+    expect(r2.receipts.some((x) => x.action === 'compacted')).toBe(true);
+    const now = r2.state!.checkpoint!.milestones.map((m) => m.id);
+    for (const m of gone) expect(now).not.toContain(m.id);
+    // A milestone the ledger should still hold but does not is still a refusal (a forged one).
+    const forged = {
+      ...r.state!,
+      checkpoint: { ...r.state!.checkpoint!, milestones: [{ ...carried[0], id: 'call_forged', call: 10_000 }] },
+    };
+    const r3 = await compactMessages(more, forged, { budgetTokens: 2500, ledger: ledgerPast });
+    expect(r3.receipts.map((x) => x.reason).join('; ')).toMatch(/not in the ledger/);
   });
 });
