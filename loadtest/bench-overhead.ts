@@ -41,7 +41,8 @@ import {
   WARMUP_MAX_CHUNKS,
   WARMUP_MAX_S,
   WARMUP_MIN_CHUNKS,
-  WARMUP_SETTLED_FALL,
+  WARMUP_SETTLED_BAND,
+  WARMUP_SETTLED_RUN,
   warmUp,
   type WarmUp,
 } from './overhead/warm-up.ts';
@@ -532,10 +533,11 @@ on every call (a worker that never caches), as the bench did before.
 The bare proxy, ctxgate and Portkey each run in their own process, all started with the gateway
 image's Node flags (${GATEWAY_NODE_FLAGS.join(' ')}: a generic V8 GC knob, not ctxgate code), so the
 three proxies are compared like for like and no row carries another's GCs.
-Warm-up: before each measured run its target gets calls in chunks of ${WARMUP_CHUNK_CALLS} until the CPU per call of
-its process (all threads: V8 compiles on helper threads) falls by less than ${WARMUP_SETTLED_FALL * 100} % from one chunk
-to the next, after at least ${WARMUP_MIN_CHUNKS} and at most ${WARMUP_MAX_CHUNKS} chunks or ${WARMUP_MAX_S} s (then "(bound)"); direct's
-process is the upstream. Each row prints \`warm N calls a→b µs/call\`: the chunks' CPU per call.
+Warm-up: before each measured run its target gets calls in chunks of ${WARMUP_CHUNK_CALLS}, at least ${WARMUP_MIN_CHUNKS} (V8's
+optimising compiler runs for ~4,000 calls), until the CPU per call of its process (all threads: V8 compiles on helper
+threads) was within ${WARMUP_SETTLED_BAND * 100} % of its lowest chunk for ${WARMUP_SETTLED_RUN} chunks in a row, at most ${WARMUP_MAX_CHUNKS} chunks or
+${WARMUP_MAX_S} s (then "(bound)"; "(floor)": warm at the minimum); direct's process is the upstream. Each row prints
+\`warm N calls a→b µs/call\`: the chunks' CPU per call.
 p99.9 (#k/N) is the k-th slowest of the run's N calls: at 1-3k calls (1 connection, a few seconds) a
 handful of calls, not an estimate of a tail; "added p99.9" subtracts two such calls from two runs.
 \`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the

@@ -1,6 +1,7 @@
-// bench overhead's honesty: (1) each target is warmed by one rule, until its process's CPU per
-// call stops falling (bounded), not for a fixed second that left the 16k rows measuring V8's
-// optimizing compiler; (2) the bare proxy and ctxgate run in their own processes (with the
+// bench overhead's honesty: (1) each target is warmed by one rule, past the optimizing
+// compiler's ~4,000 calls and until its process's CPU per call stays near its lowest (bounded),
+// not for a fixed second that left the 16k rows measuring V8's optimizing compiler nor until the
+// first noisy chunk; (2) the bare proxy and ctxgate run in their own processes (with the
 // gateway's Node flags), so one row never carries the other's GCs or compile threads.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,25 +16,34 @@ import {
   WARMUP_MAX_S,
   WARMUP_MIN_CHUNKS,
   warmUp,
+  fmtWarmUp,
   warmUpDone,
 } from '../../loadtest/overhead/warm-up.ts';
 
 const here = (f: string): string => fileURLToPath(new URL(`../../loadtest/${f}`, import.meta.url));
 
 describe('bench overhead warm-up rule', () => {
-  it('is warm once CPU per call falls by less than 5 % after the minimum chunks; bounded otherwise', () => {
+  it('is warm after the floor once two chunks in a row cost within 5 % of the lowest; bounded otherwise', () => {
     expect(warmUpDone([840], 1)).toBeUndefined();
     // the falling trail h17h measured (total CPU per call, µs): still compiling at 2-4k calls
     expect(warmUpDone([840, 560], 2)).toBeUndefined();
     expect(warmUpDone([840, 560, 510], 3)).toBeUndefined();
     expect(warmUpDone([840, 560, 510, 430], 4)).toBeUndefined();
     expect(warmUpDone([840, 560, 510, 430, 420], 5)).toBe(true);
-    // a chunk that costs more than the last one is warm too (noise, not compile)
-    expect(warmUpDone([500, 520], 2)).toBe(true);
+    // flat from the start: warm at the floor (4 chunks), not before
+    expect(warmUpDone([500, 520, 510], 3)).toBeUndefined();
+    expect(warmUpDone([500, 520, 510, 505], 4)).toBe(true);
+    // one noisy rise is not warm (the old rule stopped here): a chunk 10 % over the lowest
+    expect(warmUpDone([570, 360, 310, 330], 4)).toBeUndefined();
+    expect(warmUpDone([650, 580, 510, 600], 4)).toBeUndefined();
+    expect(warmUpDone([650, 580, 510, 600, 520, 515], 6)).toBe(true);
     const falling = Array.from({ length: WARMUP_MAX_CHUNKS }, (_, i) => 1000 * 0.8 ** i);
     expect(warmUpDone(falling.slice(0, -1), 1)).toBeUndefined();
     expect(warmUpDone(falling, 1)).toBe(false);
     expect(warmUpDone([1000, 800], WARMUP_MAX_S)).toBe(false);
+    expect(fmtWarmUp({ calls: 4000, cpu_us_per_call: [500, 520, 510, 505], settled: true })).toContain('(floor)');
+    expect(fmtWarmUp({ calls: 5000, cpu_us_per_call: [840, 560, 510, 430, 420], settled: true })).not.toMatch(/\(/);
+    expect(fmtWarmUp({ calls: 10000, cpu_us_per_call: falling, settled: false })).toContain('(bound)');
   });
 
   it('sends chunks until the CPU reading settles, and says so', async () => {
