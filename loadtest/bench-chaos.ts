@@ -21,6 +21,7 @@ import {
   CHAOS_WARMUP_MIN_ROUNDS,
   CHAOS_WARMUP_ROUND_MS,
   CHAOS_WARMUP_SETTLED_GROWTH,
+  CHAOS_WARMUP_SETTLED_ROUNDS,
   chaosWarmUpDone,
 } from './chaos/warm-up.ts';
 
@@ -54,7 +55,7 @@ limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by k
 event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run,
 each after a GC; the session store is capped at --sessions sessions, one per client loop; the
 warm-up runs rounds of ${CHAOS_WARMUP_ROUND_MS / 1000} s at full concurrency, each with its own sessions, until the heap
-after a GC grew by less than ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over a round (${CHAOS_WARMUP_MIN_ROUNDS} to ${CHAOS_WARMUP_MAX_ROUNDS} rounds, each printed), so
+after a GC grew by less than ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last ${CHAOS_WARMUP_SETTLED_ROUNDS} rounds (${CHAOS_WARMUP_MIN_ROUNDS} to ${CHAOS_WARMUP_MAX_ROUNDS} rounds, each printed), so
 the bounded caches are as full as this traffic fills them and their fill is not counted as growth;
 both readings come after ${IDLE_SETTLE_MS / 1000} s at rest, as V8 gives committed heap back only after idle time) and open sockets (at rest before the load vs at rest 32 s after it, once
 pooled keep-alive sockets expired) so leaks show. --heap-snapshots DIR writes a V8 heap snapshot of
@@ -245,7 +246,7 @@ export async function run(argv: string[]): Promise<number> {
     start = await settled(gw, IDLE_SETTLE_MS);
     log(
       `gateway memory (MB) before load: ${memLine(cold)}; after warm-up (${warmHeaps.length} rounds, heap ` +
-        `${warm ? `grew < ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last` : 'still growing: bound reached'}) and ${IDLE_SETTLE_MS / 1000} s at rest: ${memLine(start)}`,
+        `${warm ? `grew < ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last ${CHAOS_WARMUP_SETTLED_ROUNDS}` : 'still growing: bound reached'}) and ${IDLE_SETTLE_MS / 1000} s at rest: ${memLine(start)}`,
     );
     log(
       `gateway pid ${gw.pid}: ${socketsStart} sockets at rest, rss ${start.rss.toFixed(1)} MB after warm-up; chaos for ${o.durationS} s`,

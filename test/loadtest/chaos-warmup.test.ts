@@ -9,13 +9,17 @@ import { CHAOS_WARMUP_MAX_ROUNDS, CHAOS_WARMUP_MIN_ROUNDS, chaosWarmUpDone } fro
 import { generateSessions } from '../../loadtest/synth/index.ts';
 
 describe('bench chaos warm-up rule', () => {
-  it('is warm once the heap after GC grew < 3 % over a round, after the minimum rounds; bounded', () => {
+  it('is warm once the heap after GC grew < 3 % over the last two rounds, after the minimum rounds; bounded', () => {
     expect(chaosWarmUpDone([50])).toBeUndefined();
-    expect(CHAOS_WARMUP_MIN_ROUNDS).toBe(2);
+    expect(CHAOS_WARMUP_MIN_ROUNDS).toBe(3);
     expect(chaosWarmUpDone([50, 56])).toBeUndefined(); // +12 %: caches still filling
-    expect(chaosWarmUpDone([50, 56, 59])).toBeUndefined(); // +5.4 %
-    expect(chaosWarmUpDone([50, 56, 59, 60])).toBe(true); // +1.7 %
-    expect(chaosWarmUpDone([50, 49])).toBe(true); // shrank: nothing left to fill
+    expect(chaosWarmUpDone([50, 56, 59])).toBeUndefined(); // +18 % over two rounds
+    expect(chaosWarmUpDone([50, 56, 59, 60])).toBeUndefined(); // +7.1 % over two rounds
+    expect(chaosWarmUpDone([50, 56, 59, 60, 60.5])).toBe(true); // +2.5 %
+    expect(chaosWarmUpDone([50, 49])).toBeUndefined(); // too early to tell
+    expect(chaosWarmUpDone([50, 49, 49.5])).toBe(true); // no growth over two rounds
+    // the quoted run's warm-up (MB): one round under 3 % (59.0 → 59.5) no longer ends it
+    expect(chaosWarmUpDone([52.3, 55.4, 57.1, 59.0, 59.5])).toBeUndefined();
     // a leak grows every round: the bound stops it, reported as not settled
     const leak = Array.from({ length: CHAOS_WARMUP_MAX_ROUNDS }, (_, i) => 50 * 1.1 ** i);
     expect(chaosWarmUpDone(leak.slice(0, -1))).toBeUndefined();
