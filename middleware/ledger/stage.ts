@@ -5,8 +5,12 @@
 // passed): removal happens only in a budgeted compaction batch. On a session's first call the
 // ledger only learns: the body passes unchanged (frame escaping aside) and tombstones found then
 // are placed from the second call on, at the same anchor. Tombstones count as a metric.
-import type { Stage } from '../stage.ts';
+// A call whose new tool outputs are big (precount.ts) has their token counts taken first, in
+// slices with the event loop yielded between them, so one tenant's 1M-character call does not
+// hold every other request for the whole BPE pass; the ledger then reads those same counts.
+import type { Stage, StageContext, StageResult, RequestView } from '../stage.ts';
 import { applyLedger, render, type LedgerOptions } from './ledger.ts';
+import { precountSliced, precountTexts } from './precount.ts';
 import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion, readLedger, writeLedger } from './slot.ts';
 
 export const LEDGER_STAGE = 'ledger';
@@ -18,29 +22,44 @@ export interface LedgerStageOptions extends Omit<LedgerOptions, 'countTokens' | 
 
 export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
   const { writeVersion = DEFAULT_LEDGER_WRITE_VERSION, ...opts } = stageOpts;
+  const apply = (
+    view: RequestView,
+    ctx: StageContext,
+    now: number | undefined,
+    counted: ReadonlyMap<string, number> | undefined,
+  ): StageResult => {
+    const input = view.body.messages;
+    const count = (t: string): number => ctx.tokenizer.encodeCached(t).length;
+    const r = applyLedger(input, readLedger(view.session), {
+      ...opts,
+      countTokens: counted ? (t) => counted.get(t) ?? count(t) : count,
+      ...(now !== undefined ? { now } : {}),
+    });
+    writeLedger(view.session, r.state, writeVersion);
+    let { messages, receipts } = r;
+    if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
+      messages = render(input, { ...r.state, tombstones: [], evictions: [] });
+      receipts = receipts.map((x) =>
+        x.action === 'tombstone' || x.action === 'evict'
+          ? { ...x, reason: `${x.reason}; placed from the next call on (a first call passes unchanged)` }
+          : x,
+      );
+    }
+    const changed = messages !== input && messages.some((m, i) => m !== input[i]);
+    return { view: changed ? { ...view, body: { ...view.body, messages } } : view, receipts };
+  };
   return {
     name: LEDGER_STAGE,
     settings: { ...opts, writeVersion },
     metrics: [{ actions: ['tombstone'], counter: 'tombstones' }],
     run(view, ctx) {
-      const input = view.body.messages;
-      const r = applyLedger(input, readLedger(view.session), {
-        ...opts,
-        countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
-        ...(ctx.now ? { now: Math.floor(ctx.now() / 1000) } : {}),
-      });
-      writeLedger(view.session, r.state, writeVersion);
-      let { messages, receipts } = r;
-      if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
-        messages = render(input, { ...r.state, tombstones: [], evictions: [] });
-        receipts = receipts.map((x) =>
-          x.action === 'tombstone' || x.action === 'evict'
-            ? { ...x, reason: `${x.reason}; placed from the next call on (a first call passes unchanged)` }
-            : x,
-        );
-      }
-      const changed = messages !== input && messages.some((m, i) => m !== input[i]);
-      return { view: changed ? { ...view, body: { ...view.body, messages } } : view, receipts };
+      // Read before any slice yields: the clock the ledger sees is the one its call started at.
+      const now = ctx.now ? Math.floor(ctx.now() / 1000) : undefined;
+      const texts = precountTexts(view.body.messages, readLedger(view.session));
+      if (texts === undefined) return apply(view, ctx, now, undefined);
+      return precountSliced(texts, (t) => ctx.tokenizer.encodeCached(t).length).then((counted) =>
+        apply(view, ctx, now, counted),
+      );
     },
   };
 }
