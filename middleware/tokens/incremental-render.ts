@@ -5,8 +5,13 @@
 // The window must render as a prefix of the extended window; otherwise (a template that re-renders
 // earlier turns, e.g. Qwen3 dropping reasoning once a new query arrives, or grouping consecutive
 // tool turns) the full template is rendered. The shortcut is verified against a full render on its
-// first use per tokenizer/template and every VERIFY_EVERY calls after; one mismatch turns it off for
-// that template.
+// first use per tokenizer/template and every VERIFY_EVERY calls after, and on the first
+// VERIFY_FIRST_PER_KIND calls of each shape the templates' cross-message state reacts to (a new
+// user turn, a gateway note right after an assistant turn, reasoning in the new messages): a fault
+// confined to one shape (a window that kept reasoning Qwen3 drops after a new query went wrong on a
+// fifth of some sessions' calls while the 1-in-64 sample met only right ones) shows within that
+// shape's first calls. The check compares the prompt, its text without the generation prompt and
+// the memo's stable text; one mismatch turns the shortcut off for that template.
 // Two more savings, both checked the same way (first use per template, then every VERIFY_EVERY):
 // - the window's own rendering (the `−` term) is the previous call's stable window text when the
 //   window keeps its start, so it is not rendered again until the window exceeds MAX_WINDOW;
@@ -32,6 +37,11 @@ import { hasPrefix, hasSuffix } from './text-prefix.ts';
 export const WINDOW_MESSAGES = 4;
 /** A full render cross-checks the shortcut every this many incremental renders. */
 export const VERIFY_EVERY = 64;
+/** Incremental renders of each shape (shapeOf) checked by a full render, per template and process,
+ * before only the sample checks that shape: a constant cost per process. */
+export const VERIFY_FIRST_PER_KIND = 8;
+/** Shapes counted by shapeOf (bits). */
+const SHAPES = 3;
 /** Messages a reused window may grow to before it restarts WINDOW_MESSAGES back. */
 export const MAX_WINDOW = 8;
 
@@ -83,6 +93,10 @@ function ownCopy(s: string): string {
 
 interface TemplateHealth {
   used: number;
+  /** Full-render checks made per shape (shapeOf's bits), up to VERIFY_FIRST_PER_KIND each. */
+  shapeChecks: number[];
+  /** First checks still to make, all shapes. */
+  shapesLeft: number;
   broken: boolean;
   /** Deriving the stable text by cutting the trailing note off failed a check. */
   noteCutBroken: boolean;
@@ -95,8 +109,54 @@ function healthOf(tok: TokenizerHandle, key: string): TemplateHealth {
   let m = health.get(tok);
   if (!m) health.set(tok, (m = new Map()));
   let h = m.get(key);
-  if (!h) m.set(key, (h = { used: 0, broken: false, noteCutBroken: false }));
+  if (!h)
+    m.set(
+      key,
+      (h = {
+        used: 0,
+        shapeChecks: new Array<number>(SHAPES).fill(0),
+        shapesLeft: SHAPES * VERIFY_FIRST_PER_KIND,
+        broken: false,
+        noteCutBroken: false,
+      }),
+    );
   return h;
+}
+
+/**
+ * The shapes of a call's new messages (from `p`, the previous stable end) that templates carry
+ * state across, as bits: 1 a new user turn (Qwen3 and DeepSeek's tools template drop earlier
+ * reasoning after one), 2 a gateway note right after an assistant turn (rendered as the last
+ * message before it), 4 reasoning in a new message (a reasoning field or an inline think block).
+ * O(new messages).
+ */
+export function shapeOf(messages: readonly ChatMessage[], p: number, stableEnd: number): number {
+  let bits = 0;
+  for (let i = p; i < messages.length; i++) {
+    const m = messages[i];
+    if (i < stableEnd && m.role === 'user') bits |= 1;
+    const r = m as { reasoning_content?: unknown; reasoning?: unknown };
+    if (
+      (typeof r.reasoning_content === 'string' && r.reasoning_content !== '') ||
+      (typeof r.reasoning === 'string' && r.reasoning !== '') ||
+      (m.role === 'assistant' && typeof m.content === 'string' && m.content.includes('<think>'))
+    )
+      bits |= 4;
+  }
+  if (stableEnd < messages.length && stableEnd > 0 && messages[stableEnd - 1].role === 'assistant') bits |= 2;
+  return bits;
+}
+
+/** Whether this call's shapes still have first checks left (counting them); O(SHAPES). */
+function firstOfShape(h: TemplateHealth, bits: number): boolean {
+  let check = false;
+  for (let k = 0; k < SHAPES; k++)
+    if (bits & (1 << k) && h.shapeChecks[k] < VERIFY_FIRST_PER_KIND) {
+      h.shapeChecks[k]++;
+      h.shapesLeft--;
+      check = true;
+    }
+  return check;
 }
 
 const assistantProbes = new WeakMap<TokenizerHandle, Map<string, boolean>>();
@@ -358,13 +418,28 @@ export function renderPrompt(
         stablePrefix: hasPrefix(added, stableAdded),
         sliceFrom: partsSlicer(text, base, added, memo.lastPart, partAt),
       };
-      if (h.used++ % VERIFY_EVERY === 0) {
+      const sampled = h.used++ % VERIFY_EVERY === 0;
+      // once every shape had its first checks (the usual state), no shape is computed
+      const first = h.shapesLeft > 0 && firstOfShape(h, shapeOf(messages, p, stableEnd));
+      if (first || sampled) {
         const full = fullRender(tok, messages, opts, suffix);
-        if (full.text !== text) {
+        // The memo's stable text is checked where it comes with the full render (no trailing note)
+        // and on the first calls of a shape; the sample alone does not pay a third render for it.
+        const stable =
+          stableEnd === messages.length
+            ? full.textNoGen
+            : first
+              ? render(tok, messages.slice(0, stableEnd), opts, false)
+              : undefined;
+        if (
+          full.text !== text ||
+          full.textNoGen !== result.textNoGen ||
+          (stable !== undefined && stable !== result.memo.textNoGen)
+        ) {
           h.broken = true;
           return fullResult(
             full,
-            stableEnd === messages.length ? full.textNoGen : render(tok, messages.slice(0, stableEnd), opts, false),
+            stable ?? render(tok, messages.slice(0, stableEnd), opts, false),
             stableHashes,
             contextKey,
           );
