@@ -12,7 +12,12 @@ import { describe, expect, it } from 'vitest';
 import { GrowingTraffic } from '../../loadtest/overhead/growing-sessions.ts';
 import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
 import { fastBpeEncoder } from '../../middleware/tokens/fast-bpe.ts';
-import { checkedEncoder, FAST_CHECK_EVERY, FAST_CHECK_FIRST } from '../../middleware/tokens/hf-handle.ts';
+import {
+  checkedEncoder,
+  FAST_CHECK_EVERY,
+  FAST_CHECK_FIRST,
+  FAST_CHECK_MAX_CHARS,
+} from '../../middleware/tokens/hf-handle.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 
@@ -181,5 +186,35 @@ describe('fast byte-level BPE encode', () => {
       throw new Error('boom');
     });
     expect(thrower('xy')).toEqual(lib('xy'));
+  });
+
+  it('moves a due check off a text longer than FAST_CHECK_MAX_CHARS to the next short one', () => {
+    const checked: number[] = [];
+    const lib = (t: string) => {
+      checked.push(t.length);
+      return [...t.slice(0, 8)].map((c) => c.charCodeAt(0));
+    };
+    const fast = (t: string) => [...t.slice(0, 8)].map((c) => c.charCodeAt(0));
+    const enc = checkedEncoder(lib, fast);
+    const big = 'x'.repeat(FAST_CHECK_MAX_CHARS + 1);
+    // Three of the first texts are long: none goes through the library (the slow encoder would
+    // hold the event loop), and the three checks they were due happen on the next short texts.
+    for (let i = 0; i < 3; i++) enc(big);
+    expect(checked).toEqual([]);
+    enc('ab');
+    enc('cd');
+    expect(checked).toEqual([2, 2]);
+    for (let i = 0; i < FAST_CHECK_FIRST; i++) enc(`t${i % 10}`);
+    // 32 first texts due + none sampled yet: every one of them checked, the long ones owed included.
+    expect(checked.length).toBe(FAST_CHECK_FIRST);
+    // A text at the limit is still checked when due.
+    const atLimit = 'y'.repeat(FAST_CHECK_MAX_CHARS);
+    const sampledBefore = checked.length;
+    // 3 + 2 + FAST_CHECK_FIRST texts so far: the text at the limit is the FAST_CHECK_EVERY-th.
+    for (let n = 3 + 2 + FAST_CHECK_FIRST; n < FAST_CHECK_EVERY - 1; n++) enc('z');
+    expect(checked.length).toBe(sampledBefore);
+    enc(atLimit);
+    expect(checked.length).toBe(sampledBefore + 1);
+    expect(checked.at(-1)).toBe(FAST_CHECK_MAX_CHARS);
   });
 });
