@@ -7,25 +7,20 @@
 // reads these records for its milestones and audit, so the kept set is output. Also: ids that are
 // Object.prototype's names are records like any other (callsRecord has no prototype).
 import { readFileSync } from 'node:fs';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { callsRecord, findCall, withCalls } from '../../middleware/ledger/call-log.ts';
 import { DEFAULT_MAX_CALL_RECORDS } from '../../middleware/ledger/ledger.ts';
 import { readLedger, writeLedger } from '../../middleware/ledger/slot.ts';
 import { type CallRecord, emptyLedger } from '../../middleware/ledger/types.ts';
-import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
-import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+import type { SessionState } from '../../middleware/session/store.ts';
+import { sessionStores } from '../helpers/ledger-v1-fixture.ts';
 
 const base = (
   JSON.parse(readFileSync(new URL('../fixtures/ledger-v1-session.json', import.meta.url), 'utf8')) as {
     stateAfterK: SessionState;
   }
 ).stateAfterK;
-const url = inject('redisUrl');
-const opened: SessionStore[] = [];
-afterAll(async () => {
-  for (const s of opened) await s.close();
-});
+const storeOf = sessionStores();
 
 /** Records of calls 1..n in call order; every 7th id integer-like, the rest `call_N`. */
 const records = (from: number, to: number): CallRecord[] =>
@@ -37,13 +32,7 @@ const records = (from: number, to: number): CallRecord[] =>
 describe('the call-record bound keeps the newest calls, in memory and through Redis', () => {
   for (const kind of ['memory', 'redis'] as const) {
     it(`${kind}: a full ledger stored, read back and given 4 more calls drops the 4 oldest`, async () => {
-      let store: SessionStore;
-      if (kind === 'memory') store = new MemorySessionStore();
-      else {
-        expect(url, 'redis-server must be running (test/global-setup.ts)').toMatch(/^redis:\/\//);
-        store = new RedisSessionStore({ url, commandTimeoutMs: 5000, readCacheBytes: 0 });
-      }
-      opened.push(store);
+      const store = storeOf(kind);
       const tenant = `ledger-bound-${process.pid}-${Date.now()}`;
       const first = records(1, DEFAULT_MAX_CALL_RECORDS);
       const { calls } = withCalls([], first, DEFAULT_MAX_CALL_RECORDS);

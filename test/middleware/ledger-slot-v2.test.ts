@@ -5,9 +5,7 @@
 // v1 state is put into a memory store and into a real redis-server (test/global-setup.ts), and the
 // new pipeline must send the same bodies and receipts, then store the part as v2 with the same
 // records in the same order. Also: the chunks themselves (append, replace in place, the bound).
-import { readFileSync } from 'node:fs';
-import { inject } from 'vitest';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CALL_CHUNK,
   callCount,
@@ -17,38 +15,15 @@ import {
   withCalls,
 } from '../../middleware/ledger/call-log.ts';
 import { readLedger } from '../../middleware/ledger/slot.ts';
-import { type CallRecord, LEDGER_SLOT, LEDGER_SLOT_V1 } from '../../middleware/ledger/types.ts';
+import { type CallRecord, LEDGER_SLOT } from '../../middleware/ledger/types.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { readSlot } from '../../middleware/session/stage-state.ts';
-import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
-import type { ChatMessage, Receipt } from '../../middleware/types.ts';
+import type { SessionStore } from '../../middleware/session/store.ts';
+import type { Receipt } from '../../middleware/types.ts';
+import { ctx, fixture, request, sessionStores, v1Part } from '../helpers/ledger-v1-fixture.ts';
 
-interface Fixture {
-  K: number;
-  messages: ChatMessage[];
-  stateAfterK: SessionState;
-  next: { call: number; body: unknown; receipts: Receipt[] }[];
-}
-
-const fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/ledger-v1-session.json', import.meta.url), 'utf8'),
-) as Fixture;
-const request = (k: number) => ({ model: 'm', messages: fixture.messages.slice(0, 2 + 2 * k), max_tokens: 16 });
-const ctx = (k: number, tenant = 't') => ({
-  tenant,
-  requestId: `r${k}`,
-  headers: { 'x-session-id': 'sess-v1' },
-  model: 'm',
-});
-const v1Part = readSlot(fixture.stateAfterK, LEDGER_SLOT_V1)!;
-
-const url = inject('redisUrl');
-const opened: SessionStore[] = [];
-afterAll(async () => {
-  for (const s of opened) await s.close();
-});
+const storeOf = sessionStores();
 
 /** The new pipeline continuing the stored v1 session: bodies and receipts of the calls after K. */
 async function continueOn(store: SessionStore, tenant: string): Promise<{ body: unknown; receipts: Receipt[] }[]> {
@@ -72,16 +47,9 @@ describe('LEDGER_SLOT v2 (call records in chunks) and the v1 read migration', ()
 
   for (const kind of ['memory', 'redis'] as const) {
     it(`a session stored as v1 (${kind} store) keeps its tombstones and its exact prompt, then is stored as v2`, async () => {
-      let store: SessionStore;
       // Its own tenant per run: the shared redis-server may hold an earlier run's session.
       const tenant = `ledger-v2-${process.pid}-${Date.now()}`;
-      if (kind === 'memory') store = new MemorySessionStore();
-      else {
-        expect(url, 'redis-server must be running (test/global-setup.ts)').toMatch(/^redis:\/\//);
-        // No read cache: every get decodes what Redis holds.
-        store = new RedisSessionStore({ url, commandTimeoutMs: 5000, readCacheBytes: 0 });
-      }
-      opened.push(store);
+      const store = storeOf(kind);
       const got = await continueOn(store, tenant);
       expect(got).toEqual(fixture.next.map(({ body, receipts }) => ({ body, receipts })));
       const after = (await store.get(tenant, 'sess-v1'))!;

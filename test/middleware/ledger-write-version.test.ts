@@ -6,39 +6,19 @@
 // fixture's later bodies), in a memory store and in a real redis-server; flipping to 2 (and back
 // to 1, a rollback) keeps every tombstone and the exact prompt; the invalidate route writes the
 // configured version too; the config key defaults to 2 and rejects anything but 1 or 2.
-import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chainSpecOf } from '../../gateway/assemble.ts';
 import { ConfigError, parseConfig } from '../../gateway/config/load.ts';
 import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion, readLedger } from '../../middleware/ledger/slot.ts';
 import { LEDGER_SLOT, LEDGER_SLOT_V1, type LedgerStateV1 } from '../../middleware/ledger/types.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { registerInvalidateRoutes } from '../../middleware/routes/invalidate.ts';
-import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
-import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { readSlot } from '../../middleware/session/stage-state.ts';
-import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
-import type { ChatMessage, Receipt } from '../../middleware/types.ts';
+import type { SessionStore } from '../../middleware/session/store.ts';
+import type { Receipt } from '../../middleware/types.ts';
+import { ctx, fixture, request, sessionStores, v1Part } from '../helpers/ledger-v1-fixture.ts';
 
-interface Fixture {
-  K: number;
-  messages: ChatMessage[];
-  stateAfterK: SessionState;
-  next: { call: number; body: unknown; receipts: Receipt[] }[];
-}
-
-const fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/ledger-v1-session.json', import.meta.url), 'utf8'),
-) as Fixture;
-const request = (k: number) => ({ model: 'm', messages: fixture.messages.slice(0, 2 + 2 * k), max_tokens: 16 });
-const ctx = (k: number, tenant: string) => ({
-  tenant,
-  requestId: `r${k}`,
-  headers: { 'x-session-id': 'sess-v1' },
-  model: 'm',
-});
-const v1Part = readSlot(fixture.stateAfterK, LEDGER_SLOT_V1)!;
 const pipeline = (store: SessionStore, ledgerWriteVersion?: LedgerWriteVersion) =>
   createPipeline({ model: 'm', tokenizer: 'qwen3', store, ledgerWriteVersion });
 /** Observation times are the clock's when first seen: the fixture's run had its own. */
@@ -47,22 +27,7 @@ const timesAsFixture = (p: LedgerStateV1): LedgerStateV1 => ({
   observations: p.observations.map((o, i) => ({ ...o, at: v1Part.observations[i]?.at ?? o.at })),
 });
 
-const url = inject('redisUrl');
-const opened: SessionStore[] = [];
-afterAll(async () => {
-  for (const s of opened) await s.close();
-});
-const storeOf = (kind: 'memory' | 'redis'): SessionStore => {
-  let store: SessionStore;
-  if (kind === 'memory') store = new MemorySessionStore();
-  else {
-    expect(url, 'redis-server must be running (test/global-setup.ts)').toMatch(/^redis:\/\//);
-    // No read cache: every get decodes what Redis holds.
-    store = new RedisSessionStore({ url, commandTimeoutMs: 5000, readCacheBytes: 0 });
-  }
-  opened.push(store);
-  return store;
-};
+const storeOf = sessionStores();
 // Its own tenant per run: the shared redis-server may hold an earlier run's session.
 let runs = 0;
 const freshTenant = () => `ledger-wv-${process.pid}-${Date.now()}-${runs++}`;
