@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bandSummary, MAX_BAND_RATES, parseRateBand } from '../../loadtest/fleet/band.ts';
 import { run } from '../../loadtest/fleet/command.ts';
 import type { FleetRunSummary } from '../../loadtest/fleet/summary.ts';
+import { captureOutput } from '../helpers/capture-output.ts';
 
 function runOf(policy: string, p90: number, hit: number): FleetRunSummary {
   return { config: { policy }, ttft_ms: { p50: 0, p90, p95: 0, p99: 0 }, hit_rate: hit } as unknown as FleetRunSummary;
@@ -83,26 +84,7 @@ describe('bench fleet --rate-band', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function capture(args: string[]): Promise<{ rc: number; out: string; err: string }> {
-    let out = '';
-    let err = '';
-    const o = process.stdout.write.bind(process.stdout);
-    const e = process.stderr.write.bind(process.stderr);
-    process.stdout.write = ((s: string) => {
-      out += s;
-      return true;
-    }) as typeof process.stdout.write;
-    process.stderr.write = ((s: string) => {
-      err += s;
-      return true;
-    }) as typeof process.stderr.write;
-    try {
-      return { rc: await run(args), out, err };
-    } finally {
-      process.stdout.write = o;
-      process.stderr.write = e;
-    }
-  }
+  const capture = (args: string[]) => captureOutput(() => run(args));
 
   it('runs every policy at every rate; the band rows match the runs it prints', async () => {
     const args = [trace, '--workers', '2', '--kv-tokens', '20000', '--policies', 'round_robin,least_load,ctxgate'];

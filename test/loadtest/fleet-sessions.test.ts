@@ -16,6 +16,7 @@ import type { Session } from '../../loadtest/formats/types.ts';
 import { loadWorkerTokenizer } from '../../loadtest/sim-worker/tokenize.ts';
 import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
 import { FIXTURE_TRAJECTORIES } from '../fixtures/trajectories.ts';
+import { captureOutput } from '../helpers/capture-output.ts';
 
 const timing = PRESETS['qwen3-32b-h200'];
 const BLOCK = 64;
@@ -121,26 +122,7 @@ describe('bench fleet on sessions (CLI)', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function capture(args: string[]): Promise<{ rc: number; out: string; err: string }> {
-    let out = '';
-    let err = '';
-    const o = process.stdout.write.bind(process.stdout);
-    const e = process.stderr.write.bind(process.stderr);
-    process.stdout.write = ((s: string) => {
-      out += s;
-      return true;
-    }) as typeof process.stdout.write;
-    process.stderr.write = ((s: string) => {
-      err += s;
-      return true;
-    }) as typeof process.stderr.write;
-    try {
-      return { rc: await run(args), out, err };
-    } finally {
-      process.stdout.write = o;
-      process.stderr.write = e;
-    }
-  }
+  const capture = (args: string[]) => captureOutput(() => run(args));
 
   it('reads capture output: every call of every session completes under each policy', async () => {
     // the capture file is request-stream JSONL with _meta (session, turn, time): one session per file

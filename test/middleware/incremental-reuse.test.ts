@@ -9,18 +9,10 @@ import { createPipeline } from '../../middleware/pipeline.ts';
 import { ChatRenderer } from '../../middleware/tokens/handle.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
-import type { ChatMessage, ChatRequest, PipelineContext, ToolDef } from '../../middleware/types.ts';
+import type { ChatMessage, ChatRequest, PipelineContext } from '../../middleware/types.ts';
+import { bashTools } from '../helpers/bash-tool.ts';
 
-const tools: ToolDef[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'bash',
-      description: 'run',
-      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
-    },
-  },
-];
+const tools = bashTools;
 const ctx = (i: number): PipelineContext => ({
   tenant: 't',
   requestId: `r${i}`,

@@ -10,18 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { ChatRenderer } from '../../middleware/tokens/handle.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
-import type { ChatMessage, ChatRequest, PipelineContext, ToolDef } from '../../middleware/types.ts';
+import type { ChatMessage, ChatRequest, PipelineContext } from '../../middleware/types.ts';
+import { bashTools } from '../helpers/bash-tool.ts';
 
-const tools: ToolDef[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'bash',
-      description: 'run',
-      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
-    },
-  },
-];
+const tools = bashTools;
 
 /** A seeded generator (LCG): the same sessions on every run. */
 function rng(seed: number) {

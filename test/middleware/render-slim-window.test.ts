@@ -18,18 +18,10 @@ import { renderPrompt, type RenderMemo } from '../../middleware/tokens/increment
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { slimRuleFor } from '../../middleware/tokens/slim-window.ts';
 import { toolsKey } from '../../middleware/tokens/tools-key.ts';
-import type { ChatMessage, ToolDef } from '../../middleware/types.ts';
+import type { ChatMessage } from '../../middleware/types.ts';
+import { bashTools } from '../helpers/bash-tool.ts';
 
-const tools: ToolDef[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'bash',
-      description: 'run',
-      parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
-    },
-  },
-];
+const tools = bashTools;
 
 const text = fc.constantFrom('ok', 'line one\nline two', '  padded  ', '', 'ünï <b>', 'a </think> b');
 let callId = 0;
