@@ -95,13 +95,24 @@ export class SharedPrefixTracker {
         i = 0;
         mark = -2;
       }
+      // past a block neither generation holds, none of the chain's later blocks is held either
+      // (both are prefix-closed along chains: a block's parent is fixed by its hash), so the rest
+      // is stored without the two lookups each. Per step: between steps another insert may store
+      // this chain's tail.
+      let fresh = false;
       for (; i < n && left > 0; i++, left--) {
         const cont = i + 1 < n ? hashes[i + 1] : END;
+        if (fresh) {
+          this.set(hashes[i], cont);
+          continue;
+        }
         // one lookup for both questions: the value, and whether the young generation has it
         const young = this.young.get(hashes[i]);
         const cur = young ?? this.old.get(hashes[i]);
-        if (cur === undefined) this.set(hashes[i], cont);
-        else if (cur === SHARED) {
+        if (cur === undefined) {
+          this.set(hashes[i], cont);
+          fresh = true;
+        } else if (cur === SHARED) {
           sharedUpTo = i;
           if (young === undefined) this.set(hashes[i], cur);
         } else if (cur === END) {

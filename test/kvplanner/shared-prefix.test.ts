@@ -89,3 +89,25 @@ describe('SharedPrefixTracker generations', () => {
     expect(t.size).toBeLessThanOrEqual(10_000);
   });
 });
+
+describe('SharedPrefixTracker: the tail past the first unknown block is stored without lookups', () => {
+  it("another chain that stores this one's tail between two steps still makes a branch point", () => {
+    // x's root is new: its first step walks 2 blocks, both unknown. Between the steps y stores x's
+    // next blocks with another continuation; x's second step must look them up again (a branch at
+    // x3), not store its own continuations over y's as if they were still unknown
+    const x = c('x', 6);
+    const y = [...c('x', 4), 'y4'];
+    const t = new SharedPrefixTracker();
+    const step = t.inserting(x);
+    expect(step(2)).toBe(false);
+    t.insert(y);
+    while (!step(2));
+    const ref = new SharedPrefixTracker();
+    ref.insert(x.slice(0, 2));
+    ref.insert(y);
+    ref.insert(x);
+    expect(t.sharedDepth(x)).toBe(4);
+    expect(t.sharedDepth(x)).toBe(ref.sharedDepth(x));
+    expect(t.commonDepth(y, 5)).toBe(ref.commonDepth(y, 5));
+  });
+});
