@@ -17,6 +17,7 @@
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import { freezeEdited, indicesFrom } from './deep-freeze.ts';
+import { AfterSendQueue } from './after-send.ts';
 import type { ArtifactStore } from './artifacts/store.ts';
 import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
 import { breakRecord, pushBreak } from './diagnostics/break-ring.ts';
@@ -168,10 +169,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   // two concurrent calls of one session would otherwise both start from the same state and the
   // later put would drop the earlier call's learning. process() takes the lock once it knows the
   // session; this wrapper releases it however process() ends. The upstream call is not inside.
-  // With `ctx.deferStore` the state write (the call count, fingerprint, break ring and the store put,
-  // none of which the upstream body or the worker choice reads) runs on the next turn of the event
-  // loop, once the caller has sent the body upstream; the lock is held until the put settled, so the
-  // session's next call still reads this call's state, and `result.stored` says when.
+  // With `ctx.deferStore` the stages' after-send jobs (after-send.ts) and the state write (the call
+  // count, fingerprint, break ring and the store put, none of which the upstream body or the worker
+  // choice reads) run once the caller has sent the body upstream (`ctx.sent`, else the next turn of
+  // the event loop); the lock is held until the put settled, so the session's next call still reads
+  // this call's state, and `result.stored` says when. Without it they run before process() returns.
   async function processLocked(received: ChatRequest, ctx: PipelineContext): Promise<PipelineResult> {
     const held: Held = {};
     let result: PipelineResult;
@@ -194,18 +196,9 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       }
       return result;
     }
+    const schedule = ctx.sent ?? setImmediate;
     result.stored = new Promise<void>((resolve) => {
-      setImmediate(() => {
-        commit()
-          .catch((err: unknown) => {
-            // The answer is on its way: the state of this one call is what is lost, said loudly.
-            globalThis.process.emitWarning(`ctxgate: session state not stored: ${(err as Error)?.message ?? err}`);
-          })
-          .finally(() => {
-            held.release?.();
-            resolve();
-          });
-      });
+      schedule(commitThenRelease.bind(undefined, commit, held, resolve));
     });
     return result;
   }
@@ -244,6 +237,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     if (ident.lead !== undefined) writeSlot(state, LEAD_SLOT, ident.lead);
     if (resolved.claim !== undefined) writeSlot(state, TURN_SLOT, resolved.claim);
     let receipts: Receipt[] = [];
+    // The stages' work for after the send (after-send.ts): run by the commit, before the put.
+    const deferred = new AfterSendQueue();
     t = lap('session', t);
     if (big) await yieldToLoop();
     const inSegs = segment(body.messages, prevLocal ? [prevLocal.input] : []);
@@ -262,6 +257,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       tokenizer: tok,
       blockSize,
       transforms,
+      afterSend: deferred.add.bind(deferred),
     };
     let out: ChatRequest = body;
     // Nothing rewritten: the caller's own object goes on (the gateway then forwards its bytes).
@@ -303,6 +299,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       // An unrenderable request is the upstream's to reject; the pipeline never blocks it.
       receipts.push({ stage: 'render', action: 'skip', reason: `chat template failed: ${rt.error}` });
       held.commit = async () => {
+        await deferred.run();
         state.calls++;
         state.updatedAt = Date.now();
         await store.put(state);
@@ -381,6 +378,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     if (hint !== undefined) hints.set(hint, key);
     const messages = out.messages.length;
     held.commit = async () => {
+      await deferred.run();
       const t0 = tick();
       state.calls++;
       state.updatedAt = Date.now();
@@ -402,6 +400,19 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   }
 
   return { process: processLocked, chain: describeChain(spec, stages) };
+}
+
+/** The deferred commit (processLocked): the state write, then the lock's release, then `stored`. */
+function commitThenRelease(commit: () => Promise<void>, held: Held, resolve: () => void): void {
+  commit()
+    .catch((err: unknown) => {
+      // The answer is on its way: the state of this one call is what is lost, said loudly.
+      globalThis.process.emitWarning(`ctxgate: session state not stored: ${(err as Error)?.message ?? err}`);
+    })
+    .finally(() => {
+      held.release?.();
+      resolve();
+    });
 }
 
 interface Held {

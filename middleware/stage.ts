@@ -19,7 +19,10 @@
 //   (copy on write; unchanged sub-objects may be shared). A write into a stored part throws.
 // - Receipts that count as a metric are declared in `metrics`; the gateway counts from these
 //   declarations only.
+// - Work the upstream body and the routing decision do not read (slot bookkeeping, records kept for
+//   the next call) goes to after the send: `afterSend(ctx, job)` (after-send.ts).
 // - Deterministic and idempotent: the same input and state must give byte-identical output.
+import type { AfterSend } from './after-send.ts';
 import type { SessionState } from './session/store.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
 import type { ChatRequest, Receipt } from './types.ts';
@@ -63,6 +66,9 @@ export interface StageContext {
   transforms?: Readonly<Record<string, boolean | 'eager'>>;
   /** Wall clock in ms (default Date.now); benchmarks pass a virtual one. */
   now?: () => number;
+  /** Hands work to after the upstream send (after-send.ts: order, lock, what a job may touch).
+   *  Absent where the caller drives the chain itself: call `afterSend(ctx, job)`, which then runs it at once. */
+  afterSend?: AfterSend;
 }
 
 export interface StageResult {

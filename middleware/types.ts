@@ -99,9 +99,14 @@ export interface PipelineContext {
   /** Aborted when the client goes away: a call still waiting for its session's lock leaves the queue. */
   signal?: AbortLike;
   /** The gateway's request path: process() returns before the session state is written (the write
-   *  runs on the next turn of the event loop, after the body went upstream); `result.stored` settles
+   *  runs after the body went upstream: `sent` below); `result.stored` settles
    *  when it is stored. Without it, process() returns once the state is stored. */
   deferStore?: boolean;
+  /** With `deferStore`: runs `run` once the body was dispatched upstream, or once the caller knows
+   *  it never will be (its send gate, gateway/proxy/send-gate.ts); it must run exactly once, or the
+   *  session stays locked. The stages' after-send jobs (after-send.ts) and the state write run
+   *  then. Absent: on the next turn of the event loop (setImmediate). */
+  sent?: (run: () => void) => void;
   /** Told which received messages (or tools) the pipeline replaced with JSON-equal objects of the
    *  session's earlier call: the gateway's body parser hands those out next time, so they stay
    *  identical call after call (gateway/body/body-memo.ts adopt). */

@@ -21,6 +21,7 @@ import { clientGone, finish, type Exchange } from './finish.ts';
 import { Relay } from './relay.ts';
 import { GatewayRouteInfo } from './route-info.ts';
 import { RequestSignal } from './request-signal.ts';
+import { SendGate } from './send-gate.ts';
 import { sendUpstreamFailure } from './upstream-error.ts';
 import { type CallResult, UpstreamCall } from './upstream-call.ts';
 /** The signing key's purpose label (see ingress/thinking-signature.ts). */
@@ -84,6 +85,7 @@ export async function handleProxy(
   let releaseSlot: (() => void) | undefined;
   let ac: RequestSignal | undefined;
   let onClose: (() => void) | undefined;
+  let gate: SendGate | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
@@ -105,7 +107,9 @@ export async function handleProxy(
     if (gw.tracing) ex.trace = startRequestSpan(gw.tracing, req, ex, adapter.api);
     const cacheSalt = gw.salts.saltOf(principal.tenant);
     const headers = harnessHeaders(req.headers as Record<string, string | undefined>);
-    // The session state is written while the upstream computes; the relay waits for it before answering.
+    // The session state is written while the upstream computes (once the send gate opens); the
+    // relay waits for it before answering.
+    gate = new SendGate();
     const pctx: PipelineContext = {
       tenant: principal.tenant,
       requestId: req.id,
@@ -113,6 +117,7 @@ export async function handleProxy(
       model: ex.model,
       cacheSalt,
       deferStore: true,
+      sent: gate.when.bind(gate),
     };
     // Translated APIs: the client's own body rides along for capture (chat's is the canonical one).
     if (adapter.toResponse) pctx.clientBody = { api: adapter.api, body: req.body };
@@ -198,11 +203,14 @@ export async function handleProxy(
         prefillTokens: promptTokens,
         attempts: gw.config.upstream.attempts,
         trace: ex.trace,
+        onSent: gate.open.bind(gate),
       },
       gw.metrics,
       [exchangeObserver(gw, ex, reply)],
     );
     const r: CallResult = await call.run(new Relay(gw, ex, reply, signal, adapter, answer, engine));
+    // Nothing was sent (no worker answered the dispatch, client gone before it): the state is still written.
+    gate.open();
     await result.stored;
     if (r.kind === 'failed') {
       ex.status = r.status;
@@ -215,7 +223,9 @@ export async function handleProxy(
     const ge = err instanceof GatewayError ? err : undefined;
     ex.status = ge?.status ?? 500;
     ex.errorCode = ge?.code ?? 'internal_error';
-    // Even a failed call's state is stored before the client hears of it.
+    // Even a failed call's state is stored before the client hears of it (a throw before the send
+    // opens the gate here).
+    gate?.open();
     await ex.result?.stored;
     throw err;
   } finally {

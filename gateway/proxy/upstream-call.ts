@@ -43,6 +43,8 @@ export interface UpstreamRequest {
   attempts: number;
   /** A span per routing decision and per attempt; traceparent sent upstream. */
   trace?: RequestTrace;
+  /** Called once the first attempt's request was dispatched (send-gate.ts). */
+  onSent?: () => void;
 }
 
 /** What reads a live response to the client: the relay. */
@@ -109,13 +111,16 @@ export class UpstreamCall {
       // undici's own timeouts stretch when this process's timers run late (attempt-deadline.ts)
       a.deadline = new AttemptDeadline(req.signal, a.worker.deadlines);
       try {
-        res = await requestUpstream(a.worker.pool, {
+        const sending = requestUpstream(a.worker.pool, {
           method: 'POST',
           path: a.worker.basePath + req.path,
           headers: this.headersFor(a),
           body: req.body,
           signal: a.deadline.signal,
         });
+        // On the wire (or in undici's queue): the work left for after the send runs now, while the worker computes.
+        if (n === 1) req.onSent?.();
+        res = await sending;
       } catch (err) {
         const stop = this.stopped(a);
         if (stop) return stop;

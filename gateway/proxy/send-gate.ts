@@ -1,0 +1,32 @@
+// A request's send gate: the point its body has gone upstream. The context pipeline leaves its
+// state write, and the stages' after-send work (middleware/after-send.ts), for this point
+// (PipelineContext.sent), so it runs while the worker computes instead of before the send.
+// The upstream call opens the gate right after it dispatched the first attempt (undici writes a
+// Buffer body to a connected socket within the dispatch call); the request handler opens it on
+// every other way out (no worker, capacity, shutdown, client gone, a throw before the send) before
+// it waits for the stored state, so the work runs exactly once on every path, as it did from the
+// next turn of the event loop before. Cost: one object per request, one bound function.
+
+export class SendGate {
+  private waiting: (() => void) | undefined;
+  private isOpen = false;
+
+  /** PipelineContext.sent: runs `run` when the gate opens (now if it is open). One waiter a call. */
+  when(run: () => void): void {
+    if (this.isOpen) run();
+    else this.waiting = run;
+  }
+
+  /** The body went upstream (or never will): runs the waiting work, once. */
+  open(): void {
+    if (this.isOpen) return;
+    this.isOpen = true;
+    const run = this.waiting;
+    this.waiting = undefined;
+    run?.();
+  }
+
+  get opened(): boolean {
+    return this.isOpen;
+  }
+}
