@@ -9,6 +9,8 @@
 // copies of the state's lists (observations ≤ maxObservations) and of the call records' chunk list
 // and last chunk (call-log.ts: O(√ records) at the bound, not O(records)); the lists are returned
 // frozen and sized from the previous state's sizes, so the store's put costs what changed.
+// Two steps (beginLedger, then its finish): what the messages and receipts need, then the new
+// observations' token counts and the lists' freeze, which a stage may run after the upstream send.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { sha256Hex } from '../canonical-json.ts';
 import { freezeDeep, freezeEdited, indicesFrom } from '../deep-freeze.ts';
@@ -44,16 +46,55 @@ export interface LedgerResult {
   receipts: Receipt[];
 }
 
+/** beginLedger's result: `state` is complete once `finish` has run. */
+export interface LedgerBegun extends LedgerResult {
+  /**
+   * Counts the new observations' tokens and freezes and sizes the state's growing lists, in place
+   * (the same objects `state` holds, so a part already written into the session is complete after
+   * it). The messages and receipts do not depend on it: it may run after the upstream send, but
+   * must run, once, before the state is read by a later call or stored.
+   */
+  finish: () => void;
+}
+
 const STAGE = 'ledger';
 
+/** The ledger in one step: beginLedger, then its finish. */
 export function applyLedger(
   input: ChatMessage[],
   prev: LedgerState | undefined,
   opts: LedgerOptions = {},
 ): LedgerResult {
+  const r = beginLedger(input, prev, opts);
+  r.finish();
+  return { messages: r.messages, state: r.state, receipts: r.receipts };
+}
+
+/**
+ * The ledger's work that the messages and receipts need (observations, staleness, tombstones,
+ * render), with the rest left to `finish`: the new observations' token counts (a BPE pass over
+ * each new tool output: most of this stage's time on growing sessions) and the freeze and sizing
+ * of the state's lists. A count a tombstone's receipt reads on this call is taken at once.
+ */
+export function beginLedger(
+  input: ChatMessage[],
+  prev: LedgerState | undefined,
+  opts: LedgerOptions = {},
+): LedgerBegun {
   const count = opts.countTokens ?? approxTokens;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const receipts: Receipt[] = [];
+  // New observations whose `tokens` is still to count, with their text (a marked copy of one is
+  // added too: markStale). Filled by tokensOf (a receipt needs it now) or finish.
+  const uncounted = new Map<Observation, string>();
+  const tokensOf = (o: Observation): number => {
+    const text = uncounted.get(o);
+    if (text !== undefined) {
+      o.tokens = count(text);
+      uncounted.delete(o);
+    }
+    return o.tokens;
+  };
   let st: LedgerState = prev ? copyOf(prev) : emptyLedger();
   // What this call changes in the previous state's growing parts (see sizeEdits).
   let edits: Edits | undefined = prev ? { observations: new Set() } : undefined;
@@ -92,7 +133,9 @@ export function applyLedger(
     if (!id || !st.open[id]) continue;
     const inv = st.open[id];
     delete st.open[id];
-    const obs = observe(id, inv, i, messageText(m), st, opts, count, now);
+    const text = messageText(m);
+    const obs = observe(id, inv, i, text, st, opts, now);
+    uncounted.set(obs, text);
     if (obs.unknownWrite)
       receipts.push({
         stage: STAGE,
@@ -105,7 +148,8 @@ export function applyLedger(
         const o = st.observations[k];
         if (o.stale || o.call >= obs.call) continue;
         const hit = o.reads.find((r) => writeInvalidates(w, r));
-        if (hit) newlyStale.push(markStale(st, k, { reason: 'written', byCall: obs.call, detail: hit.uri }, edits));
+        if (hit)
+          newlyStale.push(markStale(st, k, { reason: 'written', byCall: obs.call, detail: hit.uri }, edits, uncounted));
       }
     }
     edits?.observations?.add(st.observations.length);
@@ -120,7 +164,10 @@ export function applyLedger(
       const o = st.observations[k];
       if (o.stale) continue;
       const hit = o.reads.find((r) => writeInvalidates({ uri: ext.uri, structural: true }, r) || r.uri === ext.uri);
-      if (hit) newlyStale.push(markStale(st, k, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }, edits));
+      if (hit)
+        newlyStale.push(
+          markStale(st, k, { reason: 'external', detail: `${hit.uri}: ${ext.reason}` }, edits, uncounted),
+        );
     }
   }
   st.pending = [];
@@ -131,7 +178,13 @@ export function applyLedger(
     const bySecs = o.ttl.seconds !== undefined && now - o.at >= o.ttl.seconds;
     if (byCalls || bySecs)
       newlyStale.push(
-        markStale(st, k, { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` }, edits),
+        markStale(
+          st,
+          k,
+          { reason: 'expired', detail: byCalls ? `${o.ttl.calls} calls` : `${o.ttl.seconds} s` },
+          edits,
+          uncounted,
+        ),
       );
   }
 
@@ -146,7 +199,7 @@ export function applyLedger(
       const d = decideEviction(
         {
           tokensAfter: tokensFrom[o.index + 1] ?? 0,
-          staleTokens: o.tokens,
+          staleTokens: tokensOf(o),
           tombstoneTokens: count(text),
           callsSoFar: st.actions,
         },
@@ -164,7 +217,7 @@ export function applyLedger(
           stage: STAGE,
           action: 'evict',
           target: o.reads[0]?.uri,
-          tokens_before: o.tokens,
+          tokens_before: tokensOf(o),
           tokens_after: count(evictionText(o, opts.cwd)),
           reason: `${o.stale!.reason} at call ${o.call}; ${costs}`,
         });
@@ -184,8 +237,16 @@ export function applyLedger(
   const calls = withCalls(st.calls, added, DEFAULT_MAX_CALL_RECORDS);
   st.calls = calls.calls;
   trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, edits);
-  if (prev && edits) sizeEdits(prev, st, edits, calls);
-  return { messages: render(input, st), state: st, receipts };
+  const state = st;
+  let finished = false;
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    for (const [o, text] of uncounted) o.tokens = count(text);
+    uncounted.clear();
+    if (prev && edits) sizeEdits(prev, state, edits, calls);
+  };
+  return { messages: render(input, st), state: st, receipts, finish };
 }
 
 /** Re-applies evictions and tombstones from state: deterministic, so byte-stable. (Frame escaping
@@ -235,7 +296,6 @@ function observe(
   text: string,
   st: LedgerState,
   opts: LedgerOptions,
-  count: CountTokens,
   now: number,
 ): Observation {
   const eff = callEffects(
@@ -261,18 +321,29 @@ function observe(
     writes: eff.effects.filter((e) => e.effect === 'write').map(safeUri),
     ...(eff.unknownWrite ? { unknownWrite: true } : {}),
     hash: sha256Hex(text),
-    tokens: count(text),
+    // Counted later (beginLedger's tokensOf or finish); the key keeps its place in the JSON.
+    tokens: 0,
     exit: parseExitCode(text),
     ...(eff.ttl ? { ttl: eff.ttl } : {}),
     at: now,
   };
 }
 
-/** Observation k marked stale: a marked copy replaces it (the state's own, so `handled` can be set on it). */
-function markStale(st: LedgerState, k: number, s: StaleMark, edits?: Edits): Observation {
-  const o = { ...st.observations[k], stale: s };
+/** Observation k marked stale: a marked copy replaces it (the state's own, so `handled` can be set
+ * on it); the copy of one still to count is to count too. */
+function markStale(
+  st: LedgerState,
+  k: number,
+  s: StaleMark,
+  edits: Edits | undefined,
+  uncounted: Map<Observation, string>,
+): Observation {
+  const was = st.observations[k];
+  const o = { ...was, stale: s };
   st.observations[k] = o;
   edits?.observations?.add(k);
+  const text = uncounted.get(was);
+  if (text !== undefined) uncounted.set(o, text);
   return o;
 }
 

@@ -9,7 +9,7 @@
 // slices with the event loop yielded between them, so one tenant's 1M-character call does not
 // hold every other request for the whole BPE pass; the ledger then reads those same counts.
 import type { Stage, StageContext, StageResult, RequestView } from '../stage.ts';
-import { applyLedger, render, type LedgerOptions } from './ledger.ts';
+import { beginLedger, render, type LedgerOptions } from './ledger.ts';
 import { precountSliced, precountTexts } from './precount.ts';
 import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion, readLedger, writeLedger } from './slot.ts';
 
@@ -30,12 +30,14 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
   ): StageResult => {
     const input = view.body.messages;
     const count = (t: string): number => ctx.tokenizer.encodeCached(t).length;
-    const r = applyLedger(input, readLedger(view.session), {
+    const r = beginLedger(input, readLedger(view.session), {
       ...opts,
       countTokens: counted ? (t) => counted.get(t) ?? count(t) : count,
       ...(now !== undefined ? { now } : {}),
     });
+    // The part is written now (compaction reads it on this call) and completed in place by finish.
     writeLedger(view.session, r.state, writeVersion);
+    r.finish();
     let { messages, receipts } = r;
     if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
       messages = render(input, { ...r.state, tombstones: [], evictions: [] });
