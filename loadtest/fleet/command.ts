@@ -1,6 +1,7 @@
 // `ctxgate bench fleet`: every policy over identical arrivals on a simulated fleet (virtual clock,
 // vLLM engine models), one row each; --json for the documented shape. Policy settings a deployer
 // would configure (block size, prefill throughput, KV budget) are derived from the run's options.
+import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
 import type { PolicyOptions } from '../../kvplanner/types.ts';
 import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
@@ -83,6 +84,16 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
+  --dispatch arrival|admission  arrival (default): every policy picks when the call arrives;
+                        admission: ctxgate binds late (a call whose prefix one worker holds goes at
+                        arrival; the others wait at the gateway until a worker can admit them, then
+                        ctxgate picks among those); every other policy still picks at arrival, as
+                        its source does
+  --max-waiting N       admission: a worker can admit while its engine has fewer waiting (default ${ADMISSION_DEFAULTS.max_waiting})
+  --max-kv-usage X      admission: ... and KV usage under X (default ${ADMISSION_DEFAULTS.max_kv_usage})
+  --locality-wait-ms MS admission: a held call waits this long for the worker holding its prefix (default ${ADMISSION_DEFAULTS.locality_wait_ms})
+  --locality-min-tokens N  admission: prefix tokens only one worker holds that make it the call's holder (default ${ADMISSION_DEFAULTS.locality_min_tokens})
+  --locality-window N   admission: held calls a free worker looks at (default ${ADMISSION_DEFAULTS.locality_window})
   --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
                         TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
@@ -154,6 +165,12 @@ export async function run(argv: string[]): Promise<number> {
     'admission',
     'engine',
     'timeline',
+    'dispatch',
+    'max-waiting',
+    'max-kv-usage',
+    'locality-wait-ms',
+    'locality-min-tokens',
+    'locality-window',
     'seed',
     'json',
     'rate',
@@ -198,6 +215,20 @@ export async function run(argv: string[]): Promise<number> {
     const band = str(a, 'rate-band') !== undefined ? parseRateBand(str(a, 'rate-band')!) : undefined;
     if (band && (str(a, 'rate-scale') !== undefined || str(a, 'timeline') !== undefined))
       throw new Error('--rate-band replaces --rate-scale and prints no timeline');
+    const dispatch = str(a, 'dispatch') ?? 'arrival';
+    if (dispatch !== 'arrival' && dispatch !== 'admission')
+      throw new Error(`--dispatch must be arrival or admission, got '${dispatch}'`);
+    const admissionCheck = {
+      max_waiting: Math.floor(num(a, 'max-waiting', ADMISSION_DEFAULTS.max_waiting, 1)),
+      max_kv_usage: num(a, 'max-kv-usage', ADMISSION_DEFAULTS.max_kv_usage, 1e-9),
+      locality_wait_ms: num(a, 'locality-wait-ms', ADMISSION_DEFAULTS.locality_wait_ms, 0),
+      locality_min_tokens: num(a, 'locality-min-tokens', ADMISSION_DEFAULTS.locality_min_tokens, 0),
+      locality_window: Math.floor(num(a, 'locality-window', ADMISSION_DEFAULTS.locality_window, 1)),
+    };
+    const dispatchNote =
+      dispatch === 'admission'
+        ? 'dispatch: ctxgate admission (late binding: calls wait at the gateway until a worker can admit them); every other policy at arrival, as its source does\n'
+        : '';
     // every policy over the inputs at one rate scale
     const runAt = async (rateScale: number) => {
       const reqs = await loadFleetInputs(a.positional, {
@@ -250,6 +281,9 @@ export async function run(argv: string[]): Promise<number> {
             engine,
             index,
             timelineMs: timelineS !== undefined ? timelineS * 1000 : undefined,
+            // late binding is ctxgate's; the baselines dispatch at arrival, as their sources do
+            dispatch: policy === 'ctxgate' ? dispatch : 'arrival',
+            admission: admissionCheck,
           },
           (done) => {
             while (shown < done) {
@@ -288,7 +322,9 @@ export async function run(argv: string[]): Promise<number> {
       else
         process.stdout.write(
           `fleet: ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, index ${index}\n` +
-            'virtual-time simulation\n\n' +
+            'virtual-time simulation\n' +
+            dispatchNote +
+            '\n' +
             formatBand(rows, band) +
             '\n',
         );
@@ -308,7 +344,9 @@ export async function run(argv: string[]): Promise<number> {
     } else {
       process.stdout.write(
         `fleet: ${reqs.length} requests${kind === 'sessions' ? ` in ${new Set(reqs.map((r) => r.sessionId)).size} sessions (closed loop, tokenizer ${tokenizer})` : ''}, ${workers} × ${presetName} (${engine} engine model), kv ${kvTokens} tokens/engine, block ${blockSize}, rate ×${rateScale}, index ${index}\n` +
-          'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n\n',
+          'virtual-time simulation; wall_s per run in --json (noisy on a shared machine)\n' +
+          dispatchNote +
+          '\n',
       );
       process.stdout.write(
         formatFleetTable(runs) + '\n\n' + formatEngineTime(runs) + '\n\n' + formatFluid(fluid, fleet) + '\n',

@@ -10,9 +10,23 @@
 // Each step's time is booked as prefill, decode-only, or decode-only while requests waited
 // (engineTime; per window with timelineMs), which shows whether compute or KV holds a saturated
 // fleet back.
-// Cost: O((arrivals + steps) · log N) plus the policies' own cost.
+// dispatch 'admission' (late binding, kvplanner/admission): a call that one worker's cache holds
+// (≥ locality_min_tokens beyond the runner-up, by the policy's own index) goes at arrival, where
+// the policy sends it (its cache is there and may be evicted while it waits); any other call waits
+// in a gateway-side queue (per-tenant fair; here unbounded and without a deadline, so every call
+// completes) until some worker can admit it (fewer engine-waiting requests than max_waiting, KV
+// usage under max_kv_usage), and the policy picks among the workers that can. A free worker takes
+// the first of the next locality_window held calls that it holds, or that no worker holds; a call
+// whose holder is busy is passed over for up to locality_wait_ms from when it is first looked at
+// (delay scheduling). The queue is looked at after every arrival and every step end (before and
+// after the worker's next step starts). 'arrival' (default): the policy picks at arrival.
+// Cost: O((arrivals + steps) · log N) plus the policies' own cost; with admission O(N) index
+// reads per arrival and O(N + window · N) per step end while calls are held.
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
+import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
+import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
+import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
@@ -37,6 +51,16 @@ export interface FleetConfig {
   index?: 'approx' | 'precise';
   /** when set, FleetResult.timeline holds the fleet's state in windows of this many ms */
   timelineMs?: number;
+  /** arrival (default): the policy picks when the call arrives; admission: the call waits at
+   *  the gateway until a worker can admit it (late binding) */
+  dispatch?: 'arrival' | 'admission';
+  /** admission's worker check (ADMISSION_DEFAULTS when absent) */
+  admission?: Partial<
+    Pick<
+      AdmissionSettings,
+      'max_waiting' | 'max_kv_usage' | 'locality_wait_ms' | 'locality_min_tokens' | 'locality_window'
+    >
+  >;
 }
 
 /** Engine seconds by kind of step: with prefill tokens, decode only, and decode only while
@@ -87,6 +111,8 @@ export interface FleetResult {
     requests: number;
     peakUsedBlocks: number;
     capacityBlocks: number;
+    /** most requests the engine ever had waiting (after an arrival or a step end) */
+    peakWaiting: number;
     preemptions: number;
     prefillTokens: number;
     /** blocks the engine's prefix cache holds at the end */
@@ -98,6 +124,11 @@ export interface FleetResult {
   timeline?: TimelineRow[];
   /** Times any request finished more than once (an invariant: 0). */
   duplicateFinishes: number;
+  /** Calls the gateway-side queue held (dispatch admission; 0 otherwise), and its peak length. */
+  gatewayQueued: number;
+  gatewayPeak: number;
+  /** Calls dispatch admission sent at arrival all the same (one worker's cache held them). */
+  boundAtArrival: number;
   /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
    *  engine refuses a sequence longer than its cache (they would preempt themselves forever). */
   rejected: number;
@@ -158,6 +189,16 @@ class StepHeap {
     }
     return top;
   }
+}
+
+/** A call held at the gateway (dispatch admission), with the worker that holds most of it. */
+interface Held {
+  req: FleetRequest;
+  info: RouteInfo;
+  home: number;
+  homeTokens: number;
+  /** when it was first among the calls a free worker looked at (its locality wait starts) */
+  consideredMs: number;
 }
 
 interface Inflight {
@@ -240,6 +281,7 @@ export function simulateFleet(
     engine: { waiting: 0, running: 0, kvUsage: 0 },
   }));
   const busy = new Array<boolean>(n).fill(false);
+  const peakWaiting = new Array<number>(n).fill(0);
   const pending = new Array<StepResult | null>(n).fill(null);
   const heap = new StepHeap();
   const inflight = new Map<SimRequest, Inflight>();
@@ -254,6 +296,7 @@ export function simulateFleet(
     const e = engines[i];
     const v = views[i].engine!;
     v.waiting = e.waiting.length;
+    if (v.waiting > peakWaiting[i]) peakWaiting[i] = v.waiting;
     v.running = e.running.length;
     v.kvUsage = e.kvUsage();
   };
@@ -379,7 +422,26 @@ export function simulateFleet(
       promptTokens: req.inputTokens,
       nowMs: req.arrivalMs,
     };
-    const choice = policy.select(views, info);
+    if (gate) {
+      const held: Held = { req, info, home: -1, homeTokens: 0, consideredMs: -1 };
+      // a call one worker's cache holds goes now, where the policy sends it: its cache is
+      // there (the turn before may still be running), and waiting would let it be evicted
+      findHome(held);
+      if (held.homeTokens >= localityMinTokens) {
+        boundAtArrival++;
+        dispatch(req, info, views, req.arrivalMs);
+        return;
+      }
+      gate.push(info.tenant, held, req.arrivalMs);
+      gatewayQueued++;
+      if (gate.size > gatewayPeak) gatewayPeak = gate.size;
+      drain(req.arrivalMs);
+      return;
+    }
+    dispatch(req, info, views, req.arrivalMs);
+  };
+  const dispatch = (req: FleetRequest, info: RouteInfo, candidates: readonly WorkerView[], now: number): void => {
+    const choice = policy.select(candidates, info);
     if (!choice) throw new Error(`policy ${cfg.policy} returned no worker for request ${req.id}`);
     const i = views.indexOf(choice.worker);
     if (i < 0) throw new Error(`policy ${cfg.policy} returned a worker outside the fleet`);
@@ -390,7 +452,63 @@ export function simulateFleet(
     views[i].queuedPrefillTokens += prefillLeft;
     requestsPerWorker[i]++;
     refresh(i);
-    kick(i, req.arrivalMs);
+    kick(i, now);
+  };
+  // late binding: the held calls, head first, while some worker can admit one
+  const admissionCheck = { ...ADMISSION_DEFAULTS, ...cfg.admission };
+  const localityWaitMs = admissionCheck.locality_wait_ms;
+  const localityMinTokens = admissionCheck.locality_min_tokens;
+  const localityWindow = admissionCheck.locality_window;
+  const gate =
+    cfg.dispatch === 'admission'
+      ? new FairQueue<Held>({
+          maxQueued: Infinity,
+          maxPerTenant: Infinity,
+          maxWaitMs: Infinity,
+        })
+      : undefined;
+  let gatewayQueued = 0;
+  let boundAtArrival = 0;
+  let gatewayPeak = 0;
+  // the worker whose cache holds most of the call's prompt (the policy's own estimate, read-only)
+  // (looked up when the call is considered: the turn before it may have left the queue since)
+  const findHome = (h: Held): void => {
+    h.home = -1;
+    h.homeTokens = 0;
+    if (!policy.expectedCachedTokens) return;
+    let second = 0;
+    for (let i = 0; i < n; i++) {
+      const c = policy.expectedCachedTokens([views[i]], h.info);
+      if (c > h.homeTokens) {
+        second = h.homeTokens;
+        h.homeTokens = c;
+        h.home = i;
+      } else if (c > second) second = c;
+    }
+    // what only the home holds (a root every worker holds is no reason to wait)
+    h.homeTokens -= second;
+  };
+  const drain = (now: number): void => {
+    while (gate && gate.size > 0) {
+      const able = admissibleWorkers(views, admissionCheck);
+      if (able.length === 0) return;
+      // delay scheduling for locality: a call whose prompt one worker holds (≥ locality_min_tokens)
+      // waits up to locality_wait_ms for that worker; the others go to whichever worker can admit
+      const take = gate.takeFirst(
+        (h) => {
+          if (h.consideredMs < 0) h.consideredMs = now;
+          if (now - h.consideredMs >= localityWaitMs) return true;
+          findHome(h);
+          return h.homeTokens < localityMinTokens || able.includes(views[h.home]);
+        },
+        now,
+        localityWindow,
+      );
+      if (!take) return;
+      take.info.nowMs = now;
+      const home = take.homeTokens >= localityMinTokens ? views[take.home] : undefined;
+      dispatch(take.req, take.info, home && able.includes(home) ? [home] : able, now);
+    }
   };
 
   let next = 0;
@@ -411,7 +529,9 @@ export function simulateFleet(
     const [t, i] = heap.pop();
     land(i);
     busy[i] = false;
+    drain(t);
     kick(i, t);
+    drain(t);
   }
   onProgress?.(reqs.length);
   return {
@@ -422,6 +542,7 @@ export function simulateFleet(
       requests: requestsPerWorker[i],
       peakUsedBlocks: e.peakUsedBlocks,
       capacityBlocks: e.capacityBlocks(),
+      peakWaiting: peakWaiting[i],
       preemptions: e.preemptions,
       prefillTokens: e.prefillTokens,
       cachedBlocks: e.cachedBlocks(),
@@ -433,6 +554,9 @@ export function simulateFleet(
       return busyS > 0 ? { ...r, waitingMean: r.waitingMean / busyS, kvUsageMean: r.kvUsageMean / busyS } : r;
     }),
     duplicateFinishes,
+    gatewayQueued,
+    gatewayPeak,
+    boundAtArrival,
     rejected,
     policyStats: policy.stats?.(),
   };

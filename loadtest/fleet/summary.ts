@@ -22,7 +22,13 @@ export interface FleetRunSummary {
     preset: string;
     rate_scale: number;
     index: string;
+    /** arrival: the policy picks when the call arrives; admission: late binding (the call is
+     *  held at the gateway until a worker can admit it) */
+    dispatch: 'arrival' | 'admission';
   };
+  /** dispatch admission: calls sent at arrival (one worker's cache held them), calls the
+   *  gateway-side queue held, and its peak length */
+  gateway_queue?: { bound_at_arrival: number; held: number; peak: number };
   requests: number;
   completed: number;
   /** refused: prompt + output larger than one engine's KV capacity */
@@ -141,7 +147,11 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       preset: ctx.preset,
       rate_scale: ctx.rateScale,
       index: ctx.index,
+      dispatch: res.config.dispatch ?? 'arrival',
     },
+    ...(res.config.dispatch === 'admission'
+      ? { gateway_queue: { bound_at_arrival: res.boundAtArrival, held: res.gatewayQueued, peak: res.gatewayPeak } }
+      : {}),
     requests: ctx.requests,
     completed: o.length,
     rejected: res.rejected,
@@ -198,7 +208,10 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
         `(${pct(e.decode_only_waiting)} while requests waited for KV), ${pct(e.decode_riding)} of decode (KV-weighted) ` +
         `in prefill steps; slowest 10% by TTFT arrived at ` +
         `${d.arrival_s.toFixed(0)} s on average, waited ${d.queue_wait_s.toFixed(1)} s to be scheduled, ` +
-        `then ${d.prefill_s.toFixed(1)} s to first token`
+        `then ${d.prefill_s.toFixed(1)} s to first token` +
+        (r.gateway_queue
+          ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting)`
+          : '')
       );
     })
     .join('\n');

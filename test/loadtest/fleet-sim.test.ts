@@ -6,50 +6,11 @@ import { DEFAULT_FLEET_POLICIES, fleetPolicyOptions } from '../../loadtest/fleet
 import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
 import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
-import {
-  arrange,
-  ChainInterner,
-  fromMooncake,
-  parseMooncake,
-  type FleetRequest,
-  type MooncakeRecord,
-} from '../../loadtest/fleet/trace.ts';
-import { mulberry32 } from '../../kvplanner/rng.ts';
+import { arrange, ChainInterner, fromMooncake, parseMooncake, type FleetRequest } from '../../loadtest/fleet/trace.ts';
+import { conversationTrace, load } from '../helpers/fleet-conversations.ts';
 import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
 
 const timing = PRESETS['qwen3-32b-h200'];
-
-/** Conversations over a shared 1-block root: turn k of a session extends turn k−1 by 1–3 blocks. */
-function conversationTrace(sessions: number, turns: number, seed: number, gapMs = 400): MooncakeRecord[] {
-  const rnd = mulberry32(seed);
-  const out: MooncakeRecord[] = [];
-  let nextId = 1;
-  for (let s = 0; s < sessions; s++) {
-    const ids = [0];
-    let t = s * gapMs * 0.7;
-    for (let k = 0; k < turns; k++) {
-      const grow = 1 + Math.floor(rnd() * 3);
-      for (let g = 0; g < grow; g++) ids.push(nextId++);
-      const partial = Math.floor(rnd() * 400) + 50;
-      out.push({
-        timestamp: Math.round(t),
-        input_length: (ids.length - 1) * 512 + partial,
-        output_length: 20 + Math.floor(rnd() * 200),
-        hash_ids: [...ids],
-      });
-      t += gapMs * (2 + rnd() * 6);
-    }
-  }
-  return out;
-}
-
-function load(recs: MooncakeRecord[], rateScale = 1): FleetRequest[] {
-  const chain = new ChainInterner();
-  return arrange(
-    recs.map((r, i) => fromMooncake(r, i, chain)),
-    rateScale,
-  );
-}
 
 function cfg(policy: string, over: Partial<FleetConfig> = {}): FleetConfig {
   const kvTokens = over.kvTokens ?? 60_000;

@@ -1,0 +1,162 @@
+// The gateway-side queue of late binding: calls wait here until a worker can admit them, then
+// leave in per-tenant round robin (one tenant's burst never holds another's calls back), each
+// tenant's own calls in arrival order. Bounded in total and per tenant (push refuses when full,
+// so the caller answers 429/503 at once), and every entry carries a deadline (expire() hands
+// back the ones past it, so none waits forever).
+// Cost: push / shift O(1) amortised; expire O(expired + tenants) (deadlines are arrival time +
+// one constant, so each tenant's queue is in deadline order and only its head is looked at).
+// Settings: maxQueued, maxPerTenant, maxWaitMs (ADMISSION_DEFAULTS in admission-defaults.ts).
+
+export type PushOutcome = 'queued' | 'queue_full' | 'tenant_full';
+
+interface Entry<T> {
+  item: T;
+  atMs: number;
+  deadlineMs: number;
+}
+
+/** FIFO with an O(1) shift: a head index, compacted when half is consumed. */
+class Fifo<T> {
+  private items: Entry<T>[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(e: Entry<T>): void {
+    this.items.push(e);
+  }
+
+  peek(): Entry<T> | undefined {
+    return this.items[this.head];
+  }
+
+  /** The i-th waiting entry (0: the head). */
+  at(i: number): Entry<T> | undefined {
+    return this.items[this.head + i];
+  }
+
+  /** Takes the i-th waiting entry (O(length) unless it is the head). */
+  removeAt(i: number): Entry<T> {
+    if (i === 0) return this.shift()!;
+    return this.items.splice(this.head + i, 1)[0];
+  }
+
+  shift(): Entry<T> | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const e = this.items[this.head++];
+    if (this.head > 64 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return e;
+  }
+}
+
+export interface FairQueueLimits {
+  /** Calls waiting over all tenants. */
+  maxQueued: number;
+  /** Calls one tenant may have waiting. */
+  maxPerTenant: number;
+  /** How long a call may wait, ms (Infinity: no deadline). */
+  maxWaitMs: number;
+}
+
+export class FairQueue<T> {
+  private readonly tenants = new Map<string, Fifo<T>>();
+  /** Tenants with calls waiting, in the order they are served (the head goes next). */
+  private readonly order: string[] = [];
+  private total = 0;
+
+  constructor(private readonly limits: FairQueueLimits) {}
+
+  get size(): number {
+    return this.total;
+  }
+
+  sizeOf(tenant: string): number {
+    return this.tenants.get(tenant)?.length ?? 0;
+  }
+
+  push(tenant: string, item: T, nowMs: number): PushOutcome {
+    if (this.total >= this.limits.maxQueued) return 'queue_full';
+    let q = this.tenants.get(tenant);
+    if (q && q.length >= this.limits.maxPerTenant) return 'tenant_full';
+    if (!q) {
+      q = new Fifo<T>();
+      this.tenants.set(tenant, q);
+    }
+    if (q.length === 0) this.order.push(tenant);
+    q.push({ item, atMs: nowMs, deadlineMs: nowMs + this.limits.maxWaitMs });
+    this.total++;
+    return 'queued';
+  }
+
+  /** The call that leaves next (without taking it). */
+  peek(): T | undefined {
+    const t = this.order[0];
+    return t === undefined ? undefined : this.tenants.get(t)!.peek()!.item;
+  }
+
+  /** Takes the call that leaves next; its tenant goes to the back of the round. */
+  shift(): T | undefined {
+    const t = this.order.shift();
+    if (t === undefined) return undefined;
+    const q = this.tenants.get(t)!;
+    const e = q.shift()!;
+    this.total--;
+    if (q.length > 0) this.order.push(t);
+    else this.tenants.delete(t);
+    return e.item;
+  }
+
+  /**
+   * Takes the first call, in serving order, that `accept` takes (item, ms it has waited), looking
+   * at up to `window` calls of each tenant (tenants in their round order); undefined when none.
+   * A call passed over keeps its place. O(tenants · window) calls of `accept`.
+   */
+  takeFirst(accept: (item: T, waitedMs: number) => boolean, nowMs: number, window: number): T | undefined {
+    for (let k = 0; k < this.order.length; k++) {
+      const t = this.order[k];
+      const q = this.tenants.get(t)!;
+      const n = Math.min(window, q.length);
+      for (let i = 0; i < n; i++) {
+        const e = q.at(i)!;
+        if (!accept(e.item, nowMs - e.atMs)) continue;
+        q.removeAt(i);
+        this.total--;
+        this.order.splice(k, 1);
+        if (q.length > 0) this.order.push(t);
+        else this.tenants.delete(t);
+        return e.item;
+      }
+    }
+    return undefined;
+  }
+
+  /** Takes and returns every call whose deadline is before `nowMs`. */
+  expire(nowMs: number): T[] {
+    const out: T[] = [];
+    for (let k = 0; k < this.order.length; ) {
+      const t = this.order[k];
+      const q = this.tenants.get(t)!;
+      while (q.length > 0 && q.peek()!.deadlineMs < nowMs) {
+        out.push(q.shift()!.item);
+        this.total--;
+      }
+      if (q.length === 0) {
+        this.tenants.delete(t);
+        this.order.splice(k, 1);
+      } else k++;
+    }
+    return out;
+  }
+
+  /** Takes every call (shutdown: each is answered, none is dropped silently). */
+  drain(): T[] {
+    const out: T[] = [];
+    for (let x = this.shift(); x !== undefined; x = this.shift()) out.push(x);
+    return out;
+  }
+}
