@@ -219,8 +219,13 @@ export class SglangEngineModel extends EngineBase {
     l.inTree = true;
   }
 
+  /** What SGLang reports as token_usage (sglang:token_usage, the scheduler's _get_token_info):
+   *  (total − available − evictable) / total, i.e. running requests' own blocks and the tree paths
+   *  they lock; the unlocked radix cache is evictable and not counted (vLLM's kv_cache_usage_perc
+   *  likewise leaves out cached free blocks). Counting the whole tree made every warm engine read
+   *  full. */
   kvUsage(): number {
-    return Math.min(1, (this.own + this.tree.size()) / this.capacity);
+    return Math.min(1, (this.own + this.tree.lockedSize()) / this.capacity);
   }
 
   capacityBlocks(): number {

@@ -50,6 +50,8 @@ export class RadixCache implements PrefixCache {
   /** One root per salt (the unsalted namespace is `root`); a root without children is dropped. */
   private readonly salted = new Map<string, RadixNode>();
   private tokens = 0;
+  /** tokens of nodes with lockRef > 0 (lockedSize) */
+  private locked = 0;
   private tick = 0;
   private runningUncached = 0;
   private counters: PrefixCacheStats = { queries: 0, hits: 0, evictions: 0 };
@@ -172,11 +174,19 @@ export class RadixCache implements PrefixCache {
   }
 
   lock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent) n.lockRef++;
+    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent)
+      if (n.lockRef++ === 0) this.locked += n.key.length;
   }
 
   unlock(node: RadixNode): void {
-    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent) n.lockRef--;
+    for (let n: RadixNode | undefined = node; n?.parent; n = n.parent)
+      if (--n.lockRef === 0) this.locked -= n.key.length;
+  }
+
+  /** Tokens on paths running requests lock (SGLang's protected_size_); the rest of the tree is
+   *  evictable (its evictable_size_). A split keeps the sum (both halves keep the lock count). */
+  lockedSize(): number {
+    return this.locked;
   }
 
   /** Evicts at least `needed` tokens from unlocked leaves, least recently used first. */

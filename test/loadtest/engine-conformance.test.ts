@@ -283,3 +283,44 @@ describe('SGLang engine model (fleet) agrees with the reference worker radix cac
     expect(ref[4]).toBe(sim[4]);
   });
 });
+
+// SGLang's token_usage (scheduler _get_token_info): (total − available − evictable) / total. The
+// unlocked radix cache is evictable, so a warm idle engine reads 0, as vLLM's kv_cache_usage_perc
+// leaves out cached free blocks; counting the whole tree made every warm engine read full.
+describe('SGLang engine model (fleet): kvUsage is token_usage, without the evictable tree', () => {
+  it('a running request counts (its blocks and the path it locks), the cache it leaves does not', () => {
+    const timing = PRESETS['qwen3-32b-h200'];
+    const chain = new ChainInterner();
+    const e = new SglangEngineModel({ kvTokens: 64 * 512, blockSize: 512, timing });
+    const req = (id: number, ids: number[], out: number) =>
+      fromMooncake({ timestamp: 0, input_length: ids.length * 512, output_length: out, hash_ids: ids }, id, chain);
+    e.add(req(0, [1, 2, 3, 4], 1));
+    for (let t = 0, s = e.step(0); s; s = e.step(t)) t += s.durationS * 1000;
+    expect(e.cachedBlocks()).toBe(4);
+    expect(e.kvUsage()).toBe(0);
+    // the same prefix again, still decoding: it locks the cached path [1..4] and holds its own tail
+    e.add(req(1, [1, 2, 3, 4, 5, 6], 1000));
+    e.step(0);
+    e.step(1);
+    expect(e.kvUsage()).toBeGreaterThanOrEqual(6 / 64);
+    expect(e.kvUsage()).toBeLessThan(8 / 64);
+  });
+
+  it('the radix cache counts locked tokens through locks, unlocks and splits', () => {
+    const c = new RadixCache(100);
+    const a = c.begin([1, 2, 3, 4, 5]);
+    expect(c.lockedSize()).toBe(5);
+    // b splits a's node into [1, 2, 3] + [4, 5], both still locked by a, and adds [9]
+    const b = c.begin([1, 2, 3, 9]);
+    expect(c.lockedSize()).toBe(6);
+    c.finish(a, []);
+    expect(c.lockedSize()).toBe(4); // b's path: [1, 2, 3] and [9]
+    const d = c.begin([1, 2, 3, 4, 5, 6]);
+    expect(c.lockedSize()).toBe(7);
+    c.finish(b, []);
+    expect(c.lockedSize()).toBe(6);
+    c.finish(d, []);
+    expect(c.lockedSize()).toBe(0);
+    expect(c.size()).toBe(7);
+  });
+});
