@@ -28,6 +28,10 @@
 //   retries of one crashing prompt cost nothing, so its tenant's other big prompts still run.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
 //   a machine with fewer free cores than threads the event loop still gets the CPU first.
+// - Count jobs: a stage's big texts to count (middleware/perf/count-offload.ts: the ledger's new tool
+//   outputs of OFFLOAD_COUNT_MIN_CHARS or more) go through the same admission, fair queue, retry,
+//   poison hashes and failure budget as a render; the call's render job comes after its count
+//   job, so a tenant's jobs at once do not grow. A count job that ends its thread twice: 422 render_failed.
 // - Counters: each reply carries what its thread counted (fast BPE encodes, native renders,
 //   fast-path mismatches; thread-counts.ts), added to the main thread's metrics.
 // - Shutdown: close() lets running jobs finish, then ends the threads.
@@ -40,12 +44,13 @@ import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { GatewayError } from '../../middleware/errors.ts';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
+import type { CountJob, CountOffload, CountReply } from '../../middleware/perf/count-offload.ts';
 import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
 import { addThreadCounts } from './thread-counts.ts';
-import { WAKE_TOKENIZER, type ThreadData, type ThreadReply } from './thread-task.ts';
+import { isCountJob, WAKE_TOKENIZER, type ThreadCountReply, type ThreadData, type ThreadReply } from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
 /** A thread idle this long is ended (Piscina restarts it on the next job; its caches go with it). */
@@ -89,8 +94,11 @@ export function defaultThreads(): number {
   return Math.min(DEFAULT_MAX_THREADS, Math.max(1, availableParallelism() - 1));
 }
 
+/** What a thread runs: a render job, or a stage's count job (same queue, limits and retries). */
+type PoolJob = OffloadJob | CountJob;
+
 interface Lane {
-  pool: Piscina<OffloadJob, OffloadReply>;
+  pool: Piscina<PoolJob, ThreadReply | ThreadCountReply>;
   queue: FairTaskQueue;
   /** Jobs queued or running here. */
   pending: number;
@@ -146,7 +154,7 @@ function warmJob(p: WarmProbe): OffloadJob {
   };
 }
 
-export interface RenderPool extends RenderOffload {
+export interface RenderPool extends RenderOffload, CountOffload {
   readonly threads: number;
   /**
    * Starts every thread and test-renders each probe there; rejects with a ConfigError naming
@@ -163,7 +171,7 @@ export interface RenderPool extends RenderOffload {
 }
 
 /** A thread's reply, its counters added to this thread's metrics on the way (thread-counts.ts). */
-function counted(reply: ThreadReply): OffloadReply {
+function counted<R extends ThreadReply | ThreadCountReply>(reply: R): R {
   if (reply.counts) addThreadCounts(reply.counts);
   return reply;
 }
@@ -176,7 +184,11 @@ function laneOf(key: string, n: number): number {
 }
 
 /** The tenant's job as far as its rendering goes (what makes it fail again on a fresh thread). */
-function jobHash(tenant: string, job: OffloadJob): string {
+function jobHash(tenant: string, job: PoolJob): string {
+  if (isCountJob(job)) {
+    const what = [tenant, job.tokenizer, job.chatTemplateFile ?? '', 'count', job.texts];
+    return createHash('sha256').update(JSON.stringify(what)).digest('base64url');
+  }
   const { messages, render } = job.input;
   const what = [
     tenant,
@@ -231,7 +243,7 @@ export function createRenderPool(
     return {
       queue,
       pending: 0,
-      pool: new Piscina<OffloadJob, OffloadReply>({
+      pool: new Piscina<PoolJob, ThreadReply | ThreadCountReply>({
         filename: threadFile ?? THREAD,
         // Started by warm() at start; after an idle timeout, on the next big call.
         minThreads: 0,
@@ -343,94 +355,101 @@ export function createRenderPool(
     return most && most.length > mine + 1 ? most[most.length - 1] : undefined;
   };
 
+  /** Admits a job (render or count) under the tenant's limits and runs it, retried once on a fresh thread. */
+  async function admit<R extends OffloadReply | CountReply>(
+    job: PoolJob,
+    { tenant, affinity }: { tenant: string; affinity: string },
+  ): Promise<R> {
+    if (closed) throw new GatewayError('shutting_down', 'the gateway is shutting down');
+    // Hashed up front only for a tenant with a known crashing prompt; otherwise on failure.
+    let h = poisoned.has(tenant) ? jobHash(tenant, job) : undefined;
+    if (h !== undefined && poisoned.get(tenant)!.has(h)) throw renderFailedBefore();
+    const now = Date.now();
+    const recent = recentFailures(tenant, now);
+    if (recent.length >= cfg.max_failures_per_tenant)
+      throw tooManyFailures(cfg.max_failures_per_tenant, recent[0] + FAILURE_WINDOW_MS - now);
+    const mine = perTenant.get(tenant) ?? 0;
+    if (mine >= cfg.max_per_tenant)
+      throw new GatewayError(
+        'tenant_render_queue_full',
+        `this tenant already has ${cfg.max_per_tenant} large prompts being rendered (render_pool.max_per_tenant)`,
+        null,
+        { 'retry-after': '1' },
+      );
+    const lane = pick(affinity);
+    // One thread per lane: a job that finds its lane busy waits. The bound is on waiting jobs.
+    let waiting = 0;
+    for (const l of lanes) waiting += Math.max(0, l.pending - 1);
+    if (lane.pending > 0 && waiting >= cfg.max_queue) {
+      // Full: admission is by share, not by arrival. A tenant that filled the queue gives up its
+      // newest waiting job (429 to it) so that another tenant's first big prompt gets in.
+      const victim = victimFor(tenant);
+      if (!victim)
+        throw new GatewayError(
+          'render_queue_full',
+          `${cfg.max_queue} large prompts are waiting to be rendered (render_pool.max_queue)`,
+          null,
+          { 'retry-after': '1' },
+        );
+      drop(victim, overShare);
+    }
+    const a: Admitted = {
+      tenant,
+      lane,
+      ac: new AbortController(),
+      started: lane.pending === 0,
+      settled: false,
+    };
+    perTenant.set(tenant, mine + 1);
+    lane.pending++;
+    if (!a.started) waitingOf.set(tenant, [...(waitingOf.get(tenant) ?? []), a]);
+    const onStart = (): void => {
+      a.started = true;
+      unwait(a);
+    };
+    const task = Object.assign(job, {
+      [Piscina.queueOptionsSymbol]: { tenant, onStart } satisfies FairQueueOptions,
+    });
+    // The previous ids are cloned, not transferred: a retry sends the same job again.
+    const attempt = () => lane.pool.run(task, { signal: a.ac.signal }).then((r) => counted(r) as R);
+    try {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (a.evicted) throw a.evicted();
+        if (closed || err instanceof GatewayError) throw err;
+        const spent = failed(tenant);
+        revive(lane);
+        // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
+        // fresh one; the job runs once more there before the caller sees an error, unless the
+        // tenant's failure budget is spent. Remembered, the same job never takes a thread again.
+        h ??= jobHash(tenant, job);
+        poison(tenant, h);
+        if (spent) throw renderFailed();
+        retries++;
+        let reply: R;
+        try {
+          reply = await attempt();
+        } catch (again) {
+          if (closed || again instanceof GatewayError) throw again;
+          // Not counted again: the budget counts distinct prompts (this one is remembered).
+          revive(lane);
+          throw renderFailed();
+        }
+        unpoison(tenant, h);
+        return reply;
+      }
+    } finally {
+      settle(a);
+    }
+  }
+
   return {
     threads,
     minChars: cfg.min_chars,
     pending: () => lanes.reduce((n, l) => n + l.pending, 0),
-    async run(job, { tenant, affinity }) {
-      if (closed) throw new GatewayError('shutting_down', 'the gateway is shutting down');
-      // Hashed up front only for a tenant with a known crashing prompt; otherwise on failure.
-      let h = poisoned.has(tenant) ? jobHash(tenant, job) : undefined;
-      if (h !== undefined && poisoned.get(tenant)!.has(h)) throw renderFailedBefore();
-      const now = Date.now();
-      const recent = recentFailures(tenant, now);
-      if (recent.length >= cfg.max_failures_per_tenant)
-        throw tooManyFailures(cfg.max_failures_per_tenant, recent[0] + FAILURE_WINDOW_MS - now);
-      const mine = perTenant.get(tenant) ?? 0;
-      if (mine >= cfg.max_per_tenant)
-        throw new GatewayError(
-          'tenant_render_queue_full',
-          `this tenant already has ${cfg.max_per_tenant} large prompts being rendered (render_pool.max_per_tenant)`,
-          null,
-          { 'retry-after': '1' },
-        );
-      const lane = pick(affinity);
-      // One thread per lane: a job that finds its lane busy waits. The bound is on waiting jobs.
-      let waiting = 0;
-      for (const l of lanes) waiting += Math.max(0, l.pending - 1);
-      if (lane.pending > 0 && waiting >= cfg.max_queue) {
-        // Full: admission is by share, not by arrival. A tenant that filled the queue gives up its
-        // newest waiting job (429 to it) so that another tenant's first big prompt gets in.
-        const victim = victimFor(tenant);
-        if (!victim)
-          throw new GatewayError(
-            'render_queue_full',
-            `${cfg.max_queue} large prompts are waiting to be rendered (render_pool.max_queue)`,
-            null,
-            { 'retry-after': '1' },
-          );
-        drop(victim, overShare);
-      }
-      const a: Admitted = {
-        tenant,
-        lane,
-        ac: new AbortController(),
-        started: lane.pending === 0,
-        settled: false,
-      };
-      perTenant.set(tenant, mine + 1);
-      lane.pending++;
-      if (!a.started) waitingOf.set(tenant, [...(waitingOf.get(tenant) ?? []), a]);
-      const onStart = (): void => {
-        a.started = true;
-        unwait(a);
-      };
-      const task = Object.assign(job, {
-        [Piscina.queueOptionsSymbol]: { tenant, onStart } satisfies FairQueueOptions,
-      });
-      // The previous ids are cloned, not transferred: a retry sends the same job again.
-      const attempt = () => lane.pool.run(task, { signal: a.ac.signal }).then(counted);
-      try {
-        try {
-          return await attempt();
-        } catch (err) {
-          if (a.evicted) throw a.evicted();
-          if (closed || err instanceof GatewayError) throw err;
-          const spent = failed(tenant);
-          revive(lane);
-          // The thread died (out of memory, exit) or failed to load its tokenizer: Piscina starts a
-          // fresh one; the job runs once more there before the caller sees an error, unless the
-          // tenant's failure budget is spent. Remembered, the same job never takes a thread again.
-          h ??= jobHash(tenant, job);
-          poison(tenant, h);
-          if (spent) throw renderFailed();
-          retries++;
-          let reply: OffloadReply;
-          try {
-            reply = await attempt();
-          } catch (again) {
-            if (closed || again instanceof GatewayError) throw again;
-            // Not counted again: the budget counts distinct prompts (this one is remembered).
-            revive(lane);
-            throw renderFailed();
-          }
-          unpoison(tenant, h);
-          return reply;
-        }
-      } finally {
-        settle(a);
-      }
-    },
+    run: (job, meta) => admit<OffloadReply>(job, meta),
+    count: (job, meta) => admit<CountReply>(job, meta),
     retries: () => retries,
     workers: () => lanes.flatMap((l) => l.pool.threads),
     async warm(probes) {
@@ -440,7 +459,7 @@ export function createRenderPool(
             let reply: OffloadReply | undefined;
             let error = '';
             try {
-              reply = counted(await lane.pool.run(warmJob(p)));
+              reply = counted((await lane.pool.run(warmJob(p))) as ThreadReply);
             } catch (err) {
               error = (err as Error).message;
             }

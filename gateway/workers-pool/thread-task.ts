@@ -1,11 +1,14 @@
 // What a render pool thread runs: the pipeline's own render + tokenise + block-hash job
-// (middleware/tokens/render-tokens.ts) with this thread's tokenizer handle, loaded once per
-// tokenizer and template and kept (with its id caches) for the thread's life.
+// (middleware/tokens/render-tokens.ts), or a stage's count job (middleware/perf/count-offload.ts:
+// each text's ids counted with the handle's cached encode, as the main thread would), with this
+// thread's tokenizer handle, loaded once per tokenizer and template and kept (with its id caches)
+// for the thread's life.
 import { setPriority } from 'node:os';
 import { Piscina } from 'piscina';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { runOffloadJob, type OffloadJob, type OffloadReply } from '../../middleware/tokens/render-tokens.ts';
 import type { TokenizerHandle } from '../../middleware/tokens/handle.ts';
+import type { CountJob, CountReply } from '../../middleware/perf/count-offload.ts';
 import { type ThreadCounts, takeThreadCounts, watchThreadCounts } from './thread-counts.ts';
 
 /** What the pool hands each thread at start. */
@@ -31,11 +34,16 @@ const handles = new Map<string, Promise<TokenizerHandle>>();
 
 /** A job's reply with what this thread counted since its last one (thread-counts.ts). */
 export type ThreadReply = OffloadReply & { counts?: ThreadCounts };
+/** A count job's reply, with the same counters. */
+export type ThreadCountReply = CountReply & { counts?: ThreadCounts };
+
+/** A count job, not a render job. */
+export const isCountJob = (job: OffloadJob | CountJob): job is CountJob => 'texts' in job;
 
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
-export default async function task(job: OffloadJob): Promise<ThreadReply> {
+export default async function task(job: OffloadJob | CountJob): Promise<ThreadReply | ThreadCountReply> {
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
@@ -47,6 +55,13 @@ export default async function task(job: OffloadJob): Promise<ThreadReply> {
     loading.catch(() => {
       if (handles.get(key) === loading) handles.delete(key);
     });
+  }
+  if (isCountJob(job)) {
+    const tok = await h;
+    // encodeCached, as the main thread's stages count: the same ids, and they stay in this lane's
+    // cache for the call's render job.
+    const tokens = job.texts.map((t) => tok.encodeCached(t).length);
+    return { tokens, counts: takeThreadCounts() };
   }
   const reply: ThreadReply = runOffloadJob(await h, job);
   reply.counts = takeThreadCounts();

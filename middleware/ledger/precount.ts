@@ -5,12 +5,14 @@
 // counted here, the event loop yielded after every ~PRECOUNT_SLICE_CHARS characters, and the
 // ledger reads the counts back: the same function on the same texts, so every count, decision and
 // receipt is the one the ledger would have made inline. One text is never cut (a count over a cut
-// would differ at the cut): a single output of n characters is still one ~50n ns slice.
+// would differ at the cut): a text of OFFLOAD_COUNT_MIN_CHARS or more is counted on a render pool
+// thread when the call has one (ctx.countTexts; perf/count-offload.ts), else it is one ~50n ns slice.
 // Which texts: the messages from the ledger's `seen` on that it may observe (tool results; user
 // turns after a text-mode command). An over-approximation only costs a count never read; a text
 // left out is counted inline by the ledger, as before. O(new messages) to choose; small calls
 // (below PRECOUNT_MIN_CHARS) return undefined and run the ledger synchronously as before.
-import { DEFAULT_SLICE_MIN_CHARS, yieldToLoop } from '../perf/time-slices.ts';
+import { COUNT_SLICE_CHARS, type CountTexts, countInSlices } from '../perf/count-offload.ts';
+import { DEFAULT_SLICE_MIN_CHARS } from '../perf/time-slices.ts';
 import type { ChatMessage } from '../types.ts';
 import { messageText } from './message-text.ts';
 import type { LedgerState } from './types.ts';
@@ -18,7 +20,7 @@ import type { LedgerState } from './types.ts';
 /** New observation text (characters) from which a call's counts are taken in slices. */
 export const PRECOUNT_MIN_CHARS = DEFAULT_SLICE_MIN_CHARS;
 /** Characters counted between two yields (~1.6 ms of BPE at ~50 ns a character). */
-export const PRECOUNT_SLICE_CHARS = 32_768;
+export const PRECOUNT_SLICE_CHARS = COUNT_SLICE_CHARS;
 
 /** The texts the ledger may count on this call when they reach PRECOUNT_MIN_CHARS, else undefined. */
 export function precountTexts(input: readonly ChatMessage[], prev: LedgerState | undefined): string[] | undefined {
@@ -44,21 +46,14 @@ export function precountTexts(input: readonly ChatMessage[], prev: LedgerState |
   return chars >= PRECOUNT_MIN_CHARS ? texts : undefined;
 }
 
-/** Each text's count, yielding the event loop after every PRECOUNT_SLICE_CHARS characters counted. */
-export async function precountSliced(
+/**
+ * Each text's count: the big ones (OFFLOAD_COUNT_MIN_CHARS) on a render pool thread when the call
+ * has one (`offload`), the others here, yielding the event loop after every PRECOUNT_SLICE_CHARS.
+ */
+export function precountSliced(
   texts: readonly string[],
   count: (text: string) => number,
+  offload?: CountTexts,
 ): Promise<Map<string, number>> {
-  const counted = new Map<string, number>();
-  let slice = 0;
-  for (const t of texts) {
-    if (counted.has(t)) continue;
-    if (slice >= PRECOUNT_SLICE_CHARS) {
-      await yieldToLoop();
-      slice = 0;
-    }
-    counted.set(t, count(t));
-    slice += t.length;
-  }
-  return counted;
+  return countInSlices(texts, count, offload);
 }

@@ -1,0 +1,77 @@
+// Token counts of big texts taken off the event loop: a stage that must count a call's new tool
+// outputs (the ledger; compaction with a budget) hands the texts of at least OFFLOAD_COUNT_MIN_CHARS
+// characters to a render pool thread (gateway/workers-pool/, a `count` job through the same fair
+// queue and per-tenant limits as a render) and counts the smaller ones itself, yielding the event
+// loop after every COUNT_SLICE_CHARS characters. One text cannot be cut (a count over a cut could
+// differ at the cut), so without the pool a single 1M-character output is one ~0.1-0.5 s BPE pass
+// on the loop that serves every tenant; with it the loop only clones the strings to the thread.
+// Exactness: the thread runs the same tokenizer (same name and template, loaded by the same
+// registry) and counts with the handle's own cached encode, so each count is the one an inline
+// `encodeCached(t).length` gives while the fast BPE path agrees with the library on both threads
+// (hf-handle.ts checks it on each thread separately; a mismatch found on either is counted and logged).
+// Cost on the loop: O(texts) to split, one structured clone of the big texts; the rest is the inline
+// counts of the small texts, in slices.
+import { yieldToLoop } from './time-slices.ts';
+
+/** A text this long or longer is counted on a pool thread when the call has one (else in slices). */
+export const OFFLOAD_COUNT_MIN_CHARS = 32_768;
+/** Characters counted inline between two yields (~1.6 ms of BPE at ~50 ns a character). */
+export const COUNT_SLICE_CHARS = 32_768;
+
+/** What a pool thread gets for a count job: the tokenizer as the render job names it, and the texts. */
+export interface CountJob {
+  tokenizer: string;
+  chatTemplateFile?: string;
+  texts: string[];
+}
+
+/** The thread's answer: one count per text, in order. */
+export interface CountReply {
+  tokens: number[];
+}
+
+/** Something that counts texts off the event loop (the render pool). */
+export interface CountOffload {
+  count(job: CountJob, meta: { tenant: string; affinity: string }): Promise<CountReply>;
+}
+
+/** A stage's view of it: counts for these texts (rejects with a GatewayError in the caller's shape). */
+export type CountTexts = (texts: string[]) => Promise<number[]>;
+
+/**
+ * Each distinct text's count: the big ones on `offload` (when given) while the small ones are
+ * counted with `count` here, yielding the event loop after every COUNT_SLICE_CHARS characters.
+ */
+export async function countInSlices(
+  texts: readonly string[],
+  count: (text: string) => number,
+  offload?: CountTexts,
+): Promise<Map<string, number>> {
+  const counted = new Map<string, number>();
+  const big: string[] = [];
+  const small: string[] = [];
+  const seen = new Set<string>();
+  for (const t of texts) {
+    if (seen.has(t)) continue;
+    seen.add(t);
+    (offload && t.length >= OFFLOAD_COUNT_MIN_CHARS ? big : small).push(t);
+  }
+  // Sent first: the thread counts while this thread counts the small ones.
+  const away = big.length > 0 && offload ? offload(big) : undefined;
+  // Settled even when a slice below throws, so a rejection is never left unhandled.
+  away?.catch(() => undefined);
+  let slice = 0;
+  for (const t of small) {
+    if (slice >= COUNT_SLICE_CHARS) {
+      await yieldToLoop();
+      slice = 0;
+    }
+    counted.set(t, count(t));
+    slice += t.length;
+  }
+  if (away) {
+    const tokens = await away;
+    for (let i = 0; i < big.length; i++) counted.set(big[i], tokens[i]);
+  }
+  return counted;
+}
