@@ -48,6 +48,7 @@ import {
   type RenderOffload,
   type RenderTokensInput,
 } from './tokens/render-tokens.ts';
+import type { CountOffload, CountTexts } from './perf/count-offload.ts';
 import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
 import { shortSha1, toolsKey } from './tokens/tools-key.ts';
@@ -88,8 +89,9 @@ export interface PipelineOptions extends Partial<ChainSpec> {
   /** Most sessions whose last call `local` keeps (besides DEFAULT_LOCAL_TOKENS). */
   maxLocalCalls?: number;
   artifacts?: ArtifactStore;
-  /** A render pool: calls with at least `minChars` new characters render and tokenise there. */
-  offload?: RenderOffload;
+  /** A render pool: calls with at least `minChars` new characters render and tokenise there; with
+   * `count`, the stages count big texts there too (perf/count-offload.ts). */
+  offload?: RenderOffload & Partial<CountOffload>;
   /** Characters of message text from which a request yields the event loop between sections. */
   sliceMinChars?: number;
   /** false: no message carries over from an earlier call (resent history is escaped and hashed
@@ -148,6 +150,11 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   const tokenizer = loadTokenizer(opts.tokenizer, { chatTemplateFile: opts.chatTemplateFile });
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
   tokenizer.catch(() => undefined);
+  // Big texts a stage counts go to the pool with this call's tenant and lane (perf/count-offload.ts).
+  const countPool = opts.offload?.count ? opts.offload : undefined;
+  const countBase = { tokenizer: opts.tokenizer, chatTemplateFile: opts.chatTemplateFile };
+  const countTextsOf = (tenant: string, affinity: string): CountTexts | undefined =>
+    countPool && (async (texts) => (await countPool.count!({ ...countBase, texts }, { tenant, affinity })).tokens);
   const poolBase = (seed: string) => ({
     tokenizer: opts.tokenizer,
     chatTemplateFile: opts.chatTemplateFile,
@@ -258,6 +265,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       blockSize,
       transforms,
       afterSend: deferred.add.bind(deferred),
+      countTexts: countTextsOf(ctx.tenant, key),
     };
     let out: ChatRequest = body;
     // Nothing rewritten: the caller's own object goes on (the gateway then forwards its bytes).

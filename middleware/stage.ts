@@ -23,6 +23,7 @@
 //   the next call) goes to after the send: `afterSend(ctx, job)` (after-send.ts).
 // - Deterministic and idempotent: the same input and state must give byte-identical output.
 import type { AfterSend } from './after-send.ts';
+import type { CountTexts } from './perf/count-offload.ts';
 import type { SessionState } from './session/store.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
 import type { ChatRequest, Receipt } from './types.ts';
@@ -69,6 +70,9 @@ export interface StageContext {
   /** Hands work to after the upstream send (after-send.ts: order, lock, what a job may touch).
    *  Absent where the caller drives the chain itself: call `afterSend(ctx, job)`, which then runs it at once. */
   afterSend?: AfterSend;
+  /** Counts big texts on a render pool thread with this call's tokenizer (perf/count-offload.ts);
+   * absent without a pool. Rejects with the pool's GatewayError (429/503 full, 422 failed). */
+  countTexts?: CountTexts;
 }
 
 export interface StageResult {

@@ -59,7 +59,7 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
       const now = ctx.now ? Math.floor(ctx.now() / 1000) : undefined;
       const texts = precountTexts(view.body.messages, readLedger(view.session));
       if (texts === undefined) return apply(view, ctx, now, undefined);
-      return precountSliced(texts, (t) => ctx.tokenizer.encodeCached(t).length).then((counted) =>
+      return precountSliced(texts, (t) => ctx.tokenizer.encodeCached(t).length, ctx.countTexts).then((counted) =>
         apply(view, ctx, now, counted),
       );
     },
