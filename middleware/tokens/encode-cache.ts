@@ -73,9 +73,10 @@ export function peekEncoded(name: string, text: string): CachedIds | undefined {
   return text.length === 0 ? [] : cache.get(name + '\u0000' + text);
 }
 
-/** Caches ids computed elsewhere (from verified parts), packed. */
-export function storeEncoded(name: string, text: string, ids: readonly number[]): void {
-  if (text.length > 0) cache.set(ownString(name + '\u0000' + text), packed(ids));
+/** Caches ids computed elsewhere (from verified parts), packed; a Uint32Array is kept as it is
+ *  (the caller hands it over and never writes it again). */
+export function storeEncoded(name: string, text: string, ids: readonly number[] | Uint32Array): void {
+  if (text.length > 0) cache.set(ownString(name + '\u0000' + text), ids instanceof Uint32Array ? ids : packed(ids));
 }
 
 export function encodeCacheStats(): { entries: number; tokens: number } {

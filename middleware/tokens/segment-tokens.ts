@@ -99,6 +99,7 @@ function lookupPiece(tok: TokenizerHandle, p: string): { ids: CachedIds; hit: bo
   if (whole) return { ids: whole, hit: true };
   const framed = p.length > MIN_FRAMED_CONTENT ? framedIds(tok, p) : undefined;
   if (framed) {
+    // (a packed array goes into the cache as it is: nothing else holds it)
     storeEncoded(tok.name, p, framed);
     return { ids: framed, hit: false };
   }
@@ -106,7 +107,7 @@ function lookupPiece(tok: TokenizerHandle, p: string): { ids: CachedIds; hit: bo
   return lookupEncoded(tok.name, (t) => tok.encode(t), p, true);
 }
 
-function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
+function framedIds(tok: TokenizerHandle, p: string): CachedIds | undefined {
   const nl = p.indexOf('\n');
   const head = nl >= 0 && nl < MAX_FRAME_HEAD ? p.slice(0, nl + 1) : '';
   const tail = p.endsWith('\n') ? '\n' : '';
@@ -122,7 +123,7 @@ function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
     // (a plain array: the cached ids may be a Uint32Array, and decode takes an array)
     const dropped: number[] = [];
     for (let i = keep; i < innerIds.length; i++) dropped.push(innerIds[i]);
-    const end = tok.decode(dropped);
+    const end = decodeTail(tok, dropped);
     if (!end || !inner.endsWith(end)) return undefined;
     core = inner.slice(0, inner.length - end.length);
     const endIds = tok.encodeCached(end);
@@ -132,10 +133,64 @@ function framedIds(tok: TokenizerHandle, p: string): number[] | undefined {
     rest = end + tail;
   }
   if ((head && !seamOk(tok, head, core)) || (rest && !seamOk(tok, core, rest))) return undefined;
-  const ids = tok.encodeCached(head).slice();
-  for (let i = 0; i < keep; i++) ids.push(innerIds[i]);
-  if (rest) for (const v of tok.encodeCached(rest)) ids.push(v);
-  return ids;
+  const headIds = tok.encodeCached(head);
+  const restIds = rest ? tok.encodeCached(rest) : NO_IDS;
+  return joinPacked(headIds, innerIds, keep, restIds) ?? [...headIds, ...innerIds.slice(0, keep), ...restIds];
+}
+
+const NO_IDS: readonly number[] = Object.freeze([]);
+
+/**
+ * head ‖ inner[0, keep) ‖ rest written once into one packed array of their exact length (what the
+ * cache stores: no growing array of the content's ids to push and then pack), or undefined when an
+ * id is no uint32 (the caller then builds the plain array the cache keeps as it is).
+ */
+function joinPacked(
+  head: readonly number[],
+  inner: CachedIds,
+  keep: number,
+  rest: readonly number[],
+): Uint32Array | undefined {
+  const out = new Uint32Array(head.length + keep + rest.length);
+  let o = 0;
+  for (let i = 0; i < head.length; i++, o++) {
+    const v = head[i];
+    if (v !== v >>> 0) return undefined;
+    out[o] = v;
+  }
+  if (inner instanceof Uint32Array) out.set(inner.subarray(0, keep), o);
+  else
+    for (let i = 0; i < keep; i++) {
+      const v = inner[i];
+      if (v !== v >>> 0) return undefined;
+      out[o + i] = v;
+    }
+  o += keep;
+  for (let i = 0; i < rest.length; i++, o++) {
+    const v = rest[i];
+    if (v !== v >>> 0) return undefined;
+    out[o] = v;
+  }
+  return out;
+}
+
+/** Texts of recently decoded content tails, per handle (decode is pure; the library's costs ~10 µs
+ *  for 3 ids: it scans the added tokens once per token). Tool outputs often end alike. */
+const DECODED_TAILS = 4096;
+const decodedTails = new WeakMap<TokenizerHandle, LRUCache<string, string>>();
+
+function decodeTail(tok: TokenizerHandle, ids: number[]): string {
+  // (a key only for uint32 ids: `join` writes undefined and null alike)
+  if (!ids.every((v) => v === v >>> 0)) return tok.decode(ids);
+  let memo = decodedTails.get(tok);
+  if (memo === undefined) decodedTails.set(tok, (memo = new LRUCache<string, string>({ max: DECODED_TAILS })));
+  const key = ids.join(',');
+  let text = memo.get(key);
+  if (text === undefined) {
+    text = tok.decode(ids);
+    memo.set(key, text);
+  }
+  return text;
 }
 
 /** Splits text into alternating [text, special, text, special, …] pieces (text may be ''). */
@@ -153,11 +208,18 @@ function seamOk(tok: TokenizerHandle, left: string, right: string): boolean {
     // The sides go through the id cache: a whole short piece (a special token, "user\nok") is
     // usually there already, so a fresh seam costs one BPE call instead of three.
     const whole = tok.encode(l + r);
-    const parts = tok.encodeCached(l).concat(tok.encodeCached(r));
-    ok = whole.length === parts.length && whole.every((v, i) => v === parts[i]);
+    ok = isConcat(whole, tok.encodeCached(l), tok.encodeCached(r));
     seamVerdicts.set(key, ok);
   }
   return ok;
+}
+
+/** Whether `whole` is `a` followed by `b` (without building the concatenation). */
+function isConcat(whole: readonly number[], a: readonly number[], b: readonly number[]): boolean {
+  if (whole.length !== a.length + b.length) return false;
+  for (let i = 0; i < a.length; i++) if (whole[i] !== a[i]) return false;
+  for (let i = 0; i < b.length; i++) if (whole[a.length + i] !== b[i]) return false;
+  return true;
 }
 
 /**

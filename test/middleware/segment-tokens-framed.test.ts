@@ -60,3 +60,44 @@ describe('segment tokens: framed content from cached ids', () => {
     });
   }
 });
+
+describe('segment tokens: content tails decoded once per id run', () => {
+  it('framed pieces whose contents end alike but not the same take the framed path, never a whole encode', async () => {
+    const base = await loadTokenizer('qwen3');
+    // Same name (so the same id cache), own decode memo; counts the long encodes a framed miss would do.
+    const long: number[] = [];
+    let counting = false;
+    const tok = {
+      ...base,
+      encode: (t: string) => {
+        if (t.length > 100 && counting) long.push(t.length);
+        return base.encode(t);
+      },
+    };
+    const words = ['alpha', 'beta', 'gamma', 'delta'];
+    for (let i = 0; i < 24; i++) {
+      // The last three tokens differ only in their first one across contents: a memo keyed on
+      // fewer ids than it decodes hands back another content's tail.
+      const c = `${'   1\tline of output '.repeat(8)} case ${i}\n${words[i % 4]} end here`;
+      // Cached as the ledger's count caches it (a plain array), or packed as the tokens stage stores
+      // a piece (a Uint32Array): both kinds of cached content.
+      if (i % 2 === 0) base.encodeCached(c);
+      else tokenizeBySegments(tok, c);
+      const msgs: ChatMessage[] = [
+        { role: 'user', content: 'task' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: c },
+      ];
+      const text = base.renderChat(msgs, {});
+      counting = true;
+      const ids = Array.from(tokenizeBySegments(tok, text).ids);
+      counting = false;
+      expect(ids).toEqual(base.encode(text));
+    }
+    expect(long).toEqual([]);
+  });
+});
