@@ -220,8 +220,11 @@ export class RadixCache implements PrefixCache {
     return freed;
   }
 
+  /** SGLang's token_usage: (total − available − evictable) / total, the locked paths and what
+   *  running requests hold outside the tree (the unlocked tree is evictable, as vLLM's free
+   *  cached blocks are for its kv_cache_usage_perc). */
   usage(): number {
-    return Math.min(1, (this.tokens + this.runningUncached) / this.capacityTokens);
+    return Math.min(1, (this.locked + this.runningUncached) / this.capacityTokens);
   }
 
   /** Tokens stored in the tree. */

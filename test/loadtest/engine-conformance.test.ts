@@ -319,8 +319,10 @@ describe('SGLang engine model (fleet): kvUsage is token_usage, without the evict
     expect(c.lockedSize()).toBe(7);
     c.finish(b, []);
     expect(c.lockedSize()).toBe(6);
+    expect(c.usage()).toBe(6 / 100); // the reference worker's sglang:token_usage
     c.finish(d, []);
     expect(c.lockedSize()).toBe(0);
     expect(c.size()).toBe(7);
+    expect(c.usage()).toBe(0);
   });
 });
