@@ -36,7 +36,7 @@ import { MemorySessionStore } from './session/memory-store.ts';
 import { sessionLockKey, sessionLockOf } from './session/session-lock.ts';
 import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
 import type { SessionStore } from './session/store.ts';
-import type { RequestView, StageContext } from './stage.ts';
+import type { RequestView, Segments, StageContext } from './stage.ts';
 import type { RenderMemo } from './tokens/incremental-render.ts';
 import { extendBlockHashes } from './tokens/prefix-blocks.ts';
 import { loadTokenizer } from './tokens/registry.ts';
@@ -317,7 +317,6 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const { rendered, toks } = rt;
     t = lap(offloaded ? 'pool_render_tokens' : 'tokens', t);
     if (big) await yieldToLoop();
-    const stablePrefix = rendered.stablePrefix;
     if (toks.mergedSeams > 0)
       receipts.push({
         stage: 'tokens',
@@ -326,88 +325,150 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
         reason: 'segment ids merged across a seam; re-encoded as whole text there',
       });
     const ids = toks.ids;
-    const systemKey = segs.messageHashes.slice(segs.root.start, segs.root.end).join(',');
-    const system = prevLocal?.system.key === systemKey ? prevLocal.system : { key: systemKey, hash: sha1(systemKey) };
-    const cur: CallFingerprint = {
-      systemHash: system.hash,
-      toolsHash: tk.toolsHash,
-      stableHashes: segs.messageHashes.slice(0, stableEnd),
-      promptTokens: toks.tokensBeforeMark,
-    };
-    const prevPrint = loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined;
-    const located: Located = {
-      input: {
-        tok,
-        ids,
-        prev: prevLocal?.marks ? { ids: prevLocal.ids, marks: prevLocal.marks } : undefined,
-        floor: toks.reusedTokens,
-      },
-    };
-    const prefix = diagnose({
-      prev: prevPrint,
-      prevIds: prevLocal?.ids,
-      commonFloor: toks.reusedTokens,
-      cur,
-      ids,
-      blockSize,
-      messageAtToken: messageLocator(located, rendered.text, out.messages),
-    });
-    prefix.original_cached_tokens = originalCachedTokens({
-      prevHashes: prevLocal?.input.hashes,
-      curHashes: inSegs.messageHashes,
-      predicted: prefix.predicted_cached_tokens,
-      text: rendered.text,
-      messages: out.messages,
-      cuts: toks.cuts,
-      blockSize,
-    });
-    const common = prevLocal
-      ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0))
-      : 0;
-    const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
-    t = lap('diagnose', t);
+    // Block hashes are a pure function of the ids: the previous call's are reused up to the exact
+    // common token prefix (scanned from where token reuse ended), whatever the diagnostics say.
+    const sameIds = prevLocal ? lcpUpTo(prevLocal.ids, ids, ids.length, toks.reusedTokens) : 0;
     if (big) await yieldToLoop();
-    const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, commonExact, seed);
-    lap('block_hashes', t);
-    local.set(key, {
-      calls: state.calls + 1,
-      ids,
-      hashes,
-      blockSize,
-      memo: rendered.memo,
-      cuts: stablePrefix ? toks.cuts : undefined,
-      received: resent,
-      receivedTools: resentTools,
-      input,
-      output: { messages: out.messages, hashes: segs.messageHashes },
-      system,
-      marks: located.done ? located.marks : keepMarks(prevLocal?.marks, commonExact),
-    });
-    if (hint !== undefined) hints.set(hint, key);
+    const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, sameIds, seed);
+    t = lap('block_hashes', t);
     const messages = out.messages.length;
-    held.commit = async () => {
-      await deferred.run();
-      const t0 = tick();
-      state.calls++;
-      state.updatedAt = Date.now();
-      sizeStableHashes(prevPrint, cur);
-      writeSlot(state, FINGERPRINT_SLOT, cur);
-      pushBreak(state, breakRecord(prefix, state.calls, state.updatedAt, ctx.requestId, messages));
-      await store.put(state);
-      lap('store_put', t0);
-    };
-    return {
+    const result: PipelineResult = {
       body: out === own ? received : out,
       sessionId,
       affinityKey: ident.parent ?? sessionId,
       receipts,
-      prefix,
+      prefix: undefined,
       promptTokenIds: ids,
       blockHashes: hashes,
     };
+    // What neither the upstream body nor the routing decision reads (the cache-break diagnostics,
+    // the call kept for the next one) runs after the send (after-send.ts), first in the commit:
+    // `result.prefix` is set before the gateway reads it (response headers, records).
+    const after: AfterCall = {
+      tok,
+      prevLocal,
+      prevPrint: loaded ? readSlot(state, FINGERPRINT_SLOT) : undefined,
+      segs,
+      tk,
+      stableEnd,
+      toks,
+      ids,
+      hashes,
+      blockSize,
+      rendered,
+      out,
+      inSegs,
+      input,
+      resent,
+      resentTools,
+      calls: state.calls + 1,
+      result,
+    };
+    held.commit = async () => {
+      const t1 = tick();
+      const cur = afterCall(after, local, key);
+      if (hint !== undefined) hints.set(hint, key);
+      lap('diagnose', t1);
+      await deferred.run();
+      const t0 = tick();
+      state.calls++;
+      state.updatedAt = Date.now();
+      sizeStableHashes(after.prevPrint, cur);
+      writeSlot(state, FINGERPRINT_SLOT, cur);
+      pushBreak(state, breakRecord(result.prefix!, state.calls, state.updatedAt, ctx.requestId, messages));
+      await store.put(state);
+      lap('store_put', t0);
+    };
+    return result;
   }
 
   return { process: processLocked, chain: describeChain(spec, stages) };
+}
+
+/** What the pipeline does for a call after its send (see process: the diagnostics, the kept call). */
+interface AfterCall {
+  tok: TokenizerHandle;
+  prevLocal: LocalCall | undefined;
+  prevPrint: CallFingerprint | undefined;
+  segs: Segments;
+  tk: ReturnType<typeof toolsKey>;
+  stableEnd: number;
+  toks: { reusedTokens: number; tokensBeforeMark: number; cuts: TokenCuts };
+  ids: Uint32Array;
+  hashes: readonly string[];
+  blockSize: number;
+  rendered: { text: string; memo?: RenderMemo; stablePrefix: boolean };
+  out: ChatRequest;
+  inSegs: Segments;
+  input: HashSource;
+  resent: readonly ChatMessage[];
+  resentTools: ChatRequest['tools'];
+  /** The session state's call count after this call. */
+  calls: number;
+  result: PipelineResult;
+}
+
+/** Diagnoses the call against the previous one (result.prefix), keeps it in `local` for the
+ * next call, and returns its fingerprint. */
+function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string): CallFingerprint {
+  const { prevLocal, segs, toks, ids, blockSize, rendered, out } = a;
+  const systemKey = segs.messageHashes.slice(segs.root.start, segs.root.end).join(',');
+  const system =
+    prevLocal !== undefined && prevLocal.system.key === systemKey
+      ? prevLocal.system
+      : { key: systemKey, hash: sha1(systemKey) };
+  const cur: CallFingerprint = {
+    systemHash: system.hash,
+    toolsHash: a.tk.toolsHash,
+    stableHashes: segs.messageHashes.slice(0, a.stableEnd),
+    promptTokens: toks.tokensBeforeMark,
+  };
+  const located: Located = {
+    input: {
+      tok: a.tok,
+      ids,
+      prev: prevLocal?.marks ? { ids: prevLocal.ids, marks: prevLocal.marks } : undefined,
+      floor: toks.reusedTokens,
+    },
+  };
+  const prefix = diagnose({
+    prev: a.prevPrint,
+    prevIds: prevLocal?.ids,
+    commonFloor: toks.reusedTokens,
+    cur,
+    ids,
+    blockSize,
+    messageAtToken: messageLocator(located, rendered.text, out.messages),
+  });
+  prefix.original_cached_tokens = originalCachedTokens({
+    prevHashes: prevLocal?.input.hashes,
+    curHashes: a.inSegs.messageHashes,
+    predicted: prefix.predicted_cached_tokens,
+    text: rendered.text,
+    messages: out.messages,
+    cuts: toks.cuts,
+    blockSize,
+  });
+  a.result.prefix = prefix;
+  const common = prevLocal
+    ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0))
+    : 0;
+  const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
+  local.set(key, {
+    calls: a.calls,
+    ids,
+    hashes: a.hashes,
+    blockSize,
+    memo: rendered.memo,
+    cuts: rendered.stablePrefix ? toks.cuts : undefined,
+    received: a.resent,
+    receivedTools: a.resentTools,
+    input: a.input,
+    output: { messages: out.messages, hashes: segs.messageHashes },
+    system,
+    marks: located.done ? located.marks : keepMarks(prevLocal?.marks, commonExact),
+  });
+  return cur;
 }
 
 /** The deferred commit (processLocked): the state write, then the lock's release, then `stored`. */

@@ -120,6 +120,8 @@ export interface PipelineResult {
   /** Key routing keeps sticky: the session's first-call (base) id, also for a fork (defaults to sessionId). */
   affinityKey?: string;
   receipts: Receipt[];
+  /** Cache-break diagnostics. With `ctx.deferStore` they are made after the send (middleware/after-send.ts),
+   *  first in the state write: set once `ctx.sent` ran the write (synchronously, before any I/O), absent before. */
   prefix?: PrefixDiagnostics;
   /** Engine-exact prompt token ids when the pipeline rendered them (for routing and metrics), packed:
    *  Array.from(...) where a plain array is needed (JSON.stringify writes a typed array as an object). */

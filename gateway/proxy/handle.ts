@@ -14,6 +14,7 @@ import { harnessHeaders, headerSessionId } from '../ingress/harness-session.ts';
 import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import { engineOf } from '../upstream/engines.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
+import type { RequestTrace } from '../telemetry/tracing.ts';
 import { parseSimTiming } from '../accounting/record/extract.ts';
 import type { AttemptObserver } from './attempt.ts';
 import { upstreamBody } from './body.ts';
@@ -86,6 +87,7 @@ export async function handleProxy(
   let ac: RequestSignal | undefined;
   let onClose: (() => void) | undefined;
   let gate: SendGate | undefined;
+  let pspan: ReturnType<RequestTrace['child']> | undefined;
   try {
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
@@ -133,7 +135,7 @@ export async function handleProxy(
     req.pendingBody = undefined;
     req.rawRoom = undefined;
     if (pending) pctx.onInterned = (key, received, interned) => gw.bodies.adopt(pending, key, received, interned);
-    const pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
+    pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
     // One signal for the whole request: a client that goes away takes a call waiting for its
     // session's lock out of the queue, and ends the upstream call.
     ac = new RequestSignal();
@@ -148,7 +150,6 @@ export async function handleProxy(
           sessionId: headerSessionId(headers),
           receipts: [],
         };
-    if (pspan) pspan.set(pipelineAttributes(result));
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
@@ -211,6 +212,8 @@ export async function handleProxy(
     const r: CallResult = await call.run(new Relay(gw, ex, reply, signal, adapter, answer, engine));
     // Nothing was sent (no worker answered the dispatch, client gone before it): the state is still written.
     gate.open();
+    // The diagnostics are made once the gate opened (PipelineResult.prefix).
+    if (pspan) pspan.set(pipelineAttributes(result));
     await result.stored;
     if (r.kind === 'failed') {
       ex.status = r.status;
@@ -226,6 +229,7 @@ export async function handleProxy(
     // Even a failed call's state is stored before the client hears of it (a throw before the send
     // opens the gate here).
     gate?.open();
+    if (pspan && ex.result) pspan.set(pipelineAttributes(ex.result));
     await ex.result?.stored;
     throw err;
   } finally {
