@@ -1,6 +1,7 @@
 // The one schema of the gateway config (YAML). Every section other parts of ctxgate read lives
 // here, optional with named defaults, so a config is validated once, at start, in one place.
 import { Type, type Static } from '@sinclair/typebox';
+import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { DEFAULT_BLOCK_SIZE } from '../../kvplanner/block-hash.ts';
 import { DEFAULT_LEDGER_WRITE_VERSION } from '../../middleware/ledger/slot.ts';
 import { DEFAULT_OFFLOAD_MIN_CHARS } from '../../middleware/tokens/render-tokens.ts';
@@ -39,6 +40,8 @@ export const DEFAULT_REQUEST_RECORDS = 1_000;
 // The reference worker's modeled timing; real engines send none of these, so nothing leaks by default.
 export const DEFAULT_FORWARD_RESPONSE_HEADERS = ['x-sim-timing'] as const;
 export const DEFAULT_SCRAPE_METRICS_MS = 0;
+/** arrival: route each call when it arrives; admission: late binding (gateway/admission/). */
+export const DEFAULT_DISPATCH = 'arrival';
 export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 /** Longest prompt (characters of all message text) the gateway renders and forwards. */
 export const DEFAULT_MAX_PROMPT_CHARS = 4_000_000;
@@ -125,6 +128,23 @@ export const ModelSchema = Type.Object(
     budget_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
     /** Scrape each worker's /metrics every N ms for engine load (queue, KV usage); 0 = off. */
     scrape_metrics_ms: NonNegInt(DEFAULT_SCRAPE_METRICS_MS),
+    /** admission: a call no worker's cache holds waits at the gateway until a worker can admit
+     *  it (engine waiting and KV usage from scrape_metrics_ms; without scraping only
+     *  max_in_flight holds calls back), instead of queueing inside the engine it was sent to. */
+    dispatch: Type.Union([Type.Literal('arrival'), Type.Literal('admission')], { default: DEFAULT_DISPATCH }),
+    admission: Type.Object(
+      {
+        max_waiting: PosInt(ADMISSION_DEFAULTS.max_waiting),
+        max_kv_usage: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: ADMISSION_DEFAULTS.max_kv_usage }),
+        max_queued: PosInt(ADMISSION_DEFAULTS.max_queued),
+        max_queued_per_tenant: PosInt(ADMISSION_DEFAULTS.max_queued_per_tenant),
+        max_wait_ms: PosInt(ADMISSION_DEFAULTS.max_wait_ms),
+        locality_wait_ms: NonNegInt(ADMISSION_DEFAULTS.locality_wait_ms),
+        locality_min_tokens: NonNegInt(ADMISSION_DEFAULTS.locality_min_tokens),
+        locality_window: PosInt(ADMISSION_DEFAULTS.locality_window),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     block_size: PosInt(DEFAULT_BLOCK_SIZE),
     /** Engine behind the workers: vllm (default), sglang, or openai (any OpenAI-compatible server). */
     flavor: Type.Optional(Type.Union([Type.Literal('vllm'), Type.Literal('sglang'), Type.Literal('openai')])),
