@@ -12,6 +12,7 @@
 // checks still catch a worker that answers 5xx to everything.)
 // Each attempt's end feeds the routing policy (routing-feedback.ts): a failed one is taken back
 // from its worker before the next attempt is routed.
+import { gateFor } from '../admission/gates.ts';
 import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
@@ -103,6 +104,9 @@ export class UpstreamCall {
     let failed: Extract<CallResult, { kind: 'failed' }> | undefined;
     // replicas sharing Redis: this session's home as another replica may have placed it
     if (this.route.placement) await this.route.placement.beforeSelect(req.info);
+    // late binding (models[].dispatch admission): held until a worker can admit the call
+    const held = gateFor(this.route)?.admit(req.info, req.signal);
+    if (held) await held;
     for (let n = 1; n <= req.attempts; n++) {
       const a = await this.next(n, lastError !== undefined || failed !== undefined);
       if (!a) break;

@@ -1,0 +1,102 @@
+// Late binding over real sockets (models[].dispatch: admission): reference workers that run one
+// request at a time and report vllm:num_requests_waiting, the assembled gateway scraping them,
+// the official openai SDK. More calls than the workers can run are held at the gateway (not queued
+// in an engine) and all answered; a full queue answers 503 / 429 in OpenAI's error shape at once;
+// a call held past max_wait_ms gets 503 admission_timeout; dispatch arrival (the default) has no gate.
+import OpenAI from 'openai';
+import { afterEach, describe, expect, it } from 'vitest';
+import { gateFor } from '../../gateway/admission/gates.ts';
+import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
+import { type SimGateway, startSimGateway } from '../helpers/sim-gateway.ts';
+
+let rig: SimGateway | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+async function start(dispatch: string, admission: Record<string, unknown> = {}): Promise<SimGateway> {
+  rig = await startSimGateway({
+    workers: 2,
+    // one request at a time, a tenth of its modeled time slept for real (~0.2 s a call)
+    sim: { maxRunning: 1, timeScale: 0.1 },
+    modelConfig: { layout: 'passthrough', policy: 'ctxgate', scrape_metrics_ms: 10, dispatch, admission },
+  });
+  return rig;
+}
+
+type Outcome = { ok: true } | { ok: false; status: number; code: string | null | undefined; type: string | undefined };
+
+async function burst(r: SimGateway, n: number, tenant = 'default'): Promise<Outcome[]> {
+  const client = new OpenAI({ baseURL: `${r.gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  return Promise.all(
+    Array.from({ length: n }, async (_, i): Promise<Outcome> => {
+      try {
+        const res = await client.chat.completions.create(
+          {
+            model: 'm',
+            max_tokens: 6,
+            // prompts that share nothing: no worker holds any of them
+            messages: [{ role: 'user', content: `${tenant} question ${i}: ${'word '.repeat(10 + i)}` }],
+          },
+          { headers: { 'x-session-id': `${tenant}-s${i}` } },
+        );
+        expect(res.choices[0].message.content?.length).toBeGreaterThan(0);
+        return { ok: true };
+      } catch (err) {
+        const e = err as InstanceType<typeof OpenAI.APIError>;
+        if (!(err instanceof OpenAI.APIError)) throw err;
+        return { ok: false, status: e.status ?? 0, code: e.code, type: (e.error as { type?: string })?.type };
+      }
+    }),
+  );
+}
+
+const gate = (r: SimGateway) => gateFor(r.gw.ctx.fleet.get('m')!)!;
+
+describe('models[].dispatch: admission', () => {
+  it('holds what the workers cannot admit at the gateway and answers every call', async () => {
+    const r = await start('admission', { max_waiting: 1 });
+    const out = await burst(r, 10);
+    expect(out.filter((o) => o.ok).length).toBe(10);
+    const s = gate(r).stats;
+    expect(s.queued).toBeGreaterThan(0);
+    expect(s.released).toBe(s.queued);
+    expect(s.passed + s.queued).toBe(10);
+    expect(gate(r).size).toBe(0);
+  });
+
+  it("a full queue refuses at once in the OpenAI error shape (a tenant's share full: 429)", async () => {
+    const r = await start('admission', { max_waiting: 1, max_queued: 2, max_queued_per_tenant: 1 });
+    const out = await burst(r, 10);
+    const refused = out.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const o of refused) {
+      expect([429, 503]).toContain(o.status);
+      expect(o.code).toBe(o.status === 429 ? 'tenant_admission_queue_full' : 'admission_queue_full');
+      expect(o.type).toBe(o.status === 429 ? 'rate_limit_error' : 'server_error');
+    }
+    expect(refused.some((o) => o.status === 429)).toBe(true);
+    expect(out.filter((o) => o.ok).length).toBe(10 - refused.length);
+    expect(gate(r).stats.refused).toBe(refused.length);
+  });
+
+  it('a call held past max_wait_ms gets 503 admission_timeout', async () => {
+    const r = await start('admission', { max_waiting: 1, max_wait_ms: 1, locality_wait_ms: 0 });
+    const out = await burst(r, 8);
+    const timedOut = out.filter((o) => !o.ok);
+    expect(timedOut.length).toBeGreaterThan(0);
+    for (const o of timedOut) expect(o).toMatchObject({ status: 503, code: 'admission_timeout', type: 'server_error' });
+    expect(gate(r).stats.timedOut).toBe(timedOut.length);
+  });
+
+  it('dispatch arrival (the default) has no gate', async () => {
+    const { parseConfig } = await import('../../gateway/config/load.ts');
+    const cfg = parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] });
+    expect(cfg.models[0].dispatch).toBe('arrival');
+    expect(cfg.models[0].admission.max_waiting).toBe(ADMISSION_DEFAULTS.max_waiting);
+    const route = { config: cfg.models[0], workers: [], byId: new Map(), policy: { name: 'x', select: () => null } };
+    expect(gateFor(route)).toBeUndefined();
+    expect(gateFor({ ...route, config: { ...cfg.models[0], dispatch: 'admission' } })).toBeDefined();
+  });
+});
