@@ -48,7 +48,7 @@ import {
   type RenderOffload,
   type RenderTokensInput,
 } from './tokens/render-tokens.ts';
-import type { CountOffload, CountTexts } from './perf/count-offload.ts';
+import { type CountOffload, poolCounter } from './perf/count-offload.ts';
 import type { TokenCuts } from './tokens/segment-tokens.ts';
 import type { TokenizerHandle } from './tokens/handle.ts';
 import { shortSha1, toolsKey } from './tokens/tools-key.ts';
@@ -151,10 +151,10 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   // Swallow here so an unused pipeline with a bad spec is no unhandled rejection; process() rethrows.
   tokenizer.catch(() => undefined);
   // Big texts a stage counts go to the pool with this call's tenant and lane (perf/count-offload.ts).
-  const countPool = opts.offload?.count ? opts.offload : undefined;
-  const countBase = { tokenizer: opts.tokenizer, chatTemplateFile: opts.chatTemplateFile };
-  const countTextsOf = (tenant: string, affinity: string): CountTexts | undefined =>
-    countPool && (async (texts) => (await countPool.count!({ ...countBase, texts }, { tenant, affinity })).tokens);
+  const countPool = opts.offload?.count ? (opts.offload as RenderOffload & CountOffload) : undefined;
+  const countTextsOf =
+    countPool &&
+    poolCounter(countPool, { tokenizer: opts.tokenizer, chatTemplateFile: opts.chatTemplateFile }, countPool.minChars);
   const poolBase = (seed: string) => ({
     tokenizer: opts.tokenizer,
     chatTemplateFile: opts.chatTemplateFile,
@@ -265,7 +265,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       blockSize,
       transforms,
       afterSend: deferred.add.bind(deferred),
-      countTexts: countTextsOf(ctx.tenant, key),
+      countTexts: countTextsOf?.(ctx.tenant, key, (t) => tok.encodeCached(t).length),
     };
     let out: ChatRequest = body;
     // Nothing rewritten: the caller's own object goes on (the gateway then forwards its bytes).

@@ -3,11 +3,17 @@
 // stage is created; the artifact store is scoped by the request's tenant. State: COMPACTION_SLOT;
 // reads the ledger's and the stabiliser's parts, and after a compaction makes the stabiliser
 // forget its originals below the new watermark. Outcomes and tokens saved count as metrics.
+// Counting: the history's texts of OFFLOAD_COUNT_MIN_CHARS or more are counted first through the
+// call's render pool (ctx.countTexts: remembered there, so an old text costs no job), not with a
+// BPE pass on the event loop; the rest inline, as before. The counts are the same (count-offload.ts).
 import type { ArtifactStore } from '../artifacts/store.ts';
+import { messageTokens } from '../ledger/message-text.ts';
 import { readLedger } from '../ledger/slot.ts';
+import { type CountTexts, countInSlices, OFFLOAD_COUNT_MIN_CHARS } from '../perf/count-offload.ts';
 import { clearSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import { forgetBelow, STABILISE_SLOT } from '../stabilise/stabilise.ts';
 import type { Stage } from '../stage.ts';
+import type { ChatMessage } from '../types.ts';
 import { COMPACTION_SLOT, compactMessages, type CompactionOptions } from './compact.ts';
 
 export const COMPACTION_STAGE = 'compaction';
@@ -15,6 +21,27 @@ export const COMPACTION_STAGE = 'compaction';
 export interface CompactionStageOptions
   extends Omit<CompactionOptions, 'countTokens' | 'ledger' | 'artifacts' | 'rawInput' | 'rawHashes'> {
   artifacts?: ArtifactStore;
+}
+
+/** The big texts compaction's count reads in `messages` (the ones messageTokens counts), or undefined. */
+export function bigTexts(messages: readonly ChatMessage[]): string[] | undefined {
+  let big: string[] | undefined;
+  const see = (t: string): number => {
+    if (t.length >= OFFLOAD_COUNT_MIN_CHARS) (big ??= []).push(t);
+    return 0;
+  };
+  for (const m of messages) messageTokens(m, see);
+  return big;
+}
+
+/** Counts of the big texts, taken off the event loop; undefined when there are none or no pool. */
+async function precount(
+  messages: readonly ChatMessage[],
+  count: (t: string) => number,
+  offload: CountTexts | undefined,
+): Promise<Map<string, number> | undefined> {
+  const big = offload && bigTexts(messages);
+  return big ? countInSlices(big, count, offload) : undefined;
 }
 
 export function createCompactionStage(opts: CompactionStageOptions): Stage {
@@ -32,9 +59,11 @@ export function createCompactionStage(opts: CompactionStageOptions): Stage {
     async run(view, ctx) {
       const session = view.session;
       const stab = readSlot(session, STABILISE_SLOT);
+      const count = (t: string): number => ctx.tokenizer.encodeCached(t).length;
+      const counted = await precount(view.body.messages, count, ctx.countTexts);
       const r = await compactMessages(view.body.messages, readSlot(session, COMPACTION_SLOT), {
         ...settings,
-        countTokens: (t) => ctx.tokenizer.encodeCached(t).length,
+        countTokens: counted ? (t) => counted.get(t) ?? count(t) : count,
         ledger: readLedger(session),
         // The stabiliser's per-index hashes are the agent's own messages: the prefix binds to them.
         rawHashes: stab?.a,

@@ -9,14 +9,25 @@
 // registry) and counts with the handle's own cached encode, so each count is the one an inline
 // `encodeCached(t).length` gives while the fast BPE path agrees with the library on both threads
 // (hf-handle.ts checks it on each thread separately; a mismatch found on either is counted and logged).
-// Cost on the loop: O(texts) to split, one structured clone of the big texts; the rest is the inline
-// counts of the small texts, in slices.
+// poolCounter: a text shorter than the pool's min_chars is counted inline (its call may render
+// here, and that render reuses the ids an inline count cached). A text counted on the pool is in no
+// cache of this thread, and a later stage (compaction counts the whole history on every call of a
+// budgeted model) would count it here again: its count is remembered under a SHA-1 of the text
+// (~1 ms per 1M characters; no text is kept), at most COUNT_MEMO_ENTRIES texts, least recently used
+// forgotten first, shared by the model's tenants as the encode cache is.
+// Cost on the loop: O(texts) to split, one structured clone of the big texts, one SHA-1 of each big
+// text; the rest is the inline counts of the small texts, in slices.
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { yieldToLoop } from './time-slices.ts';
 
 /** A text this long or longer is counted on a pool thread when the call has one (else in slices). */
 export const OFFLOAD_COUNT_MIN_CHARS = 32_768;
 /** Characters counted inline between two yields (~1.6 ms of BPE at ~50 ns a character). */
 export const COUNT_SLICE_CHARS = 32_768;
+
+/** Big texts whose counts a pipeline remembers (each entry: a 27-character key and a number). */
+export const COUNT_MEMO_ENTRIES = 4096;
 
 /** What a pool thread gets for a count job: the tokenizer as the render job names it, and the texts. */
 export interface CountJob {
@@ -74,4 +85,47 @@ export async function countInSlices(
     for (let i = 0; i < big.length; i++) counted.set(big[i], tokens[i]);
   }
   return counted;
+}
+
+/**
+ * A pipeline's count jobs: `forCall(tenant, affinity, inline)` is one call's CountTexts. Texts shorter
+ * than `minChars` (the pool's own render threshold: such a call may render here, and the render
+ * reuses the ids an inline count cached) are counted with `inline`; the others on `pool`, their counts
+ * remembered per text (by SHA-1) for every later call, so a text asked again costs no job.
+ */
+export function poolCounter(
+  pool: CountOffload,
+  base: Omit<CountJob, 'texts'>,
+  minChars: number,
+): (tenant: string, affinity: string, inline: (text: string) => number) => CountTexts {
+  const memo = new LRUCache<string, number>({ max: COUNT_MEMO_ENTRIES });
+  const keyOf = (t: string): string => createHash('sha1').update(t).digest('base64url');
+  return (tenant, affinity, inline) => async (texts) => {
+    const out: number[] = new Array(texts.length);
+    const keys: string[] = [];
+    const missing: string[] = [];
+    const at: number[] = [];
+    for (let i = 0; i < texts.length; i++) {
+      const t = texts[i];
+      if (t.length < minChars) {
+        out[i] = inline(t);
+        continue;
+      }
+      const k = keyOf(t);
+      const n = memo.get(k);
+      if (n !== undefined) out[i] = n;
+      else {
+        keys.push(k);
+        missing.push(t);
+        at.push(i);
+      }
+    }
+    if (missing.length === 0) return out;
+    const { tokens } = await pool.count({ ...base, texts: missing }, { tenant, affinity });
+    for (let j = 0; j < at.length; j++) {
+      out[at[j]] = tokens[j];
+      memo.set(keys[j], tokens[j]);
+    }
+    return out;
+  };
 }

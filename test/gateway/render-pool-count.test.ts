@@ -9,6 +9,7 @@ import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/po
 import { type CountJob, OFFLOAD_COUNT_MIN_CHARS } from '../../middleware/perf/count-offload.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
+import { peekEncoded } from '../../middleware/tokens/encode-cache.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 import type { FakeUpstream } from '../helpers/fake-upstream.ts';
@@ -67,48 +68,91 @@ describe('count jobs on the render pool', () => {
     expect(r.tokens[0]).toBeGreaterThan(50_000);
   }, 120_000);
 
-  it('a pipeline counting big outputs on the pool equals the inline one: body, receipts, ids, stored state', async () => {
-    const { pool, jobs } = spied(createRenderPool({ threads: 1, ...poolCfg })!);
+  it.each([
+    ['no budget', undefined],
+    ['budget M* 30,000 (compaction counts the history too)', 30_000],
+  ])(
+    'a pipeline counting big outputs on the pool equals the inline one: body, receipts, ids, stored state (%s)',
+    async (_, budgetTokens) => {
+      const { pool, jobs } = spied(createRenderPool({ threads: 1, ...poolCfg })!);
+      pools.push(pool);
+      // Both pipelines' ledgers and stores read one clock (the state carries times).
+      vi.spyOn(Date, 'now').mockReturnValue(1_764_590_000_000);
+      const mk = (offload?: RenderPool) => {
+        const store = new MemorySessionStore();
+        return {
+          store,
+          p: createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', offload, store, budgetTokens }),
+        };
+      };
+      const inline = mk();
+      const offl = mk(pool);
+      const msgs: ChatMessage[] = [
+        { role: 'system', content: 'You are a coding agent.' },
+        { role: 'user', content: 'Fix the failing test.' },
+      ];
+      // The first call: one big output and small ones; then reads of big files and writes of them
+      // (the writes make tombstones of earlier reads, from counts taken on the pool).
+      msgs.push(...step('c0', 'cat src/a.py', text(120_000, 10)), ...step('c1', 'ls', text(2_000, 11)));
+      let k = 2;
+      let tombstones = 0;
+      let compactions = 0;
+      for (let call = 0; call < 5; call++) {
+        const ctx = { tenant: 't', requestId: `r${call}`, headers: { 'x-session-id': 's1' }, model: 'm' };
+        const a = await inline.p.process({ model: 'm', messages: msgs.slice() }, ctx);
+        const b = await offl.p.process({ model: 'm', messages: msgs.slice() }, ctx);
+        await Promise.all([a.stored, b.stored]);
+        expect(b.body).toEqual(a.body);
+        expect(b.receipts).toEqual(a.receipts);
+        tombstones += b.receipts.filter((r) => r.action === 'tombstone').length;
+        compactions += b.receipts.filter((r) => r.stage === 'compaction' && r.action.startsWith('compacted')).length;
+        expect(b.promptTokenIds).toEqual(a.promptTokenIds);
+        expect(b.blockHashes).toEqual(a.blockHashes);
+        expect(await offl.store.get('t', b.sessionId)).toEqual(await inline.store.get('t', a.sessionId));
+        const f = `src/${'abc'[call % 3]}.py`;
+        msgs.push(...step(`c${k++}`, `sed -i 's/x/y/' ${f}`, ''));
+        msgs.push(...step(`c${k++}`, `cat ${f}`, text(OFFLOAD_COUNT_MIN_CHARS + call * 9_999, 20 + call)));
+        msgs.push(...step(`c${k++}`, 'git diff', text(30_000, 40 + call)));
+        msgs.push(...step(`c${k++}`, 'git status', text(5_000, 60 + call)));
+      }
+      expect(tombstones).toBeGreaterThan(0);
+      if (budgetTokens) expect(compactions).toBeGreaterThan(0);
+      // Every call sent its new big output to the pool, only the big ones, each once: a text counted
+      // there is remembered (compaction's count of the history, the next calls' counts).
+      expect(jobs.length).toBe(5);
+      const sent = jobs.flatMap((j) => j.texts);
+      expect(new Set(sent).size).toBe(sent.length);
+      for (const t of sent) expect(t.length).toBeGreaterThanOrEqual(OFFLOAD_COUNT_MIN_CHARS);
+    },
+    180_000,
+  );
+  it("with a pool, a budgeted model's big new output is never BPE-encoded on the event loop", async () => {
+    const pool = createRenderPool({ threads: 1, ...poolCfg })!;
     pools.push(pool);
-    // Both pipelines' ledgers and stores read one clock (the state carries times).
-    vi.spyOn(Date, 'now').mockReturnValue(1_764_590_000_000);
-    const mk = (offload?: RenderPool) => {
-      const store = new MemorySessionStore();
-      return { store, p: createPipeline({ model: 'm', tokenizer: 'qwen3', layout: 'ctxgate', offload, store }) };
-    };
-    const inline = mk();
-    const offl = mk(pool);
+    const p = createPipeline({
+      model: 'm',
+      tokenizer: 'qwen3',
+      layout: 'ctxgate',
+      offload: pool,
+      budgetTokens: 30_000,
+    });
+    const big = text(200_000, 77);
     const msgs: ChatMessage[] = [
       { role: 'system', content: 'You are a coding agent.' },
-      { role: 'user', content: 'Fix the failing test.' },
+      { role: 'user', content: 'Read it.' },
+      ...step('c0', 'cat big.txt', big),
     ];
-    // The first call: one big output and small ones; then reads of big files and writes of them
-    // (the writes make tombstones of earlier reads, from counts taken on the pool).
-    msgs.push(...step('c0', 'cat src/a.py', text(120_000, 10)), ...step('c1', 'ls', text(2_000, 11)));
-    let k = 2;
-    let tombstones = 0;
-    for (let call = 0; call < 5; call++) {
-      const ctx = { tenant: 't', requestId: `r${call}`, headers: { 'x-session-id': 's1' }, model: 'm' };
-      const a = await inline.p.process({ model: 'm', messages: msgs.slice() }, ctx);
-      const b = await offl.p.process({ model: 'm', messages: msgs.slice() }, ctx);
-      await Promise.all([a.stored, b.stored]);
-      expect(b.body).toEqual(a.body);
-      expect(b.receipts).toEqual(a.receipts);
-      tombstones += b.receipts.filter((r) => r.action === 'tombstone').length;
-      expect(b.promptTokenIds).toEqual(a.promptTokenIds);
-      expect(b.blockHashes).toEqual(a.blockHashes);
-      expect(await offl.store.get('t', b.sessionId)).toEqual(await inline.store.get('t', a.sessionId));
-      const f = `src/${'abc'[call % 3]}.py`;
-      msgs.push(...step(`c${k++}`, `sed -i 's/x/y/' ${f}`, ''));
-      msgs.push(...step(`c${k++}`, `cat ${f}`, text(OFFLOAD_COUNT_MIN_CHARS + call * 9_999, 20 + call)));
-      msgs.push(...step(`c${k++}`, 'git diff', text(30_000, 40 + call)));
-      msgs.push(...step(`c${k++}`, 'git status', text(5_000, 60 + call)));
+    for (let call = 0; call < 2; call++) {
+      const r = await p.process(
+        { model: 'm', messages: msgs.slice() },
+        { tenant: 't', requestId: `r${call}`, headers: {}, model: 'm' },
+      );
+      await r.stored;
+      msgs.push(...step(`d${call}`, 'ls', text(1_000, 80 + call)));
     }
-    expect(tombstones).toBeGreaterThan(0);
-    // Every call from the first on sent its big output to the pool (and only the big ones).
-    expect(jobs.length).toBeGreaterThanOrEqual(5);
-    for (const j of jobs) for (const t of j.texts) expect(t.length).toBeGreaterThanOrEqual(OFFLOAD_COUNT_MIN_CHARS);
-  }, 180_000);
+    // Counted (ledger, compaction, both calls) and rendered on the thread only.
+    expect(peekEncoded('qwen3', big)).toBeUndefined();
+  }, 120_000);
 });
 
 describe('count jobs through the assembled gateway (real sockets)', () => {
