@@ -19,7 +19,7 @@ import { hash } from 'node:crypto';
 import { isElisionOf } from './elision.ts';
 import { defineSlot } from '../session/stage-state.ts';
 import { copyArray, copyRecord } from '../frozen-copy.ts';
-import { freezeEdited, indicesFrom } from '../deep-freeze.ts';
+import { freezeEdited, indicesFrom, isDeepFrozen } from '../deep-freeze.ts';
 
 export const DEFAULT_MAX_ORIGINAL_BYTES = 512 * 1024;
 
@@ -49,12 +49,19 @@ export interface StabiliseOptions {
   maxBytes?: number;
   /** Indices below this are covered by a compacted prefix; edits there are not ours to judge. */
   frozenBelow?: number;
+  /** Store new messages' originals before their secret check, listing them in `owed` for
+   *  settleOwed (the stage runs it after the upstream send). Only where the originals stay within
+   *  the budget whatever the checks find (else they run now): the call's messages and receipts are
+   *  those of checking first. */
+  oweSecretChecks?: boolean;
 }
 
 export interface StabiliseResult {
   messages: ChatMessage[];
   state: StabiliseState;
   receipts: Receipt[];
+  /** With oweSecretChecks: indices whose stored original still owes its secret check (settleOwed). */
+  owed?: number[];
 }
 
 const STAGE = 'stabilise';
@@ -73,6 +80,7 @@ export function stabilise(
   const max = opts.maxBytes ?? DEFAULT_MAX_ORIGINAL_BYTES;
   const frozen = opts.frozenBelow ?? 0;
   const receipts: Receipt[] = [];
+  const owed: number[] | undefined = opts.oweSecretChecks ? [] : undefined;
   const deferred = new Set(st.d);
   // Indices whose stored original this call added, replaced or dropped (the put sizes only those).
   const edited = new Set<number>();
@@ -107,7 +115,7 @@ export function stabilise(
     const eligible = (m.role === 'tool' || m.role === 'user') && i > firstUser;
     if (i >= st.a.length) {
       st.a[i] = h;
-      if (eligible) store(st, i, m.content, max, edited);
+      if (eligible) store(st, i, m.content, max, edited, owed);
       continue;
     }
     if (h === st.a[i]) {
@@ -163,6 +171,11 @@ export function stabilise(
       reason: `history edit passed through (${why})`,
     });
   }
+  // Owed checks that could change the budget pass below run now (as if checked when stored).
+  if (owed !== undefined && owed.length > 0 && st.bytes > max) {
+    for (const i of owed) if (looksSecret(contentText(st.orig[i]))) drop(st, i, edited);
+    owed.length = 0;
+  }
   // Over budget: drop the oldest non-deferred originals first, then deferred ones (which then
   // fall back to the agent's version on the next call, with a receipt then).
   if (st.bytes > max) {
@@ -199,7 +212,31 @@ export function stabilise(
     st.orig = freezeEdited(prev.orig, st.orig, edited);
   }
   inputs.set(st, new WeakRef(input));
-  return { messages: out ?? input, state: st, receipts };
+  const r: StabiliseResult = { messages: out ?? input, state: st, receipts };
+  if (owed !== undefined && owed.length > 0) r.owed = owed;
+  return r;
+}
+
+/**
+ * Runs the secret checks stabilise owed (oweSecretChecks) on `cur`, the stabiliser's state as it
+ * stands after the call's stages (compaction may have dropped originals since): an original that
+ * looks secret is dropped, as if never stored. `cur` itself when none does (the usual case), else
+ * a copy. O(owed originals' text).
+ */
+export function settleOwed(cur: StabiliseState, owed: readonly number[]): StabiliseState {
+  let st: StabiliseState | undefined;
+  const edited = new Set<number>();
+  for (const i of owed) {
+    const c = cur.orig[i];
+    if (c === undefined || !looksSecret(contentText(c))) continue;
+    st ??= { ...cur, orig: copyRecord(cur.orig) };
+    drop(st, i, edited);
+  }
+  if (st === undefined) return cur;
+  if (isDeepFrozen(cur.orig)) st.orig = freezeEdited(cur.orig, st.orig, edited);
+  const from = inputs.get(cur);
+  if (from !== undefined) inputs.set(st, from);
+  return st;
 }
 
 /** The messages array each state was written from, in this process. Held weakly (the pipeline's
@@ -249,10 +286,19 @@ function size(c: ChatMessage['content']): number {
   return typeof c === 'string' ? c.length : JSON.stringify(c ?? null).length;
 }
 
-function store(st: StabiliseState, i: number, c: ChatMessage['content'], max: number, edited?: Set<number>): void {
-  const text = contentText(c);
-  // Secrets are never persisted, so they can never be resurrected either.
-  if (size(c) > max || looksSecret(text)) return;
+function store(
+  st: StabiliseState,
+  i: number,
+  c: ChatMessage['content'],
+  max: number,
+  edited?: Set<number>,
+  owed?: number[],
+): void {
+  // Secrets are never persisted, so they can never be resurrected either (an owed check runs
+  // before the state is stored: settleOwed).
+  if (size(c) > max) return;
+  if (owed !== undefined) owed.push(i);
+  else if (looksSecret(contentText(c))) return;
   // Parts content is copied: the stored state is frozen once put, the request's message is not ours to freeze.
   st.orig[i] = typeof c === 'string' ? c : structuredClone(c);
   st.bytes += size(c);

@@ -1,9 +1,11 @@
 // Pipeline stage `stabilise`: defers the agent's elisions of already-sent outputs (see
 // stabilise.ts). State: STABILISE_SLOT; reads compaction's watermark (edits below it are not its to judge).
+// The secret checks of new originals run after the upstream send (settleOwed).
 import { COMPACTION_SLOT } from '../compaction/compact.ts';
 import { readSlot, writeSlot } from '../session/stage-state.ts';
 import type { Stage } from '../stage.ts';
-import { STABILISE_SLOT, stabilise, type StabiliseOptions } from './stabilise.ts';
+import { afterSend } from '../after-send.ts';
+import { settleOwed, STABILISE_SLOT, stabilise, type StabiliseOptions } from './stabilise.ts';
 
 export const STABILISE_STAGE = 'stabilise';
 
@@ -11,12 +13,22 @@ export function createStabiliseStage(opts: StabiliseOptions = {}): Stage {
   return {
     name: STABILISE_STAGE,
     settings: { ...opts },
-    run(view) {
-      const r = stabilise(view.body.messages, readSlot(view.session, STABILISE_SLOT), {
+    run(view, ctx) {
+      const session = view.session;
+      const r = stabilise(view.body.messages, readSlot(session, STABILISE_SLOT), {
         ...opts,
-        frozenBelow: readSlot(view.session, COMPACTION_SLOT)?.watermark ?? 0,
+        frozenBelow: readSlot(session, COMPACTION_SLOT)?.watermark ?? 0,
+        oweSecretChecks: true,
       });
-      writeSlot(view.session, STABILISE_SLOT, r.state);
+      writeSlot(session, STABILISE_SLOT, r.state);
+      // New originals' secret checks read nothing the upstream body needs: after the send, on the
+      // slot as the call's later stages left it, before the state is stored.
+      const owed = r.owed;
+      if (owed !== undefined)
+        afterSend(ctx, () => {
+          const cur = readSlot(session, STABILISE_SLOT);
+          if (cur !== undefined) writeSlot(session, STABILISE_SLOT, settleOwed(cur, owed));
+        });
       const changed = r.messages !== view.body.messages;
       return { view: changed ? { ...view, body: { ...view.body, messages: r.messages } } : view, receipts: r.receipts };
     },
