@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers, canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { mulberry32 } from '../../kvplanner/rng.ts';
 import type { WorkerView } from '../../kvplanner/types.ts';
 
 const open = { maxQueued: 100, maxPerTenant: 100, maxWaitMs: Infinity };
@@ -69,6 +70,126 @@ describe('FairQueue', () => {
     expect(q.takeFirst((x) => x === 5 || x === 100, 70, 3)).toBe(100);
     expect(q.takeFirst(() => false, 70, 10)).toBeUndefined();
     expect(q.drain()).toEqual([0, 1, 2, 4, 5]);
+  });
+
+  it('takeFirst serves tenants in turn when every call is acceptable (a, b, a, b)', () => {
+    const q = new FairQueue<string>(open);
+    for (const x of ['a1', 'a2', 'a3']) q.push('a', x, 0);
+    for (const x of ['b1', 'b2', 'b3']) q.push('b', x, 0);
+    const out: string[] = [];
+    for (let x = q.takeFirst(() => true, 0, 4); x !== undefined; x = q.takeFirst(() => true, 0, 4)) out.push(x);
+    expect(out).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'b3']);
+  });
+
+  it('takeFirst: a tenant whose head is passed over but a later call taken goes to the back of the round', () => {
+    const q = new FairQueue<string>(open);
+    for (const x of ['a1', 'a2', 'a3']) q.push('a', x, 0);
+    for (const x of ['b1', 'b2']) q.push('b', x, 0);
+    // a1's holder is busy: a2 is taken instead, and tenant a has had its turn
+    expect(q.takeFirst((x) => x !== 'a1', 0, 4)).toBe('a2');
+    expect(q.takeFirst(() => true, 0, 4)).toBe('b1');
+    expect(q.takeFirst(() => true, 0, 4)).toBe('a1');
+    expect(q.drain()).toEqual(['b2', 'a3']);
+  });
+
+  it('matches a naive reference (per-tenant FIFO, tenant round robin, bounds, expire, takeFirst) on random operations', () => {
+    type It = { id: number; at: number };
+    // plain comparisons (one expect per step costs seconds over 90,000 steps)
+    const diffs: string[] = [];
+    const check = <V>(got: V, want: V, where: string): void => {
+      if (got !== want) diffs.push(`${where}: ${String(got)} want ${String(want)}`);
+    };
+    for (let seed = 1; seed <= 60; seed++) {
+      const rnd = mulberry32(seed);
+      const lim = {
+        maxQueued: 1 + Math.floor(rnd() * 40),
+        maxPerTenant: 1 + Math.floor(rnd() * 15),
+        maxWaitMs: 50 + Math.floor(rnd() * 200),
+      };
+      const q = new FairQueue<It>(lim);
+      const per = new Map<string, It[]>();
+      const order: string[] = [];
+      let total = 0;
+      let now = 0;
+      let id = 0;
+      const served = (t: string, pq: It[]): void => {
+        if (pq.length > 0) order.push(t);
+        else per.delete(t);
+      };
+      for (let step = 0; step < 1500; step++) {
+        now += Math.floor(rnd() * 5);
+        const op = rnd();
+        if (op < 0.5) {
+          const t = `t${Math.floor(rnd() * 5)}`;
+          const it = { id: id++, at: now };
+          const pq = per.get(t);
+          let want = 'queued';
+          if (total >= lim.maxQueued) want = 'queue_full';
+          else if (pq && pq.length >= lim.maxPerTenant) want = 'tenant_full';
+          else {
+            if (pq) pq.push(it);
+            else {
+              per.set(t, [it]);
+              order.push(t);
+            }
+            total++;
+          }
+          check(q.push(t, it, now), want, `seed ${seed} step ${step} push`);
+        } else if (op < 0.7) {
+          const t = order.shift();
+          let want: It | undefined;
+          if (t !== undefined) {
+            const pq = per.get(t)!;
+            want = pq.shift();
+            total--;
+            served(t, pq);
+          }
+          check(q.shift()?.id, want?.id, `seed ${seed} step ${step} shift`);
+        } else if (op < 0.85) {
+          const win = 1 + Math.floor(rnd() * 4);
+          const mod = 2 + Math.floor(rnd() * 3);
+          const acc = (x: It): boolean => x.id % mod === 0;
+          let want: It | undefined;
+          search: for (let k = 0; k < order.length; k++) {
+            const t = order[k];
+            const pq = per.get(t)!;
+            for (let i = 0; i < Math.min(win, pq.length); i++) {
+              if (!acc(pq[i])) continue;
+              want = pq.splice(i, 1)[0];
+              total--;
+              order.splice(k, 1);
+              served(t, pq);
+              break search;
+            }
+          }
+          check(q.takeFirst(acc, now, win)?.id, want?.id, `seed ${seed} step ${step} takeFirst`);
+        } else {
+          const want: number[] = [];
+          for (let k = 0; k < order.length; ) {
+            const t = order[k];
+            const pq = per.get(t)!;
+            while (pq.length > 0 && pq[0].at + lim.maxWaitMs < now) {
+              want.push(pq.shift()!.id);
+              total--;
+            }
+            if (pq.length === 0) {
+              per.delete(t);
+              order.splice(k, 1);
+            } else k++;
+          }
+          check(
+            q
+              .expire(now)
+              .map((x) => x.id)
+              .join(),
+            want.join(),
+            `seed ${seed} step ${step} expire`,
+          );
+        }
+        check(q.size, total, `seed ${seed} step ${step} size`);
+      }
+    }
+    expect(diffs.slice(0, 5)).toEqual([]);
   });
 
   it('stays in order over many pushes and shifts (the FIFO compacts)', () => {
