@@ -533,6 +533,9 @@ export function simulateFleet(
     kick(i, t);
     drain(t);
   }
+  // every held call must have been dispatched: one left here would vanish from the outcomes
+  // (an engine signal that keeps an idle worker unable to admit would do that)
+  if (gate && gate.size > 0) throw new Error(`${gate.size} calls still held at the gateway when the fleet went idle`);
   onProgress?.(reqs.length);
   return {
     config: cfg,
