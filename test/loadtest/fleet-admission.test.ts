@@ -3,11 +3,15 @@
 // only goes to a worker that can admit it, a call one worker's cache holds goes at arrival, and
 // dispatch 'arrival' is what the simulator did before (the default).
 import { describe, expect, it } from 'vitest';
-import { fleetPolicyOptions } from '../../loadtest/fleet/command.ts';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fleetPolicyOptions, run } from '../../loadtest/fleet/command.ts';
 import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
 import type { MooncakeRecord } from '../../loadtest/fleet/trace.ts';
 import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
+import { captureOutput } from '../helpers/capture-output.ts';
 import { conversationTrace, load } from '../helpers/fleet-conversations.ts';
 
 const timing = PRESETS['qwen3-32b-h200'];
@@ -155,5 +159,25 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     const a = simulateFleet(conv, cfg('ctxgate', { dispatch: 'admission' }));
     const b = simulateFleet(conv, cfg('ctxgate', { dispatch: 'admission' }));
     expect(b.outcomes).toEqual(a.outcomes);
+  });
+
+  it('bench fleet --dispatch admission says how the baselines dispatch, and that Dynamo queues by default but is not modelled', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fleet-admission-'));
+    try {
+      const trace = join(dir, 'trace.jsonl');
+      const lines = conversationTrace(4, 2, 3).map((r) => JSON.stringify(r));
+      await writeFile(trace, lines.join('\n') + '\n');
+      const args = [trace, '--workers', '2', '--kv-tokens', '20000', '--policies', 'dynamo_kv,llmd_precise,ctxgate'];
+      const { rc, out } = await captureOutput(() => run([...args, '--dispatch', 'admission']));
+      expect(rc).toBe(0);
+      const note = out.split('\n').find((l) => l.startsWith('dispatch: ctxgate admission'));
+      expect(note).toMatch(/llm-d's default \(its flow control is opt-in\)/);
+      expect(note).toMatch(/Dynamo's router queue \(router_queue_threshold 4\.0 by default\) is not modelled/);
+      expect(note).not.toMatch(/as its source does/);
+      const arrival = await captureOutput(() => run(args));
+      expect(arrival.out).not.toMatch(/^dispatch: /m);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
