@@ -28,7 +28,12 @@ export interface AdmissionSettings {
  *  only stops piling onto a worker already full (off entirely: ×1 186 vs 183 s before home-first
  *  dispatch). locality_wait_ms 30 s: 10 s 191.7, 30 s 182.7, 120 s 185.6 (×1, before home-first);
  *  with home-first dispatch, ~0 ms: 150.0 / 951.4 s. locality_min_tokens 1024 (two 512-token
- *  blocks): 512 gave 137.8 vs 128.1 s at ×1. */
+ *  blocks): 512 gave 137.8 vs 128.1 s at ×1.
+ *  All of these were chosen on that one trace (the conversation half). On the other Mooncake trace
+ *  (synthetic_trace, same fleet, ×1) they give p50 30.3 → 16.9 s, p99 410 → 213 s, hit 15.2 → 19.1 %,
+ *  band ×0.9–1.1 p90 ÷ the best other 1.090 → 1.044× (geo), but p90 186.1 → 196.1 s (+5.4 %), and
+ *  smg_cache_aware (192.8 s) stays the best policy there: check both traces before changing them
+ *  or making admission the default. */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,
