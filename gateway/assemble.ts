@@ -16,6 +16,7 @@ import { ResilientSessionStore } from '../middleware/session/resilient-store.ts'
 import type { SessionStore } from '../middleware/session/store.ts';
 import { TenantQuotaStore } from '../middleware/session/tenant-quota-store.ts';
 import { startScraper } from '../kvplanner/load-signals.ts';
+import { gateFor } from './admission/gates.ts';
 import { engineOf } from './upstream/engines.ts';
 import { shareIndex } from '../kvplanner/shared-index-redis.ts';
 import { startKvFeeds } from './kv-events/subscriber.ts';
@@ -261,6 +262,7 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       if (route.config.scrape_metrics_ms > 0) {
         const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
           names: engineOf(route.config).metrics,
+          onScrape: () => gateFor(route)?.wake(),
         });
         ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
       }

@@ -77,6 +77,8 @@ export interface ScraperOptions {
   names?: LoadMetricNames;
   timeoutMs?: number;
   onError?: (worker: WorkerView, err: Error) => void;
+  /** After each round over all workers (late binding looks at its held calls then). */
+  onScrape?: () => void;
 }
 
 export interface Scraper {
@@ -116,6 +118,7 @@ export function startScraper(
     running ??= Promise.all(list().map(one)).then(
       () => {
         running = undefined;
+        o.onScrape?.();
       },
       () => {
         running = undefined;

@@ -1,19 +1,31 @@
 // Late binding for one model (`models[].dispatch: admission`): before a call is routed it passes
 // this gate. It goes at once when no call is held and some worker can admit one, or when one
 // worker's cache holds its prompt (≥ locality_min_tokens beyond the runner-up, by the policy's own
-// index: its cache is there now and may be evicted while it waits). Otherwise it waits in a
+// index: its cache is there now and may be evicted while it waits) and no other tenant has calls
+// held (then it queues like any call and waits for its holder by delay scheduling: one tenant's
+// flood of continuations cannot keep the workers busy while another tenant's calls wait; with
+// one tenant, as in the fleet simulator, the rule is the simulator's). Otherwise it waits in a
 // per-tenant fair queue (kvplanner/admission/fair-queue.ts) until a worker can admit it: fewer
 // waiting requests than max_waiting and KV usage under max_kv_usage, where "waiting" is the larger
 // of the engine's scraped vllm:num_requests_waiting and the calls the gateway has in flight there
 // beyond the engine's running count (what it sent since the last scrape). A free worker takes the
 // first of the next locality_window held calls it holds, or that no worker holds; a call whose
-// holder is busy is passed over for up to locality_wait_ms (delay scheduling). Full queue: 503
-// admission_queue_full; a tenant's share full: 429 tenant_admission_queue_full; held past
-// max_wait_ms: 503 admission_timeout; the client gone: the call leaves the queue.
-// The queue is looked at every PUMP_INTERVAL_MS while calls are held (engine signals change on
-// scrapes and answers; a timer needs no hook into either), releasing at most one call per worker
-// that can admit per look, so the next look sees the ones just released in flight.
-// Cost: admit O(workers) index reads when the queue is empty; each look O(workers · window).
+// holder is busy is passed over for up to locality_wait_ms (delay scheduling). A released call is
+// routed among the workers that could admit it at release (its holder alone when that one could),
+// as the simulator dispatches it. Full queue: 503 admission_queue_full; a tenant's share full: 429
+// tenant_admission_queue_full; held past max_wait_ms: 503 admission_timeout; the client gone: the
+// call leaves the queue at once (its abort wakes the gate).
+// What a held call keeps: it waits before its first routing decision, so its session lock, tenant
+// slot (limits.max_concurrent_per_tenant) and body stay held while it waits. Bound: at most
+// max_queued calls (max_queued_per_tenant of one tenant) × limits.max_body_bytes each, for at most
+// max_wait_ms; a retry of the same session waits for the abandoned call only until the gateway
+// sees the client's socket close.
+// When it looks: on events that can make a worker admit (an attempt's end, an engine scrape, a
+// client abort; coalesced into one look per event-loop turn), and every PUMP_FALLBACK_MS while
+// calls are held (deadlines, health changes). A look releases at most one call per worker that
+// can admit, so the next look sees the ones just released in flight.
+// Cost: admit O(workers) index reads; each look O(workers · tenants · window) index reads, each
+// held call's holder looked up once per look.
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
@@ -21,25 +33,33 @@ import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
 
-/** How often held calls are looked at, ms. */
-export const PUMP_INTERVAL_MS = 5;
+/** How often held calls are looked at besides the events that wake the gate, ms. */
+export const PUMP_FALLBACK_MS = 100;
+
+/** The workers (ids) a released call is routed among; undefined: every worker with room. */
+export type Release = readonly string[] | undefined;
 
 interface Held {
   info: RouteInfo;
-  resolve: () => void;
+  resolve: (only: Release) => void;
   reject: (err: Error) => void;
   signal: AbortLike;
   onAbort: () => void;
   consideredMs: number;
+  atMs: number;
 }
+
+export type AdmissionOutcome = 'passed' | 'bound' | 'released' | 'refused' | 'timedOut' | 'aborted' | 'queued';
 
 export interface GateWorker {
   view(): WorkerView;
 }
 
 export interface AdmissionStats {
-  /** calls that went at once (a worker could admit, or one held their prompt) */
+  /** calls that went at once because a worker could admit and nothing was held */
   passed: number;
+  /** calls that went at once to the worker holding their prompt */
+  bound: number;
   /** calls that waited in the queue and were released */
   released: number;
   refused: number;
@@ -52,7 +72,20 @@ export class AdmissionGate {
   private readonly s: AdmissionSettings;
   private readonly queue: FairQueue<Held>;
   private timer: NodeJS.Timeout | undefined;
-  readonly stats: AdmissionStats = { passed: 0, released: 0, refused: 0, timedOut: 0, aborted: 0, queued: 0 };
+  /** Wakes the gate when an attempt ends (a worker freed a place). */
+  readonly observer = { onEnd: (): void => this.wake() };
+  readonly stats: AdmissionStats = {
+    passed: 0,
+    bound: 0,
+    released: 0,
+    refused: 0,
+    timedOut: 0,
+    aborted: 0,
+    queued: 0,
+  };
+  /** Called on every outcome (metrics); `waitedMs` for calls that were held. */
+  onOutcome: ((outcome: AdmissionOutcome, waitedMs?: number) => void) | undefined;
+  private wakePending = false;
 
   constructor(
     private readonly model: string,
@@ -69,18 +102,24 @@ export class AdmissionGate {
     });
   }
 
-  /** Resolves when the call may be routed; throws a GatewayError when it is refused. */
-  admit(info: RouteInfo, signal: AbortLike): Promise<void> | undefined {
+  /** Resolves when the call may be routed (with the workers to route it among); throws a
+   *  GatewayError when it is refused. Undefined: the call goes now, to any worker. */
+  admit(info: RouteInfo, signal: AbortLike): Promise<Release> | undefined {
     const views = this.views();
-    if ((this.queue.size === 0 && views.some((v) => canAdmit(v, this.s))) || this.holder(views, info) >= 0) {
-      this.stats.passed++;
+    if (this.queue.size === 0 && views.some((v) => canAdmit(v, this.s))) {
+      this.count('passed');
       return undefined;
     }
-    return new Promise<void>((resolve, reject) => {
-      const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1 };
-      const pushed = this.queue.push(info.tenant, held, this.now());
+    // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly)
+    if (this.queue.size === this.queue.sizeOf(info.tenant) && this.holder(views, info) >= 0) {
+      this.count('bound');
+      return undefined;
+    }
+    return new Promise<Release>((resolve, reject) => {
+      const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: this.now() };
+      const pushed = this.queue.push(info.tenant, held, held.atMs);
       if (pushed !== 'queued') {
-        this.stats.refused++;
+        this.count('refused');
         reject(
           pushed === 'tenant_full'
             ? new GatewayError(
@@ -98,10 +137,11 @@ export class AdmissionGate {
         );
         return;
       }
-      this.stats.queued++;
+      this.count('queued');
       held.onAbort = () => {
-        // the client left: the call goes at the next look, where routing sees the abort
+        // the client left: the call goes at the next look (now), where routing sees the abort
         held.consideredMs = -2;
+        this.wake();
       };
       signal.addEventListener('abort', held.onAbort, { once: true });
       this.schedule();
@@ -117,7 +157,22 @@ export class AdmissionGate {
   close(err: Error): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    for (const h of this.queue.drain()) this.leave(h, err);
+    for (const h of this.queue.drain()) this.leave(h, undefined, err);
+  }
+
+  /** Something changed that may let a worker admit: look at the held calls once this turn ends. */
+  wake(): void {
+    if (this.wakePending || this.queue.size === 0) return;
+    this.wakePending = true;
+    setImmediate(() => {
+      this.wakePending = false;
+      this.pump();
+    });
+  }
+
+  private count(outcome: AdmissionOutcome, waitedMs?: number): void {
+    this.stats[outcome]++;
+    this.onOutcome?.(outcome, waitedMs);
   }
 
   private views(): WorkerView[] {
@@ -152,23 +207,24 @@ export class AdmissionGate {
 
   private schedule(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => this.pump(), PUMP_INTERVAL_MS);
+    this.timer = setInterval(() => this.pump(), PUMP_FALLBACK_MS);
     this.timer.unref();
   }
 
-  private leave(h: Held, err?: Error): void {
+  private leave(h: Held, only: Release, err?: Error): void {
     h.signal.removeEventListener('abort', h.onAbort);
     if (err) h.reject(err);
-    else h.resolve();
+    else h.resolve(only);
   }
 
   /** One look: deadlines, then at most one release per worker that can admit. */
   pump(): void {
     const now = this.now();
     for (const h of this.queue.expire(now)) {
-      this.stats.timedOut++;
+      this.count('timedOut', now - h.atMs);
       this.leave(
         h,
+        undefined,
         new GatewayError(
           'admission_timeout',
           `no worker of '${this.model}' could take the call within ${this.s.max_wait_ms} ms`,
@@ -179,28 +235,36 @@ export class AdmissionGate {
     }
     // the clients that left go now (routing sees their abort and ends them as today)
     for (let h = this.queue.takeFirst((x) => x.consideredMs === -2, now, Infinity); h; ) {
-      this.stats.aborted++;
-      this.leave(h);
+      this.count('aborted', now - h.atMs);
+      this.leave(h, undefined);
       h = this.queue.takeFirst((x) => x.consideredMs === -2, now, Infinity);
     }
     const views = this.views();
     let able = views.filter((v) => canAdmit(v, this.s));
+    // each held call's holder, once per look (the index does not change within it)
+    const homes = new Map<Held, number>();
+    const home = (h: Held): number => {
+      let i = homes.get(h);
+      if (i === undefined) homes.set(h, (i = this.holder(views, h.info)));
+      return i;
+    };
     while (able.length > 0 && this.queue.size > 0) {
       const taken = this.queue.takeFirst(
         (h) => {
           if (h.consideredMs < 0) h.consideredMs = now;
           if (now - h.consideredMs >= this.s.locality_wait_ms) return true;
-          const i = this.holder(views, h.info);
+          const i = home(h);
           return i < 0 || able.includes(views[i]);
         },
         now,
         this.s.locality_window,
       );
       if (!taken) break;
-      this.stats.released++;
-      this.leave(taken);
-      const i = this.holder(views, taken.info);
-      const used = i >= 0 && able.includes(views[i]) ? views[i] : able[0];
+      this.count('released', now - taken.atMs);
+      const i = home(taken);
+      const at = i >= 0 && able.includes(views[i]) ? views[i] : undefined;
+      this.leave(taken, at ? [at.id] : able.map((v) => v.id));
+      const used = at ?? able[0];
       able = able.filter((v) => v !== used);
     }
     if (this.queue.size === 0 && this.timer) {

@@ -1,0 +1,141 @@
+// The admission gate's decisions (gateway/admission/admission-gate.ts) on worker views whose
+// engine signals the test sets, with a policy whose expectedCachedTokens is a table: the holder
+// bind-at-arrival only while no other tenant waits (fairness), a released call routed among the
+// workers that could admit it (its holder alone when it could), and the events that wake the gate
+// at once (an attempt's end, a scrape, a client abort) instead of its fallback timer.
+import { afterEach, describe, expect, it } from 'vitest';
+import { AdmissionGate, PUMP_FALLBACK_MS, type Release } from '../../gateway/admission/admission-gate.ts';
+import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+
+function worker(id: string, waiting: number): WorkerView {
+  return {
+    id,
+    url: `http://${id}`,
+    healthy: true,
+    inFlight: 0,
+    queuedPrefillTokens: 0,
+    maxInFlight: 0,
+    engine: { waiting, running: 0 },
+  };
+}
+
+/** `cached[session][worker]`: what the policy expects each worker to hold of that session's prompt. */
+function policy(cached: Record<string, Record<string, number>>): Policy {
+  return {
+    name: 'table',
+    select: (ws) => (ws[0] ? { worker: ws[0], branch: 'first' } : null),
+    expectedCachedTokens: (ws, info) => cached[info.sessionId ?? '']?.[ws[0].id] ?? 0,
+  } as Policy;
+}
+
+const info = (tenant: string, sessionId: string): RouteInfo => ({ model: 'm', tenant, sessionId });
+const turn = () => new Promise((r) => setImmediate(r));
+/** Whether the promise settled by now (after the pending immediates). */
+async function settled<T>(p: Promise<T>): Promise<{ done: boolean; value?: T; err?: unknown }> {
+  const out: { done: boolean; value?: T; err?: unknown } = { done: false };
+  p.then(
+    (v) => Object.assign(out, { done: true, value: v }),
+    (e) => Object.assign(out, { done: true, err: e }),
+  );
+  await turn();
+  await turn();
+  return out;
+}
+
+let gates: AdmissionGate[] = [];
+afterEach(() => {
+  for (const g of gates) g.close(new Error('test over'));
+  gates = [];
+});
+
+function make(ws: WorkerView[], cached: Record<string, Record<string, number>> = {}): AdmissionGate {
+  // a clock that stands still: only events release calls, never the fallback look's deadlines
+  const g = new AdmissionGate(
+    'm',
+    () => ws.map((w) => ({ view: () => w })),
+    policy(cached),
+    { max_waiting: 1 },
+    () => 0,
+  );
+  gates.push(g);
+  return g;
+}
+
+describe('AdmissionGate', () => {
+  it("binds a continuation to its busy holder at arrival only while no other tenant's calls are held", async () => {
+    const ws = [worker('w0', 1), worker('w1', 1)]; // both full (waiting 1 = max_waiting)
+    const g = make(ws, { a1: { w0: 5000 }, a2: { w0: 5000 } });
+    // nothing held: tenant a's continuation goes to its holder at once (the simulator's rule)
+    expect(g.admit(info('a', 'a1'), new AbortController().signal)).toBeUndefined();
+    expect(g.stats.bound).toBe(1);
+    // tenant b's new session must wait
+    const b = g.admit(info('b', 'b1'), new AbortController().signal);
+    expect(b).toBeDefined();
+    // now a's next continuation waits too, behind b
+    const a = g.admit(info('a', 'a2'), new AbortController().signal);
+    expect(a).toBeDefined();
+    expect(g.stats.bound).toBe(1);
+    expect(g.size).toBe(2);
+    // w1 frees a place: b (first in the round) goes there, a still waits for its holder w0
+    ws[1].engine = { waiting: 0, running: 0 };
+    g.observer.onEnd();
+    expect((await settled(b!)).value).toEqual(['w1']);
+    expect((await settled(a!)).done).toBe(false);
+    // w0 frees: a goes to its holder alone
+    ws[0].engine = { waiting: 0, running: 0 };
+    g.wake();
+    expect((await settled(a!)).value).toEqual(['w0']);
+  });
+
+  it('routes a released call among the workers that could admit it', async () => {
+    const ws = [worker('w0', 1), worker('w1', 1), worker('w2', 1)];
+    const g = make(ws);
+    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    ws[0].engine = { waiting: 0, running: 0 };
+    ws[2].engine = { waiting: 0, running: 0 };
+    g.wake();
+    expect((await settled(p)).value).toEqual(['w0', 'w2'] satisfies Release);
+    expect(g.stats.released).toBe(1);
+  });
+
+  it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {
+    const ws = [worker('w0', 1)];
+    const g = make(ws);
+    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    ws[0].engine = { waiting: 0, running: 0 };
+    // no event: nothing looks before the fallback interval
+    expect((await settled(p)).done).toBe(false);
+    g.observer.onEnd();
+    expect((await settled(p)).done).toBe(true);
+    // an abort: the call leaves at once (routing then sees the abort), nothing else is released
+    ws[0].engine = { waiting: 1, running: 0 };
+    const ac = new AbortController();
+    const q = g.admit(info('a', 's2'), ac.signal)!;
+    expect((await settled(q)).done).toBe(false);
+    ac.abort();
+    expect((await settled(q)).value).toBeUndefined();
+    expect(await settled(q)).toMatchObject({ done: true });
+    expect(g.stats.aborted).toBe(1);
+    expect(g.size).toBe(0);
+  });
+
+  it('the fallback look still runs (deadlines) while calls are held', async () => {
+    const ws = [worker('w0', 1)];
+    let now = 0;
+    const g = new AdmissionGate(
+      'm',
+      () => ws.map((w) => ({ view: () => w })),
+      policy({}),
+      { max_waiting: 1, max_wait_ms: 10 },
+      () => now,
+    );
+    gates.push(g);
+    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    now = 50;
+    const out = await new Promise<unknown>((r) => {
+      p.catch(r);
+      setTimeout(() => r('not refused'), PUMP_FALLBACK_MS * 5);
+    });
+    expect(out).toMatchObject({ code: 'admission_timeout' });
+  });
+});
