@@ -12,6 +12,7 @@
 // checks still catch a worker that answers 5xx to everything.)
 // Each attempt's end feeds the routing policy (routing-feedback.ts): a failed one is taken back
 // from its worker before the next attempt is routed.
+import type { Release } from '../admission/admission-gate.ts';
 import { gateFor } from '../admission/gates.ts';
 import type { RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError, STREAM_ERROR_CODE } from '../../middleware/errors.ts';
@@ -81,6 +82,8 @@ export class UpstreamCall {
   /** Workers that answered 5xx to this body: blamed only if another worker serves it. */
   private readonly suspects: Worker[] = [];
   private readonly observers: AttemptObserver[];
+  /** A call late binding held: the workers its first attempt is routed among (admission-gate.ts). */
+  private only: Release;
 
   constructor(
     private readonly route: ModelRoute,
@@ -95,6 +98,9 @@ export class UpstreamCall {
       routingObserver(route, req.info),
       ...observers,
     ];
+    // late binding: an attempt's end may let a worker admit a held call
+    const gate = gateFor(route);
+    if (gate) this.observers.push(gate.observer);
   }
 
   async run(consumer: ResponseConsumer): Promise<CallResult> {
@@ -106,7 +112,7 @@ export class UpstreamCall {
     if (this.route.placement) await this.route.placement.beforeSelect(req.info);
     // late binding (models[].dispatch admission): held until a worker can admit the call
     const held = gateFor(this.route)?.admit(req.info, req.signal);
-    if (held) await held;
+    if (held) this.only = await held;
     for (let n = 1; n <= req.attempts; n++) {
       const a = await this.next(n, lastError !== undefined || failed !== undefined);
       if (!a) break;
@@ -200,6 +206,12 @@ export class UpstreamCall {
       if (!w.healthy || this.tried.has(w)) continue;
       if (!w.hasRoom()) full = true;
       else views.push(w.view());
+    }
+    const only = n === 1 ? this.only : undefined;
+    if (only) {
+      // released by the gate: among the workers that could admit it then (its holder alone when it could)
+      const able = views.filter((v) => only.includes(v.id));
+      if (able.length) views.splice(0, views.length, ...able);
     }
     const choice = views.length ? route.policy.select(views, req.info) : null;
     lap('routing', t0);
