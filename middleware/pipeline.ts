@@ -361,6 +361,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       input,
       resent,
       resentTools,
+      sameIds,
       calls: state.calls + 1,
       result,
     };
@@ -403,6 +404,8 @@ interface AfterCall {
   input: HashSource;
   resent: readonly ChatMessage[];
   resentTools: ChatRequest['tools'];
+  /** Exact common token prefix with the previous call (0 without one). */
+  sameIds: number;
   /** The session state's call count after this call. */
   calls: number;
   result: PipelineResult;
@@ -453,7 +456,8 @@ function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string
   const common = prevLocal
     ? Math.min(prevLocal.ids.length, prefix.break_cause === 'none' ? ids.length : (prefix.break_token_index ?? 0))
     : 0;
-  const commonExact = prevLocal ? lcpUpTo(prevLocal.ids, ids, common, toks.reusedTokens) : 0;
+  // lcpUpTo(prev, ids, common, reused) without a second scan: the exact common prefix capped at `common`.
+  const commonExact = Math.min(a.sameIds, common);
   local.set(key, {
     calls: a.calls,
     ids,
