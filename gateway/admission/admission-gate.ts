@@ -1,5 +1,6 @@
 // Late binding for one model (`models[].dispatch: admission`): before a call is routed it passes
-// this gate. It goes at once when no call is held and some worker can admit one, or when one
+// this gate. It goes at once when no call is held and some worker can admit one (routed among the
+// workers that can, as the simulator dispatches it), or when one
 // worker's cache holds its prompt (≥ locality_min_tokens beyond the runner-up, by the policy's own
 // index: its cache is there now and may be evicted while it waits) and no other tenant has calls
 // held (then it queues like any call and waits for its holder by delay scheduling: one tenant's
@@ -14,14 +15,14 @@
 // routed among the workers that could admit it at release (its holder alone when that one could),
 // as the simulator dispatches it. Full queue: 503 admission_queue_full; a tenant's share full: 429
 // tenant_admission_queue_full; held past max_wait_ms: 503 admission_timeout; the client gone: the
-// call leaves the queue at once (its abort wakes the gate).
+// call leaves the queue at once (its abort listener takes it out).
 // What a held call keeps: it waits before its first routing decision, so its session lock, tenant
 // slot (limits.max_concurrent_per_tenant) and body stay held while it waits. Bound: at most
 // max_queued calls (max_queued_per_tenant of one tenant) × limits.max_body_bytes each, for at most
 // max_wait_ms; a retry of the same session waits for the abandoned call only until the gateway
 // sees the client's socket close.
-// When it looks: on events that can make a worker admit (an attempt's end, an engine scrape, a
-// client abort; coalesced into one look per event-loop turn), and every PUMP_FALLBACK_MS while
+// When it looks: on events that can make a worker admit (an attempt's end, an engine scrape;
+// coalesced into one look per event-loop turn), and every PUMP_FALLBACK_MS while
 // calls are held (deadlines, health changes). A look releases at most one call per worker that
 // can admit, so the next look sees the ones just released in flight.
 // Cost: admit O(workers) index reads; each look O(workers · tenants · window) index reads, each
@@ -102,18 +103,25 @@ export class AdmissionGate {
     });
   }
 
-  /** Resolves when the call may be routed (with the workers to route it among); throws a
-   *  GatewayError when it is refused. Undefined: the call goes now, to any worker. */
-  admit(info: RouteInfo, signal: AbortLike): Promise<Release> | undefined {
+  /** The workers to route the call among: now (an array: those that can admit it; undefined: any
+   *  worker, for a call bound to its holder at arrival), or when it is released (a promise, which
+   *  rejects with a GatewayError when the call is refused). */
+  admit(info: RouteInfo, signal: AbortLike): Release | Promise<Release> {
     const views = this.views();
-    if (this.queue.size === 0 && views.some((v) => canAdmit(v, this.s))) {
-      this.count('passed');
-      return undefined;
-    }
     // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly)
-    if (this.queue.size === this.queue.sizeOf(info.tenant) && this.holder(views, info) >= 0) {
+    const othersHeld = this.queue.othersWaiting(info.tenant);
+    if (!othersHeld && this.holder(views, info) >= 0) {
       this.count('bound');
       return undefined;
+    }
+    if (this.queue.size === 0) {
+      // among the workers that can admit it, as the simulator dispatches it (not any with room)
+      const able: string[] = [];
+      for (const v of views) if (canAdmit(v, this.s)) able.push(v.id);
+      if (able.length > 0) {
+        this.count('passed');
+        return able;
+      }
     }
     return new Promise<Release>((resolve, reject) => {
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: this.now() };
@@ -139,9 +147,10 @@ export class AdmissionGate {
       }
       this.count('queued');
       held.onAbort = () => {
-        // the client left: the call goes at the next look (now), where routing sees the abort
-        held.consideredMs = -2;
-        this.wake();
+        // the client left: out of the queue now, and on, where routing sees the abort and ends it
+        if (!this.queue.remove(info.tenant, held)) return;
+        this.count('aborted', this.now() - held.atMs);
+        this.leave(held, undefined);
       };
       signal.addEventListener('abort', held.onAbort, { once: true });
       this.schedule();
@@ -232,12 +241,6 @@ export class AdmissionGate {
           { 'retry-after': '1' },
         ),
       );
-    }
-    // the clients that left go now (routing sees their abort and ends them as today)
-    for (let h = this.queue.takeFirst((x) => x.consideredMs === -2, now, Infinity); h; ) {
-      this.count('aborted', now - h.atMs);
-      this.leave(h, undefined);
-      h = this.queue.takeFirst((x) => x.consideredMs === -2, now, Infinity);
     }
     const views = this.views();
     let able = views.filter((v) => canAdmit(v, this.s));

@@ -86,6 +86,15 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       const value = keys.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], m.policy_options);
       fail(['', 'models', i, 'policy_options', ...keys].join('/'), bad.message, value, source);
     }
+    // late binding reads the engines' waiting and KV usage: without scraping every worker looks able
+    // and the gate would never hold a call
+    if (m.dispatch === 'admission' && m.scrape_metrics_ms === 0)
+      fail(
+        `/models/${i}/scrape_metrics_ms`,
+        'dispatch admission needs the engine signals: set scrape_metrics_ms above 0',
+        m.scrape_metrics_ms,
+        source,
+      );
     // a precise (KV event) index is exact per block: the fleet sets stride 1, an explicit other one cannot work
     const stride = (m.policy_options as Record<string, unknown>).index_stride;
     if (m.workers.some((w) => w.kv_events) && stride !== undefined && Math.floor(Number(stride)) !== 1)

@@ -4,7 +4,8 @@
 // so the caller answers 429/503 at once), and every entry carries a deadline (expire() hands
 // back the ones past it, so none waits forever).
 // Cost: push / shift O(1) amortised; expire O(expired + tenants) (deadlines are arrival time +
-// one constant, so each tenant's queue is in deadline order and only its head is looked at).
+// one constant, so each tenant's queue is in deadline order and only its head is looked at);
+// remove O(the tenant's calls + tenants).
 // Settings: maxQueued, maxPerTenant, maxWaitMs (ADMISSION_DEFAULTS in admission-defaults.ts).
 
 export type PushOutcome = 'queued' | 'queue_full' | 'tenant_full';
@@ -91,6 +92,29 @@ export class FairQueue<T> {
     q.push({ item, atMs: nowMs, deadlineMs: nowMs + this.limits.maxWaitMs });
     this.total++;
     return 'queued';
+  }
+
+  /** Whether a tenant other than `tenant` has calls waiting (O(1)). */
+  othersWaiting(tenant: string): boolean {
+    return this.order.length > 1 || (this.order.length === 1 && this.order[0] !== tenant);
+  }
+
+  /** Takes `item` out of `tenant`'s calls (a client that left); false when it is not there.
+   *  O(the tenant's calls + tenants). */
+  remove(tenant: string, item: T): boolean {
+    const q = this.tenants.get(tenant);
+    if (!q) return false;
+    for (let i = 0; i < q.length; i++) {
+      if (q.at(i)!.item !== item) continue;
+      q.removeAt(i);
+      this.total--;
+      if (q.length === 0) {
+        this.tenants.delete(tenant);
+        this.order.splice(this.order.indexOf(tenant), 1);
+      }
+      return true;
+    }
+    return false;
   }
 
   /** The call that leaves next (without taking it). */

@@ -90,6 +90,30 @@ describe('models[].dispatch: admission', () => {
     expect(gate(r).stats.timedOut).toBe(timedOut.length);
   });
 
+  it('the first routing decision is limited to the workers the gate names', async () => {
+    const r = await start('admission', { max_waiting: 1 });
+    const g = gate(r);
+    let asked = 0;
+    const admit = g.admit.bind(g);
+    // the gate's own answer, then narrowed to w1 (as a release to w1 alone would be)
+    g.admit = (info, signal) => {
+      const a = admit(info, signal);
+      const narrow = () => {
+        asked++;
+        return ['w1'];
+      };
+      return a instanceof Promise ? a.then(narrow) : narrow();
+    };
+    const client = new OpenAI({ baseURL: `${r.gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    for (let i = 0; i < 4; i++) {
+      const { response } = await client.chat.completions
+        .create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: `pin ${i}` }] })
+        .withResponse();
+      expect(response.headers.get('x-ctxgate-worker')).toBe('w1');
+    }
+    expect(asked).toBe(4);
+  });
+
   it('dispatch arrival (the default) has no gate', async () => {
     const { parseConfig } = await import('../../gateway/config/load.ts');
     const cfg = parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] });

@@ -5,6 +5,7 @@
 // at once (an attempt's end, a scrape, a client abort) instead of its fallback timer.
 import { afterEach, describe, expect, it } from 'vitest';
 import { AdmissionGate, PUMP_FALLBACK_MS, type Release } from '../../gateway/admission/admission-gate.ts';
+import { parseConfig } from '../../gateway/config/load.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 
 function worker(id: string, waiting: number): WorkerView {
@@ -42,6 +43,12 @@ async function settled<T>(p: Promise<T>): Promise<{ done: boolean; value?: T; er
   return out;
 }
 
+/** The call was held: its release (a promise), not an answer now. */
+function held(a: Release | Promise<Release>): Promise<Release> {
+  expect(a).toBeInstanceOf(Promise);
+  return a as Promise<Release>;
+}
+
 let gates: AdmissionGate[] = [];
 afterEach(() => {
   for (const g of gates) g.close(new Error('test over'));
@@ -69,28 +76,28 @@ describe('AdmissionGate', () => {
     expect(g.admit(info('a', 'a1'), new AbortController().signal)).toBeUndefined();
     expect(g.stats.bound).toBe(1);
     // tenant b's new session must wait
-    const b = g.admit(info('b', 'b1'), new AbortController().signal);
-    expect(b).toBeDefined();
+    const b = held(g.admit(info('b', 'b1'), new AbortController().signal));
+
     // now a's next continuation waits too, behind b
-    const a = g.admit(info('a', 'a2'), new AbortController().signal);
-    expect(a).toBeDefined();
+    const a = held(g.admit(info('a', 'a2'), new AbortController().signal));
+
     expect(g.stats.bound).toBe(1);
     expect(g.size).toBe(2);
     // w1 frees a place: b (first in the round) goes there, a still waits for its holder w0
     ws[1].engine = { waiting: 0, running: 0 };
     g.observer.onEnd();
-    expect((await settled(b!)).value).toEqual(['w1']);
-    expect((await settled(a!)).done).toBe(false);
+    expect((await settled(b)).value).toEqual(['w1']);
+    expect((await settled(a)).done).toBe(false);
     // w0 frees: a goes to its holder alone
     ws[0].engine = { waiting: 0, running: 0 };
     g.wake();
-    expect((await settled(a!)).value).toEqual(['w0']);
+    expect((await settled(a)).value).toEqual(['w0']);
   });
 
   it('routes a released call among the workers that could admit it', async () => {
     const ws = [worker('w0', 1), worker('w1', 1), worker('w2', 1)];
     const g = make(ws);
-    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    const p = held(g.admit(info('a', 's'), new AbortController().signal));
     ws[0].engine = { waiting: 0, running: 0 };
     ws[2].engine = { waiting: 0, running: 0 };
     g.wake();
@@ -101,7 +108,7 @@ describe('AdmissionGate', () => {
   it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);
-    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    const p = held(g.admit(info('a', 's'), new AbortController().signal));
     ws[0].engine = { waiting: 0, running: 0 };
     // no event: nothing looks before the fallback interval
     expect((await settled(p)).done).toBe(false);
@@ -110,7 +117,7 @@ describe('AdmissionGate', () => {
     // an abort: the call leaves at once (routing then sees the abort), nothing else is released
     ws[0].engine = { waiting: 1, running: 0 };
     const ac = new AbortController();
-    const q = g.admit(info('a', 's2'), ac.signal)!;
+    const q = held(g.admit(info('a', 's2'), ac.signal));
     expect((await settled(q)).done).toBe(false);
     ac.abort();
     expect((await settled(q)).value).toBeUndefined();
@@ -130,12 +137,50 @@ describe('AdmissionGate', () => {
       () => now,
     );
     gates.push(g);
-    const p = g.admit(info('a', 's'), new AbortController().signal)!;
+    const p = held(g.admit(info('a', 's'), new AbortController().signal));
     now = 50;
     const out = await new Promise<unknown>((r) => {
       p.catch(r);
       setTimeout(() => r('not refused'), PUMP_FALLBACK_MS * 5);
     });
     expect(out).toMatchObject({ code: 'admission_timeout' });
+  });
+
+  it('nothing held: a call goes at once among the workers that can admit it, not any worker with room', () => {
+    const ws = [worker('w0', 1), worker('w1', 0), worker('w2', 0)];
+    const g = make(ws);
+    expect(g.admit(info('a', 's'), new AbortController().signal)).toEqual(['w1', 'w2']);
+    expect(g.stats.passed).toBe(1);
+  });
+
+  it('a client that leaves while held is out of the queue at once, the others keep their place', async () => {
+    const ws = [worker('w0', 1)];
+    const g = make(ws);
+    const ac = new AbortController();
+    const p = held(g.admit(info('a', 's1'), ac.signal));
+    const q = held(g.admit(info('a', 's2'), new AbortController().signal));
+    expect(g.size).toBe(2);
+    ac.abort();
+    // no look needed (no queue scan per abort): gone before this turn ends
+    expect(g.size).toBe(1);
+    expect(g.stats.aborted).toBe(1);
+    expect(await settled(p)).toMatchObject({ done: true, value: undefined });
+    ws[0].engine = { waiting: 0, running: 0 };
+    g.wake();
+    expect((await settled(q)).value).toEqual(['w0']);
+    expect(g.stats.aborted).toBe(1);
+  });
+});
+
+describe('config: dispatch admission', () => {
+  const model = (over: Record<string, unknown>) => ({
+    models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }], dispatch: 'admission', ...over }],
+  });
+
+  it('needs scrape_metrics_ms (without engine signals every worker looks able and nothing is held)', () => {
+    expect(() => parseConfig(model({}))).toThrow(
+      /models\[0\]\.scrape_metrics_ms: dispatch admission needs the engine signals/,
+    );
+    expect(parseConfig(model({ scrape_metrics_ms: 500 })).models[0].dispatch).toBe('admission');
   });
 });

@@ -192,6 +192,24 @@ describe('FairQueue', () => {
     expect(diffs.slice(0, 5)).toEqual([]);
   });
 
+  it('remove takes one call out (a client that left), keeping the others in order; othersWaiting', () => {
+    const q = new FairQueue<string>(open);
+    expect(q.othersWaiting('a')).toBe(false);
+    for (const x of ['a1', 'a2']) q.push('a', x, 0);
+    expect(q.othersWaiting('a')).toBe(false);
+    expect(q.othersWaiting('b')).toBe(true);
+    q.push('b', 'b1', 0);
+    expect(q.othersWaiting('a')).toBe(true);
+    expect(q.remove('a', 'a1')).toBe(true);
+    expect(q.remove('a', 'a1')).toBe(false);
+    expect(q.remove('b', 'a2')).toBe(false);
+    expect(q.remove('b', 'b1')).toBe(true); // its last call: the tenant leaves the round
+    expect(q.othersWaiting('a')).toBe(false);
+    expect(q.size).toBe(1);
+    q.push('b', 'b2', 0);
+    expect(q.drain()).toEqual(['a2', 'b2']);
+  });
+
   it('stays in order over many pushes and shifts (the FIFO compacts)', () => {
     const q = new FairQueue<number>({ maxQueued: 1e6, maxPerTenant: 1e6, maxWaitMs: Infinity });
     const out: number[] = [];
