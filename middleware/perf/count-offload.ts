@@ -12,11 +12,13 @@
 // poolCounter: a text shorter than the pool's min_chars is counted inline (its call may render
 // here, and that render reuses the ids an inline count cached). A text counted on the pool is in no
 // cache of this thread, and a later stage (compaction counts the whole history on every call of a
-// budgeted model) would count it here again: its count is remembered under a SHA-1 of the text
-// (~1 ms per 1M characters; no text is kept), at most COUNT_MEMO_ENTRIES texts, least recently used
-// forgotten first, shared by the model's tenants as the encode cache is.
-// Cost on the loop: O(texts) to split, one structured clone of the big texts, one SHA-1 of each big
-// text; the rest is the inline counts of the small texts, in slices.
+// budgeted model) would count it here again: its count is remembered under the tenant and a SHA-256
+// of the text (~1.2 ms CPU per 1M characters, as SHA-1's; no text is kept), at most COUNT_MEMO_ENTRIES texts, least
+// recently used forgotten first. Per tenant and SHA-256, not SHA-1 across tenants: a hash stands for
+// the text here, so a colliding pair (practical for SHA-1) planted by one tenant must not give
+// another tenant's text its count (a wrong count moves eviction and compaction decisions).
+// Cost on the loop: O(texts) to split, one structured clone of the big texts, one SHA-256 of each
+// big text; the rest is the inline counts of the small texts, in slices.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { yieldToLoop } from './time-slices.ts';
@@ -26,7 +28,7 @@ export const OFFLOAD_COUNT_MIN_CHARS = 32_768;
 /** Characters counted inline between two yields (~1.6 ms of BPE at ~50 ns a character). */
 export const COUNT_SLICE_CHARS = 32_768;
 
-/** Big texts whose counts a pipeline remembers (each entry: a 27-character key and a number). */
+/** Big texts whose counts a pipeline remembers (each entry: the tenant, a 43-character hash and a number). */
 export const COUNT_MEMO_ENTRIES = 4096;
 
 /** What a pool thread gets for a count job: the tokenizer as the render job names it, and the texts. */
@@ -91,7 +93,7 @@ export async function countInSlices(
  * A pipeline's count jobs: `forCall(tenant, affinity, inline)` is one call's CountTexts. Texts shorter
  * than `minChars` (the pool's own render threshold: such a call may render here, and the render
  * reuses the ids an inline count cached) are counted with `inline`; the others on `pool`, their counts
- * remembered per text (by SHA-1) for every later call, so a text asked again costs no job.
+ * remembered per tenant and text (by SHA-256) for its later calls, so a text asked again costs no job.
  */
 export function poolCounter(
   pool: CountOffload,
@@ -99,8 +101,9 @@ export function poolCounter(
   minChars: number,
 ): (tenant: string, affinity: string, inline: (text: string) => number) => CountTexts {
   const memo = new LRUCache<string, number>({ max: COUNT_MEMO_ENTRIES });
-  const keyOf = (t: string): string => createHash('sha1').update(t).digest('base64url');
   return (tenant, affinity, inline) => async (texts) => {
+    // the hash has a fixed length: no two (hash, tenant) pairs give one key
+    const keyOf = (t: string): string => createHash('sha256').update(t).digest('base64url') + tenant;
     const out: number[] = new Array(texts.length);
     const keys: string[] = [];
     const missing: string[] = [];
