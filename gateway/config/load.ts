@@ -95,6 +95,16 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
         m.scrape_metrics_ms,
         source,
       );
+    // SGLang orders its own waiting queue by prefix match: holding calls at the gateway takes that
+    // choice away (fleet simulator, virtual time, conversation half, 8 workers, x1: ctxgate p90
+    // 151.9 s at arrival, 266.0 s with admission)
+    if (m.dispatch === 'admission' && m.flavor === 'sglang')
+      fail(
+        `/models/${i}/dispatch`,
+        "admission is for vLLM engines (SGLang's own prefix-ordered queue does better unheld): use arrival",
+        m.dispatch,
+        source,
+      );
     // a precise (KV event) index is exact per block: the fleet sets stride 1, an explicit other one cannot work
     const stride = (m.policy_options as Record<string, unknown>).index_stride;
     if (m.workers.some((w) => w.kv_events) && stride !== undefined && Math.floor(Number(stride)) !== 1)

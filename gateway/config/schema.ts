@@ -129,8 +129,8 @@ export const ModelSchema = Type.Object(
     /** Scrape each worker's /metrics every N ms for engine load (queue, KV usage); 0 = off. */
     scrape_metrics_ms: NonNegInt(DEFAULT_SCRAPE_METRICS_MS),
     /** admission: a call no worker's cache holds waits at the gateway until a worker can admit
-     *  it (engine waiting and KV usage from scrape_metrics_ms; without scraping only
-     *  max_in_flight holds calls back), instead of queueing inside the engine it was sent to. */
+     *  it (engine waiting and KV usage from scrape_metrics_ms, which it needs), instead of
+     *  queueing inside the engine it was sent to; vLLM flavours only (load.ts). */
     dispatch: Type.Union([Type.Literal('arrival'), Type.Literal('admission')], { default: DEFAULT_DISPATCH }),
     admission: Type.Object(
       {

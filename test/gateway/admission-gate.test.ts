@@ -183,4 +183,15 @@ describe('config: dispatch admission', () => {
     );
     expect(parseConfig(model({ scrape_metrics_ms: 500 })).models[0].dispatch).toBe('admission');
   });
+
+  it('is refused in front of SGLang engines (their own prefix-ordered queue does better unheld)', () => {
+    expect(() => parseConfig(model({ scrape_metrics_ms: 500, flavor: 'sglang' }))).toThrow(
+      /models\[0\]\.dispatch: admission is for vLLM engines/,
+    );
+    expect(parseConfig(model({ scrape_metrics_ms: 500, flavor: 'vllm' })).models[0].dispatch).toBe('admission');
+    expect(
+      parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }], flavor: 'sglang' }] }).models[0]
+        .dispatch,
+    ).toBe('arrival');
+  });
 });
