@@ -256,6 +256,15 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
         route.placement = shared;
         ctx.onShutdown(() => shared.stop(), `shared-index:${model}`);
       }
+      // late binding's gate, seen by operators: what it did with each call, how long held calls waited
+      const gate = gateFor(route);
+      if (gate)
+        gate.onOutcome = (outcome, waitedMs) => {
+          const label = outcome === 'timedOut' ? 'timed_out' : outcome;
+          ctx.metrics.admissionOutcomes.inc({ model, outcome: label });
+          if (waitedMs !== undefined) ctx.metrics.admissionWait.observe({ model, outcome: label }, waitedMs / 1000);
+          ctx.metrics.admissionHeld.set({ model }, gate.size);
+        };
       // engines' KV events feed the precise index of workers with `kv_events`
       const feeds = startKvFeeds(route, ctx.metrics, app.log.child({ component: 'kv-events' }));
       if (feeds.length) ctx.onShutdown(() => feeds.forEach((f) => f.stop()), `kv-events:${model}`);

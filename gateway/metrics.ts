@@ -98,6 +98,18 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       "Calls whose reusable prefix (shared with the session's previous call) is shorter than one KV block: the engine can serve none of it",
       ['model'] as const,
     ),
+    admissionOutcomes: counter(
+      'admission_outcomes_total',
+      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, refused (queue or tenant share full), timed_out, aborted',
+      ['model', 'outcome'] as const,
+    ),
+    admissionWait: histogram(
+      'admission_wait_seconds',
+      'Late binding: how long a held call waited at the gateway, by how it left (released, timed_out, aborted)',
+      ['model', 'outcome'] as const,
+      LATENCY_BUCKETS,
+    ),
+    admissionHeld: gauge('admission_held', 'Late binding: calls held at the gateway now', ['model'] as const),
     tombstones: counter('tombstones_total', 'Tombstones appended for stale observations', ['model'] as const),
     compactions: counter('compactions_total', 'Compactions by outcome', ['model', 'outcome'] as const),
     compactionTokensSaved: counter('compaction_tokens_saved_total', 'Tokens removed by compaction', ['model'] as const),

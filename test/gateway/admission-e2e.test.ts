@@ -64,6 +64,16 @@ describe('models[].dispatch: admission', () => {
     expect(s.released).toBe(s.queued);
     expect(s.passed + s.bound + s.queued).toBe(10);
     expect(gate(r).size).toBe(0);
+    // and /metrics shows it to operators
+    const text = await (await fetch(`${r.gw.url}/metrics`)).text();
+    const value = (series: string): number => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+    };
+    expect(value('ctxgate_admission_outcomes_total{model="m",outcome="queued"}')).toBe(s.queued);
+    expect(value('ctxgate_admission_outcomes_total{model="m",outcome="released"}')).toBe(s.released);
+    expect(value('ctxgate_admission_wait_seconds_count{model="m",outcome="released"}')).toBe(s.released);
+    expect(value('ctxgate_admission_held{model="m"}')).toBe(0);
   });
 
   it("a full queue refuses at once in the OpenAI error shape (a tenant's share full: 429)", async () => {
