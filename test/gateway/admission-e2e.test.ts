@@ -124,6 +124,44 @@ describe('models[].dispatch: admission', () => {
     expect(asked).toBe(4);
   });
 
+  it('a client that leaves while its call is held: out of the queue, nothing sent upstream, its session free', async () => {
+    const r = await start('admission', { max_waiting: 1 });
+    const g = gate(r);
+    const until = async (ok: () => boolean, what: string) => {
+      for (let i = 0; i < 2000 && !ok(); i++) await new Promise((res) => setTimeout(res, 2));
+      if (!ok()) throw new Error(`timed out waiting for ${what}`);
+    };
+    const busy = burst(r, 6);
+    await until(() => g.stats.passed + g.stats.bound + g.stats.queued === 6, 'the burst to reach the gate');
+    expect(g.size).toBeGreaterThan(0);
+    const queued = g.stats.queued;
+    const client = new OpenAI({ baseURL: `${r.gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const ac = new AbortController();
+    const left = client.chat.completions
+      .create(
+        { model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'a question nobody waits for' }] },
+        { signal: ac.signal, headers: { 'x-session-id': 'leaver' } },
+      )
+      .then(
+        () => 'answered',
+        (e: unknown) => (e instanceof OpenAI.APIUserAbortError ? 'aborted' : e),
+      );
+    await until(() => g.stats.queued === queued + 1, 'the call to be held');
+    ac.abort();
+    expect(await left).toBe('aborted');
+    await until(() => g.stats.aborted === 1, 'the gateway to see the client leave');
+    expect((await busy).filter((o) => o.ok).length).toBe(6);
+    expect(g.size).toBe(0);
+    // the workers got the burst only
+    expect(r.workers.reduce((a, w) => a + w.stats().requests, 0)).toBe(6);
+    // and the session's lock is free: its next call is answered
+    const again = await client.chat.completions.create(
+      { model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'a question nobody waits for' }] },
+      { headers: { 'x-session-id': 'leaver' } },
+    );
+    expect(again.choices[0].message.content?.length).toBeGreaterThan(0);
+  });
+
   it('dispatch arrival (the default) has no gate', async () => {
     const { parseConfig } = await import('../../gateway/config/load.ts');
     const cfg = parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] });
