@@ -1,5 +1,5 @@
-// A prompt piece missing from the id cache is assembled from its framing and its content's cached
-// ids (the ledger counted the tool output first): the ids must equal whole-text encoding for any
+// A prompt piece missing from the id cache is assembled from its framing and its content's ids
+// (cached before, or encoded and cached on the miss): the ids must equal whole-text encoding for any
 // content, whatever it ends or starts with (punctuation merging with the frame's newline, runs of
 // newlines, spaces, multi-byte characters cut by a token), under every bundled tokenizer kind.
 import fc from 'fast-check';
@@ -99,5 +99,74 @@ describe('segment tokens: content tails decoded once per id run', () => {
       expect(ids).toEqual(base.encode(text));
     }
     expect(long).toEqual([]);
+  });
+});
+
+describe('segment tokens: a fresh content encoded once', () => {
+  for (const tokenizer of ['qwen3', 'llama3_1', 'deepseek_v3', 'cl100k_base']) {
+    it(`${tokenizer}: equals whole-text encoding with nothing cached first`, async () => {
+      const tok = await loadTokenizer(tokenizer);
+      fc.assert(
+        fc.property(
+          fc.array(fc.nat(BODY.length * 3), { minLength: 1, maxLength: 6 }),
+          fc.nat(EDGES.length - 1),
+          fc.nat(EDGES.length - 1),
+          fc.constantFrom('tool', 'user', 'assistant'),
+          fc.nat(1e9),
+          (parts, s, e, role, salt) => {
+            // (a salt: a content no earlier run cached)
+            const c = `${content(parts, s, e)}${salt}`;
+            const msgs: ChatMessage[] = [
+              { role: 'system', content: 'You are a coding agent.' },
+              { role: 'user', content: 'task' },
+              { role: role === 'tool' ? 'user' : role, content: c } as ChatMessage,
+            ];
+            if (role === 'tool') {
+              msgs[2] = {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }],
+              };
+              msgs.push({ role: 'tool', tool_call_id: 'c1', content: c });
+            }
+            const text = tok.renderChat(msgs, {});
+            expect(Array.from(tokenizeBySegments(tok, text).ids)).toEqual(tok.encode(text));
+          },
+        ),
+        { numRuns: 60, seed: 29 },
+      );
+    });
+  }
+
+  it("the ledger's count after the tokens stage finds a new tool output cached: one BPE pass over it", async () => {
+    const base = await loadTokenizer('qwen3');
+    const long: number[] = [];
+    const tok = {
+      ...base,
+      encode: (t: string) => {
+        if (t.length > 100) long.push(t.length);
+        return base.encode(t);
+      },
+    };
+    const c = `${'   1\tfresh tool output line '.repeat(12)}\nexit code 0 (htok ${Date.now()})`;
+    const msgs: ChatMessage[] = [
+      { role: 'user', content: 'task' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: c },
+    ];
+    const text = base.renderChat(msgs, {});
+    const ids = Array.from(tokenizeBySegments(tok, text).ids);
+    expect(ids).toEqual(base.encode(text));
+    // The content alone, once (not the framed piece as well).
+    expect(long).toEqual([c.length]);
+    const n = long.length;
+    // The ledger counts the bare content after the send (the handle's cached count): no BPE pass.
+    expect(tok.countTokens(c)).toBe(base.encode(c).length);
+    expect(base.encodeCached(c).length).toBe(base.encode(c).length);
+    expect(long.length).toBe(n);
   });
 });
