@@ -108,6 +108,11 @@ export class AdmissionGate {
    *  rejects with a GatewayError when the call is refused). */
   admit(info: RouteInfo, signal: AbortLike): Release | Promise<Release> {
     const views = this.views();
+    // no healthy worker: not held; routing answers 503 no_healthy_worker at once, as with arrival
+    if (views.length === 0) {
+      this.count('passed');
+      return undefined;
+    }
     // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly)
     const othersHeld = this.queue.othersWaiting(info.tenant);
     if (!othersHeld && this.holder(views, info) >= 0) {
@@ -243,6 +248,16 @@ export class AdmissionGate {
       );
     }
     const views = this.views();
+    // every worker went unhealthy: the held calls go to routing, which answers 503 no_healthy_worker
+    if (views.length === 0)
+      for (
+        let h = this.queue.takeFirst(() => true, now, Infinity);
+        h;
+        h = this.queue.takeFirst(() => true, now, Infinity)
+      ) {
+        this.count('released', now - h.atMs);
+        this.leave(h, undefined);
+      }
     let able = views.filter((v) => canAdmit(v, this.s));
     // each held call's holder, once per look (the index does not change within it)
     const homes = new Map<Held, number>();

@@ -69,6 +69,18 @@ function make(ws: WorkerView[], cached: Record<string, Record<string, number>> =
 }
 
 describe('AdmissionGate', () => {
+  it('no healthy worker: a call is not held (routing answers no_healthy_worker), and held calls go when all fail', async () => {
+    const ws = [worker('w0', 1)];
+    const g = make(ws);
+    const p = g.admit(info('a', 's'), new AbortController().signal) as Promise<Release>;
+    expect(p).toBeInstanceOf(Promise);
+    ws[0].healthy = false;
+    expect(g.admit(info('a', 's2'), new AbortController().signal)).toBeUndefined();
+    g.wake();
+    expect(await settled(p)).toMatchObject({ done: true, value: undefined });
+    expect(g.size).toBe(0);
+  });
+
   it("binds a continuation to its busy holder at arrival only while no other tenant's calls are held", async () => {
     const ws = [worker('w0', 1), worker('w1', 1)]; // both full (waiting 1 = max_waiting)
     const g = make(ws, { a1: { w0: 5000 }, a2: { w0: 5000 } });
