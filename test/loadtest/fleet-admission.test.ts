@@ -6,28 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fleetPolicyOptions, run } from '../../loadtest/fleet/command.ts';
-import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
+import { run } from '../../loadtest/fleet/command.ts';
+import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
 import type { MooncakeRecord } from '../../loadtest/fleet/trace.ts';
-import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
 import { captureOutput } from '../helpers/capture-output.ts';
+import { fleetConfig as cfg } from '../helpers/fleet-config.ts';
 import { conversationTrace, load } from '../helpers/fleet-conversations.ts';
-
-const timing = PRESETS['qwen3-32b-h200'];
-
-function cfg(policy: string, over: Partial<FleetConfig> = {}): FleetConfig {
-  const kvTokens = over.kvTokens ?? 60_000;
-  return {
-    policy,
-    policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1),
-    workers: 4,
-    kvTokens,
-    blockSize: 512,
-    timing,
-    ...over,
-  };
-}
 
 /** Prompts that share nothing (no worker ever holds a call's prefix), arriving faster than 4
  *  engines serve them. */

@@ -2,28 +2,13 @@
 // exactly once, no engine ever holds more KV blocks than it has, every policy sees the same
 // arrivals, and the engine model's admission / preemption / prefix cache behave as vLLM's do.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FLEET_POLICIES, fleetPolicyOptions } from '../../loadtest/fleet/command.ts';
+import { DEFAULT_FLEET_POLICIES } from '../../loadtest/fleet/command.ts';
 import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
-import { simulateFleet, type FleetConfig } from '../../loadtest/fleet/simulator.ts';
+import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
 import { arrange, ChainInterner, fromMooncake, parseMooncake, type FleetRequest } from '../../loadtest/fleet/trace.ts';
+import { fleetConfig as cfg, FLEET_TEST_TIMING as timing } from '../helpers/fleet-config.ts';
 import { conversationTrace, load } from '../helpers/fleet-conversations.ts';
-import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
-
-const timing = PRESETS['qwen3-32b-h200'];
-
-function cfg(policy: string, over: Partial<FleetConfig> = {}): FleetConfig {
-  const kvTokens = over.kvTokens ?? 60_000;
-  return {
-    policy,
-    policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1),
-    workers: 4,
-    kvTokens,
-    blockSize: 512,
-    timing,
-    ...over,
-  };
-}
 
 describe('fleet trace input', () => {
   it('parses Mooncake lines and keys blocks by their whole prefix', () => {

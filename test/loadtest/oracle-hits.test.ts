@@ -3,12 +3,12 @@
 // the bound holding over every policy's simulated run on a small generated trace.
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../kvplanner/rng.ts';
-import { fleetPolicyOptions } from '../../loadtest/fleet/command.ts';
 import { oracleHits } from '../../loadtest/fleet/oracle-hits.ts';
 import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
 import { arrange, ChainInterner, fromMooncake, type MooncakeRecord } from '../../loadtest/fleet/trace.ts';
-import { PRESETS } from '../../loadtest/sim-worker/timing.ts';
+import { fleetConfig } from '../helpers/fleet-config.ts';
+import { load as loadTrace } from '../helpers/fleet-conversations.ts';
 
 function load(recs: Array<[number, number, number[]]>): ReturnType<typeof arrange> {
   const chain = new ChainInterner();
@@ -74,24 +74,12 @@ describe('oracleHits', () => {
         t += 800 + rnd() * 3000;
       }
     }
-    const chain = new ChainInterner();
-    const reqs = arrange(
-      recs.map((r, i) => fromMooncake(r, i, chain)),
-      1,
-    );
-    const timing = PRESETS['qwen3-32b-h200'];
+    const reqs = loadTrace(recs);
     const kvTokens = 8192;
     const bound = oracleHits(reqs, 4, kvTokens).hitRate;
     let best = 0;
     for (const policy of ['round_robin', 'session_hash', 'smg_cache_aware', 'llmd_precise', 'ctxgate']) {
-      const res = simulateFleet(reqs, {
-        policy,
-        policyOptions: fleetPolicyOptions(policy, timing, 512, kvTokens, 1),
-        workers: 4,
-        kvTokens,
-        blockSize: 512,
-        timing,
-      });
+      const res = simulateFleet(reqs, fleetConfig(policy, { kvTokens }));
       const hit = summarize(res, {
         preset: 'x',
         rateScale: 1,
