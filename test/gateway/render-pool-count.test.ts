@@ -12,8 +12,7 @@ import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import { peekEncoded } from '../../middleware/tokens/encode-cache.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
-import type { FakeUpstream } from '../helpers/fake-upstream.ts';
-import { type AssembledGateway, startPoolGateway } from '../helpers/pool-gateway.ts';
+import { poolGatewaysPerTest } from '../helpers/pool-gateway.ts';
 
 // nice 0: these tests check what the pool computes, not its priority (see render-pool.test.ts).
 const poolCfg = { min_chars: 16_384, max_queue: 8, max_per_tenant: 8, nice: 0, max_failures_per_tenant: 8 };
@@ -156,13 +155,7 @@ describe('count jobs on the render pool', () => {
 });
 
 describe('count jobs through the assembled gateway (real sockets)', () => {
-  let up: FakeUpstream | undefined;
-  let gw: AssembledGateway | undefined;
-  afterEach(async () => {
-    await gw?.close();
-    await up?.close();
-    gw = up = undefined;
-  });
+  const gateways = poolGatewaysPerTest();
 
   // ChatMessage is the gateway's own (looser) shape of what the SDK sends.
   const bigCall = (output: string) =>
@@ -174,7 +167,7 @@ describe('count jobs through the assembled gateway (real sockets)', () => {
 
   it("answers /health while one tenant's 1M-character tool output is being counted", async () => {
     const order: string[] = [];
-    ({ up, gw } = await startPoolGateway({ renderPool: { threads: 1, nice: 0 } }));
+    const { up, gw } = await gateways.start({ renderPool: { threads: 1, nice: 0 } });
     const { pool, jobs } = spied(gw.assembled.renderPool!);
     const count = pool.count;
     pool.count = (job, meta) => {
@@ -198,7 +191,7 @@ describe('count jobs through the assembled gateway (real sockets)', () => {
   }, 180_000);
 
   it('a count job whose thread dies twice ends in 422 render_failed; other calls go on', async () => {
-    ({ up, gw } = await startPoolGateway({ renderPool: { threads: 1, nice: 0 }, assemble: { renderThread: DYING } }));
+    const { up, gw } = await gateways.start({ renderPool: { threads: 1, nice: 0 }, assemble: { renderThread: DYING } });
     const { jobs } = spied(gw.assembled.renderPool!);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 170_000 });
     const err = await client.chat.completions

@@ -9,13 +9,11 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { ConfigError } from '../../gateway/config/load.ts';
-import type { GatewayConfig } from '../../gateway/config/schema.ts';
 import { createRenderPool, FAILURE_WINDOW_MS, type RenderPool } from '../../gateway/workers-pool/pool.ts';
 import { DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { OffloadJob } from '../../middleware/tokens/render-tokens.ts';
-import type { FakeUpstream } from '../helpers/fake-upstream.ts';
-import { type AssembledGateway, startPoolGateway } from '../helpers/pool-gateway.ts';
+import { poolGatewaysPerTest } from '../helpers/pool-gateway.ts';
 
 function text(n: number, seed: number): string {
   const words = ['def ', 'return x', ' = 1;\n', 'src/app.py:12 ', '{"k": [1, 2]} ', 'naïve ', '\t\tif ok:\n'];
@@ -188,20 +186,14 @@ describe('render pool robustness', () => {
 });
 
 describe('render pool admission over sockets', () => {
-  let gw: AssembledGateway | undefined;
-  let up: FakeUpstream | undefined;
-  afterEach(async () => {
-    await gw?.close();
-    await up?.close();
-    gw = up = undefined;
-  });
+  const gateways = poolGatewaysPerTest();
 
   it("tenant B's big prompt is admitted while tenant A's fill the render queue", async () => {
     const keys = { a: 'sk-robust-tenant-a-0123456789', b: 'sk-robust-tenant-b-0123456789' };
-    ({ up, gw } = await startPoolGateway({
+    const { gw } = await gateways.start({
       renderPool: { threads: 1, max_queue: 2, max_per_tenant: 8 },
       tenants: keys,
-    }));
+    });
     const url = gw.url;
     const post = async (key: string, seed: number): Promise<number> => {
       const res = await fetch(`${url}/v1/chat/completions`, {
@@ -232,11 +224,11 @@ describe('render pool admission over sockets', () => {
 
   it('a prompt that ends its render thread gets render_failed; a tenant that spent its thread budget gets 429, the other tenant 200', async () => {
     const keys = { a: 'sk-crash-tenant-a-0123456789', b: 'sk-crash-tenant-b-0123456789' };
-    ({ up, gw } = await startPoolGateway({
+    const { up, gw } = await gateways.start({
       renderPool: { threads: 1, max_failures_per_tenant: 2 },
       tenants: keys,
       assemble: { renderThread: DYING },
-    }));
+    });
     const url = gw.url;
     const post = async (key: string, content: string) => {
       const res = await fetch(`${url}/v1/chat/completions`, {
@@ -276,11 +268,11 @@ describe('render pool admission over sockets', () => {
   it("a crashing prompt resent by the OpenAI SDK (default retries) costs its tenant one budget unit: the tenant's other big prompts and other tenants still run", async () => {
     const keys = { a: 'sk-sdk-tenant-a-0123456789', b: 'sk-sdk-tenant-b-0123456789' };
     // max_failures_per_tenant at its default (4)
-    ({ up, gw } = await startPoolGateway({
+    const { up, gw } = await gateways.start({
       renderPool: { threads: 1 },
       tenants: keys,
       assemble: { renderThread: DYING },
-    }));
+    });
     // Every HTTP answer the SDK sees, retries included.
     const seen: number[] = [];
     const recording: typeof fetch = async (input, init) => {
@@ -288,7 +280,7 @@ describe('render pool admission over sockets', () => {
       seen.push(res.status);
       return res;
     };
-    const client = (key: string) => new OpenAI({ baseURL: `${gw!.url}/v1`, apiKey: key, fetch: recording });
+    const client = (key: string) => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, fetch: recording });
     const ask = async (key: string, content: string): Promise<string> => {
       try {
         await client(key).chat.completions.create({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content }] });
@@ -313,15 +305,13 @@ describe('render pool admission over sockets', () => {
   }, 240_000);
 
   it('start-up warms the pool: threads are running when the gateway listens; a thread that cannot render fails start naming render_pool.threads and the model', async () => {
-    let config: GatewayConfig;
-    ({ up, gw, config } = await startPoolGateway({ renderPool: { threads: 1 }, model: 'warm-model' }));
+    const { gw, config } = await gateways.start({ renderPool: { threads: 1 }, model: 'warm-model' });
     expect(gw.assembled.renderPool!.workers().length).toBe(1);
     await gw.close();
-    gw = undefined;
     const broken = new URL('../fixtures/render-pool/broken-thread.mjs', import.meta.url).href;
     const err = await startAssembledGateway(config, { logger: false, reporting: false, renderThread: broken }).then(
       (g) => {
-        gw = g;
+        gateways.closeAfter(g);
         return undefined;
       },
       (e: unknown) => e,

@@ -10,8 +10,7 @@ import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/po
 import { createPipeline } from '../../middleware/pipeline.ts';
 import type { RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
-import type { FakeUpstream } from '../helpers/fake-upstream.ts';
-import { type AssembledGateway, startPoolGateway } from '../helpers/pool-gateway.ts';
+import { poolGatewaysPerTest } from '../helpers/pool-gateway.ts';
 
 // nice 0: these tests check what the pool computes, not its priority; at nice 10 its threads get
 // a tenth of a core beside the other test files' workers, and a 2-core machine timed them out.
@@ -172,20 +171,14 @@ describe('render pool', () => {
 });
 
 describe('render pool behind the gateway (real sockets)', () => {
-  let up: FakeUpstream | undefined;
-  let gw: AssembledGateway | undefined;
-  afterEach(async () => {
-    await gw?.close();
-    await up?.close();
-    gw = up = undefined;
-  });
+  const gateways = poolGatewaysPerTest();
 
   it('answers /health while a 400k-character prompt is tokenised (before its pipeline ends)', async () => {
     const order: string[] = [];
     // Called as soon as the pipeline is done with the big call: inline, that is before the event
     // loop can look at the /health request that arrived meanwhile.
     const tap = () => void order.push('pipeline');
-    ({ up, gw } = await startPoolGateway({ renderPool: { threads: 1 }, assemble: { tap } }));
+    const { up, gw } = await gateways.start({ renderPool: { threads: 1 }, assemble: { tap } });
     expect(gw.assembled.renderPool?.threads).toBe(1);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 170_000 });
     const big = client.chat.completions

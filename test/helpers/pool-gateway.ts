@@ -1,5 +1,6 @@
 // The render pool tests' gateway over real sockets: a fake upstream `w` behind an assembled
 // gateway serving one model `m` (qwen3, ctxgate layout) with the given render_pool settings.
+import { afterEach } from 'vitest';
 import { type AssembleOptions, startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
 import type { GatewayConfig } from '../../gateway/config/schema.ts';
@@ -36,4 +37,37 @@ export async function startPoolGateway(
     await up.close();
     throw err;
   }
+}
+
+export interface PoolGateways {
+  /** startPoolGateway; the gateway and its upstream are closed after the test. */
+  start(o: PoolGatewayOptions): ReturnType<typeof startPoolGateway>;
+  /** A gateway the test started itself, closed after the test like the others. */
+  closeAfter(gw: AssembledGateway): void;
+}
+
+/** Call inside a describe block: registers the afterEach that closes, after each test, every
+ *  gateway started through it (gateways first, then upstreams, in start order). A test may close
+ *  one itself first: a gateway's close() runs once however often it is called. */
+export function poolGatewaysPerTest(): PoolGateways {
+  let gateways: AssembledGateway[] = [];
+  let upstreams: FakeUpstream[] = [];
+  afterEach(async () => {
+    const [gws, ups] = [gateways, upstreams];
+    gateways = [];
+    upstreams = [];
+    for (const gw of gws) await gw.close();
+    for (const up of ups) await up.close();
+  });
+  return {
+    async start(o) {
+      const started = await startPoolGateway(o);
+      gateways.push(started.gw);
+      upstreams.push(started.up);
+      return started;
+    },
+    closeAfter(gw) {
+      gateways.push(gw);
+    },
+  };
 }
