@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+import { callsRun, noteLongEncodes, toolTurn } from '../helpers/segment-tokens-rig.ts';
 
 const EDGES = [')\n', '\n\n', '\n', ' ', '  \n', '}', 'é', '日本語', '🙂', '\t', '"\n', '.\n\n\n', '\r\n', '<', ''];
 const BODY = [
@@ -25,36 +26,34 @@ function content(parts: number[], start: number, end: number): string {
   return EDGES[start] + parts.map((i) => BODY[i % BODY.length]).join('') + 'y'.repeat(64) + EDGES[end];
 }
 
+/** A content's body parts, its first and last edge, and the role whose message carries it. */
+const CONTENT_IN_ROLE = [
+  fc.array(fc.nat(BODY.length * 3), { minLength: 1, maxLength: 6 }),
+  fc.nat(EDGES.length - 1),
+  fc.nat(EDGES.length - 1),
+  fc.constantFrom('tool', 'user', 'assistant'),
+] as const;
+
 describe('segment tokens: framed content from cached ids', () => {
   for (const tokenizer of ['qwen3', 'llama3_1', 'deepseek_v3', 'cl100k_base']) {
     it(`${tokenizer}: equals whole-text encoding when the contents were cached first`, async () => {
       const tok = await loadTokenizer(tokenizer);
       fc.assert(
-        fc.property(
-          fc.array(fc.nat(BODY.length * 3), { minLength: 1, maxLength: 6 }),
-          fc.nat(EDGES.length - 1),
-          fc.nat(EDGES.length - 1),
-          fc.constantFrom('tool', 'user', 'assistant'),
-          (parts, s, e, role) => {
-            const c = content(parts, s, e);
-            tok.encodeCached(c); // as the ledger's count does before the tokens stage runs
-            const msgs: ChatMessage[] = [
-              { role: 'system', content: 'You are a coding agent.' },
-              { role: 'user', content: 'task' },
-              {
-                role: 'assistant',
-                content: null,
-                tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }],
-              },
-              role === 'tool'
-                ? { role: 'tool', tool_call_id: 'c1', content: c }
-                : { role: 'tool', tool_call_id: 'c1', content: 'ok' },
-              ...(role === 'tool' ? [] : [{ role, content: c } as ChatMessage]),
-            ];
-            const text = tok.renderChat(msgs, {});
-            expect(Array.from(tokenizeBySegments(tok, text).ids)).toEqual(tok.encode(text));
-          },
-        ),
+        fc.property(...CONTENT_IN_ROLE, (parts, s, e, role) => {
+          const c = content(parts, s, e);
+          tok.encodeCached(c); // as the ledger's count does before the tokens stage runs
+          const msgs: ChatMessage[] = [
+            { role: 'system', content: 'You are a coding agent.' },
+            { role: 'user', content: 'task' },
+            callsRun('{"cmd":"ls"}'),
+            role === 'tool'
+              ? { role: 'tool', tool_call_id: 'c1', content: c }
+              : { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+            ...(role === 'tool' ? [] : [{ role, content: c } as ChatMessage]),
+          ];
+          const text = tok.renderChat(msgs, {});
+          expect(Array.from(tokenizeBySegments(tok, text).ids)).toEqual(tok.encode(text));
+        }),
         { numRuns: 60, seed: 17 },
       );
     });
@@ -64,16 +63,9 @@ describe('segment tokens: framed content from cached ids', () => {
 describe('segment tokens: content tails decoded once per id run', () => {
   it('framed pieces whose contents end alike but not the same take the framed path, never a whole encode', async () => {
     const base = await loadTokenizer('qwen3');
-    // Same name (so the same id cache), own decode memo; counts the long encodes a framed miss would do.
-    const long: number[] = [];
-    let counting = false;
-    const tok = {
-      ...base,
-      encode: (t: string) => {
-        if (t.length > 100 && counting) long.push(t.length);
-        return base.encode(t);
-      },
-    };
+    // Counts the long encodes a framed miss would do.
+    const enc = noteLongEncodes(base, false);
+    const { tok, long } = enc;
     const words = ['alpha', 'beta', 'gamma', 'delta'];
     for (let i = 0; i < 24; i++) {
       // The last three tokens differ only in their first one across contents: a memo keyed on
@@ -83,19 +75,10 @@ describe('segment tokens: content tails decoded once per id run', () => {
       // a piece (a Uint32Array): both kinds of cached content.
       if (i % 2 === 0) base.encodeCached(c);
       else tokenizeBySegments(tok, c);
-      const msgs: ChatMessage[] = [
-        { role: 'user', content: 'task' },
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
-        },
-        { role: 'tool', tool_call_id: 'c1', content: c },
-      ];
-      const text = base.renderChat(msgs, {});
-      counting = true;
+      const text = base.renderChat(toolTurn(c), {});
+      enc.on = true;
       const ids = Array.from(tokenizeBySegments(tok, text).ids);
-      counting = false;
+      enc.on = false;
       expect(ids).toEqual(base.encode(text));
     }
     expect(long).toEqual([]);
@@ -107,32 +90,21 @@ describe('segment tokens: a fresh content encoded once', () => {
     it(`${tokenizer}: equals whole-text encoding with nothing cached first`, async () => {
       const tok = await loadTokenizer(tokenizer);
       fc.assert(
-        fc.property(
-          fc.array(fc.nat(BODY.length * 3), { minLength: 1, maxLength: 6 }),
-          fc.nat(EDGES.length - 1),
-          fc.nat(EDGES.length - 1),
-          fc.constantFrom('tool', 'user', 'assistant'),
-          fc.nat(1e9),
-          (parts, s, e, role, salt) => {
-            // (a salt: a content no earlier run cached)
-            const c = `${content(parts, s, e)}${salt}`;
-            const msgs: ChatMessage[] = [
-              { role: 'system', content: 'You are a coding agent.' },
-              { role: 'user', content: 'task' },
-              { role: role === 'tool' ? 'user' : role, content: c } as ChatMessage,
-            ];
-            if (role === 'tool') {
-              msgs[2] = {
-                role: 'assistant',
-                content: null,
-                tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{"cmd":"ls"}' } }],
-              };
-              msgs.push({ role: 'tool', tool_call_id: 'c1', content: c });
-            }
-            const text = tok.renderChat(msgs, {});
-            expect(Array.from(tokenizeBySegments(tok, text).ids)).toEqual(tok.encode(text));
-          },
-        ),
+        fc.property(...CONTENT_IN_ROLE, fc.nat(1e9), (parts, s, e, role, salt) => {
+          // (a salt: a content no earlier run cached)
+          const c = `${content(parts, s, e)}${salt}`;
+          const msgs: ChatMessage[] = [
+            { role: 'system', content: 'You are a coding agent.' },
+            { role: 'user', content: 'task' },
+            { role: role === 'tool' ? 'user' : role, content: c } as ChatMessage,
+          ];
+          if (role === 'tool') {
+            msgs[2] = callsRun('{"cmd":"ls"}');
+            msgs.push({ role: 'tool', tool_call_id: 'c1', content: c });
+          }
+          const text = tok.renderChat(msgs, {});
+          expect(Array.from(tokenizeBySegments(tok, text).ids)).toEqual(tok.encode(text));
+        }),
         { numRuns: 60, seed: 29 },
       );
     });
@@ -140,25 +112,9 @@ describe('segment tokens: a fresh content encoded once', () => {
 
   it("the ledger's count after the tokens stage finds a new tool output cached: one BPE pass over it", async () => {
     const base = await loadTokenizer('qwen3');
-    const long: number[] = [];
-    const tok = {
-      ...base,
-      encode: (t: string) => {
-        if (t.length > 100) long.push(t.length);
-        return base.encode(t);
-      },
-    };
+    const { tok, long } = noteLongEncodes(base);
     const c = `${'   1\tfresh tool output line '.repeat(12)}\nexit code 0 (htok ${Date.now()})`;
-    const msgs: ChatMessage[] = [
-      { role: 'user', content: 'task' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
-      },
-      { role: 'tool', tool_call_id: 'c1', content: c },
-    ];
-    const text = base.renderChat(msgs, {});
+    const text = base.renderChat(toolTurn(c), {});
     const ids = Array.from(tokenizeBySegments(tok, text).ids);
     expect(ids).toEqual(base.encode(text));
     // The content alone, once (not the framed piece as well).
