@@ -9,10 +9,9 @@
 // the shared prefix are copied and only the tail is split and looked up. Cost per call: O(tail)
 // regex + cache lookups + one copy of the prefix ids; the whole text only without a previous call.
 // A text piece missing from the cache is often a message's content in its template framing
-// ("\n" + tool output + "\n", "user\n" + text): the piece's ids are its head's, the content's and
-// its tail's, taken only when both seams are verified like any other seam. The content's ids come
-// from the cache (another session sent it) or are encoded and cached here: the ledger counts a new
-// tool output after the upstream send and then hits that entry (one BPE pass per new output).
+// ("\n" + tool output + "\n", "user\n" + text): when that content is cached (the ledger counted
+// it, or another session sent it), the piece's ids are its head's, the content's and its tail's,
+// taken only when both seams are verified like any other seam.
 // The ids come back as one Uint32Array (its backing store off the V8 heap): a session's previous
 // call keeps them until its next one, and a number[] of 17k ids is 136 KB that every scavenge in
 // between copies and then promotes; a typed array is a small wrapper over the same values.
@@ -114,12 +113,8 @@ function framedIds(tok: TokenizerHandle, p: string): CachedIds | undefined {
   const tail = p.endsWith('\n') ? '\n' : '';
   const inner = p.slice(head.length, p.length - tail.length);
   if (inner.length < MIN_FRAMED_CONTENT || (!head && !tail)) return undefined;
-  // A miss encodes the bare content and caches it: the ledger counts that same text after the
-  // upstream send (handle.encodeCached) and finds it there instead of a second BPE pass over a fresh
-  // output. Stored as the handle's API stores it (a frozen array, what the ledger's own count
-  // cached before): a packed entry read through encodeCached is copied (~37 µs for ~1.7k chars).
-  const innerIds = lookupEncoded(tok.name, (t) => tok.encode(t), inner).ids;
-  if (innerIds.length <= TAIL_IDS) return undefined;
+  const innerIds = peekEncoded(tok.name, inner);
+  if (!innerIds || innerIds.length <= TAIL_IDS) return undefined;
   let keep = innerIds.length;
   let core = inner;
   let rest = '';
