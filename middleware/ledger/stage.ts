@@ -8,9 +8,6 @@
 // A call whose new tool outputs are big (precount.ts) has their token counts taken first, in
 // slices with the event loop yielded between them, so one tenant's 1M-character call does not
 // hold every other request for the whole BPE pass; the ledger then reads those same counts.
-// The new observations' counts and the part's freeze run after the upstream send (after-send.ts;
-// ledger.ts beginLedger / finish): only a tombstone's receipt reads a count on the call itself.
-import { afterSend } from '../after-send.ts';
 import type { Stage, StageContext, StageResult, RequestView } from '../stage.ts';
 import { beginLedger, render, type LedgerOptions } from './ledger.ts';
 import { precountSliced, precountTexts } from './precount.ts';
@@ -38,11 +35,9 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
       countTokens: counted ? (t) => counted.get(t) ?? count(t) : count,
       ...(now !== undefined ? { now } : {}),
     });
-    // The part is written now (compaction reads it on this call) and completed in place by finish,
-    // after the upstream send: the counts (a BPE pass over each new tool output) and the freeze are
-    // read by no later stage of this call, only by the state write and the session's next call.
+    // The part is written now (compaction reads it on this call) and completed in place by finish.
     writeLedger(view.session, r.state, writeVersion);
-    afterSend(ctx, r.finish);
+    r.finish();
     let { messages, receipts } = r;
     if (ctx.newSession && (r.state.tombstones.length > 0 || r.state.evictions.length > 0)) {
       messages = render(input, { ...r.state, tombstones: [], evictions: [] });

@@ -109,20 +109,4 @@ describe('segment tokens: a fresh content encoded once', () => {
       );
     });
   }
-
-  it("the ledger's count after the tokens stage finds a new tool output cached: one BPE pass over it", async () => {
-    const base = await loadTokenizer('qwen3');
-    const { tok, long } = noteLongEncodes(base);
-    const c = `${'   1\tfresh tool output line '.repeat(12)}\nexit code 0 (htok ${Date.now()})`;
-    const text = base.renderChat(toolTurn(c), {});
-    const ids = Array.from(tokenizeBySegments(tok, text).ids);
-    expect(ids).toEqual(base.encode(text));
-    // The content alone, once (not the framed piece as well).
-    expect(long).toEqual([c.length]);
-    const n = long.length;
-    // The ledger counts the bare content after the send (the handle's cached count): no BPE pass.
-    expect(tok.countTokens(c)).toBe(base.encode(c).length);
-    expect(base.encodeCached(c).length).toBe(base.encode(c).length);
-    expect(long.length).toBe(n);
-  });
 });
