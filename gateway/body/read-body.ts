@@ -8,11 +8,7 @@
 // a declared content-length over the limit is refused before reading; the bytes received over the
 // limit stop the read; a received length that is not the declared one is refused; a stream error
 // reaches `done` with status 400 unless it carries a 4xx/5xx of its own.
-// A body that arrives in one chunk (one socket read: most bodies under ~64 KB on one connection) is
-// that chunk, not copied and without room: a body the memo keeps (every growing session's) never
-// used the room (its splice copies), so this spares one body-sized copy and ArrayBuffer there; a
-// passthrough body then takes the copying splice, one copy and one ArrayBuffer as the room did.
-// Cost: O(body): at most one copy.
+// Cost: O(body) one copy, as before.
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { errorCodes } from 'fastify';
@@ -23,16 +19,6 @@ import { errorCodes } from 'fastify';
  */
 export const BODY_ROOM = 256;
 
-/**
- * Whether `b` is the whole of its own allocation: Node's HTTP parser copies each body chunk into
- * one (node_http_parser.cc, Buffer::Copy), so nothing else writes it or keeps the rest of it alive.
- * A view into a shared or larger allocation (a small Buffer.from(string) in the pool, a preParsing
- * stream's slice) is not: it is copied as before.
- */
-function ownsAllocation(b: Buffer): boolean {
-  return b.byteOffset === 0 && b.buffer.byteLength === b.length;
-}
-
 export type BodyDone = (err: Error | null, body?: Buffer, room?: Buffer) => void;
 
 /** The payload as Fastify hands it to a content-type parser (a preParsing stream may add this). */
@@ -40,8 +26,7 @@ type Payload = (IncomingMessage | Readable) & { receivedEncodedLength?: number }
 
 /**
  * Reads `payload` whole. `done(null, body, room)`: `body` is the bytes received, `room` the
- * allocation it starts (body.length + BODY_ROOM bytes), which only the request's owner may write;
- * no room when the body is its one chunk.
+ * allocation it starts (body.length + BODY_ROOM bytes), which only the request's owner may write.
  */
 export function readBody(payload: Payload, declaredLength: string | undefined, limit: number, done: BodyDone): void {
   const contentLength = Number(declaredLength);
@@ -72,14 +57,6 @@ export function readBody(payload: Payload, declaredLength: string | undefined, l
     }
     if (!Number.isNaN(contentLength) && (payload.receivedEncodedLength || received) !== contentLength) {
       done(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
-      return;
-    }
-    const one = chunks.length === 1 ? chunks[0] : undefined;
-    if (one !== undefined && ownsAllocation(one)) {
-      // The body came in one chunk (most bodies under ~64 KB do): it is the body, without a copy.
-      // No room: a splice that needs one copies (proxy/body.ts), as it does for a body the memo
-      // keeps (every growing session's), which never used the room.
-      done(null, one, undefined);
       return;
     }
     const room = Buffer.allocUnsafe(received + BODY_ROOM);
