@@ -8,7 +8,8 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JOURNAL_SUFFIX, pendingLines } from '../../gateway/accounting/stores/journal.ts';
+import { JOURNAL_SUFFIX, Journal, pendingLines } from '../../gateway/accounting/stores/journal.ts';
+import { rowValues } from '../../gateway/accounting/stores/sqlite-schema.ts';
 import { SqliteLedger } from '../../gateway/accounting/stores/sqlite.ts';
 import type { UsageRecord } from '../../gateway/accounting/types/usage.ts';
 import { until } from '../helpers/until.ts';
@@ -203,4 +204,31 @@ describe('SQLite ledger journal', () => {
       expect((await rows(path)).map((r) => r.requestId)).toEqual(sent.map((r) => r.requestId));
       expect(await rows(path)).toHaveLength(5);
     });
+
+  it('a line is the JSON of [boot, seq, ...the row values in column order], byte for byte', () => {
+    const path = join(dir, 'lines.db');
+    const j = new Journal(path + JOURNAL_SUFFIX, { release() {} });
+    // nulls, quotes, non-ASCII, floats, a failure: every kind of value a row holds
+    const recs = [
+      rec(1),
+      usageRecord(2, {
+        model: 'm "q"\u00e9\n',
+        ttftMs: 1.25,
+        status: 503,
+        errorCode: 'upstream_503',
+        usageReported: false,
+      }),
+      usageRecord(3, { predictedCachedTokens: 700, breakCause: 'tool_output', prefillMs: 3.5, decodeMs: 0.1 }),
+    ];
+    const expected: string[] = [];
+    for (const r of recs) {
+      const values = rowValues(r);
+      const seq = j.append(values);
+      expected.push(JSON.stringify([j.boot, seq, ...values]));
+    }
+    expect(j.append([])).toBe(4);
+    expected.push(JSON.stringify([j.boot, 4]));
+    expect(readFileSync(path + JOURNAL_SUFFIX, 'utf8')).toBe(`${expected.join('\n')}\n`);
+    j.close();
+  });
 });

@@ -85,46 +85,58 @@ export const INSERT_SQL = `INSERT INTO usage (${COLUMNS.join(', ')}) VALUES (${C
 
 export type Row = Record<(typeof COLUMNS)[number], string | number | null>;
 
+/**
+ * One record's column values in COLUMNS order: what the ledger inserts (positional) and journals.
+ * An array literal in column order, not an object read back column by column (40 keyed loads of
+ * one object, megamorphic, on every request's accounting). toRow is derived from it.
+ */
+export function rowValues(r: UsageRecord): (string | number | null)[] {
+  return [
+    r.time, // time
+    r.requestId, // request_id
+    r.tenant, // tenant
+    r.keyId, // key_id
+    r.sessionId, // session_id
+    r.model, // model
+    r.worker, // worker
+    r.status, // status
+    r.stream ? 1 : 0, // stream
+    r.usageSource, // usage_source
+    r.promptTokens, // prompt_tokens
+    r.cachedTokens, // cached_tokens
+    r.predictedCachedTokens, // predicted_cached_tokens
+    r.outputTokens, // output_tokens
+    r.cacheWriteTokens, // cache_write_tokens
+    r.ttftMs, // ttft_ms
+    r.totalMs, // total_ms
+    r.gatewayOverheadMs, // overhead_ms
+    r.attempts, // attempts
+    r.errorCode, // error_code
+    r.breakCause, // break_cause
+    r.prefillMs, // prefill_ms
+    r.decodeMs, // decode_ms
+    r.pricingKind, // pricing_kind
+    r.costUncachedInputNusd, // cost_uncached_nusd
+    r.costCachedInputNusd, // cost_cached_nusd
+    r.costCacheWriteNusd, // cost_write_nusd
+    r.costOutputNusd, // cost_output_nusd
+    r.costNusd, // cost_nusd
+    r.cfNoCacheNusd, // cf_nocache_nusd
+    r.cfOriginalNusd, // cf_original_nusd
+    r.savingsNusd, // savings_nusd
+    r.savingsLayoutNusd, // savings_layout_nusd
+    r.savingsRoutingNusd, // savings_routing_nusd
+    r.savingsEngineNusd, // savings_engine_nusd
+    r.billing, // billing
+    r.timingSource, // timing_source
+  ];
+}
+
 export function toRow(r: UsageRecord): Row {
-  return {
-    time: r.time,
-    request_id: r.requestId,
-    tenant: r.tenant,
-    key_id: r.keyId,
-    session_id: r.sessionId,
-    model: r.model,
-    worker: r.worker,
-    status: r.status,
-    stream: r.stream ? 1 : 0,
-    usage_source: r.usageSource,
-    prompt_tokens: r.promptTokens,
-    cached_tokens: r.cachedTokens,
-    predicted_cached_tokens: r.predictedCachedTokens,
-    output_tokens: r.outputTokens,
-    cache_write_tokens: r.cacheWriteTokens,
-    ttft_ms: r.ttftMs,
-    total_ms: r.totalMs,
-    overhead_ms: r.gatewayOverheadMs,
-    attempts: r.attempts,
-    error_code: r.errorCode,
-    break_cause: r.breakCause,
-    prefill_ms: r.prefillMs,
-    decode_ms: r.decodeMs,
-    pricing_kind: r.pricingKind,
-    cost_uncached_nusd: r.costUncachedInputNusd,
-    cost_cached_nusd: r.costCachedInputNusd,
-    cost_write_nusd: r.costCacheWriteNusd,
-    cost_output_nusd: r.costOutputNusd,
-    cost_nusd: r.costNusd,
-    cf_nocache_nusd: r.cfNoCacheNusd,
-    cf_original_nusd: r.cfOriginalNusd,
-    savings_nusd: r.savingsNusd,
-    savings_layout_nusd: r.savingsLayoutNusd,
-    savings_routing_nusd: r.savingsRoutingNusd,
-    savings_engine_nusd: r.savingsEngineNusd,
-    billing: r.billing,
-    timing_source: r.timingSource,
-  };
+  const v = rowValues(r);
+  const row: Partial<Row> = {};
+  for (let i = 0; i < COLUMNS.length; i++) row[COLUMNS[i]] = v[i];
+  return row as Row;
 }
 
 export function fromRow(w: Row): UsageRecord {

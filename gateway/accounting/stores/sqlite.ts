@@ -10,7 +10,16 @@ import type { ReportData, ReportQuery } from '../types/report.ts';
 import type { UsageRecord } from '../types/usage.ts';
 import { BatchQueue } from './batch-queue.ts';
 import { JOURNAL_META_KEY, JOURNAL_SUFFIX, Journal, lockJournal, pendingLines } from './journal.ts';
-import { BACKFILL_SQL, COLUMNS, DDL, MIGRATIONS, SCHEMA_VERSION, fromRow, toRow, type Row } from './sqlite-schema.ts';
+import {
+  BACKFILL_SQL,
+  COLUMNS,
+  DDL,
+  MIGRATIONS,
+  SCHEMA_VERSION,
+  fromRow,
+  rowValues,
+  type Row,
+} from './sqlite-schema.ts';
 import { sqliteReport } from './sqlite-report.ts';
 import type { DropListener, LedgerFilter, LedgerStats, UsageLedger } from '../types/ledger.ts';
 
@@ -136,8 +145,7 @@ export class SqliteLedger implements UsageLedger {
   }
 
   append(rec: UsageRecord): void {
-    const row = toRow(rec);
-    const values = COLUMNS.map((c) => row[c]);
+    const values = rowValues(rec);
     const dropped = this.queue.counts.dropped;
     this.queue.push(values);
     if (!this.journal || this.queue.counts.dropped !== dropped) return;
