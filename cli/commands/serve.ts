@@ -1,5 +1,6 @@
 // ctxgate serve --config FILE: load and validate the config, start the gateway, drain on SIGTERM.
 import { parseArgs } from 'node:util';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { PricingError } from '../../gateway/accounting/record/pricing.ts';
@@ -15,6 +16,14 @@ Runs the OpenAI-compatible gateway described by FILE (YAML, see README "Configur
 requests for up to shutdown.deadline_ms, then exit. Node should run with the gateway's flags
 (gateway/node-flags.ts, as the image does), e.g. NODE_OPTIONS=--max-semi-space-size=64; without
 them serve logs a warning at start-up and runs on.`;
+
+/** Each V8 heap space's committed size (MB, one decimal): which space heapTotal's growth is in. */
+function heapSpacesMb(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of getHeapSpaceStatistics())
+    if (s.space_size > 0) out[s.space_name] = Math.round(s.space_size / 2 ** 17) / 10;
+  return out;
+}
 
 export async function run(argv: string[]): Promise<number> {
   let values: { config?: string; port?: string; host?: string };
@@ -71,7 +80,7 @@ export async function run(argv: string[]): Promise<number> {
   if (gc)
     process.on('SIGUSR2', () => {
       gc();
-      gw.app.log.info({ memory: process.memoryUsage() }, 'gc');
+      gw.app.log.info({ memory: process.memoryUsage(), spaces: heapSpacesMb() }, 'gc');
     });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {

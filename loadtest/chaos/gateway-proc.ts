@@ -42,6 +42,8 @@ export interface MemoryMb {
   heapTotal: number;
   external: number;
   arrayBuffers: number;
+  /** The young generation's committed size (V8's new_space), when the gateway logs its spaces. */
+  newSpace?: number;
 }
 
 /** A heap snapshot of a few hundred MB on a loaded machine takes tens of seconds. */
@@ -88,7 +90,13 @@ export async function startGatewayProc(
           resolve(m[1]);
         }
         const mem = /"memory":(\{[^}]*\})/.exec(line);
-        if (mem) onMemory?.(toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>));
+        if (mem) {
+          const young = /"spaces":\{[^}]*"new_space":([0-9.]+)/.exec(line);
+          onMemory?.({
+            ...toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>),
+            ...(young ? { newSpace: Number(young[1]) } : {}),
+          });
+        }
         // pino levels: 40 warn, 50 error
         if (/"level":(40|50|60)/.test(line) && errors.length < MAX_ERROR_LINES) errors.push(line.slice(0, 400));
       }

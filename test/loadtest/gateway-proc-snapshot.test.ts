@@ -1,6 +1,8 @@
 // bench chaos --heap-snapshots: a snapshot holds the gateway's whole heap unredacted (prompts,
 // keys, session states), so the file must be its user's alone (0600) whatever the caller's umask
-// (Node writes it so; gateway-proc makes sure before handing it on).
+// (Node writes it so; gateway-proc makes sure before handing it on). And a memory reading (SIGUSR2:
+// a GC, then the gateway logs its memory) carries the young generation's committed size, the part
+// of heapTotal bench chaos's RSS readings turned on.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +38,9 @@ it('writes heap snapshots readable by their owner only', async () => {
     // started as deployed: the gateway's Node flags are on its command line
     const argv = readFileSync(`/proc/${gw.pid}/cmdline`, 'utf8').split('\0');
     for (const f of GATEWAY_NODE_FLAGS) expect(argv).toContain(f);
+    const m = await gw.gcMemory();
+    expect(m?.newSpace).toBeGreaterThan(0);
+    expect(m!.newSpace).toBeLessThanOrEqual(m!.heapTotal);
     const file = await gw.heapSnapshot();
     expect(file).toBeDefined();
     expect(statSync(file!).mode & 0o777).toBe(0o600);
