@@ -80,7 +80,7 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --max-seqs N          running requests per engine (default 256)
   --engine vllm|sglang  engine model: vLLM V1 (block pool, mixed prefill+decode steps; default) or
                         SGLang (radix cache with LRU leaves, prefill-or-decode batches, LPM order,
-                        retraction); --index precise needs vllm
+                        retraction; --index precise: its radix tree's events)
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)

@@ -16,8 +16,12 @@
 //  - a decode batch that cannot get its blocks retracts requests (fewest output tokens first,
 //    then the longest prompt) back to the waiting queue (retract_decode), freeing their blocks.
 // The trace's output length stands for max_new_tokens. Step time is the vLLM model's.
+// With `events`, the tree's KV events (SGLang publishes one BlockStored per radix page, here one
+// per block: page_size = the engine block) reach the caller as block keys: stored when a leaf
+// enters the tree, removed when eviction drops it (a split keeps both halves' blocks).
 // Cost per step: O(running + admitted), plus O(tree) per eviction round (the radix cache's).
-import { type RadixNode, RadixCache } from '../sim-worker/radix-cache.ts';
+import type { BlockPoolEvents } from '../sim-worker/block-pool.ts';
+import { type RadixEventSink, type RadixNode, RadixCache } from '../sim-worker/radix-cache.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineBase, type SimRequest, type StepResult } from './engine-model.ts';
 
@@ -36,6 +40,32 @@ export interface SglangEngineConfig {
   timing: TimingModel;
   chunkedPrefillSize?: number;
   maxRunning?: number;
+  /** KV events of the tree, by block key (as the vLLM model's block pool reports them) */
+  events?: BlockPoolEvents<number>;
+}
+
+/** The radix cache's page events as block keys: its pages are token pages whose one "token" is
+ *  the block key; a removal names pages, so each stored page's key is kept until then. */
+function blockEvents(events: BlockPoolEvents<number>): RadixEventSink {
+  const keyOf = new Map<string, number>();
+  return {
+    stored(page, _parent, tokenIds) {
+      keyOf.set(page, tokenIds[0]);
+      events.stored?.(tokenIds[0]);
+    },
+    removedMany(pages) {
+      for (const page of pages) {
+        const key = keyOf.get(page);
+        if (key === undefined) continue;
+        keyOf.delete(page);
+        events.removed?.(key);
+      }
+    },
+    cleared() {
+      for (const key of keyOf.values()) events.removed?.(key);
+      keyOf.clear();
+    },
+  };
 }
 
 interface Lease {
@@ -60,7 +90,7 @@ export class SglangEngineModel extends EngineBase {
   constructor(cfg: SglangEngineConfig) {
     super(cfg.blockSize, cfg.timing);
     this.capacity = Math.max(1, Math.floor(cfg.kvTokens / cfg.blockSize));
-    this.tree = new RadixCache(this.capacity);
+    this.tree = new RadixCache(this.capacity, cfg.events && blockEvents(cfg.events));
     this.chunk = cfg.chunkedPrefillSize ?? SGLANG_CHUNKED_PREFILL;
     this.maxRunning = cfg.maxRunning ?? 1024;
   }

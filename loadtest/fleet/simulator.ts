@@ -243,11 +243,7 @@ export function simulateFleet(
     cfg.policy,
     events ? { ...cfg.policyOptions, kv_index: events } : (cfg.policyOptions ?? {}),
   );
-  if (cfg.engine === 'sglang' && cfg.index === 'precise')
-    throw new Error('--index precise needs KV events, which only the vllm engine model publishes');
   const engines = Array.from({ length: n }, (_, i): FleetEngine => {
-    if (cfg.engine === 'sglang')
-      return new SglangEngineModel({ kvTokens: cfg.kvTokens, blockSize: cfg.blockSize, timing: cfg.timing });
     const id = `w${i}`;
     const hash = routingHash(cfg.blockSize, reqs[0]?.blockTokens ?? cfg.blockSize);
     const ev = events && {
@@ -260,6 +256,13 @@ export function simulateFleet(
         if (h) events.blockRemoved(id, [h]);
       },
     };
+    if (cfg.engine === 'sglang')
+      return new SglangEngineModel({
+        kvTokens: cfg.kvTokens,
+        blockSize: cfg.blockSize,
+        timing: cfg.timing,
+        events: ev,
+      });
     return new EngineModel({
       kvTokens: cfg.kvTokens,
       blockSize: cfg.blockSize,

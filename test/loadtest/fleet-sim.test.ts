@@ -85,8 +85,24 @@ describe('fleet simulator invariants', () => {
     },
   );
 
-  it('--engine sglang with --index precise is refused (no KV events from that model)', () => {
-    expect(() => simulateFleet(reqs, cfg('ctxgate', { engine: 'sglang', index: 'precise' }))).toThrow(/precise/);
+  it('--engine sglang --index precise: the KV event index lists exactly what each radix tree holds', () => {
+    for (const policy of ['ctxgate', 'dynamo_kv', 'llmd_precise', 'smg_cache_aware']) {
+      // a tight KV evicts (BlockRemoved) as well as stores
+      const res = simulateFleet(reqs, cfg(policy, { engine: 'sglang', index: 'precise', kvTokens: 20 * 512 }));
+      expect(res.outcomes.length).toBe(reqs.length - res.rejected);
+      expect(new Set(res.outcomes.map((o) => o.id)).size).toBe(res.outcomes.length);
+      for (const w of res.perWorker) {
+        expect(w.indexedBlocks).toBe(w.cachedBlocks);
+        expect(w.peakUsedBlocks).toBeLessThanOrEqual(w.capacityBlocks);
+      }
+      expect(res.perWorker.some((w) => w.cachedBlocks > 0)).toBe(true);
+    }
+    // engine blocks finer than the trace's: a trace block is listed while all its sub-blocks are cached
+    const fine = simulateFleet(reqs, cfg('ctxgate', { engine: 'sglang', index: 'precise', blockSize: 128 }));
+    expect(fine.outcomes.length).toBe(reqs.length - fine.rejected);
+    expect(fine.perWorker.some((w) => (w.indexedBlocks ?? 0) > 0)).toBe(true);
+    // (a tree holds a sub-block only under its parents: 4 cached sub-blocks per listed trace block)
+    for (const w of fine.perWorker) expect((w.indexedBlocks ?? 0) * 4).toBeLessThanOrEqual(w.cachedBlocks);
   });
 
   it('every policy sees identical arrivals', () => {
