@@ -97,6 +97,38 @@ describe('dynamo_kv (Dynamo KV router cost)', () => {
     expect(c.predictedCachedTokens).toBe(48);
   });
 
+  // Dynamo's own worked example (docs "Routing Concepts", the KV-aware router diagram): a
+  // 10-block request; worker 1 has 2 blocks cached (prefill 8, decode 10), worker 2 has 5
+  // (prefill 5, decode 5), worker 3 has 8 (prefill 2, decode 9); worker 2 is selected. With
+  // overlap_score_weight 1 the costs are 18, 10, 11. Decode blocks here are the active blocks of
+  // earlier picks plus the request's uncached ones: 2 + 8, 0 + 5, 7 + 2.
+  it("the router docs' example: cached 2 / 5 / 8 of 10 blocks, decode 10 / 5 / 9 → worker 2 (costs 18, 10, 11)", () => {
+    const chain = Array.from({ length: 10 }, (_, i) => `d${i}`);
+    const setupDocs = (weight: number) => {
+      const ev = new KvEventIndex();
+      ev.blockStored('w0', chain.slice(0, 2));
+      ev.blockStored('w1', chain.slice(0, 5));
+      ev.blockStored('w2', chain.slice(0, 8));
+      const p = new DynamoKvPolicy({ kv_index: ev, block_size: 16, overlap_score_weight: weight });
+      const ws = workers(3);
+      // active decode blocks from picks still in flight: 2 on worker 1, 7 on worker 3
+      p.select([ws[0]], info({ blockHashes: ['x0', 'x1'], promptTokens: 32 }));
+      p.select([ws[2]], info({ blockHashes: ['y0'], promptTokens: 7 * 16 }));
+      return { p, ws };
+    };
+    const { p, ws } = setupDocs(1);
+    expect([p.logit(ws[0], 160, 2), p.logit(ws[1], 160, 5), p.logit(ws[2], 160, 8)]).toEqual([18, 10, 11]);
+    expect(p.select(ws, info({ blockHashes: chain, promptTokens: 160 }))!.worker.id).toBe('w1');
+    // "higher weights favor cache reuse": at weight 2 the costs are 26, 15, 13 → worker 3
+    const heavy = setupDocs(2);
+    expect([
+      heavy.p.logit(heavy.ws[0], 160, 2),
+      heavy.p.logit(heavy.ws[1], 160, 5),
+      heavy.p.logit(heavy.ws[2], 160, 8),
+    ]).toEqual([26, 15, 13]);
+    expect(heavy.p.select(heavy.ws, info({ blockHashes: chain, promptTokens: 160 }))!.worker.id).toBe('w2');
+  });
+
   it('queued prefill and active decode blocks outweigh the overlap when large enough', () => {
     const { p, ws } = setup();
     ws[0].queuedPrefillTokens = 160; // +10 prefill blocks on A: 17.25 > 13.25
