@@ -16,13 +16,22 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** The child tree under `key`, created only when absent: a tree with nothing new is not written
- * (a stored, frozen tree is then read without a copy; see canonical-tools-stage.ts). */
+ * (a stored, frozen tree is then read without a copy; see canonical-tools-stage.ts). Own keys only:
+ * the keys are the request's, and `constructor` or `__proto__` read through the prototype would
+ * hand out a function or Object.prototype itself as a tree, which the caller then writes to. */
 function child(tree: KeyTree, key: string): KeyTree {
-  const found = tree.c?.[key];
-  if (found) return found;
+  const c = tree.c;
+  if (c !== undefined && Object.hasOwn(c, key)) return c[key];
   const made: KeyTree = {};
-  (tree.c ??= {})[key] = made;
+  setOwn((tree.c ??= {}), key, made);
   return made;
+}
+
+/** `o[key] = v` as an own property, also for `__proto__` (assigned, it would set the prototype). */
+function setOwn<T>(o: Record<string, T>, key: string, v: T): void {
+  if (key === '__proto__')
+    Object.defineProperty(o, key, { value: v, writable: true, enumerable: true, configurable: true });
+  else o[key] = v;
 }
 
 /** Returns `value` rewritten to the tree's key order, updating the tree in place with new keys
@@ -49,7 +58,7 @@ export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
   const out: Record<string, unknown> = {};
   for (const k of order) {
     const v = value[k];
-    out[k] = typeof v === 'object' && v !== null ? applyFirstSeenOrder(v, child(tree, k)) : v;
+    setOwn(out, k, typeof v === 'object' && v !== null ? applyFirstSeenOrder(v, child(tree, k)) : v);
   }
   return out;
 }
