@@ -10,7 +10,13 @@
 import { defineSlot, readSlot, writeSlot } from '../session/stage-state.ts';
 import type { RequestView, Stage, StageContext, StageResult } from '../stage.ts';
 import type { ChatMessage, Receipt, ToolDef } from '../types.ts';
-import { applyFirstSeenList, applyFirstSeenOrder, sameSerialisation, type KeyTree } from './first-seen-order.ts';
+import {
+  applyFirstSeenList,
+  applyFirstSeenOrder,
+  inFirstSeenOrder,
+  sameSerialisation,
+  type KeyTree,
+} from './first-seen-order.ts';
 
 export const CANONICAL_STAGE = 'canonical_tools';
 
@@ -150,7 +156,10 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
         return; // not JSON: sent exactly as the agent wrote it
       }
       if (typeof parsed !== 'object' || parsed === null) return;
-      const next = applyFirstSeenOrder(parsed, (state.trees['args:' + tc.function.name] ??= {}));
+      const tree = (state.trees['args:' + tc.function.name] ??= {});
+      // Known keys in their known order (the usual case): nothing to learn, nothing to rewrite.
+      if (inFirstSeenOrder(parsed, tree)) return;
+      const next = applyFirstSeenOrder(parsed, tree);
       if (sameSerialisation(next, parsed)) return;
       calls ??= m.tool_calls!.slice();
       calls[j] = { ...tc, function: { ...tc.function, arguments: JSON.stringify(next) } };

@@ -63,6 +63,48 @@ export function applyFirstSeenOrder(value: unknown, tree: KeyTree): unknown {
   return out;
 }
 
+/**
+ * True only when applyFirstSeenOrder(value, tree) would write nothing to the tree and return a
+ * value serialising like `value` (what a call that resends known shapes in their known order
+ * meets): every object's keys are the tree's known keys in the tree's order, and every nested
+ * object or array has its child tree already. Reads only, allocates nothing; a false answer just
+ * means the full rewrite runs (a `__proto__` key, or a child found only on the prototype, is left
+ * to it). O(size of the value).
+ */
+export function inFirstSeenOrder(value: unknown, tree: KeyTree): boolean {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const x = value[i];
+      if (typeof x !== 'object' || x === null) continue;
+      const c = ownChild(tree, String(i));
+      if (c === undefined || !inFirstSeenOrder(x, c)) return false;
+    }
+    return true;
+  }
+  if (!isPlainObject(value)) return true;
+  const known = tree.k;
+  if (known === undefined) return false;
+  // Each key found in the known order after the one before it: the keys are known ones, in the
+  // order the rewrite gives them (a known key skipped here cannot come later: it is not found).
+  let at = 0;
+  for (const k of Object.keys(value)) {
+    if (k === '__proto__') return false;
+    while (at < known.length && known[at] !== k) at++;
+    if (at === known.length) return false;
+    at++;
+    const v = value[k];
+    if (typeof v !== 'object' || v === null) continue;
+    const c = ownChild(tree, k);
+    if (c === undefined || !inFirstSeenOrder(v, c)) return false;
+  }
+  return true;
+}
+
+function ownChild(tree: KeyTree, key: string): KeyTree | undefined {
+  const c = tree.c;
+  return c !== undefined && Object.hasOwn(c, key) ? c[key] : undefined;
+}
+
 /** Same value, same key order at every level (cheaper than comparing serialisations twice). */
 export function sameSerialisation(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
