@@ -266,27 +266,26 @@ const NONE: readonly Kept[] = [];
 
 /**
  * Where `buf` sorts in `list` (the first entry not below it), and its common prefix with the
- * entries before and after that point (0 where there is none). Every entry between two others
- * shares at least their smaller common prefix with `buf`, so each step compares from there on:
- * bodies that share a long system prompt are not compared over it again and again.
+ * entries before and after that point (0 where there is none). Each step of the binary search is
+ * one native bytewise compare (memcmp up to the first difference); the exact common prefix is
+ * measured only with the two neighbours found, the entries a longest common prefix can be with.
  */
 function search(list: readonly Kept[], buf: Buffer): { at: number; before: number; after: number } {
   let lo = 0;
   let hi = list.length;
-  let before = 0;
-  let after = 0;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    const e = list[mid].body;
-    const c = commonPrefix(buf, e.bytes, Math.min(before, after), lastElementEnd(e));
-    const below = c < buf.length && (c === e.bytes.length || buf[c] > e.bytes[c]);
-    if (below) {
-      lo = mid + 1;
-      before = c;
-    } else {
-      hi = mid;
-      after = c;
-    }
+    // buf sorts after the entry (bytewise, a proper prefix first): the entry is below it.
+    if (buf.compare(list[mid].body.bytes) > 0) lo = mid + 1;
+    else hi = mid;
   }
-  return { at: lo, before: lo > 0 ? before : 0, after: lo < list.length ? after : 0 };
+  return {
+    at: lo,
+    before: lo > 0 ? prefixWith(buf, list[lo - 1]) : 0,
+    after: lo < list.length ? prefixWith(buf, list[lo]) : 0,
+  };
+}
+
+function prefixWith(buf: Buffer, k: Kept): number {
+  return commonPrefix(buf, k.body.bytes, 0, lastElementEnd(k.body));
 }

@@ -24,9 +24,10 @@ const CLOSE_OBJ = 0x7d;
 const CLOSE_ARR = 0x5d;
 const OPEN_OBJ = 0x7b;
 const OPEN_ARR = 0x5b;
-/** Bytes compared per native call, then per finer call within the first chunk that differs. */
+/** Bytes compared per native call; the first chunk that differs is then halved (one native call
+ * a halving) down to BYTE_RUN bytes, which are compared one by one. */
 const CHUNK = 4096;
-const FINE_CHUNK = 128;
+const BYTE_RUN = 16;
 
 /** A parsed body kept to parse a later one against. */
 export interface ParsedBody {
@@ -52,8 +53,13 @@ export function commonPrefix(a: Buffer, b: Buffer, from = 0, guess = 0): number 
   let i = from;
   if (guess > i && guess <= n && a.compare(b, i, guess, i, guess) === 0) i = guess;
   while (i + CHUNK <= n && a.compare(b, i, i + CHUNK, i, i + CHUNK) === 0) i += CHUNK;
-  const lim = Math.min(n, i + CHUNK);
-  while (i + FINE_CHUNK <= lim && a.compare(b, i, i + FINE_CHUNK, i, i + FINE_CHUNK) === 0) i += FINE_CHUNK;
+  // [from, i) is equal and the first difference, if any, lies before hi: halve [i, hi).
+  let hi = Math.min(n, i + CHUNK);
+  while (hi - i > BYTE_RUN) {
+    const mid = (i + hi) >>> 1;
+    if (a.compare(b, i, mid, i, mid) === 0) i = mid;
+    else hi = mid;
+  }
   while (i < n && a[i] === b[i]) i++;
   return i;
 }
