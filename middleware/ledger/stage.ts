@@ -29,7 +29,7 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
     counted: ReadonlyMap<string, number> | undefined,
   ): StageResult => {
     const input = view.body.messages;
-    const count = (t: string): number => ctx.tokenizer.encodeCached(t).length;
+    const count = (t: string): number => ctx.tokenizer.countTokens(t);
     const r = beginLedger(input, readLedger(view.session), {
       ...opts,
       countTokens: counted ? (t) => counted.get(t) ?? count(t) : count,
@@ -59,7 +59,7 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
       const now = ctx.now ? Math.floor(ctx.now() / 1000) : undefined;
       const texts = precountTexts(view.body.messages, readLedger(view.session));
       if (texts === undefined) return apply(view, ctx, now, undefined);
-      return precountSliced(texts, (t) => ctx.tokenizer.encodeCached(t).length, ctx.countTexts).then((counted) =>
+      return precountSliced(texts, (t) => ctx.tokenizer.countTokens(t), ctx.countTexts).then((counted) =>
         apply(view, ctx, now, counted),
       );
     },

@@ -44,9 +44,13 @@ export function encodeCachedWith(name: string, encode: (t: string) => number[], 
   return ids instanceof Uint32Array ? Object.freeze(Array.from(ids)) : ids;
 }
 
-/** How many ids `text` has, from the cache (either kind of entry, no copy) or encoded and cached. */
+/**
+ * How many ids `text` has, from the cache (either kind of entry, no copy) or encoded and cached
+ * packed: a count reads only the length, and the tokens stage, which later frames these ids
+ * (segment-tokens.ts), copies a packed entry in one block instead of id by id.
+ */
 export function countCachedWith(name: string, encode: (t: string) => number[], text: string): number {
-  return lookupEncoded(name, encode, text).ids.length;
+  return lookupEncoded(name, encode, text, true).ids.length;
 }
 
 /** Like encodeCachedWith, also saying whether the ids came from the cache; `pack` stores a miss packed. */

@@ -41,7 +41,7 @@ describe('segment tokens: framed content from cached ids', () => {
       fc.assert(
         fc.property(...CONTENT_IN_ROLE, (parts, s, e, role) => {
           const c = content(parts, s, e);
-          tok.encodeCached(c); // as the ledger's count does before the tokens stage runs
+          tok.countTokens(c); // as the ledger's count does before the tokens stage runs (a packed entry)
           const msgs: ChatMessage[] = [
             { role: 'system', content: 'You are a coding agent.' },
             { role: 'user', content: 'task' },

@@ -1,6 +1,7 @@
 // The id cache's packed entries (encode-cache.ts): the tokens stage's entries hold their ids in a
 // Uint32Array, with the same values; ids that are no uint32 keep their array; a packed entry read
-// through a handle's encodeCached is a frozen number[] of the same ids, and counted without a copy.
+// through a handle's encodeCached is a frozen number[] of the same ids, and counted without a copy;
+// a count's miss is stored packed.
 import { describe, expect, it } from 'vitest';
 import {
   countCachedWith,
@@ -44,6 +45,18 @@ describe('packed id cache entries', () => {
     const b = encodeCachedWith('packed-test', codes, 'looked up plain');
     expect(Array.isArray(b) && Object.isFrozen(b)).toBe(true);
     expect(b).toEqual(codes('looked up plain'));
+  });
+
+  it("a count stores its miss packed (the ledger's count of a new tool output), and reads it back without a copy", async () => {
+    const a = countCachedWith('packed-test', codes, 'counted, not yet cached');
+    expect(a).toBe(codes('counted, not yet cached').length);
+    expect(peekEncoded('packed-test', 'counted, not yet cached')).toBeInstanceOf(Uint32Array);
+    const tok = await loadTokenizer('qwen3');
+    const out = '   1\tdef f(x):\n       return x + 1\n'.repeat(20) + 'counted by the ledger first';
+    expect(tok.countTokens(out)).toBe(tok.encode(out).length);
+    expect(peekEncoded(tok.name, out)).toBeInstanceOf(Uint32Array);
+    // The tokens stage then frames those packed ids as the piece between <tool_response> and its end.
+    expect(Array.from(tokenizeBySegments(tok, `\n${out}\n`).ids)).toEqual(tok.encode(`\n${out}\n`));
   });
 
   it("the tokens stage's ids from packed entries equal the whole text's encoding", async () => {
