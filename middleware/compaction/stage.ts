@@ -59,7 +59,7 @@ export function createCompactionStage(opts: CompactionStageOptions): Stage {
     async run(view, ctx) {
       const session = view.session;
       const stab = readSlot(session, STABILISE_SLOT);
-      const count = (t: string): number => ctx.tokenizer.encodeCached(t).length;
+      const count = (t: string): number => ctx.tokenizer.countTokens(t);
       const counted = await precount(view.body.messages, count, ctx.countTexts);
       const r = await compactMessages(view.body.messages, readSlot(session, COMPACTION_SLOT), {
         ...settings,
