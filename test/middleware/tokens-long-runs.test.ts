@@ -51,6 +51,38 @@ describe('long pre-tokens', () => {
         expect(mayHoldLongRun(` ${c.repeat(n)} `), `${c} x ${n}`).toBe(longRun.test(` ${c.repeat(n)} `));
   });
 
+  it('the strided pre-scan answers as a scan of every character, wherever the runs fall', () => {
+    // The plain scan it replaced: every code unit read, ASCII blanks end a run.
+    const everyChar = (text: string): boolean => {
+      let run = 0;
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (c === 32 || (c >= 9 && c <= 13)) run = 0;
+        else if (++run > MAX_RUN_CHARS) return true;
+      }
+      return false;
+    };
+    const run = fc.integer({ min: 0, max: 2 * MAX_RUN_CHARS + 4 }).map((n) => 'x'.repeat(n));
+    const blank = fc.constantFrom(' ', '\n', '\t', '\r', '\v', '\f', '\u00a0', '');
+    let long = 0;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(run, blank), { maxLength: 8 }), (parts) => {
+        const text = parts.map(([r, b]) => r + b).join('');
+        const want = everyChar(text);
+        if (want) long++;
+        expect(mayHoldLongRun(text), `${text.length} chars`).toBe(want);
+      }),
+      { seed: 30, numRuns: 4000 },
+    );
+    expect(long, 'some texts hold a long run').toBeGreaterThan(500);
+    // Runs of exactly MAX_RUN_CHARS and one more, at every offset around the first probes.
+    for (const n of [MAX_RUN_CHARS, MAX_RUN_CHARS + 1])
+      for (let at = 0; at < 2 * MAX_RUN_CHARS + 4; at++) {
+        const text = `${'ab '.repeat(at).slice(0, at)} ${'y'.repeat(n)} ${'cd '.repeat(200)}`;
+        expect(mayHoldLongRun(text), `run of ${n} at ${at}`).toBe(everyChar(text));
+      }
+  });
+
   it('qwen3: 100k letters without spaces and ordinary text round-trip', async () => {
     const tok = await loadTokenizer('qwen3');
     const hostile = 'q'.repeat(100_000) + ' and ' + '#'.repeat(20_000);
