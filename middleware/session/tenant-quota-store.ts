@@ -50,7 +50,8 @@ export class TenantQuotaStore implements SessionStore {
       if (e.tenant === state.tenant && e.sessionId === state.sessionId) self = true;
       this.onEvict?.(e.tenant, e.sessionId, 'quota');
     }
-    await Promise.all(evicted.map((e) => this.inner.delete(e.tenant, e.sessionId)));
+    // Nothing evicted (every call but a quota's overflow): no Promise.all of nothing to wait on.
+    if (evicted.length) await Promise.all(evicted.map((e) => this.inner.delete(e.tenant, e.sessionId)));
     if (!self) await this.inner.put(state);
   }
 
