@@ -33,53 +33,53 @@ export function promptChars(body: Record<string, unknown>, limit: number): numbe
   return n;
 }
 
+// The field paths of the errors are written only when one is thrown: the checks run over every
+// tool call of the history on every call (plain loops, no closure or string per item).
+
 function checkTools(tools: unknown): void {
   if (tools === undefined || tools === null) return;
   if (!Array.isArray(tools))
     throw new GatewayError('invalid_request', "'tools' must be an array of tool objects", 'tools');
   const names = new ToolNames();
-  tools.forEach((t, i) => {
-    const at = `tools[${i}]`;
-    if (!isObject(t)) throw new GatewayError('invalid_request', `${at} must be an object`, at);
-    if (typeof t.type !== 'string')
-      throw new GatewayError('invalid_request', `${at}.type must be a string`, `${at}.type`);
-    if (t.type !== 'function') return; // other tool kinds are the engine's to judge
+  for (let i = 0; i < tools.length; i++) {
+    const t: unknown = tools[i];
+    if (!isObject(t)) throw toolError(i, '', 'must be an object');
+    if (typeof t.type !== 'string') throw toolError(i, '.type', 'must be a string');
+    if (t.type !== 'function') continue; // other tool kinds are the engine's to judge
     const f = t.function;
-    if (!isObject(f)) throw new GatewayError('invalid_request', `${at}.function must be an object`, `${at}.function`);
+    if (!isObject(f)) throw toolError(i, '.function', 'must be an object');
     names.check(f.name, i, 'function.name');
     if (f.description !== undefined && typeof f.description !== 'string')
-      throw new GatewayError(
-        'invalid_request',
-        `${at}.function.description must be a string`,
-        `${at}.function.description`,
-      );
+      throw toolError(i, '.function.description', 'must be a string');
     if (f.parameters !== undefined && !isObject(f.parameters))
-      throw new GatewayError(
-        'invalid_request',
-        `${at}.function.parameters must be a JSON Schema object`,
-        `${at}.function.parameters`,
-      );
-  });
+      throw toolError(i, '.function.parameters', 'must be a JSON Schema object');
+  }
+}
+
+function toolError(i: number, field: string, what: string): GatewayError {
+  const at = `tools[${i}]${field}`;
+  return new GatewayError('invalid_request', `${at} ${what}`, at);
 }
 
 function checkToolCalls(messages: unknown): void {
   if (!Array.isArray(messages)) return;
-  messages.forEach((m, i) => {
-    if (!isObject(m) || !Array.isArray(m.tool_calls)) return;
-    m.tool_calls.forEach((c, j) => {
-      const at = `messages[${i}].tool_calls[${j}]`;
-      if (!isObject(c) || !isObject(c.function))
-        throw new GatewayError('invalid_messages', `${at}.function must be an object`, `${at}.function`);
-      if (typeof c.function.name !== 'string')
-        throw new GatewayError('invalid_messages', `${at}.function.name must be a string`, `${at}.function.name`);
+  for (let i = 0; i < messages.length; i++) {
+    const m: unknown = messages[i];
+    if (!isObject(m) || !Array.isArray(m.tool_calls)) continue;
+    const calls: unknown[] = m.tool_calls;
+    for (let j = 0; j < calls.length; j++) {
+      const c = calls[j];
+      if (!isObject(c) || !isObject(c.function)) throw callError(i, j, '.function', 'must be an object');
+      if (typeof c.function.name !== 'string') throw callError(i, j, '.function.name', 'must be a string');
       if (c.function.arguments !== undefined && typeof c.function.arguments !== 'string')
-        throw new GatewayError(
-          'invalid_messages',
-          `${at}.function.arguments must be a JSON string`,
-          `${at}.function.arguments`,
-        );
-    });
-  });
+        throw callError(i, j, '.function.arguments', 'must be a JSON string');
+    }
+  }
+}
+
+function callError(i: number, j: number, field: string, what: string): GatewayError {
+  const at = `messages[${i}].tool_calls[${j}]${field}`;
+  return new GatewayError('invalid_messages', `${at} ${what}`, at);
 }
 
 export function checkRequestShape(body: Record<string, unknown>, maxPromptChars: number): void {

@@ -34,10 +34,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 function schema(s: unknown, path: ToolPath, visit: (path: ToolPath, text: string) => void): void {
   if (!isObject(s)) return;
   for (const k of PROSE_KEYS) if (typeof s[k] === 'string') visit([...path, k], s[k] as string);
+  // A path is built only for a subschema that is there (schema() returns at once on anything else).
   for (const k of ONE) {
     const v = s[k];
     if (Array.isArray(v)) v.forEach((x, i) => schema(x, [...path, k, i], visit));
-    else schema(v, [...path, k], visit);
+    else if (isObject(v)) schema(v, [...path, k], visit);
   }
   for (const k of MANY) {
     const v = s[k];
