@@ -17,7 +17,7 @@ const withCall = (c: unknown) => ({
   ],
 });
 
-function errorOf(body: Record<string, unknown>): { code: string; message: string; param?: string } | undefined {
+function errorOf(body: Record<string, unknown>): { code: string; message: string; param: string | null } | undefined {
   try {
     checkRequestShape(body, 1_000_000);
     return undefined;
