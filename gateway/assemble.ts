@@ -269,9 +269,23 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       const feeds = startKvFeeds(route, ctx.metrics, app.log.child({ component: 'kv-events' }));
       if (feeds.length) ctx.onShutdown(() => feeds.forEach((f) => f.stop()), `kv-events:${model}`);
       if (route.config.scrape_metrics_ms > 0) {
+        const log = app.log.child({ component: 'engine-metrics', model });
+        const missing = ctx.metrics.engineSignalsMissing;
         const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
           names: engineOf(route.config).metrics,
-          onScrape: () => gateFor(route)?.wake(),
+          onScrape: gate ? () => gate.wake() : undefined,
+          // an idle model sends no GETs (the overhead bench's idle process, any quiet gateway)
+          active: () => (gate !== undefined && gate.size > 0) || route.workers.some((w) => w.inFlight > 0),
+          onNoSignals: (w, reason) => {
+            missing.set({ model, worker: w.id }, 1);
+            log.warn(
+              `worker ${w.id}: no engine load signals (${reason}); asked again with backoff${gate ? ', late binding treats it as able (as at arrival)' : ''}`,
+            );
+          },
+          onSignals: (w) => {
+            missing.set({ model, worker: w.id }, 0);
+            log.info(`worker ${w.id}: engine load signals again`);
+          },
         });
         ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
       }

@@ -110,6 +110,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       LATENCY_BUCKETS,
     ),
     admissionHeld: gauge('admission_held', 'Late binding: calls held at the gateway now', ['model'] as const),
+    engineSignalsMissing: gauge(
+      'engine_signals_missing',
+      "1 while a worker's /metrics answers 404 or has none of its engine's load series (scraped with backoff; late binding treats it as able, as at arrival)",
+      ['model', 'worker'] as const,
+    ),
     tombstones: counter('tombstones_total', 'Tombstones appended for stale observations', ['model'] as const),
     compactions: counter('compactions_total', 'Compactions by outcome', ['model', 'outcome'] as const),
     compactionTokensSaved: counter('compaction_tokens_saved_total', 'Tokens removed by compaction', ['model'] as const),

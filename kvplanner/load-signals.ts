@@ -5,6 +5,12 @@
 // I/O and writes into WorkerView.engine (and kvTokens when not configured), outside the policies.
 // Parse: O(text); counts are summed across label sets (several engines / models behind one port),
 // usage takes the maximum.
+// Idle cost: after one round at start, a round runs only while `active()` says the model has calls in flight or held (an idle
+// gateway sends no GETs; the last busy round's counts are replaced then by what this gateway knows:
+// none of its calls waits or runs). A worker whose /metrics answers 404 or carries none of the engine's series (an
+// OpenAI-compatible server, a proxy) is asked again after a doubling pause, intervalMs × 2^misses up
+// to SCRAPE_BACKOFF_MAX_MS; meanwhile it has no signals (late binding treats it as able, as at
+// arrival), reported once per episode through onNoSignals.
 import { request } from 'undici';
 import type { WorkerView } from './types.ts';
 
@@ -79,6 +85,14 @@ export interface ScraperOptions {
   onError?: (worker: WorkerView, err: Error) => void;
   /** After each round over all workers (late binding looks at its held calls then). */
   onScrape?: () => void;
+  /** Whether the model has work now (calls in flight or held); rounds are skipped while it has
+   *  none. Default: always. */
+  active?: () => boolean;
+  /** A worker's /metrics answered 404 or had none of the engine's series: once per episode. */
+  onNoSignals?: (worker: WorkerView, reason: string) => void;
+  /** The worker reports the engine's series again after onNoSignals. */
+  onSignals?: (worker: WorkerView) => void;
+  now?: () => number;
 }
 
 export interface Scraper {
@@ -88,6 +102,11 @@ export interface Scraper {
 }
 
 export const DEFAULT_SCRAPE_TIMEOUT_MS = 2000;
+/** Longest pause before asking a worker without engine signals again, ms. */
+export const SCRAPE_BACKOFF_MAX_MS = 60_000;
+
+/** Not a load-signal source (404, or none of the engine's series): backed off, not a failure. */
+class NoSignals extends Error {}
 
 /** Polls each worker's metrics every `intervalMs`; `workers` may be a live getter. */
 export function startScraper(
@@ -98,26 +117,45 @@ export function startScraper(
   const list = typeof workers === 'function' ? workers : () => workers;
   const path = o.path ?? '/metrics';
   const timeout = o.timeoutMs ?? DEFAULT_SCRAPE_TIMEOUT_MS;
+  const now = o.now ?? Date.now;
   const configuredKv = new Map<string, boolean>();
+  /** Workers without engine signals: misses in a row, and when to ask again. */
+  const backoff = new Map<string, { misses: number; untilMs: number }>();
   const one = async (w: WorkerView): Promise<void> => {
+    const b = backoff.get(w.id);
+    if (b && now() < b.untilMs) return;
     try {
       const res = await request(new URL(path, w.url), { method: 'GET', headersTimeout: timeout, bodyTimeout: timeout });
       const body = await res.body.text();
+      if (res.statusCode === 404) throw new NoSignals(`GET ${path}: HTTP 404`);
       if (res.statusCode !== 200) throw new Error(`GET ${path}: HTTP ${res.statusCode}`);
       const s = parseEngineMetrics(body, o.names);
+      if (s.waiting === undefined && s.running === undefined && s.kvUsage === undefined)
+        throw new NoSignals(`GET ${path}: none of the engine's load series`);
       w.engine = { waiting: s.waiting, running: s.running, kvUsage: s.kvUsage };
       if (!configuredKv.has(w.id)) configuredKv.set(w.id, w.kvTokens !== undefined);
       if (s.kvTokens !== undefined && !configuredKv.get(w.id)) w.kvTokens = s.kvTokens;
+      if (b) {
+        backoff.delete(w.id);
+        o.onSignals?.(w);
+      }
     } catch (err) {
       w.engine = undefined; // stale signals are worse than none
-      o.onError?.(w, err as Error);
+      if (err instanceof NoSignals) {
+        const misses = (b?.misses ?? 0) + 1;
+        backoff.set(w.id, { misses, untilMs: now() + Math.min(intervalMs * 2 ** misses, SCRAPE_BACKOFF_MAX_MS) });
+        if (!b) o.onNoSignals?.(w, err.message);
+      } else o.onError?.(w, err as Error);
     }
   };
   let running: Promise<void> | undefined;
+  /** A round landed since the signals were last dropped for idleness. */
+  let fresh = false;
   const scrapeOnce = (): Promise<void> => {
     running ??= Promise.all(list().map(one)).then(
       () => {
         running = undefined;
+        fresh = true;
         o.onScrape?.();
       },
       () => {
@@ -126,7 +164,21 @@ export function startScraper(
     );
     return running;
   };
-  const timer = setInterval(() => void scrapeOnce(), intervalMs);
+  const tick = (): void => {
+    if (o.active && !o.active()) {
+      // nothing in flight or held: no GETs. The last busy round's counts would be stale by the next
+      // call: as this gateway left them, none of its calls waits or runs (the calls it sends from
+      // now on count as waiting until a round says otherwise); KV usage is unknown until then.
+      if (fresh) for (const w of list()) if (w.engine) w.engine = { waiting: 0, running: 0 };
+      fresh = false;
+      return;
+    }
+    void scrapeOnce();
+  };
+  // one round at start, active or not: the first calls find signals (and the KV capacity, and
+  // which workers have none) instead of every worker looking able
+  void scrapeOnce();
+  const timer = setInterval(tick, intervalMs);
   timer.unref();
   return { scrapeOnce, stop: () => clearInterval(timer) };
 }

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseEngineMetrics, startScraper } from '../../kvplanner/load-signals.ts';
+import { parseEngineMetrics, SCRAPE_BACKOFF_MAX_MS, startScraper } from '../../kvplanner/load-signals.ts';
 import { workers } from './fixtures.ts';
 
 const VLLM = `# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
@@ -53,5 +53,107 @@ describe('startScraper', () => {
     expect(ws[0].kvTokens).toBe(16_000);
     expect(ws[1].engine).toBeUndefined();
     expect(errors).toEqual(['w1']);
+  });
+});
+
+describe('startScraper: idle and workers without engine signals', () => {
+  /** A /metrics server whose answer can change; counts the GETs it got. */
+  async function metricsServer(answer: { status: number; body: string }) {
+    const got = { gets: 0 };
+    const srv = createServer((req, res) => {
+      if (req.url === '/metrics') got.gets++;
+      res.writeHead(answer.status).end(answer.body);
+    });
+    servers.push(srv);
+    const port = await new Promise<number>((r) =>
+      srv.listen(0, '127.0.0.1', () => r((srv.address() as { port: number }).port)),
+    );
+    return { url: `http://127.0.0.1:${port}`, got };
+  }
+
+  it('a 404 or a page without the engine series: no signals, reported once, asked again only after a doubling pause', async () => {
+    const answer = { status: 404, body: 'not found' };
+    const m = await metricsServer(answer);
+    const ws = workers(1);
+    ws[0].url = m.url;
+    let t = 1_000;
+    const none: string[] = [];
+    const back: string[] = [];
+    const errors: string[] = [];
+    const sc = startScraper(ws, 60_000, {
+      timeoutMs: 10_000,
+      now: () => t,
+      onNoSignals: (w, reason) => none.push(`${w.id} ${reason}`),
+      onSignals: (w) => back.push(w.id),
+      onError: (w) => errors.push(w.id),
+    });
+    sc.stop();
+    await sc.scrapeOnce(); // the round at start is in flight: this waits for it
+    expect(m.got.gets).toBe(1);
+    expect(ws[0].engine).toBeUndefined();
+    expect(none).toEqual(['w0 GET /metrics: HTTP 404']);
+    // backed off: 60 s × 2 capped at SCRAPE_BACKOFF_MAX_MS (60 s)
+    t += SCRAPE_BACKOFF_MAX_MS - 1;
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(1);
+    t += 1;
+    answer.status = 200;
+    answer.body = 'http_requests_total 5\n';
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(2);
+    // still none of the engine's series: the same episode, not reported again
+    expect(none).toHaveLength(1);
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(2);
+    t += SCRAPE_BACKOFF_MAX_MS;
+    answer.body = VLLM;
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(3);
+    expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });
+    expect(back).toEqual(['w0']);
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(4); // no pause once it answers again
+    expect(errors).toEqual([]);
+  });
+
+  it('the pause doubles from the interval', async () => {
+    const m = await metricsServer({ status: 404, body: '' });
+    const ws = workers(1);
+    ws[0].url = m.url;
+    let t = 0;
+    const sc = startScraper(ws, 1_000, { timeoutMs: 10_000, now: () => t });
+    sc.stop();
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(1);
+    for (const pause of [2_000, 4_000, 8_000]) {
+      t += pause - 1;
+      await sc.scrapeOnce();
+      const before = m.got.gets;
+      t += 1;
+      await sc.scrapeOnce();
+      expect(m.got.gets).toBe(before + 1);
+    }
+  });
+
+  it('while the model has nothing in flight or held it sends no GETs, and drops the last round’s counts', async () => {
+    const m = await metricsServer({ status: 200, body: VLLM });
+    const ws = workers(1);
+    ws[0].url = m.url;
+    let active = false;
+    const sc = startScraper(ws, 5, { timeoutMs: 10_000, active: () => active });
+    try {
+      await sc.scrapeOnce(); // the round at start
+      expect(m.got.gets).toBe(1);
+      expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(m.got.gets).toBe(1);
+      // none of this gateway's calls waits or runs; KV usage unknown until the next round
+      expect(ws[0].engine).toEqual({ waiting: 0, running: 0 });
+      active = true;
+      for (let i = 0; i < 400 && m.got.gets < 3; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(m.got.gets).toBeGreaterThanOrEqual(3);
+    } finally {
+      sc.stop();
+    }
   });
 });
