@@ -5,8 +5,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_DISPATCH_BY_ENGINE } from '../../kvplanner/admission/admission-defaults.ts';
 import { checkPolicyOptions, POLICY_NAMES, readsKvIndex } from '../../kvplanner/policy-registry.ts';
-import { AuthSchema, ConfigSchema, type GatewayConfig } from './schema.ts';
+import { AuthSchema, ConfigSchema, DEFAULT_ADMISSION_SCRAPE_MS, type GatewayConfig } from './schema.ts';
 
 export class ConfigError extends Error {
   constructor(
@@ -86,6 +87,14 @@ export function parseConfig(raw: unknown, source = 'config', env: NodeJS.Process
       const value = keys.reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], m.policy_options);
       fail(['', 'models', i, 'policy_options', ...keys].join('/'), bad.message, value, source);
     }
+    // late binding by default where it wins (vLLM), with the engine signals it admits by; an
+    // explicit scrape_metrics_ms: 0 (no signals) keeps arrival unless admission is asked for
+    const scrapeSet = (raw as { models?: Array<{ scrape_metrics_ms?: unknown }> }).models?.[i]?.scrape_metrics_ms;
+    if (m.dispatch === undefined) {
+      const d = DEFAULT_DISPATCH_BY_ENGINE[m.flavor ?? 'vllm'];
+      m.dispatch = d === 'admission' && scrapeSet !== undefined && m.scrape_metrics_ms === 0 ? 'arrival' : d;
+    }
+    if (m.dispatch === 'admission' && scrapeSet === undefined) m.scrape_metrics_ms = DEFAULT_ADMISSION_SCRAPE_MS;
     // late binding reads the engines' waiting and KV usage: without scraping every worker looks able
     // and the gate would never hold a call
     if (m.dispatch === 'admission' && m.scrape_metrics_ms === 0)

@@ -40,8 +40,10 @@ export const DEFAULT_REQUEST_RECORDS = 1_000;
 // The reference worker's modeled timing; real engines send none of these, so nothing leaks by default.
 export const DEFAULT_FORWARD_RESPONSE_HEADERS = ['x-sim-timing'] as const;
 export const DEFAULT_SCRAPE_METRICS_MS = 0;
-/** arrival: route each call when it arrives; admission: late binding (gateway/admission/). */
-export const DEFAULT_DISPATCH = 'arrival';
+/** scrape_metrics_ms when dispatch is admission and it is not set: the engine signals the gate
+ *  admits by (how many wait, KV usage); the calls sent since the last scrape count as waiting.
+ *  The scraper polls only while the model has calls in flight or held (load-signals.ts). */
+export const DEFAULT_ADMISSION_SCRAPE_MS = 250;
 export const DEFAULT_ARTIFACT_MAX_BYTES = 256 * 1024 * 1024;
 /** Longest prompt (characters of all message text) the gateway renders and forwards. */
 export const DEFAULT_MAX_PROMPT_CHARS = 4_000_000;
@@ -130,8 +132,10 @@ export const ModelSchema = Type.Object(
     scrape_metrics_ms: NonNegInt(DEFAULT_SCRAPE_METRICS_MS),
     /** admission: a call no worker's cache holds waits at the gateway until a worker can admit
      *  it (engine waiting and KV usage from scrape_metrics_ms, which it needs), instead of
-     *  queueing inside the engine it was sent to; vLLM flavours only (load.ts). */
-    dispatch: Type.Union([Type.Literal('arrival'), Type.Literal('admission')], { default: DEFAULT_DISPATCH }),
+     *  queueing inside the engine it was sent to; vLLM flavours only (load.ts). Unset: by flavor,
+     *  DEFAULT_DISPATCH_BY_ENGINE (vllm: admission, with scrape_metrics_ms
+     *  DEFAULT_ADMISSION_SCRAPE_MS unless set), resolved in load.ts. */
+    dispatch: Type.Optional(Type.Union([Type.Literal('arrival'), Type.Literal('admission')])),
     admission: Type.Object(
       {
         max_waiting: PosInt(ADMISSION_DEFAULTS.max_waiting),

@@ -1,7 +1,7 @@
 // `ctxgate bench fleet`: every policy over identical arrivals on a simulated fleet (virtual clock,
 // vLLM engine models), one row each; --json for the documented shape. Policy settings a deployer
 // would configure (block size, prefill throughput, KV budget) are derived from the run's options.
-import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
+import { ADMISSION_DEFAULTS, DEFAULT_DISPATCH_BY_ENGINE } from '../../kvplanner/admission/admission-defaults.ts';
 import { POLICY_NAMES } from '../../kvplanner/policy-registry.ts';
 import type { PolicyOptions } from '../../kvplanner/types.ts';
 import { PRESETS, type TimingModel } from '../sim-worker/timing.ts';
@@ -84,7 +84,9 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --admission full-prompt|first-chunk  full-prompt (default, vLLM scheduler_reserve_full_isl):
                         a request is admitted when its whole prompt's blocks are free;
                         first-chunk: when its first chunk's are (older vLLM; thrashes on long prompts)
-  --dispatch arrival|admission  arrival (default): every policy picks when the call arrives;
+  --dispatch arrival|admission  default: the gateway's for the engine (admission for vLLM, arrival
+                        for SGLang), so ctxgate's row is ctxgate as deployed; arrival: every policy
+                        picks when the call arrives (for vLLM a labelled extra, not the product);
                         admission: ctxgate binds late (a call whose prefix one worker holds goes at
                         arrival; the others wait at the gateway until a worker can admit them, then
                         ctxgate picks among those); every other policy still picks at arrival
@@ -216,7 +218,10 @@ export async function run(argv: string[]): Promise<number> {
     const band = str(a, 'rate-band') !== undefined ? parseRateBand(str(a, 'rate-band')!) : undefined;
     if (band && (str(a, 'rate-scale') !== undefined || str(a, 'timeline') !== undefined))
       throw new Error('--rate-band replaces --rate-scale and prints no timeline');
-    const dispatch = str(a, 'dispatch') ?? 'arrival';
+    // the product's default for the engine (DEFAULT_DISPATCH_BY_ENGINE): ctxgate's row is ctxgate as deployed
+    const dispatchSet = str(a, 'dispatch') !== undefined;
+    const dispatch =
+      str(a, 'dispatch') ?? DEFAULT_DISPATCH_BY_ENGINE[str(a, 'engine') === 'sglang' ? 'sglang' : 'vllm'];
     if (dispatch !== 'arrival' && dispatch !== 'admission')
       throw new Error(`--dispatch must be arrival or admission, got '${dispatch}'`);
     const admissionCheck = {
@@ -231,7 +236,9 @@ export async function run(argv: string[]): Promise<number> {
         ? 'dispatch: ctxgate admission (late binding: calls wait at the gateway until a worker can admit them); every other policy at arrival: ' +
           "llm-d's default (its flow control is opt-in); Dynamo's router queue (router_queue_threshold 4.0 by default) is not modelled for dynamo_kv " +
           '(an emulation of it moved dynamo_kv p90 TTFT by <= 0.5 % on the conversation half, 8 vLLM workers, x1 and x2)\n'
-        : '';
+        : dispatchSet && str(a, 'engine') !== 'sglang'
+          ? "dispatch: every policy at arrival (--dispatch arrival; ctxgate's default for vLLM engines is admission: this ctxgate row is not the product as deployed)\n"
+          : "dispatch: every policy at arrival (ctxgate's default for SGLang engines)\n";
     // every policy over the inputs at one rate scale
     const runAt = async (rateScale: number) => {
       const reqs = await loadFleetInputs(a.positional, {

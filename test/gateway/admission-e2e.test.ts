@@ -2,11 +2,12 @@
 // request at a time and report vllm:num_requests_waiting, the assembled gateway scraping them,
 // the official openai SDK. More calls than the workers can run are held at the gateway (not queued
 // in an engine) and all answered; a full queue answers 503 / 429 in OpenAI's error shape at once;
-// a call held past max_wait_ms gets 503 admission_timeout; dispatch arrival (the default) has no gate.
+// a call held past max_wait_ms gets 503 admission_timeout; the defaults by engine flavor.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gateFor } from '../../gateway/admission/gates.ts';
-import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
+import { DEFAULT_ADMISSION_SCRAPE_MS } from '../../gateway/config/schema.ts';
+import { ADMISSION_DEFAULTS, DEFAULT_DISPATCH_BY_ENGINE } from '../../kvplanner/admission/admission-defaults.ts';
 import { type SimGateway, startSimGateway } from '../helpers/sim-gateway.ts';
 
 let rig: SimGateway | undefined;
@@ -129,7 +130,7 @@ describe('models[].dispatch: admission', () => {
     const g = gate(r);
     const until = async (ok: () => boolean, what: string) => {
       for (let i = 0; i < 2000 && !ok(); i++) await new Promise((res) => setTimeout(res, 2));
-      if (!ok()) throw new Error(`timed out waiting for ${what}`);
+      if (!ok()) throw new Error(`timed out waiting for ${what} ${JSON.stringify(g.stats)} ${g.size}`);
     };
     const busy = burst(r, 6);
     await until(() => g.stats.passed + g.stats.bound + g.stats.queued === 6, 'the burst to reach the gate');
@@ -162,13 +163,34 @@ describe('models[].dispatch: admission', () => {
     expect(again.choices[0].message.content?.length).toBeGreaterThan(0);
   });
 
-  it('dispatch arrival (the default) has no gate', async () => {
+  it('defaults by flavor: admission with scraping for vLLM, arrival for SGLang and openai; explicit config wins', async () => {
     const { parseConfig } = await import('../../gateway/config/load.ts');
-    const cfg = parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }] }] });
-    expect(cfg.models[0].dispatch).toBe('arrival');
-    expect(cfg.models[0].admission.max_waiting).toBe(ADMISSION_DEFAULTS.max_waiting);
-    const route = { config: cfg.models[0], workers: [], byId: new Map(), policy: { name: 'x', select: () => null } };
+    const model = (m: Record<string, unknown>) =>
+      parseConfig({ models: [{ name: 'm', workers: [{ url: 'http://127.0.0.1:1' }], ...m }] }).models[0];
+    const vllm = model({});
+    expect(vllm.dispatch).toBe(DEFAULT_DISPATCH_BY_ENGINE.vllm);
+    expect(vllm.dispatch).toBe('admission');
+    expect(vllm.scrape_metrics_ms).toBe(DEFAULT_ADMISSION_SCRAPE_MS);
+    expect(vllm.admission.max_waiting).toBe(ADMISSION_DEFAULTS.max_waiting);
+    expect(model({ flavor: 'vllm', scrape_metrics_ms: 40 })).toMatchObject({
+      dispatch: 'admission',
+      scrape_metrics_ms: 40,
+    });
+    expect(model({ flavor: 'sglang' })).toMatchObject({ dispatch: 'arrival', scrape_metrics_ms: 0 });
+    expect(model({ flavor: 'openai' })).toMatchObject({ dispatch: 'arrival', scrape_metrics_ms: 0 });
+    expect(model({ dispatch: 'arrival' })).toMatchObject({ dispatch: 'arrival', scrape_metrics_ms: 0 });
+    expect(model({ flavor: 'openai', dispatch: 'admission' })).toMatchObject({
+      dispatch: 'admission',
+      scrape_metrics_ms: DEFAULT_ADMISSION_SCRAPE_MS,
+    });
+    // scraping set off: no signals to admit by, so no late binding unless asked for, and then an error
+    expect(model({ scrape_metrics_ms: 0 })).toMatchObject({ dispatch: 'arrival', scrape_metrics_ms: 0 });
+    expect(() => model({ dispatch: 'admission', scrape_metrics_ms: 0 })).toThrow(
+      /scrape_metrics_ms.*needs the engine/s,
+    );
+    const cfg = model({ dispatch: 'arrival' });
+    const route = { config: cfg, workers: [], byId: new Map(), policy: { name: 'x', select: () => null } };
     expect(gateFor(route)).toBeUndefined();
-    expect(gateFor({ ...route, config: { ...cfg.models[0], dispatch: 'admission' } })).toBeDefined();
+    expect(gateFor({ ...route, config: vllm })).toBeDefined();
   });
 });

@@ -190,7 +190,7 @@ describe('config: dispatch admission', () => {
   });
 
   it('needs scrape_metrics_ms (without engine signals every worker looks able and nothing is held)', () => {
-    expect(() => parseConfig(model({}))).toThrow(
+    expect(() => parseConfig(model({ scrape_metrics_ms: 0 }))).toThrow(
       /models\[0\]\.scrape_metrics_ms: dispatch admission needs the engine signals/,
     );
     expect(parseConfig(model({ scrape_metrics_ms: 500 })).models[0].dispatch).toBe('admission');

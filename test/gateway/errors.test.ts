@@ -1,6 +1,7 @@
 // Every error of the registry that the core produces, as a client sees it.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { gateFor } from '../../gateway/admission/gates.ts';
 import type { ContextPipeline } from '../../middleware/types.ts';
 import { startRig, type TestRig, until } from '../helpers/gateway.ts';
 
@@ -143,10 +144,11 @@ describe('error registry', () => {
 });
 
 describe('capacity', () => {
-  it('503 worker_capacity_exhausted when every healthy worker is at max_in_flight', async () => {
+  it('503 worker_capacity_exhausted when every healthy worker is at max_in_flight (dispatch arrival)', async () => {
     rig = await startRig({
       upstreams: [{ name: 'a', knobs: { hang: true } }],
       config: { upstream: { max_in_flight: 1 } },
+      model: { dispatch: 'arrival' },
     });
     const ac = new AbortController();
     const first = rig
@@ -159,6 +161,42 @@ describe('capacity', () => {
     expect(e.code).toBe('worker_capacity_exhausted');
     ac.abort();
     await first;
+  });
+
+  it('with late binding (the vLLM default) the call waits at the gateway instead, and goes when a place frees', async () => {
+    rig = await startRig({
+      upstreams: [{ name: 'a', knobs: { hang: true } }],
+      config: { upstream: { max_in_flight: 1 } },
+    });
+    expect(rig.gw.ctx.fleet.get('m1')!.config.dispatch).toBe('admission');
+    const ac1 = new AbortController();
+    const first = rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: msg }, { signal: ac1.signal })
+      .catch((e) => e);
+    await until(() => rig!.ups[0].received > 0);
+    const ac2 = new AbortController();
+    let settled = false;
+    const second = rig
+      .client()
+      .chat.completions.create({ model: 'm1', messages: msg }, { signal: ac2.signal })
+      .catch((e) => e)
+      .finally(() => {
+        settled = true;
+      });
+    const gate = gateFor(rig.gw.ctx.fleet.get('m1')!)!;
+    await until(() => gate.size === 1);
+    // held: not refused, not sent
+    expect(settled).toBe(false);
+    expect(rig.ups[0].received).toBe(1);
+    // the first call ends: its place frees and the held call is sent
+    ac1.abort();
+    await first;
+    await until(() => rig!.ups[0].received > 1);
+    expect(gate.size).toBe(0);
+    expect(settled).toBe(false);
+    ac2.abort();
+    await second;
   });
 });
 

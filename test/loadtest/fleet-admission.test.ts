@@ -159,8 +159,15 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
       expect(note).toMatch(/llm-d's default \(its flow control is opt-in\)/);
       expect(note).toMatch(/Dynamo's router queue \(router_queue_threshold 4\.0 by default\) is not modelled/);
       expect(note).not.toMatch(/as its source does/);
-      const arrival = await captureOutput(() => run(args));
-      expect(arrival.out).not.toMatch(/^dispatch: /m);
+      // admission is the product's default for vLLM engines: bench fleet's default too
+      const byDefault = await captureOutput(() => run(args));
+      expect(byDefault.out).toMatch(/^dispatch: ctxgate admission/m);
+      const arrival = await captureOutput(() => run([...args, '--dispatch', 'arrival']));
+      expect(arrival.out).toMatch(
+        /^dispatch: every policy at arrival \(--dispatch arrival; .*not the product as deployed\)$/m,
+      );
+      const sglang = await captureOutput(() => run([...args, '--engine', 'sglang']));
+      expect(sglang.out).toMatch(/^dispatch: every policy at arrival \(ctxgate's default for SGLang engines\)$/m);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
