@@ -100,7 +100,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     ),
     admissionOutcomes: counter(
       'admission_outcomes_total',
-      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, refused (queue or tenant share full), timed_out, aborted',
+      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, refused (queue or tenant share full), timed_out, aborted, shutdown (held or to be held when the gateway began to drain: 503 shutting_down)',
       ['model', 'outcome'] as const,
     ),
     admissionWait: histogram(

@@ -27,6 +27,7 @@ import { registerIngressRoutes, type ErrorShaper } from './routes/ingress.ts';
 import { lap, tick } from '../middleware/perf/stage-timers.ts';
 import { drain, Lifecycle } from './shutdown.ts';
 import { allWorkers, createFleet } from './upstream/fleet.ts';
+import { closeGates } from './admission/gates.ts';
 import { startHealthChecks, type HealthChecker } from './upstream/health.ts';
 import { createCacheSalts } from './tenancy/cache-salt.ts';
 import { configuredSecret, resolveSaltSecret } from './tenancy/salt-secret.ts';
@@ -292,6 +293,17 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       ctx.draining = true;
+      // late binding's held calls were never sent: answered now, not at the drain deadline
+      closeGates(
+        fleet.values(),
+        () =>
+          new GatewayError(
+            'shutting_down',
+            'the gateway is shutting down; the call waited for a worker and was not sent: retry',
+            null,
+            { 'retry-after': '1' },
+          ),
+      );
       await health.stop();
       const r = await drain(app, lifecycle, config.shutdown.deadline_ms);
       if (r.aborted)

@@ -15,7 +15,12 @@
 // routed among the workers that could admit it at release (its holder alone when that one could),
 // as the simulator dispatches it. Full queue: 503 admission_queue_full; a tenant's share full: 429
 // tenant_admission_queue_full; held past max_wait_ms: 503 admission_timeout; the client gone: the
-// call leaves the queue at once (its abort listener takes it out).
+// call leaves the queue at once (its abort listener takes it out). The deadline answers 503, not
+// 504: the call was never sent, so no upstream timed out; like arrival's 503
+// worker_capacity_exhausted it says "no capacity now, retry" (retry-after 1).
+// Drain: at the start of a graceful shutdown (close(), from gates.ts's closeGates) every held call
+// is answered 503 shutting_down at once, never sent (another replica can take it), and a call that
+// would be held from then on is answered the same way; calls that go at once still go.
 // What a held call keeps: it waits before its first routing decision, so its session lock, tenant
 // slot (limits.max_concurrent_per_tenant) and body stay held while it waits. Bound: at most
 // max_queued calls (max_queued_per_tenant of one tenant) × limits.max_body_bytes each, for at most
@@ -50,7 +55,15 @@ interface Held {
   atMs: number;
 }
 
-export type AdmissionOutcome = 'passed' | 'bound' | 'released' | 'refused' | 'timedOut' | 'aborted' | 'queued';
+export type AdmissionOutcome =
+  | 'passed'
+  | 'bound'
+  | 'released'
+  | 'refused'
+  | 'timedOut'
+  | 'aborted'
+  | 'queued'
+  | 'shutdown';
 
 export interface GateWorker {
   view(): WorkerView;
@@ -67,6 +80,8 @@ export interface AdmissionStats {
   timedOut: number;
   aborted: number;
   queued: number;
+  /** held, or to be held, when the gateway began to drain: answered 503 shutting_down */
+  shutdown: number;
 }
 
 export class AdmissionGate {
@@ -83,10 +98,13 @@ export class AdmissionGate {
     timedOut: 0,
     aborted: 0,
     queued: 0,
+    shutdown: 0,
   };
   /** Called on every outcome (metrics); `waitedMs` for calls that were held. */
   onOutcome: ((outcome: AdmissionOutcome, waitedMs?: number) => void) | undefined;
   private wakePending = false;
+  /** Set by close(): the error a call that would be held gets now. */
+  private closedWith: (() => Error) | undefined;
 
   constructor(
     private readonly model: string,
@@ -129,6 +147,11 @@ export class AdmissionGate {
       }
     }
     return new Promise<Release>((resolve, reject) => {
+      if (this.closedWith) {
+        this.count('shutdown');
+        reject(this.closedWith());
+        return;
+      }
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: this.now() };
       const pushed = this.queue.push(info.tenant, held, held.atMs);
       if (pushed !== 'queued') {
@@ -167,11 +190,18 @@ export class AdmissionGate {
     return this.queue.size;
   }
 
-  /** Answers every held call (shutdown): none is left waiting. */
-  close(err: Error): void {
+  /** Answers every held call with `err` (drain start), and every call that would be held from now
+   *  on: none is left waiting, none of them is sent. */
+  close(err: Error | (() => Error)): void {
+    const make = typeof err === 'function' ? err : () => err;
+    this.closedWith = make;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    for (const h of this.queue.drain()) this.leave(h, undefined, err);
+    const now = this.now();
+    for (const h of this.queue.drain()) {
+      this.count('shutdown', now - h.atMs);
+      this.leave(h, undefined, make());
+    }
   }
 
   /** Something changed that may let a worker admit: look at the held calls once this turn ends. */

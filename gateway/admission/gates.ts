@@ -1,6 +1,6 @@
 // One admission gate per model route with `dispatch: admission`, made on first use and kept as
 // long as the route (a WeakMap: no field on the route, no teardown of its own; held calls leave
-// through their request signal at shutdown, where routing answers them as today).
+// through closeGates at drain start).
 import type { ModelRoute } from '../upstream/fleet.ts';
 import { AdmissionGate } from './admission-gate.ts';
 
@@ -17,4 +17,10 @@ export function gateFor(route: ModelRoute): AdmissionGate | undefined {
     gates.set(route, g);
   }
   return g ?? undefined;
+}
+
+/** Drain start: each route's held calls are answered with `err()` now, never sent, and so is any
+ *  call that would be held from now on (routes without a gate are skipped; none is made). */
+export function closeGates(routes: Iterable<ModelRoute>, err: () => Error): void {
+  for (const r of routes) gates.get(r)?.close(err);
 }

@@ -69,6 +69,22 @@ function make(ws: WorkerView[], cached: Record<string, Record<string, number>> =
 }
 
 describe('AdmissionGate', () => {
+  it('close (drain start): held calls get the error now, a call that would be held gets it too, one that can go still goes', async () => {
+    const ws = [worker('w0', 1)];
+    const g = make(ws);
+    const p = held(g.admit(info('a', 's1'), new AbortController().signal));
+    const shut = () => new Error('shutting down');
+    g.close(shut);
+    expect(await settled(p)).toMatchObject({ done: true, err: { message: 'shutting down' } });
+    expect(g.size).toBe(0);
+    const later = held(g.admit(info('b', 's2'), new AbortController().signal));
+    expect(await settled(later)).toMatchObject({ done: true, err: { message: 'shutting down' } });
+    expect(g.size).toBe(0);
+    ws[0].engine = { waiting: 0, running: 0 };
+    expect(g.admit(info('a', 's3'), new AbortController().signal)).toEqual(['w0']);
+    expect(g.stats).toMatchObject({ queued: 1, shutdown: 2, passed: 1 });
+  });
+
   it('no healthy worker: a call is not held (routing answers no_healthy_worker), and held calls go when all fail', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);

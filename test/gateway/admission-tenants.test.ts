@@ -1,0 +1,163 @@
+// Late binding, the product's default for vLLM models, over real sockets: reference workers, the
+// assembled gateway (no `dispatch` in the config: the default), the official openai SDK, API keys
+// for three tenants. (1) One tenant floods: its calls beyond its share of the queue get 429 at once,
+// a tenant whose calls find the whole queue full gets 503, and a quiet tenant's calls are released
+// in per-tenant round robin, not behind the flood. (2) Drain: the calls held when the gateway begins
+// to shut down are answered 503 shutting_down at once and never sent; the ones sent finish.
+// Robust under load: the gate's looks are paused while calls arrive (the test holds `pump`, the
+// one place held calls leave), so what is held, refused and released, and in which order, does not
+// depend on timing; the assertions are on outcomes and order, never on durations.
+import OpenAI from 'openai';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdmissionGate } from '../../gateway/admission/admission-gate.ts';
+import { gateFor } from '../../gateway/admission/gates.ts';
+import { keysAuth } from '../helpers/keys.ts';
+import { type SimGateway, startSimGateway } from '../helpers/sim-gateway.ts';
+import { until } from '../helpers/until.ts';
+
+let rig: SimGateway | undefined;
+afterEach(async () => {
+  await rig?.close();
+  rig = undefined;
+});
+
+const KEYS = { a: 'key-tenant-a', b: 'key-tenant-b', c: 'key-tenant-c' } as const;
+type Tenant = keyof typeof KEYS;
+
+type Outcome =
+  | { ok: true }
+  | { ok: false; status: number; code: string | null | undefined; type: string | undefined; retryAfter: string | null };
+
+function send(r: SimGateway, tenant: Tenant, n: number): Promise<Outcome>[] {
+  const client = new OpenAI({ baseURL: `${r.gw.url}/v1`, apiKey: KEYS[tenant], maxRetries: 0 });
+  return Array.from({ length: n }, async (_, i): Promise<Outcome> => {
+    try {
+      const res = await client.chat.completions.create(
+        {
+          model: 'm',
+          max_tokens: 4,
+          // prompts that share nothing: no worker holds any of them, so none is bound at arrival
+          messages: [{ role: 'user', content: `${tenant} asks ${i}: ${'word '.repeat(8 + i)}` }],
+        },
+        { headers: { 'x-session-id': `${tenant}-${i}` } },
+      );
+      expect(res.choices[0].message.content?.length).toBeGreaterThan(0);
+      return { ok: true };
+    } catch (err) {
+      if (!(err instanceof OpenAI.APIError)) throw err;
+      return {
+        ok: false,
+        status: err.status ?? 0,
+        code: err.code,
+        type: (err.error as { type?: string } | undefined)?.type,
+        retryAfter: err.headers?.get?.('retry-after') ?? null,
+      };
+    }
+  });
+}
+
+async function start(admission: Record<string, unknown>): Promise<SimGateway> {
+  rig = await startSimGateway({
+    workers: 2,
+    config: { auth: keysAuth(KEYS), upstream: { max_in_flight: 1 } },
+    // no dispatch: the default for a vLLM model is admission (with scraping)
+    modelConfig: { layout: 'passthrough', policy: 'ctxgate', admission },
+  });
+  expect(rig.gw.ctx.fleet.get('m')!.config.dispatch).toBe('admission');
+  return rig;
+}
+
+/** Counts each tenant's calls at the gate and records the tenant of each release, in order. */
+function watch(g: AdmissionGate) {
+  const atGate: Record<string, number> = {};
+  const released: string[] = [];
+  const admit = g.admit.bind(g);
+  g.admit = (info, signal) => {
+    atGate[info.tenant] = (atGate[info.tenant] ?? 0) + 1;
+    const a = admit(info, signal);
+    return a instanceof Promise
+      ? a.then((only) => {
+          released.push(info.tenant);
+          return only;
+        })
+      : a;
+  };
+  // held calls leave only through pump (events and the fallback timer both call it): paused, the
+  // queue's state depends on the arrivals alone
+  const pump = g.pump.bind(g);
+  g.pump = () => {};
+  return { atGate, released, resume: () => ((g.pump = pump), pump()) };
+}
+
+const refusals = (out: Outcome[]) => out.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
+
+describe('late binding by default: tenants and drain over real sockets', () => {
+  it("one tenant floods: 429 beyond its share, 503 when the queue is full, and another tenant's calls go in turn", async () => {
+    const r = await start({ max_queued: 10, max_queued_per_tenant: 6, locality_wait_ms: 0 });
+    const g = gateFor(r.gw.ctx.fleet.get('m')!)!;
+    const w = watch(g);
+    // tenant a: 20 at once; the two workers (max_in_flight 1) take 2, its share holds 6, 12 refused
+    const a = send(r, 'a', 20);
+    await until(() => w.atGate.a === 20);
+    expect(g.size).toBe(6);
+    // tenant b: 3 calls, held behind nobody's flood (its own share)
+    const b = send(r, 'b', 3);
+    await until(() => w.atGate.b === 3);
+    expect(g.size).toBe(9);
+    // tenant c: 6 calls, within its share, but the queue (10) has room for one: 5 get 503
+    const c = send(r, 'c', 6);
+    await until(() => w.atGate.c === 6);
+    expect(g.size).toBe(10);
+    w.resume();
+    const [outA, outB, outC] = await Promise.all([Promise.all(a), Promise.all(b), Promise.all(c)]);
+    // round robin over tenants, each tenant's calls in arrival order: b's 3 calls are among the
+    // first 7 released, not after a's 6
+    expect(w.released).toEqual(['a', 'b', 'c', 'a', 'b', 'a', 'b', 'a', 'a', 'a']);
+    expect(outB.every((o) => o.ok)).toBe(true);
+    const refusedA = refusals(outA);
+    expect(refusedA).toHaveLength(12);
+    for (const o of refusedA)
+      expect(o).toEqual({
+        ok: false,
+        status: 429,
+        code: 'tenant_admission_queue_full',
+        type: 'rate_limit_error',
+        retryAfter: '1',
+      });
+    const refusedC = refusals(outC);
+    expect(refusedC).toHaveLength(5);
+    for (const o of refusedC)
+      expect(o).toEqual({
+        ok: false,
+        status: 503,
+        code: 'admission_queue_full',
+        type: 'server_error',
+        retryAfter: '1',
+      });
+    expect(g.stats).toMatchObject({ passed: 2, queued: 10, released: 10, refused: 17 });
+    // the workers got every call that was not refused, and nothing else
+    expect(r.workers.reduce((n, wk) => n + wk.stats().requests, 0)).toBe(2 + 10);
+  });
+
+  it('drain: held calls are answered 503 shutting_down at once and never sent; sent calls finish', async () => {
+    const r = await start({});
+    const g = gateFor(r.gw.ctx.fleet.get('m')!)!;
+    const w = watch(g);
+    const calls = send(r, 'a', 6);
+    await until(() => w.atGate.a === 6);
+    expect(g.size).toBe(4);
+    const closing = r.gw.close();
+    // the gate looks again (as it would when the sent calls end): nothing is left to release
+    w.resume();
+    const out = await Promise.all(calls);
+    await closing;
+    const refused = refusals(out);
+    expect(refused).toHaveLength(4);
+    for (const o of refused)
+      expect(o).toEqual({ ok: false, status: 503, code: 'shutting_down', type: 'server_error', retryAfter: '1' });
+    expect(out.filter((o) => o.ok)).toHaveLength(2);
+    expect(g.stats).toMatchObject({ passed: 2, queued: 4, released: 0, shutdown: 4 });
+    expect(g.size).toBe(0);
+    expect(r.workers.reduce((n, wk) => n + wk.stats().requests, 0)).toBe(2);
+  });
+});
