@@ -86,7 +86,11 @@ function watch(g: AdmissionGate) {
   // queue's state depends on the arrivals alone
   const pump = g.pump.bind(g);
   g.pump = () => {};
-  return { atGate, released, resume: () => ((g.pump = pump), pump()) };
+  const resume = (): void => {
+    g.pump = pump;
+    pump();
+  };
+  return { atGate, released, resume };
 }
 
 const refusals = (out: Outcome[]) => out.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
