@@ -258,12 +258,14 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       }
       // late binding's gate, seen by operators: what it did with each call, how long held calls waited
       const gate = gateFor(route);
+      if (gate) ctx.metrics.admissionHeld.set({ model }, 0);
       if (gate)
         gate.onOutcome = (outcome, waitedMs) => {
           const label = outcome === 'timedOut' ? 'timed_out' : outcome;
           ctx.metrics.admissionOutcomes.inc({ model, outcome: label });
           if (waitedMs !== undefined) ctx.metrics.admissionWait.observe({ model, outcome: label }, waitedMs / 1000);
-          ctx.metrics.admissionHeld.set({ model }, gate.size);
+          // passed and bound calls leave the queue as it was (the per-call path: one series touched)
+          if (outcome !== 'passed' && outcome !== 'bound') ctx.metrics.admissionHeld.set({ model }, gate.size);
         };
       // engines' KV events feed the precise index of workers with `kv_events`
       const feeds = startKvFeeds(route, ctx.metrics, app.log.child({ component: 'kv-events' }));

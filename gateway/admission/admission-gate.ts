@@ -42,6 +42,11 @@ import type { AbortLike } from '../../middleware/types.ts';
 /** How often held calls are looked at besides the events that wake the gate, ms. */
 export const PUMP_FALLBACK_MS = 100;
 
+function allAdmit(views: readonly WorkerView[], s: AdmissionSettings): boolean {
+  for (const v of views) if (!canAdmit(v, s)) return false;
+  return true;
+}
+
 /** The workers (ids) a released call is routed among; undefined: every worker with room. */
 export type Release = readonly string[] | undefined;
 
@@ -70,9 +75,11 @@ export interface GateWorker {
 }
 
 export interface AdmissionStats {
-  /** calls that went at once because a worker could admit and nothing was held */
+  /** calls that went at once because a worker could admit and nothing was held (every worker
+   *  could: to any, where the policy sends it; else among those that could) */
   passed: number;
-  /** calls that went at once to the worker holding their prompt */
+  /** calls that went at once to the worker holding their prompt while some worker could not
+   *  admit or calls were held */
   bound: number;
   /** calls that waited in the queue and were released */
   released: number;
@@ -128,6 +135,13 @@ export class AdmissionGate {
     const views = this.views();
     // no healthy worker: not held; routing answers 503 no_healthy_worker at once, as with arrival
     if (views.length === 0) {
+      this.count('passed');
+      return undefined;
+    }
+    // nothing held and every worker can admit: the call goes now, where the policy sends it, as at
+    // arrival (the per-call path of an unloaded fleet: no holder lookup, no allocation; binding to
+    // the holder or naming every worker would route it the same)
+    if (this.queue.size === 0 && allAdmit(views, this.s)) {
       this.count('passed');
       return undefined;
     }

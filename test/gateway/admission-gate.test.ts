@@ -69,6 +69,35 @@ function make(ws: WorkerView[], cached: Record<string, Record<string, number>> =
 }
 
 describe('AdmissionGate', () => {
+  it('nothing held and every worker able: the call goes to any worker with no holder lookup (the per-call path)', () => {
+    const ws = [worker('w0', 0), worker('w1', 0)];
+    let lookups = 0;
+    const p = policy({ s: { w0: 5000 } });
+    const counted: Policy = {
+      ...p,
+      expectedCachedTokens: (v, i) => {
+        lookups++;
+        return p.expectedCachedTokens!(v, i);
+      },
+    };
+    const g = new AdmissionGate(
+      'm',
+      () => ws.map((w) => ({ view: () => w })),
+      counted,
+      { max_waiting: 1 },
+      () => 0,
+    );
+    gates.push(g);
+    for (let i = 0; i < 3; i++) expect(g.admit(info('a', 's'), new AbortController().signal)).toBeUndefined();
+    expect(lookups).toBe(0);
+    expect(g.stats).toMatchObject({ passed: 3, bound: 0 });
+    // one worker busy: the holder is looked up and the call bound to it
+    ws[1].engine = { waiting: 1, running: 0 };
+    expect(g.admit(info('a', 's'), new AbortController().signal)).toBeUndefined();
+    expect(lookups).toBe(2);
+    expect(g.stats.bound).toBe(1);
+  });
+
   it('close (drain start): held calls get the error now, a call that would be held gets it too, one that can go still goes', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);
@@ -81,7 +110,7 @@ describe('AdmissionGate', () => {
     expect(await settled(later)).toMatchObject({ done: true, err: { message: 'shutting down' } });
     expect(g.size).toBe(0);
     ws[0].engine = { waiting: 0, running: 0 };
-    expect(g.admit(info('a', 's3'), new AbortController().signal)).toEqual(['w0']);
+    expect(g.admit(info('a', 's3'), new AbortController().signal)).toBeUndefined();
     expect(g.stats).toMatchObject({ queued: 1, shutdown: 2, passed: 1 });
   });
 
