@@ -290,6 +290,12 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
           },
         });
         ctx.onShutdown(() => scraper.stop(), `scraper:${model}`);
+        if (gate) {
+          // nothing is scraped at start (an idle gateway stays idle): the first calls wait for the
+          // first round, asked for at once, instead of going as if every worker could admit
+          gate.signalsPending = () => !scraper.scraped;
+          gate.onPending = () => void scraper.scrapeOnce();
+        }
       }
     }
     ctx.onShutdown(() => close(), 'assemble');

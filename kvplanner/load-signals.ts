@@ -5,12 +5,14 @@
 // I/O and writes into WorkerView.engine (and kvTokens when not configured), outside the policies.
 // Parse: O(text); counts are summed across label sets (several engines / models behind one port),
 // usage takes the maximum.
-// Idle cost: after one round at start, a round runs only while `active()` says the model has calls in flight or held (an idle
+// Idle cost: a round runs only while `active()` says the model has calls in flight or held (an idle
 // gateway sends no GETs; the last busy round's counts are replaced then by what this gateway knows:
 // none of its calls waits or runs). A worker whose /metrics answers 404 or carries none of the engine's series (an
 // OpenAI-compatible server, a proxy) is asked again after a doubling pause, intervalMs × 2^misses up
 // to SCRAPE_BACKOFF_MAX_MS; meanwhile it has no signals (late binding treats it as able, as at
-// arrival), reported once per episode through onNoSignals.
+// arrival), reported once per episode through onNoSignals. Nothing is scraped at start (an idle
+// gateway stays idle): until the first round lands, `scraped` is false (late binding holds its
+// calls until then and asks for the round at once: gateway/assemble.ts).
 import { request } from 'undici';
 import type { WorkerView } from './types.ts';
 
@@ -99,6 +101,8 @@ export interface Scraper {
   /** One round over all workers; never rejects. */
   scrapeOnce(): Promise<void>;
   stop(): void;
+  /** Whether a round has landed since start (before it, no worker's signals are known). */
+  readonly scraped: boolean;
 }
 
 export const DEFAULT_SCRAPE_TIMEOUT_MS = 2000;
@@ -151,11 +155,14 @@ export function startScraper(
   let running: Promise<void> | undefined;
   /** A round landed since the signals were last dropped for idleness. */
   let fresh = false;
+  /** A round has landed since start. */
+  let landed = false;
   const scrapeOnce = (): Promise<void> => {
     running ??= Promise.all(list().map(one)).then(
       () => {
         running = undefined;
         fresh = true;
+        landed = true;
         o.onScrape?.();
       },
       () => {
@@ -175,10 +182,13 @@ export function startScraper(
     }
     void scrapeOnce();
   };
-  // one round at start, active or not: the first calls find signals (and the KV capacity, and
-  // which workers have none) instead of every worker looking able
-  void scrapeOnce();
   const timer = setInterval(tick, intervalMs);
   timer.unref();
-  return { scrapeOnce, stop: () => clearInterval(timer) };
+  return {
+    scrapeOnce,
+    stop: () => clearInterval(timer),
+    get scraped() {
+      return landed;
+    },
+  };
 }

@@ -110,6 +110,12 @@ export class AdmissionGate {
   /** Called on every outcome (metrics); `waitedMs` for calls that were held. */
   onOutcome: ((outcome: AdmissionOutcome, waitedMs?: number) => void) | undefined;
   private wakePending = false;
+  /** While it says true, no worker's engine signals are known yet (the scraper's first round has
+   *  not landed): calls are held, not passed as if every worker could admit (assemble.ts sets it
+   *  with the scraper, which wakes the gate when the round lands). */
+  signalsPending: (() => boolean) | undefined;
+  /** Called when a call is held while signals are pending (asks for the first round now). */
+  onPending: (() => void) | undefined;
   /** Set by close(): the error a call that would be held gets now. */
   private closedWith: (() => Error) | undefined;
 
@@ -138,20 +144,22 @@ export class AdmissionGate {
       this.count('passed');
       return undefined;
     }
+    const pending = this.signalsPending?.() === true;
+    if (pending) this.onPending?.();
     // nothing held and every worker can admit: the call goes now, where the policy sends it, as at
     // arrival (the per-call path of an unloaded fleet: no holder lookup, no allocation; binding to
     // the holder or naming every worker would route it the same)
-    if (this.queue.size === 0 && allAdmit(views, this.s)) {
+    if (!pending && this.queue.size === 0 && allAdmit(views, this.s)) {
       this.count('passed');
       return undefined;
     }
     // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly)
     const othersHeld = this.queue.othersWaiting(info.tenant);
-    if (!othersHeld && this.holder(views, info) >= 0) {
+    if (!pending && !othersHeld && this.holder(views, info) >= 0) {
       this.count('bound');
       return undefined;
     }
-    if (this.queue.size === 0) {
+    if (!pending && this.queue.size === 0) {
       // among the workers that can admit it, as the simulator dispatches it (not any with room)
       const able: string[] = [];
       for (const v of views) if (canAdmit(v, this.s)) able.push(v.id);
@@ -302,7 +310,8 @@ export class AdmissionGate {
         this.count('released', now - h.atMs);
         this.leave(h, undefined);
       }
-    let able = views.filter((v) => canAdmit(v, this.s));
+    // no signals known yet: nothing is released before the first scrape round lands (it wakes the gate)
+    let able = this.signalsPending?.() === true ? [] : views.filter((v) => canAdmit(v, this.s));
     // each held call's holder, once per look (the index does not change within it)
     const homes = new Map<Held, number>();
     const home = (h: Held): number => {

@@ -69,6 +69,24 @@ function make(ws: WorkerView[], cached: Record<string, Record<string, number>> =
 }
 
 describe('AdmissionGate', () => {
+  it('before the first scrape round lands, calls are held (and the round asked for), then released by its wake', async () => {
+    const ws = [worker('w0', 0)];
+    const g = make(ws);
+    let pending = true;
+    let asked = 0;
+    g.signalsPending = () => pending;
+    g.onPending = () => asked++;
+    const p = held(g.admit(info('a', 's1'), new AbortController().signal));
+    expect(asked).toBe(1);
+    g.wake();
+    expect((await settled(p)).done).toBe(false);
+    pending = false;
+    g.wake();
+    expect(await settled(p)).toMatchObject({ done: true, value: ['w0'] });
+    expect(g.admit(info('a', 's2'), new AbortController().signal)).toBeUndefined();
+    expect(asked).toBe(1);
+  });
+
   it('nothing held and every worker able: the call goes to any worker with no holder lookup (the per-call path)', () => {
     const ws = [worker('w0', 0), worker('w1', 0)];
     let lookups = 0;

@@ -88,7 +88,7 @@ describe('startScraper: idle and workers without engine signals', () => {
       onError: (w) => errors.push(w.id),
     });
     sc.stop();
-    await sc.scrapeOnce(); // the round at start is in flight: this waits for it
+    await sc.scrapeOnce();
     expect(m.got.gets).toBe(1);
     expect(ws[0].engine).toBeUndefined();
     expect(none).toEqual(['w0 GET /metrics: HTTP 404']);
@@ -142,7 +142,12 @@ describe('startScraper: idle and workers without engine signals', () => {
     let active = false;
     const sc = startScraper(ws, 5, { timeoutMs: 10_000, active: () => active });
     try {
-      await sc.scrapeOnce(); // the round at start
+      // nothing at start: an idle gateway sends no GET, and no round has landed
+      await new Promise((r) => setTimeout(r, 50));
+      expect(m.got.gets).toBe(0);
+      expect(sc.scraped).toBe(false);
+      await sc.scrapeOnce();
+      expect(sc.scraped).toBe(true);
       expect(m.got.gets).toBe(1);
       expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });
       await new Promise((r) => setTimeout(r, 100));
