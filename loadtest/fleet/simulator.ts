@@ -13,15 +13,20 @@
 // dispatch 'admission' (late binding, kvplanner/admission): a call that one worker's cache holds
 // (≥ locality_min_tokens beyond the runner-up, by the policy's own index) goes at arrival, where
 // the policy sends it (its cache is there and may be evicted while it waits); any other call waits
-// in a gateway-side queue (per-tenant fair; here unbounded and without a deadline, so every call
-// completes) until some worker can admit it (fewer engine-waiting requests than max_waiting, KV
-// usage under max_kv_usage), and the policy picks among the workers that can. A free worker takes
+// in a gateway-side queue (per-tenant fair, with the product's bounds: max_queued,
+// max_queued_per_tenant, max_wait_ms) until some worker can admit it (fewer engine-waiting requests
+// than max_waiting, KV usage under max_kv_usage), and the policy picks among the workers that can.
+// A call that meets a full queue (in total or its tenant's share), or whose max_wait_ms passes while
+// it is held, spills: it is dispatched at once as at arrival (the policy's pick among all workers,
+// queueing at the engine), so the gate bounds the gateway's memory and never fails a call; every
+// call completes. A deadline is an event of its own (a held call spills at its deadline exactly). A free worker takes
 // the first of the next locality_window held calls that it holds, or that no worker holds; a call
 // whose holder is busy is passed over for up to locality_wait_ms from when it is first looked at
 // (delay scheduling). The queue is looked at after every arrival and every step end (before and
 // after the worker's next step starts). 'arrival' (default): the policy picks at arrival.
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost; with admission O(N) index
-// reads per arrival and O(N + window · N) per step end while calls are held.
+// reads per arrival and O(N + window · N) per step end while calls are held, and O(held) per
+// deadline spill (the call is taken out of its tenant's queue).
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
@@ -54,13 +59,8 @@ export interface FleetConfig {
   /** arrival (default): the policy picks when the call arrives; admission: the call waits at
    *  the gateway until a worker can admit it (late binding) */
   dispatch?: 'arrival' | 'admission';
-  /** admission's worker check (ADMISSION_DEFAULTS when absent) */
-  admission?: Partial<
-    Pick<
-      AdmissionSettings,
-      'max_waiting' | 'max_kv_usage' | 'locality_wait_ms' | 'locality_min_tokens' | 'locality_window'
-    >
-  >;
+  /** admission's worker check and queue bounds (ADMISSION_DEFAULTS when absent: the product's) */
+  admission?: Partial<AdmissionSettings>;
 }
 
 /** Engine seconds by kind of step: with prefill tokens, decode only, and decode only while
@@ -127,6 +127,10 @@ export interface FleetResult {
   /** Calls the gateway-side queue held (dispatch admission; 0 otherwise), and its peak length. */
   gatewayQueued: number;
   gatewayPeak: number;
+  /** Calls dispatched as at arrival because the queue (in total or the tenant's share) was full
+   *  when they came, and held calls dispatched so when their max_wait_ms passed. */
+  spilledFull: number;
+  spilledDeadline: number;
   /** Calls dispatch admission sent at arrival all the same (one worker's cache held them). */
   boundAtArrival: number;
   /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
@@ -199,6 +203,8 @@ interface Held {
   homeTokens: number;
   /** when it was first among the calls a free worker looked at (its locality wait starts) */
   consideredMs: number;
+  /** when it was held; -1 once it left the queue (released or spilled) */
+  heldMs: number;
 }
 
 interface Inflight {
@@ -426,7 +432,7 @@ export function simulateFleet(
       nowMs: req.arrivalMs,
     };
     if (gate) {
-      const held: Held = { req, info, home: -1, homeTokens: 0, consideredMs: -1 };
+      const held: Held = { req, info, home: -1, homeTokens: 0, consideredMs: -1, heldMs: req.arrivalMs };
       // a call one worker's cache holds goes now, where the policy sends it: its cache is
       // there (the turn before may still be running), and waiting would let it be evicted
       findHome(held);
@@ -435,7 +441,16 @@ export function simulateFleet(
         dispatch(req, info, views, req.arrivalMs);
         return;
       }
-      gate.push(info.tenant, held, req.arrivalMs);
+      if (gate.push(info.tenant, held, req.arrivalMs) !== 'queued') {
+        // the queue is full (in total or the tenant's share): the oldest held call of the tenant
+        // (of any tenant when it holds none) spills, dispatched now as at arrival, and this one is
+        // held in its place (spilling the newcomer instead lets later calls overtake the held ones
+        // at the engines: ×2 p90 TTFT 1262 s vs 923 s)
+        spill(oldestHeld(info.tenant), req.arrivalMs);
+        spilledFull++;
+        gate.push(info.tenant, held, req.arrivalMs);
+      }
+      heldOrder.push(held);
       gatewayQueued++;
       if (gate.size > gatewayPeak) gatewayPeak = gate.size;
       drain(req.arrivalMs);
@@ -462,14 +477,47 @@ export function simulateFleet(
   const localityWaitMs = admissionCheck.locality_wait_ms;
   const localityMinTokens = admissionCheck.locality_min_tokens;
   const localityWindow = admissionCheck.locality_window;
+  const maxWaitMs = admissionCheck.max_wait_ms;
   const gate =
     cfg.dispatch === 'admission'
       ? new FairQueue<Held>({
-          maxQueued: Infinity,
-          maxPerTenant: Infinity,
-          maxWaitMs: Infinity,
+          maxQueued: admissionCheck.max_queued,
+          maxPerTenant: admissionCheck.max_queued_per_tenant,
+          maxWaitMs,
         })
       : undefined;
+  // held calls in the order they were held = deadline order (held time + one constant); the ones
+  // that left are skipped at the head
+  const heldOrder: Held[] = [];
+  let heldHead = 0;
+  const nextDeadline = (): number => {
+    while (heldHead < heldOrder.length && heldOrder[heldHead].heldMs < 0) heldHead++;
+    return heldHead < heldOrder.length ? heldOrder[heldHead].heldMs + maxWaitMs : Infinity;
+  };
+  // the tenant's oldest held call, or the oldest of all when it holds none (O(held) at worst;
+  // O(1) with one tenant)
+  const oldestHeld = (tenant: string): Held => {
+    nextDeadline();
+    for (let i = heldHead; i < heldOrder.length; i++)
+      if (heldOrder[i].heldMs >= 0 && heldOrder[i].info.tenant === tenant) return heldOrder[i];
+    return heldOrder[heldHead];
+  };
+  // a held call leaves the queue and is dispatched now, as at arrival
+  const spill = (h: Held, now: number): void => {
+    gate!.remove(h.info.tenant, h);
+    h.heldMs = -1;
+    h.info.nowMs = now;
+    dispatch(h.req, h.info, views, now);
+  };
+  // held calls whose max_wait_ms passed spill
+  const spillDue = (now: number): void => {
+    while (nextDeadline() <= now) {
+      spilledDeadline++;
+      spill(heldOrder[heldHead], now);
+    }
+  };
+  let spilledFull = 0;
+  let spilledDeadline = 0;
   let gatewayQueued = 0;
   let boundAtArrival = 0;
   let gatewayPeak = 0;
@@ -508,6 +556,7 @@ export function simulateFleet(
         localityWindow,
       );
       if (!take) return;
+      take.heldMs = -1;
       take.info.nowMs = now;
       const home = take.homeTokens >= localityMinTokens ? views[take.home] : undefined;
       dispatch(take.req, take.info, home && able.includes(home) ? [home] : able, now);
@@ -516,10 +565,17 @@ export function simulateFleet(
 
   let next = 0;
   let arrived = 0;
-  while (next < open.length || released.size > 0 || heap.size > 0) {
+  while (next < open.length || released.size > 0 || heap.size > 0 || (gate !== undefined && gate.size > 0)) {
     const tStep = heap.peekTime();
     const tOpen = next < open.length ? reqs[open[next]].arrivalMs : Infinity;
     const tNext = released.peekTime();
+    // a deadline goes after step ends at the same time (one may release the call) and before arrivals
+    const tDue = gate ? nextDeadline() : Infinity;
+    if (tDue < tStep && tDue <= Math.min(tOpen, tNext)) {
+      spillDue(tDue);
+      continue;
+    }
+    if (tDue === Infinity && tStep === Infinity && Math.min(tOpen, tNext) === Infinity) break;
     if (Math.min(tOpen, tNext) < tStep) {
       if (tOpen <= tNext) arrive(reqs[open[next++]]);
       else {
@@ -562,6 +618,8 @@ export function simulateFleet(
     duplicateFinishes,
     gatewayQueued,
     gatewayPeak,
+    spilledFull,
+    spilledDeadline,
     boundAtArrival,
     rejected,
     policyStats: policy.stats?.(),

@@ -27,8 +27,15 @@ export interface FleetRunSummary {
     dispatch: 'arrival' | 'admission';
   };
   /** dispatch admission: calls sent at arrival (one worker's cache held them), calls the
-   *  gateway-side queue held, and its peak length */
-  gateway_queue?: { bound_at_arrival: number; held: number; peak: number };
+   *  gateway-side queue held, its peak length, and the held calls that spilled (dispatched as at
+   *  arrival): the oldest when a newcomer met a full queue, or at their max_wait_ms */
+  gateway_queue?: {
+    bound_at_arrival: number;
+    held: number;
+    peak: number;
+    spilled_full: number;
+    spilled_deadline: number;
+  };
   requests: number;
   completed: number;
   /** refused: prompt + output larger than one engine's KV capacity */
@@ -150,7 +157,15 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       dispatch: res.config.dispatch ?? 'arrival',
     },
     ...(res.config.dispatch === 'admission'
-      ? { gateway_queue: { bound_at_arrival: res.boundAtArrival, held: res.gatewayQueued, peak: res.gatewayPeak } }
+      ? {
+          gateway_queue: {
+            bound_at_arrival: res.boundAtArrival,
+            held: res.gatewayQueued,
+            peak: res.gatewayPeak,
+            spilled_full: res.spilledFull,
+            spilled_deadline: res.spilledDeadline,
+          },
+        }
       : {}),
     requests: ctx.requests,
     completed: o.length,
@@ -210,7 +225,7 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
         `${d.arrival_s.toFixed(0)} s on average, waited ${d.queue_wait_s.toFixed(1)} s to be scheduled, ` +
         `then ${d.prefill_s.toFixed(1)} s to first token` +
         (r.gateway_queue
-          ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting)`
+          ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting; of those spilled to arrival dispatch ${r.gateway_queue.spilled_full} for room (queue full) and ${r.gateway_queue.spilled_deadline} at max_wait_ms)`
           : '')
       );
     })

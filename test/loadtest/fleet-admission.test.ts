@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { run } from '../../loadtest/fleet/command.ts';
 import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
@@ -107,10 +108,88 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
   );
 
   it('a call still held when the fleet goes idle is an error, never a silent loss', () => {
-    // no worker can ever admit (KV usage 0 is not under 0): every call stays held
+    // no worker can ever admit (KV usage 0 is not under 0) and no deadline: every call stays held
     expect(() =>
-      simulateFleet(flat.slice(0, 5), cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0 } })),
+      simulateFleet(
+        flat.slice(0, 5),
+        cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0, max_wait_ms: Infinity } }),
+      ),
     ).toThrow(/5 calls still held at the gateway/);
+  });
+
+  it('a held call spills at its max_wait_ms exactly: dispatched as at arrival, never lost', () => {
+    // no worker can ever admit: every call is held until its deadline, then goes to an engine
+    const five = flat.slice(0, 5);
+    const maxWaitMs = 60_000;
+    const res = simulateFleet(
+      five,
+      cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0, max_wait_ms: maxWaitMs } }),
+    );
+    expect(res.outcomes.length).toBe(five.length);
+    expect(res.gatewayQueued).toBe(five.length);
+    expect(res.spilledDeadline).toBe(five.length);
+    expect(res.spilledFull).toBe(0);
+    // the fleet is idle when the first deadline passes: the engine schedules that call at once
+    // (the later ones may wait for a step of the engine they share)
+    const first = (r: typeof res) => r.outcomes.find((o) => o.id === 0)!;
+    expect(first(res).firstScheduledMs).toBe(five[0].arrivalMs + maxWaitMs);
+    for (const o of res.outcomes) expect(o.firstScheduledMs).toBeGreaterThanOrEqual(o.arrivalMs + maxWaitMs);
+    // the default deadline is the product's (ADMISSION_DEFAULTS.max_wait_ms)
+    const byDefault = simulateFleet(five, cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0 } }));
+    expect(first(byDefault).firstScheduledMs).toBe(five[0].arrivalMs + ADMISSION_DEFAULTS.max_wait_ms);
+    expect(byDefault.spilledDeadline).toBe(five.length);
+  });
+
+  it("a full queue spills the tenant's oldest held call (dispatched as at arrival) and holds the newcomer", () => {
+    // no worker ever admits and the tenant's share is 1: each arrival spills the call before it
+    const five = flat.slice(0, 5);
+    const res = simulateFleet(
+      five,
+      cfg('ctxgate', {
+        dispatch: 'admission',
+        admission: { max_kv_usage: 0, max_queued_per_tenant: 1, max_wait_ms: 60_000 },
+      }),
+    );
+    expect(res.outcomes.length).toBe(five.length);
+    expect(res.gatewayPeak).toBe(1);
+    expect(res.spilledFull).toBe(4);
+    expect(res.spilledDeadline).toBe(1);
+    const byId = new Map(res.outcomes.map((o) => [o.id, o]));
+    // call i (i < 4) went when call i + 1 arrived (not at its own deadline: the newest never
+    // overtakes the held ones); the last one at its deadline
+    for (let i = 0; i < 4; i++) expect(byId.get(i)!.firstScheduledMs).toBe(five[i + 1].arrivalMs);
+    expect(byId.get(4)!.firstScheduledMs).toBe(five[4].arrivalMs + 60_000);
+    // the total bound spills the same way (one tenant here)
+    const total = simulateFleet(
+      five,
+      cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0, max_queued: 2, max_wait_ms: 60_000 } }),
+    );
+    expect(total.gatewayPeak).toBe(2);
+    expect(total.spilledFull).toBe(3);
+    expect(total.outcomes.length).toBe(five.length);
+  });
+
+  it("the product's bounds by default: a saturated fleet holds at most max_queued_per_tenant, every call completes", () => {
+    const perTenant = 8;
+    const res = simulateFleet(
+      flat,
+      cfg('ctxgate', { dispatch: 'admission', admission: { max_queued_per_tenant: perTenant } }),
+    );
+    expect(res.gatewayPeak).toBe(perTenant);
+    expect(res.spilledFull).toBeGreaterThan(0);
+    expect(res.outcomes.length).toBe(flat.length);
+    expect(res.duplicateFinishes).toBe(0);
+    expect(new Set(res.outcomes.map((o) => o.id)).size).toBe(flat.length);
+    // unbounded (as before this gate had bounds): the same trace holds more than that
+    const unbounded = simulateFleet(
+      flat,
+      cfg('ctxgate', {
+        dispatch: 'admission',
+        admission: { max_queued: Infinity, max_queued_per_tenant: Infinity, max_wait_ms: Infinity },
+      }),
+    );
+    expect(unbounded.gatewayPeak).toBeGreaterThan(perTenant);
+    expect(unbounded.spilledFull + unbounded.spilledDeadline).toBe(0);
   });
 
   it('sends a call one worker holds at arrival, to that worker', () => {
@@ -138,6 +217,8 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     const adm = summarize(simulateFleet(conv, cfg('ctxgate', { dispatch: 'admission' })), ctx);
     expect(adm.config.dispatch).toBe('admission');
     expect(adm.gateway_queue!.bound_at_arrival + adm.gateway_queue!.held).toBe(conv.length);
+    expect(adm.gateway_queue!.spilled_full).toBe(0);
+    expect(adm.gateway_queue!.spilled_deadline).toBe(0);
   });
 
   it('is deterministic', () => {
