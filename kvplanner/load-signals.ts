@@ -7,13 +7,13 @@
 // usage takes the maximum.
 // Idle cost: a round runs only while `active()` says the model has calls in flight or held (an idle
 // gateway sends no GETs; the last busy round's counts are replaced then by what this gateway knows:
-// none of its calls waits or runs). A worker whose /metrics answers 404 or carries none of the engine's series (an
+// none of its calls waits or runs). A worker whose /metrics answers anything but 200 (404, 401/403, 405, 501, 5xx) or carries none of the engine's series (an
 // OpenAI-compatible server, a proxy) is asked again after a doubling pause, intervalMs × 2^misses up
 // to SCRAPE_BACKOFF_MAX_MS; meanwhile it has no signals (late binding treats it as able, as at
 // arrival), reported once per episode through onNoSignals. Nothing is scraped at start (an idle
 // gateway stays idle): until the first round lands, `scraped` is false (late binding holds its
 // calls until then and asks for the round at once: gateway/assemble.ts).
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import type { WorkerView } from './types.ts';
 
 export interface EngineSignals {
@@ -90,7 +90,7 @@ export interface ScraperOptions {
   /** Whether the model has work now (calls in flight or held); rounds are skipped while it has
    *  none. Default: always. */
   active?: () => boolean;
-  /** A worker's /metrics answered 404 or had none of the engine's series: once per episode. */
+  /** A worker's /metrics answered other than 200 or had none of the engine's series: once per episode. */
   onNoSignals?: (worker: WorkerView, reason: string) => void;
   /** The worker reports the engine's series again after onNoSignals. */
   onSignals?: (worker: WorkerView) => void;
@@ -109,7 +109,8 @@ export const DEFAULT_SCRAPE_TIMEOUT_MS = 2000;
 /** Longest pause before asking a worker without engine signals again, ms. */
 export const SCRAPE_BACKOFF_MAX_MS = 60_000;
 
-/** Not a load-signal source (404, or none of the engine's series): backed off, not a failure. */
+/** Not a load-signal source (an answer other than 200, or none of the engine's series): backed off,
+ *  not a failure (a transport error is: onError, asked again next round). */
 class NoSignals extends Error {}
 
 /** Polls each worker's metrics every `intervalMs`; `workers` may be a live getter. */
@@ -125,14 +126,30 @@ export function startScraper(
   const configuredKv = new Map<string, boolean>();
   /** Workers without engine signals: misses in a row, and when to ask again. */
   const backoff = new Map<string, { misses: number; untilMs: number }>();
+  // its own connections, with a connect timeout no longer than the scrape's: a blackholed worker
+  // (SYN dropped) ends its part of a round after `timeout`, not undici's default 10 s connect
+  // timeout (late binding's first calls wait for the first round)
+  const agent = new Agent({ connect: { timeout } });
   const one = async (w: WorkerView): Promise<void> => {
+    // an unhealthy worker is out of routing and of the gate (health checks bring it back): not
+    // asked, so it cannot hold a round up
+    if (!w.healthy) {
+      w.engine = undefined; // stale signals are worse than none when it comes back
+      return;
+    }
     const b = backoff.get(w.id);
     if (b && now() < b.untilMs) return;
     try {
-      const res = await request(new URL(path, w.url), { method: 'GET', headersTimeout: timeout, bodyTimeout: timeout });
+      const res = await request(new URL(path, w.url), {
+        method: 'GET',
+        dispatcher: agent,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+      });
       const body = await res.body.text();
-      if (res.statusCode === 404) throw new NoSignals(`GET ${path}: HTTP 404`);
-      if (res.statusCode !== 200) throw new Error(`GET ${path}: HTTP ${res.statusCode}`);
+      // any answer but 200 (404, 401/403 behind an auth proxy, 405, 501 from a server without
+      // metrics, a 5xx) says this worker gives no signals now: backed off like a 404, reported once
+      if (res.statusCode !== 200) throw new NoSignals(`GET ${path}: HTTP ${res.statusCode}`);
       const s = parseEngineMetrics(body, o.names);
       if (s.waiting === undefined && s.running === undefined && s.kvUsage === undefined)
         throw new NoSignals(`GET ${path}: none of the engine's load series`);
@@ -186,6 +203,8 @@ export function startScraper(
   timer.unref();
   return {
     scrapeOnce,
+    // the agent stays open: a round asked for after stop still runs (its idle sockets close at
+    // undici's keep-alive timeout, as the global dispatcher's did)
     stop: () => clearInterval(timer),
     get scraped() {
       return landed;

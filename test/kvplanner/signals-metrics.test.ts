@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEngineMetrics, SCRAPE_BACKOFF_MAX_MS, startScraper } from '../../kvplanner/load-signals.ts';
 import { workers } from './fixtures.ts';
@@ -161,4 +163,100 @@ describe('startScraper: idle and workers without engine signals', () => {
       sc.stop();
     }
   });
+});
+
+describe('startScraper: answers other than 200, unhealthy and unreachable workers (review s30 F2, F6)', () => {
+  async function statusServer(status: number) {
+    const got = { gets: 0 };
+    const srv = createServer((_req, res) => {
+      got.gets++;
+      res.writeHead(status).end('no metrics here');
+    });
+    servers.push(srv);
+    const port = await new Promise<number>((r) =>
+      srv.listen(0, '127.0.0.1', () => r((srv.address() as { port: number }).port)),
+    );
+    return { url: `http://127.0.0.1:${port}`, got };
+  }
+
+  it('401, 403, 405, 501 and 503 are backed off and reported once like a 404, not polled every round', async () => {
+    const statuses = [401, 403, 405, 501, 503];
+    const ms = await Promise.all(statuses.map(statusServer));
+    const ws = workers(statuses.length);
+    ms.forEach((m, i) => {
+      ws[i].url = m.url;
+      ws[i].engine = { waiting: 9, running: 1 };
+    });
+    let t = 1_000;
+    const none: string[] = [];
+    const errors: string[] = [];
+    const sc = startScraper(ws, 1_000, {
+      timeoutMs: 10_000,
+      now: () => t,
+      onNoSignals: (w, reason) => none.push(`${w.id} ${reason}`),
+      onError: (w) => errors.push(w.id),
+    });
+    sc.stop();
+    await sc.scrapeOnce();
+    await sc.scrapeOnce();
+    t += 1_999; // inside the first pause (interval × 2)
+    await sc.scrapeOnce();
+    expect(ms.map((m) => m.got.gets)).toEqual(statuses.map(() => 1));
+    expect(none).toEqual(statuses.map((s, i) => `w${i} GET /metrics: HTTP ${s}`));
+    expect(errors).toEqual([]);
+    for (const w of ws) expect(w.engine).toBeUndefined();
+    t += 1;
+    await sc.scrapeOnce();
+    expect(ms.map((m) => m.got.gets)).toEqual(statuses.map(() => 2));
+    expect(none).toHaveLength(statuses.length); // the same episode: not reported again
+  });
+
+  it('an unhealthy worker is not asked (its last signals dropped); asked again once healthy', async () => {
+    const m = await statusServer(200);
+    const ws = workers(1);
+    ws[0].url = m.url;
+    ws[0].healthy = false;
+    ws[0].engine = { waiting: 3, running: 2 };
+    const sc = startScraper(ws, 60_000, { timeoutMs: 10_000 });
+    sc.stop();
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(0);
+    expect(ws[0].engine).toBeUndefined();
+    ws[0].healthy = true;
+    await sc.scrapeOnce();
+    expect(m.got.gets).toBe(1);
+  });
+
+  it('a worker that drops SYNs ends its part of the round at the scrape timeout, not at undici’s 10 s connect timeout', async () => {
+    // A listener whose process never accepts (its event loop is blocked): once its accept queue
+    // (backlog 1: two connections) is full the kernel drops further SYNs, as a dead node or a firewall does.
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{console.log(s.address().port);const end=Date.now()+60000;while(Date.now()<end){}})",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const port = await new Promise<number>((r) => child.stdout.once('data', (d) => r(Number(String(d).trim()))));
+      // fill the accept queue (these connects complete in the kernel or hang: never awaited)
+      const fillers = Array.from({ length: 6 }, () => connect(port, '127.0.0.1').on('error', () => {}));
+      await new Promise((r) => setTimeout(r, 200));
+      const ws = workers(1);
+      ws[0].url = `http://127.0.0.1:${port}`;
+      const errors: string[] = [];
+      const sc = startScraper(ws, 60_000, { timeoutMs: 300, onError: (w, err) => errors.push(`${w.id} ${err.name}`) });
+      sc.stop();
+      const ended = await Promise.race([
+        sc.scrapeOnce().then(() => 'round ended'),
+        new Promise((r) => setTimeout(() => r('still connecting after 6 s'), 6_000)),
+      ]);
+      expect(ended).toBe('round ended');
+      expect(errors).toEqual(['w0 ConnectTimeoutError']);
+      for (const f of fillers) f.destroy();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 15_000);
 });
