@@ -73,6 +73,8 @@ export interface Assembled {
 
 /** A stalled or lost Redis fails every session call: one warning per this long is enough. */
 const SHARED_INDEX_WARN_EVERY_MS = 10_000;
+/** At most one warning per model this often for engines whose /metrics fails (the rest counted). */
+const SCRAPE_WARN_EVERY_MS = 10_000;
 
 const tenantOf = (req: FastifyRequest): string | undefined =>
   (req as FastifyRequest & { principal?: Principal }).principal?.tenant;
@@ -273,11 +275,20 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       if (route.config.scrape_metrics_ms > 0) {
         const log = app.log.child({ component: 'engine-metrics', model });
         const missing = ctx.metrics.engineSignalsMissing;
+        const scrapeWarn = rateLimitedWarn(log, SCRAPE_WARN_EVERY_MS);
         const scraper = startScraper(() => route.workers, route.config.scrape_metrics_ms, {
           names: engineOf(route.config).metrics,
           onScrape: gate ? () => gate.wake() : undefined,
-          // an idle model sends no GETs (the overhead bench's idle process, any quiet gateway)
-          active: () => (gate !== undefined && gate.size > 0) || route.workers.some((w) => w.inFlight > 0),
+          // a late-binding model alone in front of its fleet sends no GETs while it has nothing in
+          // flight or held (the overhead bench's idle process, any quiet gateway): then no one else
+          // loads its engines. An arrival model that set scrape_metrics_ms polls as configured (its
+          // policy reads the engines' counts at arrival), and so do replicas sharing Redis (another
+          // replica's calls load the same engines while this one is idle).
+          active:
+            gate && !config.redis?.url ? () => gate.size > 0 || route.workers.some((w) => w.inFlight > 0) : undefined,
+          // an engine that does not answer (refused, reset, timed out): reported, rate-limited
+          onError: (w, err) =>
+            scrapeWarn(`worker ${w.id}: GET /metrics failed (${err.message}); no engine load signals until it answers`),
           onNoSignals: (w, reason) => {
             missing.set({ model, worker: w.id }, 1);
             log.warn(
