@@ -263,7 +263,8 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
       if (gate) ctx.metrics.admissionHeld.set({ model }, 0);
       if (gate)
         gate.onOutcome = (outcome, waitedMs) => {
-          const label = outcome === 'timedOut' ? 'timed_out' : outcome;
+          const label =
+            outcome === 'spilledFull' ? 'spilled_full' : outcome === 'spilledDeadline' ? 'spilled_deadline' : outcome;
           ctx.metrics.admissionOutcomes.inc({ model, outcome: label });
           if (waitedMs !== undefined) ctx.metrics.admissionWait.observe({ model, outcome: label }, waitedMs / 1000);
           // passed and bound calls leave the queue as it was (the per-call path: one series touched)

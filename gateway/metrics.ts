@@ -100,12 +100,12 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     ),
     admissionOutcomes: counter(
       'admission_outcomes_total',
-      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, refused (queue or tenant share full), timed_out, aborted, shutdown (held or to be held when the gateway began to drain: 503 shutting_down)',
+      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, spilled_full (a held call sent on as at arrival to make room in a full queue), spilled_deadline (sent on so at max_wait_ms), aborted, shutdown (held or to be held when the gateway began to drain: 503 shutting_down)',
       ['model', 'outcome'] as const,
     ),
     admissionWait: histogram(
       'admission_wait_seconds',
-      'Late binding: how long a held call waited at the gateway, by how it left (released, timed_out, aborted)',
+      'Late binding: how long a held call waited at the gateway, by how it left (released, spilled_full, spilled_deadline, aborted)',
       ['model', 'outcome'] as const,
       LATENCY_BUCKETS,
     ),

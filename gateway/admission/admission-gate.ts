@@ -13,11 +13,15 @@
 // first of the next locality_window held calls it holds, or that no worker holds; a call whose
 // holder is busy is passed over for up to locality_wait_ms (delay scheduling). A released call is
 // routed among the workers that could admit it at release (its holder alone when that one could),
-// as the simulator dispatches it. Full queue: 503 admission_queue_full; a tenant's share full: 429
-// tenant_admission_queue_full; held past max_wait_ms: 503 admission_timeout; the client gone: the
-// call leaves the queue at once (its abort listener takes it out). The deadline answers 503, not
-// 504: the call was never sent, so no upstream timed out; like arrival's 503
-// worker_capacity_exhausted it says "no capacity now, retry" (retry-after 1).
+// as the simulator dispatches it. The gate never refuses a call because of itself: when the queue
+// is full (max_queued, or the tenant's max_queued_per_tenant) the newcomer is held and one held
+// call spills (fair-queue.ts picks it: the tenant's oldest, or the oldest of a tenant holding at
+// least two more, so a tenant holding nothing is held before a tenant at its share spills), and a
+// held call whose max_wait_ms passes spills too: a spilled call goes on at once as at arrival (to
+// any worker with room, where the policy sends it, queueing at the engine as without late
+// binding), counted spilledFull / spilledDeadline. So the gate bounds what the gateway holds and
+// can only do better than arrival dispatch, never fail a call arrival would have served. The
+// client gone (before admit() or while held): the call leaves at once (aborted), never queued.
 // Drain: at the start of a graceful shutdown (close(), from gates.ts's closeGates) every held call
 // is answered 503 shutting_down at once, never sent (another replica can take it), and a call that
 // would be held from then on is answered the same way; calls that go at once still go.
@@ -36,7 +40,6 @@ import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admi
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
-import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
 
 /** How often held calls are looked at besides the events that wake the gate, ms. */
@@ -64,8 +67,8 @@ export type AdmissionOutcome =
   | 'passed'
   | 'bound'
   | 'released'
-  | 'refused'
-  | 'timedOut'
+  | 'spilledFull'
+  | 'spilledDeadline'
   | 'aborted'
   | 'queued'
   | 'shutdown';
@@ -83,8 +86,9 @@ export interface AdmissionStats {
   bound: number;
   /** calls that waited in the queue and were released */
   released: number;
-  refused: number;
-  timedOut: number;
+  /** held calls sent on as at arrival: to make room in a full queue, and at max_wait_ms */
+  spilledFull: number;
+  spilledDeadline: number;
   aborted: number;
   queued: number;
   /** held, or to be held, when the gateway began to drain: answered 503 shutting_down */
@@ -101,8 +105,8 @@ export class AdmissionGate {
     passed: 0,
     bound: 0,
     released: 0,
-    refused: 0,
-    timedOut: 0,
+    spilledFull: 0,
+    spilledDeadline: 0,
     aborted: 0,
     queued: 0,
     shutdown: 0,
@@ -120,7 +124,7 @@ export class AdmissionGate {
   private closedWith: (() => Error) | undefined;
 
   constructor(
-    private readonly model: string,
+    readonly model: string,
     private readonly workers: () => readonly GateWorker[],
     private readonly policy: Policy,
     settings: Partial<AdmissionSettings> = {},
@@ -135,8 +139,8 @@ export class AdmissionGate {
   }
 
   /** The workers to route the call among: now (an array: those that can admit it; undefined: any
-   *  worker, for a call bound to its holder at arrival), or when it is released (a promise, which
-   *  rejects with a GatewayError when the call is refused). */
+   *  worker, for a call bound to its holder at arrival or spilled), or when it is released (a
+   *  promise, which rejects only at drain start: 503 shutting_down). */
   admit(info: RouteInfo, signal: AbortLike): Release | Promise<Release> {
     const views = this.views();
     // no healthy worker: not held; routing answers 503 no_healthy_worker at once, as with arrival
@@ -174,25 +178,19 @@ export class AdmissionGate {
         reject(this.closedWith());
         return;
       }
+      // the client already left (its socket closed while the pipeline ran): an abort listener
+      // added now would never fire, so the call would wait out max_wait_ms as a ghost
+      if (signal.aborted) {
+        this.count('aborted', 0);
+        resolve(undefined);
+        return;
+      }
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: this.now() };
-      const pushed = this.queue.push(info.tenant, held, held.atMs);
-      if (pushed !== 'queued') {
-        this.count('refused');
-        reject(
-          pushed === 'tenant_full'
-            ? new GatewayError(
-                'tenant_admission_queue_full',
-                `tenant '${info.tenant}' has ${this.s.max_queued_per_tenant} calls waiting for a worker of '${this.model}'`,
-                null,
-                { 'retry-after': '1' },
-              )
-            : new GatewayError(
-                'admission_queue_full',
-                `${this.s.max_queued} calls are waiting for a worker of '${this.model}'`,
-                null,
-                { 'retry-after': '1' },
-              ),
-        );
+      const spilled = this.queue.push(info.tenant, held, held.atMs);
+      if (spilled === held) {
+        // no call can be held at all (a bound below 1): it goes on as at arrival
+        this.count('spilledFull', 0);
+        resolve(undefined);
         return;
       }
       this.count('queued');
@@ -203,6 +201,10 @@ export class AdmissionGate {
         this.leave(held, undefined);
       };
       signal.addEventListener('abort', held.onAbort, { once: true });
+      if (spilled) {
+        this.count('spilledFull', held.atMs - spilled.atMs);
+        this.leave(spilled, undefined);
+      }
       this.schedule();
     });
   }
@@ -286,18 +288,10 @@ export class AdmissionGate {
   /** One look: deadlines, then at most one release per worker that can admit. */
   pump(): void {
     const now = this.now();
+    // past max_wait_ms: sent on as at arrival (to any worker with room, queueing at the engine)
     for (const h of this.queue.expire(now)) {
-      this.count('timedOut', now - h.atMs);
-      this.leave(
-        h,
-        undefined,
-        new GatewayError(
-          'admission_timeout',
-          `no worker of '${this.model}' could take the call within ${this.s.max_wait_ms} ms`,
-          null,
-          { 'retry-after': '1' },
-        ),
-      );
+      this.count('spilledDeadline', now - h.atMs);
+      this.leave(h, undefined);
     }
     const views = this.views();
     // every worker went unhealthy: the held calls go to routing, which answers 503 no_healthy_worker

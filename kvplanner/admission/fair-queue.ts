@@ -1,14 +1,17 @@
 // The gateway-side queue of late binding: calls wait here until a worker can admit them, then
 // leave in per-tenant round robin (one tenant's burst never holds another's calls back), each
-// tenant's own calls in arrival order. Bounded in total and per tenant (push refuses when full,
-// so the caller answers 429/503 at once), and every entry carries a deadline (expire() hands
-// back the ones past it, so none waits forever).
-// Cost: push / shift O(1) amortised; expire O(expired + tenants) (deadlines are arrival time +
-// one constant, so each tenant's queue is in deadline order and only its head is looked at);
-// remove O(the tenant's calls + tenants).
+// tenant's own calls in arrival order. Bounded in total and per tenant, and every entry carries a
+// deadline (expire() hands back the ones past it, so none waits forever). A full queue never
+// refuses: push holds the newcomer and hands back one held call that spills (the caller sends it
+// on at once, as at arrival): the tenant's oldest when its share is full; when the total is full,
+// the oldest of the tenant holding the most if it holds at least two more than the newcomer's
+// tenant (a tenant holding nothing is held before a tenant at its share spills), else the
+// newcomer's tenant's oldest. The oldest, not the newcomer: a spilled call queues at an engine, and
+// spilling newcomers would let later calls overtake the held ones there.
+// Cost: push / shift O(1) amortised (O(tenants) when the total is full); expire O(expired +
+// tenants) (deadlines are arrival time + one constant, so each tenant's queue is in deadline order
+// and only its head is looked at); remove O(the tenant's calls + tenants).
 // Settings: maxQueued, maxPerTenant, maxWaitMs (ADMISSION_DEFAULTS in admission-defaults.ts).
-
-export type PushOutcome = 'queued' | 'queue_full' | 'tenant_full';
 
 interface Entry<T> {
   item: T;
@@ -80,10 +83,29 @@ export class FairQueue<T> {
     return this.tenants.get(tenant)?.length ?? 0;
   }
 
-  push(tenant: string, item: T, nowMs: number): PushOutcome {
-    if (this.total >= this.limits.maxQueued) return 'queue_full';
+  /** Holds `item` (deadline nowMs + maxWaitMs). Returns the call that spilled to make room (see
+   *  the header; `item` itself when no call can be held at all), or undefined. */
+  push(tenant: string, item: T, nowMs: number): T | undefined {
+    const { maxQueued, maxPerTenant } = this.limits;
+    if (maxQueued < 1 || maxPerTenant < 1) return item;
+    let spilled: T | undefined;
+    const own = this.tenants.get(tenant)?.length ?? 0;
+    if (own >= maxPerTenant) spilled = this.takeOldest(tenant);
+    else if (this.total >= maxQueued) {
+      let top = tenant;
+      let most = own;
+      for (const t of this.order) {
+        const n = this.tenants.get(t)!.length;
+        if (n > most) {
+          most = n;
+          top = t;
+        }
+      }
+      if (most >= own + 2) spilled = this.takeOldest(top);
+      else if (own > 0) spilled = this.takeOldest(tenant);
+      else return item;
+    }
     let q = this.tenants.get(tenant);
-    if (q && q.length >= this.limits.maxPerTenant) return 'tenant_full';
     if (!q) {
       q = new Fifo<T>();
       this.tenants.set(tenant, q);
@@ -91,7 +113,20 @@ export class FairQueue<T> {
     if (q.length === 0) this.order.push(tenant);
     q.push({ item, atMs: nowMs, deadlineMs: nowMs + this.limits.maxWaitMs });
     this.total++;
-    return 'queued';
+    return spilled;
+  }
+
+  /** Takes the tenant's oldest call (it holds one); the tenant keeps its place in the round
+   *  unless that was its last. */
+  private takeOldest(tenant: string): T {
+    const q = this.tenants.get(tenant)!;
+    const e = q.shift()!;
+    this.total--;
+    if (q.length === 0) {
+      this.tenants.delete(tenant);
+      this.order.splice(this.order.indexOf(tenant), 1);
+    }
+    return e.item;
   }
 
   /** Whether a tenant other than `tenant` has calls waiting (O(1)). */

@@ -214,11 +214,71 @@ describe('AdmissionGate', () => {
     gates.push(g);
     const p = held(g.admit(info('a', 's'), new AbortController().signal));
     now = 50;
+    // past max_wait_ms the call spills: it goes on as at arrival (to any worker: undefined), not refused
     const out = await new Promise<unknown>((r) => {
-      p.catch(r);
-      setTimeout(() => r('not refused'), PUMP_FALLBACK_MS * 5);
+      p.then(
+        (v) => r({ released: v }),
+        (e: unknown) => r({ refused: e }),
+      );
+      setTimeout(() => r('still held'), PUMP_FALLBACK_MS * 5);
     });
-    expect(out).toMatchObject({ code: 'admission_timeout' });
+    expect(out).toEqual({ released: undefined });
+    expect(g.stats).toMatchObject({ queued: 1, spilledDeadline: 1, released: 0 });
+    expect(g.size).toBe(0);
+  });
+
+  it("a full queue spills (never refuses): the newcomer is held, the tenant's oldest goes on as at arrival", async () => {
+    const ws = [worker('w0', 1)]; // full: every call is held
+    const g = new AdmissionGate(
+      'm',
+      () => ws.map((w) => ({ view: () => w })),
+      policy({}),
+      { max_waiting: 1, max_queued: 3, max_queued_per_tenant: 2 },
+      () => 0,
+    );
+    gates.push(g);
+    const a1 = held(g.admit(info('a', 'a1'), new AbortController().signal));
+    const a2 = held(g.admit(info('a', 'a2'), new AbortController().signal));
+    expect(await settled(a1)).toEqual({ done: false });
+    // a's share (2) full: a1 spills (any worker), a3 is held
+    const a3 = held(g.admit(info('a', 'a3'), new AbortController().signal));
+    expect(await settled(a1)).toEqual({ done: true, value: undefined });
+    expect(await settled(a2)).toEqual({ done: false });
+    const b1 = held(g.admit(info('b', 'b1'), new AbortController().signal));
+    expect(g.size).toBe(3);
+    // the total (3) full; c holds nothing, a holds 2 = 0 + 2: a's oldest (a2) spills, c1 is held
+    const c1 = held(g.admit(info('c', 'c1'), new AbortController().signal));
+    expect(await settled(a2)).toEqual({ done: true, value: undefined });
+    expect(g.size).toBe(3);
+    expect(g.stats).toMatchObject({ queued: 5, spilledFull: 2, released: 0 });
+    // the held ones leave in turn when the worker frees: a3, b1, c1
+    ws[0].engine = { waiting: 0, running: 0 };
+    const order: string[] = [];
+    for (const [name, p] of [
+      ['a3', a3],
+      ['b1', b1],
+      ['c1', c1],
+    ] as const)
+      void p.then(() => order.push(name));
+    for (let i = 0; i < 3; i++) {
+      g.wake();
+      await turn();
+      await turn();
+    }
+    expect(order).toEqual(['a3', 'b1', 'c1']);
+    expect(g.size).toBe(0);
+  });
+
+  it('a call whose client already left is never held (an abort listener added now would never fire)', async () => {
+    const ws = [worker('w0', 1)];
+    const g = make(ws);
+    const ac = new AbortController();
+    ac.abort();
+    const p = g.admit(info('a', 's1'), ac.signal);
+    // answered now (routing sees the abort and ends it): not queued, not counted toward the tenant
+    expect(await settled(Promise.resolve(p))).toEqual({ done: true, value: undefined });
+    expect(g.size).toBe(0);
+    expect(g.stats).toMatchObject({ aborted: 1, queued: 0 });
   });
 
   it('nothing held: a call goes at once among the workers that can admit it, not any worker with room', () => {

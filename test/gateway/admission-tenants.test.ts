@@ -1,12 +1,14 @@
 // Late binding, the product's default for vLLM models, over real sockets: reference workers, the
 // assembled gateway (no `dispatch` in the config: the default), the official openai SDK, API keys
-// for three tenants. (1) One tenant floods: its calls beyond its share of the queue get 429 at once,
-// a tenant whose calls find the whole queue full gets 503, and a quiet tenant's calls are released
-// in per-tenant round robin, not behind the flood. (2) Drain: the calls held when the gateway begins
+// for three tenants. (1) One tenant floods: beyond its share of the queue its oldest held calls
+// spill (sent on as at arrival: here every worker is at max_in_flight, so they get arrival's 503
+// worker_capacity_exhausted, never a refusal of the gate's own), a tenant holding nothing that
+// finds the whole queue full is held while the flooding tenant's oldest spill (fair by share), and
+// a quiet tenant's calls are released in per-tenant round robin, not behind the flood. (2) Drain: the calls held when the gateway begins
 // to shut down are answered 503 shutting_down at once and never sent; the ones sent finish.
 // Nothing is scraped at start: each test's first call waits for the first round (a warm-up).
 // Robust under load: the gate's looks are paused while calls arrive (the test holds `pump`, the
-// one place held calls leave), so what is held, refused and released, and in which order, does not
+// one place held calls are released), so what is held, spilled and released, and in which order, does not
 // depend on timing; the assertions are on outcomes and order, never on durations.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -86,14 +88,17 @@ const HANG_MS = 8_000;
 function watch(g: AdmissionGate, r: SimGateway) {
   for (const wk of r.workers) wk.setFault({ hangMs: HANG_MS });
   const atGate: Record<string, number> = {};
+  // releases (calls that leave once the gate looks again); a call that spills leaves while the
+  // calls arrive, before resume, and is not one
   const released: string[] = [];
+  let resumed = false;
   const admit = g.admit.bind(g);
   g.admit = (info, signal) => {
     atGate[info.tenant] = (atGate[info.tenant] ?? 0) + 1;
     const a = admit(info, signal);
     return a instanceof Promise
       ? a.then((only) => {
-          released.push(info.tenant);
+          if (resumed) released.push(info.tenant);
           return only;
         })
       : a;
@@ -103,6 +108,7 @@ function watch(g: AdmissionGate, r: SimGateway) {
   const pump = g.pump.bind(g);
   g.pump = () => {};
   const resume = (): void => {
+    resumed = true;
     for (const wk of r.workers) wk.setFault({ hangMs: 0 });
     g.pump = pump;
     pump();
@@ -113,12 +119,13 @@ function watch(g: AdmissionGate, r: SimGateway) {
 const refusals = (out: Outcome[]) => out.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
 
 describe('late binding by default: tenants and drain over real sockets', () => {
-  it("one tenant floods: 429 beyond its share, 503 when the queue is full, and another tenant's calls go in turn", async () => {
+  it("one tenant floods: its oldest spill beyond its share, a tenant holding nothing is held before it, another tenant's calls go in turn", async () => {
     const r = await start({ max_queued: 10, max_queued_per_tenant: 6, locality_wait_ms: 0 });
     const g = gateFor(r.gw.ctx.fleet.get('m')!)!;
     const base = { ...g.stats };
     const w = watch(g, r);
-    // tenant a: 20 at once; the two workers (max_in_flight 1) take 2, its share holds 6, 12 refused
+    // tenant a: 20 at once; the two workers (max_in_flight 1) take 2, its share holds 6, and each
+    // of the other 12 spills a's oldest held call
     const a = send(r, 'a', 20);
     await until(() => w.atGate.a === 20);
     expect(g.size).toBe(6);
@@ -126,38 +133,33 @@ describe('late binding by default: tenants and drain over real sockets', () => {
     const b = send(r, 'b', 3);
     await until(() => w.atGate.b === 3);
     expect(g.size).toBe(9);
-    // tenant c: 6 calls, within its share, but the queue (10) has room for one: 5 get 503
+    // tenant c: 6 calls; the queue (10) has room for one; then c holds 1 and 2 while a holds 6 and
+    // 5 (>= 2 more): a's oldest spill; then a holds 4, c 3: c's own oldest spill (3 calls)
     const c = send(r, 'c', 6);
     await until(() => w.atGate.c === 6);
     expect(g.size).toBe(10);
+    expect(since(g, base)).toMatchObject({ passed: 2, queued: 27, spilledFull: 17, released: 0 });
     w.resume();
     const [outA, outB, outC] = await Promise.all([Promise.all(a), Promise.all(b), Promise.all(c)]);
-    // round robin over tenants, each tenant's calls in arrival order: b's 3 calls are among the
-    // first 7 released, not after a's 6
-    expect(w.released).toEqual(['a', 'b', 'c', 'a', 'b', 'a', 'b', 'a', 'a', 'a']);
+    // round robin over tenants (a 4, b 3, c 3 held), each tenant's calls in arrival order
+    expect(w.released).toEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c', 'a']);
     expect(outB.every((o) => o.ok)).toBe(true);
-    const refusedA = refusals(outA);
-    expect(refusedA).toHaveLength(12);
-    for (const o of refusedA)
-      expect(o).toEqual({
-        ok: false,
-        status: 429,
-        code: 'tenant_admission_queue_full',
-        type: 'rate_limit_error',
-        retryAfter: '1',
-      });
-    const refusedC = refusals(outC);
-    expect(refusedC).toHaveLength(5);
-    for (const o of refusedC)
-      expect(o).toEqual({
-        ok: false,
-        status: 503,
-        code: 'admission_queue_full',
-        type: 'server_error',
-        retryAfter: '1',
-      });
-    expect(since(g, base)).toMatchObject({ passed: 2, queued: 10, released: 10, refused: 17 });
-    // the workers got every call that was not refused (and the warm-up call), nothing else
+    // spilled calls went on as at arrival and met arrival's answer with both workers at max_in_flight
+    const capacity = {
+      ok: false,
+      status: 503,
+      code: 'worker_capacity_exhausted',
+      type: 'server_error',
+      retryAfter: '1',
+    };
+    const spilledA = refusals(outA);
+    expect(spilledA).toHaveLength(14);
+    for (const o of spilledA) expect(o).toEqual(capacity);
+    const spilledC = refusals(outC);
+    expect(spilledC).toHaveLength(3);
+    for (const o of spilledC) expect(o).toEqual(capacity);
+    expect(since(g, base)).toMatchObject({ passed: 2, queued: 27, released: 10, spilledFull: 17, spilledDeadline: 0 });
+    // the workers got every call that was not spilled into a full fleet (and the warm-up call)
     expect(r.workers.reduce((n, wk) => n + wk.stats().requests, 0)).toBe(1 + 2 + 10);
   });
 

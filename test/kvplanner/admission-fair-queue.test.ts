@@ -1,5 +1,5 @@
 // The gateway-side queue of late binding: per-tenant round robin, each tenant's calls in order,
-// bounds that refuse at once, deadlines that hand calls back, and a look past busy calls
+// bounds that never refuse (the newcomer is held, the oldest of a fair choice spills), deadlines that hand calls back, and a look past busy calls
 // (takeFirst) that keeps the passed-over ones in place. Plus the worker check (canAdmit).
 import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
@@ -24,17 +24,33 @@ describe('FairQueue', () => {
     expect(q.shift()).toBeUndefined();
   });
 
-  it('refuses at once beyond its bounds, in total and per tenant', () => {
-    const q = new FairQueue<number>({ maxQueued: 3, maxPerTenant: 2, maxWaitMs: Infinity });
-    expect(q.push('a', 1, 0)).toBe('queued');
-    expect(q.push('a', 2, 0)).toBe('queued');
-    expect(q.push('a', 3, 0)).toBe('tenant_full');
-    expect(q.push('b', 4, 0)).toBe('queued');
-    expect(q.push('c', 5, 0)).toBe('queue_full');
-    expect(q.sizeOf('a')).toBe(2);
-    expect(q.size).toBe(3);
-    q.shift();
-    expect(q.push('a', 6, 0)).toBe('queued');
+  it('never refuses: beyond a bound it holds the newcomer and spills the oldest (the tenant, or a tenant holding 2 more)', () => {
+    const q = new FairQueue<string>({ maxQueued: 5, maxPerTenant: 3, maxWaitMs: Infinity });
+    expect(q.push('a', 'a1', 0)).toBeUndefined();
+    expect(q.push('a', 'a2', 0)).toBeUndefined();
+    expect(q.push('a', 'a3', 0)).toBeUndefined();
+    // a's share full: a's oldest spills, the newcomer is held
+    expect(q.push('a', 'a4', 0)).toBe('a1');
+    expect(q.sizeOf('a')).toBe(3);
+    expect(q.push('b', 'b1', 0)).toBeUndefined();
+    expect(q.push('b', 'b2', 0)).toBeUndefined();
+    expect(q.size).toBe(5);
+    // the total full: c holds nothing, a holds 3 >= 0 + 2: a's oldest spills, c is held
+    expect(q.push('c', 'c1', 0)).toBe('a2');
+    // c holds 1, a 2, b 2: nobody holds 2 more than c: c's own oldest spills
+    expect(q.push('c', 'c2', 0)).toBe('c1');
+    // b holds 2, nobody 4: b's own oldest
+    expect(q.push('b', 'b3', 0)).toBe('b1');
+    expect(q.size).toBe(5);
+    expect(q.drain()).toEqual(['a3', 'b2', 'c2', 'a4', 'b3']);
+    // no call can be held at all: the newcomer itself comes back
+    const none = new FairQueue<string>({ maxQueued: 0, maxPerTenant: 3, maxWaitMs: Infinity });
+    expect(none.push('a', 'x', 0)).toBe('x');
+    expect(none.size).toBe(0);
+    const one = new FairQueue<string>({ maxQueued: 1, maxPerTenant: 1, maxWaitMs: Infinity });
+    expect(one.push('a', 'x', 0)).toBeUndefined();
+    expect(one.push('b', 'y', 0)).toBe('y'); // a holds 1, not 2 more than b: nothing to spill for b
+    expect(one.drain()).toEqual(['x']);
   });
 
   it('hands back the calls past their deadline, and only those', () => {
@@ -122,11 +138,30 @@ describe('FairQueue', () => {
         if (op < 0.5) {
           const t = `t${Math.floor(rnd() * 5)}`;
           const it = { id: id++, at: now };
-          const pq = per.get(t);
-          let want = 'queued';
-          if (total >= lim.maxQueued) want = 'queue_full';
-          else if (pq && pq.length >= lim.maxPerTenant) want = 'tenant_full';
-          else {
+          const own = per.get(t)?.length ?? 0;
+          // the spill rule: the tenant's oldest at its share; the total full: the oldest of the
+          // first tenant (in round order) holding the most if that is >= own + 2, else own oldest
+          let victim: string | undefined;
+          let want: It | undefined;
+          if (own >= lim.maxPerTenant) victim = t;
+          else if (total >= lim.maxQueued) {
+            let top = t;
+            for (const u of order) if (per.get(u)!.length > (per.get(top)?.length ?? 0)) top = u;
+            if ((per.get(top)?.length ?? 0) >= own + 2) victim = top;
+            else if (own > 0) victim = t;
+            else want = it;
+          }
+          if (victim !== undefined) {
+            const vq = per.get(victim)!;
+            want = vq.shift();
+            total--;
+            if (vq.length === 0) {
+              per.delete(victim);
+              order.splice(order.indexOf(victim), 1);
+            }
+          }
+          if (want !== it) {
+            const pq = per.get(t);
             if (pq) pq.push(it);
             else {
               per.set(t, [it]);
@@ -134,7 +169,7 @@ describe('FairQueue', () => {
             }
             total++;
           }
-          check(q.push(t, it, now), want, `seed ${seed} step ${step} push`);
+          check(q.push(t, it, now)?.id, want?.id, `seed ${seed} step ${step} push`);
         } else if (op < 0.7) {
           const t = order.shift();
           let want: It | undefined;
