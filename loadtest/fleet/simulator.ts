@@ -16,14 +16,17 @@
 // in a gateway-side queue (per-tenant fair, with the product's bounds: max_queued,
 // max_queued_per_tenant, max_wait_ms) until some worker can admit it (fewer engine-waiting requests
 // than max_waiting, KV usage under max_kv_usage), and the policy picks among the workers that can.
-// A call that meets a full queue (in total or its tenant's share), or whose max_wait_ms passes while
-// it is held, spills: it is dispatched at once as at arrival (the policy's pick among all workers,
-// queueing at the engine), so the gate bounds the gateway's memory and never fails a call; every
-// call completes. A deadline is an event of its own (a held call spills at its deadline exactly). A free worker takes
-// the first of the next locality_window held calls that it holds, or that no worker holds; a call
-// whose holder is busy is passed over for up to locality_wait_ms from when it is first looked at
-// (delay scheduling). The queue is looked at after every arrival and every step end (before and
-// after the worker's next step starts). 'arrival' (default): the policy picks at arrival.
+// A call that meets a full queue (in total or its tenant's share) is held and one held call spills
+// (the queue's choice: the tenant's oldest, or the oldest of a tenant holding two more), and a held
+// call whose max_wait_ms passes spills: it is dispatched at once as at arrival (the policy's pick
+// among all workers, queueing at the engine), so the gate bounds the gateway's memory and never
+// fails a call; every call completes. A deadline is an event of its own (a held call spills at its
+// deadline exactly). A free worker takes the first of the next locality_window held calls that it
+// holds, or that no worker holds; a call whose holder is busy is passed over for up to
+// locality_wait_ms from when it is first looked at (delay scheduling). The queue is looked at after
+// every arrival and every step end (before and after the worker's next step starts). 'arrival'
+// (FleetConfig's default; bench fleet picks the product's default by engine): the policy picks at
+// arrival.
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost; with admission O(N) index
 // reads per arrival and O(N + window · N) per step end while calls are held, and O(held) per
 // deadline spill (the call is taken out of its tenant's queue).
