@@ -100,7 +100,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     ),
     admissionOutcomes: counter(
       'admission_outcomes_total',
-      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, spilled_full (a held call sent on as at arrival to make room in a full queue), spilled_deadline (sent on so at max_wait_ms), aborted, shutdown (held or to be held when the gateway began to drain: 503 shutting_down)',
+      'Late binding (dispatch admission): calls by what the gate did: passed (a worker could admit), bound (to the worker holding their prompt), queued, released, spilled_full (a held call sent on as at arrival to make room in a full queue), spilled_deadline (sent on so at max_wait_ms), refused (a full queue while other tenants held calls: 429 / 503), aborted, shutdown (held or to be held when the gateway began to drain: 503 shutting_down)',
       ['model', 'outcome'] as const,
     ),
     admissionWait: histogram(

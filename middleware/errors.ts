@@ -28,6 +28,7 @@ export const ERRORS = {
   tenant_render_queue_full: { status: 429, type: 'rate_limit_error' },
   tenant_render_failures: { status: 429, type: 'rate_limit_error' },
   session_busy: { status: 429, type: 'rate_limit_error' },
+  tenant_admission_queue_full: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
   upstream_bad_response: { status: 502, type: 'upstream_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },
@@ -35,6 +36,7 @@ export const ERRORS = {
   worker_capacity_exhausted: { status: 503, type: 'server_error' },
   shutting_down: { status: 503, type: 'server_error' },
   render_queue_full: { status: 503, type: 'server_error' },
+  admission_queue_full: { status: 503, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -13,15 +13,19 @@
 // first of the next locality_window held calls it holds, or that no worker holds; a call whose
 // holder is busy is passed over for up to locality_wait_ms (delay scheduling). A released call is
 // routed among the workers that could admit it at release (its holder alone when that one could),
-// as the simulator dispatches it. The gate never refuses a call because of itself: when the queue
-// is full (max_queued, or the tenant's max_queued_per_tenant) the newcomer is held and one held
-// call spills (fair-queue.ts picks it: the tenant's oldest, or the oldest of a tenant holding at
-// least two more, so a tenant holding nothing is held before a tenant at its share spills), and a
-// held call whose max_wait_ms passes spills too: a spilled call goes on at once as at arrival (to
-// any worker with room, where the policy sends it, queueing at the engine as without late
-// binding), counted spilledFull / spilledDeadline. So the gate bounds what the gateway holds and
-// can only do better than arrival dispatch, never fail a call arrival would have served. The
-// client gone (before admit() or while held): the call leaves at once (aborted), never queued.
+// as the simulator dispatches it. A full queue with one tenant holding calls never refuses: the
+// newcomer is held and that tenant's oldest held call spills (fair-queue.ts), and a held call
+// whose max_wait_ms passes spills too: a spilled call goes on at once as at arrival (to any worker
+// with room, where the policy sends it, queueing at the engine as without late binding), counted
+// spilledFull / spilledDeadline. With other tenants holding calls a full queue refuses instead
+// (a spill bypasses the gate: a flooding tenant's spills would keep every engine busy and the
+// others' held calls waiting out max_wait_ms, worse than arrival): a tenant at its share gets 429
+// tenant_admission_queue_full; a full total refuses the newest held call of a tenant holding at
+// least two more than the newcomer's (429 tenant_admission_queue_full) and holds the newcomer,
+// else the newcomer gets 503 admission_queue_full (retry-after 1 on both), counted refused. So
+// the gate bounds what the gateway holds, and a tenant within its share is never held back by
+// another's flood. The client gone (before admit() or while held): the call leaves at once
+// (aborted), never queued.
 // Drain: at the start of a graceful shutdown (close(), from gates.ts's closeGates) every held call
 // is answered 503 shutting_down at once, never sent (another replica can take it), and a call that
 // would be held from then on is answered the same way; calls that go at once still go.
@@ -40,6 +44,7 @@ import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admi
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
+import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
 
 /** How often held calls are looked at besides the events that wake the gate, ms. */
@@ -69,6 +74,7 @@ export type AdmissionOutcome =
   | 'released'
   | 'spilledFull'
   | 'spilledDeadline'
+  | 'refused'
   | 'aborted'
   | 'queued'
   | 'shutdown';
@@ -89,6 +95,9 @@ export interface AdmissionStats {
   /** held calls sent on as at arrival: to make room in a full queue, and at max_wait_ms */
   spilledFull: number;
   spilledDeadline: number;
+  /** refused while another tenant held calls: a share full (429), or the total full (429 for the
+   *  tenant holding the most, else 503) */
+  refused: number;
   aborted: number;
   queued: number;
   /** held, or to be held, when the gateway began to drain: answered 503 shutting_down */
@@ -107,6 +116,7 @@ export class AdmissionGate {
     released: 0,
     spilledFull: 0,
     spilledDeadline: 0,
+    refused: 0,
     aborted: 0,
     queued: 0,
     shutdown: 0,
@@ -185,7 +195,19 @@ export class AdmissionGate {
         resolve(undefined);
         return;
       }
-      const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: this.now() };
+      const now = this.now();
+      // other tenants hold calls: a full queue refuses rather than spills (the header)
+      const room = this.queue.roomFor(info.tenant);
+      if (room && 'refuse' in room) {
+        this.count('refused');
+        reject(room.refuse === 'tenant_full' ? this.tenantFull(info.tenant) : this.queueFull());
+        return;
+      }
+      if (room) {
+        this.count('refused', now - room.evicted.atMs);
+        this.leave(room.evicted, undefined, this.tenantFull(room.tenant));
+      }
+      const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: now };
       const spilled = this.queue.push(info.tenant, held, held.atMs);
       if (spilled === held) {
         // no call can be held at all (a bound below 1): it goes on as at arrival
@@ -207,6 +229,24 @@ export class AdmissionGate {
       }
       this.schedule();
     });
+  }
+
+  private tenantFull(tenant: string): GatewayError {
+    return new GatewayError(
+      'tenant_admission_queue_full',
+      `tenant '${tenant}' holds its share of the calls waiting for a worker of '${this.model}' (max_queued_per_tenant ${this.s.max_queued_per_tenant}, or the most of a full queue)`,
+      null,
+      { 'retry-after': '1' },
+    );
+  }
+
+  private queueFull(): GatewayError {
+    return new GatewayError(
+      'admission_queue_full',
+      `${this.s.max_queued} calls of several tenants are waiting for a worker of '${this.model}'`,
+      null,
+      { 'retry-after': '1' },
+    );
   }
 
   /** Calls held now. */

@@ -8,6 +8,12 @@
 // tenant (a tenant holding nothing is held before a tenant at its share spills), else the
 // newcomer's tenant's oldest. The oldest, not the newcomer: a spilled call queues at an engine, and
 // spilling newcomers would let later calls overtake the held ones there.
+// Spilling is for one tenant alone (the fleet simulator's case, a single-tenant deployment): a
+// spilled call bypasses the gate, so with other tenants holding calls a flooding tenant's spills
+// would keep every engine at max_waiting and the others' held calls would wait out max_wait_ms.
+// While another tenant holds calls, roomFor (called before push) refuses instead: a tenant at its
+// share is refused; a full total takes out the newest call of a tenant holding at least two more
+// than the newcomer's (refused, the newcomer held: fair by share), else refuses the newcomer.
 // Cost: push / shift O(1) amortised (O(tenants) when the total is full); expire O(expired +
 // tenants) (deadlines are arrival time + one constant, so each tenant's queue is in deadline order
 // and only its head is looked at); remove O(the tenant's calls + tenants).
@@ -67,6 +73,10 @@ export interface FairQueueLimits {
   maxWaitMs: number;
 }
 
+/** What roomFor decided: the newcomer is refused (its share full, or the total full and its tenant
+ *  among those holding the most), or another tenant's newest call was taken out to be refused. */
+export type Refusal<T> = { refuse: 'tenant_full' | 'queue_full' } | { evicted: T; tenant: string };
+
 export class FairQueue<T> {
   private readonly tenants = new Map<string, Fifo<T>>();
   /** Tenants with calls waiting, in the order they are served (the head goes next). */
@@ -114,6 +124,40 @@ export class FairQueue<T> {
     q.push({ item, atMs: nowMs, deadlineMs: nowMs + this.limits.maxWaitMs });
     this.total++;
     return spilled;
+  }
+
+  /** With other tenants holding calls, a full queue refuses rather than spills (see the header):
+   *  undefined when push may hold `tenant`'s newcomer without displacing anyone, or when no other
+   *  tenant holds calls (push spills then). O(tenants) when the total is full, else O(1). */
+  roomFor(tenant: string): Refusal<T> | undefined {
+    const { maxQueued, maxPerTenant } = this.limits;
+    if (maxQueued < 1 || maxPerTenant < 1 || !this.othersWaiting(tenant)) return undefined;
+    const own = this.tenants.get(tenant)?.length ?? 0;
+    if (own >= maxPerTenant) return { refuse: 'tenant_full' };
+    if (this.total < maxQueued) return undefined;
+    let top = tenant;
+    let most = own;
+    for (const t of this.order) {
+      const n = this.tenants.get(t)!.length;
+      if (n > most) {
+        most = n;
+        top = t;
+      }
+    }
+    if (most < own + 2) return { refuse: 'queue_full' };
+    return { evicted: this.takeNewest(top), tenant: top };
+  }
+
+  /** Takes the tenant's newest call (it holds one; its older ones keep their places). */
+  private takeNewest(tenant: string): T {
+    const q = this.tenants.get(tenant)!;
+    const e = q.removeAt(q.length - 1);
+    this.total--;
+    if (q.length === 0) {
+      this.tenants.delete(tenant);
+      this.order.splice(this.order.indexOf(tenant), 1);
+    }
+    return e.item;
   }
 
   /** Takes the tenant's oldest call (it holds one); the tenant keeps its place in the round

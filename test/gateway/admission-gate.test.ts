@@ -227,7 +227,7 @@ describe('AdmissionGate', () => {
     expect(g.size).toBe(0);
   });
 
-  it("a full queue spills (never refuses): the newcomer is held, the tenant's oldest goes on as at arrival", async () => {
+  it("a full queue with one tenant spills (the tenant's oldest goes on as at arrival); with several it refuses by share", async () => {
     const ws = [worker('w0', 1)]; // full: every call is held
     const g = new AdmissionGate(
       'm',
@@ -240,22 +240,28 @@ describe('AdmissionGate', () => {
     const a1 = held(g.admit(info('a', 'a1'), new AbortController().signal));
     const a2 = held(g.admit(info('a', 'a2'), new AbortController().signal));
     expect(await settled(a1)).toEqual({ done: false });
-    // a's share (2) full: a1 spills (any worker), a3 is held
+    // a alone, its share (2) full: a1 spills (any worker), a3 is held
     const a3 = held(g.admit(info('a', 'a3'), new AbortController().signal));
     expect(await settled(a1)).toEqual({ done: true, value: undefined });
     expect(await settled(a2)).toEqual({ done: false });
     const b1 = held(g.admit(info('b', 'b1'), new AbortController().signal));
     expect(g.size).toBe(3);
-    // the total (3) full; c holds nothing, a holds 2 = 0 + 2: a's oldest (a2) spills, c1 is held
+    // the total (3) full, b holding calls: c holds nothing, a holds 2 = 0 + 2: a's newest (a3) is
+    // refused 429, c1 is held
     const c1 = held(g.admit(info('c', 'c1'), new AbortController().signal));
-    expect(await settled(a2)).toEqual({ done: true, value: undefined });
+    const r3 = await settled(a3);
+    expect(r3.done).toBe(true);
+    expect(r3.err).toMatchObject({ code: 'tenant_admission_queue_full', status: 429 });
     expect(g.size).toBe(3);
-    expect(g.stats).toMatchObject({ queued: 5, spilledFull: 2, released: 0 });
-    // the held ones leave in turn when the worker frees: a3, b1, c1
+    // full again, each tenant holding 1: the newcomer is refused 503 (nobody holds 2 more)
+    const a4 = held(g.admit(info('a', 'a4'), new AbortController().signal));
+    expect((await settled(a4)).err).toMatchObject({ code: 'admission_queue_full', status: 503 });
+    expect(g.stats).toMatchObject({ queued: 5, spilledFull: 1, refused: 2, released: 0 });
+    // the held ones leave in turn when the worker frees: a2, b1, c1
     ws[0].engine = { waiting: 0, running: 0 };
     const order: string[] = [];
     for (const [name, p] of [
-      ['a3', a3],
+      ['a2', a2],
       ['b1', b1],
       ['c1', c1],
     ] as const)
@@ -265,8 +271,68 @@ describe('AdmissionGate', () => {
       await turn();
       await turn();
     }
-    expect(order).toEqual(['a3', 'b1', 'c1']);
+    expect(order).toEqual(['a2', 'b1', 'c1']);
     expect(g.size).toBe(0);
+  });
+
+  it("a flooding tenant's spills never keep another tenant's held call waiting (review s30 F9): over its share it is refused while others hold calls", async () => {
+    // one worker, one call at a time; its engine queue is what the gate sent and did not finish
+    const w = worker('w0', 0);
+    const engine: string[] = [];
+    const sync = () => {
+      w.engine = { waiting: engine.length, running: 1 };
+    };
+    sync();
+    const g = new AdmissionGate(
+      'm',
+      () => [{ view: () => w }],
+      policy({}),
+      { max_waiting: 2, max_queued: 64, max_queued_per_tenant: 4, locality_wait_ms: 0 },
+      () => 0,
+    );
+    gates.push(g);
+    const outcome: Record<string, string> = {};
+    const sent: string[] = [];
+    let sentBeforeB = -1;
+    const arrive = (id: string, tenant: string) => {
+      const r = g.admit(info(tenant, id), new AbortController().signal);
+      const send = () => {
+        sent.push(id);
+        engine.push(id);
+        sync();
+      };
+      if (r instanceof Promise)
+        r.then(send, (e: { code: string }) => {
+          outcome[id] = e.code;
+        });
+      else send();
+    };
+    // a floods: 3 calls per tick, the engine finishes one per tick; b sends one call at tick 5
+    for (let t = 0; t < 60; t++) {
+      engine.shift();
+      sync();
+      if (t === 5) {
+        // what a spilled before is in `sent` already (the last tick's turns ran its sends)
+        sentBeforeB = sent.length;
+        arrive('b', 'b');
+      }
+      for (let k = 0; k < 3; k++) arrive(`a${t}-${k}`, 'a');
+      g.pump();
+      await turn();
+      await turn();
+    }
+    // b was sent (the clock stands still: no deadline spill), and of the calls sent after it
+    // arrived only a's oldest held one went before it (per-tenant round robin)
+    expect(sent).toContain('b');
+    const between = sent.slice(sentBeforeB, sent.indexOf('b'));
+    expect(between.length).toBeLessThanOrEqual(1);
+    // meanwhile a's calls beyond its share were refused 429, not spilled into the engine
+    const refusedA = Object.entries(outcome).filter(
+      ([id, c]) => id.startsWith('a') && c === 'tenant_admission_queue_full',
+    );
+    expect(refusedA.length).toBeGreaterThan(0);
+    expect(g.stats.refused).toBe(refusedA.length);
+    expect(outcome.b).toBeUndefined();
   });
 
   it('a call whose client already left is never held (an abort listener added now would never fire)', async () => {

@@ -1,10 +1,13 @@
 // Late binding, the product's default for vLLM models, over real sockets: reference workers, the
 // assembled gateway (no `dispatch` in the config: the default), the official openai SDK, API keys
-// for three tenants. (1) One tenant floods: beyond its share of the queue its oldest held calls
-// spill (sent on as at arrival: here every worker is at max_in_flight, so they get arrival's 503
-// worker_capacity_exhausted, never a refusal of the gate's own), a tenant holding nothing that
-// finds the whole queue full is held while the flooding tenant's oldest spill (fair by share), and
-// a quiet tenant's calls are released in per-tenant round robin, not behind the flood. (2) Drain: the calls held when the gateway begins
+// for three tenants. (1) One tenant floods: alone, beyond its share of the queue its oldest held
+// calls spill (sent on as at arrival: here every worker is at max_in_flight, so they get arrival's
+// 503 worker_capacity_exhausted); once another tenant holds calls, its calls beyond its share are
+// refused 429 tenant_admission_queue_full (spills would keep the engines busy past the others'
+// turn: review s30 F9); a tenant holding nothing that finds the whole queue full is held while the
+// flooding tenant's newest held calls are refused 429 (fair by share), then 503
+// admission_queue_full when nobody holds two more; and a quiet tenant's calls are released in
+// per-tenant round robin, not behind the flood. (2) Drain: the calls held when the gateway begins
 // to shut down are answered 503 shutting_down at once and never sent; the ones sent finish.
 // Nothing is scraped at start: each test's first call waits for the first round (a warm-up).
 // Robust under load: the gate's looks are paused while calls arrive (the test holds `pump`, the
@@ -119,13 +122,13 @@ function watch(g: AdmissionGate, r: SimGateway) {
 const refusals = (out: Outcome[]) => out.filter((o): o is Extract<Outcome, { ok: false }> => !o.ok);
 
 describe('late binding by default: tenants and drain over real sockets', () => {
-  it("one tenant floods: its oldest spill beyond its share, a tenant holding nothing is held before it, another tenant's calls go in turn", async () => {
+  it("one tenant floods: alone its oldest spill; once others hold calls it is refused beyond its share, a tenant holding nothing is held before it, another tenant's calls go in turn", async () => {
     const r = await start({ max_queued: 10, max_queued_per_tenant: 6, locality_wait_ms: 0 });
     const g = gateFor(r.gw.ctx.fleet.get('m')!)!;
     const base = { ...g.stats };
     const w = watch(g, r);
-    // tenant a: 20 at once; the two workers (max_in_flight 1) take 2, its share holds 6, and each
-    // of the other 12 spills a's oldest held call
+    // tenant a alone: 20 at once; the two workers (max_in_flight 1) take 2, its share holds 6, and
+    // each of the other 12 spills a's oldest held call
     const a = send(r, 'a', 20);
     await until(() => w.atGate.a === 20);
     expect(g.size).toBe(6);
@@ -133,14 +136,23 @@ describe('late binding by default: tenants and drain over real sockets', () => {
     const b = send(r, 'b', 3);
     await until(() => w.atGate.b === 3);
     expect(g.size).toBe(9);
+    // a again, b holding calls: a's share is full, so its 2 new calls are refused 429 (not spilled)
+    const a2 = send(r, 'a', 2);
+    await until(() => w.atGate.a === 22);
     // tenant c: 6 calls; the queue (10) has room for one; then c holds 1 and 2 while a holds 6 and
-    // 5 (>= 2 more): a's oldest spill; then a holds 4, c 3: c's own oldest spill (3 calls)
+    // 5 (>= 2 more): a's newest is refused 429 and c's call held; then a holds 4, c 3: c's newcomers
+    // are refused 503 admission_queue_full (3 calls)
     const c = send(r, 'c', 6);
     await until(() => w.atGate.c === 6);
     expect(g.size).toBe(10);
-    expect(since(g, base)).toMatchObject({ passed: 2, queued: 27, spilledFull: 17, released: 0 });
+    expect(since(g, base)).toMatchObject({ passed: 2, queued: 24, spilledFull: 12, refused: 7, released: 0 });
     w.resume();
-    const [outA, outB, outC] = await Promise.all([Promise.all(a), Promise.all(b), Promise.all(c)]);
+    const [outA, outA2, outB, outC] = await Promise.all([
+      Promise.all(a),
+      Promise.all(a2),
+      Promise.all(b),
+      Promise.all(c),
+    ]);
     // round robin over tenants (a 4, b 3, c 3 held), each tenant's calls in arrival order
     expect(w.released).toEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c', 'a']);
     expect(outB.every((o) => o.ok)).toBe(true);
@@ -152,14 +164,32 @@ describe('late binding by default: tenants and drain over real sockets', () => {
       type: 'server_error',
       retryAfter: '1',
     };
-    const spilledA = refusals(outA);
-    expect(spilledA).toHaveLength(14);
-    for (const o of spilledA) expect(o).toEqual(capacity);
-    const spilledC = refusals(outC);
-    expect(spilledC).toHaveLength(3);
-    for (const o of spilledC) expect(o).toEqual(capacity);
-    expect(since(g, base)).toMatchObject({ passed: 2, queued: 27, released: 10, spilledFull: 17, spilledDeadline: 0 });
-    // the workers got every call that was not spilled into a full fleet (and the warm-up call)
+    const share = {
+      ok: false,
+      status: 429,
+      code: 'tenant_admission_queue_full',
+      type: 'rate_limit_error',
+      retryAfter: '1',
+    };
+    const full = { ok: false, status: 503, code: 'admission_queue_full', type: 'server_error', retryAfter: '1' };
+    const notOkA = refusals(outA);
+    expect(notOkA.filter((o) => o.code === 'worker_capacity_exhausted')).toHaveLength(12);
+    for (const o of notOkA.filter((x) => x.code !== 'worker_capacity_exhausted')) expect(o).toEqual(share);
+    expect(notOkA).toHaveLength(14);
+    for (const o of notOkA.filter((x) => x.code === 'worker_capacity_exhausted')) expect(o).toEqual(capacity);
+    expect(outA2).toEqual([share, share]);
+    const notOkC = refusals(outC);
+    expect(notOkC).toHaveLength(3);
+    for (const o of notOkC) expect(o).toEqual(full);
+    expect(since(g, base)).toMatchObject({
+      passed: 2,
+      queued: 24,
+      released: 10,
+      spilledFull: 12,
+      spilledDeadline: 0,
+      refused: 7,
+    });
+    // the workers got every call that was neither spilled into a full fleet nor refused (and the warm-up call)
     expect(r.workers.reduce((n, wk) => n + wk.stats().requests, 0)).toBe(1 + 2 + 10);
   });
 
