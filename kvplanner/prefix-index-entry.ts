@@ -13,6 +13,15 @@
 // say what left) keeps none. A record leaves the Map once its block is neither held nor listed
 // with children; a pointer to it (queue, children lists) then stands for its hash, looked up again
 // (the block may be back, as a new record), so every answer is the one a hash-keyed entry gives.
+// Tombstones: in an entry that keeps children, a record that an evict() takes out (the feedback, a
+// KV event) stays in the Map marked gone (not held, no children: every lookup reads it as absent)
+// and is revived when its hash comes back, so a chain evicted and inserted again (a worker that
+// never caches: the feedback evicts each call's whole chain, the next call inserts it again) makes
+// no new records and no Map growth or shrink. The LRU's own evictions (shrink: blocks least
+// recently used, rarely back soon) delete at once: a tombstone there would only grow the Map.
+// They are swept, out of the Map at once, when more than TOMB_SHARE of the capacity (+16): an
+// O(records) walk per that many tombstones made. A precise entry deletes at once (its `holds` then
+// answers from the Map alone).
 // Cost: a stamped block O(1) Map operations; an eviction amortised O(1) queue entries (a block
 // passed over for its child is evicted once that child went), each a few field reads; the queue is
 // compacted once mostly garbage (O(blocks log blocks), amortised over as many operations).
@@ -32,6 +41,9 @@ const TOUCH_SLACK = 0.25;
 const STALE_SAMPLES = 4;
 /** Entries with at least this capacity (a precise index's, unbounded) keep no children. */
 export const KIDS_BELOW_CAPACITY = 2 ** 32;
+/** Tombstones an entry keeps before a sweep: this share of its capacity, plus TOMB_MIN. */
+const TOMB_SHARE = 0.5;
+const TOMB_MIN = 16;
 
 /** Cycles broken by the guard (see above), all entries of this process: a metric reads it. */
 export const cycleBreakCounts = { broken: 0 };
@@ -42,7 +54,8 @@ export class BlockRec {
   kids: BlockRec | BlockRec[] | undefined = undefined;
   constructor(
     readonly h: string,
-    /** > 0: held, the clock at its last touch; 0: not held, listed for its children; -1: out of the Map */
+    /** > 0: held, the clock at its last touch; 0: not held, listed for its children (none listed: a
+     *  tombstone, read as absent); -1: out of the Map */
     public t: number,
     /** order in which blocks became held (the order a Map keyed by held hash would iterate in) */
     public seq: number,
@@ -61,6 +74,8 @@ export interface WorkerEntry {
   seq: number;
   /** records with children listed */
   kidLists: number;
+  /** tombstones in the Map (records neither held nor listed with children, kept for reuse) */
+  tombs: number;
   /** eviction candidates in (approximate) age order; parallel arrays, head index. */
   qRec: BlockRec[];
   qTick: number[];
@@ -85,6 +100,7 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
     held: 0,
     seq: 0,
     kidLists: 0,
+    tombs: 0,
     qRec: [],
     qTick: [],
     head: 0,
@@ -101,7 +117,7 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
 export function holds(e: WorkerEntry, h: string): boolean {
   // a record of a block not held is kept only for its children: with no children lists (a precise
   // entry) every record is held, and the Map answers alone (no read of the record: a cache miss)
-  if (e.kidLists === 0) return e.recs.has(h);
+  if (e.kidLists === 0 && e.tombs === 0) return e.recs.has(h);
   const r = e.recs.get(h);
   return r !== undefined && r.t > 0;
 }
@@ -121,6 +137,7 @@ export function emptyEntry(e: WorkerEntry, holders: HolderMasks): void {
   e.recs.clear();
   e.held = 0;
   e.kidLists = 0;
+  e.tombs = 0;
   e.qRec = [];
   e.qTick = [];
   e.head = 0;
@@ -155,6 +172,7 @@ export function stampDown(
       r = new BlockRec(h, t, e.seq++);
       recs.set(h, r);
     } else {
+      if (r.kids === undefined) e.tombs--; // a tombstone revived
       r.t = t;
       r.seq = e.seq++;
     }
@@ -191,7 +209,7 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
     const h = hashes[i];
     const r = e.recs.get(h);
     if (r !== undefined && r.t > 0) {
-      release(e, holders, r);
+      release(e, holders, r, true);
       n++;
     }
     if (e.kidLists === 0) continue;
@@ -199,8 +217,10 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
     // the walk below h went down this chain: the blocks it reached are gone with their children
     // (nothing is added meanwhile), so their own turn would find nothing: skip them. Saves two
     // missing Map lookups per block of a chain evicted from its root (a correction, a take-back).
-    for (let k = 1; k < walked.length && i + 1 < hashes.length && walked[k] === hashes[i + 1]; k++) i++;
+    for (let k = 1; k < walkedN && i + 1 < hashes.length && walked[k] === hashes[i + 1]; k++) i++;
   }
+  walked.fill('', 0, walkedHi);
+  walkedHi = 0;
   e.evictions += n;
   e.idle = 0;
   compact(e);
@@ -240,7 +260,7 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
       e.cycleBreaks++;
       cycleBreakCounts.broken++;
     }
-    release(e, holders, r);
+    release(e, holders, r, false);
     e.evictions++;
     e.idle = 0;
   }
@@ -248,17 +268,34 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
   return true;
 }
 
-/** Stops holding the block of `r` (held); the record leaves the Map unless it lists children. */
-function release(e: WorkerEntry, holders: HolderMasks, r: BlockRec): void {
+/** Stops holding the block of `r` (held); the record leaves the Map unless it lists children
+ *  (`tomb`: as a tombstone, see above). */
+function release(e: WorkerEntry, holders: HolderMasks, r: BlockRec, tomb: boolean): void {
   r.t = 0;
   e.held--;
   holders.drop(r.h, e.slot);
-  if (r.kids === undefined) forget(e, r);
+  if (r.kids === undefined) forget(e, r, tomb);
 }
 
-function forget(e: WorkerEntry, r: BlockRec): void {
+/** `r` (not held, no children listed) leaves: a tombstone when asked and the entry keeps children. */
+function forget(e: WorkerEntry, r: BlockRec, tomb: boolean): void {
+  if (tomb && e.capacity < KIDS_BELOW_CAPACITY) {
+    r.t = 0;
+    e.tombs++;
+    return;
+  }
   e.recs.delete(r.h);
   r.t = -1;
+}
+
+/** Takes the tombstones out of the Map (pointers to them then stand for their hash). O(records). */
+function sweep(e: WorkerEntry): void {
+  for (const r of e.recs.values()) {
+    if (r.t !== 0 || r.kids !== undefined) continue;
+    e.recs.delete(r.h);
+    r.t = -1;
+  }
+  e.tombs = 0;
 }
 
 /** Whether the block `r` stands for is held (a record out of the Map: its hash looked up again). */
@@ -276,6 +313,10 @@ function addKid(e: WorkerEntry, parent: string, kid: BlockRec): BlockRec {
   if (p === undefined) {
     p = new BlockRec(parent, 0, -1);
     e.recs.set(parent, p);
+  } else if (p.t === 0 && p.kids === undefined) {
+    // a tombstone revived, as the record a missing parent gets
+    e.tombs--;
+    p.seq = -1;
   }
   const v = p.kids;
   if (v === undefined) {
@@ -315,19 +356,24 @@ function hasKid(e: WorkerEntry, r: BlockRec): boolean {
 }
 
 /** dropBelow's stack, reused: an eviction of a long chain called it once per block, and two
- *  arrays per call were most of the garbage a call made (nothing it calls re-enters it). */
+ *  arrays per call were most of the garbage a call made (nothing it calls re-enters it). Both are
+ *  used up to a count of their own: `length = 0` would free their backing stores each call. */
 const below: BlockRec[] = [];
+let belowN = 0;
+/** the most of `below` / `walked` used since each was last let go of */
+let belowHi = 0;
+let walkedHi = 0;
 /** the blocks dropBelow's last walk reached, in order (the first: the block it started from) */
 const walked: string[] = [];
+let walkedN = 0;
 
 /** Evicts what hangs below the evicted block `h` (unusable without it; `first`: the record it had
  *  before, if any): the blocks evicted. */
 function dropBelow(e: WorkerEntry, holders: HolderMasks, first: BlockRec | undefined, h: string): number {
   let n = 0;
-  walked.length = 0;
-  walked.push(h);
-  const todo = below;
-  todo.length = 0;
+  walked[0] = h;
+  walkedN = 1;
+  belowN = 0;
   let b = first;
   while (b !== undefined) {
     const r = b.t >= 0 ? b : e.recs.get(b.h);
@@ -335,13 +381,18 @@ function dropBelow(e: WorkerEntry, holders: HolderMasks, first: BlockRec | undef
     if (r !== undefined && v !== undefined) {
       r.kids = undefined;
       e.kidLists--;
-      if (r.t === 0) forget(e, r);
+      if (r.t === 0) forget(e, r, true);
       if (v instanceof BlockRec) n += dropKid(e, holders, v);
       else for (const k of v) n += dropKid(e, holders, k);
     }
-    b = todo.pop();
-    if (b !== undefined) walked.push(b.h);
+    if (belowN === 0) break;
+    b = below[--belowN];
+    walked[walkedN++] = b.h;
   }
+  // the stack lets go of what this walk put there (reachable until overwritten otherwise)
+  below.fill(undefined as unknown as BlockRec, 0, belowHi);
+  belowHi = 0;
+  if (walkedN > walkedHi) walkedHi = walkedN;
   return n;
 }
 
@@ -349,13 +400,16 @@ function dropBelow(e: WorkerEntry, holders: HolderMasks, first: BlockRec | undef
  *  may still have some below it: a hole). */
 function dropKid(e: WorkerEntry, holders: HolderMasks, k: BlockRec): number {
   const cur = k.t >= 0 ? k : e.recs.get(k.h);
-  below.push(cur ?? k);
+  below[belowN++] = cur ?? k;
+  if (belowN > belowHi) belowHi = belowN;
   if (cur === undefined || cur.t <= 0) return 0;
-  release(e, holders, cur);
+  release(e, holders, cur, true);
   return 1;
 }
 
 function compact(e: WorkerEntry): void {
+  // (an entry whose capacity became a precise one's deletes at once from then on: swept now)
+  if (e.tombs > 0 && (e.capacity >= KIDS_BELOW_CAPACITY || e.tombs > e.capacity * TOMB_SHARE + TOMB_MIN)) sweep(e);
   // drop consumed head and stale entries once the queue is mostly garbage
   if (e.head > 1024 && e.head * 2 > e.qRec.length) {
     e.qRec = e.qRec.slice(e.head);
