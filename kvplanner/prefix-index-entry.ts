@@ -273,7 +273,7 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
 function release(e: WorkerEntry, holders: HolderMasks, r: BlockRec, tomb: boolean): void {
   r.t = 0;
   e.held--;
-  holders.drop(r.h, e.slot);
+  holders.drop(r.h, e.slot, tomb && e.capacity < KIDS_BELOW_CAPACITY);
   if (r.kids === undefined) forget(e, r, tomb);
 }
 

@@ -4,6 +4,13 @@
 // matchAll (prefix-index-match-all.ts) reads it to run every worker's binary search at once.
 // Cost: add/drop O(1) Map operations (O(words) to see whether a record emptied); widen() O(records)
 // once per 32 worker slots.
+// Tombstones: a block dropped by an entry's evict() (drop's `keep`) keeps its record, all zero
+// (read as no holder: matchAll treats an all-zero mask as a missing one), so a chain evicted and
+// inserted again makes no Map set/delete churn; swept (deleted, records freed) once there are more
+// than TOMBS_OVER_LIVE plus the live records: an O(records) walk per that many tombstones made.
+
+/** Tombstones kept beyond the live records before a sweep. */
+const TOMBS_OVER_LIVE = 32_768;
 
 export class HolderMasks {
   /** block hash -> record number of its holder bitmask in `masks` */
@@ -14,10 +21,12 @@ export class HolderMasks {
   /** records in use or freed; freed ones are reused (`free`) */
   private used = 0;
   private readonly free: number[] = [];
+  /** records in the Map with an all-zero mask (tombstones) */
+  private tombs = 0;
 
   /** Blocks some slot holds. */
   get size(): number {
-    return this.records.size;
+    return this.records.size - this.tombs;
   }
 
   /** Record number of `hash`'s mask, undefined when no slot holds it. */
@@ -44,19 +53,44 @@ export class HolderMasks {
         }
       }
       this.records.set(h, r);
-    }
+    } else if (this.tombs > 0 && this.isZero(r)) this.tombs--; // a tombstone revived
     this.masks[r * W + (slot >>> 5)] |= 1 << (slot & 31);
   }
 
-  drop(h: string, slot: number): void {
+  /** Slot `slot` no longer holds `h`; the record leaves once no slot does (`keep`: it stays, a
+   *  tombstone, see above). */
+  drop(h: string, slot: number, keep = false): void {
     const r = this.records.get(h);
     if (r === undefined) return;
-    const W = this.words;
-    const o = r * W;
-    this.masks[o + (slot >>> 5)] &= ~(1 << (slot & 31));
-    for (let w = 0; w < W; w++) if (this.masks[o + w] !== 0) return;
+    const i = r * this.words + (slot >>> 5);
+    const bit = 1 << (slot & 31);
+    // not held by the slot: nothing changes (a record is never all zero unless a tombstone)
+    if ((this.masks[i] & bit) === 0) return;
+    this.masks[i] &= ~bit;
+    if (!this.isZero(r)) return;
+    if (keep) {
+      if (++this.tombs > TOMBS_OVER_LIVE + this.records.size - this.tombs) this.sweep();
+      return;
+    }
     this.records.delete(h);
     this.free.push(r);
+  }
+
+  private isZero(r: number): boolean {
+    const W = this.words;
+    const o = r * W;
+    for (let w = 0; w < W; w++) if (this.masks[o + w] !== 0) return false;
+    return true;
+  }
+
+  /** Deletes the tombstones and frees their records. O(records). */
+  private sweep(): void {
+    for (const [h, r] of this.records) {
+      if (!this.isZero(r)) continue;
+      this.records.delete(h);
+      this.free.push(r);
+    }
+    this.tombs = 0;
   }
 
   /** One more word per holder mask (a 33rd, 65th… worker slot): O(records) copy, rare. */

@@ -73,3 +73,27 @@ describe('PrefixIndex entry tombstones', () => {
     expect(entryOf(idx, 'p').recs.size).toBe(3);
   });
 });
+
+describe('PrefixIndex holder masks tombstones', () => {
+  it('an evicted chain keeps its holder records (read as no holder) until a sweep at 32,768 over the live ones', () => {
+    const idx = new PrefixIndex(100_000);
+    const H = (idx as unknown as { holders: { size: number; records: Map<string, number> } }).holders;
+    const a = chain('h', 40_000);
+    idx.insert('w', a);
+    idx.insert('v', a.slice(0, 10));
+    expect(H.size).toBe(40_000);
+    const out = [0, 0];
+    expect(idx.evict('w', a, true, 0)).toBe(40_000);
+    // with x tombstones, 40,000 - x records are live: the sweep came at x > 32,768 + 40,000 - x,
+    // the 36,385th; v still holds 10 blocks, and 39,990 - 36,385 = 3,605 tombstones came since
+    expect(H.size).toBe(10);
+    expect(H.records.size).toBe(10 + 3_605);
+    idx.matchAll(a, out);
+    expect(out).toEqual([0, 10]);
+    idx.insert('w', a, true, 0);
+    expect(H.size).toBe(40_000);
+    expect(H.records.size).toBe(40_000);
+    idx.matchAll(a, out);
+    expect(out).toEqual([40_000, 10]);
+  });
+});
