@@ -129,7 +129,14 @@ export function startScraper(
   // its own connections, with a connect timeout no longer than the scrape's: a blackholed worker
   // (SYN dropped) ends its part of a round after `timeout`, not undici's default 10 s connect
   // timeout (late binding's first calls wait for the first round)
-  const agent = new Agent({ connect: { timeout } });
+  // (made on first use; closed by stop() once no round runs, and after any round asked for later)
+  let agent: Agent | undefined;
+  let stopped = false;
+  const closeAgent = (): void => {
+    const a = agent;
+    agent = undefined;
+    void a?.close();
+  };
   const one = async (w: WorkerView): Promise<void> => {
     // an unhealthy worker is out of routing and of the gate (health checks bring it back): not
     // asked, so it cannot hold a round up
@@ -142,7 +149,7 @@ export function startScraper(
     try {
       const res = await request(new URL(path, w.url), {
         method: 'GET',
-        dispatcher: agent,
+        dispatcher: (agent ??= new Agent({ connect: { timeout } })),
         headersTimeout: timeout,
         bodyTimeout: timeout,
       });
@@ -178,12 +185,14 @@ export function startScraper(
     running ??= Promise.all(list().map(one)).then(
       () => {
         running = undefined;
+        if (stopped) closeAgent();
         fresh = true;
         landed = true;
         o.onScrape?.();
       },
       () => {
         running = undefined;
+        if (stopped) closeAgent();
       },
     );
     return running;
@@ -203,9 +212,13 @@ export function startScraper(
   timer.unref();
   return {
     scrapeOnce,
-    // the agent stays open: a round asked for after stop still runs (its idle sockets close at
-    // undici's keep-alive timeout, as the global dispatcher's did)
-    stop: () => clearInterval(timer),
+    // the agent's sockets close now, or when the running round ends (a round asked for after stop
+    // still runs, on a new agent closed as it ends)
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+      if (!running) closeAgent();
+    },
     get scraped() {
       return landed;
     },

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseEngineMetrics, SCRAPE_BACKOFF_MAX_MS, startScraper } from '../../kvplanner/load-signals.ts';
+import { until } from '../helpers/until.ts';
 import { workers } from './fixtures.ts';
 
 const VLLM = `# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
@@ -259,4 +260,35 @@ describe('startScraper: answers other than 200, unhealthy and unreachable worker
       child.kill('SIGKILL');
     }
   }, 15_000);
+});
+
+describe('startScraper: its connections (review s30 F10)', () => {
+  it('stop() closes the scraper’s keep-alive connections, also those of a round asked for after stop', async () => {
+    const open = new Set<import('node:net').Socket>();
+    const srv = createServer((_req, res) => {
+      // the engine lets idle connections live 10 minutes: only the client closing ends them soon
+      res.setHeader('keep-alive', 'timeout=600');
+      res.end(VLLM);
+    });
+    srv.keepAliveTimeout = 600_000; // nor does the server end them (its default: 5 s)
+    srv.on('connection', (sock) => {
+      open.add(sock);
+      sock.on('close', () => open.delete(sock));
+    });
+    servers.push(srv);
+    const port = await new Promise<number>((r) =>
+      srv.listen(0, '127.0.0.1', () => r((srv.address() as { port: number }).port)),
+    );
+    const ws = workers(1);
+    ws[0].url = `http://127.0.0.1:${port}`;
+    const sc = startScraper(ws, 60_000, { timeoutMs: 10_000 });
+    await sc.scrapeOnce();
+    expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });
+    expect(open.size).toBe(1); // kept alive between rounds
+    sc.stop();
+    await until(() => open.size === 0);
+    await sc.scrapeOnce();
+    expect(ws[0].engine).toEqual({ waiting: 5, running: 7, kvUsage: 0.5 });
+    await until(() => open.size === 0);
+  });
 });
