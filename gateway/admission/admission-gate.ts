@@ -23,9 +23,10 @@
 // tenant_admission_queue_full; a full total refuses the newest held call of a tenant holding at
 // least two more than the newcomer's (429 tenant_admission_queue_full) and holds the newcomer,
 // else the newcomer gets 503 admission_queue_full (retry-after 1 on both), counted refused. So
-// the gate bounds what the gateway holds, and a tenant within its share is never held back by
-// another's flood. The client gone (before admit() or while held): the call leaves at once
-// (aborted), never queued.
+// the gate bounds what the gateway holds, and a held call waits for what was at the engines when
+// it arrived (as at arrival) plus only the round robin and older calls' deadline spills, never
+// for another tenant's spills; the flooder's excess gets 429 (arrival would queue it). The client
+// gone (before admit() or while held): the call leaves at once (aborted), never queued.
 // Drain: at the start of a graceful shutdown (close(), from gates.ts's closeGates) every held call
 // is answered 503 shutting_down at once, never sent (another replica can take it), and a call that
 // would be held from then on is answered the same way; calls that go at once still go.

@@ -53,6 +53,30 @@ describe('FairQueue', () => {
     expect(one.drain()).toEqual(['x']);
   });
 
+  it('roomFor (review s30 F9): no say for one tenant alone; with others holding, refuses by share and takes the newest of a tenant holding 2 more', () => {
+    const q = new FairQueue<string>({ maxQueued: 5, maxPerTenant: 3, maxWaitMs: Infinity });
+    for (const x of ['a1', 'a2', 'a3']) {
+      expect(q.roomFor('a')).toBeUndefined();
+      q.push('a', x, 0);
+    }
+    // a alone at its share: push spills a's oldest, roomFor does not refuse
+    expect(q.roomFor('a')).toBeUndefined();
+    expect(q.push('b', 'b1', 0)).toBeUndefined();
+    // b holds a call: a at its share is refused, b below its share is not
+    expect(q.roomFor('a')).toEqual({ refuse: 'tenant_full' });
+    expect(q.roomFor('b')).toBeUndefined();
+    q.push('b', 'b2', 0);
+    // the total full: c holds nothing, a holds 3 >= 0 + 2: a's newest is taken out, its older keep their places
+    expect(q.roomFor('c')).toEqual({ evicted: 'a3', tenant: 'a' });
+    expect(q.size).toBe(4);
+    expect(q.push('c', 'c1', 0)).toBeUndefined();
+    // full again: a 2, b 2, c 1: nobody holds 2 more than c or b: the newcomer is refused
+    expect(q.roomFor('c')).toEqual({ refuse: 'queue_full' });
+    expect(q.roomFor('b')).toEqual({ refuse: 'queue_full' });
+    expect(q.size).toBe(5);
+    expect(q.drain()).toEqual(['a1', 'b1', 'c1', 'a2', 'b2']);
+  });
+
   it('hands back the calls past their deadline, and only those', () => {
     const q = new FairQueue<string>({ maxQueued: 10, maxPerTenant: 10, maxWaitMs: 100 });
     q.push('a', 'a0', 0);
@@ -108,7 +132,7 @@ describe('FairQueue', () => {
     expect(q.drain()).toEqual(['b2', 'a3']);
   });
 
-  it('matches a naive reference (per-tenant FIFO, tenant round robin, bounds, expire, takeFirst) on random operations', () => {
+  it('matches a naive reference (per-tenant FIFO, tenant round robin, bounds, roomFor, expire, takeFirst) on random operations', () => {
     type It = { id: number; at: number };
     // plain comparisons (one expect per step costs seconds over 90,000 steps)
     const diffs: string[] = [];
@@ -138,7 +162,40 @@ describe('FairQueue', () => {
         if (op < 0.5) {
           const t = `t${Math.floor(rnd() * 5)}`;
           const it = { id: id++, at: now };
-          const own = per.get(t)?.length ?? 0;
+          let own = per.get(t)?.length ?? 0;
+          // half the pushes go as the gate sends them: roomFor first (review s30 F9). With another
+          // tenant holding calls: the tenant at its share is refused; a full total takes the newest
+          // of the first tenant (in round order) holding the most if that is >= own + 2, else the
+          // newcomer is refused; one tenant alone: no say (push spills)
+          if (rnd() < 0.5) {
+            let wantRoom = 'none';
+            if (order.some((u) => u !== t)) {
+              if (own >= lim.maxPerTenant) wantRoom = 'tenant_full';
+              else if (total >= lim.maxQueued) {
+                let top = t;
+                for (const u of order) if (per.get(u)!.length > (per.get(top)?.length ?? 0)) top = u;
+                if ((per.get(top)?.length ?? 0) < own + 2) wantRoom = 'queue_full';
+                else {
+                  const vq = per.get(top)!;
+                  wantRoom = `${top}:${vq.pop()!.id}`;
+                  total--;
+                  if (vq.length === 0) {
+                    per.delete(top);
+                    order.splice(order.indexOf(top), 1);
+                  }
+                }
+              }
+            }
+            const room = q.roomFor(t);
+            const gotRoom =
+              room === undefined ? 'none' : 'refuse' in room ? room.refuse : `${room.tenant}:${room.evicted.id}`;
+            check(gotRoom, wantRoom, `seed ${seed} step ${step} roomFor`);
+            if (wantRoom === 'tenant_full' || wantRoom === 'queue_full') {
+              check(q.size, total, `seed ${seed} step ${step} size`);
+              continue;
+            }
+            own = per.get(t)?.length ?? 0;
+          }
           // the spill rule: the tenant's oldest at its share; the total full: the oldest of the
           // first tenant (in round order) holding the most if that is >= own + 2, else own oldest
           let victim: string | undefined;
