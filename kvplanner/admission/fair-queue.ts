@@ -102,15 +102,7 @@ export class FairQueue<T> {
     const own = this.tenants.get(tenant)?.length ?? 0;
     if (own >= maxPerTenant) spilled = this.takeOldest(tenant);
     else if (this.total >= maxQueued) {
-      let top = tenant;
-      let most = own;
-      for (const t of this.order) {
-        const n = this.tenants.get(t)!.length;
-        if (n > most) {
-          most = n;
-          top = t;
-        }
-      }
+      const { top, most } = this.busiest(tenant, own);
       if (most >= own + 2) spilled = this.takeOldest(top);
       else if (own > 0) spilled = this.takeOldest(tenant);
       else return item;
@@ -126,15 +118,9 @@ export class FairQueue<T> {
     return spilled;
   }
 
-  /** With other tenants holding calls, a full queue refuses rather than spills (see the header):
-   *  undefined when push may hold `tenant`'s newcomer without displacing anyone, or when no other
-   *  tenant holds calls (push spills then). O(tenants) when the total is full, else O(1). */
-  roomFor(tenant: string): Refusal<T> | undefined {
-    const { maxQueued, maxPerTenant } = this.limits;
-    if (maxQueued < 1 || maxPerTenant < 1 || !this.othersWaiting(tenant)) return undefined;
-    const own = this.tenants.get(tenant)?.length ?? 0;
-    if (own >= maxPerTenant) return { refuse: 'tenant_full' };
-    if (this.total < maxQueued) return undefined;
+  /** The tenant holding the most calls (the first in round-robin order among equals), or `tenant`
+   *  itself (holding `own`) when none holds more. O(tenants). */
+  private busiest(tenant: string, own: number): { top: string; most: number } {
     let top = tenant;
     let most = own;
     for (const t of this.order) {
@@ -144,6 +130,19 @@ export class FairQueue<T> {
         top = t;
       }
     }
+    return { top, most };
+  }
+
+  /** With other tenants holding calls, a full queue refuses rather than spills (see the header):
+   *  undefined when push may hold `tenant`'s newcomer without displacing anyone, or when no other
+   *  tenant holds calls (push spills then). O(tenants) when the total is full, else O(1). */
+  roomFor(tenant: string): Refusal<T> | undefined {
+    const { maxQueued, maxPerTenant } = this.limits;
+    if (maxQueued < 1 || maxPerTenant < 1 || !this.othersWaiting(tenant)) return undefined;
+    const own = this.tenants.get(tenant)?.length ?? 0;
+    if (own >= maxPerTenant) return { refuse: 'tenant_full' };
+    if (this.total < maxQueued) return undefined;
+    const { top, most } = this.busiest(tenant, own);
     if (most < own + 2) return { refuse: 'queue_full' };
     return { evicted: this.takeNewest(top), tenant: top };
   }
