@@ -21,6 +21,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { until } from '../helpers/until.ts';
+import { agentSession, type SessionRun } from '../helpers/agent-session.ts';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
 const redisUrl = inject('redisUrl');
@@ -137,38 +138,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
-interface Run {
-  flips: number;
-  homes: Set<string>;
-  hitRate: number;
-}
-
 /** One agent-like session: a growing conversation, call i sent through via(i). */
-async function session(via: (i: number) => Replica): Promise<Run> {
-  const id = `agent-${randomUUID()}`;
-  const messages: OpenAI.ChatCompletionMessageParam[] = [
-    { role: 'system', content: 'You are a careful coding agent. Explain each step. '.repeat(30) },
-  ];
-  let last: string | undefined;
-  let flips = 0;
-  let prompt = 0;
-  let cached = 0;
-  const homes = new Set<string>();
-  for (let i = 0; i < CALLS; i++) {
-    messages.push({ role: 'user', content: `Step ${i}: inspect file_${i}.py and report what it does.` });
-    const { data, response } = await client(via(i), id)
-      .chat.completions.create({ model, max_tokens: 8, messages })
-      .withResponse();
-    const worker = response.headers.get('x-ctxgate-worker') ?? '?';
-    if (last !== undefined && worker !== last) flips++;
-    last = worker;
-    homes.add(worker);
-    prompt += data.usage?.prompt_tokens ?? 0;
-    cached += data.usage?.prompt_tokens_details?.cached_tokens ?? 0;
-    messages.push({ role: 'assistant', content: data.choices[0].message.content ?? '' });
-  }
-  return { flips, homes, hitRate: cached / prompt };
-}
+const session = (via: (i: number) => Replica): Promise<SessionRun> => agentSession((i) => via(i).url, model, CALLS);
 
 describe('replicas agree on a session’s home: two gateway processes, one redis-server', () => {
   it('has a real Redis', () => {

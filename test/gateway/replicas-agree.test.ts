@@ -13,6 +13,7 @@ import { parseConfig } from '../../gateway/config/load.ts';
 import type { SharedIndexRedis } from '../../kvplanner/shared-index-redis.ts';
 import { startSimWorker, type SimWorker } from '../../loadtest/sim-worker/index.ts';
 import { until } from '../helpers/gateway.ts';
+import { agentSession, type SessionRun } from '../helpers/agent-session.ts';
 
 const redisUrl = inject('redisUrl');
 const CALLS = 28;
@@ -60,42 +61,8 @@ afterAll(async () => {
   await Promise.all(workers.map((w) => w.close()));
 });
 
-interface Run {
-  flips: number;
-  homes: Set<string>;
-  hitRate: number;
-}
-
 /** One agent-like session: a growing conversation, call i sent through via(i). */
-async function session(via: (i: number) => Gateway): Promise<Run> {
-  const id = `agent-${randomUUID()}`;
-  const messages: OpenAI.ChatCompletionMessageParam[] = [
-    { role: 'system', content: 'You are a careful coding agent. Explain each step. '.repeat(30) },
-  ];
-  let last: string | undefined;
-  let flips = 0;
-  let prompt = 0;
-  let cached = 0;
-  const homes = new Set<string>();
-  for (let i = 0; i < CALLS; i++) {
-    messages.push({ role: 'user', content: `Step ${i}: inspect file_${i}.py and report what it does.` });
-    const client = new OpenAI({
-      baseURL: `${via(i).url}/v1`,
-      apiKey: 'none',
-      maxRetries: 0,
-      defaultHeaders: { 'x-session-id': id },
-    });
-    const { data, response } = await client.chat.completions.create({ model, max_tokens: 8, messages }).withResponse();
-    const worker = response.headers.get('x-ctxgate-worker') ?? '?';
-    if (last !== undefined && worker !== last) flips++;
-    last = worker;
-    homes.add(worker);
-    prompt += data.usage?.prompt_tokens ?? 0;
-    cached += data.usage?.prompt_tokens_details?.cached_tokens ?? 0;
-    messages.push({ role: 'assistant', content: data.choices[0].message.content ?? '' });
-  }
-  return { flips, homes, hitRate: cached / prompt };
-}
+const session = (via: (i: number) => Gateway): Promise<SessionRun> => agentSession((i) => via(i).url, model, CALLS);
 
 describe('replicas agree on a session’s home', () => {
   it('has a real Redis', () => {
