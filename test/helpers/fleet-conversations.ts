@@ -40,3 +40,19 @@ export function load(recs: MooncakeRecord[], rateScale = 1): FleetRequest[] {
     rateScale,
   );
 }
+
+/** A trace file's lines (JSONL, trailing newline): `requests` arrivals every 400 ms, 20
+ *  conversations whose turns each extend the previous one by two blocks over a shared root. */
+export function steppedConversationJsonl(requests: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < requests; i++) {
+    const conv = i % 20;
+    const turn = Math.floor(i / 20);
+    const ids = [0];
+    for (let t = 0; t <= turn; t++) ids.push(1000 * conv + 10 * t + 1, 1000 * conv + 10 * t + 2);
+    lines.push(
+      JSON.stringify({ timestamp: i * 400, input_length: 512 * ids.length, output_length: 20, hash_ids: ids }),
+    );
+  }
+  return lines.join('\n') + '\n';
+}

@@ -8,6 +8,7 @@ import { bandSummary, MAX_BAND_RATES, parseRateBand } from '../../loadtest/fleet
 import { run } from '../../loadtest/fleet/command.ts';
 import type { FleetRunSummary } from '../../loadtest/fleet/summary.ts';
 import { captureOutput } from '../helpers/capture-output.ts';
+import { steppedConversationJsonl } from '../helpers/fleet-conversations.ts';
 
 function runOf(policy: string, p90: number, hit: number): FleetRunSummary {
   return { config: { policy }, ttft_ms: { p50: 0, p90, p95: 0, p99: 0 }, hit_rate: hit } as unknown as FleetRunSummary;
@@ -67,18 +68,7 @@ describe('bench fleet --rate-band', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fleet-band-'));
     trace = join(dir, 'trace.jsonl');
-    // 60 requests, 20 conversations of 3 turns extending each other, every 400 ms
-    const lines: string[] = [];
-    for (let i = 0; i < 60; i++) {
-      const conv = i % 20;
-      const turn = Math.floor(i / 20);
-      const ids = [0];
-      for (let t = 0; t <= turn; t++) ids.push(1000 * conv + 10 * t + 1, 1000 * conv + 10 * t + 2);
-      lines.push(
-        JSON.stringify({ timestamp: i * 400, input_length: 512 * ids.length, output_length: 20, hash_ids: ids }),
-      );
-    }
-    await writeFile(trace, lines.join('\n') + '\n');
+    await writeFile(trace, steppedConversationJsonl(60));
   });
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });

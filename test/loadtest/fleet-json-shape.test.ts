@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../loadtest/fleet/command.ts';
 import type { FleetRunSummary } from '../../loadtest/fleet/summary.ts';
 import { captureOutput } from '../helpers/capture-output.ts';
+import { steppedConversationJsonl } from '../helpers/fleet-conversations.ts';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
 const REQUESTS = 60;
@@ -19,18 +20,7 @@ let trace = '';
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'fleet-shape-'));
   trace = join(dir, 'trace.jsonl');
-  // 60 requests every 400 ms: 20 conversations of 3 turns, each turn extending the previous one
-  const lines: string[] = [];
-  for (let i = 0; i < REQUESTS; i++) {
-    const conv = i % 20;
-    const turn = Math.floor(i / 20);
-    const ids = [0];
-    for (let t = 0; t <= turn; t++) ids.push(1000 * conv + 10 * t + 1, 1000 * conv + 10 * t + 2);
-    lines.push(
-      JSON.stringify({ timestamp: i * 400, input_length: 512 * ids.length, output_length: 20, hash_ids: ids }),
-    );
-  }
-  await writeFile(trace, lines.join('\n') + '\n');
+  await writeFile(trace, steppedConversationJsonl(REQUESTS));
 });
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
