@@ -2,16 +2,21 @@
 // lightseekorg/smg model_gateway/src/policies/cache_aware.rs (the sgl-model-gateway successor):
 //  1. load = requests in flight per worker; imbalanced iff (max − min) > balance_abs_threshold AND
 //     max > min · balance_rel_threshold → the least-loaded worker (`balance`), text still inserted;
+//     "least loaded" everywhere is the lowest (load, requests this policy sent there, index) —
+//     smg's (load, processed_requests, idx) tie-break (smg #1714), which spreads misses over
+//     equally idle workers instead of sending them all to the first;
 //  2. approximate mode (HTTP text): prefix-match the text on the shared char radix tree; match rate
 //     = matched ÷ text chars; rate > cache_threshold → the tree's tenant for that prefix
 //     (`prefix_match`); else — unlike the 2024 router's smallest tree — the least-loaded worker
 //     (`min_load`); every pick inserts the text under the chosen worker;
 //  3. event-driven mode (a precise index from engine KV events, option kv_index): the worker with
-//     the most overlapping blocks, ties → lower load → smaller tree (`overlap`); no overlap →
-//     least-loaded (`min_load`).
+//     the most overlapping blocks, ties → lower load → smaller tree → the later worker (Rust's
+//     max_by_key keeps the last maximum) (`overlap`); no overlap → least-loaded (`min_load`).
 // Defaults: the gateway binary's CLI defaults (smg main.rs: --cache-threshold 0.3,
 // --balance-abs-threshold 64, --balance-rel-threshold 1.5, --eviction-interval 120,
 // --max-tree-size 2^26); CacheAwareConfig::default() in the library is 0.5 / 32 / 1.1 / 30 / 10000.
+// The upstream overload / KV-spread imbalance terms (balance_token_usage_threshold,
+// overload_token_usage_threshold) default to 1.0, i.e. off, and are not modelled.
 // Cost: O(text) per decision (approximate) or O(n log b) (event-driven) + O(n) load scan.
 import { ApproxRadixTree } from '../approx-radix-tree.ts';
 import { preciseIndexOption, type KvEventIndex } from '../kv-events/event-index.ts';
@@ -39,6 +44,8 @@ export class SmgCacheAwarePolicy implements Policy {
   private readonly maxTreeSize: number;
   private readonly blockSize: number;
   private lastEviction = -1;
+  /** Picks per worker (smg's processed_requests): the second key of the least-loaded choice. */
+  private readonly processed = new Map<string, number>();
   private readonly branches: Record<string, number> = Object.fromEntries(SMG_BRANCHES.map((b) => [b, 0]));
 
   constructor(opts: PolicyOptions = {}) {
@@ -68,9 +75,14 @@ export class SmgCacheAwarePolicy implements Policy {
     // the tenant's cache salt leads, so the tree is per tenant like the workers' caches
     const text = info.cacheSalt ? `${info.cacheSalt}\u0000${info.text ?? ''}` : (info.text ?? '');
     let min = workers[0];
+    let minDone = this.processed.get(min.id) ?? 0;
     let maxLoad = workers[0].inFlight;
     for (const w of workers) {
-      if (w.inFlight < min.inFlight) min = w;
+      const done = this.processed.get(w.id) ?? 0;
+      if (w.inFlight < min.inFlight || (w.inFlight === min.inFlight && done < minDone)) {
+        min = w;
+        minDone = done;
+      }
       if (w.inFlight > maxLoad) maxLoad = w.inFlight;
     }
     const imbalanced = maxLoad - min.inFlight > this.absThreshold && maxLoad > min.inFlight * this.relThreshold;
@@ -88,7 +100,7 @@ export class SmgCacheAwarePolicy implements Policy {
           d > bestDepth ||
           (d === bestDepth &&
             (w.inFlight < best.inFlight ||
-              (w.inFlight === best.inFlight && this.precise.index.size(w.id) < this.precise.index.size(best.id))))
+              (w.inFlight === best.inFlight && this.precise.index.size(w.id) <= this.precise.index.size(best.id))))
         ) {
           best = w;
           bestDepth = d;
@@ -116,6 +128,7 @@ export class SmgCacheAwarePolicy implements Policy {
       else predicted = text.length === 0 ? 0 : Math.floor((tokens * this.tree.matchFor(text, w.id)) / text.length);
     }
     if (!this.precise) this.tree.insert(text, w.id);
+    this.processed.set(w.id, (this.processed.get(w.id) ?? 0) + 1);
     this.branches[branch]++;
     return { worker: w, branch, predictedCachedTokens: Math.min(predicted, tokens) };
   }
