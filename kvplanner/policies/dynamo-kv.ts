@@ -4,7 +4,8 @@
 //   decode_blocks(w)  = blocks of w's active requests + the request's new blocks
 //   logit(w)          = overlap_score_weight · prefill_blocks(w) + decode_blocks(w)   (lower wins)
 // temperature 0 → the lowest logit, ties → the smaller index footprint, then a seeded random
-// pick; temperature > 0 → softmax sampling over the logits normalised to [0, 1] by their range.
+// pick; temperature > 0 → softmax sampling over the logits normalised to [0, 1] by their range,
+// or a uniform pick when every logit is equal (softmax_sample_with_sample in selector.rs).
 // overlap(w) = blocks of the prompt's chain w holds from the start: from engine KV events when a
 // precise index is given (option kv_index; Dynamo's KvIndexer), else from the router's own
 // decisions (Dynamo's ApproxKvIndexer, which records each routed chain on its worker; here
@@ -83,7 +84,11 @@ export class DynamoKvPolicy implements Policy {
     }
     let idx: number;
     let branch: string;
-    if (this.temperature === 0 || hi === lo) {
+    if (this.temperature > 0 && hi === lo) {
+      // Dynamo's softmax_sample: equal logits → uniform over all workers (no tree-size tie-break)
+      idx = Math.floor(this.rand() * n);
+      branch = 'sampled';
+    } else if (this.temperature === 0) {
       const ties: number[] = [];
       for (let i = 0; i < n; i++) if (logits[i] === lo) ties.push(i);
       let minSize = Infinity;
