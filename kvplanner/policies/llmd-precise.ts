@@ -16,6 +16,10 @@
 // prefix-cache plugin), bounded by each pod's KV capacity. Queue and usage come from the scraped
 // engine signals (vllm:num_requests_waiting, vllm:kv_cache_usage_perc).
 // Defaults: the weights above; block size 64 in that config (set block_size to the engine's).
+// One known difference: the index takes a held chain key to stand for its whole prefix, so a pod
+// holding blocks 0 and 2 but not 1 matches 3 where llm-d's walk stops at the gap (1). Engines do
+// not produce that from ordered events (a parent is evicted after its children); it needs a lost
+// event. Each scorer and the profile are checked against llm-d's own test cases by name.
 // Cost: O(n log b) index lookups + O(n) per decision.
 import { preciseIndexOption, type KvEventIndex } from '../kv-events/event-index.ts';
 import { PrefixIndex } from '../prefix-index.ts';
