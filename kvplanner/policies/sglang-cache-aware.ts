@@ -12,6 +12,9 @@
 // eviction_interval 60 s, max_tree_size 2**24). Later sgl-model-gateway router_args.py defaults are
 // 0.3 / 64 / 1.5 / 60 / 2**26, and the Rust CacheAwareConfig::default() is 0.5 / 32 / 1.1 / 30 /
 // 10000; pass those as options to compare. The eviction runs lazily inside select (no timer thread).
+// Characters are UTF-16 code units here, Unicode scalar values upstream (Rust chars): the same
+// for text in the Basic Multilingual Plane (the tree.rs tests, CJK included, pass as written); a
+// character outside it (an emoji) counts 2, so its match rate and tree size differ slightly.
 // Cost: O(text length) per decision + O(n) load scan.
 import { ApproxRadixTree } from '../approx-radix-tree.ts';
 import { num } from '../policy-options.ts';

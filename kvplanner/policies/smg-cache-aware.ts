@@ -15,6 +15,7 @@
 // Defaults: the gateway binary's CLI defaults (smg main.rs: --cache-threshold 0.3,
 // --balance-abs-threshold 64, --balance-rel-threshold 1.5, --eviction-interval 120,
 // --max-tree-size 2^26); CacheAwareConfig::default() in the library is 0.5 / 32 / 1.1 / 30 / 10000.
+// Characters are UTF-16 code units (upstream: Rust chars), as in sglang_cache_aware.
 // The upstream overload / KV-spread imbalance terms (balance_token_usage_threshold,
 // overload_token_usage_threshold) default to 1.0, i.e. off, and are not modelled.
 // Cost: O(text) per decision (approximate) or O(n log b) (event-driven) + O(n) load scan.
