@@ -5,7 +5,7 @@
 // tenant; else the smallest tenant). Sizes are characters, as tenant_char_count counts them.
 import { describe, expect, it } from 'vitest';
 import { ApproxRadixTree } from '../../kvplanner/approx-radix-tree.ts';
-import { SglangCacheAwarePolicy } from '../../kvplanner/policies/sglang-cache-aware.ts';
+import { SGLANG_DEFAULTS, SglangCacheAwarePolicy } from '../../kvplanner/policies/sglang-cache-aware.ts';
 import { info, workers } from './fixtures.ts';
 
 /** get_used_size_per_tenant, computed independently: one character per distinct non-empty prefix
@@ -137,6 +137,16 @@ describe('sgl-router/src/tree.rs', () => {
 });
 
 describe('sgl-router/src/router.rs select_generate_worker (cache_threshold 0.5, abs 32, rel 1.0001)', () => {
+  it("the router README's Configuration Parameters defaults (launch_router --help of 2024)", () => {
+    expect(SGLANG_DEFAULTS).toEqual({
+      cache_threshold: 0.5,
+      balance_abs_threshold: 32,
+      balance_rel_threshold: 1.0001,
+      eviction_interval_secs: 60,
+      max_tree_size: 16_777_216,
+    });
+  });
+
   // test_get_smallest_tenant's sizes as the workers' trees (tenant1..4 = w0..w3): 6, 3, 2 and
   // "hi" + "hello" = 6 characters ("h" shared); a miss goes to the smallest: w2 (tenant3)
   it('a match rate ≤ cache_threshold goes to the smallest tenant (test_get_smallest_tenant sizes)', () => {

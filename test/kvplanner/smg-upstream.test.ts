@@ -4,7 +4,7 @@
 // KvEventIndex with smg's test block size 4; upstream hashes token blocks, here the keys are given.
 import { describe, expect, it } from 'vitest';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
-import { SmgCacheAwarePolicy } from '../../kvplanner/policies/smg-cache-aware.ts';
+import { SMG_DEFAULTS, SmgCacheAwarePolicy } from '../../kvplanner/policies/smg-cache-aware.ts';
 import { info, workers } from './fixtures.ts';
 
 /** The chain keys of `blocks` full blocks, as the gateway passes them (b0, b1, …). */
@@ -15,6 +15,19 @@ function eventDriven(held: Record<string, string[]>) {
   for (const [w, keys] of Object.entries(held)) ev.blockStored(w, keys);
   return new SmgCacheAwarePolicy({ kv_index: ev, block_size: 4, eviction_interval_secs: 0 });
 }
+
+describe("model_gateway/src/main.rs: the gateway binary's routing-policy defaults", () => {
+  it('--cache-threshold 0.3, --balance-abs-threshold 64, --balance-rel-threshold 1.5, eviction 120 s, tree 2^26, block 16', () => {
+    expect(SMG_DEFAULTS).toEqual({
+      cache_threshold: 0.3,
+      balance_abs_threshold: 64,
+      balance_rel_threshold: 1.5,
+      eviction_interval_secs: 120,
+      max_tree_size: 67_108_864,
+      block_size: 16,
+    });
+  });
+});
 
 describe('cache_aware.rs score_overlap / select_worker_event_driven tests', () => {
   it('test_score_overlap_selects_best_match / test_event_driven_overlap_selects_cached_worker', () => {
