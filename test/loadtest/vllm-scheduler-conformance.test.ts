@@ -76,6 +76,10 @@ describe('tests/v1/core/test_scheduler.py on the fleet EngineModel', () => {
     expect(r1.blocks).toEqual([]);
     drain(e, 2);
     expect([r0.generated, r1.generated]).toEqual([8, 8]);
+    // upstream runs this case with prefix caching off; with it on (as here), vLLM's
+    // _preempt_request frees the blocks with their hashes, so the recompute hits the one full
+    // block the 20-token chunk cached: 20 + (80 − 16) tokens prefilled in all, not 100
+    expect(r1.prefilled).toBe(20 + 80 - 16);
     expect(e.peakUsedBlocks).toBeLessThanOrEqual(10);
     expect(r1.finishMs).toBeGreaterThan(r0.finishMs);
   });
