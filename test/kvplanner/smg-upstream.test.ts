@@ -29,6 +29,27 @@ describe("model_gateway/src/main.rs: the gateway binary's routing-policy default
   });
 });
 
+// docs/concepts/routing/cache-aware.md "Imbalance Detection": imbalanced when BOTH
+// (max − min) > balance_abs_threshold (64) AND max > balance_rel_threshold (1.5) × min
+describe('docs: Imbalance Detection with the defaults (64, 1.5)', () => {
+  it.each([
+    [65, 0, 'balance'], // 65 > 64 and 65 > 0
+    [64, 0, 'prefix_match'], // 64 is not > 64
+    [300, 190, 'balance'], // 110 > 64 and 300 > 285
+    [300, 210, 'prefix_match'], // 90 > 64 but 300 is not > 315
+  ])('loads %i vs %i → %s', (busy, idle, branch) => {
+    const p = new SmgCacheAwarePolicy({ eviction_interval_secs: 0 });
+    const ws = workers(2);
+    const text = 'a shared prefix long enough to match';
+    p.select(ws, info({ text })); // w0 (both idle): its tree now holds the text
+    ws[0].inFlight = busy;
+    ws[1].inFlight = idle;
+    const c = p.select(ws, info({ text }))!;
+    expect(c.branch).toBe(branch);
+    expect(c.worker.id).toBe(branch === 'balance' ? 'w1' : 'w0');
+  });
+});
+
 describe('cache_aware.rs score_overlap / select_worker_event_driven tests', () => {
   it('test_score_overlap_selects_best_match / test_event_driven_overlap_selects_cached_worker', () => {
     const p = eventDriven({ w0: chain(4) });
