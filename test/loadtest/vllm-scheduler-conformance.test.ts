@@ -118,6 +118,33 @@ describe('tests/v1/core/test_prefix_caching.py, more cases', () => {
     expect(one([901, 903], 2 * BS).cachedTokens).toBe(0); // req1's block was the one evicted
   });
 
+  // test_reset_prefix_cache: 10 blocks; req0 = 3 full blocks + 7 tokens, req1 the same 3 blocks
+  // + 7 others (3 hit, 1 new block). A reset while both run leaves the cache intact (upstream:
+  // reset_prefix_cache() returns False); once both are freed it empties it.
+  it('test_reset_prefix_cache: no reset while blocks are in use; all cleared once freed', () => {
+    const cleared: string[] = [];
+    const c = new BlockCache(
+      10 * BS,
+      BS,
+      {},
+      { stored() {}, removed: (k) => cleared.push(k), cleared: () => cleared.push('all') },
+    );
+    const full = [0, 1, 2].flatMap((b) => new Array<number>(BS).fill(b));
+    const req0 = c.begin([...full, ...new Array(7).fill(3)]);
+    expect(c.pool.usedBlocks()).toBe(4);
+    const req1 = c.begin([...full, ...new Array(7).fill(4)]);
+    expect(req1.cachedTokens).toBe(3 * BS);
+    expect(c.pool.usedBlocks()).toBe(5);
+    c.flush();
+    expect(c.size()).toBe(3);
+    expect(cleared).toEqual([]);
+    c.finish(req0, []);
+    c.finish(req1, []);
+    c.flush();
+    expect(c.size()).toBe(0);
+    expect(cleared).toEqual(['all']);
+  });
+
   // test_kv_cache_events[2|3|10]: a pool of exactly blocks_to_cache blocks. Caching a prompt of
   // that many blocks reports them all stored; freeing it and caching another prompt that size
   // reports every one removed (each a block stored before) and the new ones stored; freeing and
