@@ -25,9 +25,37 @@ const ID_BYTES = 8;
  *  array of one: no array per entry for the scavenger to copy and promote; else the array. */
 export type PieceIds = number | readonly number[];
 
-function pushIds(out: number[], ids: PieceIds): void {
-  if (typeof ids === 'number') out.push(ids);
-  else for (const id of ids) out.push(id);
+/** Ids the id buffer keeps its capacity for between texts. */
+const SCRATCH_KEEP = 1 << 16;
+
+/**
+ * The ids of the text being encoded, written over one array kept from text to text (the encode is
+ * synchronous and never re-entered) and copied out at their exact length: a fresh array per text
+ * regrew ~1.5x at a time (2-3 copies of its ids), and `length = 0` would drop the capacity.
+ */
+class IdBuffer {
+  private a: number[] = [];
+  n = 0;
+
+  push(id: number): void {
+    if (this.n < this.a.length) this.a[this.n] = id;
+    else this.a.push(id);
+    this.n++;
+  }
+
+  pushIds(ids: PieceIds): void {
+    if (typeof ids === 'number') this.push(ids);
+    else for (const id of ids) this.push(id);
+  }
+
+  /** The ids written since the buffer was last emptied, as an array of their own; then empties it. */
+  take(): number[] {
+    const ids = this.a.slice(0, this.n);
+    // A long text's capacity is not kept between texts.
+    if (this.a.length > SCRATCH_KEEP) this.a = [];
+    this.n = 0;
+    return ids;
+  }
 }
 
 interface PreTokenizerLike {
@@ -182,6 +210,11 @@ export function fastBpeEncoder(
   const pieceIds = (piece: string, options: unknown): PieceIds => {
     const known = memo.get(piece);
     if (known !== undefined) return known;
+    return encodePiece(piece, options);
+  };
+
+  // A piece the memo does not hold: the library's last stage, BPE and vocabulary, then memoised.
+  const encodePiece = (piece: string, options: unknown): PieceIds => {
     const ids = model.convert_tokens_to_ids(model(last.pre_tokenize([piece], options)));
     // (an id that is no number, as the library's unknown-token id can be, stays in its array)
     const value = ids.length === 1 && typeof ids[0] === 'number' ? ids[0] : ids;
@@ -196,7 +229,7 @@ export function fastBpeEncoder(
   // at `at` is what a search from `at` finds first; where none starts at `at`, the search finds
   // the next one and the text before it is a piece, as there. An empty match (none of the
   // bundled patterns has one) returns false and the caller splits the library's way.
-  const splitPieces = (w: SplitWalk, x: string, options: unknown, out: number[]): boolean => {
+  const splitPieces = (w: SplitWalk, x: string, options: unknown, out: IdBuffer): boolean => {
     const n = x.length;
     let at = 0;
     while (at < n) {
@@ -204,7 +237,9 @@ export function fastBpeEncoder(
       if (w.sticky.test(x)) {
         const end = w.sticky.lastIndex;
         if (end === at) return false;
-        pushIds(out, pieceIds(x.slice(at, end), options));
+        // Looked up where it lies: a slice only for a piece the memo does not hold.
+        const known = memo.getRange(x, at, end);
+        out.pushIds(known !== undefined ? known : encodePiece(x.slice(at, end), options));
         at = end;
         continue;
       }
@@ -212,14 +247,15 @@ export function fastBpeEncoder(
       const m = w.search.exec(x);
       const next = m ? m.index : n;
       if (m && m[0].length === 0) return false;
-      pushIds(out, pieceIds(x.slice(at, next), options));
+      out.pushIds(pieceIds(x.slice(at, next), options));
       at = next;
     }
     return true;
   };
 
+  const out = new IdBuffer();
   return (text: string): number[] => {
-    const out: number[] = [];
+    out.n = 0;
     const sections = splitAdded(text);
     // As the library: an added token that strips eats the neighbouring section's whitespace.
     for (let i = 0; i < sections.length; ++i) {
@@ -239,14 +275,14 @@ export function fastBpeEncoder(
       if (x.length === 0) continue;
       const options = { section_index: s };
       if (walk !== undefined) {
-        const mark = out.length;
+        const mark = out.n;
         if (splitPieces(walk, x, options, out)) continue;
-        out.length = mark;
+        out.n = mark;
       }
       let pieces: string[] = [x];
       for (const stage of cut) pieces = stage.pre_tokenize(pieces, options);
-      for (const p of pieces) pushIds(out, pieceIds(p, options));
+      for (const p of pieces) out.pushIds(pieceIds(p, options));
     }
-    return out;
+    return out.take();
   };
 }

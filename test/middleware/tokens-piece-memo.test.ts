@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { memoiseByteLevel } from '../../middleware/tokens/byte-level-memo.ts';
 import { fastBpeEncoder, type PieceIds } from '../../middleware/tokens/fast-bpe.ts';
 import {
+  MAX_PROBES,
   PIECE_MEMO_ENTRY_BYTES,
   PIECE_MEMO_MAX_BYTES,
   PIECE_MEMO_MAX_CHARS,
@@ -58,6 +59,30 @@ describe('piece memo', () => {
     expect(m.get(word(0))).toBeUndefined();
     m.set('x'.repeat(PIECE_MEMO_MAX_CHARS + 1), [1], 8);
     expect(m.get('x'.repeat(PIECE_MEMO_MAX_CHARS + 1))).toBeUndefined();
+  });
+
+  it('getRange(text, from, to) answers as get(text.slice(from, to)), across growth and a drop', () => {
+    const m = new PieceMemo<number>(256 * 1024);
+    const text = Array.from({ length: 4_000 }, (_, i) => word(i * 7).slice(0, 1 + (i % 13))).join(' ');
+    let checked = 0;
+    let held = 0;
+    for (let at = 0; at + 20 < text.length; at += 3) {
+      const to = at + 1 + (at % 17);
+      const key = text.slice(at, to);
+      const want = m.get(key);
+      expect(m.getRange(text, at, to)).toBe(want);
+      if (want === undefined) m.set(key, at, 8);
+      else held++;
+      // another key of the same length, shifted by one character: found only if it was set
+      expect(m.getRange(text, at + 1, to + 1)).toBe(m.get(text.slice(at + 1, to + 1)));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(5_000);
+    expect(held).toBeGreaterThan(0);
+    // never a key longer than the memo holds, never an empty-range surprise
+    expect(m.getRange('x'.repeat(100), 0, PIECE_MEMO_MAX_CHARS + 1)).toBeUndefined();
+    expect(m.getRange('abc', 1, 1)).toBe(m.get(''));
+    expect(MAX_PROBES).toBeGreaterThan(0);
   });
 
   it("the fast encoder's memo stays under its byte bound on distinct 60-character words, ids equal to the library's", () => {
