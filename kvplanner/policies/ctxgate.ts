@@ -47,7 +47,8 @@
 // previous prompt (else O(log b)), plus O(n) start estimates when the home's own exceeds one
 // prefill of the prompt (the other branches' cost when that does not settle it); other branches
 // add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
-// O(log b + new blocks).
+// O(log b + new blocks). An unpinned pick's chain enters the shared-prefix tracker after the
+// decision (recordShared: before the tracker's next read or write, or in observe()).
 // Settings: see CTXGATE_DEFAULTS (ctxgate-defaults.ts). index_capacity_factor 4 and kv_pressure_s 100 were chosen
 // with the fleet simulator (Mooncake conversation half, 8 workers, 200k and 1M KV tokens, rate
 // ×1 and ×2; sweep over factor 1/2/4/8/16/32, kv_pressure_s 0/10/30/100/200/300, ε 0.1–1): p90
@@ -127,7 +128,11 @@ export class CtxgatePolicy implements Policy {
   /** engine KV events feed the index (option kv_index): routing only reads it (guessing()) */
   private readonly events: KvEventIndex | undefined;
   readonly affinity: SessionAffinity;
-  readonly shared = new SharedPrefixTracker();
+  /** read through `shared`, which first records a postponed chain (recordShared) */
+  private readonly tracker = new SharedPrefixTracker();
+  /** an unpinned pick's chain not yet in the tracker: recorded by the next observe(), or before the
+   *  tracker's next read or write, whichever comes first (recordShared) */
+  private unrecorded: readonly string[] | undefined;
   private readonly epsilon: number;
   private readonly blockSize: number;
   private readonly tps: (id: string) => number;
@@ -313,7 +318,7 @@ export class CtxgatePolicy implements Policy {
       held = depth[idx];
       // pinned calls (sticky or a detour) only extend their own chain; branch points between
       // prompts show up on the unpinned paths, the only ones that ask the tracker
-      if (pinnedIdx < 0) recording = this.later.run(this.shared.inserting(hashes), hashes.length, info.defer);
+      if (pinnedIdx < 0) recording = this.recordShared(hashes, info.defer);
     }
 
     const worker = workers[idx];
@@ -345,6 +350,35 @@ export class CtxgatePolicy implements Policy {
     this.pending.set(info, pick);
     this.branches[branch]++;
     return { worker, branch, predictedCachedTokens: predicted };
+  }
+
+  /** The shared-prefix tracker, with every chain picked so far recorded. */
+  get shared(): SharedPrefixTracker {
+    this.recordPostponed();
+    return this.tracker;
+  }
+
+  private recordPostponed(): void {
+    const h = this.unrecorded;
+    if (h === undefined) return;
+    this.unrecorded = undefined;
+    this.tracker.insert(h);
+  }
+
+  /**
+   * An unpinned pick's chain enters the shared-prefix tracker after the decision: every read and
+   * write goes through `shared`, which records it first, so each sees the tracker as if it had been
+   * recorded at once, and a new session's call no longer waits for ~10–20 Map operations on a
+   * tracker cold in the cache (observe() records it, off the request path). Work the caller defers,
+   * or a pick while deferred work waits (writes stay in pick order), goes as before.
+   */
+  private recordShared(hashes: readonly string[], defer: RouteInfo['defer']): Work | undefined {
+    const shared = this.shared;
+    if (this.later.waiting === 0 && (!defer || hashes.length <= DEFER_MIN_BLOCKS)) {
+      this.unrecorded = hashes;
+      return undefined;
+    }
+    return this.later.run(shared.inserting(hashes), hashes.length, defer);
   }
 
   /** Index of worker `id` in `workers`, -1 if absent: O(1) while the gateway passes the same
@@ -572,6 +606,7 @@ export class CtxgatePolicy implements Policy {
    * missing one) are evicted instead, so the next prediction for this prefix there is lower.
    */
   observe(fb: RouteFeedback): void {
+    this.recordPostponed();
     const p = this.pending.get(fb.info);
     if (p?.recording) this.later.finish(p.recording);
     // a failed call leaves nothing new cached: take back what select() added for it, except what
@@ -653,6 +688,7 @@ export class CtxgatePolicy implements Policy {
   }
 
   settle(): void {
+    this.recordPostponed();
     this.later.settle();
   }
 

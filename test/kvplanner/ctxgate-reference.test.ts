@@ -1,7 +1,9 @@
 // The ctxgate policy's fast paths against straightforward ones: a reference policy whose per-worker
 // depths are each worker's own unhinted PrefixIndex.matchLength (no holder bitmasks, no slot
 // cache), whose session totals come from SessionAffinity.load by worker id (no per-slot cache) and
-// whose prompt chain is a fresh object per call. Both policies see the same seeded stream: chains
+// whose prompt chain is a fresh object per call, and which records an unpinned pick's chain in the
+// shared-prefix tracker inside select() (the policy postpones it to the next observe() or tracker
+// read; here 30 % of picks get no feedback before the next call). Both policies see the same seeded stream: chains
 // over a shared root with forks, engine events that store chains and remove random blocks (holes),
 // workers whose events fall out of step (guessed) and come back, a fleet of 40 (two mask words)
 // passed as a new, reshuffled subset of fresh views on every call, as the gateway builds them, and
@@ -42,6 +44,10 @@ function reference(events: KvEventIndex): CtxgatePolicy {
   r.depth = depth;
   r.slots = slots;
   r.loadOfSlot = (_slot: number, id: string) => r.affinity.load(id);
+  r.recordShared = (hashes: readonly string[]) => {
+    p.shared.insert(hashes);
+    return undefined;
+  };
   r.chain = (info: RouteInfo) => ({
     hashes: info.blockHashes ?? [],
     blockTokens: BLOCK,
@@ -145,6 +151,11 @@ describe('ctxgate: fast paths equal straightforward ones', () => {
     for (const b of ['sticky', 'new_session', 'prefix_match', 'overflow'])
       expect(branches.get(b) ?? 0).toBeGreaterThan(0);
     expect(holes).toBeGreaterThan(100);
+    // and the shared-prefix trackers hold the same: every conversation's shared root alike
+    expect(fast.policy.shared.size).toBe(ref.policy.shared.size);
+    expect(convs.map((c) => fast.policy.shared.sharedDepth(c))).toEqual(
+      convs.map((c) => ref.policy.shared.sharedDepth(c)),
+    );
     expect(guessedCalls).toBeGreaterThan(100);
   });
 });
