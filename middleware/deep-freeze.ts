@@ -76,20 +76,27 @@ export function freezeEdited<T extends object>(prev: T, next: T, keys: Iterable<
   // An array's size is 1 + Σ (item + 1), a record's 1 + Σ (key + 4 + value) over keys whose value
   // is not undefined, either one 2 when that sum is empty (see measure); every term is ≥ 2.
   const isArray = Array.isArray(next);
-  const term = (o: object, k: string | number): number => {
-    if (isArray) return (k as number) < (o as unknown[]).length ? measure((o as unknown[])[k as number], true) + 1 : 0;
-    const x = Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined;
-    return x === undefined ? 0 : String(k).length + 4 + measure(x, true);
-  };
   let inner = prevSize === 2 ? 0 : prevSize - 1;
-  for (const k of keys) inner += term(next, k) - term(prev, k);
+  for (const k of keys) inner += editTerm(next, k, isArray) - editTerm(prev, k, isArray);
   new Sized(next, inner === 0 ? 2 : 1 + inner);
   return Object.freeze(next);
 }
 
-/** Indices `from` up to the longer of two arrays' lengths: those where `next` may differ from `prev`. */
-export function* indicesFrom(prev: readonly unknown[], next: readonly unknown[], from: number): Generator<number> {
-  for (let i = from; i < Math.max(prev.length, next.length); i++) yield i;
+/** freezeEdited's term of key `k` in `o`. A module function, not a closure made per call: tsx
+ * (esbuild keepNames) names every `const f = () =>`, a defineProperty of ~1 µs each time. */
+function editTerm(o: object, k: string | number, isArray: boolean): number {
+  if (isArray) return (k as number) < (o as unknown[]).length ? measure((o as unknown[])[k as number], true) + 1 : 0;
+  const x = Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined;
+  return x === undefined ? 0 : String(k).length + 4 + measure(x, true);
+}
+
+/** Indices `from` up to the longer of two arrays' lengths: those where `next` may differ from `prev`.
+ * An array, not a generator: usually one or two indices, and a generator object and its resumes
+ * cost more than the array. */
+export function indicesFrom(prev: readonly unknown[], next: readonly unknown[], from: number): number[] {
+  const out: number[] = [];
+  for (let i = from; i < Math.max(prev.length, next.length); i++) out.push(i);
+  return out;
 }
 
 export function isDeepFrozen(v: object): boolean {

@@ -83,24 +83,9 @@ export interface CallsResult {
  * O(changed). O(added × chunks + chunks + CALL_CHUNK × chunks copied); `calls` is never changed.
  */
 export function withCalls(calls: readonly CallRecord[][], added: readonly CallRecord[], max: number): CallsResult {
-  let out: CallRecord[][] | undefined;
-  let from = calls.length;
-  const edits = new Map<number, ChunkEdit>();
-  // Copied once per call; the index of the changed record noted.
-  const touch = (i: number, j: number): CallRecord[] => {
-    out ??= [...calls];
-    let e = edits.get(i);
-    if (!e) {
-      e = { prev: out[i], keys: [] };
-      out[i] = [...out[i]];
-      edits.set(i, e);
-    }
-    e.keys?.push(j);
-    from = Math.min(from, i);
-    return out[i];
-  };
+  const w = new CallsEdit(calls);
   for (const r of added) {
-    const cur = out ?? calls;
+    const cur = w.out ?? calls;
     let at = -1;
     let j = -1;
     for (let i = cur.length - 1; i >= 0 && at < 0; i--) {
@@ -108,23 +93,24 @@ export function withCalls(calls: readonly CallRecord[][], added: readonly CallRe
       if (j >= 0) at = i;
     }
     if (at >= 0) {
-      touch(at, j)[j] = r;
+      w.touch(at, j)[j] = r;
       continue;
     }
-    out ??= [...calls];
+    const out = (w.out ??= [...calls]);
     const last = out.length - 1;
     if (last >= 0 && out[last].length < CALL_CHUNK) {
       const c = out[last];
-      touch(last, c.length).push(r);
+      w.touch(last, c.length).push(r);
     } else {
-      from = Math.min(from, out.length);
-      edits.set(out.length, {});
+      w.from = Math.min(w.from, out.length);
+      w.edits.set(out.length, {});
       out.push([r]);
     }
   }
-  const n = callCount(out ?? calls);
+  const n = callCount(w.out ?? calls);
   if (n > max) {
-    out ??= [...calls];
+    const out = (w.out ??= [...calls]);
+    const edits = w.edits;
     let drop = n - max;
     let whole = 0;
     while (whole < out.length && out[whole].length <= drop) drop -= out[whole++].length;
@@ -136,13 +122,38 @@ export function withCalls(calls: readonly CallRecord[][], added: readonly CallRe
       for (const [i, e] of moved) edits.set(i - whole, e);
     }
     if (drop > 0) {
-      touch(0, 0).splice(0, drop);
+      w.touch(0, 0).splice(0, drop);
       // Every record of chunk 0 moved.
       (edits.get(0) as ChunkEdit).keys = undefined;
     }
-    from = 0;
+    w.from = 0;
   }
-  return { calls: out ?? (calls as CallRecord[][]), from, edits };
+  return { calls: w.out ?? (calls as CallRecord[][]), from: w.from, edits: w.edits };
+}
+
+/** withCalls' copy of the list of chunks as it goes. A class, not closures over locals: tsx
+ * (esbuild keepNames) names every `const f = () =>`, a defineProperty of ~1 µs per call each. */
+class CallsEdit {
+  out: CallRecord[][] | undefined;
+  from: number;
+  readonly edits = new Map<number, ChunkEdit>();
+  constructor(private readonly calls: readonly CallRecord[][]) {
+    this.from = calls.length;
+  }
+
+  /** Chunk i, copied once per call; the index of the changed record noted. */
+  touch(i: number, j: number): CallRecord[] {
+    const out = (this.out ??= [...this.calls]);
+    let e = this.edits.get(i);
+    if (!e) {
+      e = { prev: out[i], keys: [] };
+      out[i] = [...out[i]];
+      this.edits.set(i, e);
+    }
+    e.keys?.push(j);
+    this.from = Math.min(this.from, i);
+    return out[i];
+  }
 }
 
 /** v1's `calls` record as v2 chunks, in the record's key order. O(records). */

@@ -95,7 +95,8 @@ export interface LedgerState {
   tombstones: Tombstone[];
   evictions: Eviction[];
   pending: ExternalInvalidation[];
-  /** Calls awaiting a result: id → invocation (text-mode agents keep one). */
+  /** Calls awaiting a result: id → invocation (text-mode agents keep one). Made by openCalls():
+   * no prototype. */
   open: Record<string, { tool: string; args: Record<string, unknown>; call: number }>;
   /** Open file of SWE-agent's windowed editor (its `edit`/`goto` act on it). */
   openFile?: string;
@@ -113,8 +114,22 @@ export function emptyLedger(): LedgerState {
     tombstones: [],
     evictions: [],
     pending: [],
-    open: {},
+    open: openCalls(),
   };
+}
+
+/**
+ * A record of open calls, `from`'s entries copied in their order: with no prototype. A tool call
+ * id is the agent's text: on a plain object `constructor` or `toString` would be found on
+ * Object.prototype (a result with no call then read as one, and threw) and `__proto__` would set
+ * the prototype instead of a key. And every call adds and deletes a key never seen before (its
+ * call id): a plain object takes a new hidden class for each (~3 µs), an object without a
+ * prototype is a dictionary from the start (~1 µs). Same keys, order and JSON.
+ */
+export function openCalls(from?: Readonly<LedgerState['open']>): LedgerState['open'] {
+  const out: LedgerState['open'] = Object.create(null);
+  if (from !== undefined) for (const k of Object.keys(from)) out[k] = from[k];
+  return out;
 }
 
 /** The first stored shape: the same but `calls`, a record id → [call, exit, output hash]. */
