@@ -44,6 +44,7 @@
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
@@ -209,7 +210,9 @@ export class AdmissionGate {
         this.leave(room.evicted, undefined, this.tenantFull(room.tenant));
       }
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: now };
-      const spilled = this.queue.push(info.tenant, held, held.atMs);
+      // released in the simulator's order (release-order.ts): cheap prefills first, within a bounded slack
+      const slackMs = releaseSlackMs(releaseCost(this.policy, views, info), this.s);
+      const spilled = this.queue.push(info.tenant, held, held.atMs, slackMs);
       if (spilled === held) {
         // no call can be held at all (a bound below 1): it goes on as at arrival
         this.count('spilledFull', 0);

@@ -146,6 +146,8 @@ export const ModelSchema = Type.Object(
         locality_wait_ms: NonNegInt(ADMISSION_DEFAULTS.locality_wait_ms),
         locality_min_tokens: NonNegInt(ADMISSION_DEFAULTS.locality_min_tokens),
         locality_window: PosInt(ADMISSION_DEFAULTS.locality_window),
+        release_ms_per_token: Type.Number({ minimum: 0, default: ADMISSION_DEFAULTS.release_ms_per_token }),
+        release_max_slack_ms: NonNegInt(ADMISSION_DEFAULTS.release_max_slack_ms),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -19,6 +19,10 @@ export interface AdmissionSettings {
   locality_wait_ms: number;
   locality_min_tokens: number;
   locality_window: number;
+  /** Release order (release-order.ts): a held call is released as if it arrived
+   *  min(release_max_slack_ms, uncached prompt tokens × release_ms_per_token) later (0: arrival order). */
+  release_ms_per_token: number;
+  release_max_slack_ms: number;
 }
 
 /** max_waiting 2: the engine has the next calls at hand when a running one frees its blocks, and
@@ -33,16 +37,43 @@ export interface AdmissionSettings {
  *  (synthetic_trace, same fleet, ×1) they give p50 30.3 → 16.9 s, p99 410 → 213 s, hit 15.2 → 19.1 %,
  *  band ×0.9–1.1 p90 ÷ the best other 1.090 → 1.044× (geo), but p90 186.1 → 196.1 s (+5.4 %), and
  *  smg_cache_aware (192.8 s) stays the best policy there: check both traces before changing them
- *  or making admission the default. */
+ *  or making admission the default.
+ *  Release order (release-order.ts), release_ms_per_token 40 and release_max_slack_ms 1,800 s,
+ *  with max_wait_ms raised to 1,800 s to match (a deadline under the slack spills the calls the
+ *  order defers: ms/token 30, slack 1,800 s, max_wait 600 s gave ×2 p90 877 s, imbalance 1.67).
+ *  Chosen from this sweep (`bench fleet` on the conversation half, 8 vLLM workers, 200k KV,
+ *  `--policies ctxgate --release-ms-per-token M --release-max-slack-ms C --max-wait-ms C`),
+ *  ×2 p90 / p99 TTFT in s (round_robin 1,031.1 / 1,253.8; the arrival-order gate 923.0 / 1,028.8):
+ *      M \ C   600       900      1,200       1,500       1,800       2,400
+ *      5                             -           -       800.8/928     -
+ *      10    804.5/935     -         -           -       766.1/969     -
+ *      15      -           -     405.0/1242      -       402.5/1210    -
+ *      20      -           -     428.1/1170  402.1/1256  402.4/1246  402.4/1224
+ *      25      -           -     455.6/1098  394.0/1191  402.1/1254    -
+ *      30    810.8/983  767.1/998 555.4/1065 415.8/1129  399.5/1210  386.0/1257
+ *      40      -           -         -           -       416.5/1122  397.4/1222
+ *      50      -           -     803.2/1005      -       535.5/1058    -
+ *      100     -           -     838.7/982       -           -         -
+ *  (30 / 300 s with max_wait 600 s: 911.4.) Slack under ~1,500 s or ms/token ≥ 50 leaves the
+ *  expensive calls' backlog in the p90; 15–40 ms/token with 1,500–2,400 s is a plateau at
+ *  386–416 s. Of it, 40 / 1,800 has the lowest ×2 p99 (1,122 s, +9 % over the
+ *  arrival-order gate, under round_robin's) and the best of the neighbouring loads: ×1 p90 31.9 s
+ *  (0.11× rr; was 126.5) at p99 350.0 s (was 145.1: the bounded cost, under rr's 502.1), hit 8.2 %,
+ *  imbalance 1.11; ×1.5 49.5 / 1,025.6 s (rr 764.1 / 986.8); ×2.5 546.4 / 1,185.0 (rr 1,178.2 /
+ *  1,416.1); ×3 971.6 / 1,225.0 (rr 1,282.2 / 1,524.2; imbalance 1.36). 30 / 1,500: ×1 32.1 /
+ *  340.0, ×1.5 99.0 / 1,040.4, ×2.5 602.2 / 1,203.9. Synthetic trace (×1, all defaults): p90
+ *  196.1 → 26.0 s (smg 192.8), p99 213.3 → 359.1, hit 19.1 → 16.9 % (smg 16.0). */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,
   max_queued: 4096,
   max_queued_per_tenant: 1024,
-  max_wait_ms: 600_000,
+  max_wait_ms: 1_800_000,
   locality_wait_ms: 30_000,
   locality_min_tokens: 1024,
   locality_window: 64,
+  release_ms_per_token: 40,
+  release_max_slack_ms: 1_800_000,
 };
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):

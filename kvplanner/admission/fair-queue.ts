@@ -1,12 +1,13 @@
 // The gateway-side queue of late binding: calls wait here until a worker can admit them, then
 // leave in per-tenant round robin (one tenant's burst never holds another's calls back), each
-// tenant's own calls in arrival order. Bounded in total and per tenant, and every entry carries a
+// tenant's own calls in release order: by arrival + the slack push was given (release-order.ts:
+// cheap prefills first within a bounded window; with no slack, arrival order). Bounded in total and per tenant, and every entry carries a
 // deadline (expire() hands back the ones past it, so none waits forever). A full queue never
 // refuses: push holds the newcomer and hands back one held call that spills (the caller sends it
 // on at once, as at arrival): the tenant's oldest when its share is full; when the total is full,
 // the oldest of the tenant holding the most if it holds at least two more than the newcomer's
 // tenant (a tenant holding nothing is held before a tenant at its share spills), else the
-// newcomer's tenant's oldest. The oldest, not the newcomer: a spilled call queues at an engine, and
+// newcomer's tenant's oldest (oldest and newest by arrival, whatever the release order). The oldest, not the newcomer: a spilled call queues at an engine, and
 // spilling newcomers would let later calls overtake the held ones there.
 // Spilling is for one tenant alone (the fleet simulator's case, a single-tenant deployment): a
 // spilled call bypasses the gate, so with other tenants holding calls a flooding tenant's spills
@@ -14,53 +15,110 @@
 // While another tenant holds calls, roomFor (called before push) refuses instead: a tenant at its
 // share is refused; a full total takes out the newest call of a tenant holding at least two more
 // than the newcomer's (refused, the newcomer held: fair by share), else refuses the newcomer.
-// Cost: push / shift O(1) amortised (O(tenants) when the total is full); expire O(expired +
-// tenants) (deadlines are arrival time + one constant, so each tenant's queue is in deadline order
-// and only its head is looked at); remove O(the tenant's calls + tenants).
+// Cost: push O(log n) to find the place plus an array insert (n: the tenant's held calls; an
+// append when the call's key is the latest, always with no slack), O(tenants) more when the total
+// is full; shift O(n) array shift (a memmove; n ≤ max_queued_per_tenant); expire O(expired ·
+// (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
+// also kept in arrival order and only the oldest is looked at; remove O(n + tenants).
 // Settings: maxQueued, maxPerTenant, maxWaitMs (ADMISSION_DEFAULTS in admission-defaults.ts).
 
 interface Entry<T> {
   item: T;
   atMs: number;
   deadlineMs: number;
+  /** release order: atMs + the call's slack (release-order.ts), ties by seq (arrival) */
+  key: number;
+  seq: number;
+  /** taken out (it stays in `byAge` until that reaches it or is compacted) */
+  gone: boolean;
 }
 
-/** FIFO with an O(1) shift: a head index, compacted when half is consumed. */
-class Fifo<T> {
-  private items: Entry<T>[] = [];
-  private head = 0;
+const before = <T>(a: Entry<T>, b: Entry<T>): boolean => a.key < b.key || (a.key === b.key && a.seq < b.seq);
+
+/** One tenant's held calls: in release order (`byKey`, sorted; with no slack that is arrival
+ *  order and every push appends) and in arrival order (`byAge`: deadlines, oldest, newest; entries
+ *  taken out elsewhere are skipped, and compacted once they outnumber the live ones). */
+class TenantQueue<T> {
+  private readonly byKey: Entry<T>[] = [];
+  private byAge: Entry<T>[] = [];
+  private ageHead = 0;
+  private goneInAge = 0;
 
   get length(): number {
-    return this.items.length - this.head;
+    return this.byKey.length;
   }
 
   push(e: Entry<T>): void {
-    this.items.push(e);
+    const k = this.byKey;
+    let lo = 0;
+    let hi = k.length;
+    // common case first: no slack, or a later key than every held call
+    if (hi === 0 || before(k[hi - 1], e)) lo = hi;
+    else
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (before(k[mid], e)) lo = mid + 1;
+        else hi = mid;
+      }
+    if (lo === k.length) k.push(e);
+    else k.splice(lo, 0, e);
+    this.byAge.push(e);
   }
 
-  peek(): Entry<T> | undefined {
-    return this.items[this.head];
-  }
-
-  /** The i-th waiting entry (0: the head). */
+  /** The i-th call in release order (0: the next to leave). */
   at(i: number): Entry<T> | undefined {
-    return this.items[this.head + i];
+    return this.byKey[i];
   }
 
-  /** Takes the i-th waiting entry (O(length) unless it is the head). */
+  /** Takes the i-th call in release order. */
   removeAt(i: number): Entry<T> {
-    if (i === 0) return this.shift()!;
-    return this.items.splice(this.head + i, 1)[0];
+    const e = i === 0 ? this.byKey.shift()! : this.byKey.splice(i, 1)[0];
+    this.markGone(e);
+    return e;
   }
 
-  shift(): Entry<T> | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const e = this.items[this.head++];
-    if (this.head > 64 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
+  /** The call that arrived first (the earliest deadline). */
+  oldest(): Entry<T> | undefined {
+    const a = this.byAge;
+    while (this.ageHead < a.length && a[this.ageHead].gone) {
+      this.ageHead++;
+      this.goneInAge--;
     }
-    return e;
+    return a[this.ageHead];
+  }
+
+  /** The call that arrived last. */
+  newest(): Entry<T> | undefined {
+    const a = this.byAge;
+    while (a.length > this.ageHead && a[a.length - 1].gone) {
+      a.pop();
+      this.goneInAge--;
+    }
+    return a.length > this.ageHead ? a[a.length - 1] : undefined;
+  }
+
+  /** Takes `e` (held here) out. */
+  take(e: Entry<T>): void {
+    const k = this.byKey;
+    let lo = 0;
+    let hi = k.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(k[mid], e)) lo = mid + 1;
+      else hi = mid;
+    }
+    k.splice(lo, 1);
+    this.markGone(e);
+  }
+
+  private markGone(e: Entry<T>): void {
+    e.gone = true;
+    this.goneInAge++;
+    if (this.goneInAge > 32 && this.goneInAge > this.byKey.length) {
+      this.byAge = this.byAge.slice(this.ageHead).filter((x) => !x.gone);
+      this.ageHead = 0;
+      this.goneInAge = 0;
+    }
   }
 }
 
@@ -78,10 +136,11 @@ export interface FairQueueLimits {
 export type Refusal<T> = { refuse: 'tenant_full' | 'queue_full' } | { evicted: T; tenant: string };
 
 export class FairQueue<T> {
-  private readonly tenants = new Map<string, Fifo<T>>();
+  private readonly tenants = new Map<string, TenantQueue<T>>();
   /** Tenants with calls waiting, in the order they are served (the head goes next). */
   private readonly order: string[] = [];
   private total = 0;
+  private seq = 0;
 
   constructor(private readonly limits: FairQueueLimits) {}
 
@@ -93,9 +152,10 @@ export class FairQueue<T> {
     return this.tenants.get(tenant)?.length ?? 0;
   }
 
-  /** Holds `item` (deadline nowMs + maxWaitMs). Returns the call that spilled to make room (see
-   *  the header; `item` itself when no call can be held at all), or undefined. */
-  push(tenant: string, item: T, nowMs: number): T | undefined {
+  /** Holds `item` (deadline nowMs + maxWaitMs; released among its tenant's calls as if it arrived
+   *  `slackMs` later, release-order.ts). Returns the call that spilled to make room (see the
+   *  header; `item` itself when no call can be held at all), or undefined. */
+  push(tenant: string, item: T, nowMs: number, slackMs = 0): T | undefined {
     const { maxQueued, maxPerTenant } = this.limits;
     if (maxQueued < 1 || maxPerTenant < 1) return item;
     let spilled: T | undefined;
@@ -109,11 +169,12 @@ export class FairQueue<T> {
     }
     let q = this.tenants.get(tenant);
     if (!q) {
-      q = new Fifo<T>();
+      q = new TenantQueue<T>();
       this.tenants.set(tenant, q);
     }
     if (q.length === 0) this.order.push(tenant);
-    q.push({ item, atMs: nowMs, deadlineMs: nowMs + this.limits.maxWaitMs });
+    const deadlineMs = nowMs + this.limits.maxWaitMs;
+    q.push({ item, atMs: nowMs, deadlineMs, key: nowMs + slackMs, seq: this.seq++, gone: false });
     this.total++;
     return spilled;
   }
@@ -150,7 +211,8 @@ export class FairQueue<T> {
   /** Takes the tenant's newest call (it holds one; its older ones keep their places). */
   private takeNewest(tenant: string): T {
     const q = this.tenants.get(tenant)!;
-    const e = q.removeAt(q.length - 1);
+    const e = q.newest()!;
+    q.take(e);
     this.total--;
     if (q.length === 0) {
       this.tenants.delete(tenant);
@@ -163,7 +225,8 @@ export class FairQueue<T> {
    *  unless that was its last. */
   private takeOldest(tenant: string): T {
     const q = this.tenants.get(tenant)!;
-    const e = q.shift()!;
+    const e = q.oldest()!;
+    q.take(e);
     this.total--;
     if (q.length === 0) {
       this.tenants.delete(tenant);
@@ -198,7 +261,7 @@ export class FairQueue<T> {
   /** The call that leaves next (without taking it). */
   peek(): T | undefined {
     const t = this.order[0];
-    return t === undefined ? undefined : this.tenants.get(t)!.peek()!.item;
+    return t === undefined ? undefined : this.tenants.get(t)!.at(0)!.item;
   }
 
   /** Takes the call that leaves next; its tenant goes to the back of the round. */
@@ -206,7 +269,7 @@ export class FairQueue<T> {
     const t = this.order.shift();
     if (t === undefined) return undefined;
     const q = this.tenants.get(t)!;
-    const e = q.shift()!;
+    const e = q.removeAt(0);
     this.total--;
     if (q.length > 0) this.order.push(t);
     else this.tenants.delete(t);
@@ -243,8 +306,9 @@ export class FairQueue<T> {
     for (let k = 0; k < this.order.length; ) {
       const t = this.order[k];
       const q = this.tenants.get(t)!;
-      while (q.length > 0 && q.peek()!.deadlineMs < nowMs) {
-        out.push(q.shift()!.item);
+      for (let e = q.oldest(); e && e.deadlineMs < nowMs; e = q.oldest()) {
+        q.take(e);
+        out.push(e.item);
         this.total--;
       }
       if (q.length === 0) {

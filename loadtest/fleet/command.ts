@@ -97,6 +97,10 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --locality-wait-ms MS admission: a held call waits this long for the worker holding its prefix (default ${ADMISSION_DEFAULTS.locality_wait_ms})
   --locality-min-tokens N  admission: prefix tokens only one worker holds that make it the call's holder (default ${ADMISSION_DEFAULTS.locality_min_tokens})
   --locality-window N   admission: held calls a free worker looks at (default ${ADMISSION_DEFAULTS.locality_window})
+  --max-wait-ms MS      admission: a held call spills (sent on as at arrival) after this long (default ${ADMISSION_DEFAULTS.max_wait_ms})
+  --release-ms-per-token X  admission: a held call is released as if it arrived X ms per uncached
+                        prompt token later (cheap prefills first; default ${ADMISSION_DEFAULTS.release_ms_per_token})
+  --release-max-slack-ms MS  admission: ... but at most MS later (default ${ADMISSION_DEFAULTS.release_max_slack_ms})
   --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
                         TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
@@ -174,6 +178,9 @@ export async function run(argv: string[]): Promise<number> {
     'locality-wait-ms',
     'locality-min-tokens',
     'locality-window',
+    'max-wait-ms',
+    'release-ms-per-token',
+    'release-max-slack-ms',
     'seed',
     'json',
     'rate',
@@ -230,6 +237,9 @@ export async function run(argv: string[]): Promise<number> {
       locality_wait_ms: num(a, 'locality-wait-ms', ADMISSION_DEFAULTS.locality_wait_ms, 0),
       locality_min_tokens: num(a, 'locality-min-tokens', ADMISSION_DEFAULTS.locality_min_tokens, 0),
       locality_window: Math.floor(num(a, 'locality-window', ADMISSION_DEFAULTS.locality_window, 1)),
+      max_wait_ms: num(a, 'max-wait-ms', ADMISSION_DEFAULTS.max_wait_ms, 1),
+      release_ms_per_token: num(a, 'release-ms-per-token', ADMISSION_DEFAULTS.release_ms_per_token, 0),
+      release_max_slack_ms: num(a, 'release-max-slack-ms', ADMISSION_DEFAULTS.release_max_slack_ms, 0),
     };
     const dispatchNote =
       dispatch === 'admission'

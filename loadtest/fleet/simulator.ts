@@ -21,7 +21,9 @@
 // call whose max_wait_ms passes spills: it is dispatched at once as at arrival (the policy's pick
 // among all workers, queueing at the engine), so the gate bounds the gateway's memory and never
 // fails a call; every call completes. A deadline is an event of its own (a held call spills at its
-// deadline exactly). A free worker takes the first of the next locality_window held calls that it
+// deadline exactly). Held calls leave in the product's release order (release-order.ts, the code
+// the gateway's gate runs: least to prefill first within a bounded slack). A free worker takes the
+// first of the next locality_window held calls that it
 // holds, or that no worker holds; a call whose holder is busy is passed over for up to
 // locality_wait_ms from when it is first looked at (delay scheduling). The queue is looked at after
 // every arrival and every step end (before and after the worker's next step starts). 'arrival'
@@ -35,6 +37,7 @@ import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
@@ -447,7 +450,9 @@ export function simulateFleet(
       // the queue full (in total or the tenant's share): this call is held and one held call, the
       // queue's choice (fair-queue.ts), is dispatched now as at arrival (spilling the newcomer
       // instead lets later calls overtake the held ones at the engines: ×2 p90 TTFT 1262 s vs 923 s)
-      const out = gate.push(info.tenant, held, req.arrivalMs);
+      // released in the product's order (release-order.ts): cheap prefills first, within a bounded slack
+      const slackMs = releaseSlackMs(releaseCost(policy, views, info), admissionCheck);
+      const out = gate.push(info.tenant, held, req.arrivalMs, slackMs);
       gatewayQueued++;
       if (out) {
         spilledFull++;

@@ -180,6 +180,40 @@ describe('AdmissionGate', () => {
     expect(g.stats.released).toBe(1);
   });
 
+  it("releases a tenant's held calls in the simulator's release order (release-order.ts): least to prefill first, arrival order without slack", async () => {
+    // two busy workers; three calls held in turn: a 40k-token prompt nobody holds, a 2k one, and
+    // a 40k one both workers hold 39k of (no holder: nothing beyond the runner-up)
+    const cached = { c: { w0: 39_000, w1: 39_000 } };
+    const order = async (settings: Record<string, number>): Promise<string[]> => {
+      const ws = [worker('w0', 1), worker('w1', 1)];
+      const g = new AdmissionGate(
+        'm',
+        () => ws.map((w) => ({ view: () => w })),
+        policy(cached),
+        settings,
+        () => 0,
+      );
+      gates.push(g);
+      const out: string[] = [];
+      for (const [s, promptTokens] of [
+        ['long', 40_000],
+        ['short', 2_000],
+        ['c', 40_000],
+      ] as const)
+        void held(g.admit({ ...info('a', s), promptTokens }, new AbortController().signal)).then(() => out.push(s));
+      // one worker able: each look releases one call
+      ws[0].engine = { waiting: 0, running: 0 };
+      for (let i = 0; i < 3; i++) {
+        g.wake();
+        await settled(Promise.resolve());
+        expect(out.length).toBe(i + 1);
+      }
+      return out;
+    };
+    expect(await order({ max_waiting: 1 })).toEqual(['c', 'short', 'long']);
+    expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
+  });
+
   it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);

@@ -132,8 +132,14 @@ describe('FairQueue', () => {
     expect(q.drain()).toEqual(['b2', 'a3']);
   });
 
-  it('matches a naive reference (per-tenant FIFO, tenant round robin, bounds, roomFor, expire, takeFirst) on random operations', () => {
-    type It = { id: number; at: number };
+  it('matches a naive reference (per-tenant release order, tenant round robin, bounds, roomFor, expire, takeFirst) on random operations', () => {
+    // each tenant's calls leave by key = arrival + slack (ties: arrival); spills and deadlines go
+    // by arrival (oldest / newest). Even seeds push with no slack (arrival order, as before).
+    type It = { id: number; at: number; key: number };
+    const byKey = (a: It, b: It): number => a.key - b.key || a.id - b.id;
+    const oldestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id < m.id ? x : m));
+    const newestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id > m.id ? x : m));
+    const takeOut = (pq: It[], x: It): It => pq.splice(pq.indexOf(x), 1)[0];
     // plain comparisons (one expect per step costs seconds over 90,000 steps)
     const diffs: string[] = [];
     const check = <V>(got: V, want: V, where: string): void => {
@@ -147,6 +153,7 @@ describe('FairQueue', () => {
         maxWaitMs: 50 + Math.floor(rnd() * 200),
       };
       const q = new FairQueue<It>(lim);
+      const maxSlack = seed % 2 === 0 ? 0 : 1 + Math.floor(rnd() * 300);
       const per = new Map<string, It[]>();
       const order: string[] = [];
       let total = 0;
@@ -161,7 +168,8 @@ describe('FairQueue', () => {
         const op = rnd();
         if (op < 0.5) {
           const t = `t${Math.floor(rnd() * 5)}`;
-          const it = { id: id++, at: now };
+          const slack = maxSlack === 0 ? 0 : Math.floor(rnd() * maxSlack);
+          const it = { id: id++, at: now, key: now + slack };
           let own = per.get(t)?.length ?? 0;
           // half the pushes go as the gate sends them: roomFor first (review s30 F9). With another
           // tenant holding calls: the tenant at its share is refused; a full total takes the newest
@@ -177,7 +185,7 @@ describe('FairQueue', () => {
                 if ((per.get(top)?.length ?? 0) < own + 2) wantRoom = 'queue_full';
                 else {
                   const vq = per.get(top)!;
-                  wantRoom = `${top}:${vq.pop()!.id}`;
+                  wantRoom = `${top}:${takeOut(vq, newestOf(vq)).id}`;
                   total--;
                   if (vq.length === 0) {
                     per.delete(top);
@@ -210,7 +218,7 @@ describe('FairQueue', () => {
           }
           if (victim !== undefined) {
             const vq = per.get(victim)!;
-            want = vq.shift();
+            want = takeOut(vq, oldestOf(vq));
             total--;
             if (vq.length === 0) {
               per.delete(victim);
@@ -219,14 +227,16 @@ describe('FairQueue', () => {
           }
           if (want !== it) {
             const pq = per.get(t);
-            if (pq) pq.push(it);
-            else {
+            if (pq) {
+              pq.push(it);
+              pq.sort(byKey);
+            } else {
               per.set(t, [it]);
               order.push(t);
             }
             total++;
           }
-          check(q.push(t, it, now)?.id, want?.id, `seed ${seed} step ${step} push`);
+          check(q.push(t, it, now, slack)?.id, want?.id, `seed ${seed} step ${step} push`);
         } else if (op < 0.7) {
           const t = order.shift();
           let want: It | undefined;
@@ -260,8 +270,8 @@ describe('FairQueue', () => {
           for (let k = 0; k < order.length; ) {
             const t = order[k];
             const pq = per.get(t)!;
-            while (pq.length > 0 && pq[0].at + lim.maxWaitMs < now) {
-              want.push(pq.shift()!.id);
+            while (pq.length > 0 && oldestOf(pq).at + lim.maxWaitMs < now) {
+              want.push(takeOut(pq, oldestOf(pq)).id);
               total--;
             }
             if (pq.length === 0) {

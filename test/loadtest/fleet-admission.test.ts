@@ -107,6 +107,48 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     },
   );
 
+  it('release order (release-order.ts): held calls with little to prefill go first, within release_max_slack_ms', () => {
+    // a burst of unrelated prompts, long (16 blocks) and short (2 blocks) in turn, 4 workers
+    // saturated: the gate holds most of them, and the order it releases them in decides the waits
+    const recs: MooncakeRecord[] = Array.from({ length: 120 }, (_, i) => {
+      const blocks = i % 2 === 0 ? 16 : 2;
+      return {
+        timestamp: i * 20,
+        input_length: blocks * 512,
+        output_length: 200,
+        hash_ids: Array.from({ length: blocks }, (_, b) => 100 * i + b + 1),
+      };
+    });
+    const reqs = load(recs);
+    const at = (admission: Record<string, number>) =>
+      simulateFleet(
+        reqs,
+        cfg('ctxgate', { dispatch: 'admission', admission: { max_wait_ms: Infinity, ...admission } }),
+      );
+    const fifo = at({ release_ms_per_token: 0 });
+    const order = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000 });
+    const waits = (r: typeof fifo, long: boolean) => {
+      const w = r.outcomes.filter((o) => (o.id % 2 === 0) === long).map((o) => o.firstScheduledMs - o.arrivalMs);
+      return w.reduce((a, x) => a + x, 0) / w.length;
+    };
+    for (const r of [fifo, order]) {
+      expect(r.outcomes.length).toBe(reqs.length);
+      expect(new Set(r.outcomes.map((o) => o.id)).size).toBe(reqs.length);
+      expect(r.gatewayQueued).toBeGreaterThan(reqs.length / 2);
+    }
+    // the short calls overtake: their mean wait falls to under half; the long ones pay for it
+    expect(waits(order, false)).toBeLessThan(waits(fifo, false) / 2);
+    expect(waits(order, true)).toBeGreaterThan(waits(fifo, true));
+    // a slack shorter than the gap between arrivals reorders nothing: the arrival-order outcomes
+    const tiny = at({ release_ms_per_token: 1, release_max_slack_ms: 19 });
+    expect(tiny.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs])).toEqual(
+      fifo.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs]),
+    );
+    expect(order.outcomes.map((o) => [o.id, o.firstScheduledMs])).not.toEqual(
+      fifo.outcomes.map((o) => [o.id, o.firstScheduledMs]),
+    );
+  });
+
   it('a call still held when the fleet goes idle is an error, never a silent loss', () => {
     // no worker can ever admit (KV usage 0 is not under 0) and no deadline: every call stays held
     expect(() =>

@@ -1,0 +1,40 @@
+// The order in which late binding releases a tenant's held calls (the gateway's gate and the
+// fleet simulator both compute it here; fair-queue.ts keeps each tenant's calls in this order).
+// A call is released as if it had arrived `slack` later: slack = min(release_max_slack_ms,
+// uncached tokens × release_ms_per_token), where the uncached tokens are its prompt less the most
+// any worker's cache holds of it (the policy's own estimate). Cheap calls overtake expensive ones
+// that arrived up to release_max_slack_ms before them (shortest-job-first on a sliding window);
+// none is overtaken by a call that arrived more than release_max_slack_ms after it, so what the
+// order costs a call is bounded by the work of the calls that arrive in that window.
+// Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
+// prefills first lets most calls through quickly while the long ones wait a bounded time more.
+// Cost: releaseCost O(workers) index reads (held calls only); releaseSlackMs O(1).
+// Settings: release_ms_per_token, release_max_slack_ms (ADMISSION_DEFAULTS, where the sweep they
+// were chosen from is stated).
+import type { Policy, RouteInfo, WorkerView } from '../types.ts';
+import type { AdmissionSettings } from './admission-defaults.ts';
+
+/** The prompt tokens no worker's cache holds, by the policy's estimate (the whole prompt when the
+ *  policy keeps no index). */
+export function releaseCost(
+  policy: Pick<Policy, 'expectedCachedTokens'>,
+  views: readonly WorkerView[],
+  info: RouteInfo,
+): number {
+  let top = 0;
+  if (policy.expectedCachedTokens)
+    for (const v of views) {
+      const c = policy.expectedCachedTokens([v], info);
+      if (c > top) top = c;
+    }
+  return Math.max(0, (info.promptTokens ?? 0) - top);
+}
+
+/** How much later than its arrival a call with `uncachedTokens` to prefill is released, ms. */
+export function releaseSlackMs(
+  uncachedTokens: number,
+  s: Pick<AdmissionSettings, 'release_ms_per_token' | 'release_max_slack_ms'>,
+): number {
+  const slack = uncachedTokens * s.release_ms_per_token;
+  return Math.min(s.release_max_slack_ms, Math.max(0, slack));
+}
