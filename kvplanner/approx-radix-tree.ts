@@ -1,7 +1,9 @@
 // Multi-tenant approximate radix tree over characters, after SGLang's router (sgl-router /
 // sgl-model-gateway src/policies/tree.rs): one tree for all workers, each node records which
 // workers ("tenants") sent text through it and when; a worker's tree size is the characters of
-// the nodes it appears on. Strings, not token ids, so routing needs no tokenizer.
+// the nodes it appears on. Strings, not token ids, so routing needs no tokenizer. Characters are
+// Unicode code points, as SGLang's Rust chars: a surrogate pair (an emoji) is one character, is
+// never split between nodes, and keys one child.
 // insert / prefixMatch: O(text length); evictBySize: O(k log k) for k removed leaves.
 // Access times are a logical clock (deterministic in tests; only their order matters).
 
@@ -14,16 +16,33 @@ interface TreeNode {
 }
 
 export interface PrefixMatch {
-  /** characters of the query matched by the chosen tenant */
+  /** characters (code points) of the query matched by the chosen tenant */
   matchedChars: number;
   tenant: string | undefined;
 }
 
+const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
+
+/** Code units shared from the start, never ending inside a surrogate pair. */
 function sharedPrefix(a: string, b: string, bStart: number): number {
   const n = Math.min(a.length, b.length - bStart);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(bStart + i)) i++;
+  if (i > 0 && i < a.length && isHigh(a.charCodeAt(i - 1))) i--;
   return i;
+}
+
+/** The child key at `i`: the whole code point (two code units for a surrogate pair). */
+function keyAt(s: string, i: number): string {
+  return isHigh(s.charCodeAt(i)) && isLow(s.charCodeAt(i + 1)) ? s.slice(i, i + 2) : s[i];
+}
+
+/** Code points in s[from, to) (SGLang's chars().count()). */
+export function codePoints(s: string, from = 0, to = s.length): number {
+  let n = to - from;
+  for (let i = from + 1; i < to; i++) if (isLow(s.charCodeAt(i)) && isHigh(s.charCodeAt(i - 1))) n--;
+  return n;
 }
 
 export class ApproxRadixTree {
@@ -47,7 +66,7 @@ export class ApproxRadixTree {
     if (!this.chars.has(tenant)) this.chars.set(tenant, 0);
     let idx = 0;
     while (idx < text.length) {
-      const c = text[idx];
+      const c = keyAt(text, idx);
       let child = curr.children.get(c);
       if (!child) {
         const leaf: TreeNode = {
@@ -57,7 +76,7 @@ export class ApproxRadixTree {
           tenants: new Map([[tenant, now]]),
         };
         curr.children.set(c, leaf);
-        this.chars.set(tenant, this.size(tenant) + leaf.text.length);
+        this.chars.set(tenant, this.size(tenant) + codePoints(leaf.text));
         return;
       }
       const shared = sharedPrefix(child.text, text, idx);
@@ -71,11 +90,11 @@ export class ApproxRadixTree {
         };
         child.text = child.text.slice(shared);
         child.parent = mid;
-        mid.children.set(child.text[0], child);
+        mid.children.set(keyAt(child.text, 0), child);
         curr.children.set(c, mid);
         child = mid;
       }
-      if (!child.tenants.has(tenant)) this.chars.set(tenant, this.size(tenant) + child.text.length);
+      if (!child.tenants.has(tenant)) this.chars.set(tenant, this.size(tenant) + codePoints(child.text));
       child.tenants.set(tenant, now);
       curr = child;
       idx += shared;
@@ -92,7 +111,7 @@ export class ApproxRadixTree {
     let curr = this.root;
     let idx = 0;
     while (idx < text.length) {
-      const child = curr.children.get(text[idx]);
+      const child = curr.children.get(keyAt(text, idx));
       if (!child) break;
       const shared = sharedPrefix(child.text, text, idx);
       idx += shared;
@@ -112,7 +131,7 @@ export class ApproxRadixTree {
       if (best !== undefined) {
         const now = ++this.clock;
         for (let j = 0; j <= k; j++) path[j].node.tenants.set(best, now);
-        return { matchedChars: path[k].end, tenant: best };
+        return { matchedChars: codePoints(text, 0, path[k].end), tenant: best };
       }
     }
     return { matchedChars: 0, tenant: undefined };
@@ -123,14 +142,14 @@ export class ApproxRadixTree {
     let curr = this.root;
     let idx = 0;
     while (idx < text.length) {
-      const child = curr.children.get(text[idx]);
+      const child = curr.children.get(keyAt(text, idx));
       if (!child || !child.tenants.has(tenant)) break;
       const shared = sharedPrefix(child.text, text, idx);
       idx += shared;
       if (shared < child.text.length) break;
       curr = child;
     }
-    return idx;
+    return codePoints(text, 0, idx);
   }
 
   /** SGLang's evict_tenant_by_size: drop each oversize tenant's least recently used leaves. */
@@ -147,10 +166,11 @@ export class ApproxRadixTree {
         const at = node.tenants.get(tenant);
         if (at === undefined) continue;
         node.tenants.delete(tenant);
-        left -= node.text.length;
-        removed += node.text.length;
+        const chars = codePoints(node.text);
+        left -= chars;
+        removed += chars;
         const parent = node.parent;
-        if (node.tenants.size === 0 && parent) parent.children.delete(node.text[0]);
+        if (node.tenants.size === 0 && parent) parent.children.delete(keyAt(node.text, 0));
         if (parent && parent !== this.root && this.isLeafFor(parent, tenant))
           heap.push(parent, parent.tenants.get(tenant)!);
       }

@@ -12,11 +12,9 @@
 // eviction_interval 60 s, max_tree_size 2**24). Later sgl-model-gateway router_args.py defaults are
 // 0.3 / 64 / 1.5 / 60 / 2**26, and the Rust CacheAwareConfig::default() is 0.5 / 32 / 1.1 / 30 /
 // 10000; pass those as options to compare. The eviction runs lazily inside select (no timer thread).
-// Characters are UTF-16 code units here, Unicode scalar values upstream (Rust chars): the same
-// for text in the Basic Multilingual Plane (the tree.rs tests, CJK included, pass as written); a
-// character outside it (an emoji) counts 2, so its match rate and tree size differ slightly.
+// Characters are code points, as upstream's Rust chars (an emoji is one, not two UTF-16 units).
 // Cost: O(text length) per decision + O(n) load scan.
-import { ApproxRadixTree } from '../approx-radix-tree.ts';
+import { ApproxRadixTree, codePoints } from '../approx-radix-tree.ts';
 import { num } from '../policy-options.ts';
 import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
 
@@ -76,7 +74,7 @@ export class SglangCacheAwarePolicy implements Policy {
 
     const ids = new Set(workers.map((w) => w.id));
     const m = this.tree.prefixMatch(text, ids);
-    const rate = text.length === 0 ? 0 : m.matchedChars / text.length;
+    const rate = text.length === 0 ? 0 : m.matchedChars / codePoints(text);
     if (rate > this.cacheThreshold && m.tenant !== undefined) {
       const w = workers.find((x) => x.id === m.tenant)!;
       return this.pick(w, 'prefix_match', text, info, m.matchedChars);
@@ -89,16 +87,17 @@ export class SglangCacheAwarePolicy implements Policy {
   expectedCachedTokens(workers: readonly WorkerView[], info: RouteInfo): number {
     const text = info.text ?? '';
     if (workers.length === 0 || text.length === 0) return 0;
+    const chars = codePoints(text);
     const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
     let sum = 0;
-    for (const w of workers) sum += Math.floor((tokens * this.tree.matchFor(text, w.id)) / text.length);
+    for (const w of workers) sum += Math.floor((tokens * this.tree.matchFor(text, w.id)) / chars);
     return sum / workers.length;
   }
 
   private pick(w: WorkerView, branch: string, text: string, info: RouteInfo, matchedChars: number): Choice {
     this.tree.insert(text, w.id);
     const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
-    const predicted = text.length === 0 ? 0 : Math.floor((tokens * matchedChars) / text.length);
+    const predicted = text.length === 0 ? 0 : Math.floor((tokens * matchedChars) / codePoints(text));
     return { worker: w, branch, predictedCachedTokens: predicted };
   }
 }

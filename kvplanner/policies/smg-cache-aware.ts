@@ -15,11 +15,11 @@
 // Defaults: the gateway binary's CLI defaults (smg main.rs: --cache-threshold 0.3,
 // --balance-abs-threshold 64, --balance-rel-threshold 1.5, --eviction-interval 120,
 // --max-tree-size 2^26); CacheAwareConfig::default() in the library is 0.5 / 32 / 1.1 / 30 / 10000.
-// Characters are UTF-16 code units (upstream: Rust chars), as in sglang_cache_aware.
+// Characters are code points (upstream: Rust chars), as in sglang_cache_aware.
 // The upstream overload / KV-spread imbalance terms (balance_token_usage_threshold,
 // overload_token_usage_threshold) default to 1.0, i.e. off, and are not modelled.
 // Cost: O(text) per decision (approximate) or O(n log b) (event-driven) + O(n) load scan.
-import { ApproxRadixTree } from '../approx-radix-tree.ts';
+import { ApproxRadixTree, codePoints } from '../approx-radix-tree.ts';
 import { preciseIndexOption, type KvEventIndex } from '../kv-events/event-index.ts';
 import { num } from '../policy-options.ts';
 import type { Choice, Policy, PolicyOptions, RouteInfo, WorkerView } from '../types.ts';
@@ -113,7 +113,7 @@ export class SmgCacheAwarePolicy implements Policy {
 
     const ids = new Set(workers.map((w) => w.id));
     const m = this.tree.prefixMatch(text, ids);
-    const rate = text.length === 0 ? 0 : m.matchedChars / text.length;
+    const rate = text.length === 0 ? 0 : m.matchedChars / codePoints(text);
     if (rate > this.cacheThreshold && m.tenant !== undefined) {
       return this.pick(workers.find((x) => x.id === m.tenant)!, 'prefix_match', info, text);
     }
@@ -126,7 +126,7 @@ export class SmgCacheAwarePolicy implements Policy {
     if (predicted === undefined) {
       if (this.precise)
         predicted = info.blockHashes ? this.precise.index.matchLength(w.id, info.blockHashes) * this.blockSize : 0;
-      else predicted = text.length === 0 ? 0 : Math.floor((tokens * this.tree.matchFor(text, w.id)) / text.length);
+      else predicted = text.length === 0 ? 0 : Math.floor((tokens * this.tree.matchFor(text, w.id)) / codePoints(text));
     }
     if (!this.precise) this.tree.insert(text, w.id);
     this.processed.set(w.id, (this.processed.get(w.id) ?? 0) + 1);

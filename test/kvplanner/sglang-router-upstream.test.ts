@@ -42,6 +42,24 @@ describe('sgl-router/src/tree.rs', () => {
       expect(one.prefixMatch(text)).toEqual({ matchedChars: text.length, tenant: 'tenant0' });
   });
 
+  // test_utf8_split_seq's point ("indexed and split by a utf-8 value basis instead of byte basis")
+  // outside the BMP: an emoji is one char (two UTF-16 units), never split between nodes
+  it('test_utf8_split_seq beyond the BMP: an emoji is one character, never split', () => {
+    const t = new ApproxRadixTree();
+    t.insert('😀a', 'tenant1');
+    t.insert('😁b', 'tenant2'); // shares its high surrogate with 😀, not a character
+    expect([t.size('tenant1'), t.size('tenant2')]).toEqual([2, 2]);
+    expect(t.prefixMatch('😀a')).toEqual({ matchedChars: 2, tenant: 'tenant1' });
+    expect(t.prefixMatch('😁x')).toEqual({ matchedChars: 1, tenant: 'tenant2' });
+    expect(t.matchFor('😁b', 'tenant1')).toBe(0);
+    t.insert('x😀y', 'tenant3');
+    t.insert('x😁z', 'tenant3'); // the split after "x" keeps both emoji whole
+    expect(t.size('tenant3')).toBe(1 + 2 + 2);
+    expect([t.matchFor('x😀y', 'tenant3'), t.matchFor('x😂', 'tenant3')]).toEqual([3, 1]);
+    t.evictBySize(1);
+    expect(t.size('tenant3')).toBe(1);
+  });
+
   it('test_group_prefix_insert_match_concurrent: each shared prefix matches in full, on its tenant', () => {
     const prefixes = [
       "Clock strikes midnight, I'm still wide awake",
@@ -185,6 +203,15 @@ describe('sgl-router/src/router.rs select_generate_worker (cache_threshold 0.5, 
     const half = q.select(ws, info({ text: 'abcdwxyz' }))!;
     expect(half.branch).toBe('smallest_tree');
     expect(half.worker.id).not.toBe(first);
+  });
+
+  it('the rate counts characters as Rust does: "😀x" against "😀a" is 1 of 2 = 0.5, not above the threshold', () => {
+    const p = new SglangCacheAwarePolicy({ eviction_interval_secs: 0 });
+    const ws = workers(2);
+    const home = p.select(ws, info({ text: '😀a' }))!.worker.id;
+    const c = p.select(ws, info({ text: '😀x' }))!;
+    expect(c.branch).toBe('smallest_tree'); // UTF-16 units would read 2 of 3 = 0.67
+    expect(c.worker.id).not.toBe(home);
   });
 
   it('imbalance needs both (max − min) > 32 and max > min · 1.0001; the text is still inserted', () => {
