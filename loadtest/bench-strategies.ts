@@ -49,7 +49,7 @@ Metrics (per strategy, over all calls of all sessions)
   verbatim retention      share of the raw history's verbatim set so far (file paths, file:line refs, traceback
                           line numbers, error codes, hashes, exception and traceback function names, failing
                           assertion lines; compaction's own extractor) present in the staged prompt, averaged
-                          over calls (README-bench.md §strategies defines "present")
+                          over calls (present: occurs whole, not inside a longer word; verbatim.ts occursIn)
   compactions             calls where the staged history stops being an extension of the previous call's
   constraint retention    share of the task's constraint lines ("do not …", "must …") still present after
                           each compaction, averaged over compactions (n/a when nothing was ever removed)
