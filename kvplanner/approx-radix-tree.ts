@@ -24,13 +24,22 @@ export interface PrefixMatch {
 const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
 
-/** Code units shared from the start, never ending inside a surrogate pair. */
+/** Code units shared from the start, never ending inside a surrogate pair of `a` (a lone
+ *  surrogate is a character of its own, as keyAt keys it). Callers reach a child through its key,
+ *  so the result is at least the key's length: the tree's loops always advance. */
 function sharedPrefix(a: string, b: string, bStart: number): number {
   const n = Math.min(a.length, b.length - bStart);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(bStart + i)) i++;
-  if (i > 0 && i < a.length && isHigh(a.charCodeAt(i - 1))) i--;
+  if (i > 0 && i < a.length && isHigh(a.charCodeAt(i - 1)) && isLow(a.charCodeAt(i))) i--;
   return i;
+}
+
+/** A walk that reached a child through its key shares at least that key: a step of 0 would
+ *  split with an empty node and loop forever on the event loop, so it is an error, not a hang. */
+function advance(shared: number): number {
+  if (shared <= 0) throw new Error('approx radix tree: a keyed child shares nothing with the text');
+  return shared;
 }
 
 /** The child key at `i`: the whole code point (two code units for a surrogate pair). */
@@ -79,7 +88,7 @@ export class ApproxRadixTree {
         this.chars.set(tenant, this.size(tenant) + codePoints(leaf.text));
         return;
       }
-      const shared = sharedPrefix(child.text, text, idx);
+      const shared = advance(sharedPrefix(child.text, text, idx));
       if (shared < child.text.length) {
         // split: the new upper node inherits the child's tenants, so char counts stay the same
         const mid: TreeNode = {
@@ -113,7 +122,7 @@ export class ApproxRadixTree {
     while (idx < text.length) {
       const child = curr.children.get(keyAt(text, idx));
       if (!child) break;
-      const shared = sharedPrefix(child.text, text, idx);
+      const shared = advance(sharedPrefix(child.text, text, idx));
       idx += shared;
       path.push({ node: child, end: idx });
       curr = child;
@@ -144,7 +153,7 @@ export class ApproxRadixTree {
     while (idx < text.length) {
       const child = curr.children.get(keyAt(text, idx));
       if (!child || !child.tenants.has(tenant)) break;
-      const shared = sharedPrefix(child.text, text, idx);
+      const shared = advance(sharedPrefix(child.text, text, idx));
       idx += shared;
       if (shared < child.text.length) break;
       curr = child;
