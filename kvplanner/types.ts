@@ -73,6 +73,9 @@ export interface Policy {
   /** Cached tokens a uniformly chosen one of `workers` would hold of this prompt, by the policy's
    *  index (savings attribution: what routing added beyond chance). Read-only; absent without an index. */
   expectedCachedTokens?(workers: readonly WorkerView[], info: RouteInfo): number;
+  /** Each of `workers`' cached tokens of this prompt into `out` (aligned; the values
+   *  expectedCachedTokens([w]) gives one at a time), reading the prompt's chain once. Read-only. */
+  cachedTokensEach?(workers: readonly WorkerView[], info: RouteInfo, out: number[]): void;
   /** In-memory statistics (index size, evictions, predicted vs reported cached tokens). */
   stats?(): object;
   /** Finishes index work a decision left for later (RouteInfo.defer), now: before the gateway

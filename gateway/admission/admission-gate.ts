@@ -44,6 +44,7 @@
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
 import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
@@ -109,6 +110,8 @@ export interface AdmissionStats {
 export class AdmissionGate {
   private readonly s: AdmissionSettings;
   private readonly queue: FairQueue<Held>;
+  /** scratch: each worker's cached tokens of the call being looked at (holder) */
+  private readonly each: number[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** Wakes the gate when an attempt ends (a worker freed a place). */
   readonly observer = { onEnd: (): void => this.wake() };
@@ -302,19 +305,10 @@ export class AdmissionGate {
 
   /** Index in `views` of the worker that alone holds ≥ locality_min_tokens of the prompt, or -1. */
   private holder(views: readonly WorkerView[], info: RouteInfo): number {
-    if (!this.policy.expectedCachedTokens) return -1;
-    let best = -1;
-    let top = 0;
-    let second = 0;
-    for (let i = 0; i < views.length; i++) {
-      const c = this.policy.expectedCachedTokens([views[i]], info);
-      if (c > top) {
-        second = top;
-        top = c;
-        best = i;
-      } else if (c > second) second = c;
-    }
-    return top - second >= this.s.locality_min_tokens ? best : -1;
+    // one read of the prompt's chain for every worker (cached-each.ts)
+    if (!cachedTokensEach(this.policy, views, info, this.each)) return -1;
+    const l = leader(this.each);
+    return l.lead >= this.s.locality_min_tokens ? l.index : -1;
   }
 
   private schedule(): void {

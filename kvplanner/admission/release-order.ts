@@ -8,25 +8,26 @@
 // order costs a call is bounded by the work of the calls that arrive in that window.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
-// Cost: releaseCost O(workers) index reads (held calls only); releaseSlackMs O(1).
+// Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs O(1).
 // Settings: release_ms_per_token, release_max_slack_ms (ADMISSION_DEFAULTS, where the sweep they
 // were chosen from is stated).
 import type { Policy, RouteInfo, WorkerView } from '../types.ts';
 import type { AdmissionSettings } from './admission-defaults.ts';
+import { cachedTokensEach } from './cached-each.ts';
+
+const scratch: number[] = [];
 
 /** The prompt tokens no worker's cache holds, by the policy's estimate (the whole prompt when the
  *  policy keeps no index). */
 export function releaseCost(
-  policy: Pick<Policy, 'expectedCachedTokens'>,
+  policy: Pick<Policy, 'expectedCachedTokens' | 'cachedTokensEach'>,
   views: readonly WorkerView[],
   info: RouteInfo,
 ): number {
   let top = 0;
-  if (policy.expectedCachedTokens)
-    for (const v of views) {
-      const c = policy.expectedCachedTokens([v], info);
-      if (c > top) top = c;
-    }
+  // one read of the prompt's chain for every worker (cached-each.ts)
+  cachedTokensEach(policy, views, info, scratch);
+  for (const c of scratch) if (c > top) top = c;
   return Math.max(0, (info.promptTokens ?? 0) - top);
 }
 

@@ -32,6 +32,8 @@ export function withGuessedEntries(policy: Policy, events: KvEventIndex, blockSi
   };
   if (policy.expectedCachedTokens)
     wrapped.expectedCachedTokens = (workers, info) => policy.expectedCachedTokens!(workers, info);
+  if (policy.cachedTokensEach)
+    wrapped.cachedTokensEach = (workers, info, out) => policy.cachedTokensEach!(workers, info, out);
   if (policy.stats) wrapped.stats = () => policy.stats!();
   return wrapped;
 }

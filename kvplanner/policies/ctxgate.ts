@@ -484,6 +484,15 @@ export class CtxgatePolicy implements Policy {
     return sum / workers.length;
   }
 
+  /** Each worker's cached tokens of the prompt (the values expectedCachedTokens([w]) gives), one chain read. */
+  cachedTokensEach(workers: readonly WorkerView[], info: RouteInfo, out: number[]): void {
+    out.length = workers.length;
+    if (workers.length === 0) return;
+    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
+    const d = this.depths(workers, hashes, blockTokens);
+    for (let i = 0; i < workers.length; i++) out[i] = Math.min(d[i] * blockTokens, promptTokens);
+  }
+
   private depths(workers: readonly WorkerView[], hashes: readonly string[], blockTokens: number): number[] {
     const n = workers.length;
     const slots = this.slots;

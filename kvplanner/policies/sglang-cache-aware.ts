@@ -94,6 +94,20 @@ export class SglangCacheAwarePolicy implements Policy {
     return sum / workers.length;
   }
 
+  /** Each worker's cached tokens of the prompt (the values expectedCachedTokens([w]) gives), one code-point count. */
+  cachedTokensEach(workers: readonly WorkerView[], info: RouteInfo, out: number[]): void {
+    out.length = workers.length;
+    const text = info.text ?? '';
+    if (text.length === 0) {
+      out.fill(0);
+      return;
+    }
+    const chars = codePoints(text);
+    const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;
+    for (let i = 0; i < workers.length; i++)
+      out[i] = Math.floor((tokens * this.tree.matchFor(text, workers[i].id)) / chars);
+  }
+
   private pick(w: WorkerView, branch: string, text: string, info: RouteInfo, matchedChars: number): Choice {
     this.tree.insert(text, w.id);
     const tokens = info.promptTokens ?? info.promptTokenIds?.length ?? 0;

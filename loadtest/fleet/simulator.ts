@@ -37,6 +37,7 @@ import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
 import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
@@ -522,24 +523,18 @@ export function simulateFleet(
   let spilledDeadline = 0;
   let gatewayQueued = 0;
   let boundAtArrival = 0;
+  const eachScratch: number[] = [];
   let gatewayPeak = 0;
   // the worker whose cache holds most of the call's prompt (the policy's own estimate, read-only)
   // (looked up when the call is considered: the turn before it may have left the queue since)
   const findHome = (h: Held): void => {
     h.home = -1;
     h.homeTokens = 0;
-    if (!policy.expectedCachedTokens) return;
-    let second = 0;
-    for (let i = 0; i < n; i++) {
-      const c = policy.expectedCachedTokens([views[i]], h.info);
-      if (c > h.homeTokens) {
-        second = h.homeTokens;
-        h.homeTokens = c;
-        h.home = i;
-      } else if (c > second) second = c;
-    }
+    if (!cachedTokensEach(policy, views, h.info, eachScratch)) return;
+    const l = leader(eachScratch);
+    h.home = l.index;
     // what only the home holds (a root every worker holds is no reason to wait)
-    h.homeTokens -= second;
+    h.homeTokens = l.lead;
   };
   const drain = (now: number): void => {
     while (gate && gate.size > 0) {
