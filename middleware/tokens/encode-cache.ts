@@ -1,7 +1,10 @@
 // Segment id cache: token ids of a text, keyed by (tokenizer name, text). Agents resend the same
 // system prompt, tool schemas and history every call, so nearly every segment is a hit. The text
-// itself is the key (V8 hashes a string once, natively, faster than a sha1 and without collisions);
-// the size bound counts the ids plus the key's characters / 4. `textHash` is the short content hash
+// itself is the key (V8 hashes a string once, natively, faster than a sha1 and without collisions),
+// and its entry holds one slot per tokenizer that encoded it (nearly always one): a key built as
+// name + text was a concatenation that V8 flattens to hash, a copy of the whole text per lookup
+// (~1.8 kB for a 1.7k-character tool output, measured), where a slice of the prompt is hashed in
+// place. The size bound counts every slot's ids plus the key's characters / 4. `textHash` is the short content hash
 // used where a key must not hold the text (session state). The tokens stage's own entries
 // (segment-tokens.ts: `pack`) hold their ids in a Uint32Array: 4 bytes an id outside the JS heap,
 // which neither a mark-compact walks slot by slot nor the scavenger copies (a full cache as
@@ -17,10 +20,35 @@ export const DEFAULT_ENCODE_CACHE_TOKENS = 4_000_000;
 /** A cached entry's ids; never mutated (a Uint32Array cannot be frozen: callers only read). */
 export type CachedIds = readonly number[] | Uint32Array;
 
-const cache = new LRUCache<string, CachedIds>({
-  maxSize: DEFAULT_ENCODE_CACHE_TOKENS,
-  sizeCalculation: (v, k) => Math.max(1, v.length + (k.length >> 2)),
-});
+/** One tokenizer's ids of an entry's text; `next` another tokenizer's, if any. */
+interface Slot {
+  readonly name: string;
+  readonly ids: CachedIds;
+  readonly next: Slot | undefined;
+}
+
+function slotSize(v: Slot, k: string): number {
+  let n = k.length >> 2;
+  for (let s: Slot | undefined = v; s !== undefined; s = s.next) n += s.ids.length;
+  return Math.max(1, n);
+}
+
+const cache = new LRUCache<string, Slot>({ maxSize: DEFAULT_ENCODE_CACHE_TOKENS, sizeCalculation: slotSize });
+
+/** `name`'s ids of `text`, from the cache (counts as a use of the entry). */
+function cached(name: string, text: string): CachedIds | undefined {
+  for (let s = cache.get(text); s !== undefined; s = s.next) if (s.name === name) return s.ids;
+  return undefined;
+}
+
+/** Caches `name`'s ids of `text`, keeping the other tokenizers' slots of that text. */
+function remember(name: string, text: string, ids: CachedIds): void {
+  let others: Slot | undefined;
+  for (let s = cache.peek(text); s !== undefined; s = s.next)
+    if (s.name !== name) others = { name: s.name, ids: s.ids, next: others };
+  // The text is usually a slice of a rendered prompt: a key of its own keeps only its characters.
+  cache.set(ownString(text), { name, ids, next: others });
+}
 
 /** `ids` in a Uint32Array where each is a uint32 (every tokenizer's are), else frozen as they are. */
 function packed(ids: readonly number[]): CachedIds {
@@ -62,27 +90,26 @@ export function lookupEncoded(
 ): { ids: CachedIds; hit: boolean } {
   // Short pieces ("\n", "assistant\n") are cached too: a BPE call costs ~10 µs whatever the length.
   if (text.length === 0) return { ids: [], hit: true };
-  const key = name + '\u0000' + text;
-  const hit = cache.get(key);
+  const hit = cached(name, text);
   if (hit) return { ids: hit, hit: true };
   const fresh = encode(text);
   const ids = pack ? packed(fresh) : Object.freeze(fresh);
-  // The text is usually a slice of a rendered prompt: a key of its own keeps only its characters.
-  cache.set(ownString(key), ids);
+  remember(name, text, ids);
   return { ids, hit: false };
 }
 
 /** Cached ids of `text`, without encoding on a miss. */
 export function peekEncoded(name: string, text: string): CachedIds | undefined {
-  return text.length === 0 ? [] : cache.get(name + '\u0000' + text);
+  return text.length === 0 ? [] : cached(name, text);
 }
 
 /** Caches ids computed elsewhere (from verified parts), packed; a Uint32Array is kept as it is
  *  (the caller hands it over and never writes it again). */
 export function storeEncoded(name: string, text: string, ids: readonly number[] | Uint32Array): void {
-  if (text.length > 0) cache.set(ownString(name + '\u0000' + text), ids instanceof Uint32Array ? ids : packed(ids));
+  if (text.length > 0) remember(name, text, ids instanceof Uint32Array ? ids : packed(ids));
 }
 
+/** Entries are texts (each with one slot per tokenizer that encoded it); tokens the size bound's count. */
 export function encodeCacheStats(): { entries: number; tokens: number } {
   return { entries: cache.size, tokens: cache.calculatedSize };
 }

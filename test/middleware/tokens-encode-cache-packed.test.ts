@@ -47,6 +47,22 @@ describe('packed id cache entries', () => {
     expect(b).toEqual(codes('looked up plain'));
   });
 
+  it("one text encoded by two tokenizers keeps each one's ids (one entry, a slot each), looked up by a slice of a longer text", () => {
+    const text = `shared by two tokenizers ${Math.random()}`;
+    const prompt = `<|im_start|>tool\n${text}<|im_end|>`;
+    const slice = prompt.slice(prompt.indexOf(text), prompt.indexOf(text) + text.length);
+    expect(lookupEncoded('slot-a', () => [1, 2, 3], text, true).hit).toBe(false);
+    expect(lookupEncoded('slot-b', () => [7], slice, true).hit).toBe(false);
+    expect(Array.from(peekEncoded('slot-a', slice) ?? [])).toEqual([1, 2, 3]);
+    expect(Array.from(peekEncoded('slot-b', text) ?? [])).toEqual([7]);
+    expect(peekEncoded('slot-c', text)).toBeUndefined();
+    // a new value for one tokenizer replaces its slot only
+    storeEncoded('slot-a', text, [4, 5]);
+    expect(Array.from(peekEncoded('slot-a', text) ?? [])).toEqual([4, 5]);
+    expect(Array.from(peekEncoded('slot-b', text) ?? [])).toEqual([7]);
+    expect(countCachedWith('slot-b', () => [9, 9], slice)).toBe(1);
+  });
+
   it("a count stores its miss packed (the ledger's count of a new tool output), and reads it back without a copy", async () => {
     const a = countCachedWith('packed-test', codes, 'counted, not yet cached');
     expect(a).toBe(codes('counted, not yet cached').length);
