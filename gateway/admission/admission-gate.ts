@@ -150,6 +150,7 @@ export class AdmissionGate {
       maxQueued: this.s.max_queued,
       maxPerTenant: this.s.max_queued_per_tenant,
       maxWaitMs: this.s.max_wait_ms,
+      msPerHeld: this.s.release_ms_per_held,
     });
   }
 

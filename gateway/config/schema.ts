@@ -148,6 +148,7 @@ export const ModelSchema = Type.Object(
         locality_window: PosInt(ADMISSION_DEFAULTS.locality_window),
         release_ms_per_token: Type.Number({ minimum: 0, default: ADMISSION_DEFAULTS.release_ms_per_token }),
         release_max_slack_ms: NonNegInt(ADMISSION_DEFAULTS.release_max_slack_ms),
+        release_ms_per_held: NonNegInt(ADMISSION_DEFAULTS.release_ms_per_held),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -23,6 +23,9 @@ export interface AdmissionSettings {
    *  min(release_max_slack_ms, uncached prompt tokens × release_ms_per_token) later (0: arrival order). */
   release_ms_per_token: number;
   release_max_slack_ms: number;
+  /** ... and at most release_ms_per_held × the calls its tenant holds at each release (0: no such
+   *  bound): near arrival order while the gate holds few calls, the full slack under a backlog. */
+  release_ms_per_held: number;
 }
 
 /** max_waiting 2: the engine has the next calls at hand when a running one frees its blocks, and
@@ -62,7 +65,34 @@ export interface AdmissionSettings {
  *  imbalance 1.11; ×1.5 49.5 / 1,025.6 s (rr 764.1 / 986.8); ×2.5 546.4 / 1,185.0 (rr 1,178.2 /
  *  1,416.1); ×3 971.6 / 1,225.0 (rr 1,282.2 / 1,524.2; imbalance 1.36). 30 / 1,500: ×1 32.1 /
  *  340.0, ×1.5 99.0 / 1,040.4, ×2.5 602.2 / 1,203.9. Synthetic trace (×1, all defaults): p90
- *  196.1 → 26.0 s (smg 192.8), p99 213.3 → 359.1, hit 19.1 → 16.9 % (smg 16.0). */
+ *  196.1 → 26.0 s (smg 192.8), p99 213.3 → 359.1, hit 19.1 → 16.9 % (smg 16.0).
+ *  release_ms_per_held 8 s: the slack is capped at each release at 8 s × the calls the tenant holds
+ *  (the p99 at ×1: with the whole slack, ×1's longest prompts, ~67k tokens, waited out every
+ *  burst: p99 350.0 s, above the baselines' 218–313). Sweep (40 ms/token, 1,800 s, `bench fleet`
+ *  as above with `--release-ms-per-held K`), ×1 p90 / p99 — ×2 p90 / p99 TTFT in s:
+ *      K s   ×1            ×2
+ *      0     31.9 / 350.0   416.5 / 1,122   (no cap: the order above)
+ *      1    125.1 / 147.5   815.8 /   972   (×2 fails: the queue reaches 1,024 and spills)
+ *      2    130.9 / 158.6   843.0 /   949
+ *      3    131.1 / 172.0   650.9 /   963
+ *      5    132.5 / 207.4   461.9 / 1,063
+ *      6    126.2 / 215.9   433.3 / 1,081
+ *      7    118.6 / 204.7   435.2 / 1,096
+ *      8    104.2 / 204.9   421.9 / 1,103
+ *      9    111.3 / 220.5   410.9 / 1,105
+ *      10   107.4 / 251.0   417.7 / 1,112
+ *      12    94.8 / 254.2   411.7 / 1,103
+ *  5–9 s is a plateau at ×1 p99 205–221 s with ×2 p90 411–462 s; 8 s has the lowest ×1 p99 with
+ *  ×2 p90 within 1.3 % of the uncapped order: ×1 p90 104.2 s (0.34× rr), p99 204.9 s (under every
+ *  baseline: dynamo_kv 218.2), no call's TTFT over 300 s (78 before); ×2 p99 1,103 (was 1,122).
+ *  Other loads, no cap → 8 s (p90 / p99; round_robin's p90): ×0.95 32.2 → 72.7 / 209.6 → 103.6
+ *  (244.8); ×1.05 31.6 → 144.6 / 530.0 → 368.6 (357.2); ×1.1 31.9 → 150.0 / 654.8 → 475.3 (411.9);
+ *  ×1.5 49.5 → 195.4 / 1,025.6 → 1,014.5 (764.1); ×1.9 355.1 → 386.0 / 1,102.1 → 1,089.6 (988.4);
+ *  ×2.1 432.0 → 454.4 / 1,112.6 → 1,111.8 (1,069.2); ×2.5 546.4 → 691.1 / 1,185.0 → 1,163.7
+ *  (1,178.2: 0.59×, the queue reaches 1,024 and spills; 10 s 685.8, 12 s 678.1); ×3 971.6 → 972.6
+ *  / 1,225.0 → 1,254.8 (1,282.2). So p99 falls from ×0.95 to ×2.5 and p90 rises, most at ×2.5.
+ *  A cap fixed at push time (the count then, not now) did worse: 10 s 275.1 / 500.9 s at ×1 p99 /
+ *  ×2 p90, 6 s 237.6 / 561.5 (calls held while the queue was short keep their small slack). */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,
@@ -74,6 +104,7 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
   locality_window: 64,
   release_ms_per_token: 40,
   release_max_slack_ms: 1_800_000,
+  release_ms_per_held: 8_000,
 };
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):

@@ -1,7 +1,10 @@
 // The gateway-side queue of late binding: calls wait here until a worker can admit them, then
 // leave in per-tenant round robin (one tenant's burst never holds another's calls back), each
 // tenant's own calls in release order: by arrival + the slack push was given (release-order.ts:
-// cheap prefills first within a bounded window; with no slack, arrival order). Bounded in total and per tenant, and every entry carries a
+// cheap prefills first within a bounded window; with no slack, arrival order), that slack capped at
+// each release at msPerHeld × the calls the tenant then holds (a short queue leaves close to arrival
+// order; a backlog gets the whole slack; a call deferred while the backlog was long moves up as it
+// shrinks). Bounded in total and per tenant, and every entry carries a
 // deadline (expire() hands back the ones past it, so none waits forever). A full queue never
 // refuses: push holds the newcomer and hands back one held call that spills (the caller sends it
 // on at once, as at arrival): the tenant's oldest when its share is full; when the total is full,
@@ -17,10 +20,12 @@
 // than the newcomer's (refused, the newcomer held: fair by share), else refuses the newcomer.
 // Cost: push O(log n) to find the place plus an array insert (n: the tenant's held calls; an
 // append when the call's key is the latest, always with no slack), O(tenants) more when the total
-// is full; shift O(n) array shift (a memmove; n ≤ max_queued_per_tenant); expire O(expired ·
+// is full; shift O(n) array shift (a memmove; n ≤ max_queued_per_tenant), and with msPerHeld a
+// merge of the key and arrival orders that may skip up to n calls (peek, shift; takeFirst to its
+// window); expire O(expired ·
 // (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
 // also kept in arrival order and only the oldest is looked at; remove O(n + tenants).
-// Settings: maxQueued, maxPerTenant, maxWaitMs (ADMISSION_DEFAULTS in admission-defaults.ts).
+// Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld (ADMISSION_DEFAULTS in admission-defaults.ts).
 
 interface Entry<T> {
   item: T;
@@ -44,6 +49,9 @@ class TenantQueue<T> {
   private ageHead = 0;
   private goneInAge = 0;
 
+  /** msPerHeld: each call's slack is at most this × the calls held here now (0: no such bound). */
+  constructor(private readonly msPerHeld: number) {}
+
   get length(): number {
     return this.byKey.length;
   }
@@ -65,16 +73,49 @@ class TenantQueue<T> {
     this.byAge.push(e);
   }
 
-  /** The i-th call in release order (0: the next to leave). */
-  at(i: number): Entry<T> | undefined {
-    return this.byKey[i];
+  /** Every held call, in no particular order. */
+  all(): readonly Entry<T>[] {
+    return this.byKey;
   }
 
-  /** Takes the i-th call in release order. */
-  removeAt(i: number): Entry<T> {
-    const e = i === 0 ? this.byKey.shift()! : this.byKey.splice(i, 1)[0];
-    this.markGone(e);
-    return e;
+  /**
+   * The first `n` calls in release order (the first: the next to leave). With msPerHeld, a call's
+   * slack is capped now at cap = msPerHeld × the calls held: the calls whose own slack is under
+   * cap keep their key (byKey order), the others all count as arrival + cap (byAge order); the
+   * two filtered lists are merged. O(held) at worst (the skipped ones), O(n) with no cap.
+   */
+  front(n: number): Entry<T>[] {
+    const k = this.byKey;
+    const cap = this.msPerHeld > 0 ? this.msPerHeld * k.length : Number.POSITIVE_INFINITY;
+    if (!(cap < Number.POSITIVE_INFINITY) || n <= 0) return k.slice(0, n);
+    const a = this.byAge;
+    const out: Entry<T>[] = [];
+    let i = 0;
+    let j = this.ageHead;
+    const nextKeyed = (): void => {
+      while (i < k.length && k[i].key - k[i].atMs >= cap) i++;
+    };
+    const nextCapped = (): void => {
+      while (j < a.length && (a[j].gone || a[j].key - a[j].atMs < cap)) j++;
+    };
+    nextKeyed();
+    nextCapped();
+    while (out.length < n && (i < k.length || j < a.length)) {
+      const x = k[i];
+      const y = a[j];
+      const takeX =
+        y === undefined || (x !== undefined && (x.key < y.atMs + cap || (x.key === y.atMs + cap && x.seq < y.seq)));
+      if (takeX) {
+        out.push(x);
+        i++;
+        nextKeyed();
+      } else {
+        out.push(y);
+        j++;
+        nextCapped();
+      }
+    }
+    return out;
   }
 
   /** The call that arrived first (the earliest deadline). */
@@ -129,6 +170,9 @@ export interface FairQueueLimits {
   maxPerTenant: number;
   /** How long a call may wait, ms (Infinity: no deadline). */
   maxWaitMs: number;
+  /** Each call's slack (push) is at most this × the calls its tenant holds at the time of each
+   *  release (release-order.ts; 0 or absent: the slack as pushed). */
+  msPerHeld?: number;
 }
 
 /** What roomFor decided: the newcomer is refused (its share full, or the total full and its tenant
@@ -169,7 +213,7 @@ export class FairQueue<T> {
     }
     let q = this.tenants.get(tenant);
     if (!q) {
-      q = new TenantQueue<T>();
+      q = new TenantQueue<T>(this.limits.msPerHeld ?? 0);
       this.tenants.set(tenant, q);
     }
     if (q.length === 0) this.order.push(tenant);
@@ -245,9 +289,9 @@ export class FairQueue<T> {
   remove(tenant: string, item: T): boolean {
     const q = this.tenants.get(tenant);
     if (!q) return false;
-    for (let i = 0; i < q.length; i++) {
-      if (q.at(i)!.item !== item) continue;
-      q.removeAt(i);
+    for (const e of q.all()) {
+      if (e.item !== item) continue;
+      q.take(e);
       this.total--;
       if (q.length === 0) {
         this.tenants.delete(tenant);
@@ -261,7 +305,7 @@ export class FairQueue<T> {
   /** The call that leaves next (without taking it). */
   peek(): T | undefined {
     const t = this.order[0];
-    return t === undefined ? undefined : this.tenants.get(t)!.at(0)!.item;
+    return t === undefined ? undefined : this.tenants.get(t)!.front(1)[0].item;
   }
 
   /** Takes the call that leaves next; its tenant goes to the back of the round. */
@@ -269,7 +313,8 @@ export class FairQueue<T> {
     const t = this.order.shift();
     if (t === undefined) return undefined;
     const q = this.tenants.get(t)!;
-    const e = q.removeAt(0);
+    const e = q.front(1)[0];
+    q.take(e);
     this.total--;
     if (q.length > 0) this.order.push(t);
     else this.tenants.delete(t);
@@ -285,11 +330,9 @@ export class FairQueue<T> {
     for (let k = 0; k < this.order.length; k++) {
       const t = this.order[k];
       const q = this.tenants.get(t)!;
-      const n = Math.min(window, q.length);
-      for (let i = 0; i < n; i++) {
-        const e = q.at(i)!;
+      for (const e of q.front(window)) {
         if (!accept(e.item, nowMs - e.atMs)) continue;
-        q.removeAt(i);
+        q.take(e);
         this.total--;
         this.order.splice(k, 1);
         if (q.length > 0) this.order.push(t);

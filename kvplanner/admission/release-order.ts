@@ -5,12 +5,15 @@
 // any worker's cache holds of it (the policy's own estimate). Cheap calls overtake expensive ones
 // that arrived up to release_max_slack_ms before them (shortest-job-first on a sliding window);
 // none is overtaken by a call that arrived more than release_max_slack_ms after it, so what the
-// order costs a call is bounded by the work of the calls that arrive in that window.
+// order costs a call is bounded by the work of the calls that arrive in that window. The queue
+// (fair-queue.ts) caps the slack further at each release, at release_ms_per_held × the calls the
+// tenant holds then: while the gate holds few calls it releases close to arrival order (a call
+// waits about as long as FCFS makes it), and the full slack applies only under a backlog.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
 // Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs O(1).
-// Settings: release_ms_per_token, release_max_slack_ms (ADMISSION_DEFAULTS, where the sweep they
-// were chosen from is stated).
+// Settings: release_ms_per_token, release_max_slack_ms, release_ms_per_held (ADMISSION_DEFAULTS,
+// where the sweeps they were chosen from are stated).
 import type { Policy, RouteInfo, WorkerView } from '../types.ts';
 import type { AdmissionSettings } from './admission-defaults.ts';
 import { cachedTokensEach } from './cached-each.ts';

@@ -101,6 +101,8 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --release-ms-per-token X  admission: a held call is released as if it arrived X ms per uncached
                         prompt token later (cheap prefills first; default ${ADMISSION_DEFAULTS.release_ms_per_token})
   --release-max-slack-ms MS  admission: ... but at most MS later (default ${ADMISSION_DEFAULTS.release_max_slack_ms})
+  --release-ms-per-held MS  admission: ... and at most MS per call its tenant holds at each release
+                        (0: no such bound; default ${ADMISSION_DEFAULTS.release_ms_per_held})
   --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
                         TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
@@ -181,6 +183,7 @@ export async function run(argv: string[]): Promise<number> {
     'max-wait-ms',
     'release-ms-per-token',
     'release-max-slack-ms',
+    'release-ms-per-held',
     'seed',
     'json',
     'rate',
@@ -240,6 +243,7 @@ export async function run(argv: string[]): Promise<number> {
       max_wait_ms: num(a, 'max-wait-ms', ADMISSION_DEFAULTS.max_wait_ms, 1),
       release_ms_per_token: num(a, 'release-ms-per-token', ADMISSION_DEFAULTS.release_ms_per_token, 0),
       release_max_slack_ms: num(a, 'release-max-slack-ms', ADMISSION_DEFAULTS.release_max_slack_ms, 0),
+      release_ms_per_held: num(a, 'release-ms-per-held', ADMISSION_DEFAULTS.release_ms_per_held, 0),
     };
     const dispatchNote =
       dispatch === 'admission'

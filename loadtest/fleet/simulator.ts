@@ -493,6 +493,7 @@ export function simulateFleet(
           maxQueued: admissionCheck.max_queued,
           maxPerTenant: admissionCheck.max_queued_per_tenant,
           maxWaitMs,
+          msPerHeld: admissionCheck.release_ms_per_held,
         })
       : undefined;
   // held calls in the order they were held = deadline order (held time + one constant); the ones

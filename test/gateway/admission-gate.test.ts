@@ -180,7 +180,7 @@ describe('AdmissionGate', () => {
     expect(g.stats.released).toBe(1);
   });
 
-  it("releases a tenant's held calls in the simulator's release order (release-order.ts): least to prefill first, arrival order without slack", async () => {
+  it("releases a tenant's held calls in the simulator's release order (release-order.ts): least to prefill first, arrival order without slack, the slack capped by release_ms_per_held × the calls held", async () => {
     // two busy workers; three calls held in turn: a 40k-token prompt nobody holds, a 2k one, and
     // a 40k one both workers hold 39k of (no holder: nothing beyond the runner-up)
     const cached = { c: { w0: 39_000, w1: 39_000 } };
@@ -210,8 +210,14 @@ describe('AdmissionGate', () => {
       }
       return out;
     };
-    expect(await order({ max_waiting: 1 })).toEqual(['c', 'short', 'long']);
+    // slacks 40 ms/token: long 1,600 s, short 80 s, c 40 s (39k of its 40k cached)
+    expect(await order({ max_waiting: 1, release_ms_per_held: 0 })).toEqual(['c', 'short', 'long']);
     expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
+    // release_ms_per_held caps each slack at each release: 30 s × 3 held = 90 s (c goes), then
+    // 30 s × 2 = 60 s for both long and short, so arrival order between them
+    expect(await order({ max_waiting: 1, release_ms_per_held: 30_000 })).toEqual(['c', 'long', 'short']);
+    // the default (8 s per held call): 24 s, under every slack here, so arrival order
+    expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
   });
 
   it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {

@@ -135,6 +135,8 @@ describe('FairQueue', () => {
   it('matches a naive reference (per-tenant release order, tenant round robin, bounds, roomFor, expire, takeFirst) on random operations', () => {
     // each tenant's calls leave by key = arrival + slack (ties: arrival); spills and deadlines go
     // by arrival (oldest / newest). Even seeds push with no slack (arrival order, as before).
+    // Seeds 3, 7, 11, ...: msPerHeld caps each slack, at each release, at msPerHeld × the calls its
+    // tenant holds then (the reference re-sorts by arrival + min(slack, cap)).
     type It = { id: number; at: number; key: number };
     const byKey = (a: It, b: It): number => a.key - b.key || a.id - b.id;
     const oldestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id < m.id ? x : m));
@@ -152,8 +154,16 @@ describe('FairQueue', () => {
         maxPerTenant: 1 + Math.floor(rnd() * 15),
         maxWaitMs: 50 + Math.floor(rnd() * 200),
       };
-      const q = new FairQueue<It>(lim);
+      const msPerHeld = seed % 4 === 3 ? 1 + Math.floor(rnd() * 40) : 0;
+      const q = new FairQueue<It>({ ...lim, msPerHeld });
       const maxSlack = seed % 2 === 0 ? 0 : 1 + Math.floor(rnd() * 300);
+      // a tenant's calls in release order now
+      const released = (pq: It[]): It[] => {
+        if (msPerHeld === 0) return pq;
+        const cap = msPerHeld * pq.length;
+        const eff = (x: It): number => x.at + Math.min(x.key - x.at, cap);
+        return [...pq].sort((a, b) => eff(a) - eff(b) || a.id - b.id);
+      };
       const per = new Map<string, It[]>();
       const order: string[] = [];
       let total = 0;
@@ -242,7 +252,7 @@ describe('FairQueue', () => {
           let want: It | undefined;
           if (t !== undefined) {
             const pq = per.get(t)!;
-            want = pq.shift();
+            want = takeOut(pq, released(pq)[0]);
             total--;
             served(t, pq);
           }
@@ -255,9 +265,10 @@ describe('FairQueue', () => {
           search: for (let k = 0; k < order.length; k++) {
             const t = order[k];
             const pq = per.get(t)!;
-            for (let i = 0; i < Math.min(win, pq.length); i++) {
-              if (!acc(pq[i])) continue;
-              want = pq.splice(i, 1)[0];
+            const rel = released(pq);
+            for (let i = 0; i < Math.min(win, rel.length); i++) {
+              if (!acc(rel[i])) continue;
+              want = takeOut(pq, rel[i]);
               total--;
               order.splice(k, 1);
               served(t, pq);

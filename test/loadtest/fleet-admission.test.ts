@@ -126,7 +126,7 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
         cfg('ctxgate', { dispatch: 'admission', admission: { max_wait_ms: Infinity, ...admission } }),
       );
     const fifo = at({ release_ms_per_token: 0 });
-    const order = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000 });
+    const order = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 0 });
     const waits = (r: typeof fifo, long: boolean) => {
       const w = r.outcomes.filter((o) => (o.id % 2 === 0) === long).map((o) => o.firstScheduledMs - o.arrivalMs);
       return w.reduce((a, x) => a + x, 0) / w.length;
@@ -146,6 +146,17 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     );
     expect(order.outcomes.map((o) => [o.id, o.firstScheduledMs])).not.toEqual(
       fifo.outcomes.map((o) => [o.id, o.firstScheduledMs]),
+    );
+    // release_ms_per_held caps each slack at the held calls × it: at 20 ms per held call (peak
+    // ~90 held, so at most ~1.8 s against the long calls' 8.2 s) the order moves back towards
+    // arrival order: the long calls wait less than uncapped, the short ones more; a cap above
+    // every slack changes nothing
+    const capped = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 20 });
+    expect(waits(capped, true)).toBeLessThan(waits(order, true));
+    expect(waits(capped, false)).toBeGreaterThan(waits(order, false));
+    const loose = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 1e9 });
+    expect(loose.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs])).toEqual(
+      order.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs]),
     );
   });
 
