@@ -92,17 +92,26 @@ export interface AdmissionSettings {
  *  (1,178.2: 0.59×, the queue reaches 1,024 and spills; 10 s 685.8, 12 s 678.1); ×3 971.6 → 972.6
  *  / 1,225.0 → 1,254.8 (1,282.2). So p99 falls from ×0.95 to ×2.5 and p90 rises, most at ×2.5.
  *  A cap fixed at push time (the count then, not now) did worse: 10 s 275.1 / 500.9 s at ×1 p99 /
- *  ×2 p90, 6 s 237.6 / 561.5 (calls held while the queue was short keep their small slack). */
+ *  ×2 p90, 6 s 237.6 / 561.5 (calls held while the queue was short keep their small slack).
+ *  **Not the default** (release_ms_per_token 0, max_wait_ms 600 s: arrival order within a tenant).
+ *  The sweep's gains come from holding the expensive calls for many minutes, which the simulator's
+ *  clients wait out and real ones do not (the official SDKs give up at 600 s and retry), and in
+ *  `serve` a call whose worker lost its cache (a restart, an eviction) has a large uncached prompt,
+ *  so calls that hit the cache overtake it for as long as they keep coming: `bench chaos
+ *  --duration-s 60` (default pipeline, 4 reference workers killed and hung in turn, 15 s client
+ *  timeout) left 12 and 21 non-stream calls and up to 7 streams held until the client gave up with
+ *  40 / 1,800 s, 3 with the backlog cap (release_ms_per_held 8 s, its work in progress), 0 in arrival order. Set it per
+ *  deployment where clients wait (batch jobs) and measure with `bench fleet`. */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,
   max_queued: 4096,
   max_queued_per_tenant: 1024,
-  max_wait_ms: 1_800_000,
+  max_wait_ms: 600_000,
   locality_wait_ms: 30_000,
   locality_min_tokens: 1024,
   locality_window: 64,
-  release_ms_per_token: 40,
+  release_ms_per_token: 0,
   release_max_slack_ms: 1_800_000,
   release_ms_per_held: 8_000,
 };

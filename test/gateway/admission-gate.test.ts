@@ -210,14 +210,27 @@ describe('AdmissionGate', () => {
       }
       return out;
     };
+    // the release order is opt-in (admission-defaults.ts says why): by default arrival order
+    expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
     // slacks 40 ms/token: long 1,600 s, short 80 s, c 40 s (39k of its 40k cached)
-    expect(await order({ max_waiting: 1, release_ms_per_held: 0 })).toEqual(['c', 'short', 'long']);
+    expect(await order({ max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0 })).toEqual([
+      'c',
+      'short',
+      'long',
+    ]);
     expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
     // release_ms_per_held caps each slack at each release: 30 s × 3 held = 90 s (c goes), then
     // 30 s × 2 = 60 s for both long and short, so arrival order between them
-    expect(await order({ max_waiting: 1, release_ms_per_held: 30_000 })).toEqual(['c', 'long', 'short']);
-    // the default (8 s per held call): 24 s, under every slack here, so arrival order
-    expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
+    expect(
+      await order({
+        max_waiting: 1,
+        release_ms_per_token: 40,
+        release_max_slack_ms: 1_800_000,
+        release_ms_per_held: 30_000,
+      }),
+    ).toEqual(['c', 'long', 'short']);
+    // the cap's default (8 s per held call): 24 s, under every slack here, so arrival order
+    expect(await order({ max_waiting: 1, release_ms_per_token: 40 })).toEqual(['long', 'short', 'c']);
   });
 
   it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {
