@@ -254,22 +254,19 @@ export class FairQueue<T> {
 
   /** Takes the tenant's newest call (it holds one; its older ones keep their places). */
   private takeNewest(tenant: string): T {
-    const q = this.tenants.get(tenant)!;
-    const e = q.newest()!;
-    q.take(e);
-    this.total--;
-    if (q.length === 0) {
-      this.tenants.delete(tenant);
-      this.order.splice(this.order.indexOf(tenant), 1);
-    }
-    return e.item;
+    return this.takeEnd(tenant, 'newest');
   }
 
   /** Takes the tenant's oldest call (it holds one); the tenant keeps its place in the round
    *  unless that was its last. */
   private takeOldest(tenant: string): T {
+    return this.takeEnd(tenant, 'oldest');
+  }
+
+  /** Takes the tenant's newest or oldest call by arrival; the tenant leaves the round with its last. */
+  private takeEnd(tenant: string, end: 'newest' | 'oldest'): T {
     const q = this.tenants.get(tenant)!;
-    const e = q.oldest()!;
+    const e = end === 'newest' ? q.newest()! : q.oldest()!;
     q.take(e);
     this.total--;
     if (q.length === 0) {
