@@ -151,6 +151,7 @@ export class AdmissionGate {
       maxPerTenant: this.s.max_queued_per_tenant,
       maxWaitMs: this.s.max_wait_ms,
       msPerHeld: this.s.release_ms_per_held,
+      slackPerDrain: this.s.release_slack_per_drain,
     });
   }
 

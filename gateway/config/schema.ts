@@ -149,6 +149,7 @@ export const ModelSchema = Type.Object(
         release_ms_per_token: Type.Number({ minimum: 0, default: ADMISSION_DEFAULTS.release_ms_per_token }),
         release_max_slack_ms: NonNegInt(ADMISSION_DEFAULTS.release_max_slack_ms),
         release_ms_per_held: NonNegInt(ADMISSION_DEFAULTS.release_ms_per_held),
+        release_slack_per_drain: Type.Number({ minimum: 0, default: ADMISSION_DEFAULTS.release_slack_per_drain }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -26,6 +26,12 @@ export interface AdmissionSettings {
   /** ... and at most release_ms_per_held × the calls its tenant holds at each release (0: no such
    *  bound): near arrival order while the gate holds few calls, the full slack under a backlog. */
   release_ms_per_held: number;
+  /** ... and at most release_slack_per_drain × the drain time at each release: the calls held
+   *  (all tenants) × the recent mean interval between releases, i.e. about what arrival order
+   *  would make a newcomer wait now (0: no such bound). In time, not in calls, so the bound
+   *  follows the fleet's own speed: a fleet that releases a call every few ms (a fault, a short
+   *  backlog) is close to arrival order, a backlog of minutes gets the whole slack. */
+  release_slack_per_drain: number;
 }
 
 /** max_waiting 2: the engine has the next calls at hand when a running one frees its blocks, and
@@ -93,6 +99,26 @@ export interface AdmissionSettings {
  *  / 1,225.0 → 1,254.8 (1,282.2). So p99 falls from ×0.95 to ×2.5 and p90 rises, most at ×2.5.
  *  A cap fixed at push time (the count then, not now) did worse: 10 s 275.1 / 500.9 s at ×1 p99 /
  *  ×2 p90, 6 s 237.6 / 561.5 (calls held while the queue was short keep their small slack).
+ *  release_slack_per_drain 16: the slack is also capped at each release at 16 × the drain time
+ *  (the calls held × the running mean interval between releases), so no call is passed by one that
+ *  arrived more than 16 drain times after it (what arrival order would make a newcomer wait,
+ *  measured in the fleet's own time, so a fleet that releases calls fast stays near arrival order).
+ *  Sweep (40 ms/token, 1,800 s, max_wait 1,800 s, `--release-slack-per-drain K`; held cap 8 s and
+ *  0 gave the same figures within 1 %), p90 / p99 TTFT in s, and calls whose first token came
+ *  after 600 s (the SDKs' timeout):
+ *      K      ×1                ×2
+ *      0      104.2 / 204.9 0   421.9 / 1,103 429   (no drain bound)
+ *      4      137.2 / 165.2 0   829.7 /   981 1,887 (×2 fails: the queue reaches 1,024 and spills)
+ *      8      130.8 / 175.0 0   525.0 / 1,084 448   (0.51× rr)
+ *      16     122.6 / 198.6 0   476.6 / 1,105 431   (0.46× rr)
+ *      24       -               452.6 / 1,106 428
+ *      32     116.1 / 221.0 0   438.5 / 1,105 432
+ *  16 is the smallest K that meets ×2 ≤ 0.5× rr with a margin; ×1 p90 122.6 s (0.40× rr, every
+ *  baseline 190–304 s), p99 198.6 s (the lowest of the nine policies; arrival order 145.1).
+ *  max_wait_ms must stay 1,800 s with it: 600 s spills the deferred calls at ×2 (920.0 s).
+ *  Rejected: a cap on each call's own wait (slack ≤ R × the time it has waited): no newcomer can
+ *  pass an older call at once, so the short calls wait with the rest (R 0.5/1: ×2 831/824 s,
+ *  ×1 p99 150/148 s; R > 1 turns the unsaturated calls LIFO: R 2 ×1 p99 838 s).
  *  **Not the default** (release_ms_per_token 0, max_wait_ms 600 s: arrival order within a tenant).
  *  The sweep's gains come from holding the expensive calls for many minutes, which the simulator's
  *  clients wait out and real ones do not (the official SDKs give up at 600 s and retry), and in
@@ -114,6 +140,7 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
   release_ms_per_token: 0,
   release_max_slack_ms: 1_800_000,
   release_ms_per_held: 8_000,
+  release_slack_per_drain: 16,
 };
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):

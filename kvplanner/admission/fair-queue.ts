@@ -4,7 +4,9 @@
 // cheap prefills first within a bounded window; with no slack, arrival order), that slack capped at
 // each release at msPerHeld × the calls the tenant then holds (a short queue leaves close to arrival
 // order; a backlog gets the whole slack; a call deferred while the backlog was long moves up as it
-// shrinks). Bounded in total and per tenant, and every entry carries a
+// shrinks), and at slackPerDrain × the drain time (the calls held over all tenants × the running
+// mean interval between releases while calls were held; arrival order until one is known). Bounded
+// in total and per tenant, and every entry carries a
 // deadline (expire() hands back the ones past it, so none waits forever). A full queue never
 // refuses: push holds the newcomer and hands back one held call that spills (the caller sends it
 // on at once, as at arrival): the tenant's oldest when its share is full; when the total is full,
@@ -25,7 +27,8 @@
 // window); expire O(expired ·
 // (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
 // also kept in arrival order and only the oldest is looked at; remove O(n + tenants).
-// Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld (ADMISSION_DEFAULTS in admission-defaults.ts).
+// Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld, slackPerDrain (ADMISSION_DEFAULTS in
+// admission-defaults.ts); RELEASE_INTERVAL_WEIGHT.
 
 interface Entry<T> {
   item: T;
@@ -83,10 +86,11 @@ class TenantQueue<T> {
    * slack is capped now at cap = msPerHeld × the calls held: the calls whose own slack is under
    * cap keep their key (byKey order), the others all count as arrival + cap (byAge order); the
    * two filtered lists are merged. O(held) at worst (the skipped ones), O(n) with no cap.
+   * `capMs` caps the slack further (the queue's drain bound, FairQueue.drainCapMs).
    */
-  front(n: number): Entry<T>[] {
+  front(n: number, capMs = Number.POSITIVE_INFINITY): Entry<T>[] {
     const k = this.byKey;
-    const cap = this.msPerHeld > 0 ? this.msPerHeld * k.length : Number.POSITIVE_INFINITY;
+    const cap = Math.min(capMs, this.msPerHeld > 0 ? this.msPerHeld * k.length : Number.POSITIVE_INFINITY);
     if (!(cap < Number.POSITIVE_INFINITY) || n <= 0) return k.slice(0, n);
     const a = this.byAge;
     const out: Entry<T>[] = [];
@@ -173,7 +177,14 @@ export interface FairQueueLimits {
   /** Each call's slack (push) is at most this × the calls its tenant holds at the time of each
    *  release (release-order.ts; 0 or absent: the slack as pushed). */
   msPerHeld?: number;
+  /** ... and at most this × the drain time at each release: the calls held (all tenants) × the
+   *  recent mean interval between releases (0 or absent: no such bound; release_slack_per_drain). */
+  slackPerDrain?: number;
 }
+
+/** Weight of each new interval between releases in their running mean (the drain bound's rate):
+ *  about the last 32 releases count. */
+const RELEASE_INTERVAL_WEIGHT = 1 / 32;
 
 /** What roomFor decided: the newcomer is refused (its share full, or the total full and its tenant
  *  among those holding the most), or another tenant's newest call was taken out to be refused. */
@@ -185,6 +196,10 @@ export class FairQueue<T> {
   private readonly order: string[] = [];
   private total = 0;
   private seq = 0;
+  /** running mean of the time between releases while calls were held, ms (NaN: none seen yet) */
+  private intervalMs = Number.NaN;
+  /** the last release, or when the queue last became non-empty if later */
+  private lastReleaseMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly limits: FairQueueLimits) {}
 
@@ -217,6 +232,8 @@ export class FairQueue<T> {
       this.tenants.set(tenant, q);
     }
     if (q.length === 0) this.order.push(tenant);
+    // an idle gate's gap is no interval between releases: count from the first held call on
+    if (this.total === 0) this.lastReleaseMs = Math.max(this.lastReleaseMs, nowMs);
     const deadlineMs = nowMs + this.limits.maxWaitMs;
     q.push({ item, atMs: nowMs, deadlineMs, key: nowMs + slackMs, seq: this.seq++, gone: false });
     this.total++;
@@ -299,18 +316,39 @@ export class FairQueue<T> {
     return false;
   }
 
+  /** The drain bound on every slack now: slackPerDrain × the calls held × the mean interval
+   *  between releases (about what arrival order would make a newcomer wait); 0 before the first
+   *  interval is known (arrival order), Infinity with no such bound. O(1). */
+  drainCapMs(): number {
+    const k = this.limits.slackPerDrain ?? 0;
+    if (!(k > 0)) return Number.POSITIVE_INFINITY;
+    return Number.isNaN(this.intervalMs) ? 0 : k * this.total * this.intervalMs;
+  }
+
+  /** A call was released at `nowMs`: the interval since the previous one enters the mean. */
+  private released(nowMs: number): void {
+    const gap = Math.max(0, nowMs - this.lastReleaseMs);
+    if (Number.isFinite(gap))
+      this.intervalMs = Number.isNaN(this.intervalMs)
+        ? gap
+        : this.intervalMs + (gap - this.intervalMs) * RELEASE_INTERVAL_WEIGHT;
+    this.lastReleaseMs = Math.max(this.lastReleaseMs, nowMs);
+  }
+
   /** The call that leaves next (without taking it). */
   peek(): T | undefined {
     const t = this.order[0];
-    return t === undefined ? undefined : this.tenants.get(t)!.front(1)[0].item;
+    return t === undefined ? undefined : this.tenants.get(t)!.front(1, this.drainCapMs())[0].item;
   }
 
-  /** Takes the call that leaves next; its tenant goes to the back of the round. */
-  shift(): T | undefined {
+  /** Takes the call that leaves next at `nowMs` (the drain bound's clock; omitted: the release
+   *  is not counted in its rate); its tenant goes to the back of the round. */
+  shift(nowMs?: number): T | undefined {
     const t = this.order.shift();
     if (t === undefined) return undefined;
     const q = this.tenants.get(t)!;
-    const e = q.front(1)[0];
+    const e = q.front(1, this.drainCapMs())[0];
+    if (nowMs !== undefined) this.released(nowMs);
     q.take(e);
     this.total--;
     if (q.length > 0) this.order.push(t);
@@ -324,11 +362,13 @@ export class FairQueue<T> {
    * A call passed over keeps its place. O(tenants · window) calls of `accept`.
    */
   takeFirst(accept: (item: T, waitedMs: number) => boolean, nowMs: number, window: number): T | undefined {
+    const cap = this.drainCapMs();
     for (let k = 0; k < this.order.length; k++) {
       const t = this.order[k];
       const q = this.tenants.get(t)!;
-      for (const e of q.front(window)) {
+      for (const e of q.front(window, cap)) {
         if (!accept(e.item, nowMs - e.atMs)) continue;
+        this.released(nowMs);
         q.take(e);
         this.total--;
         this.order.splice(k, 1);

@@ -8,11 +8,18 @@
 // order costs a call is bounded by the work of the calls that arrive in that window. The queue
 // (fair-queue.ts) caps the slack further at each release, at release_ms_per_held × the calls the
 // tenant holds then: while the gate holds few calls it releases close to arrival order (a call
-// waits about as long as FCFS makes it), and the full slack applies only under a backlog.
+// waits about as long as FCFS makes it), and the full slack applies only under a backlog. It also
+// caps it, at each release, at release_slack_per_drain × the drain time (the calls held × the
+// running mean interval between releases: about what arrival order would make a newcomer wait
+// now): no call is overtaken by one that arrived more than k drain times after it, so a call waits
+// at most about (k + 1) × what arrival order would make it wait, whatever its cache state (a call
+// whose worker lost its cache has a large uncached prompt, hence a large slack, and calls that hit
+// the cache would otherwise overtake it for as long as they keep coming). The bound is in time,
+// not calls: a fleet that releases a call every few ms stays near arrival order whatever it holds.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
 // Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs O(1).
-// Settings: release_ms_per_token, release_max_slack_ms, release_ms_per_held (ADMISSION_DEFAULTS,
+// Settings: release_ms_per_token, release_max_slack_ms, release_ms_per_held, release_slack_per_drain (ADMISSION_DEFAULTS,
 // where the sweeps they were chosen from are stated).
 import type { Policy, RouteInfo, WorkerView } from '../types.ts';
 import type { AdmissionSettings } from './admission-defaults.ts';

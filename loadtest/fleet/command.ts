@@ -103,6 +103,8 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --release-max-slack-ms MS  admission: ... but at most MS later (default ${ADMISSION_DEFAULTS.release_max_slack_ms})
   --release-ms-per-held MS  admission: ... and at most MS per call its tenant holds at each release
                         (0: no such bound; default ${ADMISSION_DEFAULTS.release_ms_per_held})
+  --release-slack-per-drain R  admission: ... and at most R × the time the held calls take to
+                        leave at the recent release rate (0: no such bound; default ${ADMISSION_DEFAULTS.release_slack_per_drain})
   --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
                         TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
@@ -184,6 +186,7 @@ export async function run(argv: string[]): Promise<number> {
     'release-ms-per-token',
     'release-max-slack-ms',
     'release-ms-per-held',
+    'release-slack-per-drain',
     'seed',
     'json',
     'rate',
@@ -244,6 +247,7 @@ export async function run(argv: string[]): Promise<number> {
       release_ms_per_token: num(a, 'release-ms-per-token', ADMISSION_DEFAULTS.release_ms_per_token, 0),
       release_max_slack_ms: num(a, 'release-max-slack-ms', ADMISSION_DEFAULTS.release_max_slack_ms, 0),
       release_ms_per_held: num(a, 'release-ms-per-held', ADMISSION_DEFAULTS.release_ms_per_held, 0),
+      release_slack_per_drain: num(a, 'release-slack-per-drain', ADMISSION_DEFAULTS.release_slack_per_drain, 0),
     };
     const dispatchNote =
       dispatch === 'admission'

@@ -494,6 +494,7 @@ export function simulateFleet(
           maxPerTenant: admissionCheck.max_queued_per_tenant,
           maxWaitMs,
           msPerHeld: admissionCheck.release_ms_per_held,
+          slackPerDrain: admissionCheck.release_slack_per_drain,
         })
       : undefined;
   // held calls in the order they were held = deadline order (held time + one constant); the ones

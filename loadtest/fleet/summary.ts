@@ -6,6 +6,10 @@
 import { percentile } from '../replay/metrics.ts';
 import type { FleetResult } from './simulator.ts';
 
+/** The official OpenAI SDKs' request timeout (openai-node DEFAULT_TIMEOUT, the Python SDK's read
+ *  timeout): a call with no response head by then is aborted and resent, ms. */
+export const SDK_TIMEOUT_MS = 600_000;
+
 export interface Pcts {
   p50: number;
   p90: number;
@@ -43,6 +47,9 @@ export interface FleetRunSummary {
   hit_rate: number;
   prefill_tokens: number;
   ttft_ms: Pcts;
+  /** calls whose first token came more than SDK_TIMEOUT_MS after they arrived: a default SDK
+   *  client would have given up on them and resent (the simulator's clients wait) */
+  ttft_over_sdk_timeout: number;
   e2e_ms: Pcts;
   queue_wait_ms: Pcts;
   throughput_tok_s: number;
@@ -173,6 +180,7 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     hit_rate: prompt > 0 ? Math.round((cached / prompt) * 10_000) / 10_000 : 0,
     prefill_tokens: res.perWorker.reduce((a, w) => a + w.prefillTokens, 0),
     ttft_ms: pcts(o.map((x) => x.firstTokenMs - x.arrivalMs)),
+    ttft_over_sdk_timeout: o.reduce((a, x) => a + (x.firstTokenMs - x.arrivalMs > SDK_TIMEOUT_MS ? 1 : 0), 0),
     e2e_ms: pcts(o.map((x) => x.finishMs - x.arrivalMs)),
     queue_wait_ms: pcts(o.map((x) => x.firstScheduledMs - x.arrivalMs)),
     throughput_tok_s: span > 0 ? Math.round(output / span) : 0,
@@ -204,6 +212,7 @@ const COLS: Array<[string, (r: FleetRunSummary) => string]> = [
   ['ttft p50', (r) => (r.ttft_ms.p50 / 1000).toFixed(2) + 's'],
   ['ttft p90', (r) => (r.ttft_ms.p90 / 1000).toFixed(2) + 's'],
   ['ttft p99', (r) => (r.ttft_ms.p99 / 1000).toFixed(2) + 's'],
+  [`>${SDK_TIMEOUT_MS / 1000}s`, (r) => String(r.ttft_over_sdk_timeout)],
   ['e2e p90', (r) => (r.e2e_ms.p90 / 1000).toFixed(1) + 's'],
   ['tok/s', (r) => String(r.throughput_tok_s)],
   ['imbal', (r) => r.imbalance.toFixed(2)],

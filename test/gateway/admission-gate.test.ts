@@ -184,14 +184,16 @@ describe('AdmissionGate', () => {
     // two busy workers; three calls held in turn: a 40k-token prompt nobody holds, a 2k one, and
     // a 40k one both workers hold 39k of (no holder: nothing beyond the runner-up)
     const cached = { c: { w0: 39_000, w1: 39_000 } };
+    // all held at 0 ms; the clock moves 1 s before each release (the drain bound's interval)
     const order = async (settings: Record<string, number>): Promise<string[]> => {
       const ws = [worker('w0', 1), worker('w1', 1)];
+      let t = 0;
       const g = new AdmissionGate(
         'm',
         () => ws.map((w) => ({ view: () => w })),
         policy(cached),
         settings,
-        () => 0,
+        () => t,
       );
       gates.push(g);
       const out: string[] = [];
@@ -204,6 +206,7 @@ describe('AdmissionGate', () => {
       // one worker able: each look releases one call
       ws[0].engine = { waiting: 0, running: 0 };
       for (let i = 0; i < 3; i++) {
+        t += 1000;
         g.wake();
         await settled(Promise.resolve());
         expect(out.length).toBe(i + 1);
@@ -213,11 +216,9 @@ describe('AdmissionGate', () => {
     // the release order is opt-in (admission-defaults.ts says why): by default arrival order
     expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
     // slacks 40 ms/token: long 1,600 s, short 80 s, c 40 s (39k of its 40k cached)
-    expect(await order({ max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0 })).toEqual([
-      'c',
-      'short',
-      'long',
-    ]);
+    expect(
+      await order({ max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 }),
+    ).toEqual(['c', 'short', 'long']);
     expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
     // release_ms_per_held caps each slack at each release: 30 s × 3 held = 90 s (c goes), then
     // 30 s × 2 = 60 s for both long and short, so arrival order between them
@@ -227,8 +228,15 @@ describe('AdmissionGate', () => {
         release_ms_per_token: 40,
         release_max_slack_ms: 1_800_000,
         release_ms_per_held: 30_000,
+        release_slack_per_drain: 0,
       }),
     ).toEqual(['c', 'long', 'short']);
+    // release_slack_per_drain caps each slack at k × held × the mean interval between releases:
+    // none known at the first release (arrival order: long), then 1 s, so k 100 × 2 held × 1 s =
+    // 200 s, over c's 40 s and short's 80 s (c, short); k 10: 20 s, under both (arrival order)
+    const drain = { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0 };
+    expect(await order({ ...drain, release_slack_per_drain: 100 })).toEqual(['long', 'c', 'short']);
+    expect(await order({ ...drain, release_slack_per_drain: 10 })).toEqual(['long', 'short', 'c']);
     // the cap's default (8 s per held call): 24 s, under every slack here, so arrival order
     expect(await order({ max_waiting: 1, release_ms_per_token: 40 })).toEqual(['long', 'short', 'c']);
   });

@@ -137,6 +137,8 @@ describe('FairQueue', () => {
     // by arrival (oldest / newest). Even seeds push with no slack (arrival order, as before).
     // Seeds 3, 7, 11, ...: msPerHeld caps each slack, at each release, at msPerHeld × the calls its
     // tenant holds then (the reference re-sorts by arrival + min(slack, cap)).
+    // Seeds 5, 11, 17, ...: slackPerDrain caps it also at k × the calls held (all tenants) × the
+    // running mean interval between releases (arrival order until one interval is known).
     type It = { id: number; at: number; key: number };
     const byKey = (a: It, b: It): number => a.key - b.key || a.id - b.id;
     const oldestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id < m.id ? x : m));
@@ -155,12 +157,23 @@ describe('FairQueue', () => {
         maxWaitMs: 50 + Math.floor(rnd() * 200),
       };
       const msPerHeld = seed % 4 === 3 ? 1 + Math.floor(rnd() * 40) : 0;
-      const q = new FairQueue<It>({ ...lim, msPerHeld });
+      const slackPerDrain = seed % 6 === 5 ? 0.5 + rnd() * 8 : 0;
+      const q = new FairQueue<It>({ ...lim, msPerHeld, slackPerDrain });
       const maxSlack = seed % 2 === 0 ? 0 : 1 + Math.floor(rnd() * 300);
+      // the drain bound's clock: the mean interval between releases while calls were held
+      let interval = Number.NaN;
+      let lastRelease = Number.NEGATIVE_INFINITY;
+      const drainCap = (): number =>
+        slackPerDrain === 0 ? Infinity : Number.isNaN(interval) ? 0 : slackPerDrain * total * interval;
+      const releasedAt = (t: number): void => {
+        const gap = Math.max(0, t - lastRelease);
+        if (Number.isFinite(gap)) interval = Number.isNaN(interval) ? gap : interval + (gap - interval) * (1 / 32);
+        lastRelease = Math.max(lastRelease, t);
+      };
       // a tenant's calls in release order now
       const released = (pq: It[]): It[] => {
-        if (msPerHeld === 0) return pq;
-        const cap = msPerHeld * pq.length;
+        if (msPerHeld === 0 && slackPerDrain === 0) return pq;
+        const cap = Math.min(drainCap(), msPerHeld === 0 ? Infinity : msPerHeld * pq.length);
         const eff = (x: It): number => x.at + Math.min(x.key - x.at, cap);
         return [...pq].sort((a, b) => eff(a) - eff(b) || a.id - b.id);
       };
@@ -236,6 +249,7 @@ describe('FairQueue', () => {
             }
           }
           if (want !== it) {
+            if (total === 0) lastRelease = Math.max(lastRelease, now);
             const pq = per.get(t);
             if (pq) {
               pq.push(it);
@@ -253,10 +267,11 @@ describe('FairQueue', () => {
           if (t !== undefined) {
             const pq = per.get(t)!;
             want = takeOut(pq, released(pq)[0]);
+            releasedAt(now);
             total--;
             served(t, pq);
           }
-          check(q.shift()?.id, want?.id, `seed ${seed} step ${step} shift`);
+          check(q.shift(now)?.id, want?.id, `seed ${seed} step ${step} shift`);
         } else if (op < 0.85) {
           const win = 1 + Math.floor(rnd() * 4);
           const mod = 2 + Math.floor(rnd() * 3);
@@ -268,6 +283,7 @@ describe('FairQueue', () => {
             const rel = released(pq);
             for (let i = 0; i < Math.min(win, rel.length); i++) {
               if (!acc(rel[i])) continue;
+              releasedAt(now);
               want = takeOut(pq, rel[i]);
               total--;
               order.splice(k, 1);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { run } from '../../loadtest/fleet/command.ts';
 import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
-import { summarize } from '../../loadtest/fleet/summary.ts';
+import { SDK_TIMEOUT_MS, summarize } from '../../loadtest/fleet/summary.ts';
 import type { MooncakeRecord } from '../../loadtest/fleet/trace.ts';
 import { captureOutput } from '../helpers/capture-output.ts';
 import { fleetConfig as cfg } from '../helpers/fleet-config.ts';
@@ -126,7 +126,8 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
         cfg('ctxgate', { dispatch: 'admission', admission: { max_wait_ms: Infinity, ...admission } }),
       );
     const fifo = at({ release_ms_per_token: 0 });
-    const order = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 0 });
+    const uncapped = { release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 0 };
+    const order = at({ ...uncapped, release_slack_per_drain: 0 });
     const waits = (r: typeof fifo, long: boolean) => {
       const w = r.outcomes.filter((o) => (o.id % 2 === 0) === long).map((o) => o.firstScheduledMs - o.arrivalMs);
       return w.reduce((a, x) => a + x, 0) / w.length;
@@ -151,11 +152,21 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     // ~90 held, so at most ~1.8 s against the long calls' 8.2 s) the order moves back towards
     // arrival order: the long calls wait less than uncapped, the short ones more; a cap above
     // every slack changes nothing
-    const capped = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 20 });
+    const capped = at({ ...uncapped, release_ms_per_held: 20, release_slack_per_drain: 0 });
     expect(waits(capped, true)).toBeLessThan(waits(order, true));
     expect(waits(capped, false)).toBeGreaterThan(waits(order, false));
-    const loose = at({ release_ms_per_token: 1, release_max_slack_ms: 60_000, release_ms_per_held: 1e9 });
+    const loose = at({ ...uncapped, release_ms_per_held: 1e9, release_slack_per_drain: 0 });
     expect(loose.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs])).toEqual(
+      order.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs]),
+    );
+    // release_slack_per_drain caps each slack at k × held × the mean interval between releases
+    // (the drain time): a small k moves the order back towards arrival order (the long calls
+    // wait less than uncapped, the short ones more), a k above every slack changes nothing
+    const drained = at({ ...uncapped, release_slack_per_drain: 0.05 });
+    expect(waits(drained, true)).toBeLessThan(waits(order, true));
+    expect(waits(drained, false)).toBeGreaterThan(waits(order, false));
+    const wide = at({ ...uncapped, release_slack_per_drain: 1e9 });
+    expect(wide.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs])).toEqual(
       order.outcomes.map((o) => [o.id, o.worker, o.firstScheduledMs]),
     );
   });
@@ -191,6 +202,28 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     const byDefault = simulateFleet(five, cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0 } }));
     expect(first(byDefault).firstScheduledMs).toBe(five[0].arrivalMs + ADMISSION_DEFAULTS.max_wait_ms);
     expect(byDefault.spilledDeadline).toBe(five.length);
+  });
+
+  it('the summary counts the calls whose first token came after the SDK timeout (600 s), and only those', () => {
+    // no worker admits until each call's deadline: held 500 s, the first token a few seconds
+    // later (under 600 s); held 700 s, past it
+    const five = flat.slice(0, 5);
+    const over = (maxWaitMs: number) => {
+      const res = simulateFleet(
+        five,
+        cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0, max_wait_ms: maxWaitMs } }),
+      );
+      const ttft = res.outcomes.map((o) => o.firstTokenMs - o.arrivalMs);
+      const ctx = { preset: 'p', rateScale: 1, index: 'approx', wallS: 0, requests: five.length };
+      return { n: summarize(res, ctx).ttft_over_sdk_timeout, ttft };
+    };
+    const under = over(500_000);
+    expect(under.n).toBe(0);
+    expect(Math.max(...under.ttft)).toBeLessThan(SDK_TIMEOUT_MS);
+    const past = over(700_000);
+    expect(past.n).toBe(five.length);
+    expect(Math.min(...past.ttft)).toBeGreaterThan(SDK_TIMEOUT_MS);
+    expect(SDK_TIMEOUT_MS).toBe(600_000);
   });
 
   it("a full queue spills the tenant's oldest held call (dispatched as at arrival) and holds the newcomer", () => {
