@@ -321,6 +321,30 @@ describe('FairQueue', () => {
     expect(diffs.slice(0, 5)).toEqual([]);
   });
 
+  it("the drain bound: a call whose cache was lost (a big slack) is not overtaken for long by a steady stream of cheap ones (bench chaos's hung calls in miniature)", () => {
+    // one cheap call (slack 100 ms) arrives and one call leaves every 5 ms, 8 held: arrival order
+    // makes a call wait ~40 ms. At 100 ms a call with a 400 s slack arrives (10k uncached tokens at
+    // 40 ms per token).
+    const waitOfBig = (slackPerDrain: number): number => {
+      const q = new FairQueue<string>({ ...open, msPerHeld: 0, slackPerDrain });
+      for (let i = 0; i < 8; i++) q.push('a', `c${i}`, 0, 100);
+      for (let t = 5; t <= 600_000; t += 5) {
+        q.push('a', `c${t}`, t, 100);
+        if (t === 100) q.push('a', 'big', t, 400_000);
+        if (q.shift(t) === 'big') return t - 100;
+      }
+      return Infinity;
+    };
+    // no drain bound: every cheap call that arrives up to 400 s after it goes first
+    expect(waitOfBig(0)).toBeGreaterThan(399_000);
+    // k 16: 16 × 9 held × 5 ms = 720 ms, so the cheap calls overtake it for under a second (not
+    // for none: the order still works); k 1: about arrival order's wait
+    const w16 = waitOfBig(16);
+    expect(w16).toBeGreaterThan(500);
+    expect(w16).toBeLessThan(1_000);
+    expect(waitOfBig(1)).toBeLessThan(150);
+  });
+
   it('remove takes one call out (a client that left), keeping the others in order; othersWaiting', () => {
     const q = new FairQueue<string>(open);
     expect(q.othersWaiting('a')).toBe(false);
