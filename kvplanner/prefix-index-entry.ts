@@ -22,9 +22,11 @@
 // They are swept, out of the Map at once, when more than TOMB_SHARE of the capacity (+16): an
 // O(records) walk per that many tombstones made. A precise entry deletes at once (its `holds` then
 // answers from the Map alone).
-// Cost: a stamped block O(1) Map operations; an eviction amortised O(1) queue entries (a block
-// passed over for its child is evicted once that child went), each a few field reads; the queue is
-// compacted once mostly garbage (O(blocks log blocks), amortised over as many operations).
+// Cost: a stamped block O(1) Map operations; a queue step a few field reads and, for a block
+// passed over for its child, one push to the back of a ring (prefix-index-queue.ts). A session
+// whose chain grew turn by turn is evicted turn by turn, tail first: each pass of the queue passes
+// over its older turns' blocks again (growing agent sessions at capacity: ~16 steps an eviction).
+// The queue is rebuilt once mostly stale (O(blocks log blocks), amortised over as many operations).
 // Cycle guard: chained block hashes cannot make a block a child of its own descendant, but a hash
 // collision or a buggy or hostile engine's KV events can; then every block of the cycle keeps a
 // held child and the leaves-first rule would send them back to the queue for ever. Without a
@@ -34,6 +36,7 @@
 // Then the block at hand is evicted despite its held child (counted: cycleBreaks), which opens the
 // cycle. O(1) per queue step; answers without a cycle are unchanged.
 import type { HolderMasks } from './prefix-index-holders.ts';
+import { RingQueue } from './prefix-index-queue.ts';
 
 /** A held prefix is re-stamped once this share of the capacity was inserted since its stamp. */
 const TOUCH_SLACK = 0.25;
@@ -76,10 +79,8 @@ export interface WorkerEntry {
   kidLists: number;
   /** tombstones in the Map (records neither held nor listed with children, kept for reuse) */
   tombs: number;
-  /** eviction candidates in (approximate) age order; parallel arrays, head index. */
-  qRec: BlockRec[];
-  qTick: number[];
-  head: number;
+  /** eviction candidates in (approximate) age order: each record with its tick when queued */
+  queue: RingQueue<BlockRec>;
   capacity: number;
   evictions: number;
   /** queue steps shrink took since the last eviction or change of the entry (the cycle guard) */
@@ -101,9 +102,7 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
     seq: 0,
     kidLists: 0,
     tombs: 0,
-    qRec: [],
-    qTick: [],
-    head: 0,
+    queue: new RingQueue<BlockRec>(),
     capacity,
     evictions: 0,
     idle: 0,
@@ -138,9 +137,7 @@ export function emptyEntry(e: WorkerEntry, holders: HolderMasks): void {
   e.held = 0;
   e.kidLists = 0;
   e.tombs = 0;
-  e.qRec = [];
-  e.qTick = [];
-  e.head = 0;
+  e.queue = new RingQueue<BlockRec>();
   e.idle = 0;
 }
 
@@ -180,8 +177,7 @@ export function stampDown(
     newFrom = i;
     holders.add(h, e.slot);
     if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) next = addKid(e, hashes[i - 1], r);
-    e.qRec.push(r);
-    e.qTick.push(t);
+    e.queue.push(r, t);
   }
   return newFrom;
 }
@@ -230,12 +226,13 @@ export function evictBlocks(e: WorkerEntry, holders: HolderMasks, hashes: readon
 /** Evicts back to capacity, oldest first (at most `steps` queue entries looked at); true when done. */
 export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSITIVE_INFINITY): boolean {
   let left = steps;
-  while (e.held > e.capacity && e.head < e.qRec.length) {
+  const q = e.queue;
+  while (e.held > e.capacity && q.size > 0) {
     if (left-- <= 0) return false;
-    if (e.idle++ === 0) e.idleLimit = 2 * (e.qRec.length - e.head) + 2;
-    let r = e.qRec[e.head];
-    const t = e.qTick[e.head];
-    e.head++;
+    if (e.idle++ === 0) e.idleLimit = 2 * q.size + 2;
+    let r = q.first();
+    const t = q.firstTick();
+    q.shift();
     if (r.t < 0) {
       // out of the Map since it was queued: its hash may be back as a new record
       const cur = e.recs.get(r.h);
@@ -245,15 +242,13 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
     if (r.t === 0) continue; // evicted already
     if (r.t !== t) {
       // stamped again since: a second pass at its current stamp, from the back of the queue
-      e.qRec.push(r);
-      e.qTick.push(r.t);
+      q.push(r, r.t);
       continue;
     }
     if (r.kids !== undefined && hasKid(e, r)) {
       if (e.idle <= e.idleLimit) {
         // a child still held: leaves first (the block stays as recent as its stamp)
-        e.qRec.push(r);
-        e.qTick.push(t);
+        q.push(r, t);
         continue;
       }
       // no leaf met in two passes: the held blocks' children form a cycle; this block opens it
@@ -410,21 +405,13 @@ function dropKid(e: WorkerEntry, holders: HolderMasks, k: BlockRec): number {
 function compact(e: WorkerEntry): void {
   // (an entry whose capacity became a precise one's deletes at once from then on: swept now)
   if (e.tombs > 0 && (e.capacity >= KIDS_BELOW_CAPACITY || e.tombs > e.capacity * TOMB_SHARE + TOMB_MIN)) sweep(e);
-  // drop consumed head and stale entries once the queue is mostly garbage
-  if (e.head > 1024 && e.head * 2 > e.qRec.length) {
-    e.qRec = e.qRec.slice(e.head);
-    e.qTick = e.qTick.slice(e.head);
-    e.head = 0;
-  }
-  if (e.qRec.length - e.head > 4 * e.held + 1024) {
+  if (e.queue.size > 4 * e.held + 1024) {
     // too many stale entries (evicted or stamped again): rebuild from the live blocks in stamp
     // order, tails first within a stamp (the order they became held)
     const live: BlockRec[] = [];
     for (const r of e.recs.values()) if (r.t > 0) live.push(r);
     live.sort((a, b) => a.t - b.t || a.seq - b.seq);
-    e.qRec = live;
-    e.qTick = live.map((r) => r.t);
-    e.head = 0;
+    e.queue.reset(live, (r) => r.t);
     e.idle = 0;
   }
 }

@@ -178,8 +178,8 @@ describe('PrefixIndex under churn', () => {
     expect(idx.size('a')).toBeLessThanOrEqual(64);
     // the five hot chains fit (5 × 12 = 60 ≤ 64) and are still held up to the evicted tail
     for (let s = 0; s < 5; s++) expect(idx.matchLength('a', chain(`s${s}-`, 12))).toBe(6);
-    const q = (idx as unknown as { workers: Map<string, { qRec: unknown[]; head: number }> }).workers.get('a')!;
-    expect(q.qRec.length - q.head).toBeLessThan(4 * 64 + 1024 + 12);
+    const q = (idx as unknown as { workers: Map<string, { queue: { size: number } }> }).workers.get('a')!;
+    expect(q.queue.size).toBeLessThan(4 * 64 + 1024 + 12);
   });
 });
 

@@ -10,15 +10,14 @@
 // same; the events, and every chain's matchLength, has and matchAll at the checkpoints, too.
 import { describe, expect, it } from 'vitest';
 import { type IndexEvent, PrefixIndex } from '../../kvplanner/prefix-index.ts';
+import type { RingQueue } from '../../kvplanner/prefix-index-queue.ts';
 import { PrefixIndex as ReferenceIndex } from '../helpers/prefix-index-v1/index.ts';
 import { rng } from '../helpers/chain-stream.ts';
 
 interface NewEntry {
   clock: number;
   recs: Map<string, { h: string; t: number; seq: number }>;
-  qRec: { h: string }[];
-  qTick: number[];
-  head: number;
+  queue: RingQueue<{ h: string }>;
 }
 interface OldEntry {
   clock: number;
@@ -43,7 +42,7 @@ function stateOf(idx: PrefixIndex | ReferenceIndex, only?: string): string[] {
         .filter((r) => r.t > 0)
         .sort((a, b) => a.seq - b.seq)
         .map((r) => `${r.h}@${r.t}`);
-      for (let k = e.head; k < e.qRec.length; k++) q.push(`${e.qRec[k].h}@${e.qTick[k]}`);
+      e.queue.forEach((r, t) => q.push(`${r.h}@${t}`));
     }
     out.push(`${id} clock ${e.clock} held ${held.join(',')}`, `${id} queue ${q.join(',')}`);
   }
@@ -200,7 +199,7 @@ describe('PrefixIndex entry records: the paths a random stream seldom takes', ()
       }
     }
     const q = (fast as unknown as { workers: Map<string, NewEntry> }).workers.get('w')!;
-    expect(q.qRec.length - q.head).toBeLessThan(1100); // rebuilt at least once
+    expect(q.queue.size).toBeLessThan(1100); // rebuilt at least once
     expect(stateOf(fast)).toEqual(stateOf(ref));
   });
 });
