@@ -48,38 +48,19 @@
 // prefill of the prompt (the other branches' cost when that does not settle it); other branches
 // add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
 // O(log b + new blocks). An unpinned pick's chain enters the shared-prefix tracker after the
-// decision (recordShared: before the tracker's next read or write, or in observe()).
-// Settings: see CTXGATE_DEFAULTS (ctxgate-defaults.ts). index_capacity_factor 4 and kv_pressure_s 100 were chosen
-// with the fleet simulator (Mooncake conversation half, 8 workers, 200k and 1M KV tokens, rate
-// ×1 and ×2; sweep over factor 1/2/4/8/16/32, kv_pressure_s 0/10/30/100/200/300, ε 0.1–1): p90
-// TTFT moved within ±5 % among the settings past factor 2, hit rate 4.9 % → 5.6–6.3 %.
-// ε 0.75 was chosen on the same trace at rates next to the targets, not at them (×0.9, 0.95,
-// 1.05, 1.1 and ×1.8, 1.9, 2.1, 2.2; ε 0.25/0.5/0.75/1/1.5, once calls without a session follow
-// a history only one worker holds): p90 ÷ the best baseline's 0.957 and 0.996 (geometric mean)
-// vs 1.023 and 0.998 at 0.25, hit rate +0.2–0.4 points; checked at ×1 and ×2, on the Mooncake
-// synthetic trace (within the noise of ε 0.25–1) and the agent recordings (unchanged p90).
-// index_queue_factor 2 (of 1/2/4/8/16): the agent recordings at 50k KV (p90 13.9 → 6.0 s, seed 1;
-// 7.7 s over seeds 1–5) with the conversation half at its neighbouring rates unchanged (0.954 vs
-// 0.957; 4 and 8 gave 0.977 and 0.959).
-// index_queue_factor_no_session 8 (of 2/4/8/16, on the second-chance index): calls without a
-// session id (the conversation half has none) at ×0.95/1/1.05, ×1.9/2/2.1 and 16 workers ×2/×4:
-// p90 ÷ best baseline 0.974 → 0.935 (×1 band), 0.996 → 0.992 (×2 band), 0.945 → 0.865 (16
-// workers), hit Δ to the best baseline −0.70 → −0.38 points (4: 0.955/0.997/0.849/−0.46; 16:
-// 0.957/0.989/0.883/−0.47); the recordings, all with sessions, keep factor 2 (identical output).
-// Those figures are bench fleet's (Mooncake requests carry no session); in the gateway only
-// /v1/completions without a session header reaches the policy without a session id (chat,
-// messages and responses calls get a derived one, middleware/layout/session-id.ts), and the share
-// is one average over all tenants: it sizes the shared index for everyone (bounded by the factor).
+// decision (ctxgate-shared.ts: before the tracker's next read or write, or in observe()).
+// Settings: CTXGATE_DEFAULTS, and how they were chosen: ctxgate-defaults.ts.
 import { hasRoom } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { DeferredWork, type Work } from '../deferred-work.ts';
 import { ChainReader } from './ctxgate-chain.ts';
 import { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
+import { PostponedTracker } from './ctxgate-shared.ts';
 import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap, PolicyOptionError } from '../policy-options.ts';
 import { SessionAffinity } from '../session-affinity.ts';
-import { SharedPrefixTracker } from '../shared-prefix.ts';
+import type { SharedPrefixTracker } from '../shared-prefix.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
 export { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
@@ -128,11 +109,6 @@ export class CtxgatePolicy implements Policy {
   /** engine KV events feed the index (option kv_index): routing only reads it (guessing()) */
   private readonly events: KvEventIndex | undefined;
   readonly affinity: SessionAffinity;
-  /** read through `shared`, which first records a postponed chain (recordShared) */
-  private readonly tracker = new SharedPrefixTracker();
-  /** an unpinned pick's chain not yet in the tracker: recorded by the next observe(), or before the
-   *  tracker's next read or write, whichever comes first (recordShared) */
-  private unrecorded: readonly string[] | undefined;
   private readonly epsilon: number;
   private readonly blockSize: number;
   private readonly tps: (id: string) => number;
@@ -173,6 +149,8 @@ export class CtxgatePolicy implements Policy {
   private readonly positions = new Map<string, number>();
   /** index and tracker work of long chains, in steps when the caller can defer (deferred-work.ts) */
   private readonly later = new DeferredWork(DEFER_MIN_BLOCKS, DEFER_STEP_BLOCKS);
+  /** the shared-prefix tracker, an unpinned pick's chain recorded after the decision (ctxgate-shared.ts) */
+  private readonly postponed = new PostponedTracker(this.later, DEFER_MIN_BLOCKS);
 
   constructor(opts: PolicyOptions = {}) {
     const d = CTXGATE_DEFAULTS;
@@ -354,31 +332,12 @@ export class CtxgatePolicy implements Policy {
 
   /** The shared-prefix tracker, with every chain picked so far recorded. */
   get shared(): SharedPrefixTracker {
-    this.recordPostponed();
-    return this.tracker;
+    return this.postponed.shared;
   }
 
-  private recordPostponed(): void {
-    const h = this.unrecorded;
-    if (h === undefined) return;
-    this.unrecorded = undefined;
-    this.tracker.insert(h);
-  }
-
-  /**
-   * An unpinned pick's chain enters the shared-prefix tracker after the decision: every read and
-   * write goes through `shared`, which records it first, so each sees the tracker as if it had been
-   * recorded at once, and a new session's call no longer waits for ~10–20 Map operations on a
-   * tracker cold in the cache (observe() records it, off the request path). Work the caller defers,
-   * or a pick while deferred work waits (writes stay in pick order), goes as before.
-   */
+  /** An unpinned pick's chain enters the tracker after the decision (ctxgate-shared.ts). */
   private recordShared(hashes: readonly string[], defer: RouteInfo['defer']): Work | undefined {
-    const shared = this.shared;
-    if (this.later.waiting === 0 && (!defer || hashes.length <= DEFER_MIN_BLOCKS)) {
-      this.unrecorded = hashes;
-      return undefined;
-    }
-    return this.later.run(shared.inserting(hashes), hashes.length, defer);
+    return this.postponed.record(hashes, defer);
   }
 
   /** Index of worker `id` in `workers`, -1 if absent: O(1) while the gateway passes the same
@@ -615,7 +574,7 @@ export class CtxgatePolicy implements Policy {
    * missing one) are evicted instead, so the next prediction for this prefix there is lower.
    */
   observe(fb: RouteFeedback): void {
-    this.recordPostponed();
+    this.postponed.flush();
     const p = this.pending.get(fb.info);
     if (p?.recording) this.later.finish(p.recording);
     // a failed call leaves nothing new cached: take back what select() added for it, except what
@@ -697,7 +656,7 @@ export class CtxgatePolicy implements Policy {
   }
 
   settle(): void {
-    this.recordPostponed();
+    this.postponed.flush();
     this.later.settle();
   }
 
