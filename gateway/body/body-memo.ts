@@ -14,6 +14,10 @@
 // is charged its raw bytes plus what its parsed objects and offsets cost, counted by the member
 // scan (BODY_MEMO_CONTAINER_BYTES per array or object, BODY_MEMO_ELEMENT_BYTES per array element);
 // one with more array elements than `maxElements` (limits.max_messages) is not kept.
+// A body is compared and kept up to its last `}` (head): the closing brace is never part of a
+// reusable value, and the request path may then splice the upstream body's additions (the tenant's
+// `cache_salt`) over that brace in place, in the same allocation, without copying a body the memo
+// holds (proxy/body.ts).
 // O(log bodies × common prefix) to find the earlier body, then incremental-parse.ts's cost.
 import {
   commonPrefix,
@@ -69,6 +73,8 @@ export interface PendingBody {
   at: number;
   best: number;
   version: number;
+  /** Set by `keep` (a second keep of the same pending body does nothing). */
+  kept?: true;
 }
 
 export type MemoOutcome = ParseOutcome & { pending?: PendingBody };
@@ -131,7 +137,7 @@ export class BodyMemo {
     if (tenant === undefined || buf.length < this.minBytes || buf.length > this.maxBytes / 4)
       return parseFull(buf, maxDepth, false);
     const list = this.tenants.get(tenant) ?? NONE;
-    const { at, before, after } = search(list, buf);
+    const { at, before, after } = search(list, head(buf));
     // The neighbours share the longest prefixes with it: take the longer (the earlier on a tie).
     const best = before >= after ? at - 1 : at;
     const common = Math.max(before, after);
@@ -153,11 +159,14 @@ export class BodyMemo {
 
   /**
    * Keeps a body `parse` returned as pending (the route accepted it). Returns whether the memo may
-   * now hold the pending body's bytes as given (then nobody may write them), false when it holds
-   * nothing of them (a copy, or not kept).
+   * now hold the pending body's bytes before its last `}` as given (then nobody may write those;
+   * from the brace on they are the caller's), false when it holds nothing of them (a copy, or not
+   * kept).
    */
   keep(p: PendingBody | undefined): boolean {
-    if (p === undefined) return false;
+    if (p === undefined || p.kept) return false;
+    p.kept = true;
+    // Charged for the whole body as received (the brace and any whitespace after it included).
     const size = bodyCharge(p.body, this.maxElements);
     if (size === undefined || size > this.maxBytes / 4 || size > this.maxTenantBytes) return false;
     const body = p.body;
@@ -167,9 +176,9 @@ export class BodyMemo {
     const b = body.bytes;
     let holds = true;
     if (b.byteOffset !== 0 || b.buffer.byteLength - b.length > BODY_ROOM) {
-      body.bytes = Buffer.from(b);
+      body.bytes = Buffer.from(head(b));
       holds = false;
-    }
+    } else body.bytes = head(b);
     let list = this.tenants.get(p.tenant);
     if (list === undefined) this.tenants.set(p.tenant, (list = []));
     let { at, best } = p;
@@ -191,7 +200,9 @@ export class BodyMemo {
     // element of the array it diverged in was reused), it takes that one's place, which keeps the
     // order; so does an identical body's.
     const same =
-      list[at] !== undefined && list[at].body.bytes.length === b.length && list[at].body.bytes.equals(body.bytes);
+      list[at] !== undefined &&
+      list[at].body.bytes.length === body.bytes.length &&
+      list[at].body.bytes.equals(body.bytes);
     const slot = p.extended && p.prev !== undefined && list[best] === p.prev ? best : same ? at : -1;
     if (slot >= 0) {
       this.forget(list[slot]);
@@ -263,6 +274,15 @@ export class BodyMemo {
 }
 
 const NONE: readonly Kept[] = [];
+
+const CLOSE_OBJ = 0x7d;
+
+/** `buf` up to its last `}` (the whole of it when it has none): what the memo compares and keeps.
+ * O(bytes after that brace): the search runs from the end. */
+function head(buf: Buffer): Buffer {
+  const end = buf.lastIndexOf(CLOSE_OBJ);
+  return end > 0 ? buf.subarray(0, end) : buf;
+}
 
 /**
  * Where `buf` sorts in `list` (the first entry not below it), and its common prefix with the

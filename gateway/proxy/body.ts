@@ -3,8 +3,9 @@
 // otherwise unchanged, and one JSON.stringify only when the pipeline or the config changed the
 // body or the client sent a `cache_salt` of its own (always replaced: a tenant must not pick
 // another tenant's cache namespace). The splice writes in place when the caller hands over the
-// raw bytes' allocation with room after them (body/read-body.ts) and nothing else holds those
-// bytes; otherwise it copies them into a new buffer. Both give the same bytes.
+// raw bytes' allocation with room after them (body/read-body.ts): it writes only from the closing
+// brace on, and the body memo, which may keep these bytes, holds only those before that brace
+// (body/body-memo.ts); otherwise it copies them into a new buffer. Both give the same bytes.
 
 const INCLUDE_USAGE = ',"stream_options":{"include_usage":true}';
 
@@ -27,7 +28,7 @@ export function upstreamBody(
   stream: boolean,
   upstreamModel: string | undefined,
   cacheSalt?: string,
-  /** `raw`'s allocation (raw is its start), writable: the splice may go in place. */
+  /** `raw`'s allocation (raw is its start), writable from raw's last `}` on: the splice may go in place. */
   room?: Buffer,
 ): UpstreamBody {
   const so = body.stream_options as StreamOptions | undefined | null;

@@ -130,8 +130,10 @@ export async function handleProxy(
     // keeping every body promoted them to the old generation: +0.1-0.2 ms of CPU per 16k body and
     // major GCs in bench overhead's fixed-body rows (same-run A/B).
     const pending = pipeline && route.config.layout !== 'passthrough' ? req.pendingBody : undefined;
-    // The raw bytes' room may take the upstream body's splice only while the memo holds none of them.
-    const room = gw.bodies.keep(pending) ? undefined : req.rawRoom;
+    // The raw bytes' room may take the upstream body's splice: the memo holds at most the bytes
+    // before the body's last `}`, which the splice never writes (body-memo.ts).
+    gw.bodies.keep(pending);
+    const room = req.rawRoom;
     req.pendingBody = undefined;
     req.rawRoom = undefined;
     if (pending) pctx.onInterned = (key, received, interned) => gw.bodies.adopt(pending, key, received, interned);

@@ -1,11 +1,13 @@
 // The upstream body's splice written in place into the room after the client's bytes
 // (body/read-body.ts, proxy/body.ts): the same bytes as the copying splice, every case; through a
-// real gateway the upstream receives them; a body the memo keeps is never written (its bytes stay
-// the client's); over-limit bodies are still refused as before, chunked ones included.
+// real gateway the upstream receives them; a body the memo keeps is written only from its last `}`
+// on (the memo holds the bytes before it, which stay the client's); over-limit bodies are still
+// refused as before, chunked ones included.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
+import { BodyMemo } from '../../gateway/body/body-memo.ts';
 import { BODY_ROOM } from '../../gateway/body/read-body.ts';
 import { upstreamBody } from '../../gateway/proxy/body.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
@@ -53,6 +55,37 @@ describe('upstreamBody in place', () => {
       bytes(out.bytes).equals(bytes(upstreamBody(Buffer.from(text), parsed, parsed, true, undefined, salt).bytes)),
     ).toBe(true);
     expect(raw.toString()).toBe(text);
+  });
+});
+
+describe('a body the memo keeps, spliced in place', () => {
+  it('parses the next bodies against it exactly, and an identical resend replaces it', () => {
+    const memo = new BodyMemo({ minBytes: 64 });
+    const msg = (i: number): string =>
+      `{"role":"${i % 2 ? 'assistant' : 'user'}","content":"turn ${i} ${'x'.repeat(200)}"}`;
+    const body = (n: number, tail = ''): string =>
+      `{"model":"m","messages":[${Array.from({ length: n }, (_, i) => msg(i)).join(',')}]${tail}}`;
+    const salt = 'sält-🎉';
+    const send = (text: string): { value: unknown; reused: number } => {
+      const { raw, room } = withRoom(Buffer.from(text));
+      const out = memo.parse('t', raw, 64);
+      memo.keep(out.pending);
+      const parsed = out.value as Record<string, unknown>;
+      const up = upstreamBody(raw, parsed, parsed, false, undefined, salt, room);
+      // in place: the upstream bytes are the raw allocation's
+      expect(bytes(up.bytes).buffer).toBe(room.buffer);
+      expect(JSON.parse(bytes(up.bytes).toString())).toEqual({ ...JSON.parse(text), cache_salt: salt });
+      return { value: out.value, reused: out.reused ?? 0 };
+    };
+    for (const text of [body(3), body(5), body(5), body(7, ',"stream":false'), body(9, ',"stream":false'), body(9)]) {
+      const got = send(text);
+      expect(got.value).toEqual(JSON.parse(text));
+    }
+    // every body after the first reused earlier messages
+    expect(send(body(11)).reused).toBeGreaterThan(0);
+    const bodies = memo.size.bodies;
+    send(body(11));
+    expect(memo.size.bodies).toBe(bodies);
   });
 });
 
@@ -149,18 +182,27 @@ describe('through the gateway', () => {
     }
   });
 
-  it("a body the memo keeps is never written: the memo's bytes stay the client's", async () => {
+  it("a body the memo keeps is spliced in place after its last brace: the memo's bytes stay the client's", async () => {
     const first = chat('kept', 20_000);
     const second = first.replace(/\]\}\n$/, ',{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}\n');
+    const ups: Buffer[] = [];
     for (const body of [first, second, second]) {
       const n = seen.length;
       expect((await post(body)).status).toBe(200);
       expect(seen[n].equals(expected(body))).toBe(true);
+      ups.push(seen[n]);
     }
     const memo = gw.ctx.bodies as unknown as { lru: Set<{ body: { bytes: Buffer } }> };
-    const kept = [...memo.lru].map((k) => k.body.bytes.toString());
+    const kept = [...memo.lru].map((k) => k.body.bytes);
     expect(kept.length).toBeGreaterThan(0);
-    for (const k of kept) expect(sent).toContain(k);
+    for (const k of kept) {
+      // each kept body is a client body up to its last `}`
+      const text = k.toString();
+      expect(sent.some((s) => s.slice(0, s.lastIndexOf('}')) === text)).toBe(true);
+      // and its allocation holds the upstream body: the splice went in place, no copy
+      const whole = Buffer.from(k.buffer, k.byteOffset, k.buffer.byteLength - k.byteOffset);
+      expect(ups.some((u) => whole.subarray(0, u.length).equals(u))).toBe(true);
+    }
   });
 
   it('refuses a body over limits.max_body_bytes, declared or chunked', async () => {
