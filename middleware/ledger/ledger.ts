@@ -280,7 +280,11 @@ function finisher(
  *  of untrusted text happens once for the whole request, before any stage: pipeline.ts.) An
  *  anchored message resent as the same object with the same notes gets the same noted object as
  *  last call (one WeakMap look-up), so the stages after this one find it in their per-object
- *  memos (hashes, escaping, render) instead of meeting a new copy of it every call. */
+ *  memos (hashes, escaping, render) instead of meeting a new copy of it every call. The notes are
+ *  told equal to last call's by their texts (the state's own strings, shared call to call: a
+ *  pointer compare each) before any join: an anchor's note is joined only when its texts changed,
+ *  so a call costs O(messages + tombstones) pointer work, not a join and a compare of every
+ *  tombstone's text (O(history) characters) at every anchor. */
 export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
   // Nothing to place: the caller's own array (the stage then sees nothing changed, in O(1)).
   if (st.evictions.length === 0 && st.tombstones.length === 0) return input;
@@ -289,17 +293,28 @@ export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
     if (e.index < out.length && sha256Hex(messageText(input[e.index])) === e.hash)
       out[e.index] = withText(out[e.index], e.text);
   }
+  // Each anchor's texts in the tombstones' order, anchors in order of first appearance.
   const byAnchor = new Map<number, string[]>();
-  for (const t of st.tombstones) byAnchor.set(t.anchor, [...(byAnchor.get(t.anchor) ?? []), t.text]);
+  for (const t of st.tombstones) {
+    const texts = byAnchor.get(t.anchor);
+    if (texts === undefined) byAnchor.set(t.anchor, [t.text]);
+    else texts.push(t.text);
+  }
   for (const [a, texts] of byAnchor) {
     if (a >= out.length) continue;
-    const note = texts.join('\n');
     const m = out[a];
     const hit = noted.get(m);
-    if (hit !== undefined && hit.note === note) out[a] = hit.out;
-    else {
+    if (hit !== undefined && sameTexts(hit.texts, texts)) {
+      out[a] = hit.out;
+      continue;
+    }
+    const note = texts.join('\n');
+    if (hit !== undefined && hit.note === note) {
+      hit.texts = texts;
+      out[a] = hit.out;
+    } else {
       const o = appendNote(m, note);
-      noted.set(m, { note, out: o });
+      noted.set(m, { note, texts, out: o });
       out[a] = o;
     }
   }
@@ -307,8 +322,16 @@ export function render(input: ChatMessage[], st: LedgerState): ChatMessage[] {
 }
 
 /** The noted copy of an anchored message made last time, per message object (messages are never
- * changed in place), so a message resent as the same object gets the same noted object. */
-const noted = new WeakMap<ChatMessage, { note: string; out: ChatMessage }>();
+ * changed in place), so a message resent as the same object gets the same noted object; with the
+ * texts its note was joined from (equal texts join to the same note). */
+const noted = new WeakMap<ChatMessage, { note: string; texts: readonly string[]; out: ChatMessage }>();
+
+/** Equal lists of strings (the same strings are usually the same objects: a pointer compare). */
+function sameTexts(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** A URI parsed out of a command that carries a secret (`cat x # API_KEY=…`) is kept only as a
  *  hash: the same text always maps to the same stand-in, so reads and writes still match. */
