@@ -17,7 +17,7 @@
 // --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { STAGE_TIMERS_ENV, type StageTime } from '../middleware/perf/stage-timers.ts';
+import { STAGE_TIMERS_ENV, type StageTime, type StageTrace } from '../middleware/perf/stage-timers.ts';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
@@ -32,7 +32,8 @@ import {
   type LoadResult,
   type Portkey,
 } from './overhead/load.ts';
-import { gcDelta, type GcPauses } from './overhead/gc-pauses.ts';
+import { gcDelta, type GcEvent, type GcPauses } from './overhead/gc-pauses.ts';
+import { formatSlowCalls, SLOW_CALLS_SHARE, slowCallBreakdown, type SlowCalls } from './overhead/slow-calls.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
 import {
@@ -128,6 +129,9 @@ export interface OverheadResult {
     /** Where ctxgate's CPU per request at 16 connections goes: its main thread (of which GC pauses)
      *  and its other threads (V8's parallel and concurrent GC helpers first of all). */
     ctxgate_cpu_split?: { main_ms: number; gc_pause_ms: number; other_threads_ms: number };
+    /** The 1-connection run's slowest calls beside its middle ones: what their wall time held
+     *  (the gateway's timed stages, GC pauses, the rest) and how many were a session's first. */
+    slow_calls?: SlowCalls;
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {
@@ -269,6 +273,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       headers?: Record<string, string>,
       before?: () => Promise<unknown>,
       path?: string,
+      keepCalls?: boolean,
     ): Promise<LoadResult> => {
       // The process serving this target; direct's is the upstream (warmed by the same rule).
       const pid =
@@ -289,7 +294,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       const cpu0 = processCpuMs(pid);
       const main0 = mainThreadCpuMs(pid);
       const up0 = processCpuMs(up.proc.pid);
-      const r = await load({ url, path, body, durationS, connections: c.connections, headers });
+      const r = await load({ url, path, body, durationS, connections: c.connections, headers, keepCalls });
       const up1 = processCpuMs(up.proc.pid);
       const cpu1 = processCpuMs(pid);
       const main1 = mainThreadCpuMs(pid);
@@ -335,6 +340,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       );
       let stages: Record<string, StageTime> = {};
       let gwRequests = 0;
+      let slowCalls: SlowCalls | undefined;
       for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
         for (const [target, url, headers] of targets) {
           traffic.renew();
@@ -350,16 +356,31 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
             headers,
           });
           const isGw = target === 'ctxgate' && conns === 1;
+          // Each measured call's number in its session (the slow-call breakdown's first-call share).
+          const callNo: number[] = [];
           const r = await measure(
             { name: `${target} growing c${conns}`, traffic: 'growing', target, stream: false, connections: conns },
             url,
-            () => traffic.next(),
+            () => {
+              const b = traffic.next();
+              callNo.push(traffic.lastCall);
+              return b;
+            },
             headers,
-            isGw ? () => px.ask('reset') : undefined,
+            async () => {
+              if (isGw) await px.ask('reset');
+              callNo.length = 0;
+            },
+            undefined,
+            isGw,
           );
           if (isGw) {
             stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
             gwRequests = r.requests;
+            if (r.calls) {
+              const tr = JSON.parse(await px.ask('trace')) as { laps: StageTrace; gc: GcEvent[] };
+              slowCalls = slowCallBreakdown(r.calls, tr.laps, tr.gc, callNo.slice(0, r.calls.ms.length));
+            }
           }
         }
       }
@@ -403,9 +424,11 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         },
         ctxgate_rps_per_core: gw16.cpu_ms_per_req ? 1000 / gw16.cpu_ms_per_req : undefined,
         ctxgate_cpu_split: cpuSplit(gw16),
+        slow_calls: slowCalls,
       };
       log('');
       log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
+      if (slowCalls) log(formatSlowCalls(slowCalls));
       log('');
     }
 
@@ -542,6 +565,10 @@ p99.9 (#k/N) is the k-th slowest of the run's N calls: at 1-3k calls (1 connecti
 handful of calls, not an estimate of a tail; "added p99.9" subtracts two such calls from two runs.
 \`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the
 target, so where it is large the req/s ratios are pulled toward 1; compare CPU per request there.
+Slow calls: after the stage table, the 1-connection run's slowest ${SLOW_CALLS_SHARE * 100} % of calls beside its middle ones:
+their wall time split into the gateway's timed stages, GC pauses outside them and the rest (HTTP,
+upstream, hops, waiting for a core), the gateway's CPU per call (which waiting does not inflate),
+the share that were a session's first call, and the stages that grew most.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 Several minutes with the defaults (${DEFAULT_DURATION_S} s per run, each after its warm-up). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;

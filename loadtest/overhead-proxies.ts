@@ -5,7 +5,8 @@
 // PASSTHROUGH_MODEL (layout passthrough, no tokenizer). Both in front of UPSTREAM_URL.
 // Prints its URL as one line, then answers stdin lines: `reset` clears the stage timers (on when
 // CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line, `gc` the process's GC pauses so
-// far (overhead/gc-pauses.ts) as one JSON line.
+// far (overhead/gc-pauses.ts) as one JSON line, `trace` the laps since the reset and the GC pauses
+// (overhead/slow-calls.ts reads them) as one JSON line.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import Fastify from 'fastify';
 import proxy from '@fastify/http-proxy';
 import { parseConfig } from '../gateway/config/load.ts';
 import { startAssembledGateway } from '../gateway/assemble.ts';
-import { resetStageTimes, stageTimes } from '../middleware/perf/stage-timers.ts';
+import { resetStageTimes, stageTimes, stageTrace } from '../middleware/perf/stage-timers.ts';
 import { watchGc } from './overhead/gc-pauses.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 
@@ -62,5 +63,6 @@ createInterface({ input: process.stdin }).on('line', (cmd) => {
     process.stdout.write('ok\n');
   } else if (cmd === 'times') process.stdout.write(JSON.stringify(stageTimes()) + '\n');
   else if (cmd === 'gc') process.stdout.write(JSON.stringify(gcPauses()) + '\n');
+  else if (cmd === 'trace') process.stdout.write(JSON.stringify({ laps: stageTrace(), gc: gcPauses.events() }) + '\n');
   else process.stdout.write(JSON.stringify({ error: `unknown command ${cmd}` }) + '\n');
 });

@@ -202,6 +202,8 @@ export class GrowingTraffic {
   private readonly startedGen: number[];
   private cursor = 0;
   readonly calls: number;
+  /** The call (0 = a session's first) that the last next() sent. */
+  lastCall = -1;
 
   constructor(readonly o: GrowingOptions) {
     this.calls = o.calls ?? DEFAULT_CALLS_PER_SESSION;
@@ -229,6 +231,7 @@ export class GrowingTraffic {
       k = 0;
       this.callAt[s] = 1;
     }
+    this.lastCall = k;
     return this.body(s, k);
   }
 

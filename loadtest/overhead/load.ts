@@ -16,6 +16,8 @@ export interface LoadResult {
   rps: number;
   requests: number;
   errors: number;
+  /** With `keepCalls`: each response in order, its end (ms since the epoch) and its latency (ms). */
+  calls?: { end: number[]; ms: number[] };
 }
 
 export interface LoadSpec {
@@ -29,6 +31,8 @@ export interface LoadSpec {
   body: string | (() => string);
   /** Stop after this many requests instead of after durationS. */
   amount?: number;
+  /** Keep each response's end time and latency (LoadResult.calls). */
+  keepCalls?: boolean;
 }
 
 export function percentile(sorted: Float64Array, q: number): number {
@@ -44,6 +48,7 @@ export function rankFromSlowest(n: number, q: number): number {
 
 export function load(spec: LoadSpec): Promise<LoadResult> {
   const times: number[] = [];
+  const ends: number[] = [];
   const headers = { 'content-type': 'application/json', authorization: 'Bearer bench', ...spec.headers };
   const next = spec.body;
   const requests =
@@ -70,10 +75,14 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
           rps: times.length / spec.durationS,
           requests: times.length,
           errors: r.errors + r.non2xx,
+          ...(spec.keepCalls ? { calls: { end: ends, ms: times } } : {}),
         });
       },
     );
-    inst.on('response', (_client, _status, _bytes, responseTime) => times.push(responseTime));
+    inst.on('response', (_client, _status, _bytes, responseTime) => {
+      times.push(responseTime);
+      if (spec.keepCalls) ends.push(performance.timeOrigin + performance.now());
+    });
   });
 }
 

@@ -1,0 +1,191 @@
+// What the slowest calls of a 1-connection run spent their time on, beside the middle ones, for
+// `bench overhead`: each call's wall time as the client saw it (its end on the epoch clock and
+// its latency) is laid over the gateway's stage laps (middleware/perf/stage-timers.ts, each lap's
+// end on the same clock) and its main-thread GC pauses (gc-pauses.ts). Within a call's window:
+// the time in timed sections by stage (a section of the previous call's deferred work that runs
+// during this call counts: it held the loop this call needed), GC pauses outside those sections,
+// and the rest (HTTP in and out, the upstream's own time, the hops between processes, and waiting
+// for a core on a loaded host); and the gateway's CPU per call, which waiting does not inflate. One connection only: windows of consecutive calls do not overlap.
+// Cost: O(calls × log laps + laps in the windows).
+import type { StageTrace } from '../../middleware/perf/stage-timers.ts';
+import type { GcEvent } from './gc-pauses.ts';
+
+/** The share of calls, from the slowest, that the breakdown calls slow (at least one call). */
+export const SLOW_CALLS_SHARE = 0.02;
+/** The middle calls it compares them with: ranks from this share to 1 − it of the calls, by latency. */
+export const MIDDLE_CALLS_FROM = 0.45;
+
+export interface CallGroup {
+  calls: number;
+  /** Mean latency (ms) as the client saw it. */
+  wall_ms: number;
+  /** Mean time in the gateway's timed sections within the call (ms), and by stage. */
+  timed_ms: number;
+  stages: Record<string, number>;
+  /** Mean GC pause time within the call outside the timed sections (ms), and the pauses seen. */
+  gc_ms: number;
+  gc_pauses: number;
+  /** wall − timed − gc: HTTP in/out, upstream, hops, waiting for a core. */
+  other_ms: number;
+  /** Mean CPU of the gateway process per call (ms; from the call's body_parse to the next call's:
+   *  its deferred work included, waiting not), over the calls where both readings exist. Unlike
+   *  wall time, a loaded host does not inflate it: more CPU in the slow calls is more work. */
+  cpu_ms: number;
+  /** Share of the calls that were a session's first, and the mean call number (1-based). */
+  first_call_share: number;
+  mean_call: number;
+}
+
+export interface SlowCalls {
+  slow: CallGroup;
+  middle: CallGroup;
+}
+
+/** Total length of the union of intervals [s, e) (sorted in place by start). */
+function unionLength(iv: [number, number][]): number {
+  iv.sort((a, b) => a[0] - b[0]);
+  let total = 0;
+  let cs = -Infinity;
+  let ce = -Infinity;
+  for (const [s, e] of iv) {
+    if (s > ce) {
+      if (ce > cs) total += ce - cs;
+      cs = s;
+      ce = e;
+    } else if (e > ce) ce = e;
+  }
+  if (ce > cs) total += ce - cs;
+  return total;
+}
+
+/** First index of `xs` (ascending) whose value is >= x. */
+function lowerBound(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The longest lap, which bounds how far before a window a lap overlapping it can end. */
+const maxOf = (xs: readonly number[]): number => xs.reduce((m, x) => Math.max(m, x), 0);
+
+function group(
+  idx: readonly number[],
+  calls: { end: number[]; ms: number[] },
+  callNo: readonly number[] | undefined,
+  laps: StageTrace,
+  gc: readonly GcEvent[],
+): CallGroup {
+  const longest = maxOf(laps.ms);
+  const parseEnds: number[] = [];
+  for (let j = 0; j < laps.end.length; j++)
+    if (laps.stages[laps.stage[j]] === 'body_parse') parseEnds.push(laps.end[j]);
+  let cpu = 0;
+  let cpuCalls = 0;
+  const stages: Record<string, number> = {};
+  let wall = 0;
+  let timed = 0;
+  let gcMs = 0;
+  let pauses = 0;
+  let first = 0;
+  let callSum = 0;
+  for (const i of idx) {
+    const w1 = calls.end[i];
+    const w0 = w1 - calls.ms[i];
+    wall += calls.ms[i];
+    const spans: [number, number][] = [];
+    for (let j = lowerBound(laps.end, w0); j < laps.end.length; j++) {
+      const e = laps.end[j];
+      const s = e - laps.ms[j];
+      if (s >= w1) {
+        if (e - longest >= w1) break;
+        continue;
+      }
+      const a = Math.max(s, w0);
+      const b = Math.min(e, w1);
+      if (b <= a) continue;
+      spans.push([a, b]);
+      const name = laps.stages[laps.stage[j]];
+      stages[name] = (stages[name] ?? 0) + (b - a);
+    }
+    // this call's body_parse: the first that ends inside the window
+    const k = lowerBound(parseEnds, w0);
+    if (k + 1 < laps.parseCpu.length && parseEnds[k] <= w1) {
+      cpu += laps.parseCpu[k + 1] - laps.parseCpu[k];
+      cpuCalls++;
+    }
+    const inTimed = unionLength(spans.map((x) => [x[0], x[1]]));
+    timed += inTimed;
+    for (const g of gc) {
+      const a = Math.max(g.start, w0);
+      const b = Math.min(g.start + g.ms, w1);
+      if (b <= a) continue;
+      pauses++;
+      spans.push([a, b]);
+    }
+    gcMs += unionLength(spans) - inTimed;
+    if (callNo) {
+      if (callNo[i] === 0) first++;
+      callSum += callNo[i] + 1;
+    }
+  }
+  const n = idx.length || 1;
+  for (const k of Object.keys(stages)) stages[k] /= n;
+  return {
+    calls: idx.length,
+    wall_ms: wall / n,
+    timed_ms: timed / n,
+    stages,
+    gc_ms: gcMs / n,
+    gc_pauses: pauses,
+    other_ms: (wall - timed - gcMs) / n,
+    cpu_ms: cpuCalls > 0 ? cpu / cpuCalls : NaN,
+    first_call_share: callNo ? first / n : NaN,
+    mean_call: callNo ? callSum / n : NaN,
+  };
+}
+
+/**
+ * The slowest SLOW_CALLS_SHARE of `calls` (at least one) and the middle ones, each with what its
+ * windows held. `callNo[i]`: call i's number in its session (0 = first), when known.
+ */
+export function slowCallBreakdown(
+  calls: { end: number[]; ms: number[] },
+  laps: StageTrace,
+  gc: readonly GcEvent[],
+  callNo?: readonly number[],
+  share = SLOW_CALLS_SHARE,
+): SlowCalls {
+  const order = calls.ms.map((_, i) => i).sort((a, b) => calls.ms[b] - calls.ms[a]);
+  const nSlow = Math.max(1, Math.floor(order.length * share));
+  const from = Math.floor(order.length * MIDDLE_CALLS_FROM);
+  const to = Math.max(from + 1, order.length - from);
+  return {
+    slow: group(order.slice(0, nSlow), calls, callNo, laps, gc),
+    middle: group(order.slice(from, to), calls, callNo, laps, gc),
+  };
+}
+
+/** Lines for the bench's output: both groups, then the stages that grew most in the slow calls. */
+export function formatSlowCalls(r: SlowCalls, top = 6): string {
+  const f = (x: number): string => x.toFixed(2);
+  const line = (label: string, g: CallGroup): string =>
+    `  ${label.padEnd(15)} ${String(g.calls).padStart(4)} calls  wall ${f(g.wall_ms).padStart(6)} ms = timed ${f(g.timed_ms).padStart(5)}` +
+    ` + gc ${f(g.gc_ms).padStart(5)} (${g.gc_pauses} pauses) + other ${f(g.other_ms).padStart(6)}; cpu ${f(g.cpu_ms).padStart(5)} ms` +
+    `  first calls ${(g.first_call_share * 100).toFixed(0).padStart(3)} %, mean call #${g.mean_call.toFixed(1)}`;
+  const names = new Set([...Object.keys(r.slow.stages), ...Object.keys(r.middle.stages)]);
+  const grew = [...names]
+    .map((k) => [k, (r.slow.stages[k] ?? 0) - (r.middle.stages[k] ?? 0)] as const)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top);
+  return [
+    `ctxgate slowest calls vs middle calls (growing, 1 connection; other = HTTP in/out, upstream, hops, waiting for a core):`,
+    line(`slowest ${(SLOW_CALLS_SHARE * 100).toFixed(0)} %`, r.slow),
+    line(`middle ${(MIDDLE_CALLS_FROM * 100).toFixed(0)}-${((1 - MIDDLE_CALLS_FROM) * 100).toFixed(0)} %`, r.middle),
+    `  timed stages that grew most (slow − middle, ms per call): ${grew.map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${f(v)}`).join(', ')}`,
+  ].join('\n');
+}
