@@ -17,6 +17,8 @@ import {
   FAST_CHECK_EVERY,
   FAST_CHECK_FIRST,
   FAST_CHECK_MAX_CHARS,
+  FAST_CHECK_SAMPLE_CHARS,
+  sampleWindow,
 } from '../../middleware/tokens/hf-handle.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
@@ -207,14 +209,71 @@ describe('fast byte-level BPE encode', () => {
     for (let i = 0; i < FAST_CHECK_FIRST; i++) enc(`t${i % 10}`);
     // 32 first texts due + none sampled yet: every one of them checked, the long ones owed included.
     expect(checked.length).toBe(FAST_CHECK_FIRST);
-    // A text at the limit is still checked when due.
+    // A sampled check (after the first texts) on a long text compares a window of it only: the
+    // library never sees more than FAST_CHECK_SAMPLE_CHARS of it (it runs inside the call).
     const atLimit = 'y'.repeat(FAST_CHECK_MAX_CHARS);
     const sampledBefore = checked.length;
-    // 3 + 2 + FAST_CHECK_FIRST texts so far: the text at the limit is the FAST_CHECK_EVERY-th.
+    // 3 + 2 + FAST_CHECK_FIRST texts so far: the long text is the FAST_CHECK_EVERY-th.
     for (let n = 3 + 2 + FAST_CHECK_FIRST; n < FAST_CHECK_EVERY - 1; n++) enc('z');
     expect(checked.length).toBe(sampledBefore);
     enc(atLimit);
     expect(checked.length).toBe(sampledBefore + 1);
-    expect(checked.at(-1)).toBe(FAST_CHECK_MAX_CHARS);
+    expect(checked.at(-1)).toBe(FAST_CHECK_SAMPLE_CHARS);
+    // and a due check never waits for a short text any more: the next long sampled one is checked too
+    for (let n = FAST_CHECK_EVERY; n < 2 * FAST_CHECK_EVERY - 1; n++) enc('z');
+    enc(big);
+    expect(checked.length).toBe(sampledBefore + 2);
+    expect(checked.at(-1)).toBe(FAST_CHECK_SAMPLE_CHARS);
+  });
+
+  it('a sampled check catches a fast path wrong inside a long text and returns the library ids of all of it', () => {
+    const lib = (t: string) => [...t].map((c) => c.charCodeAt(0));
+    const seen: number[] = [];
+    const library = (t: string) => {
+      seen.push(t.length);
+      return lib(t);
+    };
+    // wrong on any text holding a '#' (the long text has them all along)
+    const fast = (t: string) => (t.includes('#') ? lib(t).map((x) => x + 1) : lib(t));
+    const enc = checkedEncoder(library, fast);
+    for (let i = 0; i < FAST_CHECK_FIRST; i++) enc(`t${i}`);
+    for (let n = FAST_CHECK_FIRST; n < FAST_CHECK_EVERY - 1; n++) enc('z');
+    const long = 'ab#'.repeat(2000);
+    seen.length = 0;
+    expect(enc(long)).toEqual(lib(long));
+    // the window (one library call), then the whole text once the fast path is off
+    expect(seen).toEqual([FAST_CHECK_SAMPLE_CHARS, long.length]);
+    expect(enc('x#')).toEqual(lib('x#'));
+  });
+
+  it('sampled windows are at most FAST_CHECK_SAMPLE_CHARS, move from check to check and never split a surrogate pair', () => {
+    expect(sampleWindow('a'.repeat(FAST_CHECK_SAMPLE_CHARS), 1234)).toBeUndefined();
+    const long = 'x'.repeat(10 * FAST_CHECK_SAMPLE_CHARS);
+    const starts = new Set([1, 2, 3].map((k) => sampleWindow(long, k * 4099)![0]));
+    expect(starts.size).toBe(3);
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', ' ', '\n', '😀', '\ud83d', '\ude00', 'é'), {
+          minLength: FAST_CHECK_SAMPLE_CHARS - 4,
+          maxLength: 3 * FAST_CHECK_SAMPLE_CHARS,
+        }),
+        fc.nat(),
+        (parts, offset) => {
+          const t = parts.join('');
+          const w = sampleWindow(t, offset);
+          if (w === undefined) return t.length <= FAST_CHECK_SAMPLE_CHARS;
+          const [a, b] = w;
+          const high = (i: number) => t.charCodeAt(i) >= 0xd800 && t.charCodeAt(i) <= 0xdbff;
+          const low = (i: number) => t.charCodeAt(i) >= 0xdc00 && t.charCodeAt(i) <= 0xdfff;
+          expect(b - a).toBeLessThanOrEqual(FAST_CHECK_SAMPLE_CHARS);
+          expect(b - a).toBeGreaterThanOrEqual(FAST_CHECK_SAMPLE_CHARS - 1);
+          expect(a >= 0 && b <= t.length).toBe(true);
+          expect(a > 0 && high(a - 1) && low(a)).toBe(false);
+          expect(b < t.length && high(b - 1) && low(b)).toBe(false);
+          return true;
+        },
+      ),
+      { numRuns: 300, seed: 32 },
+    );
   });
 });
