@@ -6,6 +6,7 @@ import { RECEIPT_METRICS } from '../middleware/chain.ts';
 import { fastEncodeCounts } from '../middleware/tokens/hf-handle.ts';
 import { nativeRenderStats } from '../middleware/tokens/native-render.ts';
 import type { Receipt } from '../middleware/types.ts';
+import { counterChildren, gaugeChildren, histogramChildren } from './metrics-children.ts';
 
 /** Latency buckets in seconds: sub-ms gateway overhead up to multi-minute generations. */
 const LATENCY_BUCKETS = [
@@ -14,6 +15,11 @@ const LATENCY_BUCKETS = [
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 
 export function createMetrics(registry: Registry, opts: { defaultMetrics?: boolean } = {}) {
+  const m = declareMetrics(registry, opts);
+  return { ...m, perCall: perCallChildren(m) };
+}
+
+function declareMetrics(registry: Registry, opts: { defaultMetrics?: boolean }) {
   const registers = [registry];
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
     new Counter<L>({ name: `ctxgate_${name}`, help, labelNames, registers });
@@ -192,6 +198,27 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   };
 }
 
+/** Bound children of the series every call touches (finish.ts): a call hashes no label set. */
+function perCallChildren(m: ReturnType<typeof declareMetrics>) {
+  return {
+    requests: counterChildren(m.requests),
+    requestDuration: histogramChildren(m.requestDuration),
+    gatewayOverhead: histogramChildren(m.gatewayOverhead),
+    ttft: histogramChildren(m.ttft),
+    promptTokens: counterChildren(m.promptTokens),
+    cachedTokens: counterChildren(m.cachedTokens),
+    outputTokens: counterChildren(m.outputTokens),
+    predictedCachedTokens: counterChildren(m.predictedCachedTokens),
+    workerCacheHitRatio: gaugeChildren(m.workerCacheHitRatio),
+    routingCachedTokens: counterChildren(m.routingCachedTokens),
+    subBlockPrefix: counterChildren(m.subBlockPrefix),
+    cacheBreaks: counterChildren(m.cacheBreaks),
+    tombstones: counterChildren(m.tombstones),
+    compactions: counterChildren(m.compactions),
+    compactionTokensSaved: counterChildren(m.compactionTokensSaved),
+  };
+}
+
 export type GatewayMetrics = ReturnType<typeof createMetrics>;
 
 export function statusClass(status: number): string {
@@ -201,12 +228,13 @@ export function statusClass(status: number): string {
 /** Counts a call's receipts as their stages declare (middleware/chain.ts RECEIPT_METRICS): the
  * `outcome` label is bounded by the declared actions. */
 export function countReceipts(m: GatewayMetrics, model: string, receipts: readonly Receipt[]): void {
+  const c = m.perCall;
   for (const r of receipts) {
     const d = RECEIPT_METRICS.get(`${r.stage}\u0000${r.action}`);
     if (!d) continue;
-    if (d.counter === 'tombstones') m.tombstones.inc({ model });
-    else m.compactions.inc({ model, outcome: r.action });
+    if (d.counter === 'tombstones') c.tombstones.at(model).inc();
+    else c.compactions.at(model, r.action).inc();
     if (d.tokensSaved && r.tokens_before !== undefined && r.tokens_after !== undefined)
-      m.compactionTokensSaved.inc({ model }, Math.max(0, r.tokens_before - r.tokens_after));
+      c.compactionTokensSaved.at(model).inc(Math.max(0, r.tokens_before - r.tokens_after));
   }
 }
