@@ -26,9 +26,10 @@ export interface AdmissionSettings {
   /** ... and at most release_ms_per_held × the calls its tenant holds at each release (0: no such
    *  bound): near arrival order while the gate holds few calls, the full slack under a backlog. */
   release_ms_per_held: number;
-  /** ... and at most release_slack_per_drain × the drain time at each release: the calls held
-   *  (all tenants) × the recent mean interval between releases, i.e. about what arrival order
-   *  would make a newcomer wait now (0: no such bound). In time, not in calls, so the bound
+  /** ... and at most release_slack_per_drain × the tenant's drain time at each release: its held
+   *  calls × the tenants in the round × the recent mean interval between releases, i.e. about what
+   *  arrival order (tenants in turn) would make its newcomer wait now; another tenant's backlog
+   *  does not loosen it (0: no such bound). In time, not in calls, so the bound
    *  follows the fleet's own speed: a fleet that releases a call every few ms (a fault, a short
    *  backlog) is close to arrival order, a backlog of minutes gets the whole slack. */
   release_slack_per_drain: number;
@@ -99,8 +100,9 @@ export interface AdmissionSettings {
  *  / 1,225.0 → 1,254.8 (1,282.2). So p99 falls from ×0.95 to ×2.5 and p90 rises, most at ×2.5.
  *  A cap fixed at push time (the count then, not now) did worse: 10 s 275.1 / 500.9 s at ×1 p99 /
  *  ×2 p90, 6 s 237.6 / 561.5 (calls held while the queue was short keep their small slack).
- *  release_slack_per_drain 16: the slack is also capped at each release at 16 × the drain time
- *  (the calls held × the running mean interval between releases), so no call is passed by one that
+ *  release_slack_per_drain 16: the slack is also capped at each release at 16 × the tenant's drain
+ *  time (its held calls × the tenants in the round × the running mean interval between releases;
+ *  the simulator holds one tenant, so there the calls held × the interval), so no call is passed by one that
  *  arrived more than 16 drain times after it (what arrival order would make a newcomer wait,
  *  measured in the fleet's own time, so a fleet that releases calls fast stays near arrival order).
  *  Sweep (40 ms/token, 1,800 s, max_wait 1,800 s, `--release-slack-per-drain K`; held cap 8 s and
@@ -128,9 +130,11 @@ export interface AdmissionSettings {
  *  timeout) left 12 and 21 non-stream calls and up to 7 streams held until the client gave up with
  *  40 / 1,800 s, 3 with the backlog cap (release_ms_per_held 8 s, its work in progress), 0 in arrival order. Set it per
  *  deployment where clients wait (batch jobs) and measure with `bench fleet`. The drain bound
- *  (release_slack_per_drain) answers the second point by construction (a FairQueue test: a call
- *  with a 400 s slack among calls leaving every 5 ms waits 0.74 s, not 400 s), but `bench chaos`
- *  has not yet been run with it on a machine quiet enough to start its workers. */
+ *  (release_slack_per_drain) bounds that overtaking to ~16 × the arrival-order wait (a FairQueue
+ *  test: a call with a 400 s slack among calls leaving every 5 ms waits 0.74 s, not 400 s), which
+ *  is relative: a client with a 15 s timeout (bench chaos's) is still held past it once its
+ *  arrival-order wait exceeds ~0.9 s; `bench chaos` has not yet been run with it on a machine quiet
+ *  enough to start its workers. */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,

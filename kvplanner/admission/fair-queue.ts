@@ -4,8 +4,9 @@
 // cheap prefills first within a bounded window; with no slack, arrival order), that slack capped at
 // each release at msPerHeld × the calls the tenant then holds (a short queue leaves close to arrival
 // order; a backlog gets the whole slack; a call deferred while the backlog was long moves up as it
-// shrinks), and at slackPerDrain × the drain time (the calls held over all tenants × the running
-// mean interval between releases while calls were held; arrival order until one is known). Bounded
+// shrinks), and at slackPerDrain × the tenant's drain time (its held calls × the tenants in the
+// round × the running mean interval between releases while calls were held: its own round-robin
+// share, so a neighbour's backlog never loosens its order; arrival order until one is known). Bounded
 // in total and per tenant, and every entry carries a
 // deadline (expire() hands back the ones past it, so none waits forever). A full queue never
 // refuses: push holds the newcomer and hands back one held call that spills (the caller sends it
@@ -177,8 +178,9 @@ export interface FairQueueLimits {
   /** Each call's slack (push) is at most this × the calls its tenant holds at the time of each
    *  release (release-order.ts; 0 or absent: the slack as pushed). */
   msPerHeld?: number;
-  /** ... and at most this × the drain time at each release: the calls held (all tenants) × the
-   *  recent mean interval between releases (0 or absent: no such bound; release_slack_per_drain). */
+  /** ... and at most this × the tenant's drain time at each release: its held calls × the tenants
+   *  in the round × the recent mean interval between releases (0 or absent: no such bound;
+   *  release_slack_per_drain). */
   slackPerDrain?: number;
 }
 
@@ -316,13 +318,15 @@ export class FairQueue<T> {
     return false;
   }
 
-  /** The drain bound on every slack now: slackPerDrain × the calls held × the mean interval
-   *  between releases (about what arrival order would make a newcomer wait); 0 before the first
-   *  interval is known (arrival order), Infinity with no such bound. O(1). */
-  drainCapMs(): number {
+  /** The drain bound on the slacks of a tenant holding `held` calls now: slackPerDrain × its own
+   *  drain time, held × the tenants in the round × the mean interval between releases (tenants
+   *  take turns, so that is about what arrival order would make the tenant's newcomer wait; its
+   *  own share, so another tenant's backlog never loosens its order); 0 before the first interval
+   *  is known (arrival order), Infinity with no such bound. O(1). */
+  drainCapMs(held: number): number {
     const k = this.limits.slackPerDrain ?? 0;
     if (!(k > 0)) return Number.POSITIVE_INFINITY;
-    return Number.isNaN(this.intervalMs) ? 0 : k * this.total * this.intervalMs;
+    return Number.isNaN(this.intervalMs) ? 0 : k * held * this.order.length * this.intervalMs;
   }
 
   /** A call was released at `nowMs`: the interval since the previous one enters the mean. */
@@ -338,16 +342,19 @@ export class FairQueue<T> {
   /** The call that leaves next (without taking it). */
   peek(): T | undefined {
     const t = this.order[0];
-    return t === undefined ? undefined : this.tenants.get(t)!.front(1, this.drainCapMs())[0].item;
+    if (t === undefined) return undefined;
+    const q = this.tenants.get(t)!;
+    return q.front(1, this.drainCapMs(q.length))[0].item;
   }
 
   /** Takes the call that leaves next at `nowMs` (the drain bound's clock; omitted: the release
    *  is not counted in its rate); its tenant goes to the back of the round. */
   shift(nowMs?: number): T | undefined {
-    const t = this.order.shift();
+    const t = this.order[0];
     if (t === undefined) return undefined;
     const q = this.tenants.get(t)!;
-    const e = q.front(1, this.drainCapMs())[0];
+    const e = q.front(1, this.drainCapMs(q.length))[0];
+    this.order.shift();
     if (nowMs !== undefined) this.released(nowMs);
     q.take(e);
     this.total--;
@@ -362,11 +369,10 @@ export class FairQueue<T> {
    * A call passed over keeps its place. O(tenants · window) calls of `accept`.
    */
   takeFirst(accept: (item: T, waitedMs: number) => boolean, nowMs: number, window: number): T | undefined {
-    const cap = this.drainCapMs();
     for (let k = 0; k < this.order.length; k++) {
       const t = this.order[k];
       const q = this.tenants.get(t)!;
-      for (const e of q.front(window, cap)) {
+      for (const e of q.front(window, this.drainCapMs(q.length))) {
         if (!accept(e.item, nowMs - e.atMs)) continue;
         this.released(nowMs);
         q.take(e);

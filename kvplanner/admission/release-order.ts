@@ -9,10 +9,11 @@
 // (fair-queue.ts) caps the slack further at each release, at release_ms_per_held × the calls the
 // tenant holds then: while the gate holds few calls it releases close to arrival order (a call
 // waits about as long as FCFS makes it), and the full slack applies only under a backlog. It also
-// caps it, at each release, at release_slack_per_drain × the drain time (the calls held × the
-// running mean interval between releases: about what arrival order would make a newcomer wait
-// now): no call is overtaken by one that arrived more than k drain times after it, so a call waits
-// at most about (k + 1) × what arrival order would make it wait, whatever its cache state (a call
+// caps it, at each release, at release_slack_per_drain × the tenant's drain time (its held calls
+// × the tenants in the round × the running mean interval between releases: about what arrival
+// order, tenants taking turns, would make its newcomer wait now; its own share, so a neighbour's
+// backlog never loosens it): no call is overtaken by one that arrived more than k drain times
+// after it, so a call waits at most about (k + 1) × what arrival order would make it wait, whatever its cache state (a call
 // whose worker lost its cache has a large uncached prompt, hence a large slack, and calls that hit
 // the cache would otherwise overtake it for as long as they keep coming). The bound is in time,
 // not calls: a fleet that releases a call every few ms stays near arrival order whatever it holds.

@@ -137,8 +137,9 @@ describe('FairQueue', () => {
     // by arrival (oldest / newest). Even seeds push with no slack (arrival order, as before).
     // Seeds 3, 7, 11, ...: msPerHeld caps each slack, at each release, at msPerHeld × the calls its
     // tenant holds then (the reference re-sorts by arrival + min(slack, cap)).
-    // Seeds 5, 11, 17, ...: slackPerDrain caps it also at k × the calls held (all tenants) × the
-    // running mean interval between releases (arrival order until one interval is known).
+    // Seeds 5, 11, 17, ...: slackPerDrain caps it also at k × the tenant's held calls × the tenants
+    // in the round × the running mean interval between releases (arrival order until one interval
+    // is known).
     type It = { id: number; at: number; key: number };
     const byKey = (a: It, b: It): number => a.key - b.key || a.id - b.id;
     const oldestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id < m.id ? x : m));
@@ -163,8 +164,8 @@ describe('FairQueue', () => {
       // the drain bound's clock: the mean interval between releases while calls were held
       let interval = Number.NaN;
       let lastRelease = Number.NEGATIVE_INFINITY;
-      const drainCap = (): number =>
-        slackPerDrain === 0 ? Infinity : Number.isNaN(interval) ? 0 : slackPerDrain * total * interval;
+      const drainCap = (held: number): number =>
+        slackPerDrain === 0 ? Infinity : Number.isNaN(interval) ? 0 : slackPerDrain * held * order.length * interval;
       const releasedAt = (t: number): void => {
         const gap = Math.max(0, t - lastRelease);
         if (Number.isFinite(gap)) interval = Number.isNaN(interval) ? gap : interval + (gap - interval) * (1 / 32);
@@ -173,7 +174,7 @@ describe('FairQueue', () => {
       // a tenant's calls in release order now
       const released = (pq: It[]): It[] => {
         if (msPerHeld === 0 && slackPerDrain === 0) return pq;
-        const cap = Math.min(drainCap(), msPerHeld === 0 ? Infinity : msPerHeld * pq.length);
+        const cap = Math.min(drainCap(pq.length), msPerHeld === 0 ? Infinity : msPerHeld * pq.length);
         const eff = (x: It): number => x.at + Math.min(x.key - x.at, cap);
         return [...pq].sort((a, b) => eff(a) - eff(b) || a.id - b.id);
       };
@@ -262,11 +263,12 @@ describe('FairQueue', () => {
           }
           check(q.push(t, it, now, slack)?.id, want?.id, `seed ${seed} step ${step} push`);
         } else if (op < 0.7) {
-          const t = order.shift();
+          const t = order[0];
           let want: It | undefined;
           if (t !== undefined) {
             const pq = per.get(t)!;
-            want = takeOut(pq, released(pq)[0]);
+            want = takeOut(pq, released(pq)[0]); // the round still counts this tenant
+            order.shift();
             releasedAt(now);
             total--;
             served(t, pq);
@@ -343,6 +345,48 @@ describe('FairQueue', () => {
     expect(w16).toBeGreaterThan(500);
     expect(w16).toBeLessThan(1_000);
     expect(waitOfBig(1)).toBeLessThan(150);
+  });
+
+  it("the drain bound is each tenant's own (review s32 F3): another tenant's backlog does not loosen its order", () => {
+    // One release every 50 ms, tenants in turn. Tenant b: 8 held, closed loop, cheap calls (slack
+    // 400 ms); at release 2,000 a b call with an 80 s slack (its cache lost). Tenant a holds
+    // `aHeld` (refilled as served). Arrival order makes b's newcomer wait ~8 b calls × 2 turns ×
+    // 50 ms = 0.8 s whatever a holds; k 16 lets it be overtaken for ~16 × that, not for its 80 s.
+    const waitOfBig = (aHeld: number): number => {
+      const q = new FairQueue<{ id: string; t: string }>({
+        maxQueued: 4096,
+        maxPerTenant: 2048,
+        maxWaitMs: 1_800_000,
+        msPerHeld: 0,
+        slackPerDrain: 16,
+      });
+      let t = 0;
+      let n = 0;
+      for (let i = 0; i < 8; i++) q.push('b', { id: `b${n++}`, t: 'b' }, t, 400);
+      for (let i = 0; i < aHeld; i++) q.push('a', { id: `a${n++}`, t: 'a' }, t, 400);
+      let bigAt = -1;
+      for (let i = 0; i < 200_000; i++) {
+        t += 50;
+        const got = q.shift(t);
+        if (got?.id === 'big') return t - bigAt;
+        if (got) q.push(got.t, { id: `${got.t}${n++}`, t: got.t }, t, 400);
+        if (i === 2000) {
+          bigAt = t;
+          q.push('b', { id: 'big', t: 'b' }, t, 80_000);
+        }
+      }
+      return Infinity;
+    };
+    const alone = waitOfBig(0); // 16 × 9 × 50 ms = 7.2 s
+    expect(alone).toBeGreaterThan(3_000);
+    expect(alone).toBeLessThan(10_000);
+    // with a neighbour: 16 × 9 held × 2 tenants × 50 ms = 14.4 s, whatever the neighbour holds (a
+    // global cap, 16 × all held × 50 ms, let a's 100 or 1,000 held calls hold b's call its whole 80 s)
+    for (const aHeld of [8, 100, 1000]) {
+      const w = waitOfBig(aHeld);
+      expect(w, `a holds ${aHeld}`).toBeGreaterThan(3_000);
+      expect(w, `a holds ${aHeld}`).toBeLessThan(20_000);
+    }
   });
 
   it('remove takes one call out (a client that left), keeping the others in order; othersWaiting', () => {
