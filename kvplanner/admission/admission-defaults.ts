@@ -118,6 +118,21 @@ export interface AdmissionSettings {
  *  16 is the smallest K that meets ×2 ≤ 0.5× rr with a margin; ×1 p90 122.6 s (0.40× rr, every
  *  baseline 190–304 s), p99 198.6 s (the lowest of the nine policies; arrival order 145.1).
  *  max_wait_ms must stay 1,800 s with it: 600 s spills the deferred calls at ×2 (920.0 s).
+ *  An absolute ceiling on the drain term (review s32 F4) is release_max_slack_ms itself: the slack
+ *  is a min of its terms, so min(k × drain, C) under min(…, release_max_slack_ms) is the same as
+ *  release_max_slack_ms C; no separate setting. Sweep with k 16 (`--release-max-slack-ms C`,
+ *  40 ms/token, max_wait 1,800 s), ×1 p90 / p99 — ×2 p90 / p99 TTFT in s, ×2 calls with TTFT > 600 s:
+ *      C        ×1              ×2
+ *      15 s     130.4 / 149.2   918.4 /   986  2,479  (queue reaches 1,024: 3,230 spilled)
+ *      60 s     131.5 / 151.4   902.5 /   975  2,397
+ *      300 s    136.7 / 160.9   861.5 /   977  2,413
+ *      900 s    122.6 / 198.6   743.0 /   993  1,106
+ *      1,800 s  122.6 / 198.6   476.6 / 1,105    431  (the default)
+ *  ×1 keeps its targets at every C (≤ 0.45× rr, under every baseline), ×2 ≤ 0.5× rr (515.6 s) needs
+ *  C ≳ 1,500 s (the M × C sweep above): the ×2 gain is holding expensive calls for tens of
+ *  minutes, which no ceiling that suits a client with a 15 s (or 600 s) timeout keeps. A
+ *  deployment whose clients give up after T sets release_max_slack_ms under T (15 s: ×2 is arrival
+ *  order's 918 s, ×1 130.4 s).
  *  Rejected: a cap on each call's own wait (slack ≤ R × the time it has waited): no newcomer can
  *  pass an older call at once, so the short calls wait with the rest (R 0.5/1: ×2 831/824 s,
  *  ×1 p99 150/148 s; R > 1 turns the unsaturated calls LIFO: R 2 ×1 p99 838 s).

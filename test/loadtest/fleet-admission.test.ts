@@ -214,15 +214,26 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
         cfg('ctxgate', { dispatch: 'admission', admission: { max_kv_usage: 0, max_wait_ms: maxWaitMs } }),
       );
       const ttft = res.outcomes.map((o) => o.firstTokenMs - o.arrivalMs);
+      const e2e = res.outcomes.map((o) => o.finishMs - o.arrivalMs);
       const ctx = { preset: 'p', rateScale: 1, index: 'approx', wallS: 0, requests: five.length };
-      return { n: summarize(res, ctx).ttft_over_sdk_timeout, ttft };
+      const sum = summarize(res, ctx);
+      return { n: sum.ttft_over_sdk_timeout, nE2e: sum.e2e_over_sdk_timeout, ttft, e2e };
     };
     const under = over(500_000);
     expect(under.n).toBe(0);
     expect(Math.max(...under.ttft)).toBeLessThan(SDK_TIMEOUT_MS);
+    expect(under.nE2e).toBe(0);
+    expect(Math.max(...under.e2e)).toBeLessThan(SDK_TIMEOUT_MS);
     const past = over(700_000);
     expect(past.n).toBe(five.length);
     expect(Math.min(...past.ttft)).toBeGreaterThan(SDK_TIMEOUT_MS);
+    expect(past.nE2e).toBe(five.length);
+    // between the two: first token before 600 s, the end after it (a non-streaming client's timeout)
+    const mid = over(598_000);
+    expect(mid.n).toBe(0);
+    expect(mid.nE2e).toBe(mid.e2e.filter((ms) => ms > SDK_TIMEOUT_MS).length);
+    expect(mid.nE2e).toBeGreaterThan(0);
+    expect(mid.nE2e).toBeLessThan(five.length);
     expect(SDK_TIMEOUT_MS).toBe(600_000);
   });
 
