@@ -15,9 +15,7 @@
 // before it is copied, so bytes copied and bytes promoted per call fall ~0.65x (fewer
 // mark-compacts). Each scavenge copies ~6.7 MB and is ~2x longer (p99.9 and max, not p99). Cost: up to 2 x 48 MB
 // more RSS under load (two semi-spaces; +120 MB measured at c1); an idle process's new space stays
-// small (V8 grows it only while objects survive). The event loop's isolate only: V8 applies the
-// flag to every isolate, so the render pool clears it before starting its threads, which take
-// Node's default young generation (workers-pool/thread-heap.ts: each grew to 102.4 MB and kept it).
+// small (V8 grows it only while objects survive).
 //
 // Not set, after measuring (16 connections, 2 cores, growing sessions, per-thread CPU from /proc,
 // the variants side by side in one run; rounds after ~3.5 k calls, so the JIT is warm): with

@@ -14,7 +14,6 @@ import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
-import type { ProcMemoryMb } from './chaos/proc-memory.ts';
 import { emptyStats, type HungCall, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
 import {
@@ -100,9 +99,6 @@ export interface ChaosReport {
   memory_cold?: MemoryMb;
   memory_start?: MemoryMb;
   memory_end?: MemoryMb;
-  /** The gateway's RSS by kind of mapping and its threads by name at the start and end readings. */
-  proc_start?: ProcMemoryMb;
-  proc_end?: ProcMemoryMb;
   sockets_start: number;
   sockets_end: number;
   failures_by_kind: Record<string, number>;
@@ -163,41 +159,24 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * window holds only the rest, and the memory reducer that GC armed (8 s timer) has had its turn:
  * a gateway still allocating at rest keeps its young generation and shows it.
  */
-async function settled(gw: GatewayProc, ms = SETTLE_MS, quietMs = 500): Promise<Reading> {
+async function settled(
+  gw: GatewayProc,
+  ms = SETTLE_MS,
+  quietMs = 500,
+): Promise<{ rss: number; sockets: number; memory?: MemoryMb }> {
   await sleep(ms);
   gw.gc();
   await sleep(quietMs);
   const memory = await gw.gcMemory();
   await sleep(500);
-  return { rss: gw.rssMb(), sockets: gw.sockets(), memory, proc: gw.procMemory() };
+  return { rss: gw.rssMb(), sockets: gw.sockets(), memory };
 }
 
-interface Reading {
-  rss: number;
-  sockets: number;
-  memory?: MemoryMb;
-  /** RSS by kind of mapping, threads by name (loadtest/chaos/proc-memory.ts). */
-  proc?: ProcMemoryMb;
-}
-
-function memLine(r: Reading): string {
+function memLine(r: { rss: number; memory?: MemoryMb }): string {
   const m = r.memory;
-  const main = m
+  return m
     ? `rss ${r.rss.toFixed(1)}, heap ${m.heapUsed}/${m.heapTotal}${m.newSpace === undefined ? '' : ` (young generation ${m.newSpace})`}, external ${m.external}, arrayBuffers ${m.arrayBuffers}`
     : `rss ${r.rss.toFixed(1)}`;
-  const threads = (m?.threads ?? []).map(
-    (t) =>
-      `; render thread ${t.threadId} heap ${t.heapUsed}/${t.heapTotal} (young generation ${t.newSpace}; no GC), external ${t.external}`,
-  );
-  return main + threads.join('') + (r.proc ? `; ${procLine(r.proc)}` : '');
-}
-
-/** Resident memory by kind of mapping, and the threads by name. */
-function procLine(p: ProcMemoryMb): string {
-  const names = Object.entries(p.threads)
-    .map(([n, c]) => `${n} ${c}`)
-    .join(', ');
-  return `mappings: brk ${p.brk}, malloc arenas ${p.arenas} (${p.arenaCount}), other anon ${p.anon}, file ${p.file}; threads: ${names}`;
 }
 
 function layoutOf(v: string | undefined): ChaosLayout {
@@ -260,7 +239,7 @@ export async function run(argv: string[]): Promise<number> {
     // rounds until the heap after GC stops growing (chaos/warm-up.ts), so the bounded caches are
     // as full as this traffic fills them and later growth is not their fill.
     const warmHeaps: number[] = [];
-    let start: Reading;
+    let start: Awaited<ReturnType<typeof settled>>;
     let warm: boolean | undefined;
     do {
       await runLoad({
@@ -372,8 +351,6 @@ export async function run(argv: string[]): Promise<number> {
       memory_cold: cold.memory,
       memory_start: start.memory,
       memory_end: end.memory,
-      proc_start: start.proc,
-      proc_end: end.proc,
       ...(o.heapSnapshots ? { heap_snapshots: snapshots } : {}),
       sockets_start: socketsStart,
       sockets_end: end.sockets,
@@ -391,22 +368,6 @@ export async function run(argv: string[]): Promise<number> {
     await fleet.close();
     await redis?.kill();
   }
-}
-
-/** One row per render thread present at both readings: its heap used / committed start → end. */
-function threadRows(r: ChaosReport): [string, string][] {
-  const end = new Map((r.memory_end?.threads ?? []).map((t) => [t.threadId, t]));
-  return (r.memory_start?.threads ?? []).flatMap((s): [string, string][] => {
-    const e = end.get(s.threadId);
-    return e
-      ? [
-          [
-            `render thread ${s.threadId} heap used / committed start → end`,
-            `${s.heapUsed} / ${s.heapTotal} → ${e.heapUsed} / ${e.heapTotal}`,
-          ],
-        ]
-      : [[`render thread ${s.threadId} heap used / committed start → end`, `${s.heapUsed} / ${s.heapTotal} → gone`]];
-  });
 }
 
 function printTable(r: ChaosReport): void {
@@ -431,15 +392,6 @@ function printTable(r: ChaosReport): void {
           [
             'gateway heap used / external start → end (MB)',
             `${r.memory_start.heapUsed} / ${r.memory_start.external} → ${r.memory_end.heapUsed} / ${r.memory_end.external}`,
-          ],
-        ] as [string, string][])
-      : []),
-    ...threadRows(r),
-    ...(r.proc_start && r.proc_end
-      ? ([
-          [
-            'gateway RSS brk / arenas / anon / file start → end',
-            `${r.proc_start.brk} / ${r.proc_start.arenas} / ${r.proc_start.anon} / ${r.proc_start.file} → ${r.proc_end.brk} / ${r.proc_end.arenas} / ${r.proc_end.anon} / ${r.proc_end.file}`,
           ],
         ] as [string, string][])
       : []),

@@ -76,18 +76,11 @@ export async function run(argv: string[]): Promise<number> {
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
   // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
   const gc = (globalThis as { gc?: () => void }).gc;
-  // The breakdown after it (heap vs external vs array buffers, this thread's) says what RSS holds;
-  // `threads`: each render pool thread's own isolate, GC'd there first (its heap is not this one's).
+  // The breakdown after it (heap vs external vs array buffers, this thread's) says what RSS holds.
   if (gc)
     process.on('SIGUSR2', () => {
       gc();
-      const memory = process.memoryUsage();
-      const spaces = heapSpacesMb();
-      const pool = gw.assembled.renderPool;
-      void (pool ? pool.memory() : Promise.resolve([])).then(
-        (threads) => gw.app.log.info({ memory, spaces, threads }, 'gc'),
-        (err: Error) => gw.app.log.info({ memory, spaces, threads_error: err.message }, 'gc'),
-      );
+      gw.app.log.info({ memory: process.memoryUsage(), spaces: heapSpacesMb() }, 'gc');
     });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {

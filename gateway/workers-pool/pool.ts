@@ -34,9 +34,6 @@
 //   job, so a tenant's jobs at once do not grow. A count job that ends its thread twice: 422 render_failed.
 // - Counters: each reply carries what its thread counted (fast BPE encodes, native renders,
 //   fast-path mismatches; thread-counts.ts), added to the main thread's metrics.
-// - Heap: each thread has Node's default young generation, not the event loop's larger one, and a
-//   lane idle for IDLE_GC_MS has its thread run one GC job (thread-heap.ts: a parked thread never
-//   collects on its own; an idle one held ~160 MB of heap, ~18.5 MB of it live).
 // - Shutdown: close() lets running jobs finish, then ends the threads.
 // Cost per job on the event loop: a structured clone of the messages and the previous call's memo,
 // one copy of the previous ids into a Uint32Array and one back; O(lanes) lane choice; O(tenants
@@ -53,14 +50,6 @@ import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
 import { addThreadCounts } from './thread-counts.ts';
-import {
-  GC_JOB,
-  type GcJob,
-  IDLE_GC_MS,
-  RENDER_THREAD_YOUNG_MB,
-  threadsTakeOwnYoungGeneration,
-} from './thread-heap.ts';
-import { MEMORY_JOB, type MemoryJob, type ThreadMemoryMb } from './thread-memory.ts';
 import { isCountJob, WAKE_TOKENIZER, type ThreadCountReply, type ThreadData, type ThreadReply } from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
@@ -107,16 +96,12 @@ export function defaultThreads(): number {
 
 /** What a thread runs: a render job, or a stage's count job (same queue, limits and retries). */
 type PoolJob = OffloadJob | CountJob;
-/** What a thread answers: to a render job, a count job, or memory() (a diagnostic, no admission). */
-type PoolReply = ThreadReply | ThreadCountReply | ThreadMemoryMb;
 
 interface Lane {
-  pool: Piscina<PoolJob | MemoryJob | GcJob, PoolReply>;
+  pool: Piscina<PoolJob, ThreadReply | ThreadCountReply>;
   queue: FairTaskQueue;
   /** Jobs queued or running here. */
   pending: number;
-  /** Armed when the lane goes idle: its thread then collects its garbage (thread-heap.ts). */
-  idleGc?: NodeJS.Timeout;
 }
 
 /** A model whose tokenizer the pool test-renders at start. */
@@ -182,11 +167,6 @@ export interface RenderPool extends RenderOffload, CountOffload {
   workers(): Worker[];
   /** Jobs queued or running, all lanes. */
   pending(): number;
-  /**
-   * Each running thread's own heap as it is (no GC), for leak checks: asked after the jobs queued
-   * in its lane; a lane whose thread has ended is skipped, not started.
-   */
-  memory(): Promise<ThreadMemoryMb[]>;
   close(): Promise<void>;
 }
 
@@ -251,22 +231,19 @@ const renderFailedBefore = (): GatewayError =>
     null,
   );
 
-/** `threadFile`: the thread's entry (tests pass one that dies on a marked job). `idleGcMs`: how long
- *  a thread waits with no job before it collects its garbage (thread-heap.ts; tests shorten it). */
+/** `threadFile`: the thread's entry (tests pass one that dies on a marked job). */
 export function createRenderPool(
   cfg: GatewayConfig['render_pool'],
   threadFile: string | undefined = THREAD,
-  { idleGcMs = IDLE_GC_MS }: { idleGcMs?: number } = {},
 ): RenderPool | undefined {
   const threads = cfg.threads ?? defaultThreads();
   if (threads === 0) return undefined;
-  threadsTakeOwnYoungGeneration();
   const lanes: Lane[] = Array.from({ length: threads }, () => {
     const queue = new FairTaskQueue();
     return {
       queue,
       pending: 0,
-      pool: new Piscina<PoolJob | MemoryJob | GcJob, PoolReply>({
+      pool: new Piscina<PoolJob, ThreadReply | ThreadCountReply>({
         filename: threadFile ?? THREAD,
         // Started by warm() at start; after an idle timeout, on the next big call.
         minThreads: 0,
@@ -275,31 +252,11 @@ export function createRenderPool(
         taskQueue: queue,
         closeTimeout: CLOSE_TIMEOUT_MS,
         workerData: { nice: cfg.nice } satisfies ThreadData,
-        // Node's default young generation, not the event loop's larger one (thread-heap.ts)
-        resourceLimits: { maxYoungGenerationSizeMb: RENDER_THREAD_YOUNG_MB },
       }),
     };
   });
   const perTenant = new Map<string, number>();
   let retries = 0;
-  /**
-   * A lane with no job: after idleGcMs still none, its thread runs one GC job (Piscina parks an
-   * idle thread, so it never collects on its own: thread-heap.ts). A job arriving first disarms it;
-   * one arriving during the GC waits for it (one GC of a ~20 MB live heap).
-   */
-  const armIdleGc = (lane: Lane): void => {
-    clearTimeout(lane.idleGc);
-    lane.idleGc = setTimeout(() => {
-      lane.idleGc = undefined;
-      if (closed || lane.pending > 0 || lane.pool.threads.length === 0) return;
-      lane.pool.run(GC_JOB).catch(() => undefined);
-    }, idleGcMs);
-    lane.idleGc.unref();
-  };
-  const disarmIdleGc = (lane: Lane): void => {
-    clearTimeout(lane.idleGc);
-    lane.idleGc = undefined;
-  };
   /** Per tenant: hashes of jobs that failed on a thread (jobHash), oldest first; refused from then on. */
   const poisoned = new Map<string, Set<string>>();
   const poison = (tenant: string, h: string): void => {
@@ -374,7 +331,6 @@ export function createRenderPool(
     a.settled = true;
     unwait(a);
     a.lane.pending--;
-    if (a.lane.pending === 0) armIdleGc(a.lane);
     const left = (perTenant.get(a.tenant) ?? 1) - 1;
     if (left <= 0) perTenant.delete(a.tenant);
     else perTenant.set(a.tenant, left);
@@ -446,7 +402,6 @@ export function createRenderPool(
     };
     perTenant.set(tenant, mine + 1);
     lane.pending++;
-    disarmIdleGc(lane);
     if (!a.started) waitingOf.set(tenant, [...(waitingOf.get(tenant) ?? []), a]);
     const onStart = (): void => {
       a.started = true;
@@ -456,8 +411,7 @@ export function createRenderPool(
       [Piscina.queueOptionsSymbol]: { tenant, onStart } satisfies FairQueueOptions,
     });
     // The previous ids are cloned, not transferred: a retry sends the same job again.
-    const attempt = () =>
-      lane.pool.run(task, { signal: a.ac.signal }).then((r) => counted(r as ThreadReply | ThreadCountReply) as R);
+    const attempt = () => lane.pool.run(task, { signal: a.ac.signal }).then((r) => counted(r) as R);
     try {
       try {
         return await attempt();
@@ -498,10 +452,6 @@ export function createRenderPool(
     count: (job, meta) => admit<CountReply>(job, meta),
     retries: () => retries,
     workers: () => lanes.flatMap((l) => l.pool.threads),
-    memory: () =>
-      Promise.all(
-        lanes.filter((l) => l.pool.threads.length > 0).map((l) => l.pool.run(MEMORY_JOB) as Promise<ThreadMemoryMb>),
-      ),
     async warm(probes) {
       await Promise.all(
         lanes.map(async (lane, i) => {
@@ -513,11 +463,7 @@ export function createRenderPool(
             } catch (err) {
               error = (err as Error).message;
             }
-            if (reply?.ok && reply.ids.length > 0) {
-              // the tokenizer load's garbage goes once the lane stays idle
-              if (lane.pending === 0) armIdleGc(lane);
-              continue;
-            }
+            if (reply?.ok && reply.ids.length > 0) continue;
             if (reply && !reply.ok) error = reply.error;
             throw new ConfigError(
               'render_pool.threads',
@@ -530,7 +476,6 @@ export function createRenderPool(
     async close() {
       if (closed) return;
       closed = true;
-      for (const l of lanes) disarmIdleGc(l);
       await Promise.allSettled(lanes.map((l) => l.pool.close()));
     },
   };

@@ -10,8 +10,6 @@ import { runOffloadJob, type OffloadJob, type OffloadReply } from '../../middlew
 import type { TokenizerHandle } from '../../middleware/tokens/handle.ts';
 import type { CountJob, CountReply } from '../../middleware/perf/count-offload.ts';
 import { type ThreadCounts, takeThreadCounts, watchThreadCounts } from './thread-counts.ts';
-import { collectGarbage, type GcJob, isGcJob, threadGcs } from './thread-heap.ts';
-import { isMemoryJob, type MemoryJob, type ThreadMemoryMb, threadMemory } from './thread-memory.ts';
 
 /** What the pool hands each thread at start. */
 export interface ThreadData {
@@ -40,19 +38,12 @@ export type ThreadReply = OffloadReply & { counts?: ThreadCounts };
 export type ThreadCountReply = CountReply & { counts?: ThreadCounts };
 
 /** A count job, not a render job. */
-export const isCountJob = (job: OffloadJob | CountJob | MemoryJob | GcJob): job is CountJob => 'texts' in job;
+export const isCountJob = (job: OffloadJob | CountJob): job is CountJob => 'texts' in job;
 
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
-export default async function task(
-  job: OffloadJob | CountJob | MemoryJob | GcJob,
-): Promise<ThreadReply | ThreadCountReply | ThreadMemoryMb> {
-  if (isMemoryJob(job)) return threadMemory(threadGcs());
-  if (isGcJob(job)) {
-    collectGarbage();
-    return threadMemory(threadGcs());
-  }
+export default async function task(job: OffloadJob | CountJob): Promise<ThreadReply | ThreadCountReply> {
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);

@@ -6,20 +6,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
-import type { ThreadMemoryMb } from '../../gateway/workers-pool/thread-memory.ts';
-import { procMemory, type ProcMemoryMb } from './proc-memory.ts';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
-/** A bound for a hang: tsx compiling the gateway and a render thread loading its tokenizer on a
- *  loaded machine (load ~25 on 2 cores) take more than a minute. */
-const START_TIMEOUT_MS = 180_000;
+/** A bound for a hang: tsx compiling the gateway on a loaded machine takes tens of seconds. */
+const START_TIMEOUT_MS = 60_000;
 
 export interface GatewayProc {
   url: string;
   pid: number;
   rssMb(): number;
-  /** RSS by kind of mapping and threads by name (proc-memory.ts); undefined off Linux. */
-  procMemory(): ProcMemoryMb | undefined;
   sockets(): number;
   gc(): void;
   /** A full GC, then the gateway's own `process.memoryUsage()` (MB) it logs after it (undefined
@@ -49,8 +44,6 @@ export interface MemoryMb {
   arrayBuffers: number;
   /** The young generation's committed size (V8's new_space), when the gateway logs its spaces. */
   newSpace?: number;
-  /** Each render pool thread's own isolate, GC'd there first (when the gateway reports them). */
-  threads?: ThreadMemoryMb[];
 }
 
 /** A heap snapshot of a few hundred MB on a loaded machine takes tens of seconds. */
@@ -96,8 +89,14 @@ export async function startGatewayProc(
           clearTimeout(t);
           resolve(m[1]);
         }
-        const gcLine = line.includes('"memory":') ? gcReading(line) : undefined;
-        if (gcLine) onMemory?.(gcLine);
+        const mem = /"memory":(\{[^}]*\})/.exec(line);
+        if (mem) {
+          const young = /"spaces":\{[^}]*"new_space":([0-9.]+)/.exec(line);
+          onMemory?.({
+            ...toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>),
+            ...(young ? { newSpace: Number(young[1]) } : {}),
+          });
+        }
         // pino levels: 40 warn, 50 error
         if (/"level":(40|50|60)/.test(line) && errors.length < MAX_ERROR_LINES) errors.push(line.slice(0, 400));
       }
@@ -128,7 +127,6 @@ export async function startGatewayProc(
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
       return m ? Number(m[1]) / 1024 : NaN;
     },
-    procMemory: () => procMemory(pid),
     sockets: () => {
       let n = 0;
       for (const fd of readdirSync(`/proc/${pid}/fd`)) {
@@ -169,23 +167,6 @@ export async function startGatewayProc(
 
 function snapshotFiles(dir: string): string[] {
   return readdirSync(dir).filter((f) => f.endsWith('.heapsnapshot'));
-}
-
-/** The memory a gateway's `gc` log line reports (serve.ts), or undefined when the line is not one. */
-export function gcReading(line: string): MemoryMb | undefined {
-  let o: { memory?: Record<string, number>; spaces?: Record<string, number>; threads?: ThreadMemoryMb[] };
-  try {
-    o = JSON.parse(line) as typeof o;
-  } catch {
-    return undefined;
-  }
-  if (!o.memory) return undefined;
-  const young = o.spaces?.new_space;
-  return {
-    ...toMb(o.memory as Record<keyof MemoryMb, number>),
-    ...(young === undefined ? {} : { newSpace: young }),
-    ...(o.threads ? { threads: o.threads } : {}),
-  };
 }
 
 function toMb(m: Record<keyof MemoryMb, number>): MemoryMb {
