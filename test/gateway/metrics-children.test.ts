@@ -6,24 +6,13 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { GatewayContext } from '../../gateway/context.ts';
+import { mulberry32 } from '../../kvplanner/rng.ts';
 import { CHILDREN_MAX, counterChildren } from '../../gateway/metrics-children.ts';
 import { type GatewayMetrics, countReceipts, createMetrics, statusClass } from '../../gateway/metrics.ts';
 import { AfterAnswer } from '../../gateway/proxy/after-answer.ts';
 import { type Exchange, finish } from '../../gateway/proxy/finish.ts';
 import type { UsageEvent } from '../../gateway/usage-event.ts';
 import type { BreakCause, PrefixDiagnostics, Receipt } from '../../middleware/types.ts';
-
-/** Small deterministic generator (mulberry32): the traffic is the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CAUSES: BreakCause[] = ['none', 'new_session', 'system_changed', 'history_edited', 'truncated'];
 const RECEIPTS: Receipt[][] = [
@@ -139,7 +128,7 @@ describe('per-call metrics through bound children', () => {
       reference(mRef, filed!, ev);
       calls++;
     });
-    const r = rng(17);
+    const r = mulberry32(17);
     const texts: [string, string][] = [];
     for (let i = 0; i < 3000; i++) {
       filed = call(r, i);
