@@ -185,7 +185,15 @@ describe('AdmissionGate', () => {
     // a 40k one both workers hold 39k of (no holder: nothing beyond the runner-up)
     const cached = { c: { w0: 39_000, w1: 39_000 } };
     // all held at 0 ms; the clock moves 1 s before each release (the drain bound's interval)
-    const order = async (settings: Record<string, number>): Promise<string[]> => {
+    const three = [
+      ['long', 40_000],
+      ['short', 2_000],
+      ['c', 40_000],
+    ] as const;
+    const order = async (
+      settings: Record<string, number>,
+      calls: readonly (readonly [string, number])[] = three,
+    ): Promise<string[]> => {
       const ws = [worker('w0', 1), worker('w1', 1)];
       let t = 0;
       const g = new AdmissionGate(
@@ -197,15 +205,11 @@ describe('AdmissionGate', () => {
       );
       gates.push(g);
       const out: string[] = [];
-      for (const [s, promptTokens] of [
-        ['long', 40_000],
-        ['short', 2_000],
-        ['c', 40_000],
-      ] as const)
+      for (const [s, promptTokens] of calls)
         void held(g.admit({ ...info('a', s), promptTokens }, new AbortController().signal)).then(() => out.push(s));
       // one worker able: each look releases one call
       ws[0].engine = { waiting: 0, running: 0 };
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < calls.length; i++) {
         t += 1000;
         g.wake();
         await settled(Promise.resolve());
@@ -213,13 +217,12 @@ describe('AdmissionGate', () => {
       }
       return out;
     };
-    // the release order is opt-in (admission-defaults.ts says why): by default arrival order
-    expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
+    // arrival order, explicitly: release_ms_per_token 0 (the default until session 33)
+    expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
     // slacks 40 ms/token: long 1,600 s, short 80 s, c 40 s (39k of its 40k cached)
     expect(
       await order({ max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 }),
     ).toEqual(['c', 'short', 'long']);
-    expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
     // release_ms_per_held caps each slack at each release: 30 s × 3 held = 90 s (c goes), then
     // 30 s × 2 = 60 s for both long and short, so arrival order between them
     expect(
@@ -237,7 +240,17 @@ describe('AdmissionGate', () => {
     const drain = { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0 };
     expect(await order({ ...drain, release_slack_per_drain: 100 })).toEqual(['long', 'c', 'short']);
     expect(await order({ ...drain, release_slack_per_drain: 10 })).toEqual(['long', 'short', 'c']);
-    // the cap's default (8 s per held call): 24 s, under every slack here, so arrival order
+    // the defaults (the release order is on: 40 ms/token, held cap 8 s, drain bound 16): none known
+    // at the first release (long), then the caps, 8 s × 2 held = 16 s and 16 × 2 × 1 s = 32 s,
+    // under both slacks left (80 s, 40 s): equal, so arrival order between short and c. Few calls
+    // held and a fast drain keep the default close to arrival order
+    expect(await order({ max_waiting: 1 })).toEqual(['long', 'short', 'c']);
+    // ... but the default is not arrival order: with a fourth call of 100 tokens (slack 4 s), at
+    // the second release the caps are 8 s × 3 held = 24 s and 16 × 3 × 1 s = 48 s, so short and c
+    // wait as if 24 s later and the small call (4 s) overtakes them; then 16 s for short and c
+    const four = [...three, ['tiny', 100] as const];
+    expect(await order({ max_waiting: 1 }, four)).toEqual(['long', 'tiny', 'short', 'c']);
+    expect(await order({ max_waiting: 1, release_ms_per_token: 0 }, four)).toEqual(['long', 'short', 'c', 'tiny']);
     expect(await order({ max_waiting: 1, release_ms_per_token: 40 })).toEqual(['long', 'short', 'c']);
   });
 
