@@ -33,7 +33,14 @@ import {
   type Portkey,
 } from './overhead/load.ts';
 import { gcDelta, type GcEvent, type GcPauses } from './overhead/gc-pauses.ts';
-import { formatSlowCalls, SLOW_CALLS_SHARE, slowCallBreakdown, type SlowCalls } from './overhead/slow-calls.ts';
+import {
+  formatGcInSections,
+  formatSlowCalls,
+  gcInSections,
+  SLOW_CALLS_SHARE,
+  slowCallBreakdown,
+  type SlowCalls,
+} from './overhead/slow-calls.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
 import {
@@ -120,6 +127,8 @@ export interface OverheadResult {
     stages: Record<string, number>;
     /** The 1-connection run's main-thread CPU per request outside every timed stage. */
     untimed_ms?: number;
+    /** Of `stages`: GC pause time per request (ms) that fell inside each stage's sections. */
+    stages_gc_ms?: Record<string, number>;
     /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
     cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
     /** The fake upstream's CPU per request at 16 connections, by target (it shares the cores). */
@@ -341,6 +350,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       let stages: Record<string, StageTime> = {};
       let gwRequests = 0;
       let slowCalls: SlowCalls | undefined;
+      let stagesGc: Record<string, number> | undefined;
       for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
         for (const [target, url, headers] of targets) {
           traffic.renew();
@@ -380,6 +390,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
             if (r.calls) {
               const tr = JSON.parse(await px.ask('trace')) as { laps: StageTrace; gc: GcEvent[] };
               slowCalls = slowCallBreakdown(r.calls, tr.laps, tr.gc, callNo.slice(0, r.calls.ms.length));
+              stagesGc = gcInSections(tr.laps, tr.gc);
             }
           }
         }
@@ -411,6 +422,9 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         throughput_ratio_vs_bare_proxy: bare16.rps > 0 ? gw16.rps / bare16.rps : 0,
         stages: perRequest(stages, gwRequests),
         untimed_ms: untimedMs(perRequest(stages, gwRequests), gw1.cpu_main_ms_per_req),
+        stages_gc_ms: stagesGc
+          ? Object.fromEntries(Object.entries(stagesGc).map(([k, v]) => [k, gwRequests > 0 ? v / gwRequests : 0]))
+          : undefined,
         cpu_ms_per_req: {
           ctxgate: gw16.cpu_ms_per_req,
           portkey: pk16?.cpu_ms_per_req,
@@ -428,6 +442,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       };
       log('');
       log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
+      if (stagesGc) log(formatGcInSections(stagesGc, gwRequests));
       if (slowCalls) log(formatSlowCalls(slowCalls));
       log('');
     }
@@ -566,9 +581,10 @@ handful of calls, not an estimate of a tail; "added p99.9" subtracts two such ca
 \`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the
 target, so where it is large the req/s ratios are pulled toward 1; compare CPU per request there.
 Slow calls: after the stage table, the 1-connection run's slowest ${SLOW_CALLS_SHARE * 100} % of calls beside its middle ones:
-their wall time split into the gateway's timed stages, GC pauses outside them and the rest (HTTP,
-upstream, hops, waiting for a core), the gateway's CPU per call (which waiting does not inflate),
-the share that were a session's first call, and the stages that grew most.
+their wall time split into the gateway's timed stages, GC pauses (a pause inside a stage's section is
+GC, not the stage: where such pauses fell is listed) and the rest (HTTP, upstream, hops, waiting for
+a core), the gateway's CPU per call (which waiting does not inflate), the share that were a
+session's first call, and the stages that grew most.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 Several minutes with the defaults (${DEFAULT_DURATION_S} s per run, each after its warm-up). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;

@@ -1,10 +1,16 @@
 // bench overhead's slow-call breakdown (loadtest/overhead/slow-calls.ts): a call's wall time laid
-// over the gateway's stage laps and GC pauses, clipped to the call's window, no pause counted twice;
-// and the stage trace that feeds it (middleware/perf/stage-timers.ts) keeps laps in order.
+// over the gateway's stage laps and GC pauses, clipped to the call's window, no pause counted twice
+// (a pause inside a lap is GC, not the lap's stage: said where it fell); and the stage trace that
+// feeds it (middleware/perf/stage-timers.ts) keeps laps in order.
 import { describe, expect, it } from 'vitest';
 import type { StageTrace } from '../../middleware/perf/stage-timers.ts';
 import type { GcEvent } from '../../loadtest/overhead/gc-pauses.ts';
-import { formatSlowCalls, slowCallBreakdown } from '../../loadtest/overhead/slow-calls.ts';
+import {
+  formatGcInSections,
+  formatSlowCalls,
+  gcInSections,
+  slowCallBreakdown,
+} from '../../loadtest/overhead/slow-calls.ts';
 
 /** 100 calls of 1 ms, 10 ms apart, each with a 0.1 ms `body_parse` lap (1 ms of CPU to the next
  *  one) and a 0.3 ms `tokens` lap; call 42 takes 8 ms and 7 ms of CPU and holds a 5 ms `ledger`
@@ -47,15 +53,17 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     const r = slowCallBreakdown(calls, laps, gc, callNo, 0.01);
     expect(r.slow.calls).toBe(1);
     expect(r.slow.wall_ms).toBe(8);
-    expect(r.slow.stages.ledger).toBeCloseTo(5, 3);
+    // the 5 ms ledger lap holds a 1 ms pause: 4 ms of the ledger's own, 1 ms of GC where it fell
+    expect(r.slow.stages.ledger).toBeCloseTo(4, 3);
     expect(r.slow.stages.tokens).toBeCloseTo(0.3, 3);
-    expect(r.slow.timed_ms).toBeCloseTo(5.4, 3);
+    expect(r.slow.timed_ms).toBeCloseTo(4.4, 3);
     expect(r.slow.cpu_ms).toBeCloseTo(7, 3);
     expect(r.middle.cpu_ms).toBeCloseTo(1, 3);
-    // the pause inside the ledger lap is the lap's time; only the one outside counts as GC
-    expect(r.slow.gc_ms).toBeCloseTo(1.5, 3); // 2 ms pause clipped at the call's end (6.5 → 8)
+    // both pauses are GC: 1 ms inside the lap + the 2 ms one clipped at the call's end (6.5 → 8)
+    expect(r.slow.gc_ms).toBeCloseTo(2.5, 3);
+    expect(r.slow.gc_in).toEqual({ ledger: expect.closeTo(1, 3) });
     expect(r.slow.gc_pauses).toBe(2);
-    expect(r.slow.other_ms).toBeCloseTo(8 - 5.4 - 1.5, 3);
+    expect(r.slow.other_ms).toBeCloseTo(8 - 4.4 - 2.5, 3);
     expect(r.slow.first_call_share).toBe(1);
     expect(r.slow.mean_call).toBe(1);
     expect(r.middle.calls).toBe(10);
@@ -63,9 +71,23 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     expect(r.middle.stages.ledger).toBeUndefined();
     expect(r.middle.stages.tokens).toBeCloseTo(0.3, 3);
     expect(r.middle.gc_ms).toBe(0);
+    expect(r.middle.gc_in).toEqual({});
     expect(r.middle.first_call_share).toBe(0);
     const text = formatSlowCalls(r);
-    expect(text).toMatch(/ledger \+5\.00/);
+    expect(text).toMatch(/grew most[^\n]*ledger \+4\.00/);
+    expect(text).toMatch(/inside timed sections[^\n]*slowest ledger 1\.00; middle none/);
+  });
+
+  it('a pause covering a whole lap leaves the stage nothing and the timed total less that lap', () => {
+    // one 4 ms call: a 1 ms `render` lap at 1-2 ms, a 2 ms pause at 0.5-2.5 ms
+    const laps: StageTrace = { stages: ['render'], stage: [0], end: [1002], ms: [1], parseCpu: [] };
+    const gc: GcEvent[] = [{ start: 1000.5, ms: 2, minor: true }];
+    const r = slowCallBreakdown({ end: [1004], ms: [4] }, laps, gc, undefined, 1);
+    expect(r.slow.stages.render).toBeCloseTo(0, 6);
+    expect(r.slow.timed_ms).toBeCloseTo(0, 6);
+    expect(r.slow.gc_ms).toBeCloseTo(2, 6);
+    expect(r.slow.gc_in.render).toBeCloseTo(1, 6);
+    expect(r.slow.other_ms).toBeCloseTo(2, 6);
   });
 
   it('clips a lap that straddles a window to the part inside it', () => {
@@ -76,5 +98,20 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     expect(r.slow.other_ms).toBeCloseTo(0.5, 3);
     expect(Number.isNaN(r.slow.first_call_share)).toBe(true);
     expect(Number.isNaN(r.slow.cpu_ms)).toBe(true);
+  });
+
+  it("the stage table's footnote: the pause time inside each stage's laps over the whole trace", () => {
+    const { laps, gc } = run();
+    // only call 42's 1 ms pause lies in a lap (its ledger lap); the 2 ms one lies in none
+    const inside = gcInSections(laps, gc);
+    expect(Object.keys(inside)).toEqual(['ledger']);
+    expect(inside.ledger).toBeCloseTo(1, 6);
+    // a pause straddling two laps is split between them
+    const two: StageTrace = { stages: ['a', 'b'], stage: [0, 1], end: [10, 12], ms: [2, 2], parseCpu: [] };
+    const split = gcInSections(two, [{ start: 9, ms: 2, minor: true }]);
+    expect(split.a).toBeCloseTo(1, 6);
+    expect(split.b).toBeCloseTo(1, 6);
+    expect(formatGcInSections(inside, 100)).toMatch(/µs per request\): ledger 10$/);
+    expect(formatGcInSections({}, 100)).toMatch(/: none$/);
   });
 });
