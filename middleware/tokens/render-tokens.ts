@@ -1,7 +1,8 @@
 // Render + tokenise + block hashes of one prompt, as one pure job: the inline path of the pipeline
 // and a pool thread (gateway/workers-pool/) run this same code, so the ids, cuts and hashes a
 // thread returns are those the event loop would have computed (tested). What crosses the thread
-// boundary is plain data: the previous call's ids travel as a Uint32Array (cloned: one copy), the
+// boundary is plain data: the previous call's ids travel as a Uint32Array (cloned: one copy, with
+// the room after them when they grew in place on the event loop: tokens/ids-arena.ts), the
 // new ids come back as one (transferred: no copy) and are kept as they arrive; the block hashes
 // come back as one string of fixed-width hex (no array of 10k strings to clone).
 // Cost: what renderPrompt and tokenizeBySegments cost (O(new characters) with reuse, O(prompt)
@@ -35,11 +36,13 @@ export type RenderTokensOutput =
   | { ok: true; rendered: RenderResult; toks: SegmentTokens }
   | { ok: false; error: string };
 
-/** The pipeline's render → reuse decision → tokenise sequence. */
+/** The pipeline's render → reuse decision → tokenise sequence. `growIds`: the ids may extend the
+ *  previous call's buffer in place (ids-arena.ts); false where the result's buffer is transferred. */
 export function renderAndTokenise(
   tok: TokenizerHandle,
   input: RenderTokensInput,
   onRendered?: () => void,
+  growIds = true,
 ): RenderTokensOutput {
   const { prev } = input;
   let rendered: RenderResult;
@@ -66,7 +69,7 @@ export function renderAndTokenise(
       : 0;
   const reuse =
     shared > 0 && prev?.cuts
-      ? { ids: prev.ids, cuts: prev.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom }
+      ? { ids: prev.ids, cuts: prev.cuts, sharedChars: shared, sliceFrom: rendered.sliceFrom, grow: growIds }
       : undefined;
   const toks = tokenizeBySegments(tok, rendered.text, rendered.stablePrefix ? stableChars : 0, reuse);
   return { ok: true, rendered, toks };
@@ -121,7 +124,8 @@ export type OffloadReply =
 
 /** Thread side: runs the job with a loaded tokenizer. */
 export function runOffloadJob(tok: TokenizerHandle, job: OffloadJob): OffloadReply {
-  const out = renderAndTokenise(tok, job.input);
+  // (its ids' buffer is transferred whole: an own buffer of their exact length)
+  const out = renderAndTokenise(tok, job.input, undefined, false);
   if (!out.ok) return out;
   const { rendered, toks } = out;
   const hashes = extendBlockHashes(toks.ids, job.blockSize, undefined, 0, job.seed ?? DEFAULT_HASH_SEED).join('');
