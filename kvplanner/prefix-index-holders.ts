@@ -8,6 +8,9 @@
 // (read as no holder: matchAll treats an all-zero mask as a missing one), so a chain evicted and
 // inserted again makes no Map set/delete churn; swept (deleted, records freed) once there are more
 // than TOMBS_OVER_LIVE plus the live records: an O(records) walk per that many tombstones made.
+// Inactive (constructed so, until activate()): add and drop do nothing. PrefixIndex keeps it so
+// while it has one worker slot, where matchAll is that worker's matchLength and the masks would
+// only cost two Map operations per block stored or evicted.
 
 /** Tombstones kept beyond the live records before a sweep. */
 const TOMBS_OVER_LIVE = 32_768;
@@ -23,6 +26,19 @@ export class HolderMasks {
   private readonly free: number[] = [];
   /** records in the Map with an all-zero mask (tombstones) */
   private tombs = 0;
+
+  /** @param active false: add/drop do nothing until activate() */
+  constructor(private active = true) {}
+
+  /** Whether add/drop keep the masks. */
+  get isActive(): boolean {
+    return this.active;
+  }
+
+  /** From now on add/drop keep the masks; the caller adds what its slots already hold. */
+  activate(): void {
+    this.active = true;
+  }
 
   /** Blocks some slot holds. */
   get size(): number {
@@ -40,6 +56,7 @@ export class HolderMasks {
   }
 
   add(h: string, slot: number): void {
+    if (!this.active) return;
     let r = this.records.get(h);
     const W = this.words;
     if (r === undefined) {
@@ -60,6 +77,7 @@ export class HolderMasks {
   /** Slot `slot` no longer holds `h`; the record leaves once no slot does (`keep`: it stays, a
    *  tombstone, see above). */
   drop(h: string, slot: number, keep = false): void {
+    if (!this.active) return;
     const r = this.records.get(h);
     if (r === undefined) return;
     const i = r * this.words + (slot >>> 5);

@@ -7,7 +7,9 @@
 // lookups per worker (holes remain possible where evict() is told of single blocks: a KV event).
 // A global map block -> holder bitmask (prefix-index-holders.ts) lets matchAll run every worker's
 // binary search at once (prefix-index-match-all.ts): O(k log n) lookups, k the number of distinct
-// depths (typically 2–3), no allocation.
+// depths (typically 2–3), no allocation. With one worker slot (a gateway in front of one engine)
+// there is nothing to batch: the masks stay off, matchAll is that worker's matchLength, and a
+// stored or evicted block costs no mask update; a second slot starts them (O(first slot's blocks)).
 // insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp; inserting() does
 // the same work in bounded steps (a long chain, deferred-work.ts). evict(): the feedback path (a
 // worker that reported fewer cached tokens than predicted loses the missing blocks, and the chains
@@ -52,7 +54,8 @@ export type IndexListener = (ev: IndexEvent) => void;
 export class PrefixIndex {
   private readonly workers = new Map<string, WorkerEntry>();
   /** block hash -> which slots hold it (bit s: slot s) */
-  private readonly holders = new HolderMasks();
+  /** inactive while there is one slot (matchAll then runs that worker's matchLength) */
+  private readonly holders = new HolderMasks(false);
   private readonly batched = new BatchedMatch(this.holders);
   private readonly slotIds: string[] = [];
   private readonly bySlot: WorkerEntry[] = [];
@@ -72,8 +75,17 @@ export class PrefixIndex {
       this.bySlot.push(e);
       this.holders.fit(e.slot);
       this.workers.set(workerId, e);
+      if (e.slot === 1) this.activateHolders();
     }
     return e;
+  }
+
+  /** A second slot: the holder masks start, with what the first slot's entry holds now (its
+   *  stepped inserts in progress add the rest as they go). O(its records), once. */
+  private activateHolders(): void {
+    this.holders.activate();
+    const first = this.bySlot[0];
+    for (const h of first.recs.keys()) if (holds(first, h)) this.holders.add(h, first.slot);
   }
 
   setCapacity(workerId: string, blocks: number): void {
@@ -104,23 +116,7 @@ export class PrefixIndex {
    */
   matchLength(workerId: string, hashes: readonly string[], hint = 0): number {
     const e = this.workers.get(workerId);
-    if (!e || hashes.length === 0 || !holds(e, hashes[0])) return 0;
-    let lo = 1; // hashes[0..lo) held
-    let hi = hashes.length; // answer <= hi
-    if (hint > 1 && hint <= hi) {
-      if (holds(e, hashes[hint - 1])) {
-        if (hint === hi || !holds(e, hashes[hint])) return hint;
-        lo = hint + 1;
-      } else hi = hint - 1;
-    }
-    if (holds(e, hashes[hi - 1])) return hi;
-    hi -= 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (holds(e, hashes[mid - 1])) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return e ? matchEntry(e, hashes, hint) : 0;
   }
 
   /** Worker id of a slot (undefined for a slot not handed out). */
@@ -144,7 +140,13 @@ export class PrefixIndex {
    * allocation after the scratch arrays reach their size.
    */
   matchAll(hashes: readonly string[], out: number[], hint = 0): void {
-    this.batched.run(hashes, out, hint);
+    if (this.holders.isActive) {
+      this.batched.run(hashes, out, hint);
+      return;
+    }
+    // one slot at most (no masks yet): its own search, the one the batched run would follow
+    out.fill(0);
+    if (this.bySlot.length === 1) out[0] = matchEntry(this.bySlot[0], hashes, hint);
   }
 
   /**
@@ -287,4 +289,25 @@ export class PrefixIndex {
   private emit(ev: IndexEvent): void {
     for (const l of this.listeners) l(ev);
   }
+}
+
+/** matchLength on one entry (see PrefixIndex.matchLength). */
+function matchEntry(e: WorkerEntry, hashes: readonly string[], hint: number): number {
+  if (hashes.length === 0 || !holds(e, hashes[0])) return 0;
+  let lo = 1; // hashes[0..lo) held
+  let hi = hashes.length; // answer <= hi
+  if (hint > 1 && hint <= hi) {
+    if (holds(e, hashes[hint - 1])) {
+      if (hint === hi || !holds(e, hashes[hint])) return hint;
+      lo = hint + 1;
+    } else hi = hint - 1;
+  }
+  if (holds(e, hashes[hi - 1])) return hi;
+  hi -= 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (holds(e, hashes[mid - 1])) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
