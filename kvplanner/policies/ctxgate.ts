@@ -250,7 +250,7 @@ export class CtxgatePolicy implements Policy {
         // a home that stays over the bound would bounce the session between two caches, paying
         // each one's missing tail every trip: once a detour target already holds most of what
         // the home holds (an earlier detour put it there), the session moves instead
-        branch = this.movable(depth[idx], depth[pinnedIdx], hashes, blockTokens) ? 'migrate' : 'overflow';
+        // (movable() reads the shared-prefix tracker, ~log b cold lookups: only for a real detour)
         if (idx === pinnedIdx) branch = 'sticky';
         else if (
           this.worthStaying(
@@ -265,7 +265,7 @@ export class CtxgatePolicy implements Policy {
         ) {
           idx = pinnedIdx;
           branch = 'sticky';
-        }
+        } else branch = this.movable(depth[idx], depth[pinnedIdx], hashes, blockTokens) ? 'migrate' : 'overflow';
       } else {
         let best = 0;
         let second = 0;
