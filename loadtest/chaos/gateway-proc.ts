@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 
 const BIN = new URL('../../bin/ctxgate.js', import.meta.url).pathname;
-/** A bound for a hang: tsx compiling the gateway on a loaded machine takes tens of seconds. */
-const START_TIMEOUT_MS = 60_000;
+/** A bound for a hang: tsx compiling the gateway and loading its tokenizer on a loaded machine
+ *  (load 20+ on 2 cores) took over 60 s. */
+const START_TIMEOUT_MS = 180_000;
 
 export interface GatewayProc {
   url: string;
@@ -33,6 +34,17 @@ export interface GatewayProc {
 }
 
 const MAX_ERROR_LINES = 50;
+
+/** The gateway did not start: it exited, or it was killed after the start timeout. Either way
+ *  it has exited by the time this is thrown. */
+export class GatewayStartError extends Error {
+  constructor(
+    message: string,
+    readonly pid: number | undefined,
+  ) {
+    super(message);
+  }
+}
 /** How long a memory reading may take to come back on a loaded machine. */
 const MEMORY_WAIT_MS = 10_000;
 
@@ -60,13 +72,15 @@ export function gatewayProcArgs(configPath: string, nodeArgs: string[] = [], hea
 }
 
 /** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). `heapSnapshotDir`:
- *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). A snapshot holds the
+ *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). `startTimeoutMs`: how
+ *  long it may take to listen; past it the process is killed and the start fails (GatewayStartError). A snapshot holds the
  *  gateway's whole heap unredacted (prompts, keys, session states): Node writes it 0600, and
  *  heapSnapshot() makes sure of it before handing the file on. */
 export async function startGatewayProc(
   configPath: string,
   nodeArgs: string[] = [],
   heapSnapshotDir?: string,
+  startTimeoutMs: number = START_TIMEOUT_MS,
 ): Promise<GatewayProc> {
   const args = gatewayProcArgs(configPath, nodeArgs, heapSnapshotDir);
   const proc: ChildProcess = spawn(process.execPath, args, {
@@ -77,7 +91,13 @@ export async function startGatewayProc(
   const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let buf = '';
-    const t = setTimeout(() => reject(new Error('gateway did not start in time')), START_TIMEOUT_MS);
+    // No start in time: the process is killed and the promise settles once it has exited, so a
+    // failed start never leaves a gateway running behind the bench (nobody else holds its pid).
+    let timedOut = false;
+    const t = setTimeout(() => {
+      timedOut = true;
+      proc.kill('SIGKILL');
+    }, startTimeoutMs);
     proc.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let nl: number;
@@ -104,7 +124,13 @@ export async function startGatewayProc(
     proc.stderr!.on('data', (d: Buffer) => {
       if (errors.length < MAX_ERROR_LINES) errors.push(d.toString().slice(0, 400));
     });
-    proc.once('exit', (code) => reject(new Error(`gateway exited during start (${code}): ${errors.join('\n')}`)));
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      const why = timedOut
+        ? `did not start within ${startTimeoutMs} ms: killed`
+        : `exited during start (${code}): ${errors.join('\n')}`;
+      reject(new GatewayStartError(`gateway pid ${proc.pid} ${why}`, proc.pid));
+    });
   });
   const pid = proc.pid!;
   const gcMemoryOnce = (): Promise<MemoryMb | undefined> =>
