@@ -66,14 +66,18 @@ const MAX_POISON_TENANTS = 1024;
 /** Thread failures of one tenant are counted over this window (render_pool.max_failures_per_tenant). */
 export const FAILURE_WINDOW_MS = 60_000;
 
-/** Most threads started by default: each loads its own tokenizer (qwen3: ~170–210 MB RSS a thread). */
+/** Most threads started by default: each loads its own tokenizer, and holds its own V8 heap (qwen3:
+ *  at rest ~160 MB committed, ~62 MB used, ~18.5 MB live, plus ~13 MB external: the event loop's
+ *  --max-semi-space-size (node-flags.ts) sizes every isolate's young generation, the tokenizer's
+ *  load grows it to 102 MB, and an idle thread, parked by Piscina in Atomics.wait, runs no GC to
+ *  give it back). */
 export const DEFAULT_MAX_THREADS = 4;
 
 // How the default was chosen (measured on 2 cores with bench overhead's growing sessions, per-thread
 // CPU from /proc/<pid>/task/*/stat, variants side by side in one run, every answer compared):
 // - The pool is for isolation, not throughput. Incremental calls of a growing session render a few
 //   k new characters: far below min_chars, they stay inline and an idle thread costs no CPU (0-4 µs
-//   per request on pool threads at 16 connections), only its tokenizer's memory (qwen3: ~170-210 MB RSS).
+//   per request on pool threads at 16 connections), only its memory (DEFAULT_MAX_THREADS' comment).
 // - Offloading such small calls costs more than it saves: with min_chars 0 every call's messages are
 //   cloned to the thread and the reply rebuilt, main-thread CPU per request rose 1.59 → 2.05 ms and
 //   the process's 1.90 → 3.41 ms (the thread's own work 1.0 ms), so min_chars stays high.
