@@ -10,10 +10,13 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
+import type { FaultConfig } from './sim-worker/faults.ts';
 import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
+import { mallocTrim, type TrimResult } from './chaos/malloc-trim.ts';
+import { procMemory, type ProcMemoryMb } from './chaos/proc-memory.ts';
 import { emptyStats, type HungCall, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
 import {
@@ -44,7 +47,12 @@ const RESTART_AFTER_MS = 2_000;
 const FAULT_MS = 3_000;
 const REDIS_DOWN_MS = 10_000;
 
-export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--json]
+/** The fault kinds of the schedule; --faults keeps a subset at the same times (the others skipped),
+ *  so a run per kind bisects what the full schedule does. */
+export const FAULT_KINDS = ['kill', 'hang', 'die-mid-stream', '5xx-burst', 'redis'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--faults LIST] [--dispatch arrival|admission] [--release-ms-per-token N] [--trim-probe] [--json]
 
 Runs --workers reference workers (child processes) behind ctxgate (child process) and
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
@@ -69,7 +77,17 @@ Memory tab, or with loadtest/chaos/heap-diff.ts); writing one costs the gateway 
 RSS it keeps, so RSS figures of such a run are not comparable. A snapshot holds the gateway's
 whole memory unredacted (every prompt, key and session state it held): the files are written 0600;
 keep them on the machine, and never take them from a gateway serving real traffic. Each hung call is listed with
-what the gateway's request record says its attempts did.
+what the gateway's request record says its attempts did. Each reading also splits the gateway's RSS
+by kind of mapping (/proc/PID/smaps): brk (the main thread's malloc heap), glibc's other malloc
+arenas, other anonymous memory (V8's pages), files. --trim-probe: after the end reading, calls
+malloc_trim(0) in the gateway through gdb (Linux, gdb installed, ptrace allowed) and reads the
+mappings again: what brk loses then was free memory glibc kept resident, not memory held live.
+--faults LIST (comma-separated, of ${FAULT_KINDS.join(', ')}; default all): only those kinds, at
+the times the full schedule has them (a run per kind bisects the full one). --dispatch and
+--release-ms-per-token set the model's dispatch and admission.release_ms_per_token (default: the
+reference workers' engine default, vllm: the admission gate in release order); --dispatch arrival
+is the default for SGLang and OpenAI-compatible upstreams, --release-ms-per-token 0 the gate in
+arrival order.
 Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
 
 export interface ChaosReport {
@@ -99,6 +117,12 @@ export interface ChaosReport {
   memory_cold?: MemoryMb;
   memory_start?: MemoryMb;
   memory_end?: MemoryMb;
+  /** The gateway's RSS by kind of mapping (brk: the main thread's malloc heap) and its threads by
+   *  name at the start and end readings (loadtest/chaos/proc-memory.ts). */
+  proc_start?: ProcMemoryMb;
+  proc_end?: ProcMemoryMb;
+  /** --trim-probe: malloc_trim(0) in the gateway after the end reading, and the mappings after it. */
+  trim_probe?: TrimResult & { proc?: ProcMemoryMb };
   sockets_start: number;
   sockets_end: number;
   failures_by_kind: Record<string, number>;
@@ -111,6 +135,80 @@ export interface ChaosReport {
 
 export type ChaosLayout = 'ctxgate' | 'passthrough';
 
+export type FaultOp =
+  | { kind: 'kill' | 'restart'; worker: number }
+  | { kind: 'fault'; worker: number; fault: Partial<FaultConfig> }
+  | { kind: 'redis-kill' | 'redis-start' };
+
+/** The chaos's fault steps, ms from its start (pure; run() sets a timer per step). Every
+ *  killEveryS: a worker killed -9 at 30 % of the period and restarted RESTART_AFTER_MS later, then
+ *  at 60 % another worker hangs, dies mid-stream or answers 503 (in turn) for FAULT_MS; with Redis,
+ *  Redis killed at 40 % of the run for REDIS_DOWN_MS. `faults` keeps only those kinds, same times. */
+export function faultSchedule(
+  durationS: number,
+  killEveryS: number,
+  workers: number,
+  faults: ReadonlySet<FaultKind> = new Set(FAULT_KINDS),
+  redis = false,
+): { atMs: number; what: string; op: FaultOp }[] {
+  const steps: { atMs: number; what: string; op: FaultOp }[] = [];
+  const period = killEveryS * 1000;
+  const kinds = ['hang', 'die-mid-stream', '5xx-burst'] as const;
+  for (let c = 0, base = 0; base + period * 0.3 < durationS * 1000; c++, base += period) {
+    const victim = c % workers;
+    if (faults.has('kill')) {
+      steps.push({ atMs: base + period * 0.3, what: `kill -9 w${victim}`, op: { kind: 'kill', worker: victim } });
+      steps.push({
+        atMs: base + period * 0.3 + RESTART_AFTER_MS,
+        what: `restart w${victim}`,
+        op: { kind: 'restart', worker: victim },
+      });
+    }
+    const other = (c + 1) % workers;
+    const k = kinds[c % kinds.length];
+    if (!faults.has(k) || workers < 2 || base + period * 0.6 + FAULT_MS > durationS * 1000) continue;
+    const fault: Partial<FaultConfig> =
+      k === 'hang'
+        ? { hangMs: 8_000 }
+        : k === 'die-mid-stream'
+          ? { dieAfterChunks: 3 }
+          : { failRate: 1, failStatus: 503 };
+    const clear: Partial<FaultConfig> =
+      k === 'hang' ? { hangMs: 0 } : k === 'die-mid-stream' ? { dieAfterChunks: 0 } : { failRate: 0 };
+    steps.push({ atMs: base + period * 0.6, what: `${k} on w${other}`, op: { kind: 'fault', worker: other, fault } });
+    steps.push({
+      atMs: base + period * 0.6 + FAULT_MS,
+      what: `${k} off w${other}`,
+      op: { kind: 'fault', worker: other, fault: clear },
+    });
+  }
+  if (redis && faults.has('redis')) {
+    const downAt = Math.max(1000, durationS * 1000 * 0.4);
+    steps.push({ atMs: downAt, what: 'kill -9 redis', op: { kind: 'redis-kill' } });
+    steps.push({ atMs: downAt + REDIS_DOWN_MS, what: 'restart redis', op: { kind: 'redis-start' } });
+  }
+  return steps;
+}
+
+export function faultsOf(v: string | undefined): Set<FaultKind> {
+  if (v === undefined) return new Set(FAULT_KINDS);
+  const out = new Set<FaultKind>();
+  for (const k of v.split(',').map((x) => x.trim())) {
+    if (!(FAULT_KINDS as readonly string[]).includes(k))
+      throw new Error(`--faults: ${k} is not one of ${FAULT_KINDS.join(', ')}`);
+    out.add(k as FaultKind);
+  }
+  return out;
+}
+
+/** The gate as configured, when not the engine's default (vllm: the admission gate, release order):
+ *  --dispatch arrival is what SGLang and plain OpenAI-compatible upstreams get by default (no gate),
+ *  --release-ms-per-token 0 the gate in arrival order (the default before the release order). */
+export interface DispatchChoice {
+  dispatch?: 'arrival' | 'admission';
+  releaseMsPerToken?: number;
+}
+
 /** The chaos gateway's config; its usage ledger lives in the run's temp dir, never in the cwd. */
 export function gatewayConfig(
   urls: string[],
@@ -118,6 +216,7 @@ export function gatewayConfig(
   redisUrl?: string,
   layout: ChaosLayout = 'ctxgate',
   maxSessions: number = DEFAULTS.sessions,
+  dispatch: DispatchChoice = {},
 ): string {
   const workers = urls.map((u, i) => `      - { url: '${u}', id: w${i} }`).join('\n');
   return [
@@ -138,7 +237,15 @@ export function gatewayConfig(
     'models:',
     `  - name: ${MODEL}`,
     ...(layout === 'ctxgate'
-      ? ['    layout: ctxgate', `    tokenizer: ${TOKENIZER}`, '    policy: ctxgate']
+      ? [
+          '    layout: ctxgate',
+          `    tokenizer: ${TOKENIZER}`,
+          '    policy: ctxgate',
+          ...(dispatch.dispatch ? [`    dispatch: ${dispatch.dispatch}`] : []),
+          ...(dispatch.releaseMsPerToken === undefined
+            ? []
+            : [`    admission: { release_ms_per_token: ${dispatch.releaseMsPerToken} }`]),
+        ]
       : ['    layout: passthrough', '    policy: round_robin']),
     '    workers:',
     workers,
@@ -159,24 +266,42 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * window holds only the rest, and the memory reducer that GC armed (8 s timer) has had its turn:
  * a gateway still allocating at rest keeps its young generation and shows it.
  */
-async function settled(
-  gw: GatewayProc,
-  ms = SETTLE_MS,
-  quietMs = 500,
-): Promise<{ rss: number; sockets: number; memory?: MemoryMb }> {
+async function settled(gw: GatewayProc, ms = SETTLE_MS, quietMs = 500): Promise<Reading> {
   await sleep(ms);
   gw.gc();
   await sleep(quietMs);
   const memory = await gw.gcMemory();
   await sleep(500);
-  return { rss: gw.rssMb(), sockets: gw.sockets(), memory };
+  return { rss: gw.rssMb(), sockets: gw.sockets(), memory, proc: procMemory(gw.pid) };
 }
 
-function memLine(r: { rss: number; memory?: MemoryMb }): string {
+interface Reading {
+  rss: number;
+  sockets: number;
+  memory?: MemoryMb;
+  /** RSS by kind of mapping, threads by name (undefined off Linux). */
+  proc?: ProcMemoryMb;
+}
+
+function memLine(r: Reading): string {
   const m = r.memory;
-  return m
+  const main = m
     ? `rss ${r.rss.toFixed(1)}, heap ${m.heapUsed}/${m.heapTotal}${m.newSpace === undefined ? '' : ` (young generation ${m.newSpace})`}, external ${m.external}, arrayBuffers ${m.arrayBuffers}`
     : `rss ${r.rss.toFixed(1)}`;
+  return main + (r.proc ? `; ${procLine(r.proc)}` : '');
+}
+
+/** Resident memory by kind of mapping, and the threads by name. */
+function procLine(p: ProcMemoryMb): string {
+  const names = Object.entries(p.threads)
+    .map(([n, c]) => `${n} ${c}`)
+    .join(', ');
+  return `mappings: brk ${p.brk}, malloc arenas ${p.arenas} (${p.arenaCount}), other anon ${p.anon}, file ${p.file}; threads: ${names}`;
+}
+
+function dispatchOf(v: string | undefined): DispatchChoice['dispatch'] {
+  if (v === undefined || v === 'arrival' || v === 'admission') return v;
+  throw new Error('--dispatch must be arrival or admission');
 }
 
 function layoutOf(v: string | undefined): ChaosLayout {
@@ -188,18 +313,32 @@ function layoutOf(v: string | undefined): ChaosLayout {
 function parse(argv: string[]) {
   const a = readOptions(
     argv,
-    ['duration-s', 'sessions', 'workers', 'kill-every-s', 'layout', 'heap-snapshots'],
-    ['redis', 'json'],
+    [
+      'duration-s',
+      'sessions',
+      'workers',
+      'kill-every-s',
+      'layout',
+      'heap-snapshots',
+      'faults',
+      'dispatch',
+      'release-ms-per-token',
+    ],
+    ['redis', 'json', 'trim-probe'],
   );
   return {
     durationS: a.num('duration-s', DEFAULTS.durationS),
     sessions: a.int('sessions', DEFAULTS.sessions),
     workers: a.int('workers', DEFAULTS.workers),
     killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
+    dispatch: dispatchOf(a.str('dispatch')),
+    releaseMsPerToken: a.str('release-ms-per-token') === undefined ? undefined : a.num('release-ms-per-token', 0),
     redis: a.bool('redis'),
     layout: layoutOf(a.str('layout')),
+    faults: faultsOf(a.str('faults')),
     heapSnapshots: a.str('heap-snapshots'),
     json: a.bool('json'),
+    trimProbe: a.bool('trim-probe'),
   };
 }
 
@@ -218,7 +357,13 @@ export async function run(argv: string[]): Promise<number> {
     await redis?.start();
     const dir = mkdtempSync(join(tmpdir(), 'ctxgate-chaos-'));
     const cfg = join(dir, 'gateway.yaml');
-    writeFileSync(cfg, gatewayConfig(fleet.urls(), dir, redis?.url, o.layout, o.sessions));
+    writeFileSync(
+      cfg,
+      gatewayConfig(fleet.urls(), dir, redis?.url, o.layout, o.sessions, {
+        dispatch: o.dispatch,
+        releaseMsPerToken: o.releaseMsPerToken,
+      }),
+    );
     if (o.heapSnapshots) mkdirSync(o.heapSnapshots, { recursive: true, mode: 0o700 }); // a new folder: private
     gw = await startGatewayProc(cfg, [], o.heapSnapshots && resolve(o.heapSnapshots));
     const snapshots: string[] = [];
@@ -239,7 +384,7 @@ export async function run(argv: string[]): Promise<number> {
     // rounds until the heap after GC stops growing (chaos/warm-up.ts), so the bounded caches are
     // as full as this traffic fills them and later growth is not their fill.
     const warmHeaps: number[] = [];
-    let start: Awaited<ReturnType<typeof settled>>;
+    let start: Reading;
     let warm: boolean | undefined;
     do {
       await runLoad({
@@ -283,29 +428,19 @@ export async function run(argv: string[]): Promise<number> {
         }, ms),
       );
     };
-    const period = o.killEveryS * 1000;
-    const kinds = ['hang', 'die-mid-stream', '5xx-burst'] as const;
-    for (let c = 0, base = 0; base + period * 0.3 < o.durationS * 1000; c++, base += period) {
-      const victim = c % o.workers;
-      at(base + period * 0.3, `kill -9 w${victim}`, () => fleet.kill(victim));
-      at(base + period * 0.3 + RESTART_AFTER_MS, `restart w${victim}`, () => fleet.restart(victim));
-      const other = (c + 1) % o.workers;
-      const k = kinds[c % kinds.length];
-      if (o.workers < 2 || base + period * 0.6 + FAULT_MS > o.durationS * 1000) continue;
-      const fault =
-        k === 'hang'
-          ? { hangMs: 8_000 }
-          : k === 'die-mid-stream'
-            ? { dieAfterChunks: 3 }
-            : { failRate: 1, failStatus: 503 };
-      const clear = k === 'hang' ? { hangMs: 0 } : k === 'die-mid-stream' ? { dieAfterChunks: 0 } : { failRate: 0 };
-      at(base + period * 0.6, `${k} on w${other}`, () => fleet.setFault(other, fault));
-      at(base + period * 0.6 + FAULT_MS, `${k} off w${other}`, () => fleet.setFault(other, clear));
-    }
-    if (redis) {
-      const downAt = Math.max(1000, o.durationS * 1000 * 0.4);
-      at(downAt, 'kill -9 redis', () => redis.kill());
-      at(downAt + REDIS_DOWN_MS, 'restart redis', () => redis.start());
+    for (const step of faultSchedule(o.durationS, o.killEveryS, o.workers, o.faults, !!redis)) {
+      const op = step.op;
+      at(step.atMs, step.what, () =>
+        op.kind === 'kill'
+          ? fleet.kill(op.worker)
+          : op.kind === 'restart'
+            ? fleet.restart(op.worker)
+            : op.kind === 'fault'
+              ? fleet.setFault(op.worker, op.fault)
+              : op.kind === 'redis-kill'
+                ? redis?.kill()
+                : redis?.start(),
+      );
     }
 
     const stats: LoadStats = emptyStats();
@@ -329,6 +464,17 @@ export async function run(argv: string[]): Promise<number> {
     const end = await settled(gw, IDLE_SETTLE_MS, CHAOS_QUIET_AFTER_GC_MS);
     log(`gateway memory (MB) at the end: ${memLine(end)}`);
     await snapshot('at the end');
+    let trim: ChaosReport['trim_probe'];
+    if (o.trimProbe) {
+      const t = await mallocTrim(gw.pid);
+      await sleep(500);
+      trim = { ...t, proc: procMemory(gw.pid) };
+      log(
+        t.ok
+          ? `after malloc_trim(0) in the gateway (released ${t.released}): rss ${gw.rssMb().toFixed(1)}${trim.proc ? `; ${procLine(trim.proc)}` : ''}`
+          : `malloc_trim probe failed: ${t.error}`,
+      );
+    }
     const exitCode = await gw.stop();
     gw = undefined;
     const report: ChaosReport = {
@@ -351,6 +497,9 @@ export async function run(argv: string[]): Promise<number> {
       memory_cold: cold.memory,
       memory_start: start.memory,
       memory_end: end.memory,
+      proc_start: start.proc,
+      proc_end: end.proc,
+      ...(trim ? { trim_probe: trim } : {}),
       ...(o.heapSnapshots ? { heap_snapshots: snapshots } : {}),
       sockets_start: socketsStart,
       sockets_end: end.sockets,
@@ -392,6 +541,22 @@ function printTable(r: ChaosReport): void {
           [
             'gateway heap used / external start → end (MB)',
             `${r.memory_start.heapUsed} / ${r.memory_start.external} → ${r.memory_end.heapUsed} / ${r.memory_end.external}`,
+          ],
+        ] as [string, string][])
+      : []),
+    ...(r.proc_start && r.proc_end
+      ? ([
+          [
+            'gateway RSS brk / arenas / anon / file start → end',
+            `${r.proc_start.brk} / ${r.proc_start.arenas} / ${r.proc_start.anon} / ${r.proc_start.file} → ${r.proc_end.brk} / ${r.proc_end.arenas} / ${r.proc_end.anon} / ${r.proc_end.file}`,
+          ],
+        ] as [string, string][])
+      : []),
+    ...(r.trim_probe?.proc
+      ? ([
+          [
+            'after malloc_trim(0): brk / arenas / anon / file',
+            `${r.trim_probe.proc.brk} / ${r.trim_probe.proc.arenas} / ${r.trim_probe.proc.anon} / ${r.trim_probe.proc.file} (rss ${r.trim_probe.proc.rss})`,
           ],
         ] as [string, string][])
       : []),

@@ -1,0 +1,95 @@
+// bench chaos's memory readings: RSS split by kind of mapping from smaps (the main malloc arena,
+// glibc's other arenas on their 64 MiB boundaries, other anonymous memory, files), and the
+// --trim-probe: malloc_trim(0) called inside a live process through gdb gives back the free
+// memory its brk heap kept (a process that left holes in it), and reads back what the call said.
+import { execFileSync, spawn } from 'node:child_process';
+import { expect, it } from 'vitest';
+import { mallocTrim, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
+import { procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
+
+const mapping = (range: string, perms: string, path: string, rssKb: number): string =>
+  [
+    `${range} ${perms} 00000000 00:00 0${path ? `                          ${path}` : ''}`,
+    `Size:               ${rssKb * 2} kB`,
+    `Rss:                ${rssKb} kB`,
+    'Anonymous:          0 kB',
+    'VmFlags: rd wr mr mw me ac sd',
+  ].join('\n');
+
+it('splits smaps into brk, 64 MiB-aligned arenas, other anonymous memory and files', () => {
+  const smaps = [
+    mapping('55d0c6a00000-55d0c6a2d000', 'r-xp', '/usr/bin/node', 1024),
+    mapping('55d0c8000000-55d0c9000000', 'rw-p', '[heap]', 2048),
+    // a glibc arena heap: read-write part at a 64 MiB boundary, then its reserved rest
+    mapping('7f1c04000000-7f1c06000000', 'rw-p', '', 4096),
+    mapping('7f1c06000000-7f1c08000000', '---p', '', 0),
+    // PROT_NONE at a 64 MiB boundary is a reservation, not an arena
+    mapping('7f1c08000000-7f1c0c000000', '---p', '', 0),
+    // anonymous, not on the boundary: V8 pages, big malloc chunks, stacks
+    mapping('7f1c0c040000-7f1c0c080000', 'rw-p', '', 256),
+    mapping('7ffd1c000000-7ffd1c021000', 'rw-p', '[stack]', 100),
+    mapping('7f1c10000000-7f1c10001000', 'r--p', '/tmp/x/usage.sqlite', 4),
+  ].join('\n');
+  expect(smapsBreakdown(smaps)).toEqual({ rss: 7.4, brk: 2, arenas: 4, arenaCount: 1, anon: 0.3, file: 1 });
+});
+
+it("reads this process's mappings, which add up to its RSS", () => {
+  const p = procMemory(process.pid)!;
+  expect(p.rss).toBeGreaterThan(0);
+  expect(Math.abs(p.brk + p.arenas + p.anon + p.file - p.rss)).toBeLessThan(0.5);
+  expect(Object.values(p.threads).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+  expect(procMemory(2 ** 22 + 12345)).toBeUndefined(); // no such process
+});
+
+it("reads malloc_trim's answer from gdb's batch output, and nothing else as one", () => {
+  expect(parseTrimOutput('[New LWP 12]\n$1 = 1\n[Inferior 1 (process 9) detached]\n')).toBe(1);
+  expect(parseTrimOutput('$1 = 0\n')).toBe(0);
+  expect(parseTrimOutput('No symbol "malloc_trim" in current context.\n')).toBeUndefined();
+});
+
+const hasGdb = (() => {
+  try {
+    execFileSync('gdb', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+// A process that fills its brk heap with 64 KiB chunks, frees all but every 16th (holes that
+// glibc keeps resident: only the heap's top is trimmed on free), then waits.
+const HOLES = `
+const keep = [];
+let all = [];
+for (let i = 0; i < 3000; i++) all.push(Buffer.alloc(60 * 1024, 1));
+for (let i = 0; i < all.length; i++) if (i % 16 === 15) keep.push(all[i]);
+all = null;
+globalThis.gc();
+setTimeout(() => process.stdout.write('ready\\n'), 200);
+setInterval(() => keep.length, 1000);
+`;
+
+it.skipIf(!hasGdb || process.platform !== 'linux')(
+  'gives back the free pages a fragmented brk heap kept, and leaves the process running',
+  async () => {
+    const child = spawn(process.execPath, ['--expose-gc', '-e', HOLES], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        child.once('exit', (c) => reject(new Error(`child exited ${c}`)));
+      });
+      const before = procMemory(child.pid!)!;
+      const r = await mallocTrim(child.pid!);
+      if (!r.ok && /ptrace|Operation not permitted/i.test(r.error ?? '')) return; // ptrace refused here
+      expect(r).toMatchObject({ ok: true, released: 1 });
+      const after = procMemory(child.pid!)!;
+      // ~170 MB were allocated in brk and ~15/16 of it freed in holes: most of it goes back
+      expect(before.brk).toBeGreaterThan(100);
+      expect(after.brk).toBeLessThan(before.brk / 2);
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  },
+  180_000,
+);
