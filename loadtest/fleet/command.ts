@@ -9,6 +9,7 @@ import { bool, num, parseArgs, rejectUnknown, str } from '../replay/args.ts';
 import { createProgress } from '../replay/progress.ts';
 import { fluidReport, formatFluid } from './fluid-report.ts';
 import { simulateFleet } from './simulator.ts';
+import { SDK_RETRIES } from './client-model.ts';
 import { formatEngineTime, formatFleetTable, formatTimeline, summarize, type FleetRunSummary } from './summary.ts';
 import { chatTemplateFor } from '../replay/chat-template.ts';
 import { bandSummary, formatBand, parseRateBand } from './band.ts';
@@ -105,6 +106,14 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
                         (0: no such bound; default ${ADMISSION_DEFAULTS.release_ms_per_held})
   --release-slack-per-drain R  admission: ... and at most R × the time the held calls take to
                         leave at the recent release rate (0: no such bound; default ${ADMISSION_DEFAULTS.release_slack_per_drain})
+  --client-timeout-s S  clients give up on a call whose response head is not back S s after each
+                        send (the SDKs: 600) and resend it (client-model.ts); held calls given up on
+                        leave the gateway's queue, sent ones keep the engine busy (default: clients wait)
+  --client-retries N    ... resends before the call fails (default ${SDK_RETRIES}, the SDKs')
+  --client-mode stream|non-stream  ... the head comes with the first token (stream, default) or
+                        with the whole answer
+  --tenants K           calls spread over K tenants by a hash of the session (or the prompt's first
+                        two blocks); prints each tenant's TTFT p90 and their spread (default 1)
   --timeline S          also print, per policy, the fleet in windows of S seconds: arrivals,
                         TTFT p50/p90 of the window's arrivals, engine time in prefill / decode-only
                         steps (and decode-only while requests waited for KV), mean waiting, KV usage
@@ -187,6 +196,10 @@ export async function run(argv: string[]): Promise<number> {
     'release-max-slack-ms',
     'release-ms-per-held',
     'release-slack-per-drain',
+    'client-timeout-s',
+    'client-retries',
+    'client-mode',
+    'tenants',
     'seed',
     'json',
     'rate',
@@ -249,6 +262,21 @@ export async function run(argv: string[]): Promise<number> {
       release_ms_per_held: num(a, 'release-ms-per-held', ADMISSION_DEFAULTS.release_ms_per_held, 0),
       release_slack_per_drain: num(a, 'release-slack-per-drain', ADMISSION_DEFAULTS.release_slack_per_drain, 0),
     };
+    const clientTimeoutS = str(a, 'client-timeout-s') !== undefined ? num(a, 'client-timeout-s', 600, 1e-3) : undefined;
+    const clientMode = str(a, 'client-mode') ?? 'stream';
+    if (clientMode !== 'stream' && clientMode !== 'non-stream')
+      throw new Error(`--client-mode must be stream or non-stream, got '${clientMode}'`);
+    const client =
+      clientTimeoutS !== undefined
+        ? {
+            timeoutMs: clientTimeoutS * 1000,
+            retries: Math.floor(num(a, 'client-retries', SDK_RETRIES, 0)),
+            stream: clientMode === 'stream',
+          }
+        : undefined;
+    if (!client && (str(a, 'client-retries') !== undefined || str(a, 'client-mode') !== undefined))
+      throw new Error('--client-retries and --client-mode need --client-timeout-s');
+    const tenants = Math.floor(num(a, 'tenants', 1, 1));
     const dispatchNote =
       dispatch === 'admission'
         ? 'dispatch: ctxgate admission (late binding: calls wait at the gateway until a worker can admit them); every other policy at arrival: ' +
@@ -314,6 +342,8 @@ export async function run(argv: string[]): Promise<number> {
             // the output says so)
             dispatch: policy === 'ctxgate' ? dispatch : 'arrival',
             admission: admissionCheck,
+            client,
+            tenants,
           },
           (done) => {
             while (shown < done) {

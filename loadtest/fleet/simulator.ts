@@ -29,6 +29,8 @@
 // every arrival and every step end (before and after the worker's next step starts). 'arrival'
 // (FleetConfig's default; bench fleet picks the product's default by engine): the policy picks at
 // arrival.
+// Optional: clients that give up after a timeout and resend (client-model.ts: a held send is
+// dropped, one at an engine is computed for nobody) and calls spread over tenants (tenants.ts).
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost; with admission O(N) index
 // reads per arrival and O(N + window · N) per step end while calls are held, and O(held) per
 // deadline spill (the call is taken out of its tenant's queue).
@@ -43,6 +45,9 @@ import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplann
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
 import { SglangEngineModel } from './sglang-engine-model.ts';
+import { StepHeap } from './step-heap.ts';
+import { type ClientModel, Clients, type ClientStats } from './client-model.ts';
+import { tenantOf } from './tenants.ts';
 import type { FleetRequest } from './trace.ts';
 
 export interface FleetConfig {
@@ -68,6 +73,10 @@ export interface FleetConfig {
   dispatch?: 'arrival' | 'admission';
   /** admission's worker check and queue bounds (ADMISSION_DEFAULTS when absent: the product's) */
   admission?: Partial<AdmissionSettings>;
+  /** clients that give up after a timeout and resend (client-model.ts); absent: they wait */
+  client?: ClientModel;
+  /** calls spread over this many tenants (tenants.ts); absent or 1: one tenant */
+  tenants?: number;
 }
 
 /** Engine seconds by kind of step: with prefill tokens, decode only, and decode only while
@@ -106,6 +115,8 @@ export interface RequestOutcome {
   preemptions: number;
   /** The prompt has no full KV block: nothing of it can ever be served from cache. */
   subBlockPrefix: boolean;
+  /** with FleetConfig.tenants > 1 */
+  tenant?: string;
 }
 
 export interface FleetResult {
@@ -144,62 +155,11 @@ export interface FleetResult {
    *  engine refuses a sequence longer than its cache (they would preempt themselves forever). */
   rejected: number;
   policyStats?: object;
-}
-
-/** Binary min-heap of (time, worker) step ends. */
-class StepHeap {
-  private readonly t: number[] = [];
-  private readonly w: number[] = [];
-
-  get size(): number {
-    return this.t.length;
-  }
-
-  peekTime(): number {
-    return this.t.length ? this.t[0] : Infinity;
-  }
-
-  push(time: number, worker: number): void {
-    const t = this.t;
-    const w = this.w;
-    let i = t.length;
-    t.push(time);
-    w.push(worker);
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (t[p] < time || (t[p] === time && w[p] <= worker)) break;
-      t[i] = t[p];
-      w[i] = w[p];
-      i = p;
-    }
-    t[i] = time;
-    w[i] = worker;
-  }
-
-  pop(): [number, number] {
-    const t = this.t;
-    const w = this.w;
-    const top: [number, number] = [t[0], w[0]];
-    const lt = t.pop()!;
-    const lw = w.pop()!;
-    const n = t.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= n) break;
-        const r = l + 1;
-        const c = r < n && (t[r] < t[l] || (t[r] === t[l] && w[r] < w[l])) ? r : l;
-        if (t[c] > lt || (t[c] === lt && w[c] >= lw)) break;
-        t[i] = t[c];
-        w[i] = w[c];
-        i = c;
-      }
-      t[i] = lt;
-      w[i] = lw;
-    }
-    return top;
-  }
+  /** with FleetConfig.client: timeouts, resends, failed calls, wasted work */
+  client?: ClientStats;
+  /** with FleetConfig.client: when the engines' last step ended (they may still compute sends
+   *  their clients left after the last answered call) */
+  lastStepEndMs?: number;
 }
 
 /** A call held at the gateway (dispatch admission), with the worker that holds most of it. */
@@ -304,6 +264,9 @@ export function simulateFleet(
   const outcomes: RequestOutcome[] = [];
   const arrivals: number[] = [];
   const finishedIds = new Set<number>();
+  const clients = cfg.client
+    ? new Clients<Held>(cfg.client, reqs.reduce((m, r) => Math.max(m, r.id), -1) + 1)
+    : undefined;
   const requestsPerWorker = new Array<number>(n).fill(0);
   let duplicateFinishes = 0;
   const model = cfg.model ?? cfg.timing.name;
@@ -368,6 +331,7 @@ export function simulateFleet(
     const res = pending[i]!;
     pending[i] = null;
     for (const r of res.firstTokens) {
+      clients?.firstToken(r.req.id);
       const f = inflight.get(r)!;
       views[i].queuedPrefillTokens -= f.prefillLeft;
       f.prefillLeft = 0;
@@ -381,10 +345,23 @@ export function simulateFleet(
     if (finishedIds.has(r.req.id)) duplicateFinishes++;
     finishedIds.add(r.req.id);
     views[i].inFlight--;
+    // the call this send answers (its first arrival: the user's wait), none if its client left
+    const call = clients ? clients.finished(r.req.id, r.prefilled) : r.req;
+    if (call) answered(i, r, f, call);
+    policy.observe?.({
+      workerId: views[i].id,
+      info: f.info,
+      reportedCachedTokens: r.cachedTokens,
+      promptTokens: r.req.inputTokens,
+      ok: true,
+      predictedCachedTokens: f.predicted,
+    });
+  };
+  const answered = (i: number, r: SimRequest, f: Inflight, call: FleetRequest): void => {
     outcomes.push({
-      id: r.req.id,
+      id: call.id,
       worker: i,
-      arrivalMs: r.req.arrivalMs,
+      arrivalMs: call.arrivalMs,
       firstScheduledMs: r.firstScheduledMs,
       firstTokenMs: r.firstTokenMs,
       finishMs: r.finishMs,
@@ -396,16 +373,9 @@ export function simulateFleet(
       prefilled: r.prefilled,
       preemptions: r.preemptions,
       subBlockPrefix: r.keys.length === 0,
+      ...(cfg.tenants && cfg.tenants > 1 ? { tenant: f.info.tenant } : {}),
     });
-    release(r.req.id, r.finishMs);
-    policy.observe?.({
-      workerId: views[i].id,
-      info: f.info,
-      reportedCachedTokens: r.cachedTokens,
-      promptTokens: r.req.inputTokens,
-      ok: true,
-      predictedCachedTokens: f.predicted,
-    });
+    release(call.id, r.finishMs);
   };
   let rejected = 0;
   const capacityTokens = Math.floor(cfg.kvTokens / cfg.blockSize) * cfg.blockSize;
@@ -429,9 +399,10 @@ export function simulateFleet(
       release(req.id, req.arrivalMs);
       return;
     }
+    clients?.sent(req, req.arrivalMs);
     const info: RouteInfo = {
       model,
-      tenant: 'fleet',
+      tenant: tenantOf(req, cfg.tenants ?? 1),
       sessionId: req.sessionId,
       text: req.text,
       blockHashes: req.hashes,
@@ -461,6 +432,7 @@ export function simulateFleet(
         if (out === held) return;
       }
       heldOrder.push(held);
+      clients?.holding(req.id, held);
       if (gate.size > gatewayPeak) gatewayPeak = gate.size;
       drain(req.arrivalMs);
       return;
@@ -564,27 +536,50 @@ export function simulateFleet(
 
   let next = 0;
   let arrived = 0;
-  while (next < open.length || released.size > 0 || heap.size > 0 || (gate !== undefined && gate.size > 0)) {
+  let lastStepEndMs = 0;
+  while (
+    next < open.length ||
+    released.size > 0 ||
+    heap.size > 0 ||
+    (gate !== undefined && gate.size > 0) ||
+    (clients !== undefined && clients.pending > 0)
+  ) {
     const tStep = heap.peekTime();
     const tOpen = next < open.length ? reqs[open[next]].arrivalMs : Infinity;
     const tNext = released.peekTime();
+    const tResend = clients ? clients.nextResendMs() : Infinity;
+    const tArrive = Math.min(tOpen, tNext, tResend);
     // a deadline goes after step ends at the same time (one may release the call) and before arrivals
     const tDue = gate ? nextDeadline() : Infinity;
-    if (tDue < tStep && tDue <= Math.min(tOpen, tNext)) {
+    // a client's timer likewise (a first token or an answer landing at that time is in time), and
+    // before a deadline at the same time: the client's abort wins the race, so a call held exactly
+    // as long as its client waits is dropped, not spilled to an engine that computes it for nobody
+    const tClient = clients ? clients.nextTimerMs() : Infinity;
+    if (tDue < tStep && tDue <= tArrive && tDue < tClient) {
       spillDue(tDue);
       continue;
     }
-    if (tDue === Infinity && tStep === Infinity && Math.min(tOpen, tNext) === Infinity) break;
-    if (Math.min(tOpen, tNext) < tStep) {
-      if (tOpen <= tNext) arrive(reqs[open[next++]]);
-      else {
+    if (tClient < tStep && tClient <= tArrive) {
+      const { drop, failed, now } = clients!.fire();
+      if (drop) {
+        gate!.remove(drop.info.tenant, drop);
+        drop.heldMs = -1;
+      }
+      if (failed) release(failed.id, now);
+      continue;
+    }
+    if (tDue === Infinity && tStep === Infinity && tArrive === Infinity) break;
+    if (tArrive < tStep) {
+      if (tOpen <= Math.min(tNext, tResend)) arrive(reqs[open[next++]]);
+      else if (tNext <= tResend) {
         const [t, i] = released.pop();
         arrive({ ...reqs[i], arrivalMs: t });
-      }
+      } else arrive(clients!.takeResend());
       if (onProgress && (++arrived & 255) === 0) onProgress(arrived);
       continue;
     }
     const [t, i] = heap.pop();
+    lastStepEndMs = t;
     land(i);
     busy[i] = false;
     drain(t);
@@ -622,5 +617,7 @@ export function simulateFleet(
     boundAtArrival,
     rejected,
     policyStats: policy.stats?.(),
+    client: clients?.stats,
+    ...(clients ? { lastStepEndMs } : {}),
   };
 }

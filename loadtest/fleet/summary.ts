@@ -78,6 +78,31 @@ export interface FleetRunSummary {
   /** per branch the policy named (ctxgate's sticky, prefix_match, balance…): requests, their hit
    *  rate (cached ÷ prompt tokens) and TTFT p90, ms; where a policy's hits and waits come from */
   branches: Record<string, { requests: number; hit_rate: number; ttft_p90_ms: number }>;
+  /** with a client model (--client-timeout-s): its settings and what happened; the TTFT figures
+   *  above are over the calls answered (from their first send), ttft_p90_ms_failed_last counts
+   *  each failed call as slower than any (null: the p90 falls on a failed call) */
+  client?: {
+    timeout_s: number;
+    retries: number;
+    stream: boolean;
+    timeouts: number;
+    resent: number;
+    failed: number;
+    dropped_held: number;
+    abandoned_at_engine: number;
+    wasted_prefill_tokens: number;
+    ttft_p90_ms_failed_last: number | null;
+  };
+  /** with --tenants K: each tenant's answered calls and TTFT p90 (ms), and the spread of those p90s */
+  tenants?: {
+    count: number;
+    per_tenant: Record<string, { requests: number; ttft_p90_ms: number }>;
+    p90_min_ms: number;
+    p90_median_ms: number;
+    p90_max_ms: number;
+    /** max ÷ min of the tenants' p90 */
+    spread: number;
+  };
   wall_s: number;
 }
 
@@ -124,6 +149,8 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
     t0 = Math.min(t0, x.arrivalMs);
     t1 = Math.max(t1, x.finishMs);
   }
+  // the engines may still compute sends whose clients left after the last answered call
+  if (res.lastStepEndMs !== undefined) t1 = Math.max(t1, res.lastStepEndMs);
   const r3 = (x: number): number => Math.round(x * 1000) / 1000;
   const r1 = (x: number): number => Math.round(x * 10) / 10;
   const engineS = (res.perWorker.length * (t1 - t0)) / 1000;
@@ -206,7 +233,59 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       prefill_s: meanS((x) => x.firstTokenMs - x.firstScheduledMs),
     },
     branches,
+    ...clientSummary(res),
+    ...tenantSummary(res),
     wall_s: Math.round(ctx.wallS * 100) / 100,
+  };
+}
+
+function clientSummary(res: FleetResult): Pick<FleetRunSummary, 'client'> {
+  const c = res.config.client;
+  if (!c || !res.client) return {};
+  const ttft = res.outcomes.map((x) => x.firstTokenMs - x.arrivalMs).sort((a, b) => a - b);
+  const all = ttft.concat(new Array<number>(res.client.failed).fill(Infinity));
+  const p90 = percentile(all, 0.9);
+  return {
+    client: {
+      timeout_s: c.timeoutMs / 1000,
+      retries: c.retries,
+      stream: c.stream,
+      timeouts: res.client.timeouts,
+      resent: res.client.resent,
+      failed: res.client.failed,
+      dropped_held: res.client.droppedHeld,
+      abandoned_at_engine: res.client.abandonedAtEngine,
+      wasted_prefill_tokens: res.client.wastedPrefillTokens,
+      ttft_p90_ms_failed_last: Number.isFinite(p90) ? Math.round(p90 * 10) / 10 : null,
+    },
+  };
+}
+
+function tenantSummary(res: FleetResult): Pick<FleetRunSummary, 'tenants'> {
+  const k = res.config.tenants ?? 1;
+  if (k <= 1) return {};
+  const by = new Map<string, number[]>();
+  for (const x of res.outcomes) {
+    const t = x.tenant ?? 'fleet';
+    (by.get(t) ?? by.set(t, []).get(t)!).push(x.firstTokenMs - x.arrivalMs);
+  }
+  const per_tenant: Record<string, { requests: number; ttft_p90_ms: number }> = {};
+  for (const t of [...by.keys()].sort((a, b) => Number(a.slice(1)) - Number(b.slice(1))))
+    per_tenant[t] = { requests: by.get(t)!.length, ttft_p90_ms: pcts(by.get(t)!).p90 };
+  const p90s = Object.values(per_tenant)
+    .map((t) => t.ttft_p90_ms)
+    .sort((a, b) => a - b);
+  const min = p90s[0] ?? 0;
+  const max = p90s[p90s.length - 1] ?? 0;
+  return {
+    tenants: {
+      count: k,
+      per_tenant,
+      p90_min_ms: min,
+      p90_median_ms: percentile(p90s, 0.5),
+      p90_max_ms: max,
+      spread: min > 0 ? Math.round((max / min) * 1000) / 1000 : 0,
+    },
   };
 }
 
@@ -242,6 +321,17 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
         `then ${d.prefill_s.toFixed(1)} s to first token` +
         (r.gateway_queue
           ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting; of those spilled to arrival dispatch ${r.gateway_queue.spilled_full} for room (queue full) and ${r.gateway_queue.spilled_deadline} at max_wait_ms)`
+          : '') +
+        (r.client
+          ? `; clients (${r.client.stream ? 'stream' : 'non-stream'}, timeout ${r.client.timeout_s} s, ${r.client.retries} retries): ` +
+            `${r.client.timeouts} sends timed out (${r.client.dropped_held} dropped while held, ${r.client.abandoned_at_engine} ` +
+            `computed for nobody: ${r.client.wasted_prefill_tokens} prompt tokens), ${r.client.resent} resent, ` +
+            `${r.client.failed} calls failed (retries spent); TTFT p90 with the failed calls last ` +
+            `${r.client.ttft_p90_ms_failed_last === null ? 'n/a (a failed call)' : (r.client.ttft_p90_ms_failed_last / 1000).toFixed(2) + 's'}`
+          : '') +
+        (r.tenants
+          ? `; ${r.tenants.count} tenants: TTFT p90 min / median / max ${(r.tenants.p90_min_ms / 1000).toFixed(2)} / ` +
+            `${(r.tenants.p90_median_ms / 1000).toFixed(2)} / ${(r.tenants.p90_max_ms / 1000).toFixed(2)} s (spread ${r.tenants.spread.toFixed(2)}×)`
           : '')
       );
     })
