@@ -310,7 +310,7 @@ function layoutOf(v: string | undefined): ChaosLayout {
   throw new Error('--layout must be ctxgate or passthrough');
 }
 
-function parse(argv: string[]) {
+export function parseChaosArgs(argv: string[]) {
   const a = readOptions(
     argv,
     [
@@ -332,7 +332,7 @@ function parse(argv: string[]) {
     workers: a.int('workers', DEFAULTS.workers),
     killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
     dispatch: dispatchOf(a.str('dispatch')),
-    releaseMsPerToken: a.str('release-ms-per-token') === undefined ? undefined : a.num('release-ms-per-token', 0),
+    releaseMsPerToken: a.str('release-ms-per-token') === undefined ? undefined : a.num('release-ms-per-token', 0, 0),
     redis: a.bool('redis'),
     layout: layoutOf(a.str('layout')),
     faults: faultsOf(a.str('faults')),
@@ -343,7 +343,7 @@ function parse(argv: string[]) {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const o = parseOrUsage('bench chaos', help, argv, parse);
+  const o = parseOrUsage('bench chaos', help, argv, parseChaosArgs);
   if (o === 2) return 2;
   const log = benchLog(o.json);
   const fleet = new ChaosFleet({ model: MODEL, tokenizer: TOKENIZER, timeScale: TIME_SCALE });

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
-import { FAULT_KINDS, faultSchedule, faultsOf, gatewayConfig } from '../../loadtest/bench-chaos.ts';
+import { FAULT_KINDS, faultSchedule, faultsOf, gatewayConfig, parseChaosArgs } from '../../loadtest/bench-chaos.ts';
 
 const printed = (steps: { atMs: number; what: string }[]): string[] =>
   [...steps].sort((a, b) => a.atMs - b.atMs).map((s) => `${(s.atMs / 1000).toFixed(1)}s ${s.what}`);
@@ -76,4 +76,12 @@ it('sets the dispatch and the release order as asked, and leaves the defaults ot
   const arrivalGate = model({ releaseMsPerToken: 0 });
   expect(arrivalGate.dispatch).toBe('admission');
   expect(arrivalGate.admission.release_ms_per_token).toBe(0);
+});
+
+it('reads --release-ms-per-token 0 (the gate in arrival order) and --dispatch from the command line', () => {
+  expect(parseChaosArgs(['--release-ms-per-token', '0']).releaseMsPerToken).toBe(0);
+  expect(parseChaosArgs([]).releaseMsPerToken).toBeUndefined();
+  expect(parseChaosArgs(['--dispatch', 'arrival', '--faults', 'kill']).dispatch).toBe('arrival');
+  expect(() => parseChaosArgs(['--release-ms-per-token', '-1'])).toThrow(/release-ms-per-token/);
+  expect(() => parseChaosArgs(['--dispatch', 'fifo'])).toThrow(/--dispatch/);
 });
