@@ -39,6 +39,7 @@ import type { SessionStore } from './session/store.ts';
 import type { RequestView, Segments, StageContext } from './stage.ts';
 import type { RenderMemo } from './tokens/incremental-render.ts';
 import { extendBlockHashes } from './tokens/prefix-blocks.ts';
+import { pinnedIds } from './tokens/ids-arena.ts';
 import { loadTokenizer } from './tokens/registry.ts';
 import {
   fromOffloadReply,
@@ -123,8 +124,9 @@ interface LocalCall {
   marks?: DecodedMarks;
 }
 
-/** LRU weight of a kept call: its ids plus ~a quarter of the characters of its text and messages. */
-const localSize = (v: LocalCall): number => Math.max(1, v.ids.length + ((v.memo?.textNoGen.length ?? 0) >> 1));
+/** LRU weight of a kept call: the ids it pins (their buffer's room included, tokens/ids-arena.ts)
+ *  plus ~a quarter of the characters of its text and messages. */
+const localSize = (v: LocalCall): number => Math.max(1, pinnedIds(v.ids) + ((v.memo?.textNoGen.length ?? 0) >> 1));
 
 const sha1 = shortSha1;
 

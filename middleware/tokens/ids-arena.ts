@@ -60,6 +60,12 @@ export function extendInPlace(
   return out;
 }
 
+/** Ids a kept view pins: its whole buffer, room included (a short prompt's growable buffer holds
+ *  MIN_ROOM ids more than it shows), so a cache that weighs kept calls by it bounds their memory. */
+export function pinnedIds(ids: Uint32Array): number {
+  return Math.max(ids.length, ids.buffer.byteLength >> 2);
+}
+
 /** Writes each run's ids in order from ids[at] (a packed run as one copy). */
 export function writeRuns(ids: Uint32Array, at: number, runs: readonly CachedIds[]): void {
   let o = at;

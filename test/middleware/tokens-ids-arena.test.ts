@@ -5,7 +5,7 @@
 // encoding and of the copying path, and leave every earlier call's ids as they were.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { extendInPlace, grownIds } from '../../middleware/tokens/ids-arena.ts';
+import { extendInPlace, grownIds, pinnedIds } from '../../middleware/tokens/ids-arena.ts';
 import { loadTokenizer } from '../../middleware/tokens/registry.ts';
 import { type SegmentTokens, tokenizeBySegments } from '../../middleware/tokens/segment-tokens.ts';
 
@@ -21,6 +21,18 @@ function bytesPast(ids: Uint32Array, from: number): number[] {
 }
 
 describe('ids arena', () => {
+  it('weighs a kept view by the ids its buffer pins, room included (the local cache charges this)', () => {
+    const short = grownIds(98);
+    expect(short.length).toBe(98);
+    expect(pinnedIds(short)).toBeGreaterThanOrEqual(98 + 2048);
+    expect(pinnedIds(short)).toBe(short.buffer.byteLength / 4);
+    const long = grownIds(40_000);
+    expect(pinnedIds(long)).toBeGreaterThanOrEqual(50_000);
+    expect(pinnedIds(new Uint32Array(98))).toBe(98);
+    const grown = extendInPlace(short, 98, 120, [new Uint32Array(22)])!;
+    expect(pinnedIds(grown)).toBe(pinnedIds(short));
+  });
+
   it('extends the written end in place, only past it, and refuses a second extension of the same ids', () => {
     const prev = filled([1, 2, 3, 4]);
     const next = extendInPlace(prev, 2, 7, [[3, 4, 5], new Uint32Array([6, 7])]);
