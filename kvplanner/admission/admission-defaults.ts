@@ -73,7 +73,7 @@ export interface AdmissionSettings {
  *  1,416.1); ×3 971.6 / 1,225.0 (rr 1,282.2 / 1,524.2; imbalance 1.36). 30 / 1,500: ×1 32.1 /
  *  340.0, ×1.5 99.0 / 1,040.4, ×2.5 602.2 / 1,203.9. Synthetic trace (×1, all defaults): p90
  *  196.1 → 26.0 s (smg 192.8), p99 213.3 → 359.1, hit 19.1 → 16.9 % (smg 16.0) without the caps
- *  below; with them (the defaults, session 33) 101.7 s, p99 268.1 s, hit 21.4 % (smg 184.8 s).
+ *  below; with them (the defaults since ce588b8) 101.7 s, p99 268.1 s, hit 21.4 % (smg 184.8 s).
  *  release_ms_per_held 8 s: the slack is capped at each release at 8 s × the calls the tenant holds
  *  (the p99 at ×1: with the whole slack, ×1's longest prompts, ~67k tokens, waited out every
  *  burst: p99 350.0 s, above the baselines' 218–313). Sweep (40 ms/token, 1,800 s, `bench fleet`
@@ -137,7 +137,7 @@ export interface AdmissionSettings {
  *  Rejected: a cap on each call's own wait (slack ≤ R × the time it has waited): no newcomer can
  *  pass an older call at once, so the short calls wait with the rest (R 0.5/1: ×2 831/824 s,
  *  ×1 p99 150/148 s; R > 1 turns the unsaturated calls LIFO: R 2 ×1 p99 838 s).
- *  **The default since session 33** (release_ms_per_token 40, max_wait_ms 1,800 s; before it,
+ *  **The default since ce588b8 (2026-12-02)** (release_ms_per_token 40, max_wait_ms 1,800 s; before it,
  *  0 and 600 s: arrival order within a tenant, still one setting away with release_ms_per_token 0).
  *  What kept it opt-in: its gains come from holding the expensive calls for many minutes, which the
  *  simulator's clients wait out and real ones may not (the official SDKs give up at 600 s and
@@ -149,9 +149,9 @@ export interface AdmissionSettings {
  *  bound (release_slack_per_drain) bounds that overtaking to ~16 × the arrival-order wait (a
  *  FairQueue test: a call with a 400 s slack among calls leaving every 5 ms waits 0.74 s, not
  *  400 s). With both caps, `bench chaos --duration-s 60` in quiet windows, one run each:
- *  session 32 plain 0 failed / 0 hung, p50 / p99 163 / 1,195 ms, RSS −5.0 %; `--redis` 0 / 0,
+ *  on ff6b837 plain 0 failed / 0 hung, p50 / p99 163 / 1,195 ms, RSS −5.0 %; `--redis` 0 / 0,
  *  204 / 1,316 ms, +7.9 % (arrival order in the same window: 0 / 0, 290 / 647 ms, +24.4 %; `--redis`
- *  0 / 0, 311 / 657 ms, +34.9 %); session 33 (main 6c2db7b with these two defaults changed) plain
+ *  0 / 0, 311 / 657 ms, +34.9 %); on 6c2db7b with these two defaults changed, plain
  *  0 / 0, 177 / 1,308 ms, RSS 432.5 → 451.2 MB (+4.3 %); `--redis` 0 / 0, 211 / 1,402 ms, 449.1 →
  *  463.0 MB (+3.1 %); control right after (arrival order): 0 / 0, 239 / 534 ms, 440.7 → 536.1 MB
  *  (+21.6 %); `--redis` 0 / 0, 284 / 633 ms, 429.6 → 548.4 MB (+27.7 %). So no call is lost or hung
@@ -182,5 +182,5 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
  *  its own queue by prefix match), and for any other OpenAI-compatible server (no engine queue
  *  signals to admit by). On the synthetic trace (×1) late binding with the arrival-order gate was
  *  mixed (the comment above); with the release order p90 101.7 s vs smg_cache_aware 184.8 s, the
- *  best baseline there (session 33). */
+ *  best baseline there (at ce588b8). */
 export const DEFAULT_DISPATCH_BY_ENGINE = { vllm: 'admission', sglang: 'arrival', openai: 'arrival' } as const;
