@@ -82,6 +82,23 @@ describe('fleet simulator: client timeouts and resends', () => {
     expect(sum.client).toMatchObject({ failed: 5, dropped_held: 15, ttft_p90_ms_failed_last: null });
   });
 
+  it("a client's timeout at the same instant as the gateway's deadline wins: the call is dropped, not spilled", () => {
+    // a client's timer starts before the gateway sees the call, so at equal times the client has
+    // already left; the README's arrival-order-gate row (max_wait_ms 600 s, 600 s clients) rests on it
+    const five = flat.slice(0, 5);
+    const timeoutMs = 30_000;
+    const res = simulateFleet(
+      five,
+      cfg('ctxgate', {
+        dispatch: 'admission',
+        admission: { max_kv_usage: 0, max_wait_ms: timeoutMs },
+        client: { timeoutMs, retries: 2, stream: true },
+      }),
+    );
+    expect(res.client).toMatchObject({ timeouts: 15, droppedHeld: 15, failed: 5, abandonedAtEngine: 0 });
+    expect(res.spilledDeadline).toBe(0);
+  });
+
   it.each([true, false])(
     'stream %s: every trace call is answered exactly once or fails; abandoned sends at an engine are computed for nobody',
     (stream) => {
