@@ -33,6 +33,21 @@ describe('fleet simulator: client timeouts and resends', () => {
   const conv = load(conversationTrace(16, 5, 11), 3);
   const flat = load(unrelated(200, 20));
 
+  /** Five calls no worker ever admits, with 30 s streaming clients and the given gateway deadline. */
+  const HELD_TIMEOUT_MS = 30_000;
+  function heldFive(maxWaitMs: number) {
+    const five = flat.slice(0, 5);
+    const res = simulateFleet(
+      five,
+      cfg('ctxgate', {
+        dispatch: 'admission',
+        admission: { max_kv_usage: 0, max_wait_ms: maxWaitMs },
+        client: { timeoutMs: HELD_TIMEOUT_MS, retries: 2, stream: true },
+      }),
+    );
+    return { five, res };
+  }
+
   it('the SDK delays: 0.5 s, then doubling, at most 8 s; 2 retries', () => {
     expect([0, 1, 2, 3, 4, 5].map(retryDelayMs)).toEqual([500, 1000, 2000, 4000, 8000, 8000]);
     expect(SDK_RETRIES).toBe(2);
@@ -59,16 +74,7 @@ describe('fleet simulator: client timeouts and resends', () => {
 
   it('a call given up on while held leaves the queue, is resent at the SDK delays, and fails when its retries are spent', () => {
     // no worker ever admits and the deadline is far: every call stays held until its client leaves
-    const five = flat.slice(0, 5);
-    const timeoutMs = 30_000;
-    const res = simulateFleet(
-      five,
-      cfg('ctxgate', {
-        dispatch: 'admission',
-        admission: { max_kv_usage: 0, max_wait_ms: 3_600_000 },
-        client: { timeoutMs, retries: 2, stream: true },
-      }),
-    );
+    const { five, res } = heldFive(3_600_000);
     expect(res.outcomes).toEqual([]);
     expect(res.client).toMatchObject({ timeouts: 15, droppedHeld: 15, resent: 10, failed: 5, abandonedAtEngine: 0 });
     expect(res.spilledDeadline).toBe(0);
@@ -85,16 +91,7 @@ describe('fleet simulator: client timeouts and resends', () => {
   it("a client's timeout at the same instant as the gateway's deadline wins: the call is dropped, not spilled", () => {
     // a client's timer starts before the gateway sees the call, so at equal times the client has
     // already left; the README's arrival-order-gate row (max_wait_ms 600 s, 600 s clients) rests on it
-    const five = flat.slice(0, 5);
-    const timeoutMs = 30_000;
-    const res = simulateFleet(
-      five,
-      cfg('ctxgate', {
-        dispatch: 'admission',
-        admission: { max_kv_usage: 0, max_wait_ms: timeoutMs },
-        client: { timeoutMs, retries: 2, stream: true },
-      }),
-    );
+    const { res } = heldFive(HELD_TIMEOUT_MS);
     expect(res.client).toMatchObject({ timeouts: 15, droppedHeld: 15, failed: 5, abandonedAtEngine: 0 });
     expect(res.spilledDeadline).toBe(0);
   });

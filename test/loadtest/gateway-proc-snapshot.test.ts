@@ -3,10 +3,11 @@
 // (Node writes it so; gateway-proc makes sure before handing it on). And a memory reading (SIGUSR2:
 // a GC, then the gateway logs its memory) carries the young generation's committed size, the part
 // of heapTotal bench chaos's RSS readings turned on.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { writePassthroughGatewayConfig } from '../helpers/passthrough-gateway-config.ts';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 import { startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
 
@@ -14,17 +15,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ctxgate-gw-snapshot-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 it('writes heap snapshots readable by their owner only', async () => {
-  const cfg = join(dir, 'gw.yaml');
-  writeFileSync(
-    cfg,
-    [
-      'listen: { host: 127.0.0.1, port: 0 }',
-      'health: { interval_ms: 0 }',
-      'models:',
-      '  - { name: m, layout: passthrough, policy: round_robin, workers: [{ url: "http://127.0.0.1:9", id: w0 }] }',
-      '',
-    ].join('\n'),
-  );
+  const cfg = writePassthroughGatewayConfig(join(dir, 'gw.yaml'));
   const snaps = join(dir, 'snaps');
   mkdirSync(snaps);
   const old = process.umask(0o022); // a usual umask: files 0644 unless the gateway's own is tighter

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { writePassthroughGatewayConfig } from '../helpers/passthrough-gateway-config.ts';
 import { GatewayStartError, startGatewayProc } from '../../loadtest/chaos/gateway-proc.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctxgate-gw-start-'));
@@ -33,17 +34,7 @@ async function startError(cfg: string, timeoutMs?: number): Promise<GatewayStart
 }
 
 it('kills a gateway that does not start in time, and rejects once it has exited', async () => {
-  const cfg = join(dir, 'ok.yaml');
-  writeFileSync(
-    cfg,
-    [
-      'listen: { host: 127.0.0.1, port: 0 }',
-      'health: { interval_ms: 0 }',
-      'models:',
-      '  - { name: m, layout: passthrough, policy: round_robin, workers: [{ url: "http://127.0.0.1:9", id: w0 }] }',
-      '',
-    ].join('\n'),
-  );
+  const cfg = writePassthroughGatewayConfig(join(dir, 'ok.yaml'));
   // 1 ms: node cannot load the CLI, let alone listen, in that time
   const err = await startError(cfg, 1);
   expect(err.message).toMatch(/did not start within 1 ms: killed/);
