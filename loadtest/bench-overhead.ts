@@ -22,7 +22,7 @@ import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
 import { chatToAnthropic, chatToResponses } from './overhead/ingress-bodies.ts';
-import { measureIngressCpu, type IngressCpu } from './overhead/ingress-cpu.ts';
+import { measureIngressCpu } from './overhead/ingress-cpu.ts';
 import {
   child,
   load,
@@ -44,6 +44,23 @@ import {
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
 import {
+  INGRESS_ROUNDS,
+  THROUGHPUT_CONNECTIONS,
+  type OverheadCase,
+  type OverheadResult,
+  type Target,
+} from './overhead/result.ts';
+import { formatSummary } from './overhead/summary.ts';
+import {
+  formatRounds,
+  median,
+  pairedRounds,
+  type PairedTarget,
+  THROUGHPUT_ROUNDS,
+  type RoundRun,
+  type ThroughputRounds,
+} from './overhead/throughput-rounds.ts';
+import {
   fmtWarmUp,
   WARMUP_CHUNK_CALLS,
   WARMUP_MAX_CHUNKS,
@@ -52,119 +69,14 @@ import {
   WARMUP_SETTLED_BAND,
   WARMUP_SETTLED_RUN,
   warmUp,
-  type WarmUp,
 } from './overhead/warm-up.ts';
 
 export const DEFAULT_DURATION_S = 3;
 export const DEFAULT_CONNECTIONS = 8;
-/** Latency is measured on one connection, throughput on this many. */
-export const THROUGHPUT_CONNECTIONS = 16;
-/** Turns each ingress API takes in the ingress comparison (medians are compared). */
-export const INGRESS_ROUNDS = 3;
+export { INGRESS_ROUNDS, THROUGHPUT_CONNECTIONS } from './overhead/result.ts';
+export type { OverheadCase, OverheadResult, Target } from './overhead/result.ts';
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 const BYTES_PER_TOKEN = 4;
-
-export type Target =
-  | 'direct'
-  | 'bare_proxy'
-  | 'portkey'
-  | 'ctxgate'
-  | 'ctxgate_passthrough'
-  | 'ctxgate_anthropic'
-  | 'ctxgate_responses';
-
-export interface OverheadCase {
-  name: string;
-  traffic: 'growing' | 'fixed' | 'ingress';
-  target: Target;
-  tokens?: number;
-  stream: boolean;
-  connections: number;
-  p50_ms: number;
-  p99_ms: number;
-  p999_ms: number;
-  rps: number;
-  errors: number;
-  /** CPU (user + system) of the target's process per request over the run; absent for direct. */
-  cpu_ms_per_req?: number;
-  /** The part of it spent on the process's main thread (the event loop); the rest is V8's GC
-   *  helper threads, libuv's pool and worker threads. */
-  cpu_main_ms_per_req?: number;
-  /** Requests answered in the measured run. */
-  requests?: number;
-  /** CPU of the fake upstream's process per request over the run: it shares the host's cores with
-   *  the target, so a costly fake compresses throughput ratios (the direct case has it too). */
-  upstream_cpu_ms_per_req?: number;
-  /** The target process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
-  gc?: GcPauses;
-  /** The warm-up before the measured run (its calls and CPU per call by chunk). */
-  warmup?: WarmUp;
-}
-
-export interface OverheadResult {
-  cases: OverheadCase[];
-  growing?: {
-    /** ctxgate (default pipeline) minus direct, 1 connection. */
-    added_p50_ms: number;
-    added_p99_ms: number;
-    /** ctxgate's p99.9 minus direct's (no target: it shows what the p99 no longer does). */
-    added_p999_ms: number;
-    /** The calls each p99.9 was read from, and its rank from the slowest (a handful at ~1-3k calls). */
-    p999_calls: { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number };
-    /** Same for Portkey and the bare proxy, from the same run. */
-    portkey_added_p50_ms?: number;
-    portkey_added_p99_ms?: number;
-    bare_added_p50_ms: number;
-    bare_added_p99_ms: number;
-    /** req/s at 16 connections, ctxgate over Portkey and over the bare proxy. */
-    throughput_ratio_vs_portkey?: number;
-    throughput_ratio_vs_bare_proxy: number;
-    /** Gateway ms per request by stage (1-connection run). */
-    stages: Record<string, number>;
-    /** The 1-connection run's main-thread CPU per request outside every timed stage. */
-    untimed_ms?: number;
-    /** Of `stages`: GC pause time per request (ms) that fell inside each stage's sections. */
-    stages_gc_ms?: Record<string, number>;
-    /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
-    cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
-    /** The fake upstream's CPU per request at 16 connections, by target (it shares the cores). */
-    upstream_cpu_ms_per_req: { direct?: number; ctxgate?: number; portkey?: number; bare_proxy?: number };
-    /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
-    ctxgate_rps_per_core?: number;
-    /** Where ctxgate's CPU per request at 16 connections goes: its main thread (of which GC pauses)
-     *  and its other threads (V8's parallel and concurrent GC helpers first of all). */
-    ctxgate_cpu_split?: { main_ms: number; gc_pause_ms: number; other_threads_ms: number };
-    /** The 1-connection run's slowest calls beside its middle ones: what their wall time held
-     *  (the gateway's timed stages, GC pauses, the rest) and how many were a session's first. */
-    slow_calls?: SlowCalls;
-  };
-  /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
-  ingress?: {
-    /** /v1/messages minus /v1/chat/completions (p50, p99), same run. */
-    anthropic_added_p50_ms: number;
-    anthropic_added_p99_ms: number;
-    /** /v1/responses minus /v1/chat/completions. */
-    responses_added_p50_ms: number;
-    responses_added_p99_ms: number;
-    /** The adapters' own CPU per call on the largest session body, in-process (µs). */
-    cpu: IngressCpu;
-  };
-  fixed?: {
-    /** ctxgate passthrough minus bare proxy, 16k-token non-stream case. */
-    added_p50_ms: number;
-    added_p99_ms: number;
-    throughput_ratio_vs_bare_proxy: number;
-    /** CPU per request of that case: ctxgate passthrough and the bare proxy (each its own process). */
-    cpu_ms_per_req: { passthrough?: number; bare_proxy?: number };
-  };
-  duration_s: number;
-  connections: number;
-  sessions: number;
-}
 
 export interface OverheadOptions {
   durationS?: number;
@@ -395,6 +307,41 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           }
         }
       }
+      // The throughput verdict: ctxgate and Portkey take turns at 16 connections, order alternating
+      // (overhead/throughput-rounds.ts), both already warm from the runs above.
+      let rounds: ThroughputRounds | undefined;
+      if (portkey) {
+        const pk = portkey;
+        const runRound = async (t: PairedTarget): Promise<RoundRun> => {
+          const [url, headers, pid] =
+            t === 'ctxgate' ? [urls.ctxgate, undefined, px.proc.pid] : [pk.url, pk.headers, pk.pid];
+          traffic.renew();
+          const primer = traffic.prime();
+          let p = 0;
+          const conns = THROUGHPUT_CONNECTIONS;
+          await load({
+            url,
+            body: () => primer[p++] ?? traffic.next(),
+            durationS,
+            amount: primer.length,
+            connections: conns,
+            headers,
+          });
+          const cpu0 = processCpuMs(pid);
+          const r = await load({ url, body: () => traffic.next(), durationS, connections: conns, headers });
+          const cpu1 = processCpuMs(pid);
+          const cpu =
+            cpu0 !== undefined && cpu1 !== undefined && r.requests > 0 ? (cpu1 - cpu0) / r.requests : undefined;
+          return {
+            rps: r.rps,
+            requests: r.requests,
+            errors: r.errors,
+            ...(cpu !== undefined ? { cpu_ms_per_req: cpu } : {}),
+          };
+        };
+        rounds = await pairedRounds(runRound);
+        for (const l of formatRounds(rounds, 'Portkey', THROUGHPUT_CONNECTIONS)) log(l);
+      }
       const g = (t: Target, c: number) =>
         cases.find((x) => x.traffic === 'growing' && x.target === t && x.connections === c);
       const d1 = g('direct', 1)!;
@@ -419,6 +366,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         bare_added_p50_ms: bare1.p50_ms - d1.p50_ms,
         bare_added_p99_ms: bare1.p99_ms - d1.p99_ms,
         throughput_ratio_vs_portkey: pk16 && pk16.rps > 0 ? gw16.rps / pk16.rps : undefined,
+        ...(rounds ? { throughput_rounds: rounds } : {}),
         throughput_ratio_vs_bare_proxy: bare16.rps > 0 ? gw16.rps / bare16.rps : 0,
         stages: perRequest(stages, gwRequests),
         untimed_ms: untimedMs(perRequest(stages, gwRequests), gw1.cpu_main_ms_per_req),
@@ -559,7 +507,10 @@ fixed ~1k/~16k-token bodies, stream and not, through ctxgate passthrough (a labe
 Ingress: the same growing sessions as Anthropic Messages (/v1/messages) and OpenAI Responses
 (/v1/responses, store: false) bodies beside chat, 1 connection (target: <= 0.3 ms added p50).
 Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
-connections: req/s >= Portkey's. Each proxied run also reports its process's CPU per request (user +
+connections: req/s >= Portkey's, judged on the median of ${THROUGHPUT_ROUNDS} paired rounds: after the
+${THROUGHPUT_CONNECTIONS}-connection rows, ctxgate and Portkey take turns for ${DEFAULT_DURATION_S} s each on the same traffic, the
+order flipping each round (one pair of short runs moved the ratio 0.75-1.23x between runs of the bench
+on 2 shared cores); each round prints both req/s and CPU per request. Each proxied run also reports its process's CPU per request (user +
 system from /proc; wall clock on a loaded host counts waiting for a core, CPU time does not), and
 ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROUGHPUT_CONNECTIONS} connections);
 \`(main X)\` is the part on the process's main thread (the rest: V8's GC helper threads, libuv's pool,
@@ -637,55 +588,6 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify(res, null, 2) + '\n');
     return 0;
   }
-  const f = (n: number | undefined, d = 2): string => (n === undefined ? 'n/a' : n.toFixed(d));
-  const gr = res.growing;
-  if (gr) {
-    const ok = (b: boolean): string => (b ? 'met' : 'NOT met');
-    process.stdout.write(
-      `growing sessions, 1 connection, added over direct: ctxgate p50 ${f(gr.added_p50_ms)} ms / p99 ${f(gr.added_p99_ms)} ms ` +
-        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}), p99.9 ${f(gr.added_p999_ms)} ms ` +
-        `(ctxgate's #${gr.p999_calls.ctxgate_rank} slowest of ${gr.p999_calls.ctxgate} calls minus direct's #${gr.p999_calls.direct_rank} of ${gr.p999_calls.direct}: a handful of calls, not a tail estimate); ` +
-        `Portkey (same Node flags: ${GATEWAY_NODE_FLAGS.join(' ')}) ${f(gr.portkey_added_p50_ms)} / ${f(gr.portkey_added_p99_ms)} ms; ` +
-        `bare proxy ${f(gr.bare_added_p50_ms)} / ${f(gr.bare_added_p99_ms)} ms\n`,
-    );
-    process.stdout.write(
-      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections: ctxgate throughput ${f(gr.throughput_ratio_vs_portkey)}x Portkey's ` +
-        `(target >= 1: ${gr.throughput_ratio_vs_portkey === undefined ? 'n/a' : ok(gr.throughput_ratio_vs_portkey >= 1)}), ${f(gr.throughput_ratio_vs_bare_proxy)}x the bare proxy's\n`,
-    );
-    const cpu = gr.cpu_ms_per_req;
-    process.stdout.write(
-      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, CPU per request (process user+system; unlike wall clock, not inflated by a loaded host): ` +
-        `ctxgate ${f(cpu.ctxgate)} ms, Portkey ${f(cpu.portkey)} ms, bare proxy ${f(cpu.bare_proxy)} ms; ` +
-        `ctxgate ${f(cpu.portkey && cpu.ctxgate ? cpu.ctxgate / cpu.portkey : undefined)}x Portkey's CPU; plan for ~${f(gr.ctxgate_rps_per_core, 0)} req/s per core\n`,
-    );
-    const upc = gr.upstream_cpu_ms_per_req;
-    process.stdout.write(
-      `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, the fake upstream's own CPU per request (same cores; pulls req/s ratios toward 1): ` +
-        `direct ${f(upc.direct)} ms, ctxgate ${f(upc.ctxgate)} ms, Portkey ${f(upc.portkey)} ms, bare proxy ${f(upc.bare_proxy)} ms\n`,
-    );
-    const sp = gr.ctxgate_cpu_split;
-    if (sp)
-      process.stdout.write(
-        `growing sessions, ${THROUGHPUT_CONNECTIONS} connections, ctxgate's CPU per request by thread: main thread ${f(sp.main_ms)} ms ` +
-          `(GC pauses ${f(sp.gc_pause_ms)} ms of it, wall clock), other threads ${f(sp.other_threads_ms)} ms (V8's GC helpers, libuv's pool, render threads)\n`,
-      );
-  }
-  const ig = res.ingress;
-  if (ig) {
-    const ok = (n: number): string => (n <= 0.3 ? 'met' : 'NOT met');
-    process.stdout.write(
-      `ingress APIs over chat, 1 connection (wall clock, medians of ${INGRESS_ROUNDS} rounds): Anthropic added p50 ${f(ig.anthropic_added_p50_ms)} ms / p99 ${f(ig.anthropic_added_p99_ms)} ms; ` +
-        `Responses added p50 ${f(ig.responses_added_p50_ms)} ms / p99 ${f(ig.responses_added_p99_ms)} ms\n` +
-        `adapter CPU over chat per call: Anthropic +${f((ig.cpu.anthropic_us - ig.cpu.chat_us) / 1000, 3)} ms (target <= 0.3: ${ok((ig.cpu.anthropic_us - ig.cpu.chat_us) / 1000)}), ` +
-        `Responses +${f((ig.cpu.responses_us - ig.cpu.chat_us) / 1000, 3)} ms (target <= 0.3: ${ok((ig.cpu.responses_us - ig.cpu.chat_us) / 1000)})\n`,
-    );
-  }
-  const fx = res.fixed;
-  if (fx) {
-    process.stdout.write(
-      `fixed 16k non-stream, passthrough vs bare proxy: added p50 ${f(fx.added_p50_ms)} ms, added p99 ${f(fx.added_p99_ms)} ms, throughput ${f(fx.throughput_ratio_vs_bare_proxy)}x; ` +
-        `CPU per request ${f(fx.cpu_ms_per_req.passthrough, 3)} vs ${f(fx.cpu_ms_per_req.bare_proxy, 3)} ms\n`,
-    );
-  }
+  process.stdout.write(formatSummary(res));
   return 0;
 }

@@ -1,0 +1,112 @@
+// The result shapes of `bench overhead` (its --json output) and the settings they are read at.
+import type { GcPauses } from './gc-pauses.ts';
+import type { IngressCpu } from './ingress-cpu.ts';
+import type { SlowCalls } from './slow-calls.ts';
+import type { ThroughputRounds } from './throughput-rounds.ts';
+import type { WarmUp } from './warm-up.ts';
+
+/** Latency is measured on one connection, throughput on this many. */
+export const THROUGHPUT_CONNECTIONS = 16;
+/** Turns each ingress API takes in the ingress comparison (medians are compared). */
+export const INGRESS_ROUNDS = 3;
+
+export type Target =
+  | 'direct'
+  | 'bare_proxy'
+  | 'portkey'
+  | 'ctxgate'
+  | 'ctxgate_passthrough'
+  | 'ctxgate_anthropic'
+  | 'ctxgate_responses';
+
+export interface OverheadCase {
+  name: string;
+  traffic: 'growing' | 'fixed' | 'ingress';
+  target: Target;
+  tokens?: number;
+  stream: boolean;
+  connections: number;
+  p50_ms: number;
+  p99_ms: number;
+  p999_ms: number;
+  rps: number;
+  errors: number;
+  /** CPU (user + system) of the target's process per request over the run; absent for direct. */
+  cpu_ms_per_req?: number;
+  /** The part of it spent on the process's main thread (the event loop); the rest is V8's GC
+   *  helper threads, libuv's pool and worker threads. */
+  cpu_main_ms_per_req?: number;
+  /** Requests answered in the measured run. */
+  requests?: number;
+  /** CPU of the fake upstream's process per request over the run: it shares the host's cores with
+   *  the target, so a costly fake compresses throughput ratios (the direct case has it too). */
+  upstream_cpu_ms_per_req?: number;
+  /** The target process's main-thread GC pauses over the run (ctxgate and bare proxy cases). */
+  gc?: GcPauses;
+  /** The warm-up before the measured run (its calls and CPU per call by chunk). */
+  warmup?: WarmUp;
+}
+
+export interface OverheadResult {
+  cases: OverheadCase[];
+  growing?: {
+    /** ctxgate (default pipeline) minus direct, 1 connection. */
+    added_p50_ms: number;
+    added_p99_ms: number;
+    /** ctxgate's p99.9 minus direct's (no target: it shows what the p99 no longer does). */
+    added_p999_ms: number;
+    /** The calls each p99.9 was read from, and its rank from the slowest (a handful at ~1-3k calls). */
+    p999_calls: { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number };
+    /** Same for Portkey and the bare proxy, from the same run. */
+    portkey_added_p50_ms?: number;
+    portkey_added_p99_ms?: number;
+    bare_added_p50_ms: number;
+    bare_added_p99_ms: number;
+    /** req/s at 16 connections, ctxgate over Portkey and over the bare proxy. */
+    throughput_ratio_vs_portkey?: number;
+    /** ctxgate and Portkey taking turns at 16 connections (order alternating): the rounds and the
+     *  median of their ratios, the figure the throughput target is judged on. */
+    throughput_rounds?: ThroughputRounds;
+    throughput_ratio_vs_bare_proxy: number;
+    /** Gateway ms per request by stage (1-connection run). */
+    stages: Record<string, number>;
+    /** The 1-connection run's main-thread CPU per request outside every timed stage. */
+    untimed_ms?: number;
+    /** Of `stages`: GC pause time per request (ms) that fell inside each stage's sections. */
+    stages_gc_ms?: Record<string, number>;
+    /** CPU per request at 16 connections (process user + system time; the figure load does not inflate). */
+    cpu_ms_per_req: { ctxgate?: number; portkey?: number; bare_proxy?: number };
+    /** The fake upstream's CPU per request at 16 connections, by target (it shares the cores). */
+    upstream_cpu_ms_per_req: { direct?: number; ctxgate?: number; portkey?: number; bare_proxy?: number };
+    /** Requests per second one fully used core serves: 1000 / ctxgate's CPU per request at 16 connections. */
+    ctxgate_rps_per_core?: number;
+    /** Where ctxgate's CPU per request at 16 connections goes: its main thread (of which GC pauses)
+     *  and its other threads (V8's parallel and concurrent GC helpers first of all). */
+    ctxgate_cpu_split?: { main_ms: number; gc_pause_ms: number; other_threads_ms: number };
+    /** The 1-connection run's slowest calls beside its middle ones: what their wall time held
+     *  (the gateway's timed stages, GC pauses, the rest) and how many were a session's first. */
+    slow_calls?: SlowCalls;
+  };
+  /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
+  ingress?: {
+    /** /v1/messages minus /v1/chat/completions (p50, p99), same run. */
+    anthropic_added_p50_ms: number;
+    anthropic_added_p99_ms: number;
+    /** /v1/responses minus /v1/chat/completions. */
+    responses_added_p50_ms: number;
+    responses_added_p99_ms: number;
+    /** The adapters' own CPU per call on the largest session body, in-process (µs). */
+    cpu: IngressCpu;
+  };
+  fixed?: {
+    /** ctxgate passthrough minus bare proxy, 16k-token non-stream case. */
+    added_p50_ms: number;
+    added_p99_ms: number;
+    throughput_ratio_vs_bare_proxy: number;
+    /** CPU per request of that case: ctxgate passthrough and the bare proxy (each its own process). */
+    cpu_ms_per_req: { passthrough?: number; bare_proxy?: number };
+  };
+  duration_s: number;
+  connections: number;
+  sessions: number;
+}

@@ -1,0 +1,98 @@
+// bench overhead's throughput verdict: ctxgate and the peer take turns, the order flipping each
+// round, and the verdict is the median of the rounds' ratios, not one pair of short runs.
+import { describe, expect, it } from 'vitest';
+import type { OverheadResult } from '../../loadtest/overhead/result.ts';
+import { formatSummary } from '../../loadtest/overhead/summary.ts';
+import {
+  formatRounds,
+  median,
+  pairedRounds,
+  type PairedTarget,
+  type RoundRun,
+} from '../../loadtest/overhead/throughput-rounds.ts';
+
+describe('paired throughput rounds', () => {
+  it('alternates which target runs first and takes the median of the ratios', async () => {
+    const calls: string[] = [];
+    // req/s by round: ctxgate 500, 400, 600, 300, 550; the peer a flat 500
+    const cg = [500, 400, 600, 300, 550];
+    const run = async (t: PairedTarget, r: number): Promise<RoundRun> => {
+      calls.push(`${r}:${t}`);
+      return t === 'ctxgate'
+        ? { rps: cg[r], requests: cg[r] * 3, cpu_ms_per_req: 2 }
+        : { rps: 500, requests: 1500, cpu_ms_per_req: 1.6 };
+    };
+    const t = await pairedRounds(run, 5);
+    expect(calls).toEqual([
+      '0:ctxgate',
+      '0:peer',
+      '1:peer',
+      '1:ctxgate',
+      '2:ctxgate',
+      '2:peer',
+      '3:peer',
+      '3:ctxgate',
+      '4:ctxgate',
+      '4:peer',
+    ]);
+    expect(t.rounds.map((r) => r.first)).toEqual(['ctxgate', 'peer', 'ctxgate', 'peer', 'ctxgate']);
+    expect(t.rounds.map((r) => r.ratio)).toEqual([1, 0.8, 1.2, 0.6, 1.1]);
+    expect(t.median_ratio).toBe(1);
+    expect(t.min_ratio).toBe(0.6);
+    expect(t.max_ratio).toBe(1.2);
+    expect(t.median_cpu_ratio).toBeCloseTo(1.25, 10);
+    const text = formatRounds(t, 'Portkey', 16).join('\n');
+    expect(text).toContain('round 2 (Portkey first): ctxgate 400 req/s, Portkey 500 req/s = 0.80x');
+    expect(text).toContain('median 1.00x');
+  });
+
+  it('leaves the CPU ratio out when a round could not read CPU, and refuses zero rounds', async () => {
+    let n = 0;
+    const run = async (t: PairedTarget): Promise<RoundRun> =>
+      t === 'ctxgate'
+        ? { rps: 100, requests: 300, ...(n++ === 0 ? {} : { cpu_ms_per_req: 1 }) }
+        : { rps: 0, requests: 0, errors: 7 };
+    const t = await pairedRounds(run, 3);
+    expect(t.median_cpu_ratio).toBeUndefined();
+    // a peer that answered nothing gives a ratio of 0, not Infinity
+    expect(t.median_ratio).toBe(0);
+    expect(formatRounds(t, 'Portkey', 16)[1]).toContain('errors 0 / 7');
+    await expect(pairedRounds(run, 0)).rejects.toThrow(RangeError);
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 2, 3])).toBe(2.5);
+  });
+
+  it('the summary judges the throughput target on the rounds, not on the single run', () => {
+    const base: OverheadResult = {
+      cases: [],
+      duration_s: 3,
+      connections: 8,
+      sessions: 34,
+      growing: {
+        added_p50_ms: 1,
+        added_p99_ms: 5,
+        added_p999_ms: 9,
+        p999_calls: { ctxgate: 1000, ctxgate_rank: 1, direct: 1000, direct_rank: 1 },
+        bare_added_p50_ms: 0.4,
+        bare_added_p99_ms: 2,
+        throughput_ratio_vs_portkey: 0.8,
+        throughput_ratio_vs_bare_proxy: 0.5,
+        stages: {},
+        cpu_ms_per_req: {},
+        upstream_cpu_ms_per_req: {},
+      },
+    };
+    expect(formatSummary(base)).toMatch(/ctxgate throughput 0\.80x Portkey's \(target >= 1: NOT met\)/);
+    const rounds = {
+      rounds: [],
+      median_ratio: 1.07,
+      min_ratio: 0.9,
+      max_ratio: 1.2,
+    };
+    const withRounds = { ...base, growing: { ...base.growing!, throughput_rounds: rounds } };
+    const line = formatSummary(withRounds);
+    expect(line).toMatch(
+      /ctxgate throughput 1\.07x Portkey's \(median of 0 paired rounds, 0\.90-1\.20x; the single run above 0\.80x\) \(target >= 1: met\)/,
+    );
+  });
+});
