@@ -153,7 +153,9 @@ export class PrefixIndex {
    * Slot of `workerId` (creating its entry), applying its KV budget when known. The budget can
    * follow a signal that swings (queued prefill): it grows at once, but shrinks by at most
    * PREPARE_SHRINK_STEP evictions per call, so the decision after a long queue drains does not
-   * evict up to 3×KV of blocks on the event loop; later decisions finish the way down.
+   * evict up to 3×KV of blocks on the event loop; later decisions finish the way down. A routing
+   * decision's call only: an estimate that called it would evict, so how often one reads would
+   * move later decisions (reads use slotOf).
    */
   prepare(workerId: string, capacityBlocks?: number): number {
     const e = this.entry(workerId);

@@ -439,7 +439,7 @@ export class CtxgatePolicy implements Policy {
     if (workers.length === 0) return 0;
     const { hashes, blockTokens, promptTokens } = this.chains.read(info);
     let sum = 0;
-    for (const d of this.depths(workers, hashes, blockTokens)) sum += Math.min(d * blockTokens, promptTokens);
+    for (const d of this.depths(workers, hashes, blockTokens, false)) sum += Math.min(d * blockTokens, promptTokens);
     return sum / workers.length;
   }
 
@@ -448,32 +448,46 @@ export class CtxgatePolicy implements Policy {
     out.length = workers.length;
     if (workers.length === 0) return;
     const { hashes, blockTokens, promptTokens } = this.chains.read(info);
-    const d = this.depths(workers, hashes, blockTokens);
+    const d = this.depths(workers, hashes, blockTokens, false);
     for (let i = 0; i < workers.length; i++) out[i] = Math.min(d[i] * blockTokens, promptTokens);
   }
 
-  private depths(workers: readonly WorkerView[], hashes: readonly string[], blockTokens: number): number[] {
+  /**
+   * Each worker's depth of `hashes` (aligned with `workers`; scratch, reused). `apply` (select
+   * only): a worker gets its index entry if it has none, and a guessed one its current budget
+   * (PrefixIndex.prepare, which may evict). An estimate (the admission gate's, attribution's)
+   * passes false and changes nothing: the index is what select and observe made it, whatever
+   * and however often anyone reads, so reads cannot move later decisions; a worker without an
+   * entry holds nothing, one over its budget is read as it stands (select applies the budget).
+   */
+  private depths(
+    workers: readonly WorkerView[],
+    hashes: readonly string[],
+    blockTokens: number,
+    apply = true,
+  ): number[] {
     const n = workers.length;
     const slots = this.slots;
     slots.length = n;
     // with a precise index and every worker's events in step, no worker is guessed: one check
-    const anyGuessed = this.events === undefined || this.events.anyGuessed();
+    const anyGuessed = apply && (this.events === undefined || this.events.anyGuessed());
     for (let i = 0; i < n; i++) {
       const w = workers[i];
       // a worker at the position it had last time keeps its slot: one id compare instead of a Map
       // lookup (a guessed worker's entry may need its capacity applied: it goes through prepare)
       const s = slots[i];
       const guessed = anyGuessed && this.guessing(w.id);
-      slots[i] =
-        s !== undefined && !guessed && this.index.idOfSlot(s) === w.id
-          ? s
-          : this.index.prepare(w.id, guessed ? this.indexBlocks(w, blockTokens) : undefined);
+      if (s !== undefined && !guessed && this.index.idOfSlot(s) === w.id) continue;
+      slots[i] = apply
+        ? this.index.prepare(w.id, guessed ? this.indexBlocks(w, blockTokens) : undefined)
+        : this.index.slotOf(w.id);
     }
     if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
     this.index.matchAll(hashes, this.bySlot);
     const depth = this.depth;
     depth.length = n;
-    for (let i = 0; i < n; i++) depth[i] = this.bySlot[slots[i]];
+    // slot -1 (an estimate's worker the index has never seen): nothing held
+    for (let i = 0; i < n; i++) depth[i] = slots[i] < 0 ? 0 : this.bySlot[slots[i]];
     return depth;
   }
 
