@@ -1,8 +1,8 @@
 // Engine-exact prompt tokens by segments (docs/architecture.md, "Tokens at the seams"): the rendered prompt is split at the
 // template's special tokens (HF tokenizers split added tokens out before BPE, so nothing merges
 // across them), each text segment's ids come from the lru-cache keyed by (tokenizer, content
-// hash), and every seam is verified once by encoding a window around it; a seam that merges is
-// reported and that stretch is re-encoded as whole text. Seams are verified when a segment is
+// hash), and every seam is verified once by encoding a window around it (seam-check.ts); a seam that
+// merges is reported and that stretch is re-encoded as whole text. Seams are verified when a segment is
 // first encoded (a cached segment's seams were checked when it entered the cache).
 // Incremental: given the previous call's ids and its cut points (run ends right after a special
 // token) and how many leading characters the two texts share, the ids up to the last cut inside
@@ -26,10 +26,10 @@ import { LRUCache } from 'lru-cache';
 import type { TokenizerHandle } from './handle.ts';
 import { type CachedIds, lookupEncoded, peekEncoded, storeEncoded } from './encode-cache.ts';
 import { extendInPlace, grownIds, writeRuns } from './ids-arena.ts';
+import { SEAM_WINDOW_CHARS, seamOk, sideIds } from './seam-check.ts';
 
-/** Characters of context on each side of a seam in the verification window. */
-export const SEAM_WINDOW_CHARS = 24;
-const seamVerdicts = new LRUCache<string, boolean>({ max: 200_000 });
+export { SEAM_WINDOW_CHARS };
+
 const splitters = new WeakMap<TokenizerHandle, RegExp | null>();
 const cutSafe = new WeakMap<TokenizerHandle, boolean>();
 
@@ -138,15 +138,15 @@ function framedIds(tok: TokenizerHandle, p: string): CachedIds | undefined {
     const end = decodeTail(tok, dropped);
     if (!end || !inner.endsWith(end)) return undefined;
     core = inner.slice(0, inner.length - end.length);
-    const endIds = tok.encodeCached(end);
+    const endIds = sideIds(tok, end);
     // The content's ids split where its last TAIL_IDS begin, else its leading ids are not the core's.
     if (endIds.length !== dropped.length || endIds.some((v, i) => v !== dropped[i]) || !seamOk(tok, core, end))
       return undefined;
     rest = end + tail;
   }
   if ((head && !seamOk(tok, head, core)) || (rest && !seamOk(tok, core, rest))) return undefined;
-  const headIds = tok.encodeCached(head);
-  const restIds = rest ? tok.encodeCached(rest) : NO_IDS;
+  const headIds = sideIds(tok, head);
+  const restIds = rest ? sideIds(tok, rest) : NO_IDS;
   return joinPacked(headIds, innerIds, keep, restIds) ?? [...headIds, ...innerIds.slice(0, keep), ...restIds];
 }
 
@@ -157,12 +157,7 @@ const NO_IDS: readonly number[] = Object.freeze([]);
  * cache stores: no growing array of the content's ids to push and then pack), or undefined when an
  * id is no uint32 (the caller then builds the plain array the cache keeps as it is).
  */
-function joinPacked(
-  head: readonly number[],
-  inner: CachedIds,
-  keep: number,
-  rest: readonly number[],
-): Uint32Array | undefined {
+function joinPacked(head: CachedIds, inner: CachedIds, keep: number, rest: CachedIds): Uint32Array | undefined {
   const out = new Uint32Array(head.length + keep + rest.length);
   let o = 0;
   for (let i = 0; i < head.length; i++, o++) {
@@ -209,29 +204,6 @@ function decodeTail(tok: TokenizerHandle, ids: number[]): string {
 export function splitAtSpecials(tok: TokenizerHandle, text: string): string[] {
   const re = splitter(tok);
   return re ? text.split(re) : [text];
-}
-
-function seamOk(tok: TokenizerHandle, left: string, right: string): boolean {
-  const l = left.slice(-SEAM_WINDOW_CHARS);
-  const r = right.slice(0, SEAM_WINDOW_CHARS);
-  const key = tok.name + '\u0000' + l + '\u0001' + r;
-  let ok = seamVerdicts.get(key);
-  if (ok === undefined) {
-    // The sides go through the id cache: a whole short piece (a special token, "user\nok") is
-    // usually there already, so a fresh seam costs one BPE call instead of three.
-    const whole = tok.encode(l + r);
-    ok = isConcat(whole, tok.encodeCached(l), tok.encodeCached(r));
-    seamVerdicts.set(key, ok);
-  }
-  return ok;
-}
-
-/** Whether `whole` is `a` followed by `b` (without building the concatenation). */
-function isConcat(whole: readonly number[], a: readonly number[], b: readonly number[]): boolean {
-  if (whole.length !== a.length + b.length) return false;
-  for (let i = 0; i < a.length; i++) if (whole[i] !== a[i]) return false;
-  for (let i = 0; i < b.length; i++) if (whole[a.length + i] !== b[i]) return false;
-  return true;
 }
 
 /**
