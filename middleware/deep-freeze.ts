@@ -108,14 +108,35 @@ export function sizeOf(v: unknown): number {
   return measure(v, false);
 }
 
+/** 10^0 … 10^20, each exact as a double. */
+const POW10 = [
+  1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+];
+
+/**
+ * `String(v).length` without building the string: a state holds a few numbers per object (call
+ * counts, indices, timestamps), and a timestamp's decimal conversion is a dtoa each time. An
+ * integer below 10^21 in magnitude is written in plain decimal, one character per digit (its
+ * last digits may be zeros, never fewer of them), after a '-' when negative ("0" for -0); any
+ * other number (fractions, exponents, NaN, Infinity) takes String's own length.
+ */
+export function numberLength(v: number): number {
+  if (!Number.isInteger(v) || v >= 1e21 || v <= -1e21) return String(v).length;
+  const a = v < 0 ? -v : v;
+  let n = v < 0 ? 2 : 1;
+  for (let k = 1; k < POW10.length && a >= POW10[k]; k++) n++;
+  return n;
+}
+
 function measure(v: unknown, freeze: boolean): number {
   if (v === null || v === undefined) return 4;
   switch (typeof v) {
     case 'string':
       return v.length + 2;
     case 'number':
+      return numberLength(v);
     case 'boolean':
-      return String(v).length;
+      return v ? 4 : 5;
     case 'object':
       break;
     default:

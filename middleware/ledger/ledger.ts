@@ -27,6 +27,7 @@ import {
   type CallRecord,
   type LedgerState,
   type Observation,
+  type SourceEffect,
   type StaleMark,
 } from './types.ts';
 import { uriPath, writeInvalidates } from './uri.ts';
@@ -169,7 +170,8 @@ export function beginLedger(
         );
     }
   }
-  st.pending = [];
+  // Emptied: the previous state's own list when it already was (nothing new for the put to freeze).
+  if (st.pending.length > 0) st.pending = [];
   for (let k = 0; k < st.observations.length; k++) {
     const o = st.observations[k];
     if (o.stale || !o.ttl) continue;
@@ -207,6 +209,8 @@ export function beginLedger(
       const costs = `evict ${d.evictCost.toFixed(0)} vs carry ${d.carryCost.toFixed(0)} over ~${d.remainingCalls} calls`;
       if (evictable && d.evict) {
         o.handled = 'evicted';
+        // Shared with the previous state until written (copyOf).
+        if (prev !== undefined && st.evictions === prev.evictions) st.evictions = copyArray(st.evictions);
         st.evictions.push({
           index: o.index,
           hash: sha256Hex(messageText(input[o.index])),
@@ -235,6 +239,9 @@ export function beginLedger(
   }
   const calls = withCalls(st.calls, added, DEFAULT_MAX_CALL_RECORDS);
   st.calls = calls.calls;
+  // No call left open, as before this call (the usual end of a call: every result came back):
+  // the previous state's record, frozen and sized, instead of the emptied copy.
+  if (prev !== undefined && isEmpty(st.open) && isEmpty(prev.open)) st.open = prev.open;
   trim(st, opts.maxObservations ?? DEFAULT_MAX_OBSERVATIONS, edits);
   return {
     messages: render(input, st),
@@ -357,7 +364,8 @@ function observe(
   // SWE-agent prints the open file after each command; it is the truth for `edit`/`goto`.
   const shown = text.includes('(Open file: ') ? /\(Open file: ([^)\n]+)\)/.exec(text) : null;
   if (shown && shown[1] !== 'n/a') st.openFile = `file://${shown[1].trim()}`;
-  const first = eff.label.split('\n')[0];
+  const nl = eff.label.indexOf('\n');
+  const first = nl < 0 ? eff.label : eff.label.slice(0, nl);
   // redact() changes nothing where looksSecret() finds nothing (no rule keeps a match), and the
   // check costs a fraction of a redaction: most labels carry no secret.
   const label = (looksSecret(first) ? redact(first).text : first).slice(0, LABEL_MAX);
@@ -367,8 +375,8 @@ function observe(
     call: inv.call,
     index,
     label,
-    reads: eff.effects.filter((e) => e.effect !== 'write').map(safeUri),
-    writes: eff.effects.filter((e) => e.effect === 'write').map(safeUri),
+    reads: orNone(eff.effects.filter((e) => e.effect !== 'write').map(safeUri)),
+    writes: orNone(eff.effects.filter((e) => e.effect === 'write').map(safeUri)),
     ...(eff.unknownWrite ? { unknownWrite: true } : {}),
     hash: sha256Hex(text),
     // Counted later (beginLedger's tokensOf or finish); the key keeps its place in the JSON.
@@ -377,6 +385,14 @@ function observe(
     ...(eff.ttl ? { ttl: eff.ttl } : {}),
     at: now,
   };
+}
+
+/** One frozen, sized empty list shared by every observation with no reads or no writes (most
+ * have no writes): a new empty array each is one more object for the store's put to freeze. */
+const NONE: SourceEffect[] = freezeDeep([]);
+
+function orNone(list: SourceEffect[]): SourceEffect[] {
+  return list.length === 0 ? NONE : list;
 }
 
 /** Observation k marked stale: a marked copy replaces it (the state's own, so `handled` can be set
@@ -426,17 +442,26 @@ function sizeEdits(prev: LedgerState, st: LedgerState, edits: Edits, calls: Call
   );
 }
 
-/** A copy the caller may change: every list and map copied, the observations shared; the call
- * records' chunks are never changed in place (withCalls copies what it changes). */
+/** A copy the caller may change: the lists and the open calls copied, the observations shared;
+ * the call records' chunks are never changed in place (withCalls copies what it changes), the
+ * evictions are copied where one is added (rare: only with a cost model) and the pending
+ * invalidations are only read, then replaced: both stay the previous state's (frozen and sized
+ * when it was stored) unless changed, so the put has no new copy of them to walk and freeze. */
 function copyOf(p: LedgerState): LedgerState {
   return {
     ...p,
     observations: copyArray(p.observations),
     tombstones: copyArray(p.tombstones),
-    evictions: copyArray(p.evictions),
-    pending: copyArray(p.pending),
+    evictions: p.evictions,
+    pending: p.pending,
     open: openCalls(p.open),
   };
+}
+
+/** No own enumerable key (a record of open calls: ids only). */
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 function tailKey(m: ChatMessage): string {

@@ -10,6 +10,7 @@
 // hold every other request for the whole BPE pass; the ledger then reads those same counts.
 import type { Stage, StageContext, StageResult, RequestView } from '../stage.ts';
 import { beginLedger, render, type LedgerOptions } from './ledger.ts';
+import type { CountTokens } from './message-text.ts';
 import { precountSliced, precountTexts } from './precount.ts';
 import { DEFAULT_LEDGER_WRITE_VERSION, type LedgerWriteVersion, readLedger, writeLedger } from './slot.ts';
 
@@ -29,11 +30,7 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
     counted: ReadonlyMap<string, number> | undefined,
   ): StageResult => {
     const input = view.body.messages;
-    const r = beginLedger(input, readLedger(view.session), {
-      ...opts,
-      countTokens: counterOf(ctx.tokenizer, counted),
-      ...(now !== undefined ? { now } : {}),
-    });
+    const r = beginLedger(input, readLedger(view.session), callOptions(opts, counterOf(ctx.tokenizer, counted), now));
     // The part is written now (compaction reads it on this call) and completed in place by finish.
     writeLedger(view.session, r.state, writeVersion);
     r.finish();
@@ -62,6 +59,24 @@ export function createLedgerStage(stageOpts: LedgerStageOptions = {}): Stage {
         apply(view, ctx, now, counted),
       );
     },
+  };
+}
+
+/** The options of one call: the stage's, the call's counter and clock. Every LedgerOptions key
+ * written out (an absent one as undefined, which beginLedger reads as absent), in one shape for
+ * every call, instead of spreads that build the object key by key each call. */
+function callOptions(
+  opts: Omit<LedgerOptions, 'countTokens' | 'now'>,
+  countTokens: CountTokens,
+  now: number | undefined,
+): LedgerOptions {
+  return {
+    countTokens,
+    cwd: opts.cwd,
+    rules: opts.rules,
+    now,
+    eviction: opts.eviction,
+    maxObservations: opts.maxObservations,
   };
 }
 

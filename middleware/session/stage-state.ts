@@ -25,7 +25,13 @@ export function readSlot<T>(state: SessionState, slot: StateSlot<T>): T | undefi
 }
 
 export function writeSlot<T>(state: SessionState, slot: StateSlot<T>, value: T): void {
-  (state.stages ??= {})[slot.key] = { v: slot.version, s: value };
+  const stages = (state.stages ??= {});
+  // The same value at the same version (a slot rewritten unchanged each call, such as the fork
+  // lead): the entry already there stays, frozen and sized, so the store's put has no new entry
+  // to walk and freeze. Same JSON either way.
+  const cur = stages[slot.key];
+  if (cur !== undefined && cur.v === slot.version && cur.s === value) return;
+  stages[slot.key] = { v: slot.version, s: value };
 }
 
 export function clearSlot<T>(state: SessionState, slot: StateSlot<T>): void {

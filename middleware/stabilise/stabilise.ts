@@ -199,7 +199,8 @@ export function stabilise(
       }
     }
   }
-  st.d = [...deferred].sort((x, y) => x - y);
+  // Unchanged and empty (the usual case): the previous state's list, frozen and sized, stays.
+  st.d = deferred.size === 0 && st.d.length === 0 ? st.d : [...deferred].sort((x, y) => x - y);
   const x = [...contested].filter((i) => i < input.length).sort((a, b) => a - b);
   if (x.length) st.x = x;
   else delete st.x;
@@ -211,7 +212,7 @@ export function stabilise(
     if (prev.k) st.k = freezeEdited(prev.k, st.k, indicesFrom(prev.k, st.k, same));
     st.orig = freezeEdited(prev.orig, st.orig, edited);
   }
-  inputs.set(st, new WeakRef(input));
+  writtenFrom(st, new WeakRef(input));
   const r: StabiliseResult = { messages: out ?? input, state: st, receipts };
   if (owed !== undefined && owed.length > 0) r.owed = owed;
   return r;
@@ -234,19 +235,51 @@ export function settleOwed(cur: StabiliseState, owed: readonly number[]): Stabil
   }
   if (st === undefined) return cur;
   if (isDeepFrozen(cur.orig)) st.orig = freezeEdited(cur.orig, st.orig, edited);
-  const from = inputs.get(cur);
-  if (from !== undefined) inputs.set(st, from);
+  const from = WrittenFrom.of(cur);
+  if (from !== undefined) writtenFrom(st, from);
   return st;
 }
 
-/** The messages array each state was written from, in this process. Held weakly (the pipeline's
- * local LRU keeps a session's last request; an array it dropped only costs the full loop), and
- * never changed in place by anyone (stages copy on write). */
-const inputs = new WeakMap<StabiliseState, WeakRef<readonly ChatMessage[]>>();
+/** `new Base(o)` returns `o` itself, so a subclass's private fields are installed on `o`. */
+class Base {
+  constructor(o: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: returning `o` is the idiom (fields land on `o`).
+    return o as Base;
+  }
+}
+
+/**
+ * The messages array a state was written from, in this process, kept on the state object itself
+ * in a private class field (invisible to keys, JSON, spread and clones; deep-freeze.ts does the
+ * same for sizes) rather than in a WeakMap: a WeakMap gaining a new key every call is an
+ * ephemeron table that costs ~1-2 µs a set under churn, plus its processing in every GC. The
+ * array is held weakly (the pipeline's local LRU keeps a session's last request; an array it
+ * dropped only costs the full loop), and never changed in place by anyone (stages copy on write).
+ */
+class WrittenFrom extends Base {
+  #from: WeakRef<readonly ChatMessage[]>;
+  constructor(st: StabiliseState, from: WeakRef<readonly ChatMessage[]>) {
+    super(st);
+    this.#from = from;
+  }
+  static of(st: StabiliseState): WeakRef<readonly ChatMessage[]> | undefined {
+    return #from in st ? (st as unknown as WrittenFrom).#from : undefined;
+  }
+  static set(st: StabiliseState, from: WeakRef<readonly ChatMessage[]>): void {
+    (st as unknown as WrittenFrom).#from = from;
+  }
+}
+
+/** Remembers the array `st` was written from (a state this module made: fresh, so extensible;
+ * one that is not only costs its next call the full loop). */
+function writtenFrom(st: StabiliseState, from: WeakRef<readonly ChatMessage[]>): void {
+  if (WrittenFrom.of(st) !== undefined) WrittenFrom.set(st, from);
+  else if (Object.isExtensible(st)) new WrittenFrom(st, from);
+}
 
 /** How many leading messages of `input` are the very objects the call that wrote `prev` saw. */
 function sharedPrefix(input: readonly ChatMessage[], prev: StabiliseState): number {
-  const before = inputs.get(prev)?.deref();
+  const before = WrittenFrom.of(prev)?.deref();
   if (before === undefined) return 0;
   const n = Math.min(input.length, before.length);
   let i = 0;
@@ -256,9 +289,8 @@ function sharedPrefix(input: readonly ChatMessage[], prev: StabiliseState): numb
 
 /** A copy the caller may change: arrays and the originals' index copied, the originals shared. */
 function copyOf(p: StabiliseState): StabiliseState {
-  const st: StabiliseState = { ...p, a: copyArray(p.a), d: copyArray(p.d), orig: copyRecord(p.orig) };
-  if (p.x) st.x = copyArray(p.x);
-  return st;
+  // `d` and `x` are only read, then replaced (never changed in place): shared.
+  return { ...p, a: copyArray(p.a), orig: copyRecord(p.orig) };
 }
 
 const identities = new WeakMap<ChatMessage, string>();

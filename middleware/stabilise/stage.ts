@@ -15,8 +15,10 @@ export function createStabiliseStage(opts: StabiliseOptions = {}): Stage {
     settings: { ...opts },
     run(view, ctx) {
       const session = view.session;
+      // Every StabiliseOptions key written out, in one shape for every call (no spread per call).
       const r = stabilise(view.body.messages, readSlot(session, STABILISE_SLOT), {
-        ...opts,
+        enabled: opts.enabled,
+        maxBytes: opts.maxBytes,
         frozenBelow: readSlot(session, COMPACTION_SLOT)?.watermark ?? 0,
         oweSecretChecks: true,
       });
