@@ -333,7 +333,8 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           const cpu =
             cpu0 !== undefined && cpu1 !== undefined && r.requests > 0 ? (cpu1 - cpu0) / r.requests : undefined;
           return {
-            rps: r.rps,
+            // Answered calls only: a target that fails fast must not gain throughput by it.
+            rps: Math.max(0, r.requests - r.errors) / durationS,
             requests: r.requests,
             errors: r.errors,
             ...(cpu !== undefined ? { cpu_ms_per_req: cpu } : {}),
@@ -507,10 +508,13 @@ fixed ~1k/~16k-token bodies, stream and not, through ctxgate passthrough (a labe
 Ingress: the same growing sessions as Anthropic Messages (/v1/messages) and OpenAI Responses
 (/v1/responses, store: false) bodies beside chat, 1 connection (target: <= 0.3 ms added p50).
 Targets: growing, 1 connection: added p50 <= 1 ms and p99 <= 5 ms over direct; ${THROUGHPUT_CONNECTIONS}
-connections: req/s >= Portkey's, judged on the median of ${THROUGHPUT_ROUNDS} paired rounds: after the
-${THROUGHPUT_CONNECTIONS}-connection rows, ctxgate and Portkey take turns for ${DEFAULT_DURATION_S} s each on the same traffic, the
-order flipping each round (one pair of short runs moved the ratio 0.75-1.23x between runs of the bench
-on 2 shared cores); each round prints both req/s and CPU per request. Each proxied run also reports its process's CPU per request (user +
+connections: req/s >= Portkey's, judged on ${THROUGHPUT_ROUNDS} paired rounds: after the ${THROUGHPUT_CONNECTIONS}-connection
+rows, ctxgate and Portkey take turns for ${DEFAULT_DURATION_S} s each on the same session generator (fresh
+sessions each run), the order flipping each round; the verdict is the median over balanced pairs of
+rounds (one ctxgate-first, one Portkey-first) of the geometric mean of their two ratios, so an order
+effect cancels (one pair of short runs moved the ratio 0.75-1.23x between runs of the bench on 2 shared
+cores); only 2xx answers count as throughput there; each round prints both req/s and CPU per request.
+Each proxied run also reports its process's CPU per request (user +
 system from /proc; wall clock on a loaded host counts waiting for a core, CPU time does not), and
 ctxgate's requests per second per core (1000 / its CPU ms per request at ${THROUGHPUT_CONNECTIONS} connections);
 \`(main X)\` is the part on the process's main thread (the rest: V8's GC helper threads, libuv's pool,

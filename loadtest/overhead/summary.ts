@@ -22,7 +22,7 @@ export function formatSummary(res: OverheadResult): string {
     out.push(
       `growing sessions, ${THROUGHPUT_CONNECTIONS} connections: ctxgate throughput ${f(ratio)}x Portkey's` +
         (tr
-          ? ` (median of ${tr.rounds.length} paired rounds, ${f(tr.min_ratio)}-${f(tr.max_ratio)}x; the single run above ${f(gr.throughput_ratio_vs_portkey)}x)`
+          ? ` (median of ${tr.pair_ratios.length} balanced pairs of rounds, single rounds ${f(tr.min_ratio)}-${f(tr.max_ratio)}x; the single run above ${f(gr.throughput_ratio_vs_portkey)}x)`
           : '') +
         ` (target >= 1: ${ratio === undefined ? 'n/a' : ok(ratio >= 1)}), ${f(gr.throughput_ratio_vs_bare_proxy)}x the bare proxy's\n`,
     );

@@ -1,14 +1,17 @@
 // Paired throughput rounds of `bench overhead`: ctxgate and a peer gateway take turns at the
 // throughput concurrency on the same growing traffic, `rounds` times, the order flipping each
-// round, and the verdict is the median of the rounds' ratios. One ~3 s run per target moved the
+// round, and the verdict is the median over pairs of rounds (one ctxgate-first, one peer-first) of
+// the geometric mean of the pair's two ratios: whatever the second run of a pair gains or loses
+// cancels within each pair, which a median over single rounds (3 of 5 in one order) would
+// inherit. One ~3 s run per target moved the
 // ratio between 0.75x and 1.23x from one run of the bench to the next on 2 shared cores (the
 // load generator, the upstream and the target share them, and whichever runs while the host is
 // busier loses), so a single pair cannot say whether a target is met; paired rounds with the
 // order alternating put the same drift on both sides. Cost: 2 × rounds × (primer + duration).
 // Pure driver: the runs themselves are injected (bench-overhead.ts supplies real ones).
 
-/** Rounds of the paired throughput comparison (an odd count: the median is one round's ratio). */
-export const THROUGHPUT_ROUNDS = 5;
+/** Rounds of the paired throughput comparison: an even count, half in each order (3 balanced pairs). */
+export const THROUGHPUT_ROUNDS = 6;
 
 export type PairedTarget = 'ctxgate' | 'peer';
 
@@ -34,6 +37,10 @@ export interface ThroughputRound {
 
 export interface ThroughputRounds {
   rounds: ThroughputRound[];
+  /** Per balanced pair of rounds (2k ctxgate first, 2k+1 peer first): the geometric mean of their
+   *  ratios, in which an order effect cancels. */
+  pair_ratios: number[];
+  /** The verdict: the median of `pair_ratios`. */
   median_ratio: number;
   /** The lowest and highest round ratio: the spread the median was taken from. */
   min_ratio: number;
@@ -52,7 +59,8 @@ export async function pairedRounds(
   run: (target: PairedTarget, round: number) => Promise<RoundRun>,
   rounds = THROUGHPUT_ROUNDS,
 ): Promise<ThroughputRounds> {
-  if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`rounds must be a positive integer, got ${rounds}`);
+  if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0)
+    throw new RangeError(`rounds must be a positive even integer (half in each order), got ${rounds}`);
   const out: ThroughputRound[] = [];
   for (let r = 0; r < rounds; r++) {
     const order: PairedTarget[] = r % 2 === 0 ? ['ctxgate', 'peer'] : ['peer', 'ctxgate'];
@@ -71,13 +79,17 @@ export async function pairedRounds(
     });
   }
   const ratios = out.map((r) => r.ratio);
+  const pairs = (xs: number[]): number[] =>
+    Array.from({ length: xs.length / 2 }, (_, k) => Math.sqrt(xs[2 * k] * xs[2 * k + 1]));
+  const pairRatios = pairs(ratios);
   const cpuRatios = out.flatMap((r) => (r.cpu_ratio === undefined ? [] : [r.cpu_ratio]));
   return {
     rounds: out,
-    median_ratio: median(ratios),
+    pair_ratios: pairRatios,
+    median_ratio: median(pairRatios),
     min_ratio: Math.min(...ratios),
     max_ratio: Math.max(...ratios),
-    ...(cpuRatios.length === out.length ? { median_cpu_ratio: median(cpuRatios) } : {}),
+    ...(cpuRatios.length === out.length ? { median_cpu_ratio: median(pairs(cpuRatios)) } : {}),
   };
 }
 
@@ -94,7 +106,8 @@ export function formatRounds(t: ThroughputRounds, peerName: string, connections:
   return [
     `paired throughput rounds, ${connections} connections, growing sessions (order alternating):`,
     ...lines,
-    `  median ${t.median_ratio.toFixed(2)}x ${peerName}'s req/s (rounds ${t.min_ratio.toFixed(2)}-${t.max_ratio.toFixed(2)}x)` +
+    `  pairs (geometric mean of a ctxgate-first and a ${peerName}-first round): ${t.pair_ratios.map((x) => `${x.toFixed(2)}x`).join(', ')}; ` +
+      `median ${t.median_ratio.toFixed(2)}x ${peerName}'s req/s (single rounds ${t.min_ratio.toFixed(2)}-${t.max_ratio.toFixed(2)}x)` +
       (t.median_cpu_ratio !== undefined
         ? `, median CPU per request ${t.median_cpu_ratio.toFixed(2)}x ${peerName}'s`
         : ''),
