@@ -35,7 +35,10 @@ class Sized extends Base {
 /** Sizes of deep-frozen objects that could not be stamped (not extensible when first frozen here). */
 const sealed = new WeakMap<object, number>();
 
-const knownSize = (o: object): number | undefined => Sized.of(o) ?? sealed.get(o);
+// Only an object that was not extensible when first frozen here is in `sealed`, and no object
+// becomes extensible again: an extensible one (every object the stages make new) skips that look-up.
+const knownSize = (o: object): number | undefined =>
+  Sized.of(o) ?? (Object.isExtensible(o) ? undefined : sealed.get(o));
 
 /** Freezes `v` and everything under it, in place; returns it. */
 export function freezeDeep<T>(v: T): T {

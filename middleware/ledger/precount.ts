@@ -26,7 +26,7 @@ export const PRECOUNT_SLICE_CHARS = COUNT_SLICE_CHARS;
 export function precountTexts(input: readonly ChatMessage[], prev: LedgerState | undefined): string[] | undefined {
   // A rewound history restarts the ledger at 0 (ledger.ts); a text missed here is counted inline.
   const from = prev && prev.seen <= input.length ? prev.seen : 0;
-  let textMode = prev ? Object.keys(prev.open).some((k) => k.startsWith('text-')) : false;
+  let textMode = prev !== undefined && hasTextCall(prev.open);
   let firstUser = input.findIndex((m) => m.role === 'user');
   if (firstUser < 0) firstUser = input.length;
   const texts: string[] = [];
@@ -44,6 +44,13 @@ export function precountTexts(input: readonly ChatMessage[], prev: LedgerState |
     chars += text.length;
   }
   return chars >= PRECOUNT_MIN_CHARS ? texts : undefined;
+}
+
+/** Whether a text-mode command is open. A for-in over the record (its own keys: it has no
+ * prototype, or a plain one from JSON), not Object.keys: no key array built per call. */
+function hasTextCall(open: LedgerState['open']): boolean {
+  for (const k in open) if (k.startsWith('text-') && Object.hasOwn(open, k)) return true;
+  return false;
 }
 
 /**

@@ -81,7 +81,7 @@ export function stabilise(
   const frozen = opts.frozenBelow ?? 0;
   const receipts: Receipt[] = [];
   const owed: number[] | undefined = opts.oweSecretChecks ? [] : undefined;
-  const deferred = new Set(st.d);
+  const deferred = setOf(st.d);
   // Indices whose stored original this call added, replaced or dropped (the put sizes only those).
   const edited = new Set<number>();
   if (input.length < st.a.length) {
@@ -100,7 +100,7 @@ export function stabilise(
   // Copied at the first message replaced: an unchanged call returns the caller's array.
   let out: ChatMessage[] | undefined;
   const prevK = st.k ?? [];
-  const contested = new Set(st.x ?? []);
+  const contested = setOf(st.x);
   // The messages this call shares, object for object, with the call that wrote `prev` hash as they
   // did then (st.a[i] is their hash): only a deferred one among them is replaced again.
   const same = prev ? Math.min(sharedPrefix(input, prev), prevK.length) : 0;
@@ -285,6 +285,15 @@ function sharedPrefix(input: readonly ChatMessage[], prev: StabiliseState): numb
   let i = 0;
   while (i < n && input[i] === before[i]) i++;
   return i;
+}
+
+/** The indices of a stored list as a set, in its order. A loop, not `new Set(list)`: the lists are
+ * frozen (shared with the stored state), and the Set constructor takes a frozen array through
+ * the generic iteration protocol, slower than adding its few items one by one. */
+function setOf(list: readonly number[] | undefined): Set<number> {
+  const out = new Set<number>();
+  if (list !== undefined) for (let i = 0; i < list.length; i++) out.add(list[i]);
+  return out;
 }
 
 /** A copy the caller may change: arrays and the originals' index copied, the originals shared. */
