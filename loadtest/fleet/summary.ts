@@ -331,7 +331,10 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
           : '') +
         (r.tenants
           ? `; ${r.tenants.count} tenants: TTFT p90 min / median / max ${(r.tenants.p90_min_ms / 1000).toFixed(2)} / ` +
-            `${(r.tenants.p90_median_ms / 1000).toFixed(2)} / ${(r.tenants.p90_max_ms / 1000).toFixed(2)} s (spread ${r.tenants.spread.toFixed(2)}×)`
+            `${(r.tenants.p90_median_ms / 1000).toFixed(2)} / ${(r.tenants.p90_max_ms / 1000).toFixed(2)} s (spread ${r.tenants.spread.toFixed(2)}×); ` +
+            `each tenant's TTFT p90: ${Object.entries(r.tenants.per_tenant)
+              .map(([t, x]) => `${t} ${(x.ttft_p90_ms / 1000).toFixed(1)}`)
+              .join(', ')} s`
           : '')
       );
     })

@@ -208,8 +208,10 @@ describe('bench fleet: --client-timeout-s, --client-retries, --client-mode, --te
       expect(r.client.timeouts).toBeGreaterThan(0);
       expect(r.completed + r.client.failed).toBe(60);
       expect(r.tenants.count).toBe(3);
-      const text = await captureOutput(() => run([...args, '--client-timeout-s', '5']));
+      const text = await captureOutput(() => run([...args, '--client-timeout-s', '5', '--tenants', '3']));
       expect(text.out).toMatch(/clients \(stream, timeout 5 s, 2 retries\): \d+ sends timed out/);
+      // each tenant's p90 is printed, not only the min / median / max
+      expect(text.out).toMatch(/each tenant's TTFT p90: t0 \d+\.\d, t1 \d+\.\d, t2 \d+\.\d s/);
       const bad = await captureOutput(() => run([...args, '--client-retries', '1']));
       expect(bad.rc).toBe(2);
       const mode = await captureOutput(() => run([...args, '--client-timeout-s', '5', '--client-mode', 'x']));
