@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers, canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { fairByFor, SHARE_CALL_TOKENS, SHARE_UNIT_TOKENS, shareCost } from '../../kvplanner/admission/release-order.ts';
 import { mulberry32 } from '../../kvplanner/rng.ts';
 import type { WorkerView } from '../../kvplanner/types.ts';
 
@@ -497,6 +498,18 @@ describe('FairQueue', () => {
     expect(w.a).toBeGreaterThanOrEqual(4);
     expect(w.a).toBeLessThanOrEqual(6);
     expect(w.a * 40_000).toBeLessThanOrEqual(w.b * 1_000 + 40_000);
+  });
+
+  it('the gate and the simulator take turns by work with the release order (the default), by calls in arrival order; a call costs its uncached tokens in whole units plus a fixed part', () => {
+    expect(fairByFor(ADMISSION_DEFAULTS)).toBe('work');
+    expect(fairByFor({ release_ms_per_token: 0 })).toBe('calls');
+    const fixed = SHARE_CALL_TOKENS / SHARE_UNIT_TOKENS;
+    expect(shareCost(0)).toBe(fixed);
+    // calls a few tokens apart cost the same (plain turns for calls alike)
+    expect(shareCost(1)).toBe(fixed + 1);
+    expect(shareCost(SHARE_UNIT_TOKENS)).toBe(fixed + 1);
+    expect(shareCost(SHARE_UNIT_TOKENS + 1)).toBe(fixed + 2);
+    expect(shareCost(40_000)).toBe(fixed + Math.ceil(40_000 / SHARE_UNIT_TOKENS));
   });
 
   it('remove takes one call out (a client that left), keeping the others in order; othersWaiting', () => {
