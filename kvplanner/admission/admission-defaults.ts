@@ -74,7 +74,8 @@ export interface AdmissionSettings {
  *  1,416.1); ×3 971.6 / 1,225.0 (rr 1,282.2 / 1,524.2; imbalance 1.36). 30 / 1,500: ×1 32.1 /
  *  340.0, ×1.5 99.0 / 1,040.4, ×2.5 602.2 / 1,203.9. Synthetic trace (×1, all defaults): p90
  *  196.1 → 26.0 s (smg 192.8), p99 213.3 → 359.1, hit 19.1 → 16.9 % (smg 16.0) without the caps
- *  below; with them (the defaults since ce588b8) 101.7 s, p99 268.1 s, hit 21.4 % (smg 184.8 s).
+ *  below; with them (the defaults since ce588b8) 101.7 s, p99 268.1 s, hit 21.4 % (smg 184.8 s);
+ *  after 24d199b (cache estimates are reads, review s33 F8) 101.8 s, p99 275.9 s, hit 20.6 %.
  *  release_ms_per_held 8 s: the slack is capped at each release at 8 s × the calls the tenant holds
  *  (the p99 at ×1: with the whole slack, ×1's longest prompts, ~67k tokens, waited out every
  *  burst: p99 350.0 s, above the baselines' 218–313). Sweep (40 ms/token, 1,800 s, `bench fleet`
@@ -117,9 +118,12 @@ export interface AdmissionSettings {
  *      16     122.6 / 198.6 0   476.6 / 1,105 431   (0.46× rr)
  *      24       -               452.6 / 1,106 428
  *      32     116.1 / 221.0 0   438.5 / 1,105 432
- *  16 is the smallest K that meets ×2 ≤ 0.5× rr with a margin; ×1 p90 122.6 s (0.40× rr, every
- *  baseline 190–304 s), p99 198.6 s (the lowest of the nine policies; arrival order 145.1).
- *  max_wait_ms must stay 1,800 s with it: 600 s spills the deferred calls at ×2 (920.0 s).
+ *  (taken before 24d199b; re-run after it: K 0 109.3 / 212.4 0 — 422.3 / 1,099 426; K 8 ×2
+ *  530.5 / 1,079 458; K 16 121.6 / 195.0 0 — 476.3 / 1,100 434.)
+ *  16 is the smallest K that meets ×2 ≤ 0.5× rr with a margin; ×1 p90 121.6 s (0.40× rr, every
+ *  baseline 190–304 s), p99 195.0 s (the lowest of the nine policies; arrival order 144.7).
+ *  max_wait_ms must stay 1,800 s with it: 600 s spills the deferred calls at ×2 (920.0 s; 906.1 s
+ *  after 24d199b).
  *  An absolute ceiling on the drain term (review s32 F4) is release_max_slack_ms itself: the slack
  *  is a min of its terms, so min(k × drain, C) under min(…, release_max_slack_ms) is the same as
  *  release_max_slack_ms C; no separate setting. Sweep with k 16 (`--release-max-slack-ms C`,
@@ -130,6 +134,9 @@ export interface AdmissionSettings {
  *      300 s    136.7 / 160.9   861.5 /   977  2,413
  *      900 s    122.6 / 198.6   743.0 /   993  1,106
  *      1,800 s  122.6 / 198.6   476.6 / 1,105    431  (the default)
+ *  (taken before 24d199b; re-run after it, same C: ×1 139.6 / 158.2, 125.4 / 146.4, 133.5 / 159.1,
+ *  121.6 / 195.0, 121.6 / 195.0; ×2 935.2 / 990 2,420, 899.3 / 977 2,376, 853.3 / 978 2,382,
+ *  738.5 / 986 1,138, 476.3 / 1,100 434.)
  *  ×1 keeps its targets at every C (≤ 0.45× rr, under every baseline), ×2 ≤ 0.5× rr (515.6 s) needs
  *  C ≳ 1,500 s (the M × C sweep above): the ×2 gain is holding expensive calls for tens of
  *  minutes, which no ceiling that suits a client with a 15 s (or 600 s) timeout keeps. A
@@ -157,8 +164,8 @@ export interface AdmissionSettings {
  *  463.0 MB (+3.1 %); control right after (arrival order): 0 / 0, 239 / 534 ms, 440.7 → 536.1 MB
  *  (+21.6 %); `--redis` 0 / 0, 284 / 633 ms, 429.6 → 548.4 MB (+27.7 %). So no call is lost or hung
  *  under faults with the order; the price there is the tail (chaos p99 ~2× arrival order's: the
- *  calls whose worker restarted cold wait their bounded slack), and in the simulator ×1 p99 198.6
- *  vs 145.1 s. A deployment whose clients give up after T sets release_max_slack_ms under T, or
+ *  calls whose worker restarted cold wait their bounded slack), and in the simulator ×1 p99 195.0
+ *  vs 144.7 s (after 24d199b). A deployment whose clients give up after T sets release_max_slack_ms under T, or
  *  release_ms_per_token 0 for arrival order. */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
@@ -182,11 +189,12 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):
  *  late binding where the fleet simulator shows it wins, vLLM (Mooncake conversation half, 8
- *  workers, 200k KV, virtual time: p90 TTFT ×1 122.6 s vs 177.7 s at arrival, 0.40× round_robin;
- *  ×2 476.6 vs 972.4 s, with the default release order; the arrival-order gate 126.5 / 923.0 s);
+ *  workers, 200k KV, virtual time, after 24d199b: p90 TTFT ×1 121.6 s vs 177.7 s at arrival, 0.40×
+ *  round_robin; ×2 476.3 vs 972.4 s, with the default release order; the arrival-order gate 127.1 /
+ *  932.6 s);
  *  arrival where it loses, SGLang (×1 266.0 vs 151.9 s: its scheduler orders
  *  its own queue by prefix match), and for any other OpenAI-compatible server (no engine queue
  *  signals to admit by). On the synthetic trace (×1) late binding with the arrival-order gate was
- *  mixed (the comment above); with the release order p90 101.7 s vs smg_cache_aware 184.8 s, the
- *  best baseline there (at ce588b8). */
+ *  mixed (the comment above); with the release order p90 101.8 s vs smg_cache_aware 184.8 s, the
+ *  best baseline there (after 24d199b; 101.7 s at ce588b8). */
 export const DEFAULT_DISPATCH_BY_ENGINE = { vllm: 'admission', sglang: 'arrival', openai: 'arrival' } as const;
