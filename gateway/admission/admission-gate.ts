@@ -45,7 +45,7 @@ import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admi
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
-import { fairByFor, releaseCost, releaseSlackMs, shareCost } from '../../kvplanner/admission/release-order.ts';
+import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
@@ -152,7 +152,6 @@ export class AdmissionGate {
       maxWaitMs: this.s.max_wait_ms,
       msPerHeld: this.s.release_ms_per_held,
       slackPerDrain: this.s.release_slack_per_drain,
-      fairBy: fairByFor(this.s),
     });
   }
 
@@ -217,14 +216,8 @@ export class AdmissionGate {
       }
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: now };
       // released in the simulator's order (release-order.ts): cheap prefills first, within a bounded slack
-      const uncached = releaseCost(this.policy, views, info);
-      const spilled = this.queue.push(
-        info.tenant,
-        held,
-        held.atMs,
-        releaseSlackMs(uncached, this.s),
-        shareCost(uncached),
-      );
+      const slackMs = releaseSlackMs(releaseCost(this.policy, views, info), this.s);
+      const spilled = this.queue.push(info.tenant, held, held.atMs, slackMs);
       if (spilled === held) {
         // no call can be held at all (a bound below 1): it goes on as at arrival
         this.count('spilledFull', 0);

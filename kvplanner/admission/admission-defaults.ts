@@ -23,9 +23,8 @@ export interface AdmissionSettings {
    *  min(release_max_slack_ms, uncached prompt tokens × release_ms_per_token) later (0: arrival order). */
   release_ms_per_token: number;
   release_max_slack_ms: number;
-  /** ... and at most release_ms_per_held × the calls its tenant holds × the tenants holding calls at
-   *  each release (0: no such bound): near arrival order while the gate holds few calls, the full
-   *  slack under a backlog, shared by tenants or not. */
+  /** ... and at most release_ms_per_held × the calls its tenant holds at each release (0: no such
+   *  bound): near arrival order while the gate holds few calls, the full slack under a backlog. */
   release_ms_per_held: number;
   /** ... and at most release_slack_per_drain × the tenant's drain time at each release: its held
    *  calls × the tenants in the round × the recent mean interval between releases, i.e. about what
@@ -181,11 +180,6 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
   release_ms_per_held: 8_000,
   release_slack_per_drain: 16,
 };
-// Several tenants (bench fleet --tenants 4|16, same fleet, after 24d199b): with the release order
-// tenants take turns by work (release-order.ts shareCost, fair-queue.ts) and release_ms_per_held
-// counts the tenants holding calls; ×2 p90 497.5 / 508.5 s (0.48× / 0.49× rr; turns by calls and a
-// cap on the tenant's own held calls gave 766.9 / 911.6 s), worst-off tenant's p90 ×1 201.2 / 242.1 s
-// (arrival-order gate 205.5 / 254.8), ×2 625.0 / 856.3 (919.0 / 952.9); one tenant unchanged.
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):
  *  late binding where the fleet simulator shows it wins, vLLM (Mooncake conversation half, 8

@@ -1,18 +1,10 @@
 // The gateway-side queue of late binding: calls wait here until a worker can admit them, then
-// leave with tenants taking turns (one tenant's burst never holds another's calls back): by calls
-// (fairBy 'calls': round robin, one call each), or by work (fairBy 'work', the release order's:
-// start-time fair queuing on each call's cost; the tenant whose released calls cost least so far
-// goes next, one that begins to hold starts at the virtual clock, the running total of the last
-// release, or where it left if that is higher; all start over when nothing is held). So while a
-// tenant B holds calls, another tenant releases at most B's last call's cost plus one call of its
-// own before B's next (by calls: one call), whatever it sends. Each
+// leave in per-tenant round robin (one tenant's burst never holds another's calls back), each
 // tenant's own calls in release order: by arrival + the slack push was given (release-order.ts:
 // cheap prefills first within a bounded window; with no slack, arrival order), that slack capped at
-// each release at msPerHeld × the calls the tenant then holds × the tenants in the round (a short
-// queue leaves close to arrival order; a backlog gets the whole slack; a call deferred while the
-// backlog was long moves up as it shrinks; counting the tenants gives each of K tenants sharing a
-// backlog the cap one tenant holding all of it gets, not 1/K of it), and at slackPerDrain × the
-// tenant's drain time (its held calls × the tenants in the
+// each release at msPerHeld × the calls the tenant then holds (a short queue leaves close to arrival
+// order; a backlog gets the whole slack; a call deferred while the backlog was long moves up as it
+// shrinks), and at slackPerDrain × the tenant's drain time (its held calls × the tenants in the
 // round × the running mean interval between releases while calls were held: its own round-robin
 // share, so a neighbour's backlog never loosens its order; arrival order until one is known). Bounded
 // in total and per tenant, and every entry carries a
@@ -35,10 +27,9 @@
 // merge of the key and arrival orders that may skip up to n calls (peek, shift; takeFirst to its
 // window); expire O(expired ·
 // (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
-// also kept in arrival order and only the oldest is looked at; remove O(n + tenants); by work, a
-// release or a tenant beginning to hold O(tenants) more (its place in the round).
+// also kept in arrival order and only the oldest is looked at; remove O(n + tenants).
 // Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld, slackPerDrain (ADMISSION_DEFAULTS in
-// admission-defaults.ts), fairBy (release-order.ts fairByFor); RELEASE_INTERVAL_WEIGHT.
+// admission-defaults.ts); RELEASE_INTERVAL_WEIGHT.
 
 interface Entry<T> {
   item: T;
@@ -47,8 +38,6 @@ interface Entry<T> {
   /** release order: atMs + the call's slack (release-order.ts), ties by seq (arrival) */
   key: number;
   seq: number;
-  /** what releasing it costs its tenant's fair share (fairBy 'work'; 1 per call otherwise) */
-  cost: number;
   /** taken out (it stays in `byAge` until that reaches it or is compacted) */
   gone: boolean;
 }
@@ -63,6 +52,9 @@ class TenantQueue<T> {
   private byAge: Entry<T>[] = [];
   private ageHead = 0;
   private goneInAge = 0;
+
+  /** msPerHeld: each call's slack is at most this × the calls held here now (0: no such bound). */
+  constructor(private readonly msPerHeld: number) {}
 
   get length(): number {
     return this.byKey.length;
@@ -97,8 +89,9 @@ class TenantQueue<T> {
    * two filtered lists are merged. O(held) at worst (the skipped ones), O(n) with no cap.
    * `capMs` caps the slack further (the queue's drain bound, FairQueue.drainCapMs).
    */
-  front(n: number, cap = Number.POSITIVE_INFINITY): Entry<T>[] {
+  front(n: number, capMs = Number.POSITIVE_INFINITY): Entry<T>[] {
     const k = this.byKey;
+    const cap = Math.min(capMs, this.msPerHeld > 0 ? this.msPerHeld * k.length : Number.POSITIVE_INFINITY);
     if (!(cap < Number.POSITIVE_INFINITY) || n <= 0) return k.slice(0, n);
     const a = this.byAge;
     const out: Entry<T>[] = [];
@@ -182,16 +175,13 @@ export interface FairQueueLimits {
   maxPerTenant: number;
   /** How long a call may wait, ms (Infinity: no deadline). */
   maxWaitMs: number;
-  /** Each call's slack (push) is at most this × the calls its tenant holds × the tenants in the
-   *  round at the time of each release (release-order.ts; 0 or absent: the slack as pushed). */
+  /** Each call's slack (push) is at most this × the calls its tenant holds at the time of each
+   *  release (release-order.ts; 0 or absent: the slack as pushed). */
   msPerHeld?: number;
   /** ... and at most this × the tenant's drain time at each release: its held calls × the tenants
    *  in the round × the recent mean interval between releases (0 or absent: no such bound;
    *  release_slack_per_drain). */
   slackPerDrain?: number;
-  /** How tenants take turns: 'calls' (default) one call each in turn; 'work' the tenant whose
-   *  released calls cost least so far goes next (start-time fair queuing on each call's cost). */
-  fairBy?: 'calls' | 'work';
 }
 
 /** Weight of each new interval between releases in their running mean (the drain bound's rate):
@@ -212,12 +202,6 @@ export class FairQueue<T> {
   private intervalMs = Number.NaN;
   /** the last release, or when the queue last became non-empty if later */
   private lastReleaseMs = Number.NEGATIVE_INFINITY;
-  /** fairBy 'work': each tenant in the round's cost released so far (its start tag), the start tag
-   *  of the last release (the virtual clock a tenant joining starts from), and the tags of tenants
-   *  that left the round above it (so leaving and coming back banks nothing) */
-  private readonly servedCost = new Map<string, number>();
-  private vnow = 0;
-  private readonly parked = new Map<string, number>();
 
   constructor(private readonly limits: FairQueueLimits) {}
 
@@ -232,7 +216,7 @@ export class FairQueue<T> {
   /** Holds `item` (deadline nowMs + maxWaitMs; released among its tenant's calls as if it arrived
    *  `slackMs` later, release-order.ts). Returns the call that spilled to make room (see the
    *  header; `item` itself when no call can be held at all), or undefined. */
-  push(tenant: string, item: T, nowMs: number, slackMs = 0, cost = 1): T | undefined {
+  push(tenant: string, item: T, nowMs: number, slackMs = 0): T | undefined {
     const { maxQueued, maxPerTenant } = this.limits;
     if (maxQueued < 1 || maxPerTenant < 1) return item;
     let spilled: T | undefined;
@@ -246,14 +230,14 @@ export class FairQueue<T> {
     }
     let q = this.tenants.get(tenant);
     if (!q) {
-      q = new TenantQueue<T>();
+      q = new TenantQueue<T>(this.limits.msPerHeld ?? 0);
       this.tenants.set(tenant, q);
     }
-    if (q.length === 0) this.join(tenant);
+    if (q.length === 0) this.order.push(tenant);
     // an idle gate's gap is no interval between releases: count from the first held call on
     if (this.total === 0) this.lastReleaseMs = Math.max(this.lastReleaseMs, nowMs);
     const deadlineMs = nowMs + this.limits.maxWaitMs;
-    q.push({ item, atMs: nowMs, deadlineMs, key: nowMs + slackMs, seq: this.seq++, cost, gone: false });
+    q.push({ item, atMs: nowMs, deadlineMs, key: nowMs + slackMs, seq: this.seq++, gone: false });
     this.total++;
     return spilled;
   }
@@ -304,7 +288,10 @@ export class FairQueue<T> {
     const e = end === 'newest' ? q.newest()! : q.oldest()!;
     q.take(e);
     this.total--;
-    if (q.length === 0) this.leave(tenant, this.order.indexOf(tenant));
+    if (q.length === 0) {
+      this.tenants.delete(tenant);
+      this.order.splice(this.order.indexOf(tenant), 1);
+    }
     return e.item;
   }
 
@@ -322,68 +309,13 @@ export class FairQueue<T> {
       if (e.item !== item) continue;
       q.take(e);
       this.total--;
-      if (q.length === 0) this.leave(tenant, this.order.indexOf(tenant));
+      if (q.length === 0) {
+        this.tenants.delete(tenant);
+        this.order.splice(this.order.indexOf(tenant), 1);
+      }
       return true;
     }
     return false;
-  }
-
-  /** The cap on the slacks of `q`'s calls at a release now: the held-call cap and the drain bound. */
-  private capFor(q: TenantQueue<T>): number {
-    const ms = this.limits.msPerHeld ?? 0;
-    return Math.min(this.drainCapMs(q.length), ms > 0 ? ms * q.length * this.order.length : Number.POSITIVE_INFINITY);
-  }
-
-  /** `tenant` now holds a call and joins the round: at the back ('calls'), or by its start tag
-   *  ('work': the virtual clock, or the tag it left with if higher), after tenants with the same. */
-  private join(tenant: string): void {
-    if (this.limits.fairBy !== 'work') {
-      this.order.push(tenant);
-      return;
-    }
-    const tag = Math.max(this.vnow, this.parked.get(tenant) ?? 0);
-    this.parked.delete(tenant);
-    this.servedCost.set(tenant, tag);
-    this.place(tenant, tag);
-  }
-
-  /** Inserts `tenant` in the round after every tenant whose tag is ≤ `tag` ('work'). O(tenants). */
-  private place(tenant: string, tag: number): void {
-    let i = this.order.length;
-    while (i > 0 && this.servedCost.get(this.order[i - 1])! > tag) i--;
-    this.order.splice(i, 0, tenant);
-  }
-
-  /** `tenant` (at `at` in the round) holds nothing more: it leaves the round. */
-  private leave(tenant: string, at: number): void {
-    this.tenants.delete(tenant);
-    this.order.splice(at, 1);
-    if (this.limits.fairBy !== 'work') return;
-    const tag = this.servedCost.get(tenant)!;
-    this.servedCost.delete(tenant);
-    if (tag > this.vnow) this.parked.set(tenant, tag);
-    // nothing held: no tenant waits for anyone, so no past share counts (the clock starts over)
-    if (this.order.length === 0) {
-      this.parked.clear();
-      this.vnow = 0;
-    }
-  }
-
-  /** A call of `tenant` (at `at` in the round) costing `cost` was released: the tenant goes to the
-   *  back of the round ('calls') or its tag grows by the cost ('work'); it leaves with its last. */
-  private served(tenant: string, at: number, cost: number): void {
-    if (this.limits.fairBy === 'work') {
-      const tag = this.servedCost.get(tenant)!;
-      this.vnow = Math.max(this.vnow, tag);
-      this.servedCost.set(tenant, tag + cost);
-    }
-    if (this.tenants.get(tenant)!.length === 0) {
-      this.leave(tenant, at);
-      return;
-    }
-    this.order.splice(at, 1);
-    if (this.limits.fairBy === 'work') this.place(tenant, this.servedCost.get(tenant)!);
-    else this.order.push(tenant);
   }
 
   /** The drain bound on the slacks of a tenant holding `held` calls now: slackPerDrain × its own
@@ -411,7 +343,8 @@ export class FairQueue<T> {
   peek(): T | undefined {
     const t = this.order[0];
     if (t === undefined) return undefined;
-    return this.tenants.get(t)!.front(1, this.capFor(this.tenants.get(t)!))[0].item;
+    const q = this.tenants.get(t)!;
+    return q.front(1, this.drainCapMs(q.length))[0].item;
   }
 
   /** Takes the call that leaves next at `nowMs` (the drain bound's clock; omitted: the release
@@ -420,11 +353,13 @@ export class FairQueue<T> {
     const t = this.order[0];
     if (t === undefined) return undefined;
     const q = this.tenants.get(t)!;
-    const e = q.front(1, this.capFor(q))[0];
+    const e = q.front(1, this.drainCapMs(q.length))[0];
+    this.order.shift();
     if (nowMs !== undefined) this.released(nowMs);
     q.take(e);
     this.total--;
-    this.served(t, 0, e.cost);
+    if (q.length > 0) this.order.push(t);
+    else this.tenants.delete(t);
     return e.item;
   }
 
@@ -437,12 +372,14 @@ export class FairQueue<T> {
     for (let k = 0; k < this.order.length; k++) {
       const t = this.order[k];
       const q = this.tenants.get(t)!;
-      for (const e of q.front(window, this.capFor(q))) {
+      for (const e of q.front(window, this.drainCapMs(q.length))) {
         if (!accept(e.item, nowMs - e.atMs)) continue;
         this.released(nowMs);
         q.take(e);
         this.total--;
-        this.served(t, k, e.cost);
+        this.order.splice(k, 1);
+        if (q.length > 0) this.order.push(t);
+        else this.tenants.delete(t);
         return e.item;
       }
     }
@@ -460,8 +397,10 @@ export class FairQueue<T> {
         out.push(e.item);
         this.total--;
       }
-      if (q.length === 0) this.leave(t, k);
-      else k++;
+      if (q.length === 0) {
+        this.tenants.delete(t);
+        this.order.splice(k, 1);
+      } else k++;
     }
     return out;
   }

@@ -17,12 +17,6 @@
 // whose worker lost its cache has a large uncached prompt, hence a large slack, and calls that hit
 // the cache would otherwise overtake it for as long as they keep coming). The bound is in time,
 // not calls: a fleet that releases a call every few ms stays near arrival order whatever it holds.
-// Across tenants (several API keys), with the order on, tenants share the releases by work, not by
-// calls (fair-queue.ts fairBy 'work'): a call's share cost is its uncached tokens in whole
-// SHARE_UNIT_TOKENS, plus SHARE_CALL_TOKENS' worth. Turns by calls would let a tenant whose backlog is down to its deferred
-// expensive calls release one per round while the others' cheap calls wait behind it: the order
-// would lose its gain with every tenant added (×2 p90 0.70× / 0.89× round_robin at 4 / 16 tenants).
-// Arrival order (release_ms_per_token 0) keeps turns by calls, as before the order existed.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
 // Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs O(1).
@@ -33,28 +27,6 @@ import type { AdmissionSettings } from './admission-defaults.ts';
 import { cachedTokensEach } from './cached-each.ts';
 
 const scratch: number[] = [];
-
-/** A call's share cost (fairBy 'work') counts its uncached prompt tokens in whole units of
- *  SHARE_UNIT_TOKENS (64), so calls alike (a few tokens apart) cost the same and tenants sending
- *  them take plain turns, plus SHARE_CALL_TOKENS (512: decode, a block of prefill; a fully cached
- *  call is not free). 512 chosen on the conversation half (`bench fleet --tenants 4|16`, ×1 / ×2,
- *  before whole units): it gave the lowest worst-tenant p90 of 512, 4,096, 16,384 and 65,536 (×1
- *  182.5 / 202.4 / 207.3 / 164.5 s at 4 tenants, 242.6 / 232.1 / 250.4 / 247.0 s at 16; ×2 at 16
- *  tenants 502.9 / 507.1 / 522.5 / 553.2 s overall). Units of 512 tokens cost ×2 at 4 tenants
- *  511.4 s where exact tokens gave 494.6. */
-export const SHARE_UNIT_TOKENS = 64;
-export const SHARE_CALL_TOKENS = 512;
-
-/** How tenants take turns at the gate (fair-queue.ts): by work with the release order, by calls in
- *  arrival order (the gate before the order existed, unchanged). */
-export function fairByFor(s: Pick<AdmissionSettings, 'release_ms_per_token'>): 'work' | 'calls' {
-  return s.release_ms_per_token > 0 ? 'work' : 'calls';
-}
-
-/** A held call's cost to its tenant's share of the releases (fairBy 'work'). */
-export function shareCost(uncachedTokens: number): number {
-  return Math.ceil(Math.max(0, uncachedTokens) / SHARE_UNIT_TOKENS) + SHARE_CALL_TOKENS / SHARE_UNIT_TOKENS;
-}
 
 /** The prompt tokens no worker's cache holds, by the policy's estimate (the whole prompt when the
  *  policy keeps no index). */

@@ -102,8 +102,8 @@ them; sessions start as a seeded Poisson process (--rate), and each session's ne
   --release-ms-per-token X  admission: a held call is released as if it arrived X ms per uncached
                         prompt token later (cheap prefills first; default ${ADMISSION_DEFAULTS.release_ms_per_token})
   --release-max-slack-ms MS  admission: ... but at most MS later (default ${ADMISSION_DEFAULTS.release_max_slack_ms})
-  --release-ms-per-held MS  admission: ... and at most MS per call its tenant holds, × the tenants
-                        holding calls, at each release (0: no such bound; default ${ADMISSION_DEFAULTS.release_ms_per_held})
+  --release-ms-per-held MS  admission: ... and at most MS per call its tenant holds at each release
+                        (0: no such bound; default ${ADMISSION_DEFAULTS.release_ms_per_held})
   --release-slack-per-drain R  admission: ... and at most R × the time the held calls take to
                         leave at the recent release rate (0: no such bound; default ${ADMISSION_DEFAULTS.release_slack_per_drain})
   --client-timeout-s S  clients give up on a call whose response head is not back S s after each

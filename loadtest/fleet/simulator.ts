@@ -40,7 +40,7 @@ import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admi
 import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
-import { fairByFor, releaseCost, releaseSlackMs, shareCost } from '../../kvplanner/admission/release-order.ts';
+import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
@@ -423,9 +423,8 @@ export function simulateFleet(
       // queue's choice (fair-queue.ts), is dispatched now as at arrival (spilling the newcomer
       // instead lets later calls overtake the held ones at the engines: ×2 p90 TTFT 1262 s vs 923 s)
       // released in the product's order (release-order.ts): cheap prefills first, within a bounded slack
-      const uncached = releaseCost(policy, views, info);
-      const slackMs = releaseSlackMs(uncached, admissionCheck);
-      const out = gate.push(info.tenant, held, req.arrivalMs, slackMs, shareCost(uncached));
+      const slackMs = releaseSlackMs(releaseCost(policy, views, info), admissionCheck);
+      const out = gate.push(info.tenant, held, req.arrivalMs, slackMs);
       gatewayQueued++;
       if (out) {
         spilledFull++;
@@ -468,7 +467,6 @@ export function simulateFleet(
           maxWaitMs,
           msPerHeld: admissionCheck.release_ms_per_held,
           slackPerDrain: admissionCheck.release_slack_per_drain,
-          fairBy: fairByFor(admissionCheck),
         })
       : undefined;
   // held calls in the order they were held = deadline order (held time + one constant); the ones

@@ -153,8 +153,7 @@ describe('late binding by default: tenants and drain over real sockets', () => {
       Promise.all(b),
       Promise.all(c),
     ]);
-    // round robin over tenants (a 4, b 3, c 3 held), each tenant's calls in arrival order (the
-    // release order shares turns by work; these calls cost alike, so they take plain turns)
+    // round robin over tenants (a 4, b 3, c 3 held), each tenant's calls in arrival order
     expect(w.released).toEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c', 'a']);
     expect(outB.every((o) => o.ok)).toBe(true);
     // spilled calls went on as at arrival and met arrival's answer with both workers at max_in_flight

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers, canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
-import { fairByFor, SHARE_CALL_TOKENS, SHARE_UNIT_TOKENS, shareCost } from '../../kvplanner/admission/release-order.ts';
 import { mulberry32 } from '../../kvplanner/rng.ts';
 import type { WorkerView } from '../../kvplanner/types.ts';
 
@@ -133,18 +132,15 @@ describe('FairQueue', () => {
     expect(q.drain()).toEqual(['b2', 'a3']);
   });
 
-  it('matches a naive reference (per-tenant release order, tenants in turn by calls or by work, bounds, roomFor, expire, takeFirst) on random operations', () => {
+  it('matches a naive reference (per-tenant release order, tenant round robin, bounds, roomFor, expire, takeFirst) on random operations', () => {
     // each tenant's calls leave by key = arrival + slack (ties: arrival); spills and deadlines go
     // by arrival (oldest / newest). Even seeds push with no slack (arrival order, as before).
     // Seeds 3, 7, 11, ...: msPerHeld caps each slack, at each release, at msPerHeld × the calls its
-    // tenant holds then × the tenants in the round (the reference re-sorts by arrival + min(slack, cap)).
+    // tenant holds then (the reference re-sorts by arrival + min(slack, cap)).
     // Seeds 5, 11, 17, ...: slackPerDrain caps it also at k × the tenant's held calls × the tenants
     // in the round × the running mean interval between releases (arrival order until one interval
     // is known).
-    // Seeds 4, 9, 14, ...: tenants take turns by work (fairBy 'work', random costs): the tenant whose
-    // released calls cost least so far goes next; one joining starts at the virtual clock (the
-    // running tag of the last release) or the tag it left with, if higher; equal tags keep their order.
-    type It = { id: number; at: number; key: number; cost: number };
+    type It = { id: number; at: number; key: number };
     const byKey = (a: It, b: It): number => a.key - b.key || a.id - b.id;
     const oldestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id < m.id ? x : m));
     const newestOf = (pq: It[]): It => pq.reduce((m, x) => (x.id > m.id ? x : m));
@@ -163,8 +159,7 @@ describe('FairQueue', () => {
       };
       const msPerHeld = seed % 4 === 3 ? 1 + Math.floor(rnd() * 40) : 0;
       const slackPerDrain = seed % 6 === 5 ? 0.5 + rnd() * 8 : 0;
-      const byWork = seed % 5 === 4;
-      const q = new FairQueue<It>({ ...lim, msPerHeld, slackPerDrain, fairBy: byWork ? 'work' : 'calls' });
+      const q = new FairQueue<It>({ ...lim, msPerHeld, slackPerDrain });
       const maxSlack = seed % 2 === 0 ? 0 : 1 + Math.floor(rnd() * 300);
       // the drain bound's clock: the mean interval between releases while calls were held
       let interval = Number.NaN;
@@ -179,7 +174,7 @@ describe('FairQueue', () => {
       // a tenant's calls in release order now
       const released = (pq: It[]): It[] => {
         if (msPerHeld === 0 && slackPerDrain === 0) return pq;
-        const cap = Math.min(drainCap(pq.length), msPerHeld === 0 ? Infinity : msPerHeld * pq.length * order.length);
+        const cap = Math.min(drainCap(pq.length), msPerHeld === 0 ? Infinity : msPerHeld * pq.length);
         const eff = (x: It): number => x.at + Math.min(x.key - x.at, cap);
         return [...pq].sort((a, b) => eff(a) - eff(b) || a.id - b.id);
       };
@@ -188,48 +183,9 @@ describe('FairQueue', () => {
       let total = 0;
       let now = 0;
       let id = 0;
-      // turns by work: each tenant in the round's tag, the virtual clock, the tags of those that left
-      const tag = new Map<string, number>();
-      const parked = new Map<string, number>();
-      let vnow = 0;
-      const place = (t: string): void => {
-        let i = order.length;
-        while (i > 0 && tag.get(order[i - 1])! > tag.get(t)!) i--;
-        order.splice(i, 0, t);
-      };
-      const join = (t: string): void => {
-        if (!byWork) {
-          order.push(t);
-          return;
-        }
-        tag.set(t, Math.max(vnow, parked.get(t) ?? 0));
-        parked.delete(t);
-        place(t);
-      };
-      const leave = (t: string): void => {
-        per.delete(t);
-        order.splice(order.indexOf(t), 1);
-        if (!byWork) return;
-        if (tag.get(t)! > vnow) parked.set(t, tag.get(t)!);
-        tag.delete(t);
-        if (order.length === 0) {
-          parked.clear();
-          vnow = 0;
-        }
-      };
-      // `t` released `x`: back of the round, or its tag grows by x's cost; it leaves with its last
-      const served = (t: string, pq: It[], x: It): void => {
-        if (byWork) {
-          vnow = Math.max(vnow, tag.get(t)!);
-          tag.set(t, tag.get(t)! + x.cost);
-        }
-        if (pq.length === 0) {
-          leave(t);
-          return;
-        }
-        order.splice(order.indexOf(t), 1);
-        if (byWork) place(t);
-        else order.push(t);
+      const served = (t: string, pq: It[]): void => {
+        if (pq.length > 0) order.push(t);
+        else per.delete(t);
       };
       for (let step = 0; step < 1500; step++) {
         now += Math.floor(rnd() * 5);
@@ -237,7 +193,7 @@ describe('FairQueue', () => {
         if (op < 0.5) {
           const t = `t${Math.floor(rnd() * 5)}`;
           const slack = maxSlack === 0 ? 0 : Math.floor(rnd() * maxSlack);
-          const it = { id: id++, at: now, key: now + slack, cost: 1 + Math.floor(rnd() * 50) };
+          const it = { id: id++, at: now, key: now + slack };
           let own = per.get(t)?.length ?? 0;
           // half the pushes go as the gate sends them: roomFor first (review s30 F9). With another
           // tenant holding calls: the tenant at its share is refused; a full total takes the newest
@@ -255,7 +211,10 @@ describe('FairQueue', () => {
                   const vq = per.get(top)!;
                   wantRoom = `${top}:${takeOut(vq, newestOf(vq)).id}`;
                   total--;
-                  if (vq.length === 0) leave(top);
+                  if (vq.length === 0) {
+                    per.delete(top);
+                    order.splice(order.indexOf(top), 1);
+                  }
                 }
               }
             }
@@ -285,7 +244,10 @@ describe('FairQueue', () => {
             const vq = per.get(victim)!;
             want = takeOut(vq, oldestOf(vq));
             total--;
-            if (vq.length === 0) leave(victim);
+            if (vq.length === 0) {
+              per.delete(victim);
+              order.splice(order.indexOf(victim), 1);
+            }
           }
           if (want !== it) {
             if (total === 0) lastRelease = Math.max(lastRelease, now);
@@ -295,20 +257,21 @@ describe('FairQueue', () => {
               pq.sort(byKey);
             } else {
               per.set(t, [it]);
-              join(t);
+              order.push(t);
             }
             total++;
           }
-          check(q.push(t, it, now, slack, it.cost)?.id, want?.id, `seed ${seed} step ${step} push`);
+          check(q.push(t, it, now, slack)?.id, want?.id, `seed ${seed} step ${step} push`);
         } else if (op < 0.7) {
           const t = order[0];
           let want: It | undefined;
           if (t !== undefined) {
             const pq = per.get(t)!;
             want = takeOut(pq, released(pq)[0]); // the round still counts this tenant
+            order.shift();
             releasedAt(now);
             total--;
-            served(t, pq, want);
+            served(t, pq);
           }
           check(q.shift(now)?.id, want?.id, `seed ${seed} step ${step} shift`);
         } else if (op < 0.85) {
@@ -325,7 +288,8 @@ describe('FairQueue', () => {
               releasedAt(now);
               want = takeOut(pq, rel[i]);
               total--;
-              served(t, pq, want);
+              order.splice(k, 1);
+              served(t, pq);
               break search;
             }
           }
@@ -339,8 +303,10 @@ describe('FairQueue', () => {
               want.push(takeOut(pq, oldestOf(pq)).id);
               total--;
             }
-            if (pq.length === 0) leave(t);
-            else k++;
+            if (pq.length === 0) {
+              per.delete(t);
+              order.splice(k, 1);
+            } else k++;
           }
           check(
             q
@@ -421,95 +387,6 @@ describe('FairQueue', () => {
       expect(w, `a holds ${aHeld}`).toBeGreaterThan(3_000);
       expect(w, `a holds ${aHeld}`).toBeLessThan(20_000);
     }
-  });
-
-  it("turns by work (the release order's, review s33 F5), the bound on random traffic: while tenant B holds calls, another tenant releases at most B's last call's cost plus one call of its own before B's next; by calls, at most one call", () => {
-    // shift only (no locality filter: takeFirst may pass over B's calls for a worker's cache).
-    // Tags: B's next release starts at its tag ≤ (its last release's start + that call's cost), and
-    // any other tenant's tag is ≥ the virtual clock ≥ that start, so it releases at most the
-    // difference plus the call that takes it past B's tag.
-    for (const fairBy of ['work', 'calls'] as const)
-      for (let seed = 1; seed <= 30; seed++) {
-        const rnd = mulberry32(seed);
-        const q = new FairQueue<{ t: string; cost: number }>({
-          maxQueued: 1e6,
-          maxPerTenant: 1e6,
-          maxWaitMs: Infinity,
-          fairBy,
-        });
-        const tenants = 2 + Math.floor(rnd() * 6);
-        // since B's last release (or since it last began to hold): work and calls of each other tenant
-        const since = new Map<string, Map<string, { work: number; calls: number }>>();
-        const lastCost = new Map<string, number>();
-        const maxCost = new Map<string, number>();
-        let worst = 0;
-        let now = 0;
-        for (let step = 0; step < 4000; step++) {
-          now += 1;
-          if (rnd() < 0.55) {
-            const t = `t${Math.floor(rnd() * tenants)}`;
-            // costs as the order gives them: mostly cheap, some 100x dearer (a prompt no cache holds)
-            const cost = rnd() < 0.1 ? 20_000 + Math.floor(rnd() * 40_000) : 512 + Math.floor(rnd() * 2_000);
-            if (q.sizeOf(t) === 0) since.set(t, new Map());
-            q.push(t, { t, cost }, now, Math.floor(rnd() * 1_000), cost);
-            maxCost.set(t, Math.max(maxCost.get(t) ?? 0, cost));
-            continue;
-          }
-          const x = q.shift(now);
-          if (!x) continue;
-          for (const [b, m] of since) {
-            if (b === x.t) continue;
-            const s = m.get(x.t) ?? { work: 0, calls: 0 };
-            s.work += x.cost;
-            s.calls++;
-            m.set(x.t, s);
-            if (fairBy === 'calls') worst = Math.max(worst, s.calls);
-            else worst = Math.max(worst, s.work / ((lastCost.get(b) ?? 0) + maxCost.get(x.t)!));
-          }
-          lastCost.set(x.t, x.cost);
-          if (q.sizeOf(x.t) > 0) since.set(x.t, new Map());
-          else since.delete(x.t);
-        }
-        // work: the ratio to the bound is ≤ 1; calls: one call per turn
-        expect(worst, `${fairBy} seed ${seed}`).toBeLessThanOrEqual(1);
-        expect(worst, `${fairBy} seed ${seed}`).toBeGreaterThan(fairBy === 'work' ? 0.5 : 0.99);
-      }
-  });
-
-  it("turns by work: a tenant whose backlog is down to its deferred expensive calls does not release one per round while another tenant's cheap calls wait (by calls it does)", () => {
-    // A holds 200 calls of 40,000 tokens; B keeps 20 calls of 1,000 held (refilled as released)
-    const releases = (fairBy: 'work' | 'calls'): { a: number; b: number } => {
-      const q = new FairQueue<string>({ maxQueued: 1e4, maxPerTenant: 1e4, maxWaitMs: Infinity, fairBy });
-      for (let i = 0; i < 200; i++) q.push('a', 'a', 0, 0, 40_000);
-      for (let i = 0; i < 20; i++) q.push('b', 'b', 0, 0, 1_000);
-      const n = { a: 0, b: 0 };
-      for (let t = 1; t <= 200; t++) {
-        const x = q.shift(t) as 'a' | 'b';
-        n[x]++;
-        if (x === 'b') q.push('b', 'b', t, 0, 1_000);
-      }
-      return n;
-    };
-    // by calls: A every other release (100 × 40,000 tokens against B's 100 × 1,000)
-    expect(releases('calls')).toEqual({ a: 100, b: 100 });
-    // by work: the same tokens each, so B releases ~40 calls per one of A's (200 = 5 A + 195 B:
-    // A 5 × 40,000 = 200,000, B 195 × 1,000)
-    const w = releases('work');
-    expect(w.a).toBeGreaterThanOrEqual(4);
-    expect(w.a).toBeLessThanOrEqual(6);
-    expect(w.a * 40_000).toBeLessThanOrEqual(w.b * 1_000 + 40_000);
-  });
-
-  it('the gate and the simulator take turns by work with the release order (the default), by calls in arrival order; a call costs its uncached tokens in whole units plus a fixed part', () => {
-    expect(fairByFor(ADMISSION_DEFAULTS)).toBe('work');
-    expect(fairByFor({ release_ms_per_token: 0 })).toBe('calls');
-    const fixed = SHARE_CALL_TOKENS / SHARE_UNIT_TOKENS;
-    expect(shareCost(0)).toBe(fixed);
-    // calls a few tokens apart cost the same (plain turns for calls alike)
-    expect(shareCost(1)).toBe(fixed + 1);
-    expect(shareCost(SHARE_UNIT_TOKENS)).toBe(fixed + 1);
-    expect(shareCost(SHARE_UNIT_TOKENS + 1)).toBe(fixed + 2);
-    expect(shareCost(40_000)).toBe(fixed + Math.ceil(40_000 / SHARE_UNIT_TOKENS));
   });
 
   it('remove takes one call out (a client that left), keeping the others in order; othersWaiting', () => {
