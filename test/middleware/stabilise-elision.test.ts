@@ -151,6 +151,31 @@ describe('stabilise', () => {
     expect(l.outs[1][leaf.length - 1].content).toBe('short');
   });
 
+  it('a deferred elision the history no longer reaches leaves the stored list (review s34 F4)', () => {
+    const msgs = randomSession(7, 12);
+    const trim = (m: ChatMessage[], n: number) => {
+      const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
+      const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
+      return m.map((x, i) =>
+        old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines cut>>` } : x,
+      );
+    };
+    let st: StabiliseState | undefined;
+    let last: ChatMessage[] = [];
+    for (const req of requestsOf(msgs).map((r) => trim(r, 2))) {
+      st = JSON.parse(JSON.stringify(stabilise(req, st).state)) as StabiliseState;
+      last = req;
+      if (st.d.length > 0) break;
+    }
+    expect(st!.d.length).toBeGreaterThan(0);
+    // A condenser keeps only the messages before the lowest deferred index, then a new turn: nothing
+    // deferred is left, so the stored list must be empty, not the previous call's.
+    const cut = [...last.slice(0, Math.min(...st!.d)), { role: 'user' as const, content: 'start over' }];
+    const r = stabilise(cut, st);
+    expect(r.state.d).toEqual([]);
+    expect(JSON.stringify(r.messages)).toBe(JSON.stringify(cut));
+  });
+
   it('two agents sharing a session: a slot where outputs differ is contested, never restored across agents', () => {
     const a = buildSession('t', [
       { cmd: 'cat a.py', out: codeLines('a', 8) },
