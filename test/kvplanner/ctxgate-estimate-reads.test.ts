@@ -13,6 +13,7 @@ import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { PREPARE_SHRINK_STEP } from '../../kvplanner/prefix-index.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { nextChain, rng } from '../helpers/chain-stream.ts';
+import { chainInfo, observeSides } from '../helpers/lockstep-steps.ts';
 
 const BLOCK = 16;
 const KV_TOKENS = 24_576;
@@ -78,16 +79,7 @@ describe('ctxgate: cache estimates do not change the index', () => {
         // both sides read once here (the gateway's attribution after every answer): the same values
         const expected = sides.map((p) => p.expectedCachedTokens(views(), f.info));
         expect(expected[1]).toBe(expected[0]);
-        sides.forEach((p, i) => {
-          p.observe({
-            workerId: f.picks[i].worker.id,
-            info: f.info,
-            ok,
-            reportedCachedTokens: ok ? reported : undefined,
-            promptTokens: f.info.promptTokens,
-            predictedCachedTokens: f.picks[i].predictedCachedTokens,
-          });
-        });
+        observeSides(sides, f.picks, f.info, ok, reported);
       };
       for (let step = 0; step < 1800; step++) {
         busy = Math.floor(step / 150) % 2 === 0;
@@ -97,14 +89,7 @@ describe('ctxgate: cache estimates do not change the index', () => {
           growSpan: 60,
           freshSpan: 120,
         });
-        const info: RouteInfo = {
-          model: 'm',
-          tenant: 't',
-          sessionId: session,
-          blockHashes: chain,
-          promptTokens: chain.length * BLOCK + Math.floor(r() * BLOCK),
-          nowMs: 1_000_000 + step * 50,
-        };
+        const info = chainInfo(chain, session, step, r, BLOCK);
         readMany();
         const sizes = views().map((w) => plain.index.size(w.id));
         const picks = sides.map((p) => p.select(views(), info)) as Choice[];

@@ -14,6 +14,7 @@ import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import { type IndexEvent, PrefixIndex } from '../../kvplanner/prefix-index.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { nextChain, rng } from '../helpers/chain-stream.ts';
+import { chainInfo, observeSides } from '../helpers/lockstep-steps.ts';
 
 const BLOCK = 16;
 const STRIDE = 4;
@@ -86,16 +87,7 @@ describe('ctxgate: routing-cost shortcuts equal the plain paths', () => {
       const reported = c.worker.id === 'w0' ? 0 : r() < 0.8 ? predicted : Math.floor(predicted * r());
       const expected = sides.map((p) => p.expectedCachedTokens(views(), f.info));
       expect(expected[1]).toBe(expected[0]);
-      sides.forEach((p, i) => {
-        p.observe({
-          workerId: f.picks[i].worker.id,
-          info: f.info,
-          ok,
-          reportedCachedTokens: ok ? reported : undefined,
-          promptTokens: f.info.promptTokens,
-          predictedCachedTokens: f.picks[i].predictedCachedTokens,
-        });
-      });
+      observeSides(sides, f.picks, f.info, ok, reported);
     };
     for (let step = 0; step < 2500; step++) {
       const { chain, session } = nextChain(r, convs, root, step, {
@@ -104,14 +96,7 @@ describe('ctxgate: routing-cost shortcuts equal the plain paths', () => {
         growSpan: 40,
         freshSpan: 60,
       });
-      const info: RouteInfo = {
-        model: 'm',
-        tenant: 't',
-        sessionId: session,
-        blockHashes: chain,
-        promptTokens: chain.length * BLOCK + Math.floor(r() * BLOCK),
-        nowMs: 1_000_000 + step * 50,
-      };
+      const info = chainInfo(chain, session, step, r, BLOCK);
       const picks = sides.map((p) => p.select(views(), info)) as Choice[];
       expect(`${picks[1].worker.id} ${picks[1].branch} ${picks[1].predictedCachedTokens}`).toBe(
         `${picks[0].worker.id} ${picks[0].branch} ${picks[0].predictedCachedTokens}`,

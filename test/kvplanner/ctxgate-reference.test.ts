@@ -13,6 +13,7 @@ import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { CtxgatePolicy } from '../../kvplanner/policies/ctxgate.ts';
 import type { Choice, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { nextChain, rng } from '../helpers/chain-stream.ts';
+import { chainInfo } from '../helpers/lockstep-steps.ts';
 
 const WORKERS = 40;
 const BLOCK = 16;
@@ -102,14 +103,7 @@ describe('ctxgate: fast paths equal straightforward ones', () => {
         growSpan: 6,
         freshSpan: 10,
       });
-      const info: RouteInfo = {
-        model: 'm',
-        tenant: 't',
-        sessionId: session,
-        blockHashes: chain,
-        promptTokens: chain.length * BLOCK + Math.floor(r() * BLOCK),
-        nowMs: 1_000_000 + step * 50,
-      };
+      const info = chainInfo(chain, session, step, r, BLOCK);
       // fresh views of a reshuffled subset (the gateway leaves out unhealthy and tried workers)
       const ids = Array.from({ length: WORKERS }, (_, i) => i).filter(() => r() < 0.9);
       for (let i = ids.length - 1; i > 0; i--) {

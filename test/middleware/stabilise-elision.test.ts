@@ -17,6 +17,15 @@ function run(reqs: ChatMessage[][], opts: Parameters<typeof stabilise>[2] = {}) 
   return { outs, st: st!, receipts };
 }
 
+/** All tool outputs but the last n replaced by a marker stabilise was never taught. */
+function trimOldTools(m: ChatMessage[], n: number): ChatMessage[] {
+  const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
+  const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
+  return m.map((x, i) =>
+    old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines trimmed by harness>>` } : x,
+  );
+}
+
 describe('elision detection', () => {
   it('recognises a reduction by what it keeps and adds, whatever the marker; rejects rewrites', () => {
     const old = 'alpha 1\nbeta 2\ngamma 3\ndelta 4\nepsilon 5';
@@ -126,14 +135,7 @@ describe('stabilise', () => {
 
   it('a marker it was never taught: deferred at the same position, not when the slot moved or is the leaf', () => {
     const msgs = randomSession(5, 12);
-    const trim = (m: ChatMessage[], n: number) => {
-      const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
-      const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
-      return m.map((x, i) =>
-        old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines trimmed by harness>>` } : x,
-      );
-    };
-    const reqs = requestsOf(msgs).map((r) => trim(r, 2));
+    const reqs = requestsOf(msgs).map((r) => trimOldTools(r, 2));
     const { outs, receipts } = run(reqs);
     expect(receipts.filter((r) => r.action === 'defer_elision').length).toBeGreaterThan(5);
     expect(JSON.stringify(outs[outs.length - 1])).toBe(JSON.stringify(msgs.slice(0, outs[outs.length - 1].length)));
@@ -153,16 +155,9 @@ describe('stabilise', () => {
 
   it('a deferred elision the history no longer reaches leaves the stored list (review s34 F4)', () => {
     const msgs = randomSession(7, 12);
-    const trim = (m: ChatMessage[], n: number) => {
-      const tools = m.map((x, i) => (x.role === 'tool' ? i : -1)).filter((i) => i >= 0);
-      const old = new Set(tools.slice(0, Math.max(0, tools.length - n)));
-      return m.map((x, i) =>
-        old.has(i) ? { ...x, content: `<<${String(x.content).split('\n').length} lines cut>>` } : x,
-      );
-    };
     let st: StabiliseState | undefined;
     let last: ChatMessage[] = [];
-    for (const req of requestsOf(msgs).map((r) => trim(r, 2))) {
+    for (const req of requestsOf(msgs).map((r) => trimOldTools(r, 2))) {
       st = JSON.parse(JSON.stringify(stabilise(req, st).state)) as StabiliseState;
       last = req;
       if (st.d.length > 0) break;
