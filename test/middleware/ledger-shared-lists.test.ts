@@ -9,15 +9,9 @@ import { DEFAULT_EVICTION_COST_MODEL } from '../../middleware/ledger/cost-model.
 import { applyLedger, invalidate } from '../../middleware/ledger/ledger.ts';
 import type { LedgerState } from '../../middleware/ledger/types.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
-import { buildSession, codeLines, requestsOf } from './helpers/session-gen.ts';
+import { fixItSession, requestsOf } from './helpers/session-gen.ts';
 
-const session = buildSession('Fix it. Do not modify tests.', [
-  { cmd: 'cat src/app.py', out: codeLines('app', 30) },
-  { cmd: 'grep -n foo src/util.py', out: '3:foo = 1' },
-  { cmd: "sed -i 's/x/y/' src/app.py", out: '' },
-  { cmd: 'python -m pytest -q', out: '1 passed' },
-  { cmd: 'echo more', out: 'more' },
-]);
+const session = fixItSession();
 
 /** Each call's state deep-frozen as a store holds it, the next call built on it. */
 function replay(msgs: ChatMessage[], opts: Parameters<typeof applyLedger>[2] = {}) {

@@ -4,7 +4,7 @@ import { DEFAULT_EVICTION_COST_MODEL } from '../../middleware/ledger/cost-model.
 import { applyLedger, invalidate, render, staleExposure } from '../../middleware/ledger/ledger.ts';
 import type { LedgerState } from '../../middleware/ledger/types.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
-import { buildSession, codeLines, randomSession, requestsOf } from './helpers/session-gen.ts';
+import { buildSession, fixItSession, randomSession, requestsOf } from './helpers/session-gen.ts';
 
 function replay(msgs: ChatMessage[], opts: Parameters<typeof applyLedger>[2] = {}) {
   let state: LedgerState | undefined;
@@ -19,13 +19,7 @@ function replay(msgs: ChatMessage[], opts: Parameters<typeof applyLedger>[2] = {
   return { outs, state: state!, receipts };
 }
 
-const session = buildSession('Fix it. Do not modify tests.', [
-  { cmd: 'cat src/app.py', out: codeLines('app', 30) },
-  { cmd: 'grep -n foo src/util.py', out: '3:foo = 1' },
-  { cmd: "sed -i 's/x/y/' src/app.py", out: '' },
-  { cmd: 'python -m pytest -q', out: '1 passed' },
-  { cmd: 'echo more', out: 'more' },
-]);
+const session = fixItSession();
 
 describe('tombstones', () => {
   it('appends one tombstone for a write-after-read at the leaf', () => {

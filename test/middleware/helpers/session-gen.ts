@@ -35,6 +35,17 @@ export function buildSession(task: string, steps: Step[]): ChatMessage[] {
 }
 
 /** Requests the agent sends: before each assistant message, the history so far. */
+/** A short fix-it session: a file read, a grep, an edit with no output, a test run, an echo. */
+export function fixItSession(): ChatMessage[] {
+  return buildSession('Fix it. Do not modify tests.', [
+    { cmd: 'cat src/app.py', out: codeLines('app', 30) },
+    { cmd: 'grep -n foo src/util.py', out: '3:foo = 1' },
+    { cmd: "sed -i 's/x/y/' src/app.py", out: '' },
+    { cmd: 'python -m pytest -q', out: '1 passed' },
+    { cmd: 'echo more', out: 'more' },
+  ]);
+}
+
 export function requestsOf(msgs: ChatMessage[]): ChatMessage[][] {
   const out: ChatMessage[][] = [];
   for (let i = 2; i <= msgs.length; i++)
