@@ -26,6 +26,7 @@ import { measureIngressCpu } from './overhead/ingress-cpu.ts';
 import {
   child,
   load,
+  primeSessions,
   rankFromSlowest,
   startPortkey,
   type Child,
@@ -267,16 +268,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         for (const [target, url, headers] of targets) {
           traffic.renew();
           // Each session's earlier calls first, so the target sees every measured call's history.
-          const primer = traffic.prime();
-          let p = 0;
-          await load({
-            url,
-            body: () => primer[p++] ?? traffic.next(),
-            durationS,
-            amount: primer.length,
-            connections: conns,
-            headers,
-          });
+          await primeSessions(traffic, { url, durationS, connections: conns, headers });
           const isGw = target === 'ctxgate' && conns === 1;
           // Each measured call's number in its session (the slow-call breakdown's first-call share).
           const callNo: number[] = [];
@@ -316,17 +308,8 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           const [url, headers, pid] =
             t === 'ctxgate' ? [urls.ctxgate, undefined, px.proc.pid] : [pk.url, pk.headers, pk.pid];
           traffic.renew();
-          const primer = traffic.prime();
-          let p = 0;
           const conns = THROUGHPUT_CONNECTIONS;
-          await load({
-            url,
-            body: () => primer[p++] ?? traffic.next(),
-            durationS,
-            amount: primer.length,
-            connections: conns,
-            headers,
-          });
+          await primeSessions(traffic, { url, durationS, connections: conns, headers });
           const cpu0 = processCpuMs(pid);
           const r = await load({ url, body: () => traffic.next(), durationS, connections: conns, headers });
           const cpu1 = processCpuMs(pid);
@@ -417,16 +400,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           // Same conversations, session generations unique across APIs and rounds: no run
           // continues another run's sessions.
           for (; renewed[i] <= round * apis.length + i; renewed[i]++) t.renew();
-          const primer = t.prime();
-          let p = 0;
-          await load({
-            url: urls.ctxgate,
-            path,
-            body: () => primer[p++] ?? t.next(),
-            durationS,
-            amount: primer.length,
-            connections: 1,
-          });
+          await primeSessions(t, { url: urls.ctxgate, path, durationS, connections: 1 });
           await measure(
             { name: `${target} ${path} r${round + 1}`, traffic: 'ingress', target, stream: false, connections: 1 },
             urls.ctxgate,

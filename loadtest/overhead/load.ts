@@ -35,6 +35,17 @@ export interface LoadSpec {
   keepCalls?: boolean;
 }
 
+/** Sends each session's earlier calls (`traffic.prime()`), then as many next calls as it takes to
+ *  finish the primer's count, so the target holds every later measured call's history. */
+export async function primeSessions(
+  traffic: { prime(): string[]; next(): string },
+  spec: Omit<LoadSpec, 'body' | 'amount'>,
+): Promise<void> {
+  const primer = traffic.prime();
+  let p = 0;
+  await load({ ...spec, body: () => primer[p++] ?? traffic.next(), amount: primer.length });
+}
+
 export function percentile(sorted: Float64Array, q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
