@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import type { FaultConfig } from './sim-worker/faults.ts';
+import { formatTimeline, startGateTimeline } from './chaos/gate-timeline.ts';
 import { generateSessions } from './synth/index.ts';
 import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
@@ -129,6 +130,9 @@ export interface ChaosReport {
   /** Calls with no byte for the idle timeout: when they started (s into the chaos) and what the
    *  gateway's record says their attempts did (first 50). */
   hung_calls: HungCall[];
+  /** With hung calls: the gate and each worker as the gateway saw them, from 2 s before the first
+   *  hung call started to 16 s after the last (chaos/gate-timeline.ts). */
+  gate_timeline?: string[];
   faults: string[];
   gateway_exit_code: number | null;
 }
@@ -444,6 +448,7 @@ export async function run(argv: string[]): Promise<number> {
     }
 
     const stats: LoadStats = emptyStats();
+    const timeline = startGateTimeline(gw.url, t0);
     await runLoad({
       url: gw.url,
       model: MODEL,
@@ -455,6 +460,7 @@ export async function run(argv: string[]): Promise<number> {
       stats,
     });
     for (const t of timers) clearTimeout(t);
+    const ticks = timeline.stop();
     // Every worker back before the end reading, so pools look like they did at the start.
     for (let i = 0; i < o.workers; i++) {
       fleet.setFault(i, { hangMs: 0, dieAfterChunks: 0, failRate: 0 });
@@ -505,6 +511,15 @@ export async function run(argv: string[]): Promise<number> {
       sockets_end: end.sockets,
       failures_by_kind: stats.failuresByKind,
       hung_calls: stats.hung,
+      ...(stats.hung.length
+        ? {
+            gate_timeline: formatTimeline(
+              ticks,
+              Math.min(...stats.hung.map((h) => h.startS)) * 1000 - 2_000,
+              Math.max(...stats.hung.map((h) => h.startS)) * 1000 + IDLE_TIMEOUT_MS + 1_000,
+            ),
+          }
+        : {}),
       faults,
       gateway_exit_code: exitCode,
     };
@@ -571,4 +586,10 @@ function printTable(r: ChaosReport): void {
     process.stdout.write(
       `hung ${h.stream ? 'stream' : 'non-stream'} ${h.id}, started ${h.startS.toFixed(1)} s in: ${h.record ?? 'no record read'}\n`,
     );
+  if (r.gate_timeline?.length) {
+    process.stdout.write(
+      "the gate around the hung calls (held calls, new outcomes; per worker: f in flight, w/r the engine's waiting/running, kv usage):\n",
+    );
+    for (const l of r.gate_timeline) process.stdout.write(`${l}\n`);
+  }
 }
