@@ -11,7 +11,8 @@
 // not hashed before: message hashes and identities are memoised per message object, so history
 // resent as the same objects (layout/resent.ts) costs a lookup per message. The lists and the
 // originals' index are returned frozen and sized from the previous state's (deep-freeze.ts
-// freezeEdited): the store's put visits what changed, not every message's entry.
+// freezeEdited): the store's put visits what changed, not every message's entry. With secret
+// checks owed, the originals' index is frozen by settleOwed instead, once the checks ran.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
@@ -210,7 +211,11 @@ export function stabilise(
     // visit every message's entry again (deep-freeze.ts).
     st.a = freezeEdited(prev.a, st.a, indicesFrom(prev.a, st.a, same));
     if (prev.k) st.k = freezeEdited(prev.k, st.k, indicesFrom(prev.k, st.k, same));
-    st.orig = freezeEdited(prev.orig, st.orig, edited);
+    // With checks owed, settleOwed may drop some of this call's new originals: the index stays
+    // this call's own (a copy no one else holds) until then, and is frozen once, there, with
+    // what it dropped, instead of frozen now and copied again there.
+    if (owed !== undefined && owed.length > 0) new Unsettled(st, prev.orig, edited);
+    else st.orig = freezeEdited(prev.orig, st.orig, edited);
   }
   writtenFrom(st, new WeakRef(input));
   const r: StabiliseResult = { messages: out ?? input, state: st, receipts };
@@ -222,9 +227,22 @@ export function stabilise(
  * Runs the secret checks stabilise owed (oweSecretChecks) on `cur`, the stabiliser's state as it
  * stands after the call's stages (compaction may have dropped originals since): an original that
  * looks secret is dropped, as if never stored. `cur` itself when none does (the usual case), else
- * a copy. O(owed originals' text).
+ * a copy; or `cur` settled in place when it is the state stabilise returned, its originals' index
+ * left unfrozen for this (then frozen here). O(owed originals' text).
  */
 export function settleOwed(cur: StabiliseState, owed: readonly number[]): StabiliseState {
+  const unsettled = Unsettled.take(cur);
+  if (unsettled !== undefined && Object.isExtensible(cur.orig)) {
+    // The state stabilise returned with its originals' index still its own (see stabilise): the
+    // secret ones dropped in place, then the index frozen and sized from the previous state's
+    // with every key this call changed. The same state as the copy below gives.
+    for (const i of owed) {
+      const c = cur.orig[i];
+      if (c !== undefined && looksSecret(contentText(c))) drop(cur, i, unsettled.edited);
+    }
+    cur.orig = freezeEdited(unsettled.prev, cur.orig, unsettled.edited);
+    return cur;
+  }
   let st: StabiliseState | undefined;
   const edited = new Set<number>();
   for (const i of owed) {
@@ -267,6 +285,31 @@ class WrittenFrom extends Base {
   }
   static set(st: StabiliseState, from: WeakRef<readonly ChatMessage[]>): void {
     (st as unknown as WrittenFrom).#from = from;
+  }
+}
+
+/**
+ * A state whose originals' index stabilise left unfrozen for settleOwed (checks owed): the
+ * previous state's index it was copied from and the keys this call changed there. A private
+ * field on the state, like WrittenFrom; taken once (a second settle finds it gone).
+ */
+class Unsettled extends Base {
+  #prev: StabiliseState['orig'] | undefined;
+  #edited: Set<number> | undefined;
+  constructor(st: StabiliseState, prev: StabiliseState['orig'], edited: Set<number>) {
+    super(st);
+    this.#prev = prev;
+    this.#edited = edited;
+  }
+  static take(st: StabiliseState): { prev: StabiliseState['orig']; edited: Set<number> } | undefined {
+    if (!(#prev in st)) return undefined;
+    const u = st as unknown as Unsettled;
+    const prev = u.#prev;
+    const edited = u.#edited;
+    if (prev === undefined || edited === undefined) return undefined;
+    u.#prev = undefined;
+    u.#edited = undefined;
+    return { prev, edited };
   }
 }
 
