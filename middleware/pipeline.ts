@@ -29,7 +29,7 @@ import { LEAD_SLOT, resolveSession, TURN_SLOT } from './layout/session-claim.ts'
 import { internResent, internTools, resendHint } from './layout/resent.ts';
 import { identifySession } from './layout/session-id.ts';
 import { lap, tick } from './perf/stage-timers.ts';
-import { DEFAULT_SLICE_MIN_CHARS, promptChars, yieldToLoop } from './perf/time-slices.ts';
+import { DEFAULT_SLICE_MIN_CHARS, messageChars, promptChars, yieldToLoop } from './perf/time-slices.ts';
 import type { EscapeMemo } from './redaction/framing.ts';
 import { freshSessionState } from './session/fresh-state.ts';
 import { MemorySessionStore } from './session/memory-store.ts';
@@ -114,6 +114,8 @@ interface LocalCall {
   /** The request's messages as received (resent ones interned, layout/resent.ts), as escaped
    * and as sent on, with their hashes (carried to the next call). */
   received: readonly ChatMessage[];
+  /** promptChars(received): the next call that resends all of `received` counts only its new messages. */
+  chars: number;
   /** The request's tools as received (interned like the messages). */
   receivedTools: ChatRequest['tools'];
   input: HashSource;
@@ -215,12 +217,13 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
   async function process(received: ChatRequest, ctx: PipelineContext, held: Held): Promise<PipelineResult> {
     const tok = await tokenizer;
     let t = tick();
-    // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
-    const big = Array.isArray(received.messages) && promptChars(received.messages) >= sliceMinChars;
     const hint = reuse ? resendHint(ctx.tenant, received, ctx.headers) : undefined;
     const hinted = hint === undefined ? undefined : hints.get(hint);
     const before = hinted === undefined ? undefined : local.get(hinted);
     const resent = internResent(received.messages, before?.received);
+    // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
+    const chars = Array.isArray(resent) ? resentChars(resent, before) : 0;
+    const big = chars >= sliceMinChars;
     const resentTools = internTools(received.tools, before?.receivedTools);
     if (ctx.onInterned !== undefined) {
       if (resent !== received.messages) ctx.onInterned('messages', received.messages, resent);
@@ -362,6 +365,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       inSegs,
       input,
       resent,
+      chars,
       resentTools,
       sameIds,
       calls: state.calls + 1,
@@ -405,6 +409,8 @@ interface AfterCall {
   inSegs: Segments;
   input: HashSource;
   resent: readonly ChatMessage[];
+  /** promptChars(resent). */
+  chars: number;
   resentTools: ChatRequest['tools'];
   /** Exact common token prefix with the previous call (0 without one). */
   sameIds: number;
@@ -468,6 +474,7 @@ function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string
     memo: rendered.memo,
     cuts: rendered.stablePrefix ? toks.cuts : undefined,
     received: a.resent,
+    chars: a.chars,
     receivedTools: a.resentTools,
     input: a.input,
     output: { messages: out.messages, hashes: segs.messageHashes },
@@ -540,6 +547,25 @@ function messageLocator(located: Located, text: string, messages: ChatMessage[])
     located.marks = at.marks;
     return messageAtChar(text, messages, at.chars);
   };
+}
+
+/**
+ * promptChars(messages), counting only the messages after `before`'s when all of its received
+ * messages are the first of `messages`, object for object (internResent puts a resent message's
+ * earlier object in its place): O(new messages) plus a pointer compare a message, where a full
+ * count reads every message's text fields each call. The same figure either way: an interned
+ * message is JSON-equal to the one received, and no one changes a message in place.
+ */
+function resentChars(messages: readonly ChatMessage[], before: LocalCall | undefined): number {
+  const prev = before?.received;
+  if (prev === undefined || prev.length > messages.length) return promptChars(messages);
+  const n = prev.length;
+  let i = 0;
+  while (i < n && messages[i] === prev[i]) i++;
+  if (i < n) return promptChars(messages);
+  let chars = before!.chars;
+  for (; i < messages.length; i++) chars += messageChars(messages[i]);
+  return chars;
 }
 
 /** Common prefix length of a and b, not scanning past `limit`; the first `from` are known equal. */
