@@ -3,6 +3,7 @@
 // (agent sessions over one shared root, growing turn by turn) goes to every policy; hashes, ids
 // and text are computed before timing, as the middleware does before routing. Prints p50/p99/mean
 // in µs and ratios to round_robin; ctxgate's target is p99 ≤ 50 µs.
+import { createHash } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
@@ -60,6 +61,9 @@ interface Row {
   /** GC pauses during the timed loop, and those that overlap a timed select() */
   gcPauses: number;
   gcInSelect: number;
+  /** SHA-256 (first 16 hex) over every timed decision's worker, branch and predicted cached
+   *  tokens: equal between two trees means the same decisions (speed work must not move one) */
+  choices: string;
 }
 
 function rng(seed: number): () => number {
@@ -314,6 +318,13 @@ function collectGarbage(): void {
   (runInNewContext('gc') as () => void)();
 }
 
+/** First 16 hex of SHA-256 over the decisions, one line each (computed after the timed loop). */
+function choicesDigest(worker: readonly string[], branch: readonly string[], predicted: Float64Array): string {
+  const h = createHash('sha256');
+  for (let i = 0; i < worker.length; i++) h.update(`${worker[i]} ${branch[i]} ${predicted[i]}\n`);
+  return h.digest('hex').slice(0, 16);
+}
+
 function makeWorkers(n: number): WorkerView[] {
   return Array.from({ length: n }, (_, i) => ({
     id: `w${i}`,
@@ -372,6 +383,8 @@ export async function run(argv: string[]): Promise<number> {
     const times = new Float64Array(stream.length);
     const cpuTimes = new Float64Array(stream.length);
     const branchOf: string[] = new Array<string>(stream.length).fill('');
+    const chosen: string[] = new Array<string>(stream.length).fill('');
+    const predicted = new Float64Array(stream.length);
     const quiet = new Uint8Array(stream.length);
     const stage = new Float64Array(stream.length);
     const t0s = new Float64Array(stream.length);
@@ -404,6 +417,8 @@ export async function run(argv: string[]): Promise<number> {
         quiet[i] = 1;
       if (!c) continue;
       branchOf[i] = c.branch;
+      chosen[i] = c.worker.id;
+      predicted[i] = c.predictedCachedTokens ?? -1;
       fleet.admit(c, info, false);
     }
     // GC entries are delivered asynchronously (a task after the GC): let them arrive before counting
@@ -457,6 +472,7 @@ export async function run(argv: string[]): Promise<number> {
       stageP99: quantile(stageSorted, 0.99),
       gcPauses: pauses.length / 2,
       gcInSelect,
+      choices: choicesDigest(chosen, branchOf, predicted),
     });
   }
   const base = rows.find((x) => x.policy === 'round_robin');
@@ -484,6 +500,10 @@ export async function run(argv: string[]): Promise<number> {
         `  ${x.undisturbedP99.toFixed(1).padStart(8)} (${ratio(x.undisturbedP99, base?.undisturbedP99).trim()}×, ${(100 * x.disturbedShare).toFixed(1)}%)`,
     );
   }
+  lines.push(
+    '',
+    `decisions (sha256 of worker, branch, predicted tokens): ${rows.map((x) => `${x.policy} ${x.choices}`).join(', ')}`,
+  );
   const cg = rows.find((x) => x.policy === 'ctxgate');
   if (branchMix.ctxgate) {
     lines.push(

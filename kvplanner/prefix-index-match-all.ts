@@ -1,7 +1,8 @@
 // Every worker's matchLength at once (PrefixIndex.matchAll), over the holder bitmasks
-// (prefix-index-holders.ts): the workers whose binary searches stand at the same interval form one
-// group (a bitmask on a stack), and one lookup of the interval's probe block splits the group by a
-// mask AND into the workers that hold it and those that do not. O(k log n) lookups and
+// (prefix-index-holders.ts, one table row per block): the workers whose binary searches stand at
+// the same interval form one group (a bitmask on a stack), and one lookup of the interval's probe
+// block (its row's mask) splits the group by a mask AND into the workers that hold it and those
+// that do not. O(k log n) lookups and
 // O(k log n · slots/32) word operations, k the number of distinct depths (typically 2–3: the
 // shared root on all workers, a conversation on one); no allocation once the scratch arrays reach
 // their size. Each worker's result is exactly its matchLength (the same search path), even where
@@ -25,15 +26,17 @@ export class BatchedMatch {
     if (n === 0) return;
     const H = this.holders;
     const r0 = H.recordOf(hashes[0]);
-    if (r0 === undefined) return;
+    if (r0 < 0) return;
     const W = H.words;
+    const T = H.table;
+    const S = H.stride;
     if (this.probe.length !== W) {
       // the masks widened (a 33rd, 65th… slot)
       this.probe = new Int32Array(W);
       this.stackMask = new Int32Array(this.stackLo.length * W);
     }
     this.reserve(4);
-    for (let w = 0; w < W; w++) this.stackMask[w] = H.masks[r0 * W + w];
+    for (let w = 0; w < W; w++) this.stackMask[w] = T[r0 * S + 2 + w];
     let top: number;
     // the first steps of matchLength(hashes, hint): entry 0 searches [1, hint-1] (or [1, n]
     // without a hint), entry 1 [hint+1, n]; each first probes its last block
@@ -74,8 +77,8 @@ export class BatchedMatch {
       }
       const mid = (lo + hi + 1) >>> 1;
       const r = H.recordOf(hashes[mid - 1]);
-      if (r === undefined) probe.fill(0);
-      else for (let w = 0; w < W; w++) probe[w] = H.masks[r * W + w];
+      if (r < 0) probe.fill(0);
+      else for (let w = 0; w < W; w++) probe[w] = T[r * S + 2 + w];
       // split in place: the entry at `top` keeps the workers without the block ([lo, mid-1]),
       // the next one takes those with it ([mid, hi])
       this.reserve(top + 2);
@@ -112,12 +115,14 @@ export class BatchedMatch {
     const H = this.holders;
     const W = H.words;
     const r = H.recordOf(hash);
+    const T = H.table;
+    const o = r * H.stride + 2;
     const m = this.stackMask;
     let left = 0;
     let right = 0;
     for (let w = 0; w < W; w++) {
       const cur = m[at * W + w];
-      const yes = r === undefined ? 0 : cur & H.masks[r * W + w];
+      const yes = r < 0 ? 0 : cur & T[o + w];
       m[(at + 1) * W + w] = yes;
       m[at * W + w] = cur & ~yes;
       left |= cur & ~yes;
@@ -131,12 +136,14 @@ export class BatchedMatch {
   private take(at: number, hash: string | undefined, depth: number, out: number[], missing = false): boolean {
     const H = this.holders;
     const W = H.words;
-    const r = hash === undefined ? undefined : H.recordOf(hash);
+    const r = hash === undefined ? -1 : H.recordOf(hash);
+    const T = H.table;
+    const o = r * H.stride + 2;
     const m = this.stackMask;
     let rest = 0;
     for (let w = 0; w < W; w++) {
       const cur = m[at * W + w];
-      const held = hash === undefined ? cur : r === undefined ? 0 : cur & H.masks[r * W + w];
+      const held = hash === undefined ? cur : r < 0 ? 0 : cur & T[o + w];
       const stop = missing ? cur & ~held : held;
       if (stop !== 0) assign(stop, w, depth, out);
       m[at * W + w] = cur & ~stop;

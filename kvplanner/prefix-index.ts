@@ -5,9 +5,10 @@
 // older prefix evicted first and its new tail listed past a hole that no engine can match. Held
 // blocks thus stay a prefix of each chain, which lets matchLength binary-search: O(log n) Map
 // lookups per worker (holes remain possible where evict() is told of single blocks: a KV event).
-// A global map block -> holder bitmask (prefix-index-holders.ts) lets matchAll run every worker's
-// binary search at once (prefix-index-match-all.ts): O(k log n) lookups, k the number of distinct
-// depths (typically 2–3), no allocation. With one worker slot (a gateway in front of one engine)
+// A global table block -> holder bitmask (prefix-index-holders.ts: open addressing in one typed
+// array, 64-bit keys) lets matchAll run every worker's binary search at once
+// (prefix-index-match-all.ts): O(k log n) lookups, k the number of distinct depths (typically 2–3),
+// no allocation; matchLength reads the same table (one row per lookup, not the entry's Map). With one worker slot (a gateway in front of one engine)
 // there is nothing to batch: the masks stay off, matchAll is that worker's matchLength, and a
 // stored or evicted block costs no mask update; a second slot starts them (O(first slot's blocks)).
 // insert: O(log n + new blocks), O(n) when the held prefix is due a re-stamp; inserting() does
@@ -53,8 +54,8 @@ export type IndexListener = (ev: IndexEvent) => void;
 
 export class PrefixIndex {
   private readonly workers = new Map<string, WorkerEntry>();
-  /** block hash -> which slots hold it (bit s: slot s) */
-  /** inactive while there is one slot (matchAll then runs that worker's matchLength) */
+  /** block hash -> which slots hold it (bit s: slot s); inactive while there is one slot (matchAll
+   *  then runs that worker's matchLength) */
   private readonly holders = new HolderMasks(false);
   private readonly batched = new BatchedMatch(this.holders);
   private readonly slotIds: string[] = [];
@@ -116,7 +117,7 @@ export class PrefixIndex {
    */
   matchLength(workerId: string, hashes: readonly string[], hint = 0): number {
     const e = this.workers.get(workerId);
-    return e ? matchEntry(e, hashes, hint) : 0;
+    return e ? matchEntry(e, this.holders, hashes, hint) : 0;
   }
 
   /** Worker id of a slot (undefined for a slot not handed out). */
@@ -146,7 +147,7 @@ export class PrefixIndex {
     }
     // one slot at most (no masks yet): its own search, the one the batched run would follow
     out.fill(0);
-    if (this.bySlot.length === 1) out[0] = matchEntry(this.bySlot[0], hashes, hint);
+    if (this.bySlot.length === 1) out[0] = matchEntry(this.bySlot[0], this.holders, hashes, hint);
   }
 
   /**
@@ -294,22 +295,28 @@ export class PrefixIndex {
 }
 
 /** matchLength on one entry (see PrefixIndex.matchLength). */
-function matchEntry(e: WorkerEntry, hashes: readonly string[], hint: number): number {
-  if (hashes.length === 0 || !holds(e, hashes[0])) return 0;
+function matchEntry(e: WorkerEntry, H: HolderMasks, hashes: readonly string[], hint: number): number {
+  if (hashes.length === 0 || !held(e, H, hashes[0])) return 0;
   let lo = 1; // hashes[0..lo) held
   let hi = hashes.length; // answer <= hi
   if (hint > 1 && hint <= hi) {
-    if (holds(e, hashes[hint - 1])) {
-      if (hint === hi || !holds(e, hashes[hint])) return hint;
+    if (held(e, H, hashes[hint - 1])) {
+      if (hint === hi || !held(e, H, hashes[hint])) return hint;
       lo = hint + 1;
     } else hi = hint - 1;
   }
-  if (holds(e, hashes[hi - 1])) return hi;
+  if (held(e, H, hashes[hi - 1])) return hi;
   hi -= 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1;
-    if (holds(e, hashes[mid - 1])) lo = mid;
+    if (held(e, H, hashes[mid - 1])) lo = mid;
     else hi = mid - 1;
   }
   return lo;
+}
+
+/** Whether the entry holds `h`: its bit in the holder table while the masks run (one row read;
+ *  the masks list exactly what each entry holds), else the entry's own Map. */
+function held(e: WorkerEntry, H: HolderMasks, h: string): boolean {
+  return H.isActive ? H.has(h, e.slot) : holds(e, h);
 }

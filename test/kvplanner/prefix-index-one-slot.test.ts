@@ -6,21 +6,17 @@
 // are exactly the slots whose entries hold that block.
 import { describe, expect, it } from 'vitest';
 import { PrefixIndex } from '../../kvplanner/prefix-index.ts';
+import type { HolderMasks } from '../../kvplanner/prefix-index-holders.ts';
 import { rng } from '../helpers/chain-stream.ts';
 
-interface Masks {
-  isActive: boolean;
-  records: Map<string, number>;
-  masks: Int32Array;
-  words: number;
-}
-
-const masksOf = (idx: PrefixIndex): Masks => (idx as unknown as { holders: Masks }).holders;
+const masksOf = (idx: PrefixIndex): HolderMasks => (idx as unknown as { holders: HolderMasks }).holders;
 
 /** Block hashes whose mask says slot `slot` holds them. */
-function listed(m: Masks, slot: number): Set<string> {
+function listed(m: HolderMasks, slot: number): Set<string> {
   const out = new Set<string>();
-  for (const [h, r] of m.records) if ((m.masks[r * m.words + (slot >>> 5)] & (1 << (slot & 31))) !== 0) out.add(h);
+  m.forEachRecord((h, r) => {
+    if ((m.maskWord(r, slot >>> 5) & (1 << (slot & 31))) !== 0) out.add(h);
+  });
   return out;
 }
 
@@ -52,7 +48,7 @@ describe('PrefixIndex with one worker slot', () => {
   it('keeps no holder masks and answers matchAll as matchLength, evictions and holes included', () => {
     const idx = new PrefixIndex(300);
     const m = masksOf(idx);
-    drive(idx, ['w0'], 3000, rng(5), () => expect(m.records.size).toBe(0));
+    drive(idx, ['w0'], 3000, rng(5), () => expect(m.rowsUsed).toBe(0));
     expect(m.isActive).toBe(false);
     expect(idx.stats().evictions).toBeGreaterThan(500);
     const none = [0];

@@ -77,7 +77,7 @@ describe('PrefixIndex entry tombstones', () => {
 describe('PrefixIndex holder masks tombstones', () => {
   it('an evicted chain keeps its holder records (read as no holder) until a sweep at 32,768 over the live ones', () => {
     const idx = new PrefixIndex(100_000);
-    const H = (idx as unknown as { holders: { size: number; records: Map<string, number> } }).holders;
+    const H = (idx as unknown as { holders: { size: number; rowsUsed: number } }).holders;
     const a = chain('h', 40_000);
     idx.insert('w', a);
     idx.insert('v', a.slice(0, 10));
@@ -87,12 +87,12 @@ describe('PrefixIndex holder masks tombstones', () => {
     // with x tombstones, 40,000 - x records are live: the sweep came at x > 32,768 + 40,000 - x,
     // the 36,385th; v still holds 10 blocks, and 39,990 - 36,385 = 3,605 tombstones came since
     expect(H.size).toBe(10);
-    expect(H.records.size).toBe(10 + 3_605);
+    expect(H.rowsUsed).toBe(10 + 3_605);
     idx.matchAll(a, out);
     expect(out).toEqual([0, 10]);
     idx.insert('w', a, true, 0);
     expect(H.size).toBe(40_000);
-    expect(H.records.size).toBe(40_000);
+    expect(H.rowsUsed).toBe(40_000);
     idx.matchAll(a, out);
     expect(out).toEqual([40_000, 10]);
   });
