@@ -4,7 +4,8 @@
 // conversation-half prompt starts with one shared block; the second one tells conversations
 // apart: 3,627 distinct among 5,606 requests), else (a prompt of one block or less, ~550 there)
 // the call's own id: keyed on the shared first block they would all be one tenant's (K 4: 1,784
-// calls against 1,243–1,322). FNV-1a, 32 bits, modulo K. O(1) per call.
+// calls against 1,243–1,322). FNV-1a, 32 bits, modulo K. A generated trace that names each call's
+// tenant (two-kinds.ts) keeps its names. O(1) per call.
 import type { FleetRequest } from './trace.ts';
 
 export function fnv1a(s: string): number {
@@ -16,9 +17,11 @@ export function fnv1a(s: string): number {
   return h;
 }
 
-/** The tenant of a call among k (t0 … t{k−1}); 'fleet' when k ≤ 1 (one tenant, as before). */
+/** The tenant of a call among k (t0 … t{k−1}, or the one its trace names); 'fleet' when k ≤ 1
+ *  (one tenant, as before). */
 export function tenantOf(req: FleetRequest, k: number): string {
   if (k <= 1) return 'fleet';
+  if (req.tenant !== undefined) return req.tenant;
   const key = req.sessionId ?? req.hashes[1] ?? `call ${req.id}`;
   return `t${fnv1a(key) % k}`;
 }

@@ -27,6 +27,8 @@ export interface FleetRequest {
   /** Text standing for the prompt, block by block (for text-based routers). */
   text: string;
   sessionId?: string;
+  /** The tenant a generated trace names (two-kinds.ts); tenantOf takes it over the hash. */
+  tenant?: string;
   /** Closed loop (agent sessions): this call is sent `thinkMs` after request `after` finished;
    *  arrivalMs is then only the earliest it could come. */
   after?: number;
@@ -57,6 +59,8 @@ export interface MooncakeRecord {
   input_length: number;
   output_length: number;
   hash_ids: number[];
+  /** not in the released traces: a generated one (two-kinds.ts) names each call's tenant */
+  tenant?: string;
 }
 
 function isRecord(v: unknown): v is MooncakeRecord {
@@ -102,6 +106,7 @@ export function fromMooncake(
     keys,
     hashes,
     text,
+    ...(typeof rec.tenant === 'string' ? { tenant: rec.tenant } : {}),
   };
 }
 

@@ -1,0 +1,70 @@
+// The generated two-tenant workload (loadtest/fleet/two-kinds.ts, review s34 F5's shapes): a
+// decode-heavy tenant whose prompts the engines hold and a prefill-heavy tenant with cold prompts.
+// The generator is deterministic and keeps to its shapes; the simulator with --tenants 2 keeps the
+// trace's tenant names, and an engine holds the decode tenant's prompts but never the other's.
+import { describe, expect, it } from 'vitest';
+import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
+import { tenantOf } from '../../loadtest/fleet/tenants.ts';
+import { ChainInterner, parseMooncake, arrange } from '../../loadtest/fleet/trace.ts';
+import { TWO_KINDS_DEFAULTS, twoKindsJsonl, twoKindsTrace } from '../../loadtest/fleet/two-kinds.ts';
+import { fleetConfig as cfg } from '../helpers/fleet-config.ts';
+
+const small = { durationS: 240, decodeRatePerS: 0.25, prefillRatePerS: 0.25 };
+
+describe('the two-kinds workload (review s34 F5 shapes)', () => {
+  it('is deterministic for a seed and keeps to its shapes', () => {
+    const a = twoKindsTrace(small);
+    expect(twoKindsTrace(small)).toEqual(a);
+    expect(twoKindsTrace({ ...small, seed: 2 })).not.toEqual(a);
+    const decode = a.filter((r) => r.tenant === 'decode');
+    const prefill = a.filter((r) => r.tenant === 'prefill');
+    expect(decode.length).toBeGreaterThan(20);
+    expect(prefill.length).toBeGreaterThan(20);
+    for (let i = 1; i < a.length; i++) expect(a[i].timestamp).toBeGreaterThanOrEqual(a[i - 1].timestamp);
+    const [dLo, dHi] = TWO_KINDS_DEFAULTS.decodeOutputTokens;
+    const [pLo, pHi] = TWO_KINDS_DEFAULTS.prefillInputTokens;
+    const shared = TWO_KINDS_DEFAULTS.decodeSharedTokens / 512;
+    for (const r of decode) {
+      expect(r.output_length).toBeGreaterThanOrEqual(dLo);
+      expect(r.output_length).toBeLessThanOrEqual(dHi);
+      // every decode call starts with the tenant's shared prefix
+      expect(r.hash_ids.slice(0, shared)).toEqual(Array.from({ length: shared }, (_, i) => i + 1));
+    }
+    // a session's next turn extends its previous prompt
+    expect(decode[1].hash_ids.slice(0, decode[0].hash_ids.length)).toEqual(decode[0].hash_ids);
+    const seen = new Set<number>();
+    for (const r of prefill) {
+      expect(r.input_length).toBeGreaterThanOrEqual(pLo);
+      expect(r.input_length).toBeLessThanOrEqual(pHi);
+      expect(r.output_length).toBeLessThanOrEqual(TWO_KINDS_DEFAULTS.prefillOutputTokens[1]);
+      // cold: no block of a prefill call appears in any other call
+      for (const h of r.hash_ids) {
+        expect(seen.has(h)).toBe(false);
+        seen.add(h);
+      }
+    }
+    for (const r of decode) for (const h of r.hash_ids) expect(seen.has(h)).toBe(false);
+  });
+
+  it('bench fleet --tenants 2 on it: the trace names the tenants; engines hold the decode tenant’s prompts, never the prefill tenant’s', () => {
+    const reqs = arrange(parseMooncake(twoKindsJsonl(small), 'two-kinds', new ChainInterner()), 1);
+    expect(new Set(reqs.map((r) => tenantOf(r, 2)))).toEqual(new Set(['decode', 'prefill']));
+    // one tenant: the names do not split anything
+    expect(new Set(reqs.map((r) => tenantOf(r, 1)))).toEqual(new Set(['fleet']));
+    const res = simulateFleet(
+      reqs,
+      cfg('ctxgate', { workers: 2, kvTokens: 200_000, dispatch: 'admission', tenants: 2 }),
+    );
+    expect(res.outcomes.length).toBe(reqs.length);
+    const by = (t: string) => res.outcomes.filter((o) => o.tenant === t);
+    const hit = (t: string) =>
+      by(t).reduce((s, o) => s + o.cachedTokens, 0) /
+      Math.max(
+        1,
+        by(t).reduce((s, o) => s + o.inputTokens, 0),
+      );
+    expect(by('decode').length + by('prefill').length).toBe(reqs.length);
+    expect(hit('prefill')).toBe(0);
+    expect(hit('decode')).toBeGreaterThan(0.5);
+  });
+});
