@@ -1,7 +1,10 @@
 // Session affinity: session key -> worker, with idle expiry and per-worker totals (live sessions,
 // their last prompt tokens) so new sessions can be spread by expected KV footprint.
-// Map insertion order doubles as recency order (touch = delete + set), so expiry and the size
-// bound pop from the front; sweeps run every 1024 assignments: O(1) amortised per operation.
+// Recency order: a doubly linked list through the entries (a touch moves the entry to the back),
+// so expiry and the size bound pop from the front; sweeps run every 1024 assignments: O(1)
+// amortised per operation. The list keeps the order a Map's insertion order kept with a touch as
+// delete + set (what this used before), without the two Map writes per call: the Map set after the
+// delete was most of assign(), and its deleted entries made it rehash every ~size calls.
 // Per-worker totals count pinned sessions until they expire or are swept.
 
 /** Idle time after which a session no longer pins a worker (agents pause for tools, not hours). */
@@ -11,15 +14,22 @@ export const DEFAULT_MAX_SESSIONS = 200_000;
 const SWEEP_EVERY_MASK = 1023;
 
 interface Entry {
+  readonly key: string;
   worker: string;
   tokens: number;
   lastSeen: number;
+  /** neighbours in recency order (older, newer) */
+  prev: Entry | undefined;
+  next: Entry | undefined;
 }
 
 export type AffinityListener = (ev: { key: string; worker: string; tokens: number }) => void;
 
 export class SessionAffinity {
   private readonly map = new Map<string, Entry>();
+  /** least and most recently touched entries */
+  private head: Entry | undefined = undefined;
+  private tail: Entry | undefined = undefined;
   private readonly perWorker = new Map<string, { sessions: number; tokens: number }>();
   private readonly listeners: AffinityListener[] = [];
   private ops = 0;
@@ -47,7 +57,7 @@ export class SessionAffinity {
     const e = this.map.get(key);
     if (!e) return undefined;
     if (now - e.lastSeen > this.ttlMs) {
-      this.drop(key, e);
+      this.drop(e);
       return undefined;
     }
     return e;
@@ -55,15 +65,21 @@ export class SessionAffinity {
 
   assign(key: string, worker: string, tokens: number, now: number, notify = true): void {
     let e = this.map.get(key);
-    // a re-pinned session keeps its entry object (delete + set: it still moves to the back, the
-    // recency order): no allocation on a session's every call
+    // a re-pinned session keeps its entry object and moves to the back of the recency order: no
+    // allocation and no Map write on a session's every call
     if (e) {
-      this.drop(key, e);
+      const old = this.liveTotals(e.worker);
+      old.sessions--;
+      old.tokens -= e.tokens;
+      this.unlink(e);
       e.worker = worker;
       e.tokens = tokens;
       e.lastSeen = now;
-    } else e = { worker, tokens, lastSeen: now };
-    this.map.set(key, e);
+    } else {
+      e = { key, worker, tokens, lastSeen: now, prev: undefined, next: undefined };
+      this.map.set(key, e);
+    }
+    this.append(e);
     const t = this.liveTotals(worker);
     t.sessions++;
     t.tokens += tokens;
@@ -78,9 +94,11 @@ export class SessionAffinity {
   }
 
   sweep(now: number): void {
-    for (const [key, e] of this.map) {
+    for (let e = this.head; e !== undefined; ) {
       if (this.map.size <= this.maxSessions && now - e.lastSeen <= this.ttlMs) break;
-      this.drop(key, e);
+      const next = e.next;
+      this.drop(e);
+      e = next;
     }
   }
 
@@ -99,10 +117,29 @@ export class SessionAffinity {
     return t;
   }
 
-  private drop(key: string, e: Entry): void {
-    this.map.delete(key);
+  private drop(e: Entry): void {
+    this.map.delete(e.key);
+    this.unlink(e);
     const t = this.liveTotals(e.worker);
     t.sessions--;
     t.tokens -= e.tokens;
+  }
+
+  /** Takes `e` out of the recency order. */
+  private unlink(e: Entry): void {
+    if (e.prev === undefined) this.head = e.next;
+    else e.prev.next = e.next;
+    if (e.next === undefined) this.tail = e.prev;
+    else e.next.prev = e.prev;
+    e.prev = undefined;
+    e.next = undefined;
+  }
+
+  /** Puts `e` (out of the order) at its back: the most recently touched. */
+  private append(e: Entry): void {
+    e.prev = this.tail;
+    if (this.tail === undefined) this.head = e;
+    else this.tail.next = e;
+    this.tail = e;
   }
 }
