@@ -12,7 +12,8 @@
 // fleet back.
 // dispatch 'admission' (late binding, kvplanner/admission): a call that one worker's cache holds
 // (≥ locality_min_tokens beyond the runner-up, by the policy's own index) goes at arrival, where
-// the policy sends it (its cache is there and may be evicted while it waits); any other call waits
+// the policy sends it (its cache is there and may be evicted while it waits), unless another
+// tenant holds calls (the gate's rule: then it is held like any call); any other call waits
 // in a gateway-side queue (per-tenant fair, with the product's bounds: max_queued,
 // max_queued_per_tenant, max_wait_ms) until some worker can admit it (fewer engine-waiting requests
 // than max_waiting, KV usage under max_kv_usage), and the policy picks among the workers that can.
@@ -412,9 +413,11 @@ export function simulateFleet(
     if (gate) {
       const held: Held = { req, info, home: -1, homeTokens: 0, consideredMs: -1, heldMs: req.arrivalMs };
       // a call one worker's cache holds goes now, where the policy sends it: its cache is
-      // there (the turn before may still be running), and waiting would let it be evicted
+      // there (the turn before may still be running), and waiting would let it be evicted;
+      // unless another tenant holds calls (the gate's rule, admission-gate.ts: those go first, by
+      // turns, so one tenant's continuations cannot keep the workers busy while another's wait)
       findHome(held);
-      if (held.homeTokens >= localityMinTokens) {
+      if (held.homeTokens >= localityMinTokens && !gate.othersWaiting(info.tenant)) {
         boundAtArrival++;
         dispatch(req, info, views, req.arrivalMs);
         return;

@@ -350,4 +350,47 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it("a call whose prefix one worker holds goes at arrival only while no other tenant holds calls (the gate's rule)", () => {
+    // no worker ever admits (max_kv_usage 0): held calls spill at max_wait_ms (1 s). d1 spills at
+    // 1 s and leaves its prefix on a worker; p (another tenant, cold) is held from 5 s to 6 s; d2
+    // (d1's prefix + 4 blocks) arrives at 5.5 s
+    const recs: MooncakeRecord[] = [
+      { timestamp: 0, input_length: 8 * 512, output_length: 8, hash_ids: [1, 2, 3, 4, 5, 6, 7, 8], tenant: 'd' },
+      {
+        timestamp: 5_000,
+        input_length: 8 * 512,
+        output_length: 8,
+        hash_ids: [21, 22, 23, 24, 25, 26, 27, 28],
+        tenant: 'p',
+      },
+      {
+        timestamp: 5_500,
+        input_length: 12 * 512,
+        output_length: 8,
+        hash_ids: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        tenant: 'd',
+      },
+    ];
+    const reqs = load(recs);
+    const run = (tenants: number) =>
+      simulateFleet(
+        reqs,
+        cfg('ctxgate', {
+          workers: 2,
+          dispatch: 'admission',
+          tenants,
+          admission: { max_kv_usage: 0, max_wait_ms: 1_000 },
+        }),
+      );
+    const d2 = (r: ReturnType<typeof simulateFleet>) => r.outcomes.find((o) => o.id === 2)!;
+    // one tenant: d2 goes at arrival to the worker holding its prefix
+    const one = run(1);
+    expect(one.boundAtArrival).toBe(1);
+    expect(d2(one).firstScheduledMs).toBeLessThan(6_000);
+    // two tenants: p is held, so d2 is held too (and spills at its deadline)
+    const two = run(2);
+    expect(two.boundAtArrival).toBe(0);
+    expect(d2(two).firstScheduledMs).toBeGreaterThanOrEqual(6_500);
+  });
 });
