@@ -182,8 +182,9 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
 
   app.removeContentTypeParser('application/json');
   // Parsed incrementally against the tenant's recent bodies (body/body-memo.ts): exactly JSON.parse.
-  // A body is kept only when its route accepts it (proxy/handle.ts). Read with spare room after it
-  // (body/read-body.ts) for the upstream body's splice (proxy/body.ts).
+  // A body is kept only when its route accepts it (proxy/handle.ts). Read as Node delivered it when
+  // it came in one chunk, else copied with spare room after it (body/read-body.ts), for the upstream
+  // body's splice (proxy/body.ts).
   const bodies = ctx.bodies;
   const bodyLimit = config.limits.max_body_bytes;
   const parseBody = (req: FastifyRequest, buf: Buffer, room: Buffer | undefined, done: ParserDone): void => {

@@ -34,7 +34,8 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEO
 
 export interface UpstreamRequest {
   path: string;
-  body: Buffer | string;
+  /** Pieces are sent one after the other (proxy/body.ts). */
+  body: Buffer | string | readonly Buffer[];
   headers: Record<string, string>;
   /** Aborted when the client leaves or the shutdown deadline passes. */
   signal: AbortLike;
@@ -45,7 +46,7 @@ export interface UpstreamRequest {
   attempts: number;
   /** A span per routing decision and per attempt; traceparent sent upstream. */
   trace?: RequestTrace;
-  /** Called once the first attempt's request was dispatched (send-gate.ts). */
+  /** Called once, when the first request went out (upstream-response.ts onSent; send-gate.ts). */
   onSent?: () => void;
 }
 
@@ -84,6 +85,9 @@ export class UpstreamCall {
   private readonly observers: AttemptObserver[];
   /** A call late binding held: the workers its first attempt is routed among (admission-gate.ts). */
   private only: Release;
+  /** req.onSent, at most once (an attempt that failed before its body went out leaves it to the next). */
+  private readonly sentOnce: () => void;
+  private sent = false;
 
   constructor(
     private readonly route: ModelRoute,
@@ -101,6 +105,13 @@ export class UpstreamCall {
     // late binding: an attempt's end may let a worker admit a held call
     const gate = gateFor(route);
     if (gate) this.observers.push(gate.observer);
+    this.sentOnce = this.markSent.bind(this);
+  }
+
+  private markSent(): void {
+    if (this.sent) return;
+    this.sent = true;
+    this.req.onSent?.();
   }
 
   async run(consumer: ResponseConsumer): Promise<CallResult> {
@@ -127,9 +138,9 @@ export class UpstreamCall {
           headers: this.headersFor(a),
           body: req.body,
           signal: a.deadline.signal,
+          // On the wire (or in undici's queue): the work left for after the send runs then, while the worker computes.
+          onSent: this.sentOnce,
         });
-        // On the wire (or in undici's queue): the work left for after the send runs now, while the worker computes.
-        if (n === 1) req.onSent?.();
         res = await sending;
       } catch (err) {
         const stop = this.stopped(a);

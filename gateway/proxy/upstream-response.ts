@@ -13,6 +13,10 @@
 // An iteration left early (return / throw in the for-await) aborts the upstream request, as
 // destroying request()'s body did. Cost per chunk: an array push; per call: one handler, one
 // promise for the headers, one per wait of the consumer.
+// A body in pieces (proxy/body.ts: the client's bytes and the splice, no copy of the body) goes as
+// undici's iterable body with its content-length given, so the header bytes are a buffer body's;
+// undici writes it from a microtask after the dispatch (one socket write per piece), so `onSent`
+// waits for its last piece.
 import { StringDecoder } from 'node:string_decoder';
 import { type Dispatcher, errors, util } from 'undici';
 import type { AttemptSignal } from './attempt-deadline.ts';
@@ -32,9 +36,16 @@ export interface UpstreamRequestOptions {
   method: 'POST';
   path: string;
   headers: Record<string, string>;
-  body: Buffer | string;
+  /** Pieces are sent one after the other (their bytes concatenated). */
+  body: Buffer | string | readonly Buffer[];
   /** The attempt's signal: its abort ends the call with its reason. */
   signal: AttemptSignal;
+  /**
+   * Called once the request went out: right after the dispatch for a buffer or string (undici
+   * writes it to a connected socket within the dispatch call), once undici wrote the last piece
+   * for pieces; or at the response's headers or the request's failure if those come first.
+   */
+  onSent?: () => void;
 }
 
 function abortReason(signal: AttemptSignal): Error {
@@ -190,9 +201,23 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
     private readonly signal: AttemptSignal,
     private readonly resolve: (r: UpstreamResponse) => void,
     private readonly reject: (err: Error) => void,
+    /** Pieces only: UpstreamRequestOptions.onSent, called from here (once). */
+    private onSent: (() => void) | undefined,
   ) {
     this.onAbort = this.aborted.bind(this);
     signal.once('abort', this.onAbort);
+  }
+
+  private sent(): void {
+    const f = this.onSent;
+    if (f === undefined) return;
+    this.onSent = undefined;
+    f();
+  }
+
+  /** undici wrote the whole body. */
+  onRequestSent(): void {
+    this.sent();
   }
 
   private aborted(): void {
@@ -220,6 +245,9 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // An answer before the whole body went out (a worker refusing early): what waits for the send
+    // must not wait longer (the relay waits for the stored state, which waits for the send).
+    this.sent();
     if (statusCode < 200) return true;
     this.started = true;
     this.body.resumeSocket = resume;
@@ -242,6 +270,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   onError(err: Error): void {
     this.stop();
     this.failWith(err);
+    this.sent();
   }
 }
 
@@ -250,14 +279,26 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
  * with undici's error (connect refused, reset, its timeouts) or the signal's reason.
  */
 export function requestUpstream(pool: Dispatcher, opts: UpstreamRequestOptions): Promise<UpstreamResponse> {
-  const { signal } = opts;
+  const { signal, body } = opts;
   if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<UpstreamResponse>((resolve, reject) => {
-    const handler = new UpstreamHandler(signal, resolve, reject);
+  const pieces = typeof body !== 'string' && !Buffer.isBuffer(body);
+  let headers = opts.headers;
+  if (pieces) {
+    let length = 0;
+    for (const p of body) length += p.length;
+    headers = { ...headers, 'content-length': String(length) };
+  }
+  // undici takes any iterable of buffers as a body (core/request.js); its DispatchOptions type
+  // does not say so.
+  const payload = body as Dispatcher.DispatchOptions['body'];
+  const sending = new Promise<UpstreamResponse>((resolve, reject) => {
+    const handler = new UpstreamHandler(signal, resolve, reject, pieces ? opts.onSent : undefined);
     try {
-      pool.dispatch({ method: opts.method, path: opts.path, headers: opts.headers, body: opts.body }, handler);
+      pool.dispatch({ method: opts.method, path: opts.path, headers, body: payload }, handler);
     } catch (err) {
       handler.onError(err as Error);
     }
   });
+  if (!pieces) opts.onSent?.();
+  return sending;
 }

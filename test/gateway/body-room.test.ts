@@ -1,15 +1,17 @@
-// The upstream body's splice written in place into the room after the client's bytes
-// (body/read-body.ts, proxy/body.ts): the same bytes as the copying splice, every case; through a
-// real gateway the upstream receives them; a body the memo keeps is written only from its last `}`
-// on (the memo holds the bytes before it, which stay the client's); over-limit bodies are still
-// refused as before, chunked ones included.
+// The upstream body's splice (body/read-body.ts, proxy/body.ts): written in place into the room
+// after a copied body's bytes, or sent as two pieces (the client's bytes, a view, and the addition)
+// for a body read as one chunk: the same bytes as the copying splice, every case; through a real
+// gateway the upstream receives them; a body the memo keeps is never written before its last `}`
+// (the memo holds the bytes before it, which stay the client's), and one read as one chunk is kept
+// as Node delivered it, with no copy; over-limit bodies are still refused as before, chunked ones
+// included.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { BodyMemo } from '../../gateway/body/body-memo.ts';
 import { BODY_ROOM } from '../../gateway/body/read-body.ts';
-import { upstreamBody } from '../../gateway/proxy/body.ts';
+import { joinedBytes, SPLICE_PIECES_MIN_BYTES, type UpstreamBytes, upstreamBody } from '../../gateway/proxy/body.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 
 /** `raw` copied into an allocation with `spare` bytes after it (filled with junk), as read-body.ts does. */
@@ -19,7 +21,10 @@ function withRoom(raw: Buffer, spare = BODY_ROOM): { raw: Buffer; room: Buffer }
   return { raw: room.subarray(0, raw.length), room };
 }
 
-const bytes = (b: Buffer | string): Buffer => (typeof b === 'string' ? Buffer.from(b) : b);
+const bytes = (b: UpstreamBytes): Buffer => {
+  const j = joinedBytes(b);
+  return typeof j === 'string' ? Buffer.from(j) : j;
+};
 
 describe('upstreamBody in place', () => {
   const bodies = [
@@ -44,6 +49,30 @@ describe('upstreamBody in place', () => {
         const out = JSON.parse(bytes(inPlace.bytes).toString()) as Record<string, unknown>;
         if (salt !== undefined) expect(out.cache_salt).toBe(salt);
       });
+
+  it('without a room, a body from SPLICE_PIECES_MIN_BYTES on goes as two pieces: the raw bytes (a view) and the addition', () => {
+    for (const n of [SPLICE_PIECES_MIN_BYTES - 200, SPLICE_PIECES_MIN_BYTES, 64_000])
+      for (const tail of ['', '\n', '  \r\n'])
+        for (const stream of [false, true]) {
+          const text = `{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(n)}"}]${stream ? ',"stream":true' : ''}}${tail}`;
+          const parsed = JSON.parse(text) as Record<string, unknown>;
+          const raw = Buffer.from(text);
+          const out = upstreamBody(raw, parsed, parsed, stream, undefined, 'sält-🎉');
+          const { raw: r2, room } = withRoom(Buffer.from(text));
+          const inPlace = upstreamBody(r2, parsed, parsed, stream, undefined, 'sält-🎉', room);
+          expect(bytes(out.bytes).equals(bytes(inPlace.bytes))).toBe(true);
+          if (raw.length < SPLICE_PIECES_MIN_BYTES) {
+            expect(Buffer.isBuffer(out.bytes)).toBe(true);
+            continue;
+          }
+          const pieces = out.bytes as readonly Buffer[];
+          expect(pieces.length).toBe(2);
+          // the first piece is the client's bytes up to the last brace, not a copy of them
+          expect(pieces[0].buffer).toBe(raw.buffer);
+          expect(pieces[0].length).toBe(text.lastIndexOf('}'));
+          expect(raw.toString()).toBe(text);
+        }
+  });
 
   it('copies when the room is too small, leaving the raw bytes as they were', () => {
     const text = '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}';
@@ -182,7 +211,7 @@ describe('through the gateway', () => {
     }
   });
 
-  it("a body the memo keeps is spliced in place after its last brace: the memo's bytes stay the client's", async () => {
+  it('a body the memo keeps, read as one chunk, is kept with no copy and goes upstream in pieces', async () => {
     const first = chat('kept', 20_000);
     const second = first.replace(/\]\}\n$/, ',{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}\n');
     const ups: Buffer[] = [];
@@ -199,7 +228,30 @@ describe('through the gateway', () => {
       // each kept body is a client body up to its last `}`
       const text = k.toString();
       expect(sent.some((s) => s.slice(0, s.lastIndexOf('}')) === text)).toBe(true);
-      // and its allocation holds the upstream body: the splice went in place, no copy
+      // as Node's HTTP parser delivered it: its allocation is the body, up to the brace and what
+      // followed it, and nothing was written after it (no copy, no room)
+      expect(k.byteOffset).toBe(0);
+      const whole = Buffer.from(k.buffer, 0, k.buffer.byteLength);
+      expect(sent.some((s) => s === whole.toString())).toBe(true);
+    }
+  });
+
+  it("a body the memo keeps, read in chunks, is spliced in place after its last brace: the memo's bytes stay the client's", async () => {
+    const first = chat('kept', 40_000, ',"stream":false');
+    const second = first.replace(/\]\}\n$/, ',{"role":"assistant","content":"a"},{"role":"user","content":"b"}]}\n');
+    const ups: Buffer[] = [];
+    for (const body of [first, second, second]) {
+      const n = seen.length;
+      expect((await post(body, true)).status).toBe(200);
+      expect(seen[n].equals(expected(body))).toBe(true);
+      ups.push(seen[n]);
+    }
+    const memo = gw.ctx.bodies as unknown as { lru: Set<{ body: { bytes: Buffer } }> };
+    const kept = [...memo.lru].map((k) => k.body.bytes).filter((k) => k.length > 30_000);
+    expect(kept.length).toBeGreaterThan(0);
+    for (const k of kept) {
+      expect(sent.some((s) => s.slice(0, s.lastIndexOf('}')) === k.toString())).toBe(true);
+      // its allocation holds the upstream body: the splice went in place, no copy
       const whole = Buffer.from(k.buffer, k.byteOffset, k.buffer.byteLength - k.byteOffset);
       expect(ups.some((u) => whole.subarray(0, u.length).equals(u))).toBe(true);
     }

@@ -89,6 +89,56 @@ describe('requestUpstream', () => {
     expect(mine['x-twice']).toEqual(['1', '2']);
   });
 
+  it('sends a body in pieces as the same bytes and headers as one buffer, onSent once its last piece went out', async () => {
+    const seen: { raw: string[]; body: Buffer }[] = [];
+    // the server answers only when told: onSent must come from the send, not from the answer
+    const held: ServerResponse[] = [];
+    routes.set('/pieces', (_req, res) => {
+      held.push(res);
+    });
+    const record = (req: IncomingMessage): void => {
+      if (req.url !== '/pieces') return;
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => seen.push({ raw: req.rawHeaders, body: Buffer.concat(parts) }));
+    };
+    server.prependListener('request', record);
+    try {
+      const text = `{"model":"m","messages":[{"role":"user","content":"${'é'.repeat(20_000)}"}]}`;
+      const whole = Buffer.from(text);
+      const cut = whole.length - 7;
+      let sent = 0;
+      for (const body of [whole, [whole.subarray(0, cut), whole.subarray(cut)]] as const) {
+        const before = sent;
+        const r = requestUpstream(pool, {
+          method: 'POST',
+          path: '/pieces',
+          headers: { 'content-type': 'application/json', 'x-request-id': 'r1' },
+          body,
+          signal: new AttemptSignal(),
+          onSent: () => sent++,
+        });
+        // a buffer: right after the dispatch; pieces: later, once undici wrote the last one
+        expect(sent - before).toBe(Array.isArray(body) ? 0 : 1);
+        await until(() => sent - before === 1 && held.length === seen.length && seen.length > 0);
+        const res = held.at(-1)!;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{}');
+        const answer = await r;
+        await answer.body.readAll();
+        expect(answer.statusCode).toBe(200);
+        expect(sent - before).toBe(1);
+      }
+      expect(seen.length).toBe(2);
+      expect(seen[1].body.equals(whole)).toBe(true);
+      expect(seen[1].raw).toEqual(seen[0].raw);
+      expect(seen[1].raw.map((h) => h.toLowerCase())).not.toContain('transfer-encoding');
+      expect(seen[1].raw).toContain(String(whole.length));
+    } finally {
+      server.off('request', record);
+    }
+  });
+
   it('iterates strings with a character split across chunks kept whole', async () => {
     const text = 'naïve — 😀 done';
     const bytes = Buffer.from(text);
