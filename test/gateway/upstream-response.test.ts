@@ -12,6 +12,7 @@ import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttemptSignal } from '../../gateway/proxy/attempt-deadline.ts';
 import { BODY_HIGH_WATER_BYTES, requestUpstream } from '../../gateway/proxy/upstream-response.ts';
+import { until } from '../helpers/until.ts';
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 const routes = new Map<string, Route>();
@@ -47,11 +48,6 @@ const send = (path: string, signal = new AttemptSignal()) =>
     body: Buffer.from('{"x":1}'),
     signal,
   });
-
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await sleep(10);
-  expect(cond()).toBe(true);
-}
 
 /**
  * A finished call leaves no listener on its attempt's signal: one left behind would retain the
