@@ -8,6 +8,9 @@ export interface WorkerView {
   healthy: boolean;
   /** Requests the gateway has in flight on this worker now. */
   inFlight: number;
+  /** Of those, the ones that have not answered a first byte yet (the rest are answering: the
+   *  engine is decoding them, or has finished and the gateway is still relaying or storing). */
+  awaitingFirstByte?: number;
   /** Prompt tokens the gateway predicts this worker still has to prefill (queued + running). */
   queuedPrefillTokens: number;
   /** Configured max in-flight (0 = unlimited). */

@@ -8,8 +8,9 @@
 // one tenant, as in the fleet simulator, the rule is the simulator's). Otherwise it waits in a
 // per-tenant fair queue (kvplanner/admission/fair-queue.ts) until a worker can admit it: fewer
 // waiting requests than max_waiting and KV usage under max_kv_usage, where "waiting" is the larger
-// of the engine's scraped vllm:num_requests_waiting and the calls the gateway has in flight there
-// beyond the engine's running count (what it sent since the last scrape). A free worker takes the
+// of the engine's scraped vllm:num_requests_waiting and the gateway's calls there without a first
+// byte beyond what the engine runs in prefill (what it sent since the last scrape; a call that
+// answered never counts, though it stays in flight while a slow reader drains it). A free worker takes the
 // first of the next locality_window held calls it holds, or that no worker holds; a call whose
 // holder is busy is passed over for up to locality_wait_ms (delay scheduling). A released call is
 // routed among the workers that could admit it at release (its holder alone when that one could),
@@ -298,8 +299,15 @@ export class AdmissionGate {
       const v = w.view();
       if (!v.healthy) continue;
       const e = v.engine;
-      // calls sent since the engine last reported count as waiting there until it says otherwise
-      const sent = e?.running !== undefined ? Math.max(0, v.inFlight - e.running) : 0;
+      // calls sent since the engine last reported count as waiting there until it says otherwise:
+      // those without a first byte that the engine's running count does not cover. Only running
+      // calls beyond the answering ones (in prefill) can cover them: a call that answered and is
+      // still in flight may be done at the engine, its answer relayed to a slow reader or stored,
+      // and must never count as waiting (a client holding unread streams would hold every
+      // tenant's calls at the gate with the engine idle).
+      const awaiting = v.awaitingFirstByte ?? v.inFlight;
+      const sent =
+        e?.running !== undefined ? Math.max(0, awaiting - Math.max(0, e.running - (v.inFlight - awaiting))) : 0;
       out.push(e ? { ...v, engine: { ...e, waiting: Math.max(e.waiting ?? 0, sent) } } : v);
     }
     return out;

@@ -38,6 +38,8 @@ export class Worker {
   /** Answered at least once (a health check, or a request): /ready waits for this, not for `healthy`. */
   verified = false;
   inFlight = 0;
+  /** Attempts begun here that have not answered a first byte (nor ended without one). */
+  awaitingFirstByte = 0;
   /** Requests sent to this worker since start (KV-event staleness compares it across batches). */
   requestsStarted = 0;
   queuedPrefillTokens = 0;
@@ -78,6 +80,7 @@ export class Worker {
       url: this.url,
       healthy: true,
       inFlight: 0,
+      awaitingFirstByte: 0,
       queuedPrefillTokens: 0,
       maxInFlight: this.maxInFlight,
       kvTokens: this.kvTokens,
@@ -101,6 +104,7 @@ export class Worker {
     const v = this.routingView;
     v.healthy = this.healthy;
     v.inFlight = this.inFlight;
+    v.awaitingFirstByte = this.awaitingFirstByte;
     v.queuedPrefillTokens = this.queuedPrefillTokens;
     v.kvTokens = this.kvTokens;
     v.engine = this.engine;
@@ -110,6 +114,7 @@ export class Worker {
   begin(prefillTokens: number): void {
     this.requestsStarted++;
     this.inFlight++;
+    this.awaitingFirstByte++;
     this.queuedPrefillTokens += prefillTokens;
     this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);
   }
@@ -117,6 +122,8 @@ export class Worker {
   /** Prefill is done once the first byte came back; the tokens leave the queue then. */
   prefillDone(prefillTokens: number): void {
     this.queuedPrefillTokens = Math.max(0, this.queuedPrefillTokens - prefillTokens);
+    // once per attempt: at its first byte, or at its end when none came (attempt.ts workerObserver)
+    this.awaitingFirstByte = Math.max(0, this.awaitingFirstByte - 1);
   }
 
   end(): void {

@@ -483,6 +483,28 @@ describe('AdmissionGate', () => {
     expect(gated.refused).toBeGreaterThan(0);
   });
 
+  it("counts as waiting at an engine only its calls without a first byte that the engine's prefill does not cover: an answered call still in flight (a slow reader, a store) never counts (review s35 F5)", () => {
+    // max_waiting 1 here; the engine reports nothing waiting
+    const admitWith = (inFlight: number, awaitingFirstByte: number | undefined, running: number) => {
+      const w = { ...worker('w0', 0), inFlight, awaitingFirstByte, engine: { waiting: 0, running } };
+      const a = make([w]).admit(info('a', 's1'), new AbortController().signal);
+      // a held call is answered 'test over' when its gate closes after the test
+      if (a instanceof Promise) a.catch(() => undefined);
+      return a;
+    };
+    // two answered streams the engine finished, still relayed to a client that does not read
+    expect(admitWith(2, 0, 0)).not.toBeInstanceOf(Promise);
+    // one sent since the scrape, not yet answering: waiting there until the engine says otherwise
+    expect(admitWith(2, 1, 0)).toBeInstanceOf(Promise);
+    // two answering and running, one more running in prefill: that one covers the call sent
+    expect(admitWith(3, 1, 3)).not.toBeInstanceOf(Promise);
+    // two answering and running, nothing in prefill: the call sent is not covered
+    expect(admitWith(3, 1, 2)).toBeInstanceOf(Promise);
+    // a view without the count: every call in flight beyond the running ones counts, as before
+    expect(admitWith(1, undefined, 0)).toBeInstanceOf(Promise);
+    expect(admitWith(1, undefined, 1)).not.toBeInstanceOf(Promise);
+  });
+
   it('a call whose client already left is never held (an abort listener added now would never fire)', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);
