@@ -47,7 +47,8 @@ export const help = `ctxgate bench fleet TRACE... [options]
 Discrete-event simulation of a fleet of vLLM engines (virtual clock: continuous batching,
 chunked prefill, prefix cache, KV admission and preemption) behind each routing policy, the
 same arrivals for every policy. TRACE: Mooncake JSONL (timestamp, input_length, output_length,
-hash_ids of 512-token blocks); several files share one clock and one block namespace.
+hash_ids of 512-token blocks); several files share one clock and one block namespace;
+two-kinds[:SEED] generates two unlike tenants' workload (loadtest/fleet/two-kinds.ts) in place of a file.
 Or agent sessions (files or folders): the gateway's capture files and request-stream JSONL,
 mini-swe-agent .traj.json, SWE-agent .traj, aider .llm.history. Each call is rendered with the
 chat template and tokenised (--tokenizer), its blocks hashed as engines and the gateway chain

@@ -9,6 +9,11 @@ import { gunzipSync } from 'node:zlib';
 import { readSessions } from '../formats/read-sessions.ts';
 import { type SessionInputOptions, sessionRequests } from './sessions.ts';
 import { arrange, ChainInterner, type FleetRequest, parseMooncake } from './trace.ts';
+import { twoKindsJsonl } from './two-kinds.ts';
+
+/** `two-kinds` or `two-kinds:SEED` in place of a file: the generated two-tenant workload
+ *  (two-kinds.ts, its defaults), so the figures taken on it run from the command line. */
+export const GENERATED_TWO_KINDS = /^two-kinds(?::(\d+))?$/;
 
 export interface InputOptions {
   rateScale: number;
@@ -33,6 +38,7 @@ export function isMooncakeText(text: string): boolean {
 
 /** Whether `path` is a Mooncake trace: a plain or gzipped JSONL file whose first record has hash_ids. */
 async function isMooncakeFile(path: string): Promise<boolean> {
+  if (GENERATED_TWO_KINDS.test(path)) return true;
   if ((await stat(path)).isDirectory() || !/\.jsonl(\.gz)?$/.test(path)) return false;
   if (path.endsWith('.gz')) return isMooncakeText(gunzipSync(await readFile(path)).toString('utf8'));
   // the first line only: a capture file's lines can be megabytes
@@ -74,8 +80,11 @@ export async function loadFleetInputs(paths: string[], o: InputOptions): Promise
   }
   const all: FleetRequest[] = [];
   for (const p of paths) {
-    const raw = await readFile(p);
-    const text = (p.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
+    const g = GENERATED_TWO_KINDS.exec(p);
+    const raw = g ? undefined : await readFile(p);
+    const text = raw
+      ? (p.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8')
+      : twoKindsJsonl(g?.[1] ? { seed: Number(g[1]) } : {});
     all.push(...parseMooncake(text, p, chain, all.length));
   }
   return arrange(all, o.rateScale, o.durationS);

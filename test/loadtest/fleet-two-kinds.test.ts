@@ -3,6 +3,7 @@
 // The generator is deterministic and keeps to its shapes; the simulator with --tenants 2 keeps the
 // trace's tenant names, and an engine holds the decode tenant's prompts but never the other's.
 import { describe, expect, it } from 'vitest';
+import { inputKind, loadFleetInputs } from '../../loadtest/fleet/inputs.ts';
 import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { tenantOf } from '../../loadtest/fleet/tenants.ts';
 import { ChainInterner, parseMooncake, arrange } from '../../loadtest/fleet/trace.ts';
@@ -66,5 +67,17 @@ describe('the two-kinds workload (review s34 F5 shapes)', () => {
     expect(by('decode').length + by('prefill').length).toBe(reqs.length);
     expect(hit('prefill')).toBe(0);
     expect(hit('decode')).toBeGreaterThan(0.5);
+  });
+  it("is bench fleet's `two-kinds[:SEED]` input: the generator's default trace (or that seed's) in place of a file", async () => {
+    expect(await inputKind(['two-kinds', 'two-kinds:2'])).toBe('mooncake');
+    const direct = (seed?: number) =>
+      arrange(parseMooncake(twoKindsJsonl(seed ? { seed } : {}), 'two-kinds', new ChainInterner()), 1);
+    const strip = (rs: { arrivalMs: number; inputTokens: number; outputTokens: number; tenant?: string }[]) =>
+      rs.map((r) => [r.arrivalMs, r.inputTokens, r.outputTokens, r.tenant]);
+    const viaInput = await loadFleetInputs(['two-kinds'], { rateScale: 1 });
+    expect(viaInput.length).toBeGreaterThan(100);
+    expect(strip(viaInput)).toEqual(strip(direct()));
+    expect(strip(await loadFleetInputs(['two-kinds:2'], { rateScale: 1 }))).toEqual(strip(direct(2)));
+    expect(strip(await loadFleetInputs(['two-kinds:2'], { rateScale: 1 }))).not.toEqual(strip(viaInput));
   });
 });
