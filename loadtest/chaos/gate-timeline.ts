@@ -3,7 +3,7 @@
 // /v1/gateway/workers) the way an operator would. Printed for the seconds around hung calls, so a
 // call that got no byte for 15 s shows whether it waited at the gate (held, which workers could
 // admit) or at a worker. Cost: two small GETs per tick; at most TIMELINE_MAX ticks kept.
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 
 export const TIMELINE_EVERY_MS = 500;
 const TIMELINE_MAX = 2_400;
@@ -53,20 +53,23 @@ interface WorkersPage {
   }[];
 }
 
-async function text(url: string): Promise<string> {
-  const r = await request(url, { headersTimeout: 2_000, bodyTimeout: 2_000 });
+async function text(url: string, dispatcher: Agent): Promise<string> {
+  const r = await request(url, { dispatcher, headersTimeout: 2_000, bodyTimeout: 2_000 });
   return r.body.text();
 }
 
 /** Polls `gatewayUrl` until stop(); a tick whose GETs fail is skipped (the gateway is busy). */
 export function startGateTimeline(gatewayUrl: string, t0: number): { stop(): GateTick[] } {
   const ticks: GateTick[] = [];
+  // its own connections, closed at stop(): kept alive (the gateway offers 72 s) they would count
+  // among the gateway's sockets at the end reading
+  const agent = new Agent();
   let busy = false;
   const timer = setInterval(() => {
     if (busy || ticks.length >= TIMELINE_MAX) return;
     busy = true;
     const atMs = Date.now() - t0;
-    Promise.all([text(`${gatewayUrl}/metrics`), text(`${gatewayUrl}/v1/gateway/workers`)])
+    Promise.all([text(`${gatewayUrl}/metrics`, agent), text(`${gatewayUrl}/v1/gateway/workers`, agent)])
       .then(([m, w]) => {
         const page = JSON.parse(w) as WorkersPage;
         const workers = (page.models ?? []).flatMap((x) => x.workers ?? []);
@@ -85,6 +88,7 @@ export function startGateTimeline(gatewayUrl: string, t0: number): { stop(): Gat
   return {
     stop: () => {
       clearInterval(timer);
+      void agent.close();
       return ticks;
     },
   };
