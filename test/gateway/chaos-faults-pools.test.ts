@@ -86,6 +86,24 @@ async function round(): Promise<Outcome[]> {
 }
 
 /** Nothing in flight, running, pending or queued anywhere once the calls are answered. */
+/** With `fault` set on worker a, every call of a round is answered by b; then a is `cleared`. */
+async function allAnsweredByB(
+  fault: Parameters<SimWorker['setFault']>[0],
+  cleared: Parameters<SimWorker['setFault']>[0],
+): Promise<void> {
+  a.setFault(fault);
+  try {
+    for (const o of await round()) {
+      expect(o.worker).toBe('b');
+      expect(o.text).not.toBe('');
+      expect(o.streamError).toBeUndefined();
+    }
+  } finally {
+    a.setFault(cleared);
+  }
+  await drained();
+}
+
 async function drained(): Promise<void> {
   const workers = [...gw.ctx.fleet.values()].flatMap((r) => r.workers);
   const residue = () =>
@@ -122,17 +140,7 @@ describe('chaos fault kinds, one at a time, with bodies over 16 KiB', () => {
   });
 
   it('a hung worker: each call given up there is answered by the other', async () => {
-    a.setFault({ hangMs: 30_000 });
-    try {
-      for (const o of await round()) {
-        expect(o.worker).toBe('b');
-        expect(o.text).not.toBe('');
-        expect(o.streamError).toBeUndefined();
-      }
-    } finally {
-      a.setFault({ hangMs: 0 });
-    }
-    await drained();
+    await allAnsweredByB({ hangMs: 30_000 }, { hangMs: 0 });
   });
 
   it('a worker dying mid-stream: streams it served end with the error event, the rest are answered', async () => {
@@ -153,17 +161,7 @@ describe('chaos fault kinds, one at a time, with bodies over 16 KiB', () => {
   });
 
   it('a worker answering 503: every call is answered by the other', async () => {
-    a.setFault({ failRate: 1, failStatus: 503 });
-    try {
-      for (const o of await round()) {
-        expect(o.worker).toBe('b');
-        expect(o.text).not.toBe('');
-        expect(o.streamError).toBeUndefined();
-      }
-    } finally {
-      a.setFault({ failRate: 0 });
-    }
-    await drained();
+    await allAnsweredByB({ failRate: 1, failStatus: 503 }, { failRate: 0 });
   });
 
   it('after all four, both workers answer and nothing is left behind', async () => {
