@@ -5,30 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { DEFAULT_SLICE_MIN_CHARS, promptChars } from '../../middleware/perf/time-slices.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
+import { turnsDuring } from '../helpers/event-loop-turns.ts';
 
 function text(n: number, seed: number): string {
   const words = ['def ', 'return x', ' = 1;\n', 'src/app.py:12 ', '{"k": [1, 2]} ', 'naïve ', '\t\tif ok:\n'];
   let s = '';
   for (let i = seed; s.length < n; i = (i * 31 + 7) % 9973) s += words[i % words.length];
   return s;
-}
-
-/** Macrotask turns the event loop took while `work` ran. */
-async function turnsDuring(work: () => Promise<unknown>): Promise<number> {
-  let turns = 0;
-  let done = false;
-  const tick = (): void => {
-    if (done) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  // The ticker's first turn is queued before the work starts; count only those during it.
-  await new Promise<void>((r) => setImmediate(r));
-  const before = turns;
-  await work();
-  done = true;
-  return turns - before;
 }
 
 describe('time slices', () => {
