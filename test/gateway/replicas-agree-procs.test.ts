@@ -190,6 +190,9 @@ describe('replicas agree on a session’s home: two gateway processes, one redis
     expect(one.flips).toBe(0);
     // a flip only where a replica counted a Redis failure (it then routed on its own view)
     expect(two.flips).toBeLessThanOrEqual(errors);
+    // say which branch ran, so a CI log shows whether the strict checks below were reached
+    if (errors > 0)
+      console.warn(`replicas-agree: ${errors} Redis errors counted, ${two.flips} flips: strict checks skipped`);
     if (errors === 0) {
       expect(two.flips).toBe(0);
       expect(two.homes.size).toBe(1);

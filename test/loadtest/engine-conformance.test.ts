@@ -60,9 +60,11 @@ describe('vLLM prefix caching (tests/v1/core/test_prefix_caching.py) on the refe
     expect(c.has(range(last, last + 3 * 16))).toBe(1);
   });
 
-  it('test_hash_block_correct_reuse / chaining: a block only hits under its whole prefix', () => {
-    // cache [0..7] (two blocks of 4), then send [4,5,6,7,...]: its first block equals the second
-    // cached block's tokens, but not its prefix — 0 cached. Breaks if keys stop chaining.
+  it('chaining: a block only hits under its whole prefix', () => {
+    // Not an upstream case (upstream's test_hash_block_correct_reuse checks that a reused block's hash
+    // is reset): the chaining scenario. Cache [0..7] (two blocks of 4), then send [4,5,6,7,...]: its
+    // first block equals the second cached block's tokens, but not its prefix — 0 cached. Breaks if
+    // keys stop chaining.
     const c = new BlockCache(64, 4);
     c.finish(c.begin([0, 1, 2, 3, 4, 5, 6, 7, 8]), []);
     expect(c.begin([4, 5, 6, 7, 8, 9, 10, 11, 12]).cachedTokens).toBe(0);
