@@ -1,33 +1,39 @@
 // The fake upstream's KV block pool: the reference worker's BlockPool (sim-worker/block-pool.ts:
 // a fixed number of blocks, cached blocks keyed by their chain hash, unreferenced ones evicted
-// least-recently-freed first) with the free queue kept lazily: freeing a block appends it to an
-// array with a fresh stamp instead of moving it to the back of a Map (a delete and a set per block
-// of every prompt, most of the fake's time), and eviction takes the oldest entry whose stamp is the
-// block's current one and that no request holds. The victims are BlockPool's: the live entries,
-// in array order, are the free blocks in the order they were last freed.
+// least-recently-freed first) with the free queue kept as a list threaded through the blocks
+// themselves: freeing a block links it at the back, taking a free block again unlinks it, and
+// eviction takes the front (a Map delete and set per block of every prompt, as BlockPool does,
+// was most of the fake's time). The victims are BlockPool's: the list holds exactly the free
+// blocks, in the order they were last freed.
+// It replaced a lazy array of (block, stamp) entries compacted once mostly stale: amortised O(1),
+// but each compaction walked ~250k entries at the default 1M-token capacity in one go, 13-17 ms
+// that landed inside one call in ~300 (a CPU profile of the fake during `bench overhead`'s c1
+// runs: the slowest 2 % of calls, direct and through ctxgate alike, spent most of their time there).
 // Lookups along a chain: each block remembers the block that followed it in the last request that
 // held it (`next`), and find() tries that one first: a session's next call resends its chain, so
 // its blocks are found by a key compare each instead of a lookup in a Map of every cached block
 // (the hint is only taken while it is cached under that key: same result as the Map's).
-// Cost: O(1) amortised per operation (the array is compacted once mostly stale); keys are numbers.
-// Memory: at most 4 entries per cached block + 4096; an evicted block drops its hint, so hints
-// keep at most one evicted block alive per cached block.
+// Cost: O(1) per operation, worst case; keys are numbers. Memory: one Map entry and one block
+// object per cached block; an evicted block drops its hint, so hints keep at most one evicted
+// block alive per cached block.
 
 export interface FakeBlock {
   key: number;
   refs: number;
-  /** stamp of its last free; -1 while cached nowhere (evicted) */
-  stamp: number;
+  /** false once evicted (cached nowhere; a later block of its key is a new object) */
+  cached: boolean;
   /** the block after it in the last request chain that held it (a lookup hint) */
   next: FakeBlock | undefined;
+  /** neighbours in the free list (refs 0 and cached: linked; otherwise both undefined) */
+  freePrev: FakeBlock | undefined;
+  freeNext: FakeBlock | undefined;
 }
 
 export class FakeBlockPool {
   private readonly cached = new Map<number, FakeBlock>();
-  private qBlock: FakeBlock[] = [];
-  private qStamp: number[] = [];
-  private head = 0;
-  private clock = 0;
+  /** the free list's ends: the least recently freed block first */
+  private freeHead: FakeBlock | undefined;
+  private freeTail: FakeBlock | undefined;
   /** referenced blocks without a key (a request's trailing partial block) */
   private privateBlocks = 0;
   evictions = 0;
@@ -43,9 +49,9 @@ export class FakeBlockPool {
   /** The block cached under `key`, the block after `prev` in its last chain tried first. */
   find(key: number, prev: FakeBlock | undefined): FakeBlock | undefined {
     const hint = prev?.next;
-    // a block object is cached under its key until evicted (stamp -1); a later block of that key
-    // is a new object, so a live hint with the key is the Map's answer
-    if (hint !== undefined && hint.key === key && hint.stamp !== -1) return hint;
+    // a block object is cached under its key until evicted; a later block of that key is a new
+    // object, so a live hint with the key is the Map's answer
+    if (hint !== undefined && hint.key === key && hint.cached) return hint;
     return this.cached.get(key);
   }
 
@@ -54,33 +60,31 @@ export class FakeBlockPool {
   }
 
   ref(block: FakeBlock): void {
-    block.refs++;
+    // a cached block nobody holds is on the free list: taken again, it leaves it
+    if (block.refs++ === 0) this.unlink(block);
   }
 
   unref(block: FakeBlock): void {
     if (--block.refs > 0) return;
-    block.stamp = ++this.clock;
-    this.qBlock.push(block);
-    this.qStamp.push(block.stamp);
-    // mostly stale entries (blocks freed again since): keep each block's latest, in order
-    if (this.qBlock.length - this.head > 4 * this.cached.size + 4096) {
-      let k = 0;
-      for (let i = this.head; i < this.qBlock.length; i++) {
-        const b = this.qBlock[i];
-        if (b.stamp !== this.qStamp[i]) continue;
-        this.qBlock[k] = b;
-        this.qStamp[k++] = this.qStamp[i];
-      }
-      this.qBlock.length = k;
-      this.qStamp.length = k;
-      this.head = 0;
-    }
+    // freed: the most recently freed block, at the back
+    block.freePrev = this.freeTail;
+    block.freeNext = undefined;
+    if (this.freeTail) this.freeTail.freeNext = block;
+    else this.freeHead = block;
+    this.freeTail = block;
   }
 
   /** A new referenced block cached under `key`; undefined when every block is in use. */
   allocate(key: number): FakeBlock | undefined {
     if (this.cached.size + this.privateBlocks >= this.capacity && !this.evictOne()) return undefined;
-    const block: FakeBlock = { key, refs: 1, stamp: 0, next: undefined };
+    const block: FakeBlock = {
+      key,
+      refs: 1,
+      cached: true,
+      next: undefined,
+      freePrev: undefined,
+      freeNext: undefined,
+    };
     this.cached.set(key, block);
     return block;
   }
@@ -96,28 +100,24 @@ export class FakeBlockPool {
     this.privateBlocks--;
   }
 
-  private evictOne(): boolean {
-    while (this.head < this.qBlock.length) {
-      const b = this.qBlock[this.head];
-      const t = this.qStamp[this.head];
-      this.head++;
-      // freed again since (a later entry stands for it), held by a request, or gone
-      if (b.stamp !== t || b.refs > 0) continue;
-      this.cached.delete(b.key);
-      b.stamp = -1;
-      b.next = undefined;
-      this.evictions++;
-      this.compact();
-      return true;
-    }
-    return false;
+  private unlink(b: FakeBlock): void {
+    if (b.freePrev) b.freePrev.freeNext = b.freeNext;
+    else this.freeHead = b.freeNext;
+    if (b.freeNext) b.freeNext.freePrev = b.freePrev;
+    else this.freeTail = b.freePrev;
+    b.freePrev = undefined;
+    b.freeNext = undefined;
   }
 
-  private compact(): void {
-    if (this.head > 4096 && this.head * 2 > this.qBlock.length) {
-      this.qBlock = this.qBlock.slice(this.head);
-      this.qStamp = this.qStamp.slice(this.head);
-      this.head = 0;
-    }
+  /** Evicts the least recently freed block (the list holds only blocks nobody holds). */
+  private evictOne(): boolean {
+    const b = this.freeHead;
+    if (b === undefined) return false;
+    this.unlink(b);
+    this.cached.delete(b.key);
+    b.cached = false;
+    b.next = undefined;
+    this.evictions++;
+    return true;
   }
 }

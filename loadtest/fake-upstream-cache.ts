@@ -25,7 +25,8 @@
 // (/work/notes/hbench-s27/fake-cost.mts).
 // Cost per request: two template renders, O(prompt characters) compares, O(new characters) to split
 // and look up the new pieces, O(new tokens) hashing, O(prompt blocks) pointer compares and pool
-// steps. Memory: the piece memo (at most PIECE_MEMO_CHARS characters of keys, then cleared), capacity
+// steps. Memory: the piece memo (two generations of at most PIECE_MEMO_CHARS / 2 characters of keys
+// each, copies that hold no prompt alive, with their ids), capacity
 // blocks, and PREFIX_MEMOS sessions' last prompt text and block keys.
 import { loadTokenizer } from '../middleware/tokens/registry.ts';
 import type { ToolDef } from '../middleware/types.ts';
@@ -35,8 +36,11 @@ import { loadWorkerTokenizer, type ChatMessage, type WorkerTokenizer } from './s
 
 /** KV capacity of the fake's cache, tokens (the reference worker's default). */
 export const DEFAULT_FAKE_KV_TOKENS = 1_000_000;
-/** Characters of piece text memoised before the memo is emptied. */
-const PIECE_MEMO_CHARS = 64 * 1024 * 1024;
+/** Characters of piece text memoised, both generations together (~2 bytes a character for the key
+ *  and ~2.6 for its ids: ~75 MB). The bench's live sessions through ctxgate (whose rewritten
+ *  prompts do not always resume) look up ~4M characters of pieces; a piece used in the last
+ *  generation is kept in the next, so starting one is no wave of misses. */
+const PIECE_MEMO_CHARS = 16 * 1024 * 1024;
 
 export interface FakeCacheOptions {
   tokenizer: string;
@@ -143,6 +147,34 @@ class ChainHasher {
   }
 }
 
+/** Strings at least this long that V8 cuts from another are slices of it (SlicedString::kMinLength). */
+const SLICE_MIN_CHARS = 13;
+
+/**
+ * A copy of `s` that holds no other string alive. A piece is cut from its whole prompt, and V8
+ * makes a cut of 13 or more characters a view of the string it was cut from: a memo keyed by
+ * the piece itself kept every prompt with a new piece alive (~30-60 KB each, at every call of
+ * the bench's growing sessions), and the fake's heap grew to 2.7 GB in one `bench overhead` run,
+ * its collections landing in whichever target's calls were running. UTF-16 both ways: any code
+ * unit, lone surrogates too, comes back as it was.
+ */
+function ownCopy(s: string): string {
+  return s.length < SLICE_MIN_CHARS ? s : Buffer.from(s, 'utf16le').toString('utf16le');
+}
+
+/** `pieces` (consecutive, from 0) cut again from `text`, which starts with their concatenation:
+ *  the same strings, viewing `text` instead of the earlier prompts they were cut from. */
+function resliced(text: string, pieces: readonly string[]): string[] {
+  const out = new Array<string>(pieces.length);
+  let at = 0;
+  for (let i = 0; i < pieces.length; i++) {
+    const end = at + pieces[i].length;
+    out[i] = text.slice(at, end);
+    at = end;
+  }
+  return out;
+}
+
 function saltRoot(salt: string | undefined): number {
   if (!salt) return 0;
   let h = 0x811c9dc5;
@@ -154,7 +186,9 @@ function saltRoot(salt: string | undefined): number {
 export class FakePrefixCache {
   readonly pool: FakeBlockPool;
   readonly blockSize: number;
-  private readonly pieces = new Map<string, number[]>();
+  /** the piece memo's generation being filled, and the one before it (read, promoted from) */
+  private pieces = new Map<string, number[]>();
+  private oldPieces = new Map<string, number[]>();
   /** by the session's first two messages (JSON) and salt; checked against the prompt's text */
   private readonly prefixMemos = new Map<string, PrefixMemo>();
   private pieceChars = 0;
@@ -206,12 +240,13 @@ export class FakePrefixCache {
     }
     let ids = this.pieces.get(piece);
     if (!ids) {
-      if (this.pieceChars > PIECE_MEMO_CHARS) {
-        this.pieces.clear();
+      if (this.pieceChars > PIECE_MEMO_CHARS / 2) {
+        this.oldPieces = this.pieces;
+        this.pieces = new Map();
         this.pieceChars = 0;
       }
-      ids = this.tok.encode(piece);
-      this.pieces.set(piece, ids);
+      ids = this.oldPieces.get(piece) ?? this.tok.encode(piece);
+      this.pieces.set(ownCopy(piece), ids);
       this.pieceChars += piece.length;
     }
     return ids;
@@ -240,7 +275,9 @@ export class FakePrefixCache {
       )
     )
       memo = undefined;
-    const prompt = memo ? memo.pieces.concat(this.split(promptText.slice(memo.text.length))) : this.split(promptText);
+    const prompt = memo
+      ? resliced(promptText, memo.pieces).concat(this.split(promptText.slice(memo.text.length)))
+      : this.split(promptText);
     const memoOut = memoKey === undefined ? undefined : { key: memoKey, text: promptText, resume: memo };
     const assistant: ChatMessage = {
       role: 'assistant',
