@@ -33,11 +33,12 @@ import {
   type LoadResult,
   type Portkey,
 } from './overhead/load.ts';
-import { gcDelta, type GcEvent, type GcPauses } from './overhead/gc-pauses.ts';
+import { gcDelta, type GcEvent, type GcPauses, watchGc } from './overhead/gc-pauses.ts';
 import {
   formatGcInSections,
   formatSlowCalls,
   gcInSections,
+  type Outside,
   SLOW_CALLS_SHARE,
   slowCallBreakdown,
   type SlowCalls,
@@ -168,10 +169,13 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   try {
     // as deployed: the upstream reports the prefix it reused, as vLLM and SGLang do (a report of 0
     // would have ctxgate's index evict and re-insert each prompt's chain on every call)
+    // --trace: the upstream keeps each request's span and its GC pauses for the slow-call split
     const up = await child(
       here('./fake-upstream.ts'),
-      opts.neverCachingUpstream ? ['0'] : ['0', '--prefix-cache', BENCH_TOKENIZER],
+      opts.neverCachingUpstream ? ['0', '--trace'] : ['0', '--prefix-cache', BENCH_TOKENIZER, '--trace'],
     );
+    // this process is the load generator: its GC pauses stop the clock that reads every latency
+    const loadgenGc = watchGc();
     stops.push(up.stop);
     const upstream = up.line.trim();
     // One process per proxy: a row's GCs and compile threads are its own target's.
@@ -263,6 +267,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       let stages: Record<string, StageTime> = {};
       let gwRequests = 0;
       let slowCalls: SlowCalls | undefined;
+      let directSlow: SlowCalls | undefined;
       let stagesGc: Record<string, number> | undefined;
       for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
         for (const [target, url, headers] of targets) {
@@ -270,6 +275,9 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           // Each session's earlier calls first, so the target sees every measured call's history.
           await primeSessions(traffic, { url, durationS, connections: conns, headers });
           const isGw = target === 'ctxgate' && conns === 1;
+          // the calls whose windows the slow-call split reads: ctxgate's and direct's at 1 connection
+          const traced = conns === 1 && (target === 'ctxgate' || target === 'direct');
+          let runStart = 0;
           // Each measured call's number in its session (the slow-call breakdown's first-call share).
           const callNo: number[] = [];
           const r = await measure(
@@ -283,17 +291,41 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
             headers,
             async () => {
               if (isGw) await px.ask('reset');
+              if (traced) await up.ask('reset');
+              runStart = performance.timeOrigin + performance.now();
               callNo.length = 0;
             },
             undefined,
-            isGw,
+            traced,
           );
+          const outside = async (): Promise<Outside> => ({
+            upstream: JSON.parse(await up.ask('trace')) as Outside['upstream'],
+            loadgenGc: loadgenGc.events().filter((g) => g.start >= runStart),
+          });
+          if (traced && target === 'direct' && r.calls) {
+            const none: StageTrace = { stages: [], stage: [], end: [], ms: [], parseCpu: [] };
+            directSlow = slowCallBreakdown(
+              r.calls,
+              none,
+              [],
+              callNo.slice(0, r.calls.ms.length),
+              SLOW_CALLS_SHARE,
+              await outside(),
+            );
+          }
           if (isGw) {
             stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
             gwRequests = r.requests;
             if (r.calls) {
               const tr = JSON.parse(await px.ask('trace')) as { laps: StageTrace; gc: GcEvent[] };
-              slowCalls = slowCallBreakdown(r.calls, tr.laps, tr.gc, callNo.slice(0, r.calls.ms.length));
+              slowCalls = slowCallBreakdown(
+                r.calls,
+                tr.laps,
+                tr.gc,
+                callNo.slice(0, r.calls.ms.length),
+                SLOW_CALLS_SHARE,
+                await outside(),
+              );
               stagesGc = gcInSections(tr.laps, tr.gc);
             }
           }
@@ -371,11 +403,12 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ctxgate_rps_per_core: gw16.cpu_ms_per_req ? 1000 / gw16.cpu_ms_per_req : undefined,
         ctxgate_cpu_split: cpuSplit(gw16),
         slow_calls: slowCalls,
+        direct_slow_calls: directSlow,
       };
       log('');
       log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
       if (stagesGc) log(formatGcInSections(stagesGc, gwRequests));
-      if (slowCalls) log(formatSlowCalls(slowCalls));
+      if (slowCalls) log(formatSlowCalls(slowCalls, undefined, directSlow));
       log('');
     }
 
@@ -513,7 +546,11 @@ Slow calls: after the stage table, the 1-connection run's slowest ${SLOW_CALLS_S
 their wall time split into the gateway's timed stages, GC pauses (a pause inside a stage's section is
 GC, not the stage: where such pauses fell is listed) and the rest (HTTP, upstream, hops, waiting for
 a core), the gateway's CPU per call (which waiting does not inflate), the share that were a
-session's first call, and the stages that grew most.
+session's first call, and the stages that grew most. The fake upstream runs with --trace (each
+request's span, its GC pauses) and this process records its own GC pauses (it is the load
+generator: a pause stops the clock that reads every latency), so the rest is split further into the
+upstream's handling (its GC among it) and the load generator's pauses, where the gateway's sections
+and pauses do not already count; direct's own slowest and middle calls get the same split.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 Several minutes with the defaults (${DEFAULT_DURATION_S} s per run, each after its warm-up). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;

@@ -5,11 +5,13 @@
 // tokenizer and reports the `cachedTokens` knob (a never-caching worker: 0) and prompt tokens as
 // bytes / 4; with `prefixCache` it reports what vLLM's block cache would (fake-upstream-cache.ts:
 // the reference worker's tokenizer and cache steps), as deployed engines do.
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { FakePrefixCache, type FakeCacheOptions, type FakeCacheReport } from './fake-upstream-cache.ts';
 import type { ChatMessage } from './sim-worker/tokenize.ts';
+import { watchGc } from './overhead/gc-pauses.ts';
 
 export interface FakeKnobs {
   /** Answer every completion with this HTTP status and an OpenAI error body (0 = normal). */
@@ -44,6 +46,8 @@ export interface FakeUpstream {
   received: number;
   /** The prefix cache whose hits are reported, when one was asked for. */
   cache?: FakePrefixCache;
+  /** With `trace`: each request's [arrival, answer sent] (ms since the epoch), in arrival order. */
+  spans: [number, number][];
   app: FastifyInstance;
   close(): Promise<void>;
 }
@@ -55,7 +59,15 @@ export interface FakeUpstreamOptions {
   knobs?: Partial<FakeKnobs>;
   /** Report cached_tokens (and prompt_tokens) as a prefix-caching engine would. */
   prefixCache?: FakeCacheOptions;
+  /** Keep each request's [arrival, answer sent] on the epoch clock (FakeUpstream.spans). */
+  trace?: boolean;
 }
+
+/** Request spans a traced fake keeps (the most recent; the older half dropped when full). */
+export const FAKE_SPANS_MAX = 65_536;
+
+/** ms since the epoch, on the clock bench overhead's processes share. */
+const epochNow = (): number => performance.timeOrigin + performance.now();
 
 const DEFAULT_KNOBS: FakeKnobs = {
   status: 0,
@@ -123,12 +135,28 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     received: 0,
     app,
     cache: opts.prefixCache ? await FakePrefixCache.load(opts.prefixCache) : undefined,
+    spans: [],
     close: async () => {
       app.server.closeAllConnections();
       await app.close();
     },
   };
   let seq = 0;
+  if (opts.trace) {
+    const arrived = new WeakMap<object, number>();
+    app.addHook('onRequest', (req, _reply, done) => {
+      arrived.set(req, epochNow());
+      done();
+    });
+    app.addHook('onResponse', (req, _reply, done) => {
+      const t = arrived.get(req);
+      if (t !== undefined) {
+        if (up.spans.length >= FAKE_SPANS_MAX) up.spans.splice(0, FAKE_SPANS_MAX / 2);
+        up.spans.push([t, epochNow()]);
+      }
+      done();
+    });
+  }
 
   app.get('/health', async (_req, reply) =>
     up.knobs.healthy ? { status: 'ok' } : reply.code(503).send({ status: 'down' }),
@@ -263,12 +291,14 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   return up;
 }
 
-// `tsx loadtest/fake-upstream.ts [port] [--prefix-cache TOKENIZER]` runs one in its own process
-// (the overhead bench does).
+// `tsx loadtest/fake-upstream.ts [port] [--prefix-cache TOKENIZER] [--trace]` runs one in its own
+// process (the overhead bench does). With --trace it answers stdin lines after its URL line:
+// `reset` forgets the spans and GC pauses so far, `trace` prints those since as one JSON line
+// ({ spans, gc }: its requests' [arrival, answer sent] and its main-thread GC pauses, epoch ms).
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
-    options: { 'prefix-cache': { type: 'string' } },
+    options: { 'prefix-cache': { type: 'string' }, trace: { type: 'boolean' } },
     allowPositionals: true,
   });
   const tokenizer = values['prefix-cache'];
@@ -277,6 +307,22 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     record: false,
     knobs: { words: 16 },
     prefixCache: tokenizer ? { tokenizer } : undefined,
+    trace: values.trace,
   });
   process.stdout.write(`${up.url}\n`);
+  if (values.trace) {
+    const gc = watchGc();
+    let since = 0;
+    createInterface({ input: process.stdin }).on('line', (cmd) => {
+      if (cmd === 'reset') {
+        up.spans.length = 0;
+        since = epochNow();
+        process.stdout.write('ok\n');
+      } else if (cmd === 'trace')
+        process.stdout.write(
+          `${JSON.stringify({ spans: up.spans, gc: gc.events().filter((g) => g.start >= since) })}\n`,
+        );
+      else process.stdout.write(`${JSON.stringify({ error: `unknown command ${cmd}` })}\n`);
+    });
+  }
 }

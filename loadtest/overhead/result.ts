@@ -86,6 +86,8 @@ export interface OverheadResult {
     /** The 1-connection run's slowest calls beside its middle ones: what their wall time held
      *  (the gateway's timed stages, GC pauses, the rest) and how many were a session's first. */
     slow_calls?: SlowCalls;
+    /** The same split of direct's 1-connection calls (no gateway on their path). */
+    direct_slow_calls?: SlowCalls;
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {

@@ -7,6 +7,13 @@
 // and out, the upstream's own time, the hops between processes, and waiting for a core on a
 // loaded host); and the gateway's CPU per call, which waiting does not inflate. One connection
 // only: windows of consecutive calls do not overlap.
+// Beside the gateway, the bench can pass what the other two processes on the call's path did
+// (Outside): the fake upstream's handling of each request (from its arrival to the answer sent,
+// its own GC pauses among it) and the load generator's GC pauses, which stop the clock that reads
+// every call's latency. They are counted in that order after the gateway's sections and pauses,
+// each only where nothing before it already counted, so the parts still add up to the wall time;
+// "other" is then HTTP in and out, the hops, and waiting for a core. Direct's calls (no gateway)
+// get the same split, so the tails of both can be compared part by part.
 // A pause that falls inside a timed section counts as GC, not as that section's time: a lap is
 // wall time, and a collection the section happened to trigger is the heap's cost, not the stage's
 // work. Counted in the stage, one such pause among the slowest 2 % read as "stage:ledger +4 ms"
@@ -25,6 +32,14 @@ export const SLOW_CALLS_SHARE = 0.02;
 /** The middle calls it compares them with: ranks from this share to 1 − it of the calls, by latency. */
 export const MIDDLE_CALLS_FROM = 0.45;
 
+/** What the other processes on a call's path did, on the same epoch clock (ms). */
+export interface Outside {
+  /** The upstream's handling of each request: [arrival, answer sent], in order of arrival. */
+  upstream?: { spans: [number, number][]; gc: readonly GcEvent[] };
+  /** The load generator's main-thread GC pauses. */
+  loadgenGc?: readonly GcEvent[];
+}
+
 export interface CallGroup {
   calls: number;
   /** Mean latency (ms) as the client saw it. */
@@ -38,7 +53,13 @@ export interface CallGroup {
   gc_pauses: number;
   /** Of gc_ms, by the timed section the pause fell in (ms per call); absent: outside any. */
   gc_in: Record<string, number>;
-  /** wall − timed − gc: HTTP in/out, upstream, hops, waiting for a core. */
+  /** Mean time the upstream was handling a request within the call, where no gateway section or
+   *  pause already counted (0 without Outside.upstream), and its own GC pauses in the window. */
+  upstream_ms: number;
+  upstream_gc_ms: number;
+  /** Mean time of the load generator's GC pauses within the call not counted above. */
+  loadgen_gc_ms: number;
+  /** wall − timed − gc − upstream − loadgen gc: HTTP in/out, hops, waiting for a core. */
   other_ms: number;
   /** Mean CPU of the gateway process per call (ms; from the call's body_parse to the next call's:
    *  its deferred work included, waiting not), over the calls where both readings exist. Unlike
@@ -94,6 +115,17 @@ function lowerBound(xs: readonly number[], x: number): number {
   return lo;
 }
 
+/** GC pauses clipped to [a, b) (those that overlap it). */
+function clip(gc: readonly GcEvent[], a: number, b: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (const g of gc) {
+    const x = Math.max(g.start, a);
+    const y = Math.min(g.start + g.ms, b);
+    if (y > x) out.push([x, y]);
+  }
+  return out;
+}
+
 /** The longest lap, which bounds how far before a window a lap overlapping it can end. */
 const maxOf = (xs: readonly number[]): number => xs.reduce((m, x) => Math.max(m, x), 0);
 
@@ -103,8 +135,14 @@ function group(
   callNo: readonly number[] | undefined,
   laps: StageTrace,
   gc: readonly GcEvent[],
+  outside: Outside,
 ): CallGroup {
   const longest = maxOf(laps.ms);
+  const up = outside.upstream;
+  const upEnds = up ? up.spans.map((x) => x[1]) : [];
+  let upMs = 0;
+  let upGc = 0;
+  let genGc = 0;
   const parseEnds: number[] = [];
   for (let j = 0; j < laps.end.length; j++)
     if (laps.stages[laps.stage[j]] === 'body_parse') parseEnds.push(laps.end[j]);
@@ -159,6 +197,20 @@ function group(
     const both = unionLength([...spans, ...pauseSpans]);
     timed += both - inGc;
     gcMs += inGc;
+    // then the upstream's spans, then the load generator's pauses, each where nothing above counted
+    const counted: [number, number][] = [...spans, ...pauseSpans];
+    if (up) {
+      for (let j = lowerBound(upEnds, w0); j < up.spans.length && up.spans[j][0] < w1; j++) {
+        const a = Math.max(up.spans[j][0], w0);
+        const b = Math.min(up.spans[j][1], w1);
+        if (b > a) counted.push([a, b]);
+      }
+      upGc += covered(clip(up.gc, w0, w1), w0, w1);
+    }
+    const withUp = unionLength(counted.map((x) => [x[0], x[1]]));
+    upMs += withUp - both;
+    if (outside.loadgenGc) for (const x of clip(outside.loadgenGc, w0, w1)) counted.push(x);
+    genGc += unionLength(counted) - withUp;
     if (callNo) {
       if (callNo[i] === 0) first++;
       callSum += callNo[i] + 1;
@@ -175,7 +227,10 @@ function group(
     gc_ms: gcMs / n,
     gc_pauses: pauses,
     gc_in: gcIn,
-    other_ms: (wall - timed - gcMs) / n,
+    upstream_ms: upMs / n,
+    upstream_gc_ms: upGc / n,
+    loadgen_gc_ms: genGc / n,
+    other_ms: (wall - timed - gcMs - upMs - genGc) / n,
     cpu_ms: cpuCalls > 0 ? cpu / cpuCalls : NaN,
     first_call_share: callNo ? first / n : NaN,
     mean_call: callNo ? callSum / n : NaN,
@@ -192,14 +247,15 @@ export function slowCallBreakdown(
   gc: readonly GcEvent[],
   callNo?: readonly number[],
   share = SLOW_CALLS_SHARE,
+  outside: Outside = {},
 ): SlowCalls {
   const order = calls.ms.map((_, i) => i).sort((a, b) => calls.ms[b] - calls.ms[a]);
   const nSlow = Math.max(1, Math.floor(order.length * share));
   const from = Math.floor(order.length * MIDDLE_CALLS_FROM);
   const to = Math.max(from + 1, order.length - from);
   return {
-    slow: group(order.slice(0, nSlow), calls, callNo, laps, gc),
-    middle: group(order.slice(from, to), calls, callNo, laps, gc),
+    slow: group(order.slice(0, nSlow), calls, callNo, laps, gc, outside),
+    middle: group(order.slice(from, to), calls, callNo, laps, gc, outside),
   };
 }
 
@@ -241,23 +297,37 @@ export function formatGcInSections(gcMs: Record<string, number>, requests: numbe
 }
 
 /** Lines for the bench's output: both groups, then the stages that grew most in the slow calls
- *  (their own time, GC pauses inside them not counted) and where the pauses inside sections fell. */
-export function formatSlowCalls(r: SlowCalls, top = 6): string {
+ *  (their own time, GC pauses inside them not counted) and where the pauses inside sections fell;
+ *  with `direct`, the same split of direct's own slowest and middle calls (no gateway on its path). */
+export function formatSlowCalls(r: SlowCalls, top = 6, direct?: SlowCalls): string {
   const f = (x: number): string => x.toFixed(2);
+  const beside = (g: CallGroup): string =>
+    ` + upstream ${f(g.upstream_ms).padStart(5)} (its gc ${f(g.upstream_gc_ms)}) + load generator gc ${f(g.loadgen_gc_ms)}`;
   const line = (label: string, g: CallGroup): string =>
     `  ${label.padEnd(15)} ${String(g.calls).padStart(4)} calls  wall ${f(g.wall_ms).padStart(6)} ms = timed ${f(g.timed_ms).padStart(5)}` +
-    ` + gc ${f(g.gc_ms).padStart(5)} (${g.gc_pauses} pauses) + other ${f(g.other_ms).padStart(6)}; cpu ${f(g.cpu_ms).padStart(5)} ms` +
+    ` + gc ${f(g.gc_ms).padStart(5)} (${g.gc_pauses} pauses)${beside(g)} + other ${f(g.other_ms).padStart(6)}; cpu ${f(g.cpu_ms).padStart(5)} ms` +
     `  first calls ${(g.first_call_share * 100).toFixed(0).padStart(3)} %, mean call #${g.mean_call.toFixed(1)}`;
+  const directLine = (label: string, g: CallGroup): string =>
+    `  ${label.padEnd(15)} ${String(g.calls).padStart(4)} calls  wall ${f(g.wall_ms).padStart(6)} ms =${beside(g).slice(2)} + other ${f(g.other_ms).padStart(6)}`;
   const names = new Set([...Object.keys(r.slow.stages), ...Object.keys(r.middle.stages)]);
   const grew = [...names]
     .map((k) => [k, (r.slow.stages[k] ?? 0) - (r.middle.stages[k] ?? 0)] as const)
     .sort((a, b) => b[1] - a[1])
     .slice(0, top);
+  const slowLabel = `slowest ${(SLOW_CALLS_SHARE * 100).toFixed(0)} %`;
+  const middleLabel = `middle ${(MIDDLE_CALLS_FROM * 100).toFixed(0)}-${((1 - MIDDLE_CALLS_FROM) * 100).toFixed(0)} %`;
   return [
-    `ctxgate slowest calls vs middle calls (growing, 1 connection; other = HTTP in/out, upstream, hops, waiting for a core):`,
-    line(`slowest ${(SLOW_CALLS_SHARE * 100).toFixed(0)} %`, r.slow),
-    line(`middle ${(MIDDLE_CALLS_FROM * 100).toFixed(0)}-${((1 - MIDDLE_CALLS_FROM) * 100).toFixed(0)} %`, r.middle),
+    `ctxgate slowest calls vs middle calls (growing, 1 connection; upstream = the fake upstream handling the request where the gateway's sections and pauses do not already count; other = HTTP in/out, hops, waiting for a core):`,
+    line(slowLabel, r.slow),
+    line(middleLabel, r.middle),
     `  timed stages that grew most (slow − middle, ms per call; GC pauses not counted): ${grew.map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${f(v)}`).join(', ')}`,
     `  GC pauses inside timed sections (in gc above, ms per call): slowest ${landed(r.slow.gc_in)}; middle ${landed(r.middle.gc_in)}`,
+    ...(direct
+      ? [
+          `direct's own slowest calls vs middle calls (the same split, no gateway on the path):`,
+          directLine(slowLabel, direct.slow),
+          directLine(middleLabel, direct.middle),
+        ]
+      : []),
   ].join('\n');
 }

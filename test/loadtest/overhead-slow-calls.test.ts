@@ -100,6 +100,48 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     expect(Number.isNaN(r.slow.cpu_ms)).toBe(true);
   });
 
+  it("splits the rest into the upstream's handling and the load generator's pauses, each counted once", () => {
+    // one 10 ms call (1000-1010): a 1 ms `render` lap at 1001-1002 with a 0.5 ms gateway pause in
+    // it; the upstream handles the request 1003-1007 (its own 1 ms pause at 1004-1005 inside) and
+    // a second span 1008.5-1012 (clipped at the call's end); the load generator pauses 1006-1008:
+    // its first ms overlaps the upstream's span, so only 1007-1008 is its own
+    const laps: StageTrace = { stages: ['render'], stage: [0], end: [1002], ms: [1], parseCpu: [] };
+    const gc: GcEvent[] = [{ start: 1001.25, ms: 0.5, minor: true }];
+    const outside = {
+      upstream: {
+        spans: [
+          [1003, 1007],
+          [1008.5, 1012],
+        ] as [number, number][],
+        gc: [{ start: 1004, ms: 1, minor: true }],
+      },
+      loadgenGc: [{ start: 1006, ms: 2, minor: true }],
+    };
+    const r = slowCallBreakdown({ end: [1010], ms: [10] }, laps, gc, undefined, 1, outside);
+    expect(r.slow.timed_ms).toBeCloseTo(0.5, 6);
+    expect(r.slow.gc_ms).toBeCloseTo(0.5, 6);
+    expect(r.slow.upstream_ms).toBeCloseTo(4 + 1.5, 6);
+    expect(r.slow.upstream_gc_ms).toBeCloseTo(1, 6);
+    expect(r.slow.loadgen_gc_ms).toBeCloseTo(1, 6);
+    // the parts add up to the wall time: 10 - 0.5 - 0.5 - 5.5 - 1
+    expect(r.slow.other_ms).toBeCloseTo(2.5, 6);
+    // without the outside processes the same call leaves all of it to "other"
+    const bare = slowCallBreakdown({ end: [1010], ms: [10] }, laps, gc, undefined, 1);
+    expect(bare.slow.upstream_ms).toBe(0);
+    expect(bare.slow.other_ms).toBeCloseTo(9, 6);
+    // direct's calls: no gateway laps, the same split
+    const none: StageTrace = { stages: [], stage: [], end: [], ms: [], parseCpu: [] };
+    const d = slowCallBreakdown({ end: [1010], ms: [10] }, none, [], undefined, 1, outside);
+    expect(d.slow.upstream_ms).toBeCloseTo(5.5, 6);
+    expect(d.slow.loadgen_gc_ms).toBeCloseTo(1, 6);
+    expect(d.slow.other_ms).toBeCloseTo(3.5, 6);
+    const text = formatSlowCalls(r, 6, d);
+    expect(text).toMatch(/\+ upstream {2}5\.50 \(its gc 1\.00\) \+ load generator gc 1\.00 \+ other {3}2\.50/);
+    expect(text).toMatch(
+      /direct's own slowest[^\n]*\n[^\n]*= upstream {2}5\.50 \(its gc 1\.00\) \+ load generator gc 1\.00 \+ other {3}3\.50/,
+    );
+  });
+
   it("the stage table's footnote: the pause time inside each stage's laps over the whole trace", () => {
     const { laps, gc } = run();
     // only call 42's 1 ms pause lies in a lap (its ledger lap); the 2 ms one lies in none

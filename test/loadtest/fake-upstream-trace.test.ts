@@ -1,0 +1,56 @@
+// The fake upstream's --trace (bench overhead's slow-call split reads it): each request's
+// [arrival, answer sent] on the epoch clock, and, run as its own process, `reset` / `trace` over
+// stdin with its GC pauses.
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream } from '../../loadtest/fake-upstream.ts';
+import { child, type Child } from '../../loadtest/overhead/load.ts';
+
+const stops: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const s of stops) await s();
+});
+
+const chat = (url: string): Promise<Response> =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+
+describe('fake upstream trace', () => {
+  it('keeps each answered request as [arrival, answer sent] within the client’s own window', async () => {
+    const up = await startFakeUpstream({ record: false, trace: true });
+    stops.push(() => up.close());
+    const untraced = await startFakeUpstream({ record: false });
+    stops.push(() => untraced.close());
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.timeOrigin + performance.now();
+      const r = await chat(up.url);
+      await r.text();
+      const t1 = performance.timeOrigin + performance.now();
+      expect(r.status).toBe(200);
+      expect(up.spans).toHaveLength(i + 1);
+      const [a, b] = up.spans[i];
+      expect(a).toBeGreaterThanOrEqual(t0 - 1);
+      expect(b).toBeGreaterThanOrEqual(a);
+      expect(b).toBeLessThanOrEqual(t1 + 1);
+    }
+    await (await chat(untraced.url)).text();
+    expect(untraced.spans).toHaveLength(0);
+  });
+
+  it('as its own process: reset, then trace prints the spans since and its GC pauses', async () => {
+    const file = fileURLToPath(new URL('../../loadtest/fake-upstream.ts', import.meta.url));
+    const up: Child = await child(file, ['0', '--trace']);
+    stops.push(() => up.stop());
+    const url = up.line.trim();
+    await (await chat(url)).text();
+    expect(await up.ask('reset')).toBe('ok');
+    for (let i = 0; i < 2; i++) await (await chat(url)).text();
+    const tr = JSON.parse(await up.ask('trace')) as { spans: [number, number][]; gc: unknown[] };
+    expect(tr.spans).toHaveLength(2);
+    expect(Array.isArray(tr.gc)).toBe(true);
+    expect(JSON.parse(await up.ask('what'))).toEqual({ error: 'unknown command what' });
+  }, 60_000);
+});
