@@ -14,6 +14,12 @@
 // there, so a block known only to the old generation, the root or a chain's middle, is copied
 // before the old one is dropped, never lost under a young root. (A chain longer than maxBlocks/2,
 // or stepped inserts interleaving with a new generation, can overfill the young one by one chain.)
+// Each generation also keeps the set of its blocks marked shared (few: roots and branch points),
+// so sharedDepth's binary search (a routing decision's read: a detour's migrate check, a new
+// branch) probes two small sets that stay in the cache instead of two ~500k-entry Maps, each
+// probe there a few cache misses (bucket, entry, key, value): the same answers, since a block is
+// shared exactly when the young generation marks it, or the old one does and the young one does
+// not list it. Cost: one small-set operation per block written.
 
 export const DEFAULT_TRACKED_BLOCKS = 1_000_000;
 const END = '';
@@ -23,6 +29,9 @@ export class SharedPrefixTracker {
   /** hash -> first continuation hash, END for none yet, SHARED once two continuations seen */
   private young = new Map<string, string>();
   private old = new Map<string, string>();
+  /** the blocks each generation maps to SHARED (kept with every write) */
+  private youngShared = new Set<string>();
+  private oldShared = new Set<string>();
   private readonly generation: number;
   /** Generations started so far: a stepped insert that sees a new one walks its chain again. */
   private gen = 0;
@@ -42,6 +51,14 @@ export class SharedPrefixTracker {
 
   private set(h: string, v: string): void {
     this.young.set(h, v);
+    if (v === SHARED) this.youngShared.add(h);
+    else if (this.youngShared.size !== 0) this.youngShared.delete(h);
+  }
+
+  /** get(h) === SHARED, from the two sets: the old generation's mark counts only where the young
+   *  one does not list the block (its own value then decides). */
+  private isShared(h: string): boolean {
+    return this.youngShared.has(h) || (this.oldShared.has(h) && !this.young.has(h));
   }
 
   /** A new generation, when `adding` more entries would overfill the young one. */
@@ -49,6 +66,8 @@ export class SharedPrefixTracker {
     if (this.young.size === 0 || this.young.size + adding <= this.generation) return;
     this.old = this.young;
     this.young = new Map();
+    this.oldShared = this.youngShared;
+    this.youngShared = new Set();
     this.gen++;
   }
 
@@ -155,7 +174,7 @@ export class SharedPrefixTracker {
     let hi = Math.min(limit, hashes.length);
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      if (this.get(hashes[mid - 1]) === SHARED) lo = mid;
+      if (this.isShared(hashes[mid - 1])) lo = mid;
       else hi = mid - 1;
     }
     return lo;
