@@ -2,10 +2,11 @@
 // block hash, removal by backward shift) against a plain Map of sets under random adds, drops,
 // tombstones and sweeps, growth and shrinking, widening past 32 and 64 slots: every answer (has,
 // recordOf's mask, size, the listed records) is the Map's, for canonical hashes and for strings
-// that are not one (upper case, other lengths, a high word of all ones, a canonical hash's text
-// with one character changed). Then PrefixIndex.matchLength, which now reads the table, against a
-// binary search over has() on a precise index fed KV-event style stores and single-block removals
-// (holes), and memory: the table shrinks back once its blocks leave.
+// that are not one (upper case, other lengths, a high word of all ones, one character outside the
+// hex digits or not ASCII, a canonical hash's text with one character changed). Then
+// PrefixIndex.matchLength, which now reads the table, against a binary search over has() on a
+// precise index fed KV-event style stores and single-block removals (holes), and memory: the table
+// shrinks back once its blocks leave.
 import { describe, expect, it } from 'vitest';
 import { HolderMasks } from '../../kvplanner/prefix-index-holders.ts';
 import { PrefixIndex } from '../../kvplanner/prefix-index.ts';
@@ -25,7 +26,14 @@ function keyPool(r: () => number, n: number): string[] {
     else if (k < 0.78) out.add(h.toUpperCase());
     else if (k < 0.86) out.add(`${h.slice(0, 15)}g`);
     else if (k < 0.93) out.add(h.slice(0, 1 + Math.floor(r() * 15)));
-    else out.add(`${h}0`);
+    else if (k < 0.97) out.add(`${h}0`);
+    else {
+      // one character just outside the digit and letter ranges, or not ASCII (the parse reads
+      // every UTF-16 code unit through a table)
+      const odd = ['/', ':', '`', 'g', '@', 'G', '\u00e9', '\u0130', '\ud800', '\uffff'][Math.floor(r() * 10)];
+      const at = Math.floor(r() * 16);
+      out.add(h.slice(0, at) + odd + h.slice(at + 1));
+    }
   }
   // near neighbours: the same text with a changed last character, or its case, is another key
   const some = [...out].slice(0, 50);
