@@ -1,5 +1,6 @@
-// Bound metric children for the per-call metrics (finish.ts): each label tuple's series is found
-// once, then a call adds to it directly. prom-client's inc/observe/set build a string from the
+// Bound metric children for the per-call metrics (finish.ts; per attempt: upstream/worker.ts,
+// proxy/attempt.ts, proxy/upstream-call.ts): each label tuple's series is found once, then a call
+// adds to it directly. prom-client's inc/observe/set build a string from the
 // label set on every call (hashObject), check every label name (validateLabel) and, for a gauge's
 // set, sort the label keys; its own labels() children still do all of that per call.
 // Cost per call: one Map lookup per label value (the strings' hashes are cached by V8) and one

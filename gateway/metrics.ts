@@ -216,6 +216,11 @@ function perCallChildren(m: ReturnType<typeof declareMetrics>) {
     tombstones: counterChildren(m.tombstones),
     compactions: counterChildren(m.compactions),
     compactionTokensSaved: counterChildren(m.compactionTokensSaved),
+    // Per attempt, on the request path (not in a timed section): worker.ts begin/end,
+    // attempt.ts metricsObserver, upstream-call.ts at each routing decision.
+    workerInFlight: gaugeChildren(m.workerInFlight),
+    upstreamAttempts: counterChildren(m.upstreamAttempts),
+    routingDecisions: counterChildren(m.routingDecisions),
   };
 }
 

@@ -165,7 +165,7 @@ export function metricsObserver(metrics: GatewayMetrics, model: string): Attempt
     onEnd(a) {
       const o = a.outcome!;
       if (o === 'client_closed' || o === 'shutting_down') return;
-      metrics.upstreamAttempts.inc({ model, worker: a.worker.id, outcome: o });
+      metrics.perCall.upstreamAttempts.at(model, a.worker.id, o).inc();
       if (o === 'stream_failed') metrics.streamErrors.inc({ model });
     },
   };

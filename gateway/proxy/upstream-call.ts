@@ -241,7 +241,7 @@ export class UpstreamCall {
     this.tried.add(worker);
     // the home is visible to every replica before this call's answer can reach the client
     if (route.placement) await route.placement.afterSelect(req.info);
-    this.metrics.routingDecisions.inc({ model, policy: route.policy.name, branch: choice.branch });
+    this.metrics.perCall.routingDecisions.at(model, route.policy.name, choice.branch).inc();
     // Queued prefill is what the worker must compute: the prompt minus what the policy expects cached.
     const queued = Math.max(0, req.prefillTokens - (choice.predictedCachedTokens ?? 0));
     let span: ReturnType<RequestTrace['child']> | undefined;

@@ -5,6 +5,7 @@ import { Pool } from 'undici';
 import type { WorkerView } from '../../kvplanner/types.ts';
 import type { GatewayConfig, WorkerConfig } from '../config/schema.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { GaugeChild } from '../metrics-children.ts';
 
 /** How many recent errors a worker remembers for the admin route. */
 export const LAST_ERRORS_KEPT = 10;
@@ -50,6 +51,8 @@ export class Worker {
   private consecutiveSuccesses = 0;
   readonly lastErrors: WorkerError[] = [];
   private readonly routingView: WorkerView;
+  /** ctxgate_worker_in_flight{model, worker}, bound once (metrics-children.ts): set twice per attempt. */
+  private readonly inFlightGauge: GaugeChild;
 
   constructor(
     readonly model: string,
@@ -88,6 +91,7 @@ export class Worker {
     };
     metrics.workerHealthy.set({ model, worker: this.id }, 1);
     metrics.workerInFlight.set({ model, worker: this.id }, 0);
+    this.inFlightGauge = metrics.perCall.workerInFlight.at(model, this.id);
   }
 
   hasRoom(): boolean {
@@ -116,7 +120,7 @@ export class Worker {
     this.inFlight++;
     this.awaitingFirstByte++;
     this.queuedPrefillTokens += prefillTokens;
-    this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);
+    this.inFlightGauge.set(this.inFlight);
   }
 
   /** Prefill is done once the first byte came back; the tokens leave the queue then. */
@@ -128,7 +132,7 @@ export class Worker {
 
   end(): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
-    this.metrics.workerInFlight.set({ model: this.model, worker: this.id }, this.inFlight);
+    this.inFlightGauge.set(this.inFlight);
   }
 
   recordSuccess(fromHealthCheck: boolean): void {

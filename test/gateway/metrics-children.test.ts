@@ -3,6 +3,7 @@
 // them: the same generated calls go through the real finish() on one registry and through the
 // label-object calls on another, and the two expositions are compared whole. Also: a reset, a
 // gauge set by another caller and a rejected value in the middle; the child cache stays bounded.
+// The per-attempt series (worker in flight, attempts, routing decisions) the same way.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { GatewayContext } from '../../gateway/context.ts';
@@ -156,6 +157,57 @@ describe('per-call metrics through bound children', () => {
     }
     // The comparison sees a one-call difference.
     mNew.perCall.requestDuration.at('qwen').observe(0.003);
+    expect(await regNew.metrics()).not.toBe(await regRef.metrics());
+  });
+
+  it('the per-attempt series (in flight, attempts, routing decisions) read as the label-object calls do', async () => {
+    // worker.ts begin/end, attempt.ts metricsObserver and upstream-call.ts's routing decision go
+    // through children; main called prom-client with label objects. Same calls, both registries.
+    const regNew = new Registry();
+    const regRef = new Registry();
+    const mNew = createMetrics(regNew);
+    const mRef = createMetrics(regRef);
+    const r = mulberry32(29);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const texts: [string, string][] = [];
+    for (let i = 0; i < 3000; i++) {
+      const model = pick(['qwen', 'llama']);
+      const worker = pick(['w0', 'w1', 'w2']);
+      const op = r();
+      if (op < 0.4) {
+        const n = Math.floor(r() * 8);
+        mNew.perCall.workerInFlight.at(model, worker).set(n);
+        mRef.workerInFlight.set({ model, worker }, n);
+      } else if (op < 0.7) {
+        const outcome = pick(['ok', '4xx', '5xx', 'timeout', 'error', 'bad_response']);
+        mNew.perCall.upstreamAttempts.at(model, worker, outcome).inc();
+        mRef.upstreamAttempts.inc({ model, worker, outcome });
+      } else {
+        const policy = pick(['ctxgate', 'round_robin']);
+        const branch = pick(['sticky', 'new_session', 'overflow', 'migrate']);
+        mNew.perCall.routingDecisions.at(model, policy, branch).inc();
+        mRef.routingDecisions.inc({ model, policy, branch });
+      }
+      if (i % 89 === 0) {
+        // A worker built for the same series (a second fleet) sets it through prom-client.
+        mNew.workerInFlight.set({ model: 'qwen', worker: 'w1' }, 0);
+        mRef.workerInFlight.set({ model: 'qwen', worker: 'w1' }, 0);
+      }
+      if (i === 1500) {
+        texts.push([await regNew.metrics(), await regRef.metrics()]);
+        regNew.resetMetrics();
+        regRef.resetMetrics();
+      }
+    }
+    texts.push([await regNew.metrics(), await regRef.metrics()]);
+    for (const [a, b] of texts) {
+      expect(a).toContain('ctxgate_worker_in_flight{model="llama",worker="w2"}');
+      expect(a).toContain('ctxgate_upstream_attempts_total{model="qwen",worker="w0",outcome="timeout"}');
+      expect(a).toContain('ctxgate_routing_decisions_total{model="llama",policy="ctxgate",branch="migrate"}');
+      expect(a).toBe(b);
+    }
+    // The comparison sees a one-call difference.
+    mNew.perCall.upstreamAttempts.at('qwen', 'w0', 'ok').inc();
     expect(await regNew.metrics()).not.toBe(await regRef.metrics());
   });
 
