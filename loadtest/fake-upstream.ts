@@ -59,7 +59,9 @@ export interface FakeUpstreamOptions {
   knobs?: Partial<FakeKnobs>;
   /** Report cached_tokens (and prompt_tokens) as a prefix-caching engine would. */
   prefixCache?: FakeCacheOptions;
-  /** Keep each request's [arrival, answer sent] on the epoch clock (FakeUpstream.spans). */
+  /** Keep each request's [arrival, answer sent] on the epoch clock (FakeUpstream.spans); arrival is
+   *  when its body was fully received (its headers, without a body): a body still on its way is the
+   *  sender's and the hop's time, not the upstream's (a gateway may send one in pieces). */
   trace?: boolean;
 }
 
@@ -147,6 +149,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     app.addHook('onRequest', (req, _reply, done) => {
       arrived.set(req, epochNow());
       done();
+    });
+    app.addHook('preParsing', (req, _reply, payload, done) => {
+      payload.once('end', () => arrived.set(req, epochNow()));
+      done(null, payload);
     });
     app.addHook('onResponse', (req, _reply, done) => {
       const t = arrived.get(req);

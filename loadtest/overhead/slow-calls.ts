@@ -8,8 +8,8 @@
 // loaded host); and the gateway's CPU per call, which waiting does not inflate. One connection
 // only: windows of consecutive calls do not overlap.
 // Beside the gateway, the bench can pass what the other two processes on the call's path did
-// (Outside): the fake upstream's handling of each request (from its arrival to the answer sent,
-// its own GC pauses among it) and the load generator's GC pauses, which stop the clock that reads
+// (Outside): the fake upstream's handling of each request (from its body's full arrival to the
+// answer sent, its own GC pauses among it: a body still on its way is the sender's time) and the load generator's GC pauses, which stop the clock that reads
 // every call's latency. They are counted in that order after the gateway's sections and pauses,
 // each only where nothing before it already counted, so the parts still add up to the wall time;
 // "other" is then HTTP in and out, the hops, and waiting for a core. Direct's calls (no gateway)

@@ -40,6 +40,38 @@ describe('fake upstream trace', () => {
     expect(untraced.spans).toHaveLength(0);
   });
 
+  it('a body sent in two pieces: the span starts once the whole body has arrived', async () => {
+    const { request } = await import('node:http');
+    const up = await startFakeUpstream({ record: false, trace: true });
+    stops.push(() => up.close());
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(4000) }] });
+    const { port } = new URL(up.url);
+    const done = new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('error', reject);
+      req.write(body.slice(0, 100));
+      // the rest 150 ms later (a sender slow to finish its body)
+      setTimeout(() => req.end(body.slice(100)), 150);
+    });
+    const t0 = performance.timeOrigin + performance.now();
+    expect(await done).toBe(200);
+    expect(up.spans).toHaveLength(1);
+    // arrival is after the second piece, not at the headers
+    expect(up.spans[0][0] - t0).toBeGreaterThanOrEqual(140);
+  });
+
   it('as its own process: reset, then trace prints the spans since and its GC pauses', async () => {
     const file = fileURLToPath(new URL('../../loadtest/fake-upstream.ts', import.meta.url));
     const up: Child = await child(file, ['0', '--trace']);
