@@ -5,7 +5,7 @@
 // index: its cache is there now and may be evicted while it waits) and no other tenant has calls
 // held (then it queues like any call and waits for its holder by delay scheduling: one tenant's
 // flood of continuations cannot keep the workers busy while another tenant's calls wait; with
-// one tenant, as in the fleet simulator, the rule is the simulator's). Otherwise it waits in a
+// one tenant, as in the fleet simulator, the rule is the simulator's: both call arrival.ts). Otherwise it waits in a
 // per-tenant fair queue (kvplanner/admission/fair-queue.ts) until a worker can admit it: fewer
 // waiting requests than max_waiting and KV usage under max_kv_usage, where "waiting" is the larger
 // of the engine's scraped vllm:num_requests_waiting and the gateway's calls there without a first
@@ -45,8 +45,8 @@
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
-import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
-import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
+import { bindsAtArrival, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
+import { releasePlacement } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
 import type { AbortLike } from '../../middleware/types.ts';
@@ -175,9 +175,10 @@ export class AdmissionGate {
       this.count('passed');
       return undefined;
     }
-    // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly)
-    const othersHeld = this.queue.othersWaiting(info.tenant);
-    if (!pending && !othersHeld && this.holder(views, info) >= 0) {
+    // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly;
+    // arrival.ts, the simulator's rule); the read also prices the call if it is held
+    const read = readHolders(this.policy, views, info, this.each);
+    if (!pending && bindsAtArrival(read, info.tenant, this.queue, this.s)) {
       this.count('bound');
       return undefined;
     }
@@ -216,9 +217,10 @@ export class AdmissionGate {
         this.leave(room.evicted, undefined, this.tenantFull(room.tenant));
       }
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: now };
-      // released in the simulator's order (release-order.ts): cheap prefills first, within a bounded slack
-      const slackMs = releaseSlackMs(releaseCost(this.policy, views, info), this.s);
-      const spilled = this.queue.push(info.tenant, held, held.atMs, slackMs);
+      // released in the simulator's order (release-order.ts): cheap prefills first, within a bounded
+      // slack, a held call's prompt charged once
+      const place = releasePlacement(this.queue, info, read.top, this.s);
+      const spilled = this.queue.push(info.tenant, held, held.atMs, place.slackMs, place.chain);
       if (spilled === held) {
         // no call can be held at all (a bound below 1): it goes on as at arrival
         this.count('spilledFull', 0);
@@ -315,10 +317,7 @@ export class AdmissionGate {
 
   /** Index in `views` of the worker that alone holds ≥ locality_min_tokens of the prompt, or -1. */
   private holder(views: readonly WorkerView[], info: RouteInfo): number {
-    // one read of the prompt's chain for every worker (cached-each.ts)
-    if (!cachedTokensEach(this.policy, views, info, this.each)) return -1;
-    const l = leader(this.each);
-    return l.lead >= this.s.locality_min_tokens ? l.index : -1;
+    return localityHome(readHolders(this.policy, views, info, this.each), this.s);
   }
 
   private schedule(): void {

@@ -165,7 +165,19 @@ export interface AdmissionSettings {
  *  under faults with the order; the price there is the tail (chaos p99 ~2× arrival order's: the
  *  calls whose worker restarted cold wait their bounded slack), and in the simulator ×1 p99 195.0
  *  vs 144.7 s (after 24d199b). A deployment whose clients give up after T sets release_max_slack_ms under T, or
- *  release_ms_per_token 0 for arrival order. */
+ *  release_ms_per_token 0 for arrival order.
+ *  Every figure above was taken before a held call's prompt was charged once (2026-12-02, review
+ *  s35 F2, release-order.ts releasePlacement: a call is priced less the prompt of the held call of
+ *  its tenant whose prompt its own extends, and never released before that call); the defaults
+ *  were not re-swept after it. With it, same commands (fleet simulator): conversation half ×1 p90 /
+ *  p99 122.9 / 192.4 s (was 121.6 / 195.0; 0.40× rr), ×2 401.3 / 1,008.3 s (was 476.3 / 1,099.6;
+ *  0.39× rr), hit 9.3 / 18.9 %, imbalance 1.13 / 1.08, ×2 calls with TTFT > 600 s 378 (was 434);
+ *  ×0.9 23.0 s (was 21.7), ×1.1 192.2 (221.1), ×1.5 325.7 (345.6): a little worse below ×1,
+ *  better above. 4 tenants ×1 / ×2 162.0 / 654.0 s (was 155.3 / 794.1), 16 tenants 215.2 / 940.6
+ *  (231.0 / 959.4). Synthetic trace ×1 p90 90.5 s, p99 283.8 s, hit 19.9 % (was 101.8 / 275.9 /
+ *  20.6). two-kinds (`bench fleet two-kinds --workers 2 --kv-tokens 200000 --tenants 2`) ×1 132.1 s,
+ *  decode / prefill 132.4 / 131.7 s, the arrival-order gate's exactly (was 170.7 s, 193.2 / 141.4),
+ *  ×2 372.9 s (was 463.4; the arrival-order gate 385.9). */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,
@@ -183,9 +195,9 @@ export const ADMISSION_DEFAULTS: AdmissionSettings = {
 
 /** Dispatch by engine when not configured (gateway `models[].dispatch`, `bench fleet --dispatch`):
  *  late binding where the fleet simulator shows it wins, vLLM (Mooncake conversation half, 8
- *  workers, 200k KV, virtual time, after 24d199b: p90 TTFT ×1 121.6 s vs 177.7 s at arrival, 0.40×
- *  round_robin; ×2 476.3 vs 972.4 s, with the default release order; the arrival-order gate 127.1 /
- *  932.6 s);
+ *  workers, 200k KV, virtual time, with the default release order, a held prompt charged once:
+ *  p90 TTFT ×1 122.9 s vs 177.7 s at arrival, 0.40× round_robin; ×2 401.3 vs 972.4 s; the
+ *  arrival-order gate 127.1 / 932.6 s);
  *  arrival where it loses, SGLang (×1 266.0 vs 151.9 s: its scheduler orders
  *  its own queue by prefix match), and for any other OpenAI-compatible server (no engine queue
  *  signals to admit by). On the synthetic trace (×1) late binding with the arrival-order gate was

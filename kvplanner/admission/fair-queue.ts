@@ -27,7 +27,11 @@
 // merge of the key and arrival orders that may skip up to n calls (peek, shift; takeFirst to its
 // window); expire O(expired ·
 // (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
-// also kept in arrival order and only the oldest is looked at; remove O(n + tenants).
+// also kept in arrival order and only the oldest is looked at; remove O(n + tenants). A held call
+// may carry the last hash of its prompt's block chain (HeldChain): heldBasis finds the tenant's held
+// call whose prompt a newcomer's extends furthest (O(blocks looked at) map reads; one map entry per
+// held call that gave a chain), so release-order.ts charges a prompt's work once and keeps a
+// conversation's turns in order.
 // Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld, slackPerDrain (ADMISSION_DEFAULTS in
 // admission-defaults.ts); RELEASE_INTERVAL_WEIGHT.
 
@@ -40,6 +44,24 @@ interface Entry<T> {
   seq: number;
   /** taken out (it stays in `byAge` until that reaches it or is compacted) */
   gone: boolean;
+  /** the last hash of its prompt's block chain and its prompt tokens (HeldChain), if given */
+  end: string | undefined;
+  tokens: number;
+}
+
+/** A held call's prompt as a later call of its tenant may extend it (release-order.ts): the last
+ *  hash of its block chain, its prompt tokens, and the earliest key the call may have (the key of
+ *  a held call whose prompt it extends: it never leaves before that one). */
+export interface HeldChain {
+  end: string;
+  tokens: number;
+  notBeforeKey: number;
+}
+
+/** The held call whose prompt a newcomer's extends furthest: its prompt tokens and its key. */
+export interface HeldBasis {
+  tokens: number;
+  key: number;
 }
 
 const before = <T>(a: Entry<T>, b: Entry<T>): boolean => a.key < b.key || (a.key === b.key && a.seq < b.seq);
@@ -52,6 +74,9 @@ class TenantQueue<T> {
   private byAge: Entry<T>[] = [];
   private ageHead = 0;
   private goneInAge = 0;
+  /** the last chain hash of each held call that gave one → how many hold it, their prompt tokens
+   *  and the latest key among them */
+  private readonly ends = new Map<string, { n: number; tokens: number; key: number }>();
 
   /** msPerHeld: each call's slack is at most this × the calls held here now (0: no such bound). */
   constructor(private readonly msPerHeld: number) {}
@@ -75,6 +100,24 @@ class TenantQueue<T> {
     if (lo === k.length) k.push(e);
     else k.splice(lo, 0, e);
     this.byAge.push(e);
+    if (e.end !== undefined) {
+      const m = this.ends.get(e.end);
+      if (m) {
+        m.n++;
+        m.key = Math.max(m.key, e.key);
+      } else this.ends.set(e.end, { n: 1, tokens: e.tokens, key: e.key });
+    }
+  }
+
+  /** The held call whose prompt is the longest prefix of `hashes` ending at block `fromBlock` or
+   *  later (a chain hash names its whole prefix). O(hashes − fromBlock) map reads. */
+  basis(hashes: readonly string[], fromBlock: number): HeldBasis | undefined {
+    if (this.ends.size === 0) return undefined;
+    for (let i = hashes.length - 1; i >= Math.max(0, fromBlock); i--) {
+      const m = this.ends.get(hashes[i]);
+      if (m) return { tokens: m.tokens, key: m.key };
+    }
+    return undefined;
   }
 
   /** Every held call, in no particular order. */
@@ -155,6 +198,10 @@ class TenantQueue<T> {
     }
     k.splice(lo, 1);
     this.markGone(e);
+    if (e.end !== undefined) {
+      const m = this.ends.get(e.end)!;
+      if (--m.n === 0) this.ends.delete(e.end);
+    }
   }
 
   private markGone(e: Entry<T>): void {
@@ -216,7 +263,7 @@ export class FairQueue<T> {
   /** Holds `item` (deadline nowMs + maxWaitMs; released among its tenant's calls as if it arrived
    *  `slackMs` later, release-order.ts). Returns the call that spilled to make room (see the
    *  header; `item` itself when no call can be held at all), or undefined. */
-  push(tenant: string, item: T, nowMs: number, slackMs = 0): T | undefined {
+  push(tenant: string, item: T, nowMs: number, slackMs = 0, chain?: HeldChain): T | undefined {
     const { maxQueued, maxPerTenant } = this.limits;
     if (maxQueued < 1 || maxPerTenant < 1) return item;
     let spilled: T | undefined;
@@ -237,7 +284,16 @@ export class FairQueue<T> {
     // an idle gate's gap is no interval between releases: count from the first held call on
     if (this.total === 0) this.lastReleaseMs = Math.max(this.lastReleaseMs, nowMs);
     const deadlineMs = nowMs + this.limits.maxWaitMs;
-    q.push({ item, atMs: nowMs, deadlineMs, key: nowMs + slackMs, seq: this.seq++, gone: false });
+    q.push({
+      item,
+      atMs: nowMs,
+      deadlineMs,
+      key: Math.max(nowMs + slackMs, chain?.notBeforeKey ?? Number.NEGATIVE_INFINITY),
+      seq: this.seq++,
+      gone: false,
+      end: chain?.end,
+      tokens: chain?.tokens ?? 0,
+    });
     this.total++;
     return spilled;
   }
@@ -269,6 +325,12 @@ export class FairQueue<T> {
     const { top, most } = this.busiest(tenant, own);
     if (most < own + 2) return { refuse: 'queue_full' };
     return { evicted: this.takeNewest(top), tenant: top };
+  }
+
+  /** The held call of `tenant` whose prompt `hashes` extends furthest, looking only at prefixes of
+   *  `fromBlock` + 1 blocks or more (release-order.ts); undefined when none. */
+  heldBasis(tenant: string, hashes: readonly string[], fromBlock: number): HeldBasis | undefined {
+    return this.tenants.get(tenant)?.basis(hashes, fromBlock);
   }
 
   /** Takes the tenant's newest call (it holds one; its older ones keep their places). */

@@ -19,12 +19,23 @@
 // not calls: a fleet that releases a call every few ms stays near arrival order whatever it holds.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
-// Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs O(1).
+// A held call's prompt is work the engines will do before the calls after it (review s35 F2):
+// a conversation's next turn, arriving while its previous turn is still held, holds in its
+// prompt the previous one's, which no cache holds yet. Charged as uncached it got several turns'
+// slack, fixed at push, and waited behind later turns of other conversations long after its
+// previous turn had been prefilled (two-kinds, 2 workers: tenant decode's p90 TTFT 193 s against
+// 132 s in arrival order). So a call's uncached tokens are also less the prompt of the held call
+// of its tenant whose prompt its own extends furthest (releasePlacement; by block hash chain,
+// when the call has one), and it is never released before that call (its key is at least that
+// call's): each prompt's work is charged once, to the first turn that has to do it.
+// Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs
+// O(1); releasePlacement O(uncached blocks) map reads.
 // Settings: release_ms_per_token, release_max_slack_ms, release_ms_per_held, release_slack_per_drain (ADMISSION_DEFAULTS,
 // where the sweeps they were chosen from are stated).
 import type { Policy, RouteInfo, WorkerView } from '../types.ts';
 import type { AdmissionSettings } from './admission-defaults.ts';
 import { cachedTokensEach } from './cached-each.ts';
+import type { FairQueue, HeldChain } from './fair-queue.ts';
 
 const scratch: number[] = [];
 
@@ -49,4 +60,33 @@ export function releaseSlackMs(
 ): number {
   const slack = uncachedTokens * s.release_ms_per_token;
   return Math.min(s.release_max_slack_ms, Math.max(0, slack));
+}
+
+/** Where a call to be held goes in its tenant's release order: its slack and its chain (what the
+ *  calls after it look up). `cachedTokens`: the most any worker's cache holds of its prompt
+ *  (arrival.ts readHolders). The held call of the tenant whose prompt this one's extends furthest
+ *  (a conversation's previous turn, still held) will prefill that prefix first: it is not charged
+ *  again here, and this call's key is at least that call's. A call without block hashes (a
+ *  text-only prompt) looks at no held call and offers none. */
+export function releasePlacement(
+  queue: Pick<FairQueue<unknown>, 'heldBasis'>,
+  info: RouteInfo,
+  cachedTokens: number,
+  s: Pick<AdmissionSettings, 'release_ms_per_token' | 'release_max_slack_ms'>,
+): { slackMs: number; chain: HeldChain | undefined } {
+  const prompt = info.promptTokens ?? 0;
+  const hashes = info.blockHashes;
+  if (!hashes || hashes.length === 0)
+    return { slackMs: releaseSlackMs(Math.max(0, prompt - cachedTokens), s), chain: undefined };
+  // a held prompt within what a cache holds saves nothing more: look above the cached blocks
+  // (a lower bound on them: a full block has at least prompt ÷ blocks tokens)
+  const fromBlock = prompt > 0 ? Math.floor((cachedTokens * hashes.length) / prompt) : 0;
+  const found = queue.heldBasis(info.tenant, hashes, fromBlock);
+  // one whose prompt a cache already holds is no reason to wait for it
+  const basis = found && found.tokens > cachedTokens ? found : undefined;
+  const covered = Math.max(cachedTokens, Math.min(prompt, basis?.tokens ?? 0));
+  return {
+    slackMs: releaseSlackMs(Math.max(0, prompt - covered), s),
+    chain: { end: hashes[hashes.length - 1], tokens: prompt, notBeforeKey: basis?.key ?? Number.NEGATIVE_INFINITY },
+  };
 }

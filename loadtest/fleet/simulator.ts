@@ -23,7 +23,8 @@
 // among all workers, queueing at the engine), so the gate bounds the gateway's memory and never
 // fails a call; every call completes. A deadline is an event of its own (a held call spills at its
 // deadline exactly). Held calls leave in the product's release order (release-order.ts, the code
-// the gateway's gate runs: least to prefill first within a bounded slack). A free worker takes the
+// the gateway's gate runs: least to prefill first within a bounded slack, a held call's prompt
+// charged once; the bind-at-arrival rule is arrival.ts, the gate's own). A free worker takes the
 // first of the next locality_window held calls that it
 // holds, or that no worker holds; a call whose holder is busy is passed over for up to
 // locality_wait_ms from when it is first looked at (delay scheduling). The queue is looked at after
@@ -40,8 +41,8 @@ import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
-import { cachedTokensEach, leader } from '../../kvplanner/admission/cached-each.ts';
-import { releaseCost, releaseSlackMs } from '../../kvplanner/admission/release-order.ts';
+import { bindsAtArrival, type HolderRead, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
+import { releasePlacement } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
@@ -167,8 +168,8 @@ export interface FleetResult {
 interface Held {
   req: FleetRequest;
   info: RouteInfo;
+  /** its home to wait for (arrival.ts localityHome), -1 when none */
   home: number;
-  homeTokens: number;
   /** when it was first among the calls a free worker looked at (its locality wait starts) */
   consideredMs: number;
   /** when it was held; -1 once it left the queue (released or spilled) */
@@ -411,13 +412,13 @@ export function simulateFleet(
       nowMs: req.arrivalMs,
     };
     if (gate) {
-      const held: Held = { req, info, home: -1, homeTokens: 0, consideredMs: -1, heldMs: req.arrivalMs };
+      const held: Held = { req, info, home: -1, consideredMs: -1, heldMs: req.arrivalMs };
       // a call one worker's cache holds goes now, where the policy sends it: its cache is
       // there (the turn before may still be running), and waiting would let it be evicted;
       // unless another tenant holds calls (the gate's rule, admission-gate.ts: those go first, by
       // turns, so one tenant's continuations cannot keep the workers busy while another's wait)
-      findHome(held);
-      if (held.homeTokens >= localityMinTokens && !gate.othersWaiting(info.tenant)) {
+      const read = findHome(held);
+      if (bindsAtArrival(read, info.tenant, gate, admissionCheck)) {
         boundAtArrival++;
         dispatch(req, info, views, req.arrivalMs);
         return;
@@ -425,9 +426,10 @@ export function simulateFleet(
       // the queue full (in total or the tenant's share): this call is held and one held call, the
       // queue's choice (fair-queue.ts), is dispatched now as at arrival (spilling the newcomer
       // instead lets later calls overtake the held ones at the engines: ×2 p90 TTFT 1262 s vs 923 s)
-      // released in the product's order (release-order.ts): cheap prefills first, within a bounded slack
-      const slackMs = releaseSlackMs(releaseCost(policy, views, info), admissionCheck);
-      const out = gate.push(info.tenant, held, req.arrivalMs, slackMs);
+      // released in the product's order (release-order.ts): cheap prefills first, within a bounded
+      // slack, a held call's prompt charged once
+      const place = releasePlacement(gate, info, read.top, admissionCheck);
+      const out = gate.push(info.tenant, held, req.arrivalMs, place.slackMs, place.chain);
       gatewayQueued++;
       if (out) {
         spilledFull++;
@@ -459,7 +461,6 @@ export function simulateFleet(
   // late binding: the held calls, head first, while some worker can admit one
   const admissionCheck = { ...ADMISSION_DEFAULTS, ...cfg.admission };
   const localityWaitMs = admissionCheck.locality_wait_ms;
-  const localityMinTokens = admissionCheck.locality_min_tokens;
   const localityWindow = admissionCheck.locality_window;
   const maxWaitMs = admissionCheck.max_wait_ms;
   const gate =
@@ -502,16 +503,13 @@ export function simulateFleet(
   let boundAtArrival = 0;
   const eachScratch: number[] = [];
   let gatewayPeak = 0;
-  // the worker whose cache holds most of the call's prompt (the policy's own estimate, read-only)
-  // (looked up when the call is considered: the turn before it may have left the queue since)
-  const findHome = (h: Held): void => {
-    h.home = -1;
-    h.homeTokens = 0;
-    if (!cachedTokensEach(policy, views, h.info, eachScratch)) return;
-    const l = leader(eachScratch);
-    h.home = l.index;
-    // what only the home holds (a root every worker holds is no reason to wait)
-    h.homeTokens = l.lead;
+  // the worker whose cache holds the call's prompt, if it is one to wait for (arrival.ts: the
+  // policy's own estimate, read-only; looked up again when the call is considered: the turn
+  // before it may have left the queue since)
+  const findHome = (h: Held): HolderRead => {
+    const r = readHolders(policy, views, h.info, eachScratch);
+    h.home = localityHome(r, admissionCheck);
+    return r;
   };
   const drain = (now: number): void => {
     while (gate && gate.size > 0) {
@@ -524,7 +522,7 @@ export function simulateFleet(
           if (h.consideredMs < 0) h.consideredMs = now;
           if (now - h.consideredMs >= localityWaitMs) return true;
           findHome(h);
-          return h.homeTokens < localityMinTokens || able.includes(views[h.home]);
+          return h.home < 0 || able.includes(views[h.home]);
         },
         now,
         localityWindow,
@@ -532,7 +530,7 @@ export function simulateFleet(
       if (!take) return;
       take.heldMs = -1;
       take.info.nowMs = now;
-      const home = take.homeTokens >= localityMinTokens ? views[take.home] : undefined;
+      const home = take.home >= 0 ? views[take.home] : undefined;
       dispatch(take.req, take.info, home && able.includes(home) ? [home] : able, now);
     }
   };

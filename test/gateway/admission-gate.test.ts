@@ -254,6 +254,65 @@ describe('AdmissionGate', () => {
     expect(await order({ max_waiting: 1, release_ms_per_token: 40 })).toEqual(['long', 'short', 'c']);
   });
 
+  it("charges a held call's prompt once (review s35 F2): a conversation's next turn, held behind its previous turn, is priced at its own new blocks and released right after it", async () => {
+    // nothing cached anywhere; 512-token blocks; the caps off, so the slacks alone order the calls
+    const ws = [worker('w0', 1)];
+    let t = 0;
+    const g = new AdmissionGate(
+      'm',
+      () => ws.map((w) => ({ view: () => w })),
+      policy({}),
+      { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
+      () => t,
+    );
+    gates.push(g);
+    const blocks = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
+    const out: string[] = [];
+    const send = (name: string, promptTokens: number, blockHashes?: string[]) =>
+      void held(g.admit({ ...info('a', name), promptTokens, blockHashes }, new AbortController().signal)).then(() =>
+        out.push(name),
+      );
+    // turn 1: 4 blocks (slack 82 s); another call: 4.5 blocks (90 s); turn 2 = turn 1 + 1 block:
+    // 102 s if turn 1's prompt were charged again, 20 s (and never before turn 1) as it is
+    send('turn1', 2_048, blocks('c', 4));
+    send('other', 2_250, blocks('o', 4));
+    send('turn2', 2_560, blocks('c', 5));
+    ws[0].engine = { waiting: 0, running: 0 };
+    for (let i = 0; i < 3; i++) {
+      t += 1000;
+      g.wake();
+      await settled(Promise.resolve());
+    }
+    expect(out).toEqual(['turn1', 'turn2', 'other']);
+  });
+
+  it('a held call without block hashes (a text-only prompt) is priced at its whole uncached prompt, as before', async () => {
+    const ws = [worker('w0', 1)];
+    let t = 0;
+    const g = new AdmissionGate(
+      'm',
+      () => ws.map((w) => ({ view: () => w })),
+      policy({}),
+      { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
+      () => t,
+    );
+    gates.push(g);
+    const out: string[] = [];
+    for (const [name, promptTokens] of [
+      ['turn1', 2_048],
+      ['other', 2_250],
+      ['turn2', 2_560],
+    ] as const)
+      void held(g.admit({ ...info('a', name), promptTokens }, new AbortController().signal)).then(() => out.push(name));
+    ws[0].engine = { waiting: 0, running: 0 };
+    for (let i = 0; i < 3; i++) {
+      t += 1000;
+      g.wake();
+      await settled(Promise.resolve());
+    }
+    expect(out).toEqual(['turn1', 'other', 'turn2']);
+  });
+
   it('a held call waits for an event, not a polling timer: an end, a scrape round or an abort wakes it', async () => {
     const ws = [worker('w0', 1)];
     const g = make(ws);

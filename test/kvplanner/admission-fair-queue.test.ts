@@ -407,6 +407,39 @@ describe('FairQueue', () => {
     expect(q.drain()).toEqual(['a2', 'b2']);
   });
 
+  it('heldBasis: the held call whose prompt a newcomer extends furthest, of its own tenant, while held; a newcomer with it as its floor never leaves before it (review s35 F2)', () => {
+    const q = new FairQueue<string>(open);
+    const chain = (end: string, tokens: number, notBeforeKey = Number.NEGATIVE_INFINITY) => ({
+      end,
+      tokens,
+      notBeforeKey,
+    });
+    // turn 1 of a conversation: 3 blocks, key 0 + 500 s
+    q.push('a', 't1', 0, 500_000, chain('h3', 1_600));
+    const turn2 = ['h1', 'h2', 'h3', 'h4', 'h5'];
+    expect(q.heldBasis('a', turn2, 0)).toEqual({ tokens: 1_600, key: 500_000 });
+    // only prefixes ending at fromBlock or later; only the tenant's own calls
+    expect(q.heldBasis('a', turn2, 3)).toBeUndefined();
+    expect(q.heldBasis('b', turn2, 0)).toBeUndefined();
+    // a chain that shares blocks but not turn 1's whole prompt is no extension of it
+    expect(q.heldBasis('a', ['h1', 'h2', 'x3', 'x4'], 0)).toBeUndefined();
+    // turn 2 (own slack 20 s) with turn 1's key as its floor, then an unrelated call (slack 100 s)
+    q.push('a', 't2', 10_000, 20_000, chain('h5', 2_600, 500_000));
+    q.push('a', 'u', 20_000, 100_000);
+    // the longest held prefix wins: turn 2's
+    expect(q.heldBasis('a', [...turn2, 'h6'], 0)).toEqual({ tokens: 2_600, key: 500_000 });
+    expect(q.drain()).toEqual(['u', 't1', 't2']);
+    // gone with the calls that left
+    expect(q.heldBasis('a', [...turn2, 'h6'], 0)).toBeUndefined();
+    // two held calls with one prompt: it stays known until both have left
+    q.push('a', 'd1', 0, 0, chain('h3', 1_600));
+    q.push('a', 'd2', 0, 0, chain('h3', 1_600));
+    expect(q.remove('a', 'd1')).toBe(true);
+    expect(q.heldBasis('a', turn2, 0)?.tokens).toBe(1_600);
+    expect(q.shift()).toBe('d2');
+    expect(q.heldBasis('a', turn2, 0)).toBeUndefined();
+  });
+
   it('stays in order over many pushes and shifts (the FIFO compacts)', () => {
     const q = new FairQueue<number>({ maxQueued: 1e6, maxPerTenant: 1e6, maxWaitMs: Infinity });
     const out: number[] = [];
