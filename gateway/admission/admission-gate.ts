@@ -45,7 +45,7 @@
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
-import { bindsAtArrival, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
+import { bindsAtArrival, type HolderRead, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
 import { releasePlacement } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
@@ -176,11 +176,15 @@ export class AdmissionGate {
       return undefined;
     }
     // bind at arrival to the holder unless another tenant's calls are held (they go first, fairly;
-    // arrival.ts, the simulator's rule); the read also prices the call if it is held
-    const read = readHolders(this.policy, views, info, this.each);
-    if (!pending && bindsAtArrival(read, info.tenant, this.queue, this.s)) {
-      this.count('bound');
-      return undefined;
+    // arrival.ts, the simulator's rule); the read also prices the call if it is held. Not read when
+    // it cannot bind: a call refused below (a flooding tenant's) costs no index read
+    let read: HolderRead | undefined;
+    if (!pending && !this.queue.othersWaiting(info.tenant)) {
+      read = readHolders(this.policy, views, info, this.each);
+      if (bindsAtArrival(read, info.tenant, this.queue, this.s)) {
+        this.count('bound');
+        return undefined;
+      }
     }
     if (!pending && this.queue.size === 0) {
       // among the workers that can admit it, as the simulator dispatches it (not any with room)
@@ -219,7 +223,8 @@ export class AdmissionGate {
       const held: Held = { info, resolve, reject, signal, onAbort: () => {}, consideredMs: -1, atMs: now };
       // released in the simulator's order (release-order.ts): cheap prefills first, within a bounded
       // slack, a held call's prompt charged once
-      const place = releasePlacement(this.queue, info, read.top, this.s);
+      const top = (read ?? readHolders(this.policy, views, info, this.each)).top;
+      const place = releasePlacement(this.queue, info, top, this.s);
       const spilled = this.queue.push(info.tenant, held, held.atMs, place.slackMs, place.chain);
       if (spilled === held) {
         // no call can be held at all (a bound below 1): it goes on as at arrival

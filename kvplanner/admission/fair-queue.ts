@@ -29,8 +29,8 @@
 // (log n + n) + tenants): deadlines are arrival time + one constant, so each tenant's calls are
 // also kept in arrival order and only the oldest is looked at; remove O(n + tenants). A held call
 // may carry the last hash of its prompt's block chain (HeldChain): heldBasis finds the tenant's held
-// call whose prompt a newcomer's extends furthest (O(blocks looked at) map reads; one map entry per
-// held call that gave a chain), so release-order.ts charges a prompt's work once and keeps a
+// call whose prompt a newcomer's extends furthest (O(min(its blocks, distinct held chain lengths))
+// map reads; a map entry per held call that gave a chain), so release-order.ts charges a prompt's work once and keeps a
 // conversation's turns in order.
 // Settings: maxQueued, maxPerTenant, maxWaitMs, msPerHeld, slackPerDrain (ADMISSION_DEFAULTS in
 // admission-defaults.ts); RELEASE_INTERVAL_WEIGHT.
@@ -44,8 +44,10 @@ interface Entry<T> {
   seq: number;
   /** taken out (it stays in `byAge` until that reaches it or is compacted) */
   gone: boolean;
-  /** the last hash of its prompt's block chain and its prompt tokens (HeldChain), if given */
+  /** the last hash of its prompt's block chain, the chain's length and its prompt tokens
+   *  (HeldChain), if given */
   end: string | undefined;
+  blocks: number;
   tokens: number;
 }
 
@@ -54,6 +56,8 @@ interface Entry<T> {
  *  a held call whose prompt it extends: it never leaves before that one). */
 export interface HeldChain {
   end: string;
+  /** the chain's length (its blocks) */
+  blocks: number;
   tokens: number;
   notBeforeKey: number;
 }
@@ -77,6 +81,8 @@ class TenantQueue<T> {
   /** the last chain hash of each held call that gave one → how many hold it, their prompt tokens
    *  and the latest key among them */
   private readonly ends = new Map<string, { n: number; tokens: number; key: number }>();
+  /** the chain lengths of those calls → how many have each */
+  private readonly lengths = new Map<number, number>();
 
   /** msPerHeld: each call's slack is at most this × the calls held here now (0: no such bound). */
   constructor(private readonly msPerHeld: number) {}
@@ -106,18 +112,29 @@ class TenantQueue<T> {
         m.n++;
         m.key = Math.max(m.key, e.key);
       } else this.ends.set(e.end, { n: 1, tokens: e.tokens, key: e.key });
+      this.lengths.set(e.blocks, (this.lengths.get(e.blocks) ?? 0) + 1);
     }
   }
 
   /** The held call whose prompt is the longest prefix of `hashes` ending at block `fromBlock` or
-   *  later (a chain hash names its whole prefix). O(hashes − fromBlock) map reads. */
+   *  later (a chain hash names its whole prefix). O(min(hashes − fromBlock, distinct held chain
+   *  lengths)) map reads: a long prompt among few held lengths looks only where one could end. */
   basis(hashes: readonly string[], fromBlock: number): HeldBasis | undefined {
     if (this.ends.size === 0) return undefined;
-    for (let i = hashes.length - 1; i >= Math.max(0, fromBlock); i--) {
-      const m = this.ends.get(hashes[i]);
-      if (m) return { tokens: m.tokens, key: m.key };
-    }
-    return undefined;
+    const lo = Math.max(0, fromBlock);
+    let m: { tokens: number; key: number } | undefined;
+    if (this.lengths.size < hashes.length - lo) {
+      let best = 0;
+      for (const len of this.lengths.keys()) {
+        if (len <= best || len - 1 < lo || len > hashes.length) continue;
+        const hit = this.ends.get(hashes[len - 1]);
+        if (hit) {
+          m = hit;
+          best = len;
+        }
+      }
+    } else for (let i = hashes.length - 1; i >= lo && !m; i--) m = this.ends.get(hashes[i]);
+    return m && { tokens: m.tokens, key: m.key };
   }
 
   /** Every held call, in no particular order. */
@@ -201,6 +218,9 @@ class TenantQueue<T> {
     if (e.end !== undefined) {
       const m = this.ends.get(e.end)!;
       if (--m.n === 0) this.ends.delete(e.end);
+      const n = this.lengths.get(e.blocks)! - 1;
+      if (n === 0) this.lengths.delete(e.blocks);
+      else this.lengths.set(e.blocks, n);
     }
   }
 
@@ -292,6 +312,7 @@ export class FairQueue<T> {
       seq: this.seq++,
       gone: false,
       end: chain?.end,
+      blocks: chain?.blocks ?? 0,
       tokens: chain?.tokens ?? 0,
     });
     this.total++;

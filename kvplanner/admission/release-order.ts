@@ -29,7 +29,7 @@
 // when the call has one), and it is never released before that call (its key is at least that
 // call's): each prompt's work is charged once, to the first turn that has to do it.
 // Cost: releaseCost one chain read and O(workers) index matches (held calls only); releaseSlackMs
-// O(1); releasePlacement O(uncached blocks) map reads.
+// O(1); releasePlacement O(min(uncached blocks, distinct held chain lengths)) map reads.
 // Settings: release_ms_per_token, release_max_slack_ms, release_ms_per_held, release_slack_per_drain (ADMISSION_DEFAULTS,
 // where the sweeps they were chosen from are stated).
 import type { Policy, RouteInfo, WorkerView } from '../types.ts';
@@ -87,6 +87,11 @@ export function releasePlacement(
   const covered = Math.max(cachedTokens, Math.min(prompt, basis?.tokens ?? 0));
   return {
     slackMs: releaseSlackMs(Math.max(0, prompt - covered), s),
-    chain: { end: hashes[hashes.length - 1], tokens: prompt, notBeforeKey: basis?.key ?? Number.NEGATIVE_INFINITY },
+    chain: {
+      end: hashes[hashes.length - 1],
+      blocks: hashes.length,
+      tokens: prompt,
+      notBeforeKey: basis?.key ?? Number.NEGATIVE_INFINITY,
+    },
   };
 }

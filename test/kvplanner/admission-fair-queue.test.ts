@@ -409,8 +409,10 @@ describe('FairQueue', () => {
 
   it('heldBasis: the held call whose prompt a newcomer extends furthest, of its own tenant, while held; a newcomer with it as its floor never leaves before it (review s35 F2)', () => {
     const q = new FairQueue<string>(open);
+    // chain hashes h1, h2, … (a chain hash names its whole prefix): hN ends an N-block chain
     const chain = (end: string, tokens: number, notBeforeKey = Number.NEGATIVE_INFINITY) => ({
       end,
+      blocks: Number(end.slice(1)),
       tokens,
       notBeforeKey,
     });
@@ -438,6 +440,47 @@ describe('FairQueue', () => {
     expect(q.heldBasis('a', turn2, 0)?.tokens).toBe(1_600);
     expect(q.shift()).toBe('d2');
     expect(q.heldBasis('a', turn2, 0)).toBeUndefined();
+  });
+
+  it('heldBasis finds the longest held prefix whichever way it looks (by held chain lengths or down the chain), as a scan of every held call does', () => {
+    const rnd = mulberry32(7);
+    const q = new FairQueue<number>(open);
+    // chains: prefixes of 4 conversations; a chain hash names conversation and length
+    const chainOf = (c: number, n: number) => Array.from({ length: n }, (_, i) => `c${c}-${i + 1}`);
+    const held = new Map<number, { c: number; n: number; key: number }>();
+    let id = 0;
+    for (let step = 0; step < 3_000; step++) {
+      if (held.size > 0 && rnd() < 0.45) {
+        const x = q.shift()!;
+        expect(held.delete(x)).toBe(true);
+        continue;
+      }
+      const c = Math.floor(rnd() * 4);
+      const n = 1 + Math.floor(rnd() * 40);
+      const hashes = chainOf(c, n);
+      const from = Math.floor(rnd() * n);
+      // the scan: the longest held chain of the same conversation with from < its length <= n
+      let want: { tokens: number; key: number } | undefined;
+      let wantLen = 0;
+      for (const h of held.values())
+        if (h.c === c && h.n <= n && h.n - 1 >= from && h.n > wantLen) {
+          wantLen = h.n;
+          let key = Number.NEGATIVE_INFINITY;
+          for (const g of held.values()) if (g.c === c && g.n === h.n) key = Math.max(key, g.key);
+          want = { tokens: h.n * 100, key };
+        }
+      expect(q.heldBasis('a', hashes, from)).toEqual(want);
+      const key = step * 10 + Math.floor(rnd() * 1_000);
+      const spilled = q.push('a', id, step * 10, key - step * 10, {
+        end: hashes[n - 1],
+        blocks: n,
+        tokens: n * 100,
+        notBeforeKey: 0,
+      });
+      held.set(id++, { c, n, key });
+      // the tenant's share full (100): its oldest call spilled
+      if (spilled !== undefined) expect(held.delete(spilled)).toBe(true);
+    }
   });
 
   it('stays in order over many pushes and shifts (the FIFO compacts)', () => {
