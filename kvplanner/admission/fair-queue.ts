@@ -78,9 +78,10 @@ class TenantQueue<T> {
   private byAge: Entry<T>[] = [];
   private ageHead = 0;
   private goneInAge = 0;
-  /** the last chain hash of each held call that gave one → how many hold it, their prompt tokens
-   *  and the latest key among them */
-  private readonly ends = new Map<string, { n: number; tokens: number; key: number }>();
+  /** the last chain hash of each held call that gave one → the keys of the calls holding it (a few:
+   *  duplicates of one prompt), their prompt tokens and the latest of those keys (recomputed when
+   *  the call that had it leaves, so a gone call's key never floors a later one: review s36 F2) */
+  private readonly ends = new Map<string, { keys: number[]; tokens: number; key: number }>();
   /** the chain lengths of those calls → how many have each */
   private readonly lengths = new Map<number, number>();
 
@@ -109,9 +110,9 @@ class TenantQueue<T> {
     if (e.end !== undefined) {
       const m = this.ends.get(e.end);
       if (m) {
-        m.n++;
+        m.keys.push(e.key);
         m.key = Math.max(m.key, e.key);
-      } else this.ends.set(e.end, { n: 1, tokens: e.tokens, key: e.key });
+      } else this.ends.set(e.end, { keys: [e.key], tokens: e.tokens, key: e.key });
       this.lengths.set(e.blocks, (this.lengths.get(e.blocks) ?? 0) + 1);
     }
   }
@@ -217,7 +218,15 @@ class TenantQueue<T> {
     this.markGone(e);
     if (e.end !== undefined) {
       const m = this.ends.get(e.end)!;
-      if (--m.n === 0) this.ends.delete(e.end);
+      const keys = m.keys;
+      if (keys.length === 1) this.ends.delete(e.end);
+      else {
+        // swap-remove one occurrence of this call's key (keys are fixed at push)
+        const i = keys.indexOf(e.key);
+        keys[i] = keys[keys.length - 1];
+        keys.pop();
+        if (e.key === m.key) m.key = Math.max(...keys);
+      }
       const n = this.lengths.get(e.blocks)! - 1;
       if (n === 0) this.lengths.delete(e.blocks);
       else this.lengths.set(e.blocks, n);

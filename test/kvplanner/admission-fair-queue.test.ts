@@ -442,6 +442,21 @@ describe('FairQueue', () => {
     expect(q.heldBasis('a', turn2, 0)).toBeUndefined();
   });
 
+  it("heldBasis (review s36 F2): when the later-keyed of two held calls with one prompt leaves first, the floor falls back to the survivor's key", () => {
+    const q = new FairQueue<string>(open);
+    const chain = { end: 'h3', blocks: 3, tokens: 2_048, notBeforeKey: Number.NEGATIVE_INFINITY };
+    const next = ['h1', 'h2', 'h3', 'h4'];
+    q.push('t', 'A', 0, 10_000, chain); // key 10 s
+    q.push('t', 'B', 1_000, 50_000, chain); // the same prompt, key 51 s
+    expect(q.heldBasis('t', next, 0)).toEqual({ tokens: 2_048, key: 51_000 });
+    expect(q.remove('t', 'B')).toBe(true); // B's client left
+    expect(q.heldBasis('t', next, 0)).toEqual({ tokens: 2_048, key: 10_000 });
+    q.push('t', 'C', 2_000, 5_000, chain); // key 7 s: A's 10 s stays the latest held
+    expect(q.heldBasis('t', next, 0)?.key).toBe(10_000);
+    expect(q.remove('t', 'A')).toBe(true);
+    expect(q.heldBasis('t', next, 0)?.key).toBe(7_000);
+  });
+
   it('heldBasis finds the longest held prefix whichever way it looks (by held chain lengths or down the chain), as a scan of every held call does', () => {
     const rnd = mulberry32(7);
     const q = new FairQueue<number>(open);
