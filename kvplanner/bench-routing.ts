@@ -370,7 +370,7 @@ export async function run(argv: string[]): Promise<number> {
   let observeMeanUs = 0;
   const branchMix: Record<
     string,
-    Record<string, { share: number; p50: number; p99: number; undisturbedP99: number; cpuP99: number }>
+    Record<string, { share: number; timed: number; p50: number; p99: number; undisturbedP99: number; cpuP99: number }>
   > = {};
   for (const name of policies) {
     const events = precise ? new KvEventIndex() : undefined;
@@ -448,6 +448,8 @@ export async function run(argv: string[]): Promise<number> {
           b,
           {
             share: k / stream.length,
+            // timed decisions of this branch: with fewer than ~100 its p99 is about its maximum
+            timed: t.length,
             p50: quantile(t, 0.5),
             p99: quantile(t, 0.99),
             undisturbedP99: q.length ? quantile(q, 0.99) : NaN,
@@ -512,7 +514,7 @@ export async function run(argv: string[]): Promise<number> {
         Object.entries(branchMix.ctxgate)
           .map(
             ([b, x]) =>
-              `${b} ${(100 * x.share).toFixed(1)}% p50 ${x.p50.toFixed(1)} µs p99 ${x.p99.toFixed(1)} µs ` +
+              `${b} ${(100 * x.share).toFixed(1)}% (n ${x.timed}${x.timed < 100 ? ', p99 ≈ max' : ''}) p50 ${x.p50.toFixed(1)} µs p99 ${x.p99.toFixed(1)} µs ` +
               `(undisturbed ${x.undisturbedP99.toFixed(1)}, cpu ${x.cpuP99.toFixed(0)})`,
           )
           .join('; '),
