@@ -55,6 +55,30 @@ afterEach(() => {
   gates = [];
 });
 
+/** One worker that is full until release(n) frees it, then n wakes 1 s apart; the caps off, so
+ *  the release order's slacks alone (40 ms per uncached token) order the held calls. */
+function slacksOnly(): { g: AdmissionGate; release: (wakes: number) => Promise<void> } {
+  const ws = [worker('w0', 1)];
+  let t = 0;
+  const g = new AdmissionGate(
+    'm',
+    () => ws.map((w) => ({ view: () => w })),
+    policy({}),
+    { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
+    () => t,
+  );
+  gates.push(g);
+  const release = async (wakes: number) => {
+    ws[0].engine = { waiting: 0, running: 0 };
+    for (let i = 0; i < wakes; i++) {
+      t += 1000;
+      g.wake();
+      await settled(Promise.resolve());
+    }
+  };
+  return { g, release };
+}
+
 function make(ws: WorkerView[], cached: Record<string, Record<string, number>> = {}): AdmissionGate {
   // a clock that stands still: only events release calls, never the fallback look's deadlines
   const g = new AdmissionGate(
@@ -256,16 +280,7 @@ describe('AdmissionGate', () => {
 
   it("charges a held call's prompt once (review s35 F2): a conversation's next turn, held behind its previous turn, is priced at its own new blocks and released right after it", async () => {
     // nothing cached anywhere; 512-token blocks; the caps off, so the slacks alone order the calls
-    const ws = [worker('w0', 1)];
-    let t = 0;
-    const g = new AdmissionGate(
-      'm',
-      () => ws.map((w) => ({ view: () => w })),
-      policy({}),
-      { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
-      () => t,
-    );
-    gates.push(g);
+    const { g, release } = slacksOnly();
     const blocks = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
     const out: string[] = [];
     const send = (name: string, promptTokens: number, blockHashes?: string[]) =>
@@ -277,26 +292,12 @@ describe('AdmissionGate', () => {
     send('turn1', 2_048, blocks('c', 4));
     send('other', 2_250, blocks('o', 4));
     send('turn2', 2_560, blocks('c', 5));
-    ws[0].engine = { waiting: 0, running: 0 };
-    for (let i = 0; i < 3; i++) {
-      t += 1000;
-      g.wake();
-      await settled(Promise.resolve());
-    }
+    await release(3);
     expect(out).toEqual(['turn1', 'turn2', 'other']);
   });
 
   it('a held call without block hashes (a text-only prompt) is priced at its whole uncached prompt, as before', async () => {
-    const ws = [worker('w0', 1)];
-    let t = 0;
-    const g = new AdmissionGate(
-      'm',
-      () => ws.map((w) => ({ view: () => w })),
-      policy({}),
-      { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
-      () => t,
-    );
-    gates.push(g);
+    const { g, release } = slacksOnly();
     const out: string[] = [];
     for (const [name, promptTokens] of [
       ['turn1', 2_048],
@@ -304,12 +305,7 @@ describe('AdmissionGate', () => {
       ['turn2', 2_560],
     ] as const)
       void held(g.admit({ ...info('a', name), promptTokens }, new AbortController().signal)).then(() => out.push(name));
-    ws[0].engine = { waiting: 0, running: 0 };
-    for (let i = 0; i < 3; i++) {
-      t += 1000;
-      g.wake();
-      await settled(Promise.resolve());
-    }
+    await release(3);
     expect(out).toEqual(['turn1', 'other', 'turn2']);
   });
 
