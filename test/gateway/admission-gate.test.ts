@@ -55,19 +55,29 @@ afterEach(() => {
   gates = [];
 });
 
+/** A gate over `ws` that the test's afterEach closes; the clock stands still unless given. */
+function gate(
+  ws: WorkerView[],
+  p: Policy,
+  settings: ConstructorParameters<typeof AdmissionGate>[3],
+  clock: () => number = () => 0,
+): AdmissionGate {
+  const g = new AdmissionGate('m', () => ws.map((w) => ({ view: () => w })), p, settings, clock);
+  gates.push(g);
+  return g;
+}
+
 /** One worker that is full until release(n) frees it, then n wakes 1 s apart; the caps off, so
  *  the release order's slacks alone (40 ms per uncached token) order the held calls. */
 function slacksOnly(): { g: AdmissionGate; release: (wakes: number) => Promise<void> } {
   const ws = [worker('w0', 1)];
   let t = 0;
-  const g = new AdmissionGate(
-    'm',
-    () => ws.map((w) => ({ view: () => w })),
+  const g = gate(
+    ws,
     policy({}),
     { max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 },
     () => t,
   );
-  gates.push(g);
   const release = async (wakes: number) => {
     ws[0].engine = { waiting: 0, running: 0 };
     for (let i = 0; i < wakes; i++) {
@@ -81,15 +91,7 @@ function slacksOnly(): { g: AdmissionGate; release: (wakes: number) => Promise<v
 
 function make(ws: WorkerView[], cached: Record<string, Record<string, number>> = {}): AdmissionGate {
   // a clock that stands still: only events release calls, never the fallback look's deadlines
-  const g = new AdmissionGate(
-    'm',
-    () => ws.map((w) => ({ view: () => w })),
-    policy(cached),
-    { max_waiting: 1 },
-    () => 0,
-  );
-  gates.push(g);
-  return g;
+  return gate(ws, policy(cached), { max_waiting: 1 });
 }
 
 describe('AdmissionGate', () => {
@@ -122,14 +124,7 @@ describe('AdmissionGate', () => {
         return p.expectedCachedTokens!(v, i);
       },
     };
-    const g = new AdmissionGate(
-      'm',
-      () => ws.map((w) => ({ view: () => w })),
-      counted,
-      { max_waiting: 1 },
-      () => 0,
-    );
-    gates.push(g);
+    const g = gate(ws, counted, { max_waiting: 1 });
     for (let i = 0; i < 3; i++) expect(g.admit(info('a', 's'), new AbortController().signal)).toBeUndefined();
     expect(lookups).toBe(0);
     expect(g.stats).toMatchObject({ passed: 3, bound: 0 });
@@ -220,14 +215,7 @@ describe('AdmissionGate', () => {
     ): Promise<string[]> => {
       const ws = [worker('w0', 1), worker('w1', 1)];
       let t = 0;
-      const g = new AdmissionGate(
-        'm',
-        () => ws.map((w) => ({ view: () => w })),
-        policy(cached),
-        settings,
-        () => t,
-      );
-      gates.push(g);
+      const g = gate(ws, policy(cached), settings, () => t);
       const out: string[] = [];
       for (const [s, promptTokens] of calls)
         void held(g.admit({ ...info('a', s), promptTokens }, new AbortController().signal)).then(() => out.push(s));
@@ -333,14 +321,7 @@ describe('AdmissionGate', () => {
   it('the fallback look still runs (deadlines) while calls are held', async () => {
     const ws = [worker('w0', 1)];
     let now = 0;
-    const g = new AdmissionGate(
-      'm',
-      () => ws.map((w) => ({ view: () => w })),
-      policy({}),
-      { max_waiting: 1, max_wait_ms: 10 },
-      () => now,
-    );
-    gates.push(g);
+    const g = gate(ws, policy({}), { max_waiting: 1, max_wait_ms: 10 }, () => now);
     const p = held(g.admit(info('a', 's'), new AbortController().signal));
     now = 50;
     // past max_wait_ms the call spills: it goes on as at arrival (to any worker: undefined), not refused
@@ -358,14 +339,7 @@ describe('AdmissionGate', () => {
 
   it("a full queue with one tenant spills (the tenant's oldest goes on as at arrival); with several it refuses by share", async () => {
     const ws = [worker('w0', 1)]; // full: every call is held
-    const g = new AdmissionGate(
-      'm',
-      () => ws.map((w) => ({ view: () => w })),
-      policy({}),
-      { max_waiting: 1, max_queued: 3, max_queued_per_tenant: 2 },
-      () => 0,
-    );
-    gates.push(g);
+    const g = gate(ws, policy({}), { max_waiting: 1, max_queued: 3, max_queued_per_tenant: 2 });
     const a1 = held(g.admit(info('a', 'a1'), new AbortController().signal));
     const a2 = held(g.admit(info('a', 'a2'), new AbortController().signal));
     expect(await settled(a1)).toEqual({ done: false });
