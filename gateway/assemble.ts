@@ -265,10 +265,12 @@ export function assemble(config: GatewayConfig, opts: AssembleOptions = {}): Ass
         gate.onOutcome = (outcome, waitedMs) => {
           const label =
             outcome === 'spilledFull' ? 'spilled_full' : outcome === 'spilledDeadline' ? 'spilled_deadline' : outcome;
-          ctx.metrics.admissionOutcomes.inc({ model, outcome: label });
-          if (waitedMs !== undefined) ctx.metrics.admissionWait.observe({ model, outcome: label }, waitedMs / 1000);
+          // bound children (metrics-children.ts): every call passes here, most as passed or bound
+          const c = ctx.metrics.perCall;
+          c.admissionOutcomes.at(model, label).inc();
+          if (waitedMs !== undefined) c.admissionWait.at(model, label).observe(waitedMs / 1000);
           // passed and bound calls leave the queue as it was (the per-call path: one series touched)
-          if (outcome !== 'passed' && outcome !== 'bound') ctx.metrics.admissionHeld.set({ model }, gate.size);
+          if (outcome !== 'passed' && outcome !== 'bound') c.admissionHeld.at(model).set(gate.size);
         };
       // engines' KV events feed the precise index of workers with `kv_events`
       const feeds = startKvFeeds(route, ctx.metrics, app.log.child({ component: 'kv-events' }));

@@ -221,6 +221,10 @@ function perCallChildren(m: ReturnType<typeof declareMetrics>) {
     workerInFlight: gaugeChildren(m.workerInFlight),
     upstreamAttempts: counterChildren(m.upstreamAttempts),
     routingDecisions: counterChildren(m.routingDecisions),
+    // Late binding's gate, once per call (assemble.ts gate.onOutcome).
+    admissionOutcomes: counterChildren(m.admissionOutcomes),
+    admissionWait: histogramChildren(m.admissionWait),
+    admissionHeld: gaugeChildren(m.admissionHeld),
   };
 }
 

@@ -3,7 +3,8 @@
 // them: the same generated calls go through the real finish() on one registry and through the
 // label-object calls on another, and the two expositions are compared whole. Also: a reset, a
 // gauge set by another caller and a rejected value in the middle; the child cache stays bounded.
-// The per-attempt series (worker in flight, attempts, routing decisions) the same way.
+// The per-attempt series (worker in flight, attempts, routing decisions) and late binding's
+// per-call series (outcomes, waits, held) the same way.
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { GatewayContext } from '../../gateway/context.ts';
@@ -208,6 +209,53 @@ describe('per-call metrics through bound children', () => {
     }
     // The comparison sees a one-call difference.
     mNew.perCall.upstreamAttempts.at('qwen', 'w0', 'ok').inc();
+    expect(await regNew.metrics()).not.toBe(await regRef.metrics());
+  });
+
+  it("late binding's per-call series (outcomes, waits, held) read as the label-object calls do", async () => {
+    // assemble.ts gate.onOutcome goes through children; main called prom-client with label
+    // objects. The held gauge is also set at startup through prom-client (an outside set).
+    const regNew = new Registry();
+    const regRef = new Registry();
+    const mNew = createMetrics(regNew);
+    const mRef = createMetrics(regRef);
+    const r = mulberry32(31);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const outcomes = ['passed', 'bound', 'queued', 'released', 'spilled_full', 'spilled_deadline', 'refused'];
+    const texts: [string, string][] = [];
+    for (let i = 0; i < 3000; i++) {
+      const model = pick(['m', 'n']);
+      const outcome = pick(outcomes);
+      mNew.perCall.admissionOutcomes.at(model, outcome).inc();
+      mRef.admissionOutcomes.inc({ model, outcome });
+      if (r() < 0.5) {
+        const waited = Math.floor(r() * 5000) / 1000;
+        mNew.perCall.admissionWait.at(model, outcome).observe(waited);
+        mRef.admissionWait.observe({ model, outcome }, waited);
+      }
+      if (outcome !== 'passed' && outcome !== 'bound') {
+        const size = Math.floor(r() * 32);
+        mNew.perCall.admissionHeld.at(model).set(size);
+        mRef.admissionHeld.set({ model }, size);
+      }
+      if (i % 97 === 0) {
+        mNew.admissionHeld.set({ model: 'm' }, 0);
+        mRef.admissionHeld.set({ model: 'm' }, 0);
+      }
+      if (i === 1500) {
+        texts.push([await regNew.metrics(), await regRef.metrics()]);
+        regNew.resetMetrics();
+        regRef.resetMetrics();
+      }
+    }
+    texts.push([await regNew.metrics(), await regRef.metrics()]);
+    for (const [a, b] of texts) {
+      expect(a).toContain('ctxgate_admission_outcomes_total{model="n",outcome="spilled_deadline"}');
+      expect(a).toContain('ctxgate_admission_wait_seconds_bucket{le="0.5",model="m",outcome="released"}');
+      expect(a).toContain('ctxgate_admission_held{model="n"}');
+      expect(a).toBe(b);
+    }
+    mNew.perCall.admissionWait.at('m', 'queued').observe(0.2);
     expect(await regNew.metrics()).not.toBe(await regRef.metrics());
   });
 
