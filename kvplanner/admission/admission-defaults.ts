@@ -177,7 +177,13 @@ export interface AdmissionSettings {
  *  (231.0 / 959.4). Synthetic trace ×1 p90 90.5 s, p99 283.8 s, hit 19.9 % (was 101.8 / 275.9 /
  *  20.6). two-kinds (`bench fleet two-kinds --workers 2 --kv-tokens 200000 --tenants 2`) ×1 132.1 s,
  *  decode / prefill 132.4 / 131.7 s, the arrival-order gate's exactly (was 170.7 s, 193.2 / 141.4),
- *  ×2 372.9 s (was 463.4; the arrival-order gate 385.9). */
+ *  ×2 372.9 s (was 463.4; the arrival-order gate 385.9).
+ *  Since 2026-12-02 the uncached tokens are rounded down to a power of two before they are priced
+ *  (release-order.ts sizeClassTokens; these settings unchanged): conversation half ×1 / ×2 / ×0.9
+ *  103.4 / 348.7 / 22.9 s, 4 tenants 136.4 / 523.4 s, 16 tenants 202.1 / 897.1 s, two-kinds seeds
+ *  1–5 median ×1 / ×2 108.9 / 362.1 s (122.9 / 401.3 / 23.0, 162.0 / 654.0, 215.2 / 940.6, 109.2 /
+ *  372.9 before). Without it, release_ms_per_held 12 s (or counting the tenants in the held cap,
+ *  or a cap by held work) recovered 4 tenants ×1 but slowed two-kinds ×2 by 6–8 % (median). */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,

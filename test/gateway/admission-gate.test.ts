@@ -231,18 +231,19 @@ describe('AdmissionGate', () => {
     };
     // arrival order, explicitly: release_ms_per_token 0 (the default until session 33)
     expect(await order({ max_waiting: 1, release_ms_per_token: 0 })).toEqual(['long', 'short', 'c']);
-    // slacks 40 ms/token: long 1,600 s, short 80 s, c 40 s (39k of its 40k cached)
+    // slacks 40 ms/token on the size class (the uncached tokens rounded down to a power of two):
+    // long 32,768 → 1,311 s, short 1,024 → 41 s, c 512 → 20.5 s (39k of its 40k cached)
     expect(
       await order({ max_waiting: 1, release_ms_per_token: 40, release_ms_per_held: 0, release_slack_per_drain: 0 }),
     ).toEqual(['c', 'short', 'long']);
-    // release_ms_per_held caps each slack at each release: 30 s × 3 held = 90 s (c goes), then
-    // 30 s × 2 = 60 s for both long and short, so arrival order between them
+    // release_ms_per_held caps each slack at each release: 15 s × 3 held = 45 s (c goes), then
+    // 15 s × 2 = 30 s for both long and short, so arrival order between them
     expect(
       await order({
         max_waiting: 1,
         release_ms_per_token: 40,
         release_max_slack_ms: 1_800_000,
-        release_ms_per_held: 30_000,
+        release_ms_per_held: 15_000,
         release_slack_per_drain: 0,
       }),
     ).toEqual(['c', 'long', 'short']);
@@ -275,11 +276,13 @@ describe('AdmissionGate', () => {
       void held(g.admit({ ...info('a', name), promptTokens, blockHashes }, new AbortController().signal)).then(() =>
         out.push(name),
       );
-    // turn 1: 4 blocks (slack 82 s); another call: 4.5 blocks (90 s); turn 2 = turn 1 + 1 block:
-    // 102 s if turn 1's prompt were charged again, 20 s (and never before turn 1) as it is
-    send('turn1', 2_048, blocks('c', 4));
+    // slacks on the size class (the uncached tokens rounded down to a power of two): turn 1: 2,000
+    // tokens in 4 blocks (1,024: 41 s); another call: 2,250 (2,048: 82 s); turn 2 = turn 1 + 512:
+    // 82 s if turn 1's prompt were charged again (after the other call, which came first), 20.5 s
+    // (and never before turn 1) as it is
+    send('turn1', 2_000, blocks('c', 4));
     send('other', 2_250, blocks('o', 4));
-    send('turn2', 2_560, blocks('c', 5));
+    send('turn2', 2_512, blocks('c', 5));
     await release(3);
     expect(out).toEqual(['turn1', 'turn2', 'other']);
   });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { admissibleWorkers, canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
+import { releaseSlackMs, sizeClassTokens } from '../../kvplanner/admission/release-order.ts';
 import { mulberry32 } from '../../kvplanner/rng.ts';
 import type { WorkerView } from '../../kvplanner/types.ts';
 
@@ -545,5 +546,22 @@ describe('canAdmit', () => {
     expect(ADMISSION_DEFAULTS.max_waiting).toBeGreaterThanOrEqual(1);
     expect(ADMISSION_DEFAULTS.max_kv_usage).toBeLessThanOrEqual(1);
     expect(ADMISSION_DEFAULTS.max_queued_per_tenant).toBeLessThanOrEqual(ADMISSION_DEFAULTS.max_queued);
+  });
+});
+
+describe('releaseSlackMs', () => {
+  const s = { release_ms_per_token: 40, release_max_slack_ms: 1_800_000 };
+  it('prices a call by its size class: uncached tokens rounded down to a power of two, so calls within 2× keep arrival order', () => {
+    expect([0, 0.5, 1, 2, 3, 1_000, 1_024, 2_047, 2_048].map(sizeClassTokens)).toEqual([
+      0, 0, 1, 2, 2, 512, 1_024, 1_024, 2_048,
+    ]);
+    // two cold prompts of 12k and 16k tokens: one class (arrival order between them); 24k: the next
+    expect(releaseSlackMs(12_288, s)).toBe(8_192 * 40);
+    expect(releaseSlackMs(16_383, s)).toBe(8_192 * 40);
+    expect(releaseSlackMs(24_576, s)).toBe(16_384 * 40);
+    // never above the unrounded slack, and still capped
+    for (const u of [1, 7, 100, 5_000, 44_999]) expect(releaseSlackMs(u, s)).toBeLessThanOrEqual(u * 40);
+    expect(releaseSlackMs(1_000_000, s)).toBe(1_800_000);
+    expect(releaseSlackMs(-5, s)).toBe(0);
   });
 });
