@@ -3,6 +3,9 @@
 // session dirty and is written back after the primary answers again. Reads race the primary
 // against a short timeout and fall back to the local copy; when both exist the one with more
 // calls (then the newer) wins, so a state written during an outage is not lost on recovery.
+// Write-backs run one at a time (a call asking for one while one runs shares it): every primary
+// answer asks for one, and 50 concurrent ones after an outage each re-sent the same whole states
+// (a state leaves the dirty set only once its own write answered), ~50 × 16 puts at once.
 import { MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
@@ -24,6 +27,8 @@ export class ResilientSessionStore implements SessionStore {
   private readonly log: StoreLog;
   private readonly dirty = new Map<string, { tenant: string; sessionId: string }>();
   private healthy = true;
+  /** The write-back running now, shared by whoever asks for one meanwhile. */
+  private writing: Promise<number> | undefined;
 
   constructor(
     private readonly primary: SessionStore,
@@ -104,8 +109,17 @@ export class ResilientSessionStore implements SessionStore {
     return this.local.list(tenant, limit).catch(() => []);
   }
 
-  /** Writes locally-held states back to the primary (bounded per call). */
-  async writeBack(): Promise<number> {
+  /** Writes locally-held states back to the primary (bounded per call); while one runs, asking
+   *  again returns that one (its count). */
+  writeBack(): Promise<number> {
+    if (this.dirty.size === 0) return Promise.resolve(0);
+    this.writing ??= this.drain().finally(() => {
+      this.writing = undefined;
+    });
+    return this.writing;
+  }
+
+  private async drain(): Promise<number> {
     let n = 0;
     for (const [key, { tenant, sessionId }] of [...this.dirty].slice(0, MAX_WRITEBACK_PER_CALL)) {
       const st = await this.local.get(tenant, sessionId).catch(() => undefined);
