@@ -1,7 +1,8 @@
 // `ctxgate bench routing`: decision time of each routing policy with many workers and a large
 // prefix index (defaults: 64 workers, ≥ 100k indexed blocks). The same pre-built request stream
-// (agent sessions over one shared root, growing turn by turn) goes to every policy; hashes, ids
-// and text are computed before timing, as the middleware does before routing. Prints p50/p99/mean
+// (agent sessions over one shared root, growing turn by turn) goes to every policy; hashes (with
+// their keys, hash-keys.ts), ids and text are computed before timing, as the middleware does
+// before routing. Prints p50/p99/mean
 // in µs and ratios to round_robin; ctxgate's target is p99 ≤ 50 µs.
 import { createHash } from 'node:crypto';
 import { availableParallelism, loadavg } from 'node:os';
@@ -11,6 +12,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { blockHashes } from './block-hash.ts';
+import { hashKeys } from './hash-keys.ts';
 import { KvEventIndex } from './kv-events/event-index.ts';
 import type { CtxgatePolicy } from './policies/ctxgate.ts';
 import { createPolicy, POLICY_NAMES } from './policy-registry.ts';
@@ -86,6 +88,7 @@ function sessionTokens(c: number): number[] {
 interface Conversation {
   tokens: number[];
   hashes: string[];
+  keys: Int32Array;
   text: string;
 }
 
@@ -121,14 +124,17 @@ class Traffic {
     let c = this.convs.get(id);
     if (!c) {
       const tokens = sessionTokens(id);
+      const hashes = blockHashes(tokens, BLOCK);
       c = {
         tokens,
-        hashes: blockHashes(tokens, BLOCK),
+        hashes,
+        keys: hashKeys(hashes),
         text: String.fromCharCode(...tokens.map((x) => 0x4e00 + (x % 20000))),
       };
       this.convs.set(id, c);
     }
     const len = ROOT_TOKENS + (t + 1) * TURN_TOKENS;
+    const blocks = Math.floor(len / BLOCK);
     // promptTokenIds is the conversation's whole stream: only prefix_hash reads ids (its first 256,
     // the same for every turn); ctxgate reads blockHashes, sglang_cache_aware the text
     return {
@@ -136,7 +142,8 @@ class Traffic {
       tenant: 't',
       sessionId: `c${id}`,
       promptTokenIds: c.tokens,
-      blockHashes: c.hashes.slice(0, Math.floor(len / BLOCK)),
+      blockHashes: c.hashes.slice(0, blocks),
+      blockKeys: c.keys.subarray(0, 2 * blocks),
       text: c.text.slice(0, len),
       promptTokens: len,
     };

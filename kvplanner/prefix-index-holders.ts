@@ -24,6 +24,8 @@
 // while it has one worker slot, where matchAll is that worker's matchLength and the masks would
 // only cost a table operation per block stored or evicted.
 
+import { NIBBLE } from './hash-keys.ts';
+
 /** Tombstones kept beyond the live rows before a sweep. */
 const TOMBS_OVER_LIVE = 32_768;
 /** Smallest table, in rows. */
@@ -34,11 +36,6 @@ const MAX_LOAD = 0.625;
 const MIN_LOAD = 0.125;
 /** Key words of an empty row (no key maps there: an odd id is never -1). */
 const EMPTY = -1;
-/** Value of each UTF-16 code unit as a lowercase hex digit, -1 for any other character (64 KiB:
- *  charCodeAt's every result indexes it). */
-const NIBBLE = new Int8Array(65_536).fill(-1);
-for (let d = 0; d < 10; d++) NIBBLE[48 + d] = d;
-for (let x = 0; x < 6; x++) NIBBLE[97 + x] = 10 + x;
 
 export class HolderMasks {
   /** rows: [key lo, key hi, mask words…], `stride` Int32s each; empty rows have both keys EMPTY */
@@ -101,6 +98,18 @@ export class HolderMasks {
    *  next add or drop (a removal moves rows). */
   recordOf(hash: string): number {
     return this.keyOf(hash, false) ? this.find(this.kLo, this.kHi) : -1;
+  }
+
+  /** recordOf by the hash's key (hash-keys.ts: the caller read a high word other than NOT_A_KEY;
+   *  a hash that reads NOT_A_KEY goes through recordOf). */
+  rowOfKey(lo: number, hi: number): number {
+    return this.find(lo, hi);
+  }
+
+  /** has() by the hash's key (as rowOfKey). */
+  hasKey(lo: number, hi: number, slot: number): boolean {
+    const r = this.find(lo, hi);
+    return r >= 0 && (this.table[r * this.stride + 2 + (slot >>> 5)] & (1 << (slot & 31))) !== 0;
   }
 
   /** Whether slot `slot` holds `hash`. */
@@ -185,8 +194,7 @@ export class HolderMasks {
       let hi = 0;
       let lo = 0;
       // any character that is not a lowercase hex digit reads -1 and makes `bad` negative: no
-      // branch per character (random hex digits made the digit/letter tests mispredict; a parse
-      // took ~100 ns, ~25 with the table, measured on 4,096 block hashes)
+      // branch per character (hash-keys.ts parses the same way)
       let bad = 0;
       for (let i = 0; i < 8; i++) {
         const a = NIBBLE[h.charCodeAt(i)];

@@ -6,7 +6,9 @@
 // O(k log n · slots/32) word operations, k the number of distinct depths (typically 2–3: the
 // shared root on all workers, a conversation on one); no allocation once the scratch arrays reach
 // their size. Each worker's result is exactly its matchLength (the same search path), even where
-// evictions left holes in a chain.
+// evictions left holes in a chain. With the chain's keys (hash-keys.ts) a probe reads its key from
+// one small typed array instead of the hash string: the same row, one cache miss fewer.
+import { NOT_A_KEY } from './hash-keys.ts';
 import type { HolderMasks } from './prefix-index-holders.ts';
 
 export class BatchedMatch {
@@ -19,13 +21,37 @@ export class BatchedMatch {
 
   constructor(private readonly holders: HolderMasks) {}
 
-  /** Depth of `hashes` on every slot into `out[slot]` (zeroed first); `hint` as matchLength's. */
-  run(hashes: readonly string[], out: number[], hint = 0): void {
+  /** the chain of the run in progress (its keys, when given: hash-keys.ts) */
+  private hashes: readonly string[] = [];
+  private keys: Int32Array | undefined;
+
+  /** Depth of `hashes` on every slot into `out[slot]` (zeroed first); `hint` as matchLength's;
+   *  `keys`: the chain's keys (hash-keys.ts), the same answers with fewer memory reads. */
+  run(hashes: readonly string[], out: number[], hint = 0, keys?: Int32Array): void {
     out.fill(0);
     const n = hashes.length;
     if (n === 0) return;
+    this.hashes = hashes;
+    this.keys = keys;
+    this.search(n, out, hint);
+    // not kept past the run (a long prompt's chain)
+    this.hashes = [];
+    this.keys = undefined;
+  }
+
+  /** Row of block `i` of the chain (-1: no slot holds it). */
+  private row(i: number): number {
+    const k = this.keys;
+    if (k !== undefined) {
+      const hi = k[2 * i + 1];
+      if (hi !== NOT_A_KEY) return this.holders.rowOfKey(k[2 * i], hi);
+    }
+    return this.holders.recordOf(this.hashes[i]);
+  }
+
+  private search(n: number, out: number[], hint: number): void {
     const H = this.holders;
-    const r0 = H.recordOf(hashes[0]);
+    const r0 = this.row(0);
     if (r0 < 0) return;
     const W = H.words;
     const T = H.table;
@@ -41,13 +67,13 @@ export class BatchedMatch {
     // the first steps of matchLength(hashes, hint): entry 0 searches [1, hint-1] (or [1, n]
     // without a hint), entry 1 [hint+1, n]; each first probes its last block
     if (hint > 1 && hint <= n) {
-      const f = this.split(0, hashes[hint - 1]);
+      const f = this.split(0, hint - 1);
       let upper = (f & 2) !== 0;
       if (upper && hint === n) {
-        this.take(1, undefined, n, out);
+        this.take(1, -1, n, out);
         upper = false;
-      } else if (upper) upper = this.take(1, hashes[hint], hint, out, true) && this.take(1, hashes[n - 1], n, out);
-      const lower = (f & 1) !== 0 && this.take(0, hashes[hint - 2], hint - 1, out);
+      } else if (upper) upper = this.take(1, hint, hint, out, true) && this.take(1, n - 1, n, out);
+      const lower = (f & 1) !== 0 && this.take(0, hint - 2, hint - 1, out);
       top = 0;
       if (lower) {
         this.stackLo[0] = 1;
@@ -61,7 +87,7 @@ export class BatchedMatch {
         top++;
       }
     } else {
-      top = this.take(0, n === 1 ? undefined : hashes[n - 1], n, out) ? 1 : 0;
+      top = this.take(0, n === 1 ? -1 : n - 1, n, out) ? 1 : 0;
       this.stackLo[0] = 1;
       this.stackHi[0] = n - 1;
     }
@@ -72,11 +98,11 @@ export class BatchedMatch {
       const hi = this.stackHi[top];
       const at = top * W;
       if (lo >= hi) {
-        this.take(top, undefined, lo, out);
+        this.take(top, -1, lo, out);
         continue;
       }
       const mid = (lo + hi + 1) >>> 1;
-      const r = H.recordOf(hashes[mid - 1]);
+      const r = this.row(mid - 1);
       if (r < 0) probe.fill(0);
       else for (let w = 0; w < W; w++) probe[w] = T[r * S + 2 + w];
       // split in place: the entry at `top` keeps the workers without the block ([lo, mid-1]),
@@ -109,12 +135,12 @@ export class BatchedMatch {
     }
   }
 
-  /** Splits stack entry `at` by the holders of `hash`: those without stay, those with go to entry
-   *  at+1. Bit 1 of the result: some stayed; bit 2: some moved. */
-  private split(at: number, hash: string): number {
+  /** Splits stack entry `at` by the holders of block `block`: those without stay, those with go to
+   *  entry at+1. Bit 1 of the result: some stayed; bit 2: some moved. */
+  private split(at: number, block: number): number {
     const H = this.holders;
     const W = H.words;
-    const r = H.recordOf(hash);
+    const r = this.row(block);
     const T = H.table;
     const o = r * H.stride + 2;
     const m = this.stackMask;
@@ -131,19 +157,19 @@ export class BatchedMatch {
     return (left !== 0 ? 1 : 0) | (right !== 0 ? 2 : 0);
   }
 
-  /** The workers of stack entry `at` that hold `hash` (all of them when undefined; with
+  /** The workers of stack entry `at` that hold block `block` (all of them when -1; with
    *  `missing`, those that do not) stop at `depth` and leave the entry. Whether any remain. */
-  private take(at: number, hash: string | undefined, depth: number, out: number[], missing = false): boolean {
+  private take(at: number, block: number, depth: number, out: number[], missing = false): boolean {
     const H = this.holders;
     const W = H.words;
-    const r = hash === undefined ? -1 : H.recordOf(hash);
+    const r = block < 0 ? -1 : this.row(block);
     const T = H.table;
     const o = r * H.stride + 2;
     const m = this.stackMask;
     let rest = 0;
     for (let w = 0; w < W; w++) {
       const cur = m[at * W + w];
-      const held = hash === undefined ? cur : r < 0 ? 0 : cur & T[o + w];
+      const held = block < 0 ? cur : r < 0 ? 0 : cur & T[o + w];
       const stop = missing ? cur & ~held : held;
       if (stop !== 0) assign(stop, w, depth, out);
       m[at * W + w] = cur & ~stop;

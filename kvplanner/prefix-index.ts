@@ -26,6 +26,7 @@ import {
   staleWithin,
   type WorkerEntry,
 } from './prefix-index-entry.ts';
+import { NOT_A_KEY } from './hash-keys.ts';
 import { HolderMasks } from './prefix-index-holders.ts';
 import { BatchedMatch } from './prefix-index-match-all.ts';
 
@@ -114,10 +115,12 @@ export class PrefixIndex {
    * Blocks of `hashes` held from the start (binary search: held blocks form a prefix). `hint`: the
    * likely answer (a session's previous prompt, whose chain this one extends); when right it costs
    * two lookups instead of log n, when wrong it narrows the search. Same result either way.
+   * `keys`: the chain's keys (hash-keys.ts, aligned with `hashes`): the same answer, each lookup
+   * reading its key there instead of the hash string.
    */
-  matchLength(workerId: string, hashes: readonly string[], hint = 0): number {
+  matchLength(workerId: string, hashes: readonly string[], hint = 0, keys?: Int32Array): number {
     const e = this.workers.get(workerId);
-    return e ? matchEntry(e, this.holders, hashes, hint) : 0;
+    return e ? matchEntry(e, this.holders, hashes, hint, keys) : 0;
   }
 
   /** Worker id of a slot (undefined for a slot not handed out). */
@@ -138,16 +141,16 @@ export class PrefixIndex {
    * the index and the request (not of another tenant's previous call). The workers whose searches
    * stand at the same interval form one group (a bitmask): one lookup of the interval's probe block
    * splits the group by a mask AND into the workers that hold it and those that do not. No
-   * allocation after the scratch arrays reach their size.
+   * allocation after the scratch arrays reach their size. `keys` as matchLength's.
    */
-  matchAll(hashes: readonly string[], out: number[], hint = 0): void {
+  matchAll(hashes: readonly string[], out: number[], hint = 0, keys?: Int32Array): void {
     if (this.holders.isActive) {
-      this.batched.run(hashes, out, hint);
+      this.batched.run(hashes, out, hint, keys);
       return;
     }
     // one slot at most (no masks yet): its own search, the one the batched run would follow
     out.fill(0);
-    if (this.bySlot.length === 1) out[0] = matchEntry(this.bySlot[0], this.holders, hashes, hint);
+    if (this.bySlot.length === 1) out[0] = matchEntry(this.bySlot[0], this.holders, hashes, hint, keys);
   }
 
   /**
@@ -295,28 +298,46 @@ export class PrefixIndex {
 }
 
 /** matchLength on one entry (see PrefixIndex.matchLength). */
-function matchEntry(e: WorkerEntry, H: HolderMasks, hashes: readonly string[], hint: number): number {
-  if (hashes.length === 0 || !held(e, H, hashes[0])) return 0;
+function matchEntry(
+  e: WorkerEntry,
+  H: HolderMasks,
+  hashes: readonly string[],
+  hint: number,
+  keys: Int32Array | undefined,
+): number {
+  if (hashes.length === 0 || !held(e, H, hashes, keys, 0)) return 0;
   let lo = 1; // hashes[0..lo) held
   let hi = hashes.length; // answer <= hi
   if (hint > 1 && hint <= hi) {
-    if (held(e, H, hashes[hint - 1])) {
-      if (hint === hi || !held(e, H, hashes[hint])) return hint;
+    if (held(e, H, hashes, keys, hint - 1)) {
+      if (hint === hi || !held(e, H, hashes, keys, hint)) return hint;
       lo = hint + 1;
     } else hi = hint - 1;
   }
-  if (held(e, H, hashes[hi - 1])) return hi;
+  if (held(e, H, hashes, keys, hi - 1)) return hi;
   hi -= 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1;
-    if (held(e, H, hashes[mid - 1])) lo = mid;
+    if (held(e, H, hashes, keys, mid - 1)) lo = mid;
     else hi = mid - 1;
   }
   return lo;
 }
 
-/** Whether the entry holds `h`: its bit in the holder table while the masks run (one row read;
- *  the masks list exactly what each entry holds), else the entry's own Map. */
-function held(e: WorkerEntry, H: HolderMasks, h: string): boolean {
-  return H.isActive ? H.has(h, e.slot) : holds(e, h);
+/** Whether the entry holds block `i` of the chain: its bit in the holder table while the masks run
+ *  (one row read, found by the block's key when the chain has keys; the masks list exactly what
+ *  each entry holds), else the entry's own Map. */
+function held(
+  e: WorkerEntry,
+  H: HolderMasks,
+  hashes: readonly string[],
+  keys: Int32Array | undefined,
+  i: number,
+): boolean {
+  if (!H.isActive) return holds(e, hashes[i]);
+  if (keys !== undefined) {
+    const hi = keys[2 * i + 1];
+    if (hi !== NOT_A_KEY) return H.hasKey(keys[2 * i], hi, e.slot);
+  }
+  return H.has(hashes[i], e.slot);
 }

@@ -34,6 +34,10 @@ export interface RouteInfo {
   promptTokenIds?: ArrayLike<number>;
   /** vLLM-style block hash chain of the prompt (hex), from the middleware. */
   blockHashes?: readonly string[];
+  /** blockHashes' 64-bit keys (kvplanner/hash-keys.ts: [low, high] per block, aligned), made where
+   *  the hashes are made: a policy's index lookups read them instead of the strings (the same
+   *  answers, fewer cache misses). Must be hashKeys(blockHashes) when given; ignored without them. */
+  blockKeys?: Int32Array;
   promptTokens?: number;
   /** Clock for time-based state (session TTLs, eviction intervals), ms; Date.now() when absent.
    *  The fleet simulator sets its virtual time here. */

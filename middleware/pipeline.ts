@@ -38,7 +38,7 @@ import { defineSlot, readSlot, writeSlot } from './session/stage-state.ts';
 import type { SessionStore } from './session/store.ts';
 import type { RequestView, Segments, StageContext } from './stage.ts';
 import type { RenderMemo } from './tokens/incremental-render.ts';
-import { extendBlockHashes } from './tokens/prefix-blocks.ts';
+import { extendBlockHashes, extendBlockKeys } from './tokens/prefix-blocks.ts';
 import { pinnedIds } from './tokens/ids-arena.ts';
 import { loadTokenizer } from './tokens/registry.ts';
 import {
@@ -107,6 +107,8 @@ interface LocalCall {
   /** Prompt token ids, packed (off the V8 heap: kept until the session's next call, see segment-tokens.ts). */
   ids: Uint32Array;
   hashes: readonly string[];
+  /** hashes' keys (kvplanner/hash-keys.ts): the next call copies those of the blocks it shares */
+  keys: Int32Array;
   blockSize: number;
   memo?: RenderMemo;
   /** Cut points of `ids` (see segment-tokens.ts), valid when the prompt began with memo.textNoGen. */
@@ -335,6 +337,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const sameIds = prevLocal ? lcpUpTo(prevLocal.ids, ids, ids.length, toks.reusedTokens) : 0;
     if (big) await yieldToLoop();
     const hashes = offloaded?.hashes ?? extendBlockHashes(ids, blockSize, prevLocal, sameIds, seed);
+    const keys = extendBlockKeys(hashes, blockSize, prevLocal, sameIds);
     t = lap('block_hashes', t);
     const messages = out.messages.length;
     const result: PipelineResult = {
@@ -345,6 +348,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       prefix: undefined,
       promptTokenIds: ids,
       blockHashes: hashes,
+      blockKeys: keys,
     };
     // What neither the upstream body nor the routing decision reads (the cache-break diagnostics,
     // the call kept for the next one) runs after the send (after-send.ts), first in the commit:
@@ -359,6 +363,7 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       toks,
       ids,
       hashes,
+      keys,
       blockSize,
       rendered,
       out,
@@ -403,6 +408,7 @@ interface AfterCall {
   toks: { reusedTokens: number; tokensBeforeMark: number; cuts: TokenCuts };
   ids: Uint32Array;
   hashes: readonly string[];
+  keys: Int32Array;
   blockSize: number;
   rendered: { text: string; memo?: RenderMemo; stablePrefix: boolean };
   out: ChatRequest;
@@ -470,6 +476,7 @@ function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string
     calls: a.calls,
     ids,
     hashes: a.hashes,
+    keys: a.keys,
     blockSize,
     memo: rendered.memo,
     cuts: rendered.stablePrefix ? toks.cuts : undefined,

@@ -128,6 +128,8 @@ export interface PipelineResult {
   promptTokenIds?: Uint32Array;
   /** vLLM-compatible block hashes of promptTokenIds (hex strings), block size of the model config. */
   blockHashes?: readonly string[];
+  /** blockHashes' 64-bit keys for the routing index (kvplanner/hash-keys.ts: [low, high] per block). */
+  blockKeys?: Int32Array;
   /** With `ctx.deferStore`: settles (never rejects) once this call's session state is stored and the
    *  session's lock released. Whoever answers the client waits for it first, so a client's next call,
    *  on any replica, reads this call's state. */

@@ -20,6 +20,7 @@ export class GatewayRouteInfo implements RouteInfo {
   readonly sessionId: string | undefined;
   readonly promptTokenIds: RouteInfo['promptTokenIds'];
   readonly blockHashes: RouteInfo['blockHashes'];
+  readonly blockKeys: RouteInfo['blockKeys'];
   #text: string | undefined;
   readonly #body: ChatRequest & { prompt?: unknown };
 
@@ -34,6 +35,7 @@ export class GatewayRouteInfo implements RouteInfo {
     this.sessionId = result.affinityKey || result.sessionId || undefined;
     this.promptTokenIds = result.promptTokenIds;
     this.blockHashes = result.blockHashes;
+    this.blockKeys = result.blockKeys;
     this.#body = result.body as ChatRequest & { prompt?: unknown };
   }
 

@@ -214,7 +214,7 @@ export class CtxgatePolicy implements Policy {
     const n = workers.length;
     if (n === 0) return null;
     const now = info.nowMs ?? Date.now();
-    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
+    const { hashes, keys, blockTokens, promptTokens } = this.chains.read(info);
     const cap = this.loadBound(workers);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
@@ -235,7 +235,7 @@ export class CtxgatePolicy implements Policy {
       const w = workers[pinnedIdx];
       if (this.guessing(w.id)) this.index.prepare(w.id, this.indexBlocks(w, blockTokens));
       // the session's previous prompt is most likely what its home holds: two lookups, not log b
-      homeHeld = this.index.matchLength(w.id, hashes, Math.floor(pin!.tokens / blockTokens));
+      homeHeld = this.index.matchLength(w.id, hashes, Math.floor(pin!.tokens / blockTokens), keys);
     }
     // the common case stays O(log n): only the pinned worker's depth is needed, unless the home's
     // queued prefill work (another session's huge prompt) makes it start later than the bound in time
@@ -244,7 +244,7 @@ export class CtxgatePolicy implements Policy {
       branch = 'sticky';
       held = homeHeld;
     } else {
-      const depth = this.depths(workers, hashes, blockTokens);
+      const depth = this.depths(workers, hashes, blockTokens, keys);
       if (pinnedIdx >= 0) {
         idx = this.fastest(workers, cap, start, promptTokens, blockTokens, 0);
         // a home that stays over the bound would bounce the session between two caches, paying
@@ -437,9 +437,10 @@ export class CtxgatePolicy implements Policy {
   /** Blocks of `hashes` each worker holds (aligned with `workers`; scratch array, reused). */
   expectedCachedTokens(workers: readonly WorkerView[], info: RouteInfo): number {
     if (workers.length === 0) return 0;
-    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
+    const { hashes, keys, blockTokens, promptTokens } = this.chains.read(info);
     let sum = 0;
-    for (const d of this.depths(workers, hashes, blockTokens, false)) sum += Math.min(d * blockTokens, promptTokens);
+    for (const d of this.depths(workers, hashes, blockTokens, keys, false))
+      sum += Math.min(d * blockTokens, promptTokens);
     return sum / workers.length;
   }
 
@@ -447,8 +448,8 @@ export class CtxgatePolicy implements Policy {
   cachedTokensEach(workers: readonly WorkerView[], info: RouteInfo, out: number[]): void {
     out.length = workers.length;
     if (workers.length === 0) return;
-    const { hashes, blockTokens, promptTokens } = this.chains.read(info);
-    const d = this.depths(workers, hashes, blockTokens, false);
+    const { hashes, keys, blockTokens, promptTokens } = this.chains.read(info);
+    const d = this.depths(workers, hashes, blockTokens, keys, false);
     for (let i = 0; i < workers.length; i++) out[i] = Math.min(d[i] * blockTokens, promptTokens);
   }
 
@@ -464,6 +465,7 @@ export class CtxgatePolicy implements Policy {
     workers: readonly WorkerView[],
     hashes: readonly string[],
     blockTokens: number,
+    keys: Int32Array | undefined,
     apply = true,
   ): number[] {
     const n = workers.length;
@@ -483,7 +485,7 @@ export class CtxgatePolicy implements Policy {
         : this.index.slotOf(w.id);
     }
     if (this.bySlot.length < this.index.slotCount()) this.bySlot = new Array<number>(this.index.slotCount()).fill(0);
-    this.index.matchAll(hashes, this.bySlot);
+    this.index.matchAll(hashes, this.bySlot, 0, keys);
     const depth = this.depth;
     depth.length = n;
     // slot -1 (an estimate's worker the index has never seen): nothing held

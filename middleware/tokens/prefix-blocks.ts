@@ -1,7 +1,10 @@
 // Block hashes of a prompt, reusing the previous call's chain for the blocks it shares: the chain
 // is a pure function of the ids, so blocks inside the common token prefix hash identically and only
 // the new tail costs SHA-256 work. Uses kvplanner/block-hash.ts (the routing side's definition).
+// The chain's 64-bit keys (kvplanner/hash-keys.ts, what the routing index reads) likewise: the
+// previous call's for the shared blocks (one copy), parsed for the new tail only.
 import { DEFAULT_HASH_SEED, hashBlock } from '../../kvplanner/block-hash.ts';
+import { writeHashKeys } from '../../kvplanner/hash-keys.ts';
 // `seed` is hashSeed(cache salt): the previous call reused must be of the same tenant (it is: the
 // pipeline keeps previous calls per tenant and session).
 
@@ -26,4 +29,26 @@ export function extendBlockHashes(
     out[b] = parent;
   }
   return out;
+}
+
+/**
+ * hashKeys(hashes), reusing the previous call's keys for the blocks inside the common token prefix
+ * (the keys are a function of the hashes, and they of the ids: equal there, wherever the hashes
+ * were made). O(new blocks) parsing plus one copy.
+ */
+export function extendBlockKeys(
+  hashes: readonly string[],
+  blockSize: number,
+  prev?: { keys?: Int32Array; blockSize: number },
+  commonTokens = 0,
+): Int32Array {
+  const n = hashes.length;
+  const keys = new Int32Array(2 * n);
+  let reuse = 0;
+  if (prev?.keys && prev.blockSize === blockSize) {
+    reuse = Math.min(n, prev.keys.length >> 1, Math.floor(commonTokens / blockSize));
+    keys.set(prev.keys.subarray(0, 2 * reuse));
+  }
+  writeHashKeys(hashes, keys, reuse, n);
+  return keys;
 }

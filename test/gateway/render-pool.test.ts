@@ -11,6 +11,7 @@ import { createPipeline } from '../../middleware/pipeline.ts';
 import type { RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import type { ChatMessage } from '../../middleware/types.ts';
 import { poolGatewaysPerTest } from '../helpers/pool-gateway.ts';
+import { hashKeys } from '../../kvplanner/hash-keys.ts';
 
 // nice 0: these tests check what the pool computes, not its priority; at nice 10 its threads get
 // a tenth of a core beside the other test files' workers, and a 2-core machine timed them out.
@@ -72,6 +73,9 @@ describe('render pool', () => {
         const b = await offl.process({ model: 'm', messages: msgs }, ctx);
         expect(b.promptTokenIds).toEqual(a.promptTokenIds);
         expect(b.blockHashes).toEqual(a.blockHashes);
+        // the routing keys: of the hashes, on the pool path (the previous call's copied) as inline
+        expect(a.blockKeys).toEqual(hashKeys(a.blockHashes!));
+        expect(b.blockKeys).toEqual(a.blockKeys);
         expect(b.prefix).toEqual(a.prefix);
         expect(b.receipts).toEqual(a.receipts);
         expect(b.body).toEqual(a.body);

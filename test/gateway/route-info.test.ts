@@ -16,9 +16,10 @@ function result(body: Record<string, unknown>, extra: Partial<PipelineResult> = 
 describe('GatewayRouteInfo', () => {
   it('carries the request fields the policies read, the affinity key before the session id', () => {
     const ids = new Uint32Array([5, 6, 7]);
+    const keys = new Int32Array([0, -1, 0, -1]);
     const r = result(
       { model: 'm', messages: [] },
-      { affinityKey: 'aff', promptTokenIds: ids, blockHashes: ['a', 'b'] },
+      { affinityKey: 'aff', promptTokenIds: ids, blockHashes: ['a', 'b'], blockKeys: keys },
     );
     const info = new GatewayRouteInfo('m', 't', 'salt', r, 3, defer);
     expect({ ...info }).toEqual({
@@ -28,10 +29,12 @@ describe('GatewayRouteInfo', () => {
       sessionId: 'aff',
       promptTokenIds: ids,
       blockHashes: ['a', 'b'],
+      blockKeys: keys,
       promptTokens: 3,
       defer,
     });
     expect(info.promptTokenIds).toBe(ids);
+    expect(info.blockKeys).toBe(keys);
     expect(new GatewayRouteInfo('m', 't', 'salt', result({}), 1, undefined).sessionId).toBe('s1');
     const none = { body: {}, sessionId: '', receipts: [] } as unknown as PipelineResult;
     const anon = new GatewayRouteInfo('m', 't', 'salt', none, 1, undefined);

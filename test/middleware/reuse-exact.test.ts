@@ -7,6 +7,7 @@
 // text (escaping), elided old outputs (stabilise), reads then writes (ledger tombstones), an edit,
 // a rewound history and a derived session id forked by a second run of the same task.
 import { describe, expect, it } from 'vitest';
+import { hashKeys } from '../../kvplanner/hash-keys.ts';
 import { createPipeline } from '../../middleware/pipeline.ts';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
 import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
@@ -116,6 +117,9 @@ describe('cross-call reuse is exact', () => {
         expect(ra.prefix, where).toEqual(rb.prefix);
         expect(ra.promptTokenIds, where).toEqual(rb.promptTokenIds);
         expect(ra.blockHashes, where).toEqual(rb.blockHashes);
+        // the routing keys are the hashes' (the previous call's copied for the shared blocks)
+        expect(ra.blockKeys, where).toEqual(hashKeys(ra.blockHashes!));
+        expect(rb.blockKeys, where).toEqual(ra.blockKeys);
         expect([ra.sessionId, ra.affinityKey], where).toEqual([rb.sessionId, rb.affinityKey]);
         sessions.add(ra.sessionId);
         for (const r of ra.receipts) actions.add(`${r.stage}:${r.action}`);
