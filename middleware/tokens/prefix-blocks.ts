@@ -39,14 +39,17 @@ export function extendBlockHashes(
 export function extendBlockKeys(
   hashes: readonly string[],
   blockSize: number,
-  prev?: { keys?: Int32Array; blockSize: number },
+  prev?: { hashes: readonly string[]; keys?: Int32Array; blockSize: number },
   commonTokens = 0,
 ): Int32Array {
   const n = hashes.length;
   const keys = new Int32Array(2 * n);
   let reuse = 0;
   if (prev?.keys && prev.blockSize === blockSize) {
-    reuse = Math.min(n, prev.keys.length >> 1, Math.floor(commonTokens / blockSize));
+    reuse = Math.min(n, prev.keys.length >> 1, prev.hashes.length, Math.floor(commonTokens / blockSize));
+    // the keys are the hashes' only while the last shared hash is equal (a chain hash covers every
+    // block before it): hashes made on the pool under another seed (a rotated cache salt) are not
+    if (reuse > 0 && hashes[reuse - 1] !== prev.hashes[reuse - 1]) reuse = 0;
     keys.set(prev.keys.subarray(0, 2 * reuse));
   }
   writeHashKeys(hashes, keys, reuse, n);
