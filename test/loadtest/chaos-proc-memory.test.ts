@@ -79,16 +79,21 @@ const LAYOUTS: { name: string; tunables?: string }[] = [
   { name: 'main arena outside brk', tunables: 'glibc.malloc.hugetlb=1' },
 ];
 
+// The child gets PATH and the layout's tunable only: an allocator setting inherited from the machine
+// (LD_PRELOAD of jemalloc, MALLOC_MMAP_THRESHOLD_, other GLIBC_TUNABLES) is a different allocator, not
+// the glibc layouts this test is about.
+const childEnv = (tunables?: string): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  ...(tunables ? { GLIBC_TUNABLES: tunables } : {}),
+});
+
 for (const layout of LAYOUTS) {
   it.skipIf(!hasGdb || process.platform !== 'linux')(
     `gives back the free pages a fragmented main arena kept, and leaves the process running (${layout.name})`,
-    async () => {
-      const env = { ...process.env };
-      if (layout.tunables) env.GLIBC_TUNABLES = layout.tunables;
-      else delete env.GLIBC_TUNABLES;
+    async (ctx) => {
       const child = spawn(process.execPath, ['--expose-gc', '-e', HOLES], {
         stdio: ['ignore', 'pipe', 'inherit'],
-        env,
+        env: childEnv(layout.tunables),
       });
       try {
         await new Promise<void>((resolve, reject) => {
@@ -97,7 +102,10 @@ for (const layout of LAYOUTS) {
         });
         const before = procMemory(child.pid!)!;
         const r = await mallocTrim(child.pid!);
-        if (!r.ok && /ptrace|Operation not permitted/i.test(r.error ?? '')) return; // ptrace refused here
+        // gdb could not attach (ptrace refused) or found no malloc_trim (not glibc): nothing to check here
+        if (!r.ok && /ptrace|Operation not permitted|No symbol/i.test(r.error ?? '')) {
+          ctx.skip(`malloc_trim could not be called here: ${r.error}`);
+        }
         expect(r).toMatchObject({ ok: true, released: 1 });
         const after = procMemory(child.pid!)!;
         const held = (m: typeof before) => m.brk + m.arenas + m.anon;
