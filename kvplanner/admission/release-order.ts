@@ -19,8 +19,9 @@
 // not calls: a fleet that releases a call every few ms stays near arrival order whatever it holds.
 // Why: under overload a FIFO gate makes every call wait the whole backlog; releasing the short
 // prefills first lets most calls through quickly while the long ones wait a bounded time more.
-// The uncached tokens are rounded down to a power of two first (sizeClassTokens): calls within a
-// factor of two keep arrival order among themselves. Reordering near-equal prefills gains nothing
+// The uncached tokens are rounded down to a power of two first (sizeClassTokens): calls in one class
+// (between two powers of two) keep arrival order among themselves; a boundary still splits some
+// near-equal pairs (1,023 vs 1,024 tokens). Reordering near-equal prefills gains nothing
 // and lengthens the tail: on two-kinds (cold 12k–24k-token prompts) the prefill tenant's ×2 p90
 // rose with every looser cap tried, on all five seeds. Rounding only lowers a slack, so every
 // bound here still holds. Fleet simulator, conversation half, default flags, before → after
@@ -64,8 +65,7 @@ export function releaseCost(
 }
 
 /** The uncached tokens a call is priced at: rounded down to a power of two (its size class), so
- *  calls within a factor of two of each other keep arrival order and only a call at least twice as
- *  cheap overtakes (the gain is a short prefill passing a long one; reordering near-equal ones
+ *  calls in the same class keep arrival order and a call overtakes only calls of a higher class (the gain is a short prefill passing a long one; reordering near-equal ones
  *  only lengthens the tail: the header). 0 below one token. */
 export function sizeClassTokens(uncachedTokens: number): number {
   return uncachedTokens >= 1 ? 2 ** Math.floor(Math.log2(uncachedTokens)) : 0;
