@@ -2,8 +2,6 @@
 // buildGateway() does not listen (tests use inject or listen themselves); startGateway() does.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
-import type { LoggerOptions } from 'pino';
-import { redact } from '../middleware/redaction/redact.ts';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Registry } from 'prom-client';
 import type { ContextPipeline } from '../middleware/types.ts';
@@ -20,6 +18,7 @@ import { createAdapters } from './ingress/index.ts';
 import { openaiErrorBody } from './ingress/openai-chat.ts';
 import { createResponseStore } from './ingress/responses-store.ts';
 import { RequestRecords } from './request-records.ts';
+import { RequestLog, withRedactedUrls } from './request-log.ts';
 import { AfterAnswer } from './proxy/after-answer.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
 import { registerEngineAdminRoutes } from './routes/engine-admin.ts';
@@ -75,18 +74,6 @@ export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 const REQUEST_ID_RE = /^[\x21-\x7e]{1,128}$/;
 /** How long upstream pools get to close gracefully at shutdown before being destroyed. */
 const POOL_CLOSE_MS = 1_000;
-
-/** Request log lines carry the URL; a key in its query (`?api_key=…`) must not reach the log. */
-function withRedactedUrls(opts: LoggerOptions): LoggerOptions {
-  const req = (r: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({
-    id: r.id,
-    method: r.method,
-    url: r.url ? redact(r.url).text : r.url,
-    host: r.hostname,
-    remoteAddress: r.ip,
-  });
-  return { ...opts, serializers: { req, ...(opts.serializers ?? {}) } };
-}
 
 export interface BuiltGateway {
   app: FastifyInstance;
@@ -156,6 +143,8 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps = {}): Bui
       deps.logger === false
         ? false
         : withRedactedUrls(typeof deps.logger === 'object' ? deps.logger : { level: 'info' }),
+    // One line per request at info ("request completed", with the request's fields), not two.
+    logController: new RequestLog(),
     bodyLimit: config.limits.max_body_bytes,
     // Slow clients (slowloris headers, trickled bodies) are cut by the server: Node checks these
     // timeouts every connectionsCheckingInterval, so that interval must be short too.
