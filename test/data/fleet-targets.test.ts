@@ -6,28 +6,12 @@
 // ≤ 1.3. The simulator runs on a virtual clock, so the figures do not depend on the machine's load.
 // The trace: $CTXGATE_TRACES (a folder holding conversation_first_half.jsonl), else the
 // `traces/mooncake/` folder beside $CTXGATE_TRAJECTORIES (the shared data's layout).
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { dataTrajectories } from '../fixtures/trajectories.ts';
+import { fleetRuns } from './bench-fleet-json.ts';
 
-const run = promisify(execFile);
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TRACE_FILE = 'conversation_first_half.jsonl';
 const P90_VS_ROUND_ROBIN = 0.5;
 const HIT_GAP_POINTS = 0.5;
 const MAX_IMBALANCE = 1.3;
-
-function conversationTrace(): string {
-  const dir = process.env.CTXGATE_TRACES ?? resolve(dataTrajectories(), '../traces/mooncake');
-  const file = join(dir, TRACE_FILE);
-  if (!existsSync(file))
-    throw new Error(`the fleet targets need ${file} (set CTXGATE_TRACES=<folder with ${TRACE_FILE}>)`);
-  return file;
-}
 
 interface FleetRun {
   config: { policy: string };
@@ -38,25 +22,8 @@ interface FleetRun {
   ttft_ms: { p90: number };
 }
 
-async function fleetAt(rateScale: number): Promise<FleetRun[]> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      'bin/ctxgate.js',
-      'bench',
-      'fleet',
-      conversationTrace(),
-      '--workers',
-      '8',
-      '--kv-tokens',
-      '200000',
-      '--rate-scale',
-      String(rateScale),
-      '--json',
-    ],
-    { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
-  );
-  return (JSON.parse(stdout) as { runs: FleetRun[] }).runs;
+function fleetAt(rateScale: number): Promise<FleetRun[]> {
+  return fleetRuns<FleetRun>(['--rate-scale', String(rateScale)]);
 }
 
 describe('bench fleet targets on the conversation half', () => {
