@@ -118,6 +118,37 @@ function gateway(metrics: GatewayMetrics, onUsage: (ev: UsageEvent) => void): Ga
   } as unknown as GatewayContext;
 }
 
+/** Both registries take the same 3,000 random calls, `step` writing through children on `mNew` and
+ *  label objects on `mRef`; both texts are read half-way (then both reset) and at the end. */
+async function mirrored(
+  seed: number,
+  step: (
+    i: number,
+    r: () => number,
+    pick: <T>(xs: readonly T[]) => T,
+    mNew: ReturnType<typeof createMetrics>,
+    mRef: ReturnType<typeof createMetrics>,
+  ) => void,
+) {
+  const regNew = new Registry();
+  const regRef = new Registry();
+  const mNew = createMetrics(regNew);
+  const mRef = createMetrics(regRef);
+  const r = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const texts: [string, string][] = [];
+  for (let i = 0; i < 3000; i++) {
+    step(i, r, pick, mNew, mRef);
+    if (i === 1500) {
+      texts.push([await regNew.metrics(), await regRef.metrics()]);
+      regNew.resetMetrics();
+      regRef.resetMetrics();
+    }
+  }
+  texts.push([await regNew.metrics(), await regRef.metrics()]);
+  return { texts, mNew, regNew, regRef };
+}
+
 describe('per-call metrics through bound children', () => {
   it('/metrics is byte-identical to the label-object calls after the same traffic', async () => {
     const regNew = new Registry();
@@ -164,14 +195,7 @@ describe('per-call metrics through bound children', () => {
   it('the per-attempt series (in flight, attempts, routing decisions) read as the label-object calls do', async () => {
     // worker.ts begin/end, attempt.ts metricsObserver and upstream-call.ts's routing decision go
     // through children; main called prom-client with label objects. Same calls, both registries.
-    const regNew = new Registry();
-    const regRef = new Registry();
-    const mNew = createMetrics(regNew);
-    const mRef = createMetrics(regRef);
-    const r = mulberry32(29);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
-    const texts: [string, string][] = [];
-    for (let i = 0; i < 3000; i++) {
+    const { texts, mNew, regNew, regRef } = await mirrored(29, (i, r, pick, mNew, mRef) => {
       const model = pick(['qwen', 'llama']);
       const worker = pick(['w0', 'w1', 'w2']);
       const op = r();
@@ -194,13 +218,7 @@ describe('per-call metrics through bound children', () => {
         mNew.workerInFlight.set({ model: 'qwen', worker: 'w1' }, 0);
         mRef.workerInFlight.set({ model: 'qwen', worker: 'w1' }, 0);
       }
-      if (i === 1500) {
-        texts.push([await regNew.metrics(), await regRef.metrics()]);
-        regNew.resetMetrics();
-        regRef.resetMetrics();
-      }
-    }
-    texts.push([await regNew.metrics(), await regRef.metrics()]);
+    });
     for (const [a, b] of texts) {
       expect(a).toContain('ctxgate_worker_in_flight{model="llama",worker="w2"}');
       expect(a).toContain('ctxgate_upstream_attempts_total{model="qwen",worker="w0",outcome="timeout"}');
@@ -215,15 +233,8 @@ describe('per-call metrics through bound children', () => {
   it("late binding's per-call series (outcomes, waits, held) read as the label-object calls do", async () => {
     // assemble.ts gate.onOutcome goes through children; main called prom-client with label
     // objects. The held gauge is also set at startup through prom-client (an outside set).
-    const regNew = new Registry();
-    const regRef = new Registry();
-    const mNew = createMetrics(regNew);
-    const mRef = createMetrics(regRef);
-    const r = mulberry32(31);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
     const outcomes = ['passed', 'bound', 'queued', 'released', 'spilled_full', 'spilled_deadline', 'refused'];
-    const texts: [string, string][] = [];
-    for (let i = 0; i < 3000; i++) {
+    const { texts, mNew, regNew, regRef } = await mirrored(31, (i, r, pick, mNew, mRef) => {
       const model = pick(['m', 'n']);
       const outcome = pick(outcomes);
       mNew.perCall.admissionOutcomes.at(model, outcome).inc();
@@ -242,13 +253,7 @@ describe('per-call metrics through bound children', () => {
         mNew.admissionHeld.set({ model: 'm' }, 0);
         mRef.admissionHeld.set({ model: 'm' }, 0);
       }
-      if (i === 1500) {
-        texts.push([await regNew.metrics(), await regRef.metrics()]);
-        regNew.resetMetrics();
-        regRef.resetMetrics();
-      }
-    }
-    texts.push([await regNew.metrics(), await regRef.metrics()]);
+    });
     for (const [a, b] of texts) {
       expect(a).toContain('ctxgate_admission_outcomes_total{model="n",outcome="spilled_deadline"}');
       expect(a).toContain('ctxgate_admission_wait_seconds_bucket{le="0.5",model="m",outcome="released"}');
