@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisProc, startRedisProcOnSocket } from '../../loadtest/chaos/redis-proc.ts';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
-import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+import { noteState } from '../fixtures/session-state.ts';
 import { until } from '../helpers/gateway.ts';
 
 let redis: RedisProc;
@@ -18,18 +18,7 @@ afterAll(async () => {
   await redis?.dispose();
 });
 
-function state(sessionId: string, calls: number): SessionState {
-  return {
-    schema: SESSION_SCHEMA_VERSION,
-    tenant: 't',
-    sessionId,
-    model: 'm',
-    rootHash: 'r'.repeat(64),
-    calls,
-    updatedAt: 1_700_000_000_000 + calls,
-    stages: { ledger: { v: 1, s: { note: 'x'.repeat(4_000), calls } } },
-  };
-}
+const state = (sessionId: string, calls: number) => noteState(sessionId, calls, 4_000);
 
 /** The client's queue of commands held while disconnected (private in ioredis' typings). */
 const queued = (store: RedisSessionStore): number =>

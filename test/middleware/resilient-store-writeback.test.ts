@@ -7,7 +7,8 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
-import { SESSION_SCHEMA_VERSION, type SessionState } from '../../middleware/session/store.ts';
+import type { SessionState } from '../../middleware/session/store.ts';
+import { noteState } from '../fixtures/session-state.ts';
 
 const url = inject('redisUrl');
 const opened: { close(): Promise<void> }[] = [];
@@ -15,16 +16,7 @@ afterAll(async () => {
   for (const s of opened) await s.close();
 });
 
-const state = (sessionId: string, calls: number): SessionState => ({
-  schema: SESSION_SCHEMA_VERSION,
-  tenant: 't',
-  sessionId,
-  model: 'm',
-  rootHash: 'r'.repeat(64),
-  calls,
-  updatedAt: 1_700_000_000_000 + calls,
-  stages: { ledger: { v: 1, s: { note: 'x'.repeat(2_000), calls } } },
-});
+const state = (sessionId: string, calls: number) => noteState(sessionId, calls, 2_000);
 
 /** The real Redis store behind an outage switch, counting the puts that reach it. */
 function switched(redis: RedisSessionStore) {
