@@ -14,7 +14,7 @@ import { mulberry32 } from '../../kvplanner/rng.ts';
 import { recordedAnswer } from '../formats/recorded-answer.ts';
 import type { Session } from '../formats/types.ts';
 import { loadWorkerTokenizer, type WorkerTokenizer } from '../sim-worker/tokenize.ts';
-import { type ChainInterner, type FleetRequest, TEXT_CHARS_PER_BLOCK } from './trace.ts';
+import { type ChainInterner, type FleetRequest, routeHash, TEXT_CHARS_PER_BLOCK } from './trace.ts';
 
 /** Session starts per second when --rate is not given. */
 export const DEFAULT_SESSION_RATE_PER_S = 0.5;
@@ -81,7 +81,7 @@ export function callRequest(
   for (let b = 0; b < chainHashes.length; b++) {
     // the chain hash already covers every earlier block: interning it alone keeps chains chains
     keys[b] = chain.key(0, chainHashes[b]);
-    hashes[b] = 'k' + keys[b].toString(36);
+    hashes[b] = routeHash(keys[b]);
     text += keys[b].toString(36).padStart(TEXT_CHARS_PER_BLOCK - 1, '0') + '|';
   }
   // the partial last block still tells text routers apart: its ids' own code

@@ -36,6 +36,7 @@
 // Cost: O((arrivals + steps) · log N) plus the policies' own cost; with admission O(N) index
 // reads per arrival and O(N + window · N) per step end while calls are held, and O(held) per
 // deadline spill (the call is taken out of its tenant's queue).
+import { hashKeys } from '../../kvplanner/hash-keys.ts';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
@@ -50,7 +51,7 @@ import { SglangEngineModel } from './sglang-engine-model.ts';
 import { StepHeap } from './step-heap.ts';
 import { type ClientModel, Clients, type ClientStats } from './client-model.ts';
 import { tenantOf } from './tenants.ts';
-import type { FleetRequest } from './trace.ts';
+import { type FleetRequest, routeHash } from './trace.ts';
 
 export interface FleetConfig {
   policy: string;
@@ -189,9 +190,9 @@ interface Inflight {
  * trace block counts as stored when its last sub-block is, and as removed when any sub-block is.
  */
 function routingHash(engineBlock: number, traceBlock: number): (key: number, stored: boolean) => string | undefined {
-  if (engineBlock === traceBlock) return (key) => 'k' + key.toString(36);
+  if (engineBlock === traceBlock) return routeHash;
   const per = traceBlock / engineBlock;
-  return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : 'k' + Math.floor(key / 64).toString(36));
+  return (key, stored) => (stored && key % 64 !== per - 1 ? undefined : routeHash(Math.floor(key / 64)));
 }
 
 function addStep(t: EngineTime, durationS: number, prefill: boolean, waiting: number, decodeContext: number): void {
@@ -408,6 +409,8 @@ export function simulateFleet(
       sessionId: req.sessionId,
       text: req.text,
       blockHashes: req.hashes,
+      // as the gateway passes them (middleware/pipeline.ts): the chain's 64-bit keys
+      blockKeys: hashKeys(req.hashes),
       promptTokens: req.inputTokens,
       nowMs: req.arrivalMs,
     };

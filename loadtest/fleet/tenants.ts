@@ -22,6 +22,8 @@ export function fnv1a(s: string): number {
 export function tenantOf(req: FleetRequest, k: number): string {
   if (k <= 1) return 'fleet';
   if (req.tenant !== undefined) return req.tenant;
-  const key = req.sessionId ?? req.hashes[1] ?? `call ${req.id}`;
+  // the second block's key spelt as the routing hashes were before they became canonical
+  // (routeHash): the tenants every figure was measured with
+  const key = req.sessionId ?? (req.keys.length > 1 ? `k${req.keys[1].toString(36)}` : `call ${req.id}`);
   return `t${fnv1a(key) % k}`;
 }

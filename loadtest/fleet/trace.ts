@@ -22,7 +22,7 @@ export interface FleetRequest {
   blockTokens: number;
   /** Interned chain keys of the full prompt blocks (engine cache keys). */
   keys: Int32Array;
-  /** The same chain as strings (what routers index). */
+  /** The same chain as strings (what routers index): routeHash of each key. */
   hashes: string[];
   /** Text standing for the prompt, block by block (for text-based routers). */
   text: string;
@@ -33,6 +33,29 @@ export interface FleetRequest {
    *  arrivalMs is then only the earliest it could come. */
   after?: number;
   thinkMs?: number;
+}
+
+/** murmur3's 32-bit finaliser: a bijection on 32-bit words. */
+function fmix32(x: number): number {
+  let h = x >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** A chain key's routing hash, the string the policies index: a canonical block hash (16
+ *  lowercase hex digits, as the gateway's chains are, block-hash.ts), so the policies' indexes,
+ *  the engines' KV events and the keys the simulator passes (RouteInfo.blockKeys, hash-keys.ts)
+ *  take the gateway's path. Low word fmix32(key) (a bijection: distinct keys, distinct hashes),
+ *  high word fmix32 of the key xor a constant (spread like a real hash's; one whose high word is
+ *  all ones is read by its string, exactly). O(1). */
+export function routeHash(key: number): string {
+  const hi = fmix32(key ^ 0x9e3779b9);
+  const lo = fmix32(key);
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }
 
 /** Interns chain keys: equal (parent, block id) pairs get equal small integers. */
@@ -95,7 +118,7 @@ export function fromMooncake(
     if (b >= full) continue;
     parent = chain.key(parent, rec.hash_ids[b]);
     keys[b] = parent;
-    hashes[b] = 'k' + parent.toString(36);
+    hashes[b] = routeHash(parent);
   }
   return {
     id,

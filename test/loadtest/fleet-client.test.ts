@@ -162,7 +162,12 @@ describe('fleet simulator: tenants', () => {
     }
     expect(new Set(conv.map((r) => tenantOf(r, k))).size).toBeGreaterThan(1);
     // prompts of one block (all share the root) spread over the tenants, one per call
-    const one = Array.from({ length: 40 }, (_, i) => ({ ...conv[0], id: i, hashes: conv[0].hashes.slice(0, 1) }));
+    const one = Array.from({ length: 40 }, (_, i) => ({
+      ...conv[0],
+      id: i,
+      keys: conv[0].keys.slice(0, 1),
+      hashes: conv[0].hashes.slice(0, 1),
+    }));
     expect(new Set(one.map((r) => tenantOf(r, k))).size).toBe(k);
     const withSession = { ...conv[0], sessionId: 's1' };
     expect(tenantOf(withSession, k)).toBe(tenantOf({ ...conv[5], sessionId: 's1' }, k));

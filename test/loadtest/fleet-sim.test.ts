@@ -6,7 +6,17 @@ import { DEFAULT_FLEET_POLICIES } from '../../loadtest/fleet/command.ts';
 import { EngineModel } from '../../loadtest/fleet/engine-model.ts';
 import { simulateFleet } from '../../loadtest/fleet/simulator.ts';
 import { summarize } from '../../loadtest/fleet/summary.ts';
-import { arrange, ChainInterner, fromMooncake, parseMooncake, type FleetRequest } from '../../loadtest/fleet/trace.ts';
+import { hashKeys, NOT_A_KEY } from '../../kvplanner/hash-keys.ts';
+import { createPolicy, registerPolicy } from '../../kvplanner/policy-registry.ts';
+import type { RouteInfo } from '../../kvplanner/types.ts';
+import {
+  arrange,
+  ChainInterner,
+  fromMooncake,
+  parseMooncake,
+  routeHash,
+  type FleetRequest,
+} from '../../loadtest/fleet/trace.ts';
 import { fleetConfig as cfg, FLEET_TEST_TIMING as timing } from '../helpers/fleet-config.ts';
 import { conversationTrace, load } from '../helpers/fleet-conversations.ts';
 
@@ -24,6 +34,36 @@ describe('fleet trace input', () => {
     expect(Array.from(c.keys)).toEqual(Array.from(a.keys));
     expect(() => parseMooncake('{"timestamp": 0}', 'bad.jsonl', chain)).toThrow(/bad.jsonl:1: not a Mooncake record/);
     expect(() => parseMooncake('nope', 'bad.jsonl', chain)).toThrow(/bad.jsonl:1: not JSON/);
+  });
+
+  it('routes on canonical block hashes and hands the policy their keys, as the gateway does', () => {
+    // a distinct key, a distinct canonical hash (what block-hash.ts makes), never read by its string
+    const seen = new Set<string>();
+    for (let k = 0; k < 20_000; k++) {
+      const h = routeHash(k);
+      expect(h).toMatch(/^[0-9a-f]{16}$/);
+      seen.add(h);
+    }
+    expect(seen.size).toBe(20_000);
+    // the policy the simulator drives sees RouteInfo.blockKeys: the hashes' keys (hash-keys.ts)
+    const infos: RouteInfo[] = [];
+    registerPolicy('test_fleet_keys', (o) => {
+      const p = createPolicy('ctxgate', o);
+      const select = p.select.bind(p);
+      p.select = (ws, info) => {
+        infos.push(info);
+        return select(ws, info);
+      };
+      return p;
+    });
+    const reqs = load(conversationTrace(6, 4, 3), 3);
+    simulateFleet(reqs, cfg('test_fleet_keys'));
+    expect(infos.length).toBe(reqs.length);
+    for (const info of infos) {
+      expect(info.blockHashes!.length).toBeGreaterThan(0);
+      expect(Array.from(info.blockKeys!)).toEqual(Array.from(hashKeys(info.blockHashes!)));
+      for (let i = 1; i < info.blockKeys!.length; i += 2) expect(info.blockKeys![i]).not.toBe(NOT_A_KEY);
+    }
   });
 
   it('rate scale compresses arrivals and duration cuts them', () => {
