@@ -51,6 +51,11 @@ export interface CallGroup {
   /** Mean GC pause time within the call (ms; inside timed sections or not), and the pauses seen. */
   gc_ms: number;
   gc_pauses: number;
+  /** Of gc_ms and gc_pauses, the scavenges' (young generation); the rest are mark-compacts and
+   *  incremental marking steps (old generation). The two are cut by different means: scavenges by
+   *  fewer bytes allocated per call or a larger young generation, marking by fewer objects kept. */
+  gc_scavenge_ms: number;
+  gc_scavenges: number;
   /** Of gc_ms, by the timed section the pause fell in (ms per call); absent: outside any. */
   gc_in: Record<string, number>;
   /** Mean time the upstream was handling a request within the call, where no gateway section or
@@ -153,6 +158,8 @@ function group(
   let timed = 0;
   let gcMs = 0;
   let pauses = 0;
+  let scavMs = 0;
+  let scavenges = 0;
   const gcIn: Record<string, number> = {};
   let first = 0;
   let callSum = 0;
@@ -168,6 +175,10 @@ function group(
       if (b <= a) continue;
       pauses++;
       pauseSpans.push([a, b]);
+      if (g.minor) {
+        scavenges++;
+        scavMs += b - a;
+      }
     }
     const spans: [number, number][] = [];
     for (let j = lowerBound(laps.end, w0); j < laps.end.length; j++) {
@@ -226,6 +237,8 @@ function group(
     stages,
     gc_ms: gcMs / n,
     gc_pauses: pauses,
+    gc_scavenge_ms: scavMs / n,
+    gc_scavenges: scavenges,
     gc_in: gcIn,
     upstream_ms: upMs / n,
     upstream_gc_ms: upGc / n,
@@ -303,9 +316,15 @@ export function formatSlowCalls(r: SlowCalls, top = 6, direct?: SlowCalls): stri
   const f = (x: number): string => x.toFixed(2);
   const beside = (g: CallGroup): string =>
     ` + upstream ${f(g.upstream_ms).padStart(5)} (its gc ${f(g.upstream_gc_ms)}) + load generator gc ${f(g.loadgen_gc_ms)}`;
+  // pause spans of one call do not overlap, so the scavenges' and the rest's times add up to gc_ms
+  const pauses = (g: CallGroup): string =>
+    g.gc_pauses === 0
+      ? '0 pauses'
+      : `${g.gc_pauses} pauses: ${g.gc_scavenges} scavenges ${f(g.gc_scavenge_ms)}, ` +
+        `${g.gc_pauses - g.gc_scavenges} marking ${f(g.gc_ms - g.gc_scavenge_ms)}`;
   const line = (label: string, g: CallGroup): string =>
     `  ${label.padEnd(15)} ${String(g.calls).padStart(4)} calls  wall ${f(g.wall_ms).padStart(6)} ms = timed ${f(g.timed_ms).padStart(5)}` +
-    ` + gc ${f(g.gc_ms).padStart(5)} (${g.gc_pauses} pauses)${beside(g)} + other ${f(g.other_ms).padStart(6)}; cpu ${f(g.cpu_ms).padStart(5)} ms` +
+    ` + gc ${f(g.gc_ms).padStart(5)} (${pauses(g)})${beside(g)} + other ${f(g.other_ms).padStart(6)}; cpu ${f(g.cpu_ms).padStart(5)} ms` +
     `  first calls ${(g.first_call_share * 100).toFixed(0).padStart(3)} %, mean call #${g.mean_call.toFixed(1)}`;
   const directLine = (label: string, g: CallGroup): string =>
     `  ${label.padEnd(15)} ${String(g.calls).padStart(4)} calls  wall ${f(g.wall_ms).padStart(6)} ms =${beside(g).slice(2)} + other ${f(g.other_ms).padStart(6)}`;

@@ -63,6 +63,10 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     expect(r.slow.gc_ms).toBeCloseTo(2.5, 3);
     expect(r.slow.gc_in).toEqual({ ledger: expect.closeTo(1, 3) });
     expect(r.slow.gc_pauses).toBe(2);
+    // of them, the scavenge (the 1 ms one) and the mark-compact's clipped 1.5 ms, apart
+    expect(r.slow.gc_scavenges).toBe(1);
+    expect(r.slow.gc_scavenge_ms).toBeCloseTo(1, 3);
+    expect(r.middle.gc_scavenges).toBe(0);
     expect(r.slow.other_ms).toBeCloseTo(8 - 4.4 - 2.5, 3);
     expect(r.slow.first_call_share).toBe(1);
     expect(r.slow.mean_call).toBe(1);
@@ -75,6 +79,8 @@ describe('bench overhead: what the slowest calls spent their time on', () => {
     expect(r.middle.first_call_share).toBe(0);
     const text = formatSlowCalls(r);
     expect(text).toMatch(/grew most[^\n]*ledger \+4\.00/);
+    expect(text).toMatch(/slowest 2 %[^\n]*\+ gc {2}2\.50 \(2 pauses: 1 scavenges 1\.00, 1 marking 1\.50\)/);
+    expect(text).toMatch(/middle[^\n]*\+ gc {2}0\.00 \(0 pauses\)/);
     expect(text).toMatch(/inside timed sections[^\n]*slowest ledger 1\.00; middle none/);
   });
 
