@@ -92,6 +92,10 @@ export interface OverheadOptions {
   neverCachingUpstream?: boolean;
   /** Directory for a V8 CPU profile of the gateway process (`--cpu-prof`). */
   cpuProfDir?: string;
+  /** Node/V8 flags for ctxgate's process after the deployed ones (`--gateway-node-flags`): an A/B
+   *  of a GC setting on the bench itself, base and candidate run after run. The other proxies keep
+   *  the deployed flags, so a row's "like for like" holds only for the run without them. */
+  gatewayNodeFlags?: readonly string[];
   log?: (line: string) => void;
 }
 
@@ -143,9 +147,18 @@ export function cpuSplit(
 }
 
 /** Node flags of the child serving ctxgate: the gateway's as deployed (the image's ENTRYPOINT),
- *  plus a CPU profile when asked. */
-export function proxiesNodeArgs(cpuProfDir?: string): string[] {
-  return [...GATEWAY_NODE_FLAGS, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
+ *  then `extra` (a candidate V8 setting: V8 takes a flag's last value), plus a CPU profile when asked. */
+export function proxiesNodeArgs(cpuProfDir?: string, extra: readonly string[] = []): string[] {
+  return [...GATEWAY_NODE_FLAGS, ...extra, ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`] : [])];
+}
+
+/** `--gateway-node-flags`'s value as flags: split on whitespace; each must start with `--` (a bare
+ *  word would reach node as the script to run). */
+export function parseGatewayNodeFlags(v: string | undefined): string[] {
+  const flags = (v ?? '').split(/\s+/).filter((x) => x !== '');
+  const bad = flags.find((x) => !x.startsWith('--'));
+  if (bad !== undefined) throw new Error(`--gateway-node-flags: ${bad} is not a --flag`);
+  return flags;
 }
 
 /** Node flags of the bare proxy's own process: the gateway's (like for like). */
@@ -183,7 +196,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       here('./overhead-proxies.ts'),
       [upstream, 'ctxgate'],
       { [STAGE_TIMERS_ENV]: '1' },
-      proxiesNodeArgs(opts.cpuProfDir),
+      proxiesNodeArgs(opts.cpuProfDir, opts.gatewayNodeFlags),
     );
     stops.unshift(px.stop);
     const bp: Child = await child(here('./overhead-proxies.ts'), [upstream, 'bare'], {}, bareProxyNodeArgs());
@@ -191,7 +204,17 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     const urls = { bare: bp.line.trim(), ctxgate: px.line.trim() };
     const cases: OverheadCase[] = [];
     let portkeyPid: number | undefined;
-    const res: OverheadResult = { cases, duration_s: durationS, connections, sessions };
+    const res: OverheadResult = {
+      cases,
+      duration_s: durationS,
+      connections,
+      sessions,
+      ...(opts.gatewayNodeFlags?.length ? { gateway_node_flags: [...opts.gatewayNodeFlags] } : {}),
+    };
+    if (opts.gatewayNodeFlags?.length)
+      log(
+        `ctxgate's process runs with ${opts.gatewayNodeFlags.join(' ')} after ${GATEWAY_NODE_FLAGS.join(' ')} (--gateway-node-flags); the other proxies without`,
+      );
     const measure = async (
       c: Omit<OverheadCase, 'p50_ms' | 'p99_ms' | 'p999_ms' | 'rps' | 'errors'>,
       url: string,
@@ -504,7 +527,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   }
 }
 
-export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--never-caching-upstream] [--cpu-prof DIR]
+export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--never-caching-upstream] [--cpu-prof DIR] [--gateway-node-flags=FLAGS]
 
 What ctxgate adds over a zero-latency upstream, beside a bare @fastify/http-proxy and the Portkey
 gateway (@portkey-ai/gateway), in one run. Growing agent sessions (--sessions concurrent, each call
@@ -552,6 +575,9 @@ generator: a pause stops the clock that reads every latency), so the rest is spl
 upstream's handling (its GC among it) and the load generator's pauses, where the gateway's sections
 and pauses do not already count; direct's own slowest and middle calls get the same split.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
+--gateway-node-flags="--min-semi-space-size=64 ..." starts ctxgate's process with these Node/V8 flags after
+the image's (V8 takes a flag's last value), the other proxies without: an A/B of a GC setting is this
+bench run with and without them, alternating (base, flags, flags, base), compared row by row.
 Several minutes with the defaults (${DEFAULT_DURATION_S} s per run, each after its warm-up). Absolute figures depend on the machine and
 its load; compare the ratios from one run.`;
 
@@ -567,6 +593,7 @@ export async function run(argv: string[]): Promise<number> {
       'no-portkey': { type: 'boolean' },
       'never-caching-upstream': { type: 'boolean' },
       'cpu-prof': { type: 'string' },
+      'gateway-node-flags': { type: 'string' },
     },
   });
   if (values.only !== undefined && values.only !== 'growing' && values.only !== 'fixed' && values.only !== 'ingress') {
@@ -580,7 +607,9 @@ export async function run(argv: string[]): Promise<number> {
     return n;
   };
   let durationS: number | undefined, connections: number | undefined, sessions: number | undefined;
+  let gatewayNodeFlags: string[];
   try {
+    gatewayNodeFlags = parseGatewayNodeFlags(values['gateway-node-flags']);
     durationS = num(values.duration, 'duration', 1);
     connections = num(values.connections, 'connections', 1);
     // Fewer sessions than connections would send a session's next call before its last one ended.
@@ -597,6 +626,7 @@ export async function run(argv: string[]): Promise<number> {
     noPortkey: values['no-portkey'],
     neverCachingUpstream: values['never-caching-upstream'],
     cpuProfDir: values['cpu-prof'],
+    gatewayNodeFlags,
     log: values.json ? undefined : (l) => process.stdout.write(l + '\n'),
   });
   if (values.json) {

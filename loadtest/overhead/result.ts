@@ -49,6 +49,8 @@ export interface OverheadCase {
 
 export interface OverheadResult {
   cases: OverheadCase[];
+  /** Flags ctxgate's process ran with after the deployed ones (--gateway-node-flags); absent: none. */
+  gateway_node_flags?: string[];
   growing?: {
     /** ctxgate (default pipeline) minus direct, 1 connection. */
     added_p50_ms: number;

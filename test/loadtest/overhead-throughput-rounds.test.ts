@@ -101,6 +101,11 @@ describe('paired throughput rounds', () => {
       },
     };
     expect(formatSummary(base)).toMatch(/ctxgate throughput 0\.80x Portkey's \(target >= 1: NOT met\)/);
+    // a run with --gateway-node-flags says that ctxgate ran with more flags than its peers
+    expect(formatSummary(base)).toMatch(/Portkey \(same Node flags: /);
+    const flagged = formatSummary({ ...base, gateway_node_flags: ['--min-semi-space-size=64'] });
+    expect(flagged).toMatch(/Portkey \(Node flags [^;]+; ctxgate also --min-semi-space-size=64\)/);
+    expect(flagged).not.toMatch(/same Node flags/);
     const rounds = {
       rounds: [],
       pair_ratios: [1.07, 0.95, 1.1],

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_NODE_FLAGS, missingNodeFlags } from '../../gateway/node-flags.ts';
-import { portkeyNodeArgs, proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
+import { parseGatewayNodeFlags, portkeyNodeArgs, proxiesNodeArgs } from '../../loadtest/bench-overhead.ts';
 import { startPortkey } from '../../loadtest/overhead/load.ts';
 import { gatewayProcArgs } from '../../loadtest/chaos/gateway-proc.ts';
 
@@ -148,6 +148,17 @@ describe('gateway Node flags', () => {
   it("bench overhead's gateway child gets them (and a CPU profile when asked)", () => {
     expect(proxiesNodeArgs()).toEqual([...GATEWAY_NODE_FLAGS]);
     expect(proxiesNodeArgs('/tmp/prof')).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
+    // --gateway-node-flags: a candidate setting after the deployed ones (V8 takes a flag's last value)
+    const extra = parseGatewayNodeFlags(' --min-semi-space-size=64  --max-semi-space-size=32 ');
+    expect(extra).toEqual(['--min-semi-space-size=64', '--max-semi-space-size=32']);
+    expect(proxiesNodeArgs(undefined, extra)).toEqual([...GATEWAY_NODE_FLAGS, ...extra]);
+    expect(parseGatewayNodeFlags(undefined)).toEqual([]);
+    expect(() => parseGatewayNodeFlags('--trace-gc script.js')).toThrow(/script\.js is not a --flag/);
+  });
+
+  it('V8 takes the last of two values of one flag (what --gateway-node-flags relies on)', () => {
+    expect(grownNewSpace(['--max-semi-space-size=64', '--max-semi-space-size=8'])).toBeLessThanOrEqual(16 * MB);
+    expect(grownNewSpace(['--max-semi-space-size=8', '--max-semi-space-size=64'])).toBeGreaterThan(32 * MB);
   });
 
   it(
