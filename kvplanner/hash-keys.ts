@@ -11,34 +11,49 @@
 /** Value of each UTF-16 code unit as a lowercase hex digit, -1 for any other character (64 KiB:
  *  charCodeAt's every result indexes it; no branch per character: random hex digits made digit /
  *  letter tests mispredict, ~100 ns a parse, ~25 with the table, measured on 4,096 block hashes). */
-export const NIBBLE = new Int8Array(65_536).fill(-1);
+const NIBBLE = new Int8Array(65_536).fill(-1);
 for (let d = 0; d < 10; d++) NIBBLE[48 + d] = d;
 for (let x = 0; x < 6; x++) NIBBLE[97 + x] = 10 + x;
 
 /** High word of a key that is read by its string instead (see above). */
 export const NOT_A_KEY = -1;
 
+/** The words readKey() read last: KEY[0] low, KEY[1] high (scratch, valid until its next call). */
+export const KEY = new Int32Array(2);
+
+/**
+ * Reads the key of `h` into KEY: true for a canonical hash (16 lowercase hex characters, high word
+ * other than NOT_A_KEY), false for any other string (KEY then unspecified). The one parse of a
+ * block hash: the holder table's string lookups and writeHashKeys both go through it.
+ */
+export function readKey(h: string): boolean {
+  if (h.length !== 16) return false;
+  let hi = 0;
+  let lo = 0;
+  // any character that is not a lowercase hex digit reads -1 and makes `bad` negative: no branch
+  // per character
+  let bad = 0;
+  for (let c = 0; c < 8; c++) {
+    const a = NIBBLE[h.charCodeAt(c)];
+    const b = NIBBLE[h.charCodeAt(c + 8)];
+    bad |= a | b;
+    hi = (hi << 4) | a;
+    lo = (lo << 4) | b;
+  }
+  KEY[0] = lo;
+  KEY[1] = hi;
+  return bad >= 0 && hi !== NOT_A_KEY;
+}
+
 /** keys[2i], keys[2i + 1] = the key of hashes[i] for i in [from, to) (layout above). */
 export function writeHashKeys(hashes: readonly string[], keys: Int32Array, from: number, to: number): void {
   for (let i = from; i < to; i++) {
-    const h = hashes[i];
-    let hi = 0;
-    let lo = 0;
-    let bad = h.length === 16 ? 0 : -1;
-    if (bad === 0)
-      for (let c = 0; c < 8; c++) {
-        const a = NIBBLE[h.charCodeAt(c)];
-        const b = NIBBLE[h.charCodeAt(c + 8)];
-        bad |= a | b;
-        hi = (hi << 4) | a;
-        lo = (lo << 4) | b;
-      }
-    if (bad < 0 || hi === NOT_A_KEY) {
+    if (readKey(hashes[i])) {
+      keys[2 * i] = KEY[0];
+      keys[2 * i + 1] = KEY[1];
+    } else {
       keys[2 * i] = 0;
       keys[2 * i + 1] = NOT_A_KEY;
-    } else {
-      keys[2 * i] = lo;
-      keys[2 * i + 1] = hi;
     }
   }
 }

@@ -24,7 +24,7 @@
 // while it has one worker slot, where matchAll is that worker's matchLength and the masks would
 // only cost a table operation per block stored or evicted.
 
-import { NIBBLE } from './hash-keys.ts';
+import { KEY, readKey } from './hash-keys.ts';
 
 /** Tombstones kept beyond the live rows before a sweep. */
 const TOMBS_OVER_LIVE = 32_768;
@@ -190,24 +190,10 @@ export class HolderMasks {
    * and has no id (then no row holds it).
    */
   private keyOf(h: string, create: boolean): boolean {
-    if (h.length === 16) {
-      let hi = 0;
-      let lo = 0;
-      // any character that is not a lowercase hex digit reads -1 and makes `bad` negative: no
-      // branch per character (hash-keys.ts parses the same way)
-      let bad = 0;
-      for (let i = 0; i < 8; i++) {
-        const a = NIBBLE[h.charCodeAt(i)];
-        const b = NIBBLE[h.charCodeAt(i + 8)];
-        bad |= a | b;
-        hi = (hi << 4) | a;
-        lo = (lo << 4) | b;
-      }
-      if (bad >= 0 && hi !== -1) {
-        this.kLo = lo;
-        this.kHi = hi;
-        return true;
-      }
+    if (readKey(h)) {
+      this.kLo = KEY[0];
+      this.kHi = KEY[1];
+      return true;
     }
     let id = this.odd.get(h);
     if (id === undefined) {
