@@ -16,6 +16,14 @@
 // mark-compacts). Each scavenge copies ~6.7 MB and is ~2x longer (p99.9 and max, not p99). Cost: up to 2 x 48 MB
 // more RSS under load (two semi-spaces; +120 MB measured at c1); an idle process's new space stays
 // small (V8 grows it only while objects survive).
+// The flag is a ceiling, not a size: V8 grows the young generation (x2) once about a capacity's
+// worth of bytes has survived scavenges, and shrinks it at a GC after idle time or slow allocation.
+// Two gateways of one tree taking turns at 1 connection (each idle during the other's rounds; load
+// 16-19, 2026-12-02) read new space 32 to 128 MB across rounds and 8.7 scavenges per 1,000 calls
+// (median; 23.7 in a round right after the shrink); --min-semi-space-size=64 held it at 128 MB:
+// 1.3 per 1,000, calls holding a GC pause 1.25 → 0.63 %, RSS ~+90 MB (medians). Not set: that load hid any
+// wall-time or CPU effect, and a replica at rest would keep the 128 MB. `bench overhead
+// --gateway-node-flags=...` runs the quiet A/B that decides it.
 //
 // Not set, after measuring (16 connections, 2 cores, growing sessions, per-thread CPU from /proc,
 // the variants side by side in one run; rounds after ~3.5 k calls, so the JIT is warm): with
