@@ -38,14 +38,16 @@
 // sees the client's socket close.
 // When it looks: on events that can make a worker admit (an attempt's end, an engine scrape;
 // coalesced into one look per event-loop turn), and every PUMP_FALLBACK_MS while
-// calls are held (deadlines, health changes). A look releases at most one call per worker that
-// can admit, so the next look sees the ones just released in flight.
+// calls are held (deadlines, health changes). A look (kvplanner/admission/release-look.ts, the
+// simulator's) releases at most one call per worker that can admit, so the next look sees the
+// ones just released in flight.
 // Cost: admit O(workers) index reads; each look O(workers · tenants · window) index reads, each
 // held call's holder looked up once per look.
 import { type AdmissionSettings, ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
 import { canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import { bindsAtArrival, type HolderRead, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
+import { releaseLook } from '../../kvplanner/admission/release-look.ts';
 import { releasePlacement } from '../../kvplanner/admission/release-order.ts';
 import type { Policy, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import { GatewayError } from '../../middleware/errors.ts';
@@ -356,34 +358,25 @@ export class AdmissionGate {
         this.count('released', now - h.atMs);
         this.leave(h, undefined);
       }
-    // no signals known yet: nothing is released before the first scrape round lands (it wakes the gate)
-    let able = this.signalsPending?.() === true ? [] : views.filter((v) => canAdmit(v, this.s));
-    // each held call's holder, once per look (the index does not change within it)
-    const homes = new Map<Held, number>();
-    const home = (h: Held): number => {
-      let i = homes.get(h);
-      if (i === undefined) homes.set(h, (i = this.holder(views, h.info)));
-      return i;
-    };
-    while (able.length > 0 && this.queue.size > 0) {
-      const taken = this.queue.takeFirst(
-        (h) => {
-          if (h.consideredMs < 0) h.consideredMs = now;
-          if (now - h.consideredMs >= this.s.locality_wait_ms) return true;
-          const i = home(h);
-          return i < 0 || able.includes(views[i]);
-        },
-        now,
-        this.s.locality_window,
-      );
-      if (!taken) break;
-      this.count('released', now - taken.atMs);
-      const i = home(taken);
-      const at = i >= 0 && able.includes(views[i]) ? views[i] : undefined;
-      this.leave(taken, at ? [at.id] : able.map((v) => v.id));
-      const used = at ?? able[0];
-      able = able.filter((v) => v !== used);
-    }
+    // one look (release-look.ts, the simulator's code): at most one call per worker that can admit,
+    // since a released call shows in the views only once the proxy has sent it; each held call's
+    // holder read once (the index does not change within the look). No signals known yet: nothing
+    // is released before the first scrape round lands (it wakes the gate)
+    releaseLook(this.queue, {
+      views,
+      settings: this.s,
+      nowMs: now,
+      after: 'drop-used',
+      holderOf: (h) => this.holder(views, h.info),
+      release: (h, only) => {
+        this.count('released', now - h.atMs);
+        this.leave(
+          h,
+          only.map((v) => v.id),
+        );
+      },
+      signalsKnown: this.signalsPending?.() !== true,
+    });
     if (this.queue.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;

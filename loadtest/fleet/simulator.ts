@@ -10,24 +10,10 @@
 // Each step's time is booked as prefill, decode-only, or decode-only while requests waited
 // (engineTime; per window with timelineMs), which shows whether compute or KV holds a saturated
 // fleet back.
-// dispatch 'admission' (late binding, kvplanner/admission): a call that one worker's cache holds
-// (≥ locality_min_tokens beyond the runner-up, by the policy's own index) goes at arrival, where
-// the policy sends it (its cache is there and may be evicted while it waits), unless another
-// tenant holds calls (the gate's rule: then it is held like any call); any other call waits
-// in a gateway-side queue (per-tenant fair, with the product's bounds: max_queued,
-// max_queued_per_tenant, max_wait_ms) until some worker can admit it (fewer engine-waiting requests
-// than max_waiting, KV usage under max_kv_usage), and the policy picks among the workers that can.
-// A call that meets a full queue (in total or its tenant's share) is held and one held call spills
-// (the queue's choice: the tenant's oldest, or the oldest of a tenant holding two more), and a held
-// call whose max_wait_ms passes spills: it is dispatched at once as at arrival (the policy's pick
-// among all workers, queueing at the engine), so the gate bounds the gateway's memory and never
-// fails a call; every call completes. A deadline is an event of its own (a held call spills at its
-// deadline exactly). Held calls leave in the product's release order (release-order.ts, the code
-// the gateway's gate runs: least to prefill first within a bounded slack, a held call's prompt
-// charged once; the bind-at-arrival rule is arrival.ts, the gate's own). A free worker takes the
-// first of the next locality_window held calls that it
-// holds, or that no worker holds; a call whose holder is busy is passed over for up to
-// locality_wait_ms from when it is first looked at (delay scheduling). The queue is looked at after
+// dispatch 'admission' (late binding): sim-gate.ts, the gateway's gate on the virtual clock (the
+// kvplanner/admission code the gate runs: bind at arrival, the fair queue, the release order, one
+// look, max_wait_ms spills), so every call completes. A deadline is an event of its own (a held
+// call spills at its deadline exactly). The queue is looked at after
 // every arrival and every step end (before and after the worker's next step starts). 'arrival'
 // (FleetConfig's default; bench fleet picks the product's default by engine): the policy picks at
 // arrival.
@@ -39,15 +25,12 @@
 import { hashKeys } from '../../kvplanner/hash-keys.ts';
 import { KvEventIndex } from '../../kvplanner/kv-events/event-index.ts';
 import { createPolicy } from '../../kvplanner/policy-registry.ts';
-import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
-import { admissibleWorkers } from '../../kvplanner/admission/can-admit.ts';
-import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
-import { bindsAtArrival, type HolderRead, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
-import { releasePlacement } from '../../kvplanner/admission/release-order.ts';
+import type { AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
 import type { Policy, PolicyOptions, RouteInfo, WorkerView } from '../../kvplanner/types.ts';
 import type { TimingModel } from '../sim-worker/timing.ts';
 import { EngineModel, type FleetEngine, type SimRequest, type StepResult } from './engine-model.ts';
 import { SglangEngineModel } from './sglang-engine-model.ts';
+import { SimGate, type SimHeld } from './sim-gate.ts';
 import { StepHeap } from './step-heap.ts';
 import { type ClientModel, Clients, type ClientStats } from './client-model.ts';
 import { tenantOf } from './tenants.ts';
@@ -165,18 +148,6 @@ export interface FleetResult {
   lastStepEndMs?: number;
 }
 
-/** A call held at the gateway (dispatch admission), with the worker that holds most of it. */
-interface Held {
-  req: FleetRequest;
-  info: RouteInfo;
-  /** its home to wait for (arrival.ts localityHome), -1 when none */
-  home: number;
-  /** when it was first among the calls a free worker looked at (its locality wait starts) */
-  consideredMs: number;
-  /** when it was held; -1 once it left the queue (released or spilled) */
-  heldMs: number;
-}
-
 interface Inflight {
   sim: SimRequest;
   info: RouteInfo;
@@ -268,7 +239,7 @@ export function simulateFleet(
   const arrivals: number[] = [];
   const finishedIds = new Set<number>();
   const clients = cfg.client
-    ? new Clients<Held>(cfg.client, reqs.reduce((m, r) => Math.max(m, r.id), -1) + 1)
+    ? new Clients<SimHeld>(cfg.client, reqs.reduce((m, r) => Math.max(m, r.id), -1) + 1)
     : undefined;
   const requestsPerWorker = new Array<number>(n).fill(0);
   let duplicateFinishes = 0;
@@ -415,34 +386,10 @@ export function simulateFleet(
       nowMs: req.arrivalMs,
     };
     if (gate) {
-      const held: Held = { req, info, home: -1, consideredMs: -1, heldMs: req.arrivalMs };
-      // a call one worker's cache holds goes now, where the policy sends it: its cache is
-      // there (the turn before may still be running), and waiting would let it be evicted;
-      // unless another tenant holds calls (the gate's rule, admission-gate.ts: those go first, by
-      // turns, so one tenant's continuations cannot keep the workers busy while another's wait)
-      const read = findHome(held);
-      if (bindsAtArrival(read, info.tenant, gate, admissionCheck)) {
-        boundAtArrival++;
-        dispatch(req, info, views, req.arrivalMs);
-        return;
-      }
-      // the queue full (in total or the tenant's share): this call is held and one held call, the
-      // queue's choice (fair-queue.ts), is dispatched now as at arrival (spilling the newcomer
-      // instead lets later calls overtake the held ones at the engines: ×2 p90 TTFT 1262 s vs 923 s)
-      // released in the product's order (release-order.ts): cheap prefills first, within a bounded
-      // slack, a held call's prompt charged once
-      const place = releasePlacement(gate, info, read.top, admissionCheck);
-      const out = gate.push(info.tenant, held, req.arrivalMs, place.slackMs, place.chain);
-      gatewayQueued++;
-      if (out) {
-        spilledFull++;
-        spill(out, req.arrivalMs);
-        if (out === held) return;
-      }
-      heldOrder.push(held);
+      const held = gate.arrive(req, info, req.arrivalMs);
+      if (!held) return;
       clients?.holding(req.id, held);
-      if (gate.size > gatewayPeak) gatewayPeak = gate.size;
-      drain(req.arrivalMs);
+      gate.look(req.arrivalMs);
       return;
     }
     dispatch(req, info, views, req.arrivalMs);
@@ -461,82 +408,8 @@ export function simulateFleet(
     refresh(i);
     kick(i, now);
   };
-  // late binding: the held calls, head first, while some worker can admit one
-  const admissionCheck = { ...ADMISSION_DEFAULTS, ...cfg.admission };
-  const localityWaitMs = admissionCheck.locality_wait_ms;
-  const localityWindow = admissionCheck.locality_window;
-  const maxWaitMs = admissionCheck.max_wait_ms;
-  const gate =
-    cfg.dispatch === 'admission'
-      ? new FairQueue<Held>({
-          maxQueued: admissionCheck.max_queued,
-          maxPerTenant: admissionCheck.max_queued_per_tenant,
-          maxWaitMs,
-          msPerHeld: admissionCheck.release_ms_per_held,
-          slackPerDrain: admissionCheck.release_slack_per_drain,
-        })
-      : undefined;
-  // held calls in the order they were held = deadline order (held time + one constant); the ones
-  // that left are skipped at the head
-  const heldOrder: Held[] = [];
-  let heldHead = 0;
-  const nextDeadline = (): number => {
-    while (heldHead < heldOrder.length && heldOrder[heldHead].heldMs < 0) heldHead++;
-    return heldHead < heldOrder.length ? heldOrder[heldHead].heldMs + maxWaitMs : Infinity;
-  };
-  // a call leaves the queue (the queue already let it go, or it is the newcomer the queue could
-  // not hold) and is dispatched now, as at arrival
-  const spill = (h: Held, now: number): void => {
-    h.heldMs = -1;
-    h.info.nowMs = now;
-    dispatch(h.req, h.info, views, now);
-  };
-  // held calls whose max_wait_ms passed spill
-  const spillDue = (now: number): void => {
-    while (nextDeadline() <= now) {
-      const h = heldOrder[heldHead];
-      gate!.remove(h.info.tenant, h);
-      spilledDeadline++;
-      spill(h, now);
-    }
-  };
-  let spilledFull = 0;
-  let spilledDeadline = 0;
-  let gatewayQueued = 0;
-  let boundAtArrival = 0;
-  const eachScratch: number[] = [];
-  let gatewayPeak = 0;
-  // the worker whose cache holds the call's prompt, if it is one to wait for (arrival.ts: the
-  // policy's own estimate, read-only; looked up again when the call is considered: the turn
-  // before it may have left the queue since)
-  const findHome = (h: Held): HolderRead => {
-    const r = readHolders(policy, views, h.info, eachScratch);
-    h.home = localityHome(r, admissionCheck);
-    return r;
-  };
-  const drain = (now: number): void => {
-    while (gate && gate.size > 0) {
-      const able = admissibleWorkers(views, admissionCheck);
-      if (able.length === 0) return;
-      // delay scheduling for locality: a call whose prompt one worker holds (≥ locality_min_tokens)
-      // waits up to locality_wait_ms for that worker; the others go to whichever worker can admit
-      const take = gate.takeFirst(
-        (h) => {
-          if (h.consideredMs < 0) h.consideredMs = now;
-          if (now - h.consideredMs >= localityWaitMs) return true;
-          findHome(h);
-          return h.home < 0 || able.includes(views[h.home]);
-        },
-        now,
-        localityWindow,
-      );
-      if (!take) return;
-      take.heldMs = -1;
-      take.info.nowMs = now;
-      const home = take.home >= 0 ? views[take.home] : undefined;
-      dispatch(take.req, take.info, home && able.includes(home) ? [home] : able, now);
-    }
-  };
+  // late binding (sim-gate.ts: the gate's code on the virtual clock)
+  const gate = cfg.dispatch === 'admission' ? new SimGate(policy, views, dispatch, cfg.admission) : undefined;
 
   let next = 0;
   let arrived = 0;
@@ -554,21 +427,18 @@ export function simulateFleet(
     const tResend = clients ? clients.nextResendMs() : Infinity;
     const tArrive = Math.min(tOpen, tNext, tResend);
     // a deadline goes after step ends at the same time (one may release the call) and before arrivals
-    const tDue = gate ? nextDeadline() : Infinity;
+    const tDue = gate ? gate.nextDeadline() : Infinity;
     // a client's timer likewise (a first token or an answer landing at that time is in time), and
     // before a deadline at the same time: the client's abort wins the race, so a call held exactly
     // as long as its client waits is dropped, not spilled to an engine that computes it for nobody
     const tClient = clients ? clients.nextTimerMs() : Infinity;
     if (tDue < tStep && tDue <= tArrive && tDue < tClient) {
-      spillDue(tDue);
+      gate!.spillDue(tDue);
       continue;
     }
     if (tClient < tStep && tClient <= tArrive) {
       const { drop, failed, now } = clients!.fire();
-      if (drop) {
-        gate!.remove(drop.info.tenant, drop);
-        drop.heldMs = -1;
-      }
+      if (drop) gate!.drop(drop);
       if (failed) release(failed.id, now);
       continue;
     }
@@ -586,9 +456,9 @@ export function simulateFleet(
     lastStepEndMs = t;
     land(i);
     busy[i] = false;
-    drain(t);
+    gate?.look(t);
     kick(i, t);
-    drain(t);
+    gate?.look(t);
   }
   // every held call must have been dispatched: one left here would vanish from the outcomes
   // (an engine signal that keeps an idle worker unable to admit would do that)
@@ -614,11 +484,11 @@ export function simulateFleet(
       return busyS > 0 ? { ...r, waitingMean: r.waitingMean / busyS, kvUsageMean: r.kvUsageMean / busyS } : r;
     }),
     duplicateFinishes,
-    gatewayQueued,
-    gatewayPeak,
-    spilledFull,
-    spilledDeadline,
-    boundAtArrival,
+    gatewayQueued: gate?.queued ?? 0,
+    gatewayPeak: gate?.peak ?? 0,
+    spilledFull: gate?.spilledFull ?? 0,
+    spilledDeadline: gate?.spilledDeadline ?? 0,
+    boundAtArrival: gate?.bound ?? 0,
     rejected,
     policyStats: policy.stats?.(),
     client: clients?.stats,
