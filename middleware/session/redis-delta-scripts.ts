@@ -7,6 +7,11 @@
 //   writes a delta only while the stored version is `base` (else [0, current version, current
 //   head], nothing written), so two replicas' writes never interleave into a mixed state; mode
 //   'r' replaces whatever is there (or the old format) by a whole state. Both set the TTL.
+//   'D' and 'R' are the same writes made only when the stored state is not newer than this one
+//   (more calls, or as many and a later updatedAt, read from the stored head's `t` or the old
+//   format's document; one that does not parse counts as absent): else [2], nothing written. The
+//   resilient store's write-back uses them, so a state kept during an outage never lands over a
+//   newer one another replica (or this one's own request) wrote meanwhile.
 // Lua unpack is bounded by the C stack, so fields go to HSET/HDEL in batches of BATCH.
 import type { Redis } from 'ioredis';
 
@@ -25,7 +30,24 @@ return {v, redis.call('HGET', KEYS[1], 'h')}
 const SPUT = `
 local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
-if ARGV[1] == 'd' then
+local mode = ARGV[1]
+if mode == 'D' or mode == 'R' then
+  local stored = false
+  if t == 'hash' then stored = redis.call('HGET', key, 'h')
+  elseif t == 'string' then stored = redis.call('GET', key) end
+  if stored then
+    local ok, doc = pcall(cjson.decode, stored)
+    if ok and type(doc) == 'table' and t == 'hash' then doc = doc['t'] end
+    local mine = cjson.decode(ARGV[4])['t']
+    local mc, mu = tonumber(mine['calls']) or 0, tonumber(mine['updatedAt']) or 0
+    if ok and type(doc) == 'table' and type(doc['calls']) == 'number' and type(doc['updatedAt']) == 'number' then
+      local c, u = doc['calls'], doc['updatedAt']
+      if c > mc or (c == mc and u > mu) then return {2} end
+    end
+  end
+  mode = string.lower(mode)
+end
+if mode == 'd' then
   local cur = false
   if t == 'hash' then cur = redis.call('HGET', key, 'v') end
   if cur ~= ARGV[2] then
@@ -54,7 +76,7 @@ return {1}
 `;
 
 export type SgetReply = [] | [version: string] | [version: string, text: string];
-export type SputReply = [1] | [0, version: string, head: string];
+export type SputReply = [1] | [0, version: string, head: string] | [2];
 
 export interface DeltaCommands {
   ctxgateSessGet(key: string, knownVersion: string): Promise<SgetReply>;

@@ -5,7 +5,8 @@
 // longer used, in one script that checks the stored version is the one the delta was made
 // against (redis-delta-scripts.ts); on a mismatch (another replica wrote) it reads that version's
 // head and writes its delta against it: the last writer wins whole, as with one SET, and no two
-// writes mix. A get sends the version held and receives nothing more when it is unchanged, else
+// writes mix. putUnlessNewer (the resilient store's write-back) writes only over a state that is
+// not newer, in the same script. A get sends the version held and receives nothing more when it is unchanged, else
 // the head, then fetches only the chunks it does not hold; every chunk and head read is verified
 // against its sha256 (a mismatch, a foreign schema or owner is treated as absent and logged).
 // A state of the old whole-document format (a string with a checksum) is still read, verified
@@ -229,6 +230,15 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async put(state: SessionState): Promise<void> {
+    await this.write(state, false);
+  }
+
+  /** put, unless Redis holds a newer state of this session (checked in the put script). */
+  putUnlessNewer(state: SessionState): Promise<boolean> {
+    return this.write(state, true);
+  }
+
+  private async write(state: SessionState, ordered: boolean): Promise<boolean> {
     const snapshot = snapshotOf(state);
     const key = redisKey(state.tenant, state.sessionId);
     const known = this.known?.get(key);
@@ -243,8 +253,9 @@ export class RedisSessionStore implements SessionStore {
       : undefined;
     for (let tries = 0; ; tries++) {
       const delta = base !== undefined && tries < MAX_DELTA_TRIES;
-      const r = await this.cmd.ctxgateSessPut(key, ...putArgs(enc, this.ttl, delta ? base : undefined));
+      const r = await this.cmd.ctxgateSessPut(key, ...putArgs(enc, this.ttl, delta ? base : undefined, ordered));
       if (r[0] === 1) break;
+      if (r[0] === 2) return false;
       // Another replica wrote (or the key expired): write against what is there now.
       try {
         base = r[2] ? { version: r[1], ids: parseHead(r[2], r[1]).ids } : undefined;
@@ -254,6 +265,7 @@ export class RedisSessionStore implements SessionStore {
     }
     for (const c of enc.chunks.values()) c.text = undefined;
     this.known?.set(key, { version: enc.version, chunks: enc.chunks, state: snapshot, index: enc.index });
+    return true;
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
@@ -288,8 +300,14 @@ export class RedisSessionStore implements SessionStore {
   }
 }
 
-/** The put script's arguments: the whole state (replace), or what differs from `base` (delta). */
-function putArgs(enc: Encoded, ttl: number, base?: { version: string; ids: Iterable<string> }): (string | number)[] {
+/** The put script's arguments: the whole state (replace), or what differs from `base` (delta);
+ * `ordered`: only over a state that is not newer. */
+function putArgs(
+  enc: Encoded,
+  ttl: number,
+  base: { version: string; ids: Iterable<string> } | undefined,
+  ordered: boolean,
+): (string | number)[] {
   const set: string[] = [];
   const del: string[] = [];
   if (base) {
@@ -297,5 +315,15 @@ function putArgs(enc: Encoded, ttl: number, base?: { version: string; ids: Itera
     for (const [id, c] of enc.chunks) if (!had.has(id)) set.push(id, textOf(c));
     for (const id of had) if (!enc.chunks.has(id)) del.push(id);
   } else for (const [id, c] of enc.chunks) set.push(id, textOf(c));
-  return [base ? 'd' : 'r', base?.version ?? '', enc.version, enc.head, ttl, set.length / 2, ...set, ...del];
+  const mode = base ? 'd' : 'r';
+  return [
+    ordered ? mode.toUpperCase() : mode,
+    base?.version ?? '',
+    enc.version,
+    enc.head,
+    ttl,
+    set.length / 2,
+    ...set,
+    ...del,
+  ];
 }

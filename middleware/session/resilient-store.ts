@@ -6,6 +6,9 @@
 // Write-backs run one at a time (a call asking for one while one runs shares it): every primary
 // answer asks for one, and 50 concurrent ones after an outage each re-sent the same whole states
 // (a state leaves the dirty set only once its own write answered), ~50 × 16 puts at once.
+// A write-back never lands over a newer state (primary.putUnlessNewer: checked where the state is
+// stored): between reading its local copy and writing it, this replica's own request, or another
+// replica, may have written a newer one, which other replicas would otherwise briefly read older.
 import { MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
@@ -109,8 +112,8 @@ export class ResilientSessionStore implements SessionStore {
     return this.local.list(tenant, limit).catch(() => []);
   }
 
-  /** Writes locally-held states back to the primary (bounded per call); while one runs, asking
-   *  again returns that one (its count). */
+  /** Writes locally-held states back to the primary (bounded per call; the count written, a state
+   *  the primary holds newer is dropped uncounted); while one runs, asking again returns that one. */
   writeBack(): Promise<number> {
     if (this.dirty.size === 0) return Promise.resolve(0);
     this.writing ??= this.drain().finally(() => {
@@ -127,12 +130,19 @@ export class ResilientSessionStore implements SessionStore {
         this.dirty.delete(key);
         continue;
       }
-      const r = await this.tryPrimary('writeback', () => this.primary.put(st));
+      const r = await this.tryPrimary('writeback', () => this.writeOlder(st));
       if (!r.ok) break;
       this.dirty.delete(key);
-      n++;
+      if (r.value) n++;
     }
     return n;
+  }
+
+  /** A kept state written unless the primary holds a newer one (true: written). */
+  private async writeOlder(st: SessionState): Promise<boolean> {
+    if (this.primary.putUnlessNewer) return this.primary.putUnlessNewer(st);
+    await this.primary.put(st);
+    return true;
   }
 
   async close(): Promise<void> {

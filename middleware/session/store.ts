@@ -32,6 +32,10 @@ export interface SessionState {
 export interface SessionStore {
   get(tenant: string, sessionId: string): Promise<SessionState | undefined>;
   put(state: SessionState): Promise<void>;
+  /** put, unless the stored state is newer (more calls, or as many and a later updatedAt): false
+   * then, nothing written. What a write-back of an older copy uses (resilient-store.ts); a store
+   * without it is written with put. */
+  putUnlessNewer?(state: SessionState): Promise<boolean>;
   delete(tenant: string, sessionId: string): Promise<void>;
   /** Ids of a tenant's sessions (bounded; for admin/diagnostics). */
   list(tenant: string, limit?: number): Promise<string[]>;

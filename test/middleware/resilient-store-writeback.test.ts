@@ -3,9 +3,10 @@
 // was 50 write-backs at once, each re-sending the same (up to 16) whole states, since a state
 // leaves the dirty set only once its own write answered: ~50 × 16 whole-state encodes and puts in
 // the first moments after the outage (the gateway's heap and malloc peak of `bench chaos --redis`).
-// One write-back runs at a time now; a call made while one runs shares it. Real redis-server.
+// One write-back runs at a time now; a call made while one runs shares it. A write-back never lands
+// over a newer state another replica wrote meanwhile (second describe). Real redis-server.
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
+import { documentOf, RedisSessionStore, redisKey } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
 import type { SessionState } from '../../middleware/session/store.ts';
 import { noteState } from '../fixtures/session-state.ts';
@@ -29,6 +30,11 @@ function switched(redis: RedisSessionStore) {
         if (s.down) return Promise.reject(new Error('ECONNREFUSED'));
         s.puts.set(st.sessionId, (s.puts.get(st.sessionId) ?? 0) + 1);
         return redis.put(st);
+      },
+      putUnlessNewer: (st: SessionState) => {
+        if (s.down) return Promise.reject(new Error('ECONNREFUSED'));
+        s.puts.set(st.sessionId, (s.puts.get(st.sessionId) ?? 0) + 1);
+        return redis.putUnlessNewer(st);
       },
       delete: (t: string, i: string) => redis.delete(t, i),
       list: (t: string, l?: number) => redis.list(t, l),
@@ -76,5 +82,68 @@ describe('ResilientSessionStore write-back after an outage', () => {
     sw.down = false;
     expect(await store.writeBack()).toBe(1);
     expect(sw.puts.get('share-1')).toBe(2);
+  });
+});
+
+describe('ResilientSessionStore write-back is ordered against other writers', () => {
+  /** Replica A kept `kept` during its outage; replica B wrote `other` to Redis meanwhile; then A's
+   * primary answers again and A writes back. What does a third replica read? */
+  async function afterWriteBack(
+    id: string,
+    kept: SessionState,
+    other: SessionState | ((key: string) => Promise<void>),
+  ) {
+    const sw = switched(new RedisSessionStore({ url, commandTimeoutMs: 60_000 }));
+    const a = new ResilientSessionStore(sw.store, { timeoutMs: 60_000 });
+    const b = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
+    const c = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
+    opened.push(a, b, c);
+    await a.put(kept);
+    expect(a.pendingWriteBacks).toBe(1);
+    if (typeof other === 'function') await other(redisKey('t', id));
+    else await b.put(other);
+    sw.down = false;
+    const written = await a.writeBack();
+    return { written, pending: a.pendingWriteBacks, read: await c.get('t', id), readA: await a.get('t', id) };
+  }
+
+  it('an older kept state (fewer calls) does not overwrite the newer one another replica wrote', async () => {
+    const r = await afterWriteBack('ord-calls', state('ord-calls', 5), state('ord-calls', 6));
+    expect(r.read?.calls).toBe(6);
+    expect(r.readA?.calls).toBe(6);
+    expect(r.written).toBe(0);
+    expect(r.pending).toBe(0);
+  });
+
+  it('as many calls: the later updatedAt stays, as the resilient read picks it', async () => {
+    const kept = state('ord-time', 4);
+    const later = { ...state('ord-time', 4), updatedAt: kept.updatedAt + 1, model: 'b' };
+    const r = await afterWriteBack('ord-time', kept, later);
+    expect(r.read?.model).toBe('b');
+    expect(r.readA?.model).toBe('b');
+  });
+
+  it('a newer kept state is written back over an older one, and over one as new (ties go to the write-back)', async () => {
+    const r = await afterWriteBack('ord-new', state('ord-new', 7), state('ord-new', 6));
+    expect(r.written).toBe(1);
+    expect(r.read?.calls).toBe(7);
+    const tie = await afterWriteBack('ord-tie', { ...state('ord-tie', 3), model: 'a' }, state('ord-tie', 3));
+    expect(tie.written).toBe(1);
+    expect(tie.read?.model).toBe('a');
+  });
+
+  it('the old whole-document format is ordered too; a stored value that does not parse is replaced', async () => {
+    const raw = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
+    opened.push(raw);
+    const old = await afterWriteBack('ord-old', state('ord-old', 2), (key) =>
+      raw.client.set(key, documentOf(state('ord-old', 9)).text).then(() => undefined),
+    );
+    expect(old.written).toBe(0);
+    expect(old.read?.calls).toBe(9);
+    const bad = await afterWriteBack('ord-bad', state('ord-bad', 2), (key) =>
+      raw.client.hset(key, 'v', 'x', 'h', '{not json').then(() => undefined),
+    );
+    expect(bad.written).toBe(1);
+    expect(bad.read?.calls).toBe(2);
   });
 });
