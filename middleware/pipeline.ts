@@ -14,9 +14,9 @@
 // process (LRU `local`): its message objects let message hashes carry over to structurally equal
 // resent messages (no JSON + sha1 of the history each call), and its token ids and cut points let
 // only the new tail of the prompt be tokenised; the common-prefix scans start where reuse ended.
-import { LRUCache } from 'lru-cache';
 import { DEFAULT_BLOCK_SIZE, hashSeed } from '../kvplanner/block-hash.ts';
 import { freezeEdited, indicesFrom } from './deep-freeze.ts';
+import { TenantLru } from './tenant-lru.ts';
 import { AfterSendQueue } from './after-send.ts';
 import type { ArtifactStore } from './artifacts/store.ts';
 import { chainInput, contextStages, describeChain, runChain, type ChainRunOptions, type ChainSpec } from './chain.ts';
@@ -167,14 +167,16 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     blockSize,
     seed,
   });
-  const local = new LRUCache<string, LocalCall>({
+  // Per tenant: a tenant's flood evicts its own kept calls, not another's (tenant-lru.ts).
+  const local = new TenantLru<LocalCall>({
     max: opts.maxLocalCalls ?? DEFAULT_MAX_LOCAL_CALLS,
     maxSize: DEFAULT_LOCAL_TOKENS,
-    sizeCalculation: localSize,
+    sizeOf: localSize,
   });
   const reuse = opts.reuse !== false;
-  // resendHint → the local key of the call a request most likely continues (layout/resent.ts).
-  const hints = new LRUCache<string, string>({ max: DEFAULT_MAX_HINTS });
+  // resendHint → the local key of the call a request most likely continues (layout/resent.ts);
+  // per tenant, as `local`.
+  const hints = new TenantLru<string>({ max: DEFAULT_MAX_HINTS, maxSize: DEFAULT_MAX_HINTS, sizeOf: () => 1 });
   const escaped: EscapeMemo = new WeakMap();
   const lock = sessionLockOf(store);
 
@@ -220,8 +222,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const tok = await tokenizer;
     let t = tick();
     const hint = reuse ? resendHint(ctx.tenant, received, ctx.headers) : undefined;
-    const hinted = hint === undefined ? undefined : hints.get(hint);
-    const before = hinted === undefined ? undefined : local.get(hinted);
+    const hinted = hint === undefined ? undefined : hints.get(ctx.tenant, hint);
+    const before = hinted === undefined ? undefined : local.get(ctx.tenant, hinted);
     const resent = internResent(received.messages, before?.received);
     // A big request yields the event loop between its O(prompt) sections (perf/time-slices.ts).
     const chars = Array.isArray(resent) ? resentChars(resent, before) : 0;
@@ -240,13 +242,15 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     const ident = identifySession(body, ctx);
     // A derived session's base, its seed and its forks are one lock (session-claim.ts writes them together).
     held.release = await lock.acquire(sessionLockKey(ctx.tenant, ident.parent ?? ident.id), ctx.signal);
-    const resolved = await resolveSession(store, ctx.tenant, ident, (id) => local.has(localKeyOf(ctx.tenant, id)));
+    const resolved = await resolveSession(store, ctx.tenant, ident, (id) =>
+      local.has(ctx.tenant, localKeyOf(ctx.tenant, id)),
+    );
     const sessionId = resolved.id;
     const key = localKeyOf(ctx.tenant, resolved.stateId);
     const loaded = resolved.loaded;
-    const lastLocal = local.get(localKeyOf(ctx.tenant, resolved.localFrom));
+    const lastLocal = local.get(ctx.tenant, localKeyOf(ctx.tenant, resolved.localFrom));
     const prevLocal = lastLocal && (!loaded || lastLocal.calls === loaded.calls) ? lastLocal : undefined;
-    if (resolved.seedId && prevLocal) local.set(localKeyOf(ctx.tenant, resolved.seedId), prevLocal);
+    if (resolved.seedId && prevLocal) local.set(ctx.tenant, localKeyOf(ctx.tenant, resolved.seedId), prevLocal);
     const state = loaded ?? freshSessionState(ctx.tenant, resolved.stateId, opts.model, body);
     if (ident.lead !== undefined) writeSlot(state, LEAD_SLOT, ident.lead);
     if (resolved.claim !== undefined) writeSlot(state, TURN_SLOT, resolved.claim);
@@ -378,8 +382,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     };
     held.commit = async () => {
       const t1 = tick();
-      const cur = afterCall(after, local, key);
-      if (hint !== undefined) hints.set(hint, key);
+      const cur = afterCall(after, local, ctx.tenant, key);
+      if (hint !== undefined) hints.set(ctx.tenant, hint, key);
       lap('diagnose', t1);
       await deferred.run();
       const t0 = tick();
@@ -427,7 +431,7 @@ interface AfterCall {
 
 /** Diagnoses the call against the previous one (result.prefix), keeps it in `local` for the
  * next call, and returns its fingerprint. */
-function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string): CallFingerprint {
+function afterCall(a: AfterCall, local: TenantLru<LocalCall>, tenant: string, key: string): CallFingerprint {
   const { prevLocal, segs, toks, ids, blockSize, rendered, out } = a;
   const systemKey = segs.messageHashes.slice(segs.root.start, segs.root.end).join(',');
   const system =
@@ -472,7 +476,7 @@ function afterCall(a: AfterCall, local: LRUCache<string, LocalCall>, key: string
     : 0;
   // lcpUpTo(prev, ids, common, reused) without a second scan: the exact common prefix capped at `common`.
   const commonExact = Math.min(a.sameIds, common);
-  local.set(key, {
+  local.set(tenant, key, {
     calls: a.calls,
     ids,
     hashes: a.hashes,
