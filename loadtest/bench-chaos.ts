@@ -300,7 +300,9 @@ function procLine(p: ProcMemoryMb): string {
   const names = Object.entries(p.threads)
     .map(([n, c]) => `${n} ${c}`)
     .join(', ');
-  return `mappings: brk ${p.brk}, malloc arenas ${p.arenas} (${p.arenaCount}), other anon ${p.anon}, file ${p.file}; threads: ${names}`;
+  const arenas =
+    p.allocator === 'libc' ? `malloc arenas ${p.arenas} (${p.arenaCount})` : `${p.allocator}: no glibc arenas`;
+  return `mappings: brk ${p.brk}, ${arenas}, other anon ${p.anon}, file ${p.file}; threads: ${names}`;
 }
 
 function dispatchOf(v: string | undefined): DispatchChoice['dispatch'] {

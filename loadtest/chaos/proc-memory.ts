@@ -1,10 +1,15 @@
 // Where a process's resident memory is, from /proc/<pid>/smaps (Linux): the part V8's own figures
 // (process.memoryUsage(), each thread's heap) do not explain shows here by kind of mapping.
 // - brk: the `[heap]` mapping, glibc's main malloc arena (the main thread's native allocations).
-// - arenas: anonymous read-write mappings that start on a 64 MiB boundary: glibc's other malloc
-//   arenas (each thread that mallocs may get one, up to 8 x cores; each grows in a heap of at most
-//   HEAP_MAX_SIZE = 64 MiB aligned to its size). Memory freed inside them stays resident until the
-//   arena's top is trimmed, so fragmentation there grows RSS with no leak in the program.
+// - arenas: glibc's other malloc arenas (each thread that mallocs may get one, up to 8 x cores).
+//   Each grows in a heap of HEAP_MAX_SIZE = 64 MiB mapped at a multiple of its size: read-write
+//   mappings from the boundary on, then its PROT_NONE reserve up to the next boundary (a heap
+//   grown whole has none and reads as anon, see arenaAt). Counted only with that whole shape: a plain anonymous mapping that starts
+//   on a boundary (V8 pages, malloc's mmapped chunks merged into one mapping, another allocator's
+//   extents) is not an arena (it read 112 MB of "arenas" with MALLOC_MMAP_THRESHOLD_=32768).
+//   Memory freed inside an arena stays resident until its top is trimmed, so fragmentation there
+//   grows RSS with no leak in the program. With another malloc preloaded (jemalloc, tcmalloc,
+//   mimalloc: found among the mapped files, `allocator`) there are no glibc arenas: none is counted.
 // - anon: every other anonymous mapping (V8's heap pages of every isolate, malloc's mmapped big
 //   chunks, thread stacks).
 // - file: file-backed mappings (code, shared libraries, mmapped files).
@@ -19,8 +24,10 @@ export interface ProcMemoryMb {
   rss: number;
   brk: number;
   arenas: number;
-  /** Mappings counted as arenas. */
+  /** glibc arena heaps counted (0 with another allocator). */
   arenaCount: number;
+  /** The malloc in use: a preloaded one found among the mapped files, else the C library's. */
+  allocator: Allocator;
   anon: number;
   file: number;
   /** Threads by name (comm), e.g. { node: 1, 'V8 DefaultWorke': 4 }. */
@@ -29,29 +36,84 @@ export interface ProcMemoryMb {
 
 const mb = (kb: number): number => Math.round(kb / 102.4) / 10;
 
+interface Mapping {
+  start: bigint;
+  end: bigint;
+  perms: string;
+  path: string;
+  rssKb: number;
+}
+
+/** Preloaded allocators recognised by their library's file name. */
+const ALLOCATORS = ['jemalloc', 'tcmalloc', 'mimalloc'] as const;
+export type Allocator = 'libc' | (typeof ALLOCATORS)[number];
+
+const HEAP = BigInt(ARENA_HEAP_BYTES);
+const anonRw = (m: Mapping | undefined): boolean => m !== undefined && m.path === '' && m.perms.startsWith('rw');
+
+/** How many mappings from `i` on form one glibc arena heap (0: none starts at `i`): read-write
+ * anonymous mappings from a 64 MiB boundary, contiguous, then an anonymous PROT_NONE reserve, the
+ * whole ending exactly on the next boundary. A heap grown to the whole 64 MiB has no reserve and
+ * reads as anon: by its shape it is one read-write 64 MiB at a boundary, which malloc's mmapped
+ * chunks filling a gap between two arena heaps also gave (MALLOC_MMAP_THRESHOLD_=32768). */
+function arenaAt(maps: readonly Mapping[], i: number): number {
+  const first = maps[i];
+  if (!anonRw(first) || first.start % HEAP !== 0n) return 0;
+  const limit = first.start + HEAP;
+  let j = i;
+  while (anonRw(maps[j + 1]) && maps[j + 1].start === maps[j].end && maps[j].end < limit) j++;
+  const reserve = maps[j + 1];
+  const reserved =
+    reserve !== undefined &&
+    reserve.path === '' &&
+    reserve.perms.startsWith('---') &&
+    reserve.start === maps[j].end &&
+    reserve.end === limit;
+  return reserved ? j - i + 1 : 0;
+}
+
 /** The breakdown of one smaps text (pure: tests feed it text). */
 export function smapsBreakdown(smaps: string): Omit<ProcMemoryMb, 'threads'> {
-  const kb = { brk: 0, arenas: 0, anon: 0, file: 0 };
-  let arenaCount = 0;
-  let kind: keyof typeof kb = 'anon';
+  const maps: Mapping[] = [];
   for (const line of smaps.split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \d+\s*(.*)$/.exec(line);
     if (head) {
-      const start = BigInt(`0x${head[1]}`);
-      const path = head[4].trim();
-      if (path === '[heap]') kind = 'brk';
-      else if (path === '' && head[3].startsWith('rw') && start % BigInt(ARENA_HEAP_BYTES) === 0n) {
-        kind = 'arenas';
-        arenaCount++;
-      } else if (path === '' || path.startsWith('[')) kind = 'anon';
-      else kind = 'file';
+      maps.push({
+        start: BigInt(`0x${head[1]}`),
+        end: BigInt(`0x${head[2]}`),
+        perms: head[3],
+        path: head[4].trim(),
+        rssKb: 0,
+      });
       continue;
     }
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
-    if (rss) kb[kind] += Number(rss[1]);
+    if (rss && maps.length > 0) maps[maps.length - 1].rssKb += Number(rss[1]);
+  }
+  const allocator: Allocator = ALLOCATORS.find((a) => maps.some((m) => m.path.includes(`lib${a}`))) ?? 'libc';
+  const kb = { brk: 0, arenas: 0, anon: 0, file: 0 };
+  let arenaCount = 0;
+  for (let i = 0; i < maps.length; i++) {
+    const m = maps[i];
+    const n = allocator === 'libc' ? arenaAt(maps, i) : 0;
+    if (n > 0) {
+      arenaCount++;
+      for (let k = i; k < i + n; k++) kb.arenas += maps[k].rssKb;
+      i += n - 1;
+    } else if (m.path === '[heap]') kb.brk += m.rssKb;
+    else if (m.path === '' || m.path.startsWith('[')) kb.anon += m.rssKb;
+    else kb.file += m.rssKb;
   }
   const total = kb.brk + kb.arenas + kb.anon + kb.file;
-  return { rss: mb(total), brk: mb(kb.brk), arenas: mb(kb.arenas), arenaCount, anon: mb(kb.anon), file: mb(kb.file) };
+  return {
+    rss: mb(total),
+    brk: mb(kb.brk),
+    arenas: mb(kb.arenas),
+    arenaCount,
+    anon: mb(kb.anon),
+    file: mb(kb.file),
+    allocator,
+  };
 }
 
 /** The process's threads counted by name. */

@@ -3,6 +3,7 @@
 // --trim-probe: malloc_trim(0) called inside a live process through gdb gives back the free
 // memory its brk heap kept (a process that left holes in it), and reads back what the call said.
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { mallocTrim, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
 import { procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
@@ -30,8 +31,78 @@ it('splits smaps into brk, 64 MiB-aligned arenas, other anonymous memory and fil
     mapping('7ffd1c000000-7ffd1c021000', 'rw-p', '[stack]', 100),
     mapping('7f1c10000000-7f1c10001000', 'r--p', '/tmp/x/usage.sqlite', 4),
   ].join('\n');
-  expect(smapsBreakdown(smaps)).toEqual({ rss: 7.4, brk: 2, arenas: 4, arenaCount: 1, anon: 0.3, file: 1 });
+  expect(smapsBreakdown(smaps)).toEqual({
+    rss: 7.4,
+    brk: 2,
+    arenas: 4,
+    arenaCount: 1,
+    anon: 0.3,
+    file: 1,
+    allocator: 'libc',
+  });
 });
+
+it('counts an arena only with its whole shape: read-write from the boundary, then its reserve to the next', () => {
+  const arena = [
+    // read-write in two mappings (flags changed on part), then the reserve: one arena
+    mapping('7f1c04000000-7f1c04800000', 'rw-p', '', 2048),
+    mapping('7f1c04800000-7f1c05000000', 'rw-p', '', 1024),
+    mapping('7f1c05000000-7f1c08000000', '---p', '', 0),
+  ];
+  const plain = [
+    // malloc's mmapped chunks merged into one mapping at a boundary, no reserve after it
+    mapping('7f1c10000000-7f1c12000000', 'rw-p', '', 4096),
+    mapping('7f1c12000000-7f1c12100000', 'rw-p', '', 1024),
+    // exactly 64 MiB at a boundary: a heap grown whole, or chunks filling a gap; read as anon
+    mapping('7f1c20000000-7f1c24000000', 'rw-p', '', 2048),
+    // a reserve after it that does not end on the next boundary
+    mapping('7f1c30000000-7f1c30100000', 'rw-p', '', 1024),
+    mapping('7f1c30100000-7f1c32000000', '---p', '', 0),
+  ];
+  expect(smapsBreakdown([...arena, ...plain].join('\n'))).toMatchObject({ arenas: 3, arenaCount: 1, anon: 8 });
+  // with another malloc preloaded the same shape is not a glibc arena
+  const je = mapping('7f1c40000000-7f1c40010000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', 64);
+  expect(smapsBreakdown([...arena, je].join('\n'))).toMatchObject({
+    arenas: 0,
+    arenaCount: 0,
+    anon: 3,
+    allocator: 'jemalloc',
+  });
+});
+
+const JEMALLOC = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
+/** A child holding 2,000 native 60 KiB buffers (~120 MB), then idle. */
+const HOLD =
+  "const k=[];for(let i=0;i<2000;i++)k.push(Buffer.allocUnsafeSlow(61440).fill(1));console.log('ready');setInterval(()=>k.length,1e6);";
+
+for (const variant of [
+  // every buffer its own mmap: merged runs of them read 104 MB of "arenas" before
+  { name: 'MALLOC_MMAP_THRESHOLD_=32768', env: { MALLOC_MMAP_THRESHOLD_: '32768' }, allocator: 'libc' },
+  { name: 'LD_PRELOAD jemalloc', env: { LD_PRELOAD: JEMALLOC }, allocator: 'jemalloc', needs: JEMALLOC },
+])
+  it.skipIf(process.platform !== 'linux' || (variant.needs !== undefined && !existsSync(variant.needs)))(
+    `a process whose malloc memory is not in glibc arenas reads none there (${variant.name})`,
+    async () => {
+      const child = spawn(process.execPath, ['-e', HOLD], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...variant.env },
+      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+          child.once('exit', (c) => reject(new Error(`child exited ${c}`)));
+        });
+        const m = procMemory(child.pid!)!;
+        expect(m.allocator).toBe(variant.allocator);
+        // the buffers are anonymous memory; the real arenas (threads' few mallocs) hold little
+        expect(m.anon).toBeGreaterThan(100);
+        expect(m.arenas).toBeLessThan(32);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    },
+    60_000,
+  );
 
 it("reads this process's mappings, which add up to its RSS", () => {
   const p = procMemory(process.pid)!;
