@@ -92,16 +92,20 @@ export async function handleProxy(
     if (gw.draining) throw new GatewayError('shutting_down', 'gateway is shutting down');
     let t = tick();
     const mac: (data: string) => string = gw.salts.mac.bind(gw.salts, THINKING_SIGNATURE_LABEL);
-    const parsed = await adapter.parse(req.body, {
+    // Adapters and the per-process slot count answer synchronously (awaited only when not): an
+    // `await` of a plain value still suspends the handler for a microtask.
+    const parsing = adapter.parse(req.body, {
       tenant: principal.tenant,
       mac,
       maxMessages: gw.config.limits.max_messages,
     });
+    const parsed = parsing instanceof Promise ? await parsing : parsing;
     const route = gw.fleet.get(parsed.model);
     if (!route)
       throw new GatewayError('model_not_found', `model '${parsed.model}' does not exist (see GET /v1/models)`, 'model');
     checkRequestShape(parsed.body as unknown as Record<string, unknown>, gw.config.limits.max_prompt_chars);
-    releaseSlot = await gw.tenantSlots.acquire(principal.tenant);
+    const slot = gw.tenantSlots.acquire(principal.tenant);
+    releaseSlot = slot instanceof Promise ? await slot : slot;
     t = lap('validate', t);
     ex.model = route.config.name;
     ex.route = route;
@@ -145,13 +149,15 @@ export async function handleProxy(
     onClose = abortUnlessAnswered.bind(undefined, reply.raw, ac);
     reply.raw.once('close', onClose);
     if (pipeline) pctx.signal = signal;
-    const result: PipelineResult = pipeline
-      ? await pipeline.process(parsed.body, pctx).finally(() => pspan?.end())
-      : {
-          body: parsed.body,
-          sessionId: headerSessionId(headers),
-          receipts: [],
-        };
+    let result: PipelineResult;
+    if (pipeline) {
+      // try/finally, not .finally(arrow): no second promise, closure and microtask per call.
+      try {
+        result = await pipeline.process(parsed.body, pctx);
+      } finally {
+        pspan?.end();
+      }
+    } else result = { body: parsed.body, sessionId: headerSessionId(headers), receipts: [] };
     if (parsed.receipts?.length) result.receipts = [...parsed.receipts, ...result.receipts];
     ex.result = result;
     ex.pipeline = pipeline;
@@ -216,7 +222,8 @@ export async function handleProxy(
     gate.open();
     // The diagnostics are made once the gate opened (PipelineResult.prefix).
     if (pspan) pspan.set(pipelineAttributes(result));
-    await result.stored;
+    // Mostly settled by now (the relay waits for it before answering); absent without deferStore.
+    if (result.stored) await result.stored;
     if (r.kind === 'failed') {
       ex.status = r.status;
       ex.errorCode = `upstream_${r.status}`;
@@ -232,7 +239,7 @@ export async function handleProxy(
     // opens the gate here).
     gate?.open();
     if (pspan && ex.result) pspan.set(pipelineAttributes(ex.result));
-    await ex.result?.stored;
+    if (ex.result?.stored) await ex.result.stored;
     throw err;
   } finally {
     if (onClose) reply.raw.off('close', onClose);

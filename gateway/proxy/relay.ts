@@ -140,7 +140,10 @@ export class Relay implements ResponseConsumer {
     lap('response', t1);
     // The call's session state was written while the worker computed (pipeline deferStore): stored
     // before the client can send its next call.
-    await ex.result?.stored;
+    if (ex.result?.stored) await ex.result.stored;
+    // reply.send, not writeHead/end on reply.raw: the same bytes at the same server CPU per call
+    // (a Fastify server answering this way, 12 alternating rounds: 38.8 vs 38.8 µs), and send
+    // keeps any onSend hook a deployment registers.
     reply.code(res.statusCode).header('content-type', contentType).send(buf);
     return 'complete';
   }
