@@ -366,7 +366,6 @@ export class AdmissionGate {
       views,
       settings: this.s,
       nowMs: now,
-      after: 'drop-used',
       holderOf: (h) => this.holder(views, h.info),
       release: (h, only) => {
         this.count('released', now - h.atMs);

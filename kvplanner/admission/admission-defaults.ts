@@ -183,7 +183,15 @@ export interface AdmissionSettings {
  *  103.4 / 348.7 / 22.9 s, 4 tenants 136.4 / 523.4 s, 16 tenants 202.1 / 897.1 s, two-kinds seeds
  *  1–5 median ×1 / ×2 108.9 / 362.1 s (122.9 / 401.3 / 23.0, 162.0 / 654.0, 215.2 / 940.6, 109.2 /
  *  372.9 before). Without it, release_ms_per_held 12 s (or counting the tenants in the held cap,
- *  or a cap by held work) recovered 4 tenants ×1 but slowed two-kinds ×2 by 6–8 % (median). */
+ *  or a cap by held work) recovered 4 tenants ×1 but slowed two-kinds ×2 by 6–8 % (median).
+ *  Since 2026-12-03 the simulator passes a call as the gate does (nothing held and a worker free: not
+ *  queued, so its zero gap no longer enters the drain bound's mean interval) and looks as the gate
+ *  does (one call per worker a look, repeated; s39 F2); these settings unchanged. Same
+ *  commands: conversation half ×1 / ×2 103.4 / 348.7 s, 4 tenants 136.4 / 523.4 s, 16 tenants
+ *  202.1 / 897.1 s, the arrival-order gate 127.1 / 932.6 s, two-kinds seeds 1–5 median 108.9 /
+ *  362.1 s: all unchanged; ×0.9 22.9 → 24.1 s (p99 45.1 → 45.9 s); synthetic trace ×1 p90 89.0 →
+ *  79.8 s, p99 289.4 → 274.0 s, hit 21.7 → 20.3 %; with `--index precise` 91.7 → 83.6 s, p99 300.0 →
+ *  317.4 s. */
 export const ADMISSION_DEFAULTS: AdmissionSettings = {
   max_waiting: 2,
   max_kv_usage: 0.98,

@@ -7,16 +7,14 @@
 // holds; a call whose holder cannot admit is passed over for up to locality_wait_ms from when it is
 // first looked at (delay scheduling), then goes to any free worker. A released call is routed
 // among the free workers (its holder alone when that one is free).
-// What differs between the callers is a parameter, each for a reason:
-//  - `after` each release. 'drop-used' (the gate): the free workers are read once per look and the
-//    one that took the call leaves them (its home, else the first: routing picks later, after the
-//    look), since the gate's views show a released call only once the proxy has sent it; at most
-//    one call per worker a look. 'reread' (the simulator): it dispatches inside `release`, so the
-//    views are current: the free workers are read again, and a worker may take several calls.
-//  - the holder of a call (`holderOf`: its index in the views, -1 none) is read at most once per
-//    call per look and kept for routing it (a call taken after its locality wait goes to its
-//    holder as read in this look); with 'reread' the reads are forgotten after each release (a
-//    dispatch may teach the policy's index where the turn before went).
+// The free workers are read once per look and the one that took a call leaves them (its home, else
+// the first: routing picks later, after the look), since the gate's views show a released call only
+// once the proxy has sent it: at most one call per worker a look. Each held call's holder
+// (`holderOf`: its index in the views, -1 none) is read at most once per look and kept for routing
+// it (a call taken after its locality wait goes to its holder as read in this look). The simulator
+// routes the calls a look released after it, as the gate does, and looks again at once until a look
+// releases nothing (s39 F2: it once re-read the views after each release, so a worker with
+// two free places took two calls in one look).
 // Views (the gate's count calls sent since the last scrape as waiting) and when a caller looks
 // (the gate: attempt ends, scrape rounds, a fallback timer; the simulator: every arrival and step
 // end) stay the callers'.
@@ -33,14 +31,11 @@ export interface LookedAt {
   consideredMs: number;
 }
 
-export type AfterRelease = 'drop-used' | 'reread';
-
 export interface LookOptions<T> {
   /** the workers, healthy ones only, as the caller's views show them now */
   views: readonly WorkerView[];
   settings: Pick<AdmissionSettings, 'locality_wait_ms' | 'locality_window' | 'max_waiting' | 'max_kv_usage'>;
   nowMs: number;
-  after: AfterRelease;
   /** index in `views` of the worker the call waits for (arrival.ts localityHome), -1 when none */
   holderOf: (item: T) => number;
   /** the call leaves, routed among `only` (its holder alone when that one is free, else every
@@ -79,13 +74,8 @@ export function releaseLook<T extends LookedAt>(queue: FairQueue<T>, o: LookOpti
     const i = home(taken);
     const at = i >= 0 && able.includes(views[i]) ? views[i] : undefined;
     o.release(taken, at ? [at] : able.slice());
-    if (o.after === 'drop-used') {
-      const used = at ?? able[0];
-      free = able.filter((v) => v !== used);
-    } else {
-      homes.clear();
-      free = admissibleWorkers(views, s);
-    }
+    const used = at ?? able[0];
+    free = able.filter((v) => v !== used);
   }
   return released;
 }

@@ -1,21 +1,23 @@
 // The fleet simulator's late binding (dispatch 'admission'): the gateway's gate on a virtual
 // clock, built from the code the gate runs (kvplanner/admission/: arrival.ts binds at arrival,
 // release-order.ts places a held call, fair-queue.ts holds it, release-look.ts releases), so a
-// test can drive it and the gate side by side (test/kvplanner/admission-lockstep.test.ts).
+// test can drive it and the gate side by side (test/loadtest/admission-lockstep.test.ts).
 // A call that one worker's cache holds (≥ locality_min_tokens beyond the runner-up, by the
 // policy's own index) goes at arrival, where the policy sends it (its cache is there and may be
 // evicted while it waits), unless another tenant holds calls (the gate's rule: then it is held like
-// any call); any other call waits in the per-tenant fair queue, with the product's bounds
-// (max_queued, max_queued_per_tenant, max_wait_ms). A call that meets a full queue is held and
+// any call); any other call goes at once among the workers that can admit it when nothing is held
+// and one can (the gate's pass; it never enters the queue), else waits in the per-tenant fair
+// queue, with the product's bounds (max_queued, max_queued_per_tenant, max_wait_ms). A call that meets a full queue is held and
 // one held call spills (the queue's choice), and a held call whose max_wait_ms passes spills: it
 // is dispatched at once as at arrival (the policy's pick among all workers, queueing at the
-// engine), so every call completes. A look dispatches inside release-look.ts's loop, so the views
-// are current after each dispatch ('reread': a worker may take several calls in one look; the
-// gate, whose views show a released call only once it is sent, takes one per worker a look).
-// Cost: arrive O(workers) index reads + the queue's push; look as release-look.ts; spillDue
-// O(held) per spilled call (taken out of its tenant's queue).
+// engine), so every call completes. A look is the gate's (release-look.ts: at most one call per
+// worker that can admit, routed after the look), repeated until one releases nothing.
+// Cost: arrive O(workers) index reads + the queue's push (a pass: O(workers)); look as
+// release-look.ts per look, one more look than it takes; spillDue O(held) per spilled call (taken
+// out of its tenant's queue).
 // Settings: ADMISSION_DEFAULTS (admission-defaults.ts), overridden by the FleetConfig's.
 import { ADMISSION_DEFAULTS, type AdmissionSettings } from '../../kvplanner/admission/admission-defaults.ts';
+import { admissibleWorkers, canAdmit } from '../../kvplanner/admission/can-admit.ts';
 import { bindsAtArrival, localityHome, readHolders } from '../../kvplanner/admission/arrival.ts';
 import { FairQueue } from '../../kvplanner/admission/fair-queue.ts';
 import { releaseLook } from '../../kvplanner/admission/release-look.ts';
@@ -49,12 +51,14 @@ export class SimGate {
   private readonly heldOrder: SimHeld[] = [];
   private heldHead = 0;
   private readonly scratch: number[] = [];
-  /** calls held, the most held at once, spilled (queue full; deadline), bound at arrival */
+  /** calls held, the most held at once, spilled (queue full; deadline), bound at arrival, passed
+   *  at arrival (nothing held, a worker free) */
   queued = 0;
   peak = 0;
   spilledFull = 0;
   spilledDeadline = 0;
   bound = 0;
+  passed = 0;
 
   constructor(
     private readonly policy: Policy,
@@ -76,17 +80,21 @@ export class SimGate {
     return this.queue.size;
   }
 
-  /** A call arrives: dispatched now (bound at arrival, or the newcomer a full queue spilled:
-   *  undefined) or held (the held call; one older held call may have spilled; the caller looks
-   *  next, so a call a worker can take leaves at once). Unlike the gate, which sends such a call
-   *  without holding it, every call not bound passes through the queue: its release enters the
-   *  queue's mean interval between releases (a zero gap), which tightens the drain bound
-   *  (fair-queue.ts drainCapMs). Kept so while the fleet figures were measured so: sending them
-   *  as the gate does moves conversation half ×0.9 p90 22.9 → 24.1 s and the synthetic trace ×1
-   *  (precise) 91.7 → 83.6 s (p99 300.0 → 317.4 s); ×1, ×2, 4 tenants ×1 and two-kinds seed 1 ×1
-   *  keep theirs (fleet simulator, 2026-12-02). */
+  /** A call arrives: dispatched now (bound at arrival; passed, as the gate passes it: nothing held
+   *  and a worker can admit it; or the newcomer a full queue spilled: undefined) or held (the held
+   *  call; one older held call may have spilled; the caller looks next). Only what the gate holds
+   *  passes through the queue: a passed call never enters its mean interval between releases
+   *  (fair-queue.ts drainCapMs), as in `serve` (s39 F2: the simulator once queued and at
+   *  once released every call it did not bind, zero gaps that tightened its drain bound). */
   arrive(req: FleetRequest, info: RouteInfo, nowMs: number): SimHeld | undefined {
     const s = this.settings;
+    // nothing held and every worker can admit: it goes now, where the policy sends it (the gate's
+    // first pass, admission-gate.ts admit: binding it to its holder would route it the same)
+    if (this.queue.size === 0 && this.views.every((v) => canAdmit(v, s))) {
+      this.passed++;
+      this.dispatch(req, info, this.views, nowMs);
+      return undefined;
+    }
     // a call one worker's cache holds goes now, where the policy sends it: its cache is there (the
     // turn before may still be running), and waiting would let it be evicted; unless another
     // tenant holds calls (the gate's rule, arrival.ts: those go first, by turns, so one tenant's
@@ -96,6 +104,16 @@ export class SimGate {
       this.bound++;
       this.dispatch(req, info, this.views, nowMs);
       return undefined;
+    }
+    // nothing held and a worker can admit it: it goes now, among the workers that can (the gate's
+    // pass: admission-gate.ts admit; with every worker able, that is every worker)
+    if (this.queue.size === 0) {
+      const able = admissibleWorkers(this.views, s);
+      if (able.length > 0) {
+        this.passed++;
+        this.dispatch(req, info, able, nowMs);
+        return undefined;
+      }
     }
     const held: SimHeld = { req, info, consideredMs: -1, heldMs: nowMs };
     // released in the product's order (release-order.ts): cheap prefills first, within a bounded
@@ -116,25 +134,39 @@ export class SimGate {
     return held;
   }
 
-  /** One look (release-look.ts) with the views current after each dispatch: the free workers read
-   *  again, so a worker may take several calls; each held call's holder read afresh after each
-   *  dispatch (the index may have learnt where the turn before went). Returns the calls released. */
+  /** Looks as `serve`'s gate does (release-look.ts), until a look releases nothing: each look
+   *  takes at most one call per worker that can admit (the views read once), and the calls it
+   *  released are routed after it, in release order; the next look sees them at their workers.
+   *  The gate looks again at its next wake (an attempt's end, a scrape round, or within
+   *  PUMP_FALLBACK_MS), by when the proxy has sent them; here at once, on the same clock. (The
+   *  simulator once re-read the views after each dispatch inside one look: with max_waiting 2 a
+   *  worker with two free places took two calls in one look, and the release order differed from
+   *  the gate's: test/loadtest/admission-lockstep.test.ts.) Returns the calls released. */
   look(nowMs: number): number {
-    if (this.queue.size === 0) return 0;
-    return releaseLook(this.queue, {
-      views: this.views,
-      settings: this.settings,
-      nowMs,
-      after: 'reread',
-      // the worker whose cache holds the call's prompt, if it is one to wait for (arrival.ts: the
-      // policy's own estimate, read-only)
-      holderOf: (h) => localityHome(readHolders(this.policy, this.views, h.info, this.scratch), this.settings),
-      release: (h, only) => {
-        h.heldMs = -1;
+    let total = 0;
+    const out: [SimHeld, WorkerView[]][] = [];
+    while (this.queue.size > 0) {
+      const n = releaseLook(this.queue, {
+        views: this.views,
+        settings: this.settings,
+        nowMs,
+        // the worker whose cache holds the call's prompt, if it is one to wait for (arrival.ts: the
+        // policy's own estimate, read-only; read before this look's calls are routed, as the gate)
+        holderOf: (h) => localityHome(readHolders(this.policy, this.views, h.info, this.scratch), this.settings),
+        release: (h, only) => {
+          h.heldMs = -1;
+          out.push([h, only]);
+        },
+      });
+      if (n === 0) break;
+      total += n;
+      for (const [h, only] of out) {
         h.info.nowMs = nowMs;
         this.dispatch(h.req, h.info, only, nowMs);
-      },
-    });
+      }
+      out.length = 0;
+    }
+    return total;
   }
 
   /** When the oldest held call's max_wait_ms passes (Infinity: none held). */

@@ -135,8 +135,10 @@ export interface FleetResult {
    *  when they came, and held calls dispatched so when their max_wait_ms passed. */
   spilledFull: number;
   spilledDeadline: number;
-  /** Calls dispatch admission sent at arrival all the same (one worker's cache held them). */
+  /** Calls dispatch admission sent at arrival all the same: bound (one worker's cache held them),
+   *  or passed (nothing held and a worker could admit them, as the gate passes them). */
   boundAtArrival: number;
+  passedAtArrival: number;
   /** Requests whose prompt + output exceed one engine's KV capacity: refused at arrival, as an
    *  engine refuses a sequence longer than its cache (they would preempt themselves forever). */
   rejected: number;
@@ -489,6 +491,7 @@ export function simulateFleet(
     spilledFull: gate?.spilledFull ?? 0,
     spilledDeadline: gate?.spilledDeadline ?? 0,
     boundAtArrival: gate?.bound ?? 0,
+    passedAtArrival: gate?.passed ?? 0,
     rejected,
     policyStats: policy.stats?.(),
     client: clients?.stats,

@@ -30,11 +30,12 @@ export interface FleetRunSummary {
      *  held at the gateway until a worker can admit it) */
     dispatch: 'arrival' | 'admission';
   };
-  /** dispatch admission: calls sent at arrival (one worker's cache held them), calls the
-   *  gateway-side queue held, its peak length, and the held calls that spilled (dispatched as at
+  /** dispatch admission: calls sent at arrival (bound: one worker's cache held them; passed:
+   *  nothing held and a worker could admit them), calls the gateway-side queue held, its peak length, and the held calls that spilled (dispatched as at
    *  arrival): the oldest when a newcomer met a full queue, or at their max_wait_ms */
   gateway_queue?: {
     bound_at_arrival: number;
+    passed_at_arrival: number;
     held: number;
     peak: number;
     spilled_full: number;
@@ -198,6 +199,7 @@ export function summarize(res: FleetResult, ctx: SummaryContext): FleetRunSummar
       ? {
           gateway_queue: {
             bound_at_arrival: res.boundAtArrival,
+            passed_at_arrival: res.passedAtArrival,
             held: res.gatewayQueued,
             peak: res.gatewayPeak,
             spilled_full: res.spilledFull,
@@ -320,7 +322,7 @@ export function formatEngineTime(runs: FleetRunSummary[]): string {
         `${d.arrival_s.toFixed(0)} s on average, waited ${d.queue_wait_s.toFixed(1)} s to be scheduled, ` +
         `then ${d.prefill_s.toFixed(1)} s to first token` +
         (r.gateway_queue
-          ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting; of those spilled to arrival dispatch ${r.gateway_queue.spilled_full} for room (queue full) and ${r.gateway_queue.spilled_deadline} at max_wait_ms)`
+          ? ` (late binding: ${r.gateway_queue.bound_at_arrival} calls sent at arrival to the worker holding their prefix, ${r.gateway_queue.passed_at_arrival} at arrival with nothing held and a worker free, ${r.gateway_queue.held} held at the gateway until a worker could admit, peak ${r.gateway_queue.peak} waiting; of those spilled to arrival dispatch ${r.gateway_queue.spilled_full} for room (queue full) and ${r.gateway_queue.spilled_deadline} at max_wait_ms)`
           : '') +
         (r.client
           ? `; clients (${r.client.stream ? 'stream' : 'non-stream'}, timeout ${r.client.timeout_s} s, ${r.client.retries} retries): ` +

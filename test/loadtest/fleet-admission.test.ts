@@ -59,7 +59,8 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
         expect(o.firstScheduledMs).toBeGreaterThanOrEqual(o.arrivalMs);
         expect(o.finishMs).toBeGreaterThanOrEqual(o.firstTokenMs);
       }
-      expect(res.gatewayQueued + res.boundAtArrival).toBe(reqs.length);
+      // each call bound or passed at arrival, or held (sim-gate.ts, as the gate)
+      expect(res.gatewayQueued + res.boundAtArrival + res.passedAtArrival).toBe(reqs.length);
     }
   });
 
@@ -75,7 +76,9 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
       );
       expect(res.perWorker.reduce((a, w) => a + w.preemptions, 0)).toBe(0);
       expect(res.boundAtArrival).toBe(0); // nothing is shared: no worker holds any call
-      expect(res.gatewayQueued).toBe(flat.length);
+      // held unless nothing was held and a worker was free (the gate's pass)
+      expect(res.gatewayQueued + res.passedAtArrival).toBe(flat.length);
+      expect(res.gatewayQueued).toBeGreaterThan(flat.length / 2);
       expect(res.gatewayPeak).toBeGreaterThan(10); // saturated: the queue is at the gateway ...
       for (const w of res.perWorker) expect(w.peakWaiting).toBeLessThanOrEqual(maxWaiting);
       // ... where without late binding it is in the engines
@@ -101,9 +104,14 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
           hash_ids: Array.from({ length: 58 }, (_, b) => 1000 * (i + 1) + b),
         })),
       );
-      const res = simulateFleet(big, cfg('ctxgate', { dispatch: 'admission', engine, kvTokens: 30_000 }));
+      // one worker: a call it could not admit would wait for nothing (held, or never passed)
+      const res = simulateFleet(big, cfg('ctxgate', { dispatch: 'admission', engine, kvTokens: 30_000, workers: 1 }));
       expect(res.outcomes.length).toBe(big.length);
-      expect(res.gatewayQueued).toBeGreaterThan(0);
+      // each went through the admission check (nothing shared: none bound at arrival)
+      expect(res.boundAtArrival).toBe(0);
+      expect(res.passedAtArrival + res.gatewayQueued).toBe(big.length);
+      // and none waited out max_wait_ms (a spill would hide a worker that never admits again)
+      expect(res.spilledDeadline).toBe(0);
     },
   );
 
@@ -313,7 +321,9 @@ describe('fleet simulator: dispatch admission (late binding)', () => {
     expect(summarize(a, ctx).gateway_queue).toBeUndefined();
     const adm = summarize(simulateFleet(conv, cfg('ctxgate', { dispatch: 'admission' })), ctx);
     expect(adm.config.dispatch).toBe('admission');
-    expect(adm.gateway_queue!.bound_at_arrival + adm.gateway_queue!.held).toBe(conv.length);
+    expect(adm.gateway_queue!.bound_at_arrival + adm.gateway_queue!.passed_at_arrival + adm.gateway_queue!.held).toBe(
+      conv.length,
+    );
     expect(adm.gateway_queue!.spilled_full).toBe(0);
     expect(adm.gateway_queue!.spilled_deadline).toBe(0);
   });
