@@ -167,7 +167,8 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
     blockSize,
     seed,
   });
-  // Per tenant: a tenant's flood evicts its own kept calls, not another's (tenant-lru.ts).
+  // Per tenant: LRU above each active tenant's reserve, so a flood evicts its own kept calls, not a
+  // quieter tenant's, and idle tenants' go first (tenant-lru.ts).
   const local = new TenantLru<LocalCall>({
     max: opts.maxLocalCalls ?? DEFAULT_MAX_LOCAL_CALLS,
     maxSize: DEFAULT_LOCAL_TOKENS,

@@ -1,39 +1,75 @@
-// What: an LRU cache whose entries belong to tenants (the pipeline's kept last calls, LocalCall).
-// Bounded, as one LRU, by an entry count and a total weight; when a set goes over either bound it
-// evicts the least recently used entry of the tenant that holds the most (entries, or weight, for
-// the bound exceeded). A tenant is never evicted from by another while it holds less than the
-// other: a tenant flooding the cache with first calls, or a few huge sessions, evicts its own
-// entries, not another tenant's (review s37 F3: the victim's next call took the O(history) path).
-// With one tenant it is the plain LRU it replaces. The entry just set is kept unless it alone is
-// over the weight bound (then it is not stored, as lru-cache's default maxEntrySize).
-// Complexity: get / has O(1); set O(1) plus O(tenants holding entries) per eviction (tenants come
-// from configured keys).
-// Settings: max (entries), maxSize (weight), sizeOf (an entry's weight, ≥ 1).
+// What: an LRU cache whose entries belong to tenants (the pipeline's kept last calls and resend
+// hints). Bounded, as one LRU, by an entry count and a total weight. Eviction is the plain LRU's
+// (least recently used entry first) with two exceptions, so that neither of these happens:
+// - an active tenant starved by idle ones: a tenant with no get or set in the last `idleSets` sets
+//   keeps no reserve, and its entries go first (least recently active tenant first);
+// - a quieter tenant's kept calls wiped by another's flood (many first calls, or a few huge ones):
+//   each active tenant has a reserve, `reserveShare` of an even split of each bound over the active
+//   tenants, and is not evicted from while losing its least recently used entry would leave it
+//   under that reserve (in the bound exceeded). A victim's one heavy session is kept that way too.
+// Above the reserves it is plain LRU, so one active tenant among idle ones gets the whole cache at
+// once (at least 1 − reserveShare of it while the others still count as active), and with one
+// tenant it is exactly the lru-cache it replaced. If every tenant is within its reserve, the least
+// recently used entry goes anyway (the entry just set is never the one).
+// Complexity: get / has O(1); set O(1), plus per eviction O(1) when a tenant is idle, else
+// O(active tenants holding entries) (a scan of their oldest entries; never O(entries)). Recency is
+// kept in linked lists (recency-list.ts), not Map order, so the oldest entry is O(1) to find.
+// Settings: max (entries), maxSize (weight), sizeOf (an entry's weight, ≥ 1), idleSets (default
+// DEFAULT_IDLE_TURNOVERS × max), reserveShare (default DEFAULT_RESERVE_SHARE).
 
-interface Entry<V> {
+import { type Linked, RecencyList } from './recency-list.ts';
+
+/** Sets without a tenant's get or set, in turnovers of the entry bound, after which it is idle:
+ * long enough that a tenant calling again after minutes of other tenants' traffic still counts. */
+export const DEFAULT_IDLE_TURNOVERS = 8;
+/** An active tenant's reserve, as a share of an even split of each bound over the active tenants:
+ * half leaves at least half of the cache to plain LRU, so a busy tenant is never held to 1/n. */
+export const DEFAULT_RESERVE_SHARE = 0.5;
+
+interface Entry<V> extends Linked<Entry<V>> {
+  key: string;
   value: V;
   size: number;
+  /** `TenantLru.clock` when last set or got: orders the oldest entries of different tenants. */
+  stamp: number;
 }
 
-interface Bucket<V> {
+interface Bucket<V> extends Linked<Bucket<V>> {
   tenant: string;
-  /** Insertion order is recency order: least recently used first. */
   entries: Map<string, Entry<V>>;
+  /** The tenant's entries, least recently used first. */
+  order: RecencyList<Entry<V>>;
   size: number;
+  /** `TenantLru.sets` at the tenant's last get or set (the idle clock, in operations). */
+  last: number;
+  idle: boolean;
 }
 
 export interface TenantLruOptions<V> {
   max: number;
   maxSize: number;
   sizeOf: (v: V) => number;
+  idleSets?: number;
+  reserveShare?: number;
 }
 
 export class TenantLru<V> {
   private readonly buckets = new Map<string, Bucket<V>>();
+  /** Tenants used within the idle window, least recently used first. */
+  private readonly active = new RecencyList<Bucket<V>>();
+  /** Tenants holding entries but idle, in the order they went idle. */
+  private readonly idle = new RecencyList<Bucket<V>>();
   private count = 0;
   private weight = 0;
+  private clock = 0;
+  private sets = 0;
+  private readonly idleSets: number;
+  private readonly reserveShare: number;
 
-  constructor(private readonly o: TenantLruOptions<V>) {}
+  constructor(private readonly o: TenantLruOptions<V>) {
+    this.idleSets = o.idleSets ?? DEFAULT_IDLE_TURNOVERS * o.max;
+    this.reserveShare = o.reserveShare ?? DEFAULT_RESERVE_SHARE;
+  }
 
   /** Entries held (all tenants). */
   get size(): number {
@@ -45,66 +81,122 @@ export class TenantLru<V> {
     return this.buckets.get(tenant)?.entries.size ?? 0;
   }
 
-  /** The value, now the tenant's most recently used. */
+  /** The value, now the tenant's most recently used; the tenant counts as active. */
   get(tenant: string, key: string): V | undefined {
     const b = this.buckets.get(tenant);
-    const e = b?.entries.get(key);
-    if (b === undefined || e === undefined) return undefined;
-    b.entries.delete(key);
-    b.entries.set(key, e);
+    if (b === undefined) return undefined;
+    this.touch(b);
+    const e = b.entries.get(key);
+    if (e === undefined) return undefined;
+    b.order.touch(e);
+    e.stamp = ++this.clock;
     return e.value;
   }
 
-  /** Whether the key is held (recency unchanged). */
+  /** Whether the key is held (recency and activity unchanged). */
   has(tenant: string, key: string): boolean {
     return this.buckets.get(tenant)?.entries.has(key) === true;
   }
 
   set(tenant: string, key: string, value: V): void {
     const size = Math.max(1, this.o.sizeOf(value));
+    this.sets++;
     let b = this.buckets.get(tenant);
     if (b === undefined) {
-      b = { tenant, entries: new Map(), size: 0 };
+      b = {
+        tenant,
+        entries: new Map(),
+        order: new RecencyList(),
+        size: 0,
+        last: this.sets,
+        idle: false,
+        prev: undefined,
+        next: undefined,
+      };
       this.buckets.set(tenant, b);
-    }
-    this.remove(b, key);
+      this.active.push(b);
+    } else this.touch(b);
+    const old = b.entries.get(key);
+    if (old !== undefined) this.remove(b, old);
     if (size > this.o.maxSize) {
-      if (b.entries.size === 0) this.buckets.delete(tenant);
+      if (b.entries.size === 0) this.drop(b);
       return;
     }
-    b.entries.set(key, { value, size });
+    const e: Entry<V> = { key, value, size, stamp: ++this.clock, prev: undefined, next: undefined };
+    b.entries.set(key, e);
+    b.order.push(e);
     b.size += size;
     this.weight += size;
     this.count++;
+    this.expire();
     while (this.count > this.o.max || this.weight > this.o.maxSize) {
-      const victim = this.largest(this.weight > this.o.maxSize, b, key);
-      this.remove(victim, victim.entries.keys().next().value as string);
-      if (victim.entries.size === 0) this.buckets.delete(victim.tenant);
+      const victim = this.victim(b, e);
+      this.remove(victim, victim.order.head as Entry<V>);
+      if (victim.entries.size === 0) this.drop(victim);
     }
   }
 
-  private remove(b: Bucket<V>, key: string): void {
-    const old = b.entries.get(key);
-    if (old === undefined) return;
-    b.entries.delete(key);
-    b.size -= old.size;
-    this.weight -= old.size;
+  /** The tenant used now: most recently active, not idle. */
+  private touch(b: Bucket<V>): void {
+    b.last = this.sets;
+    if (b.idle) {
+      this.idle.unlink(b);
+      b.idle = false;
+      this.active.push(b);
+    } else this.active.touch(b);
+  }
+
+  /** Moves the tenants not used within the idle window to `idle` (amortised O(1): `active` is in
+   * order of last use). */
+  private expire(): void {
+    for (let b = this.active.head; b !== undefined && this.sets - b.last > this.idleSets; b = this.active.head) {
+      this.active.unlink(b);
+      b.idle = true;
+      this.idle.push(b);
+    }
+  }
+
+  private remove(b: Bucket<V>, e: Entry<V>): void {
+    b.entries.delete(e.key);
+    b.order.unlink(e);
+    b.size -= e.size;
+    this.weight -= e.size;
     this.count--;
   }
 
-  /** The tenant holding the most (by weight, or by entries), skipping `justSet`'s tenant while the
-   * entry just set is all it holds. Some tenant is always left: the bounds are ≥ 1 entry. */
-  private largest(byWeight: boolean, justSet: Bucket<V>, key: string): Bucket<V> {
-    let best: Bucket<V> | undefined;
-    let most = -1;
-    for (const b of this.buckets.values()) {
-      if (b === justSet && b.entries.size === 1 && b.entries.has(key)) continue;
-      const m = byWeight ? b.size : b.entries.size;
-      if (m > most) {
-        best = b;
-        most = m;
+  /** Forgets a tenant holding nothing. */
+  private drop(b: Bucket<V>): void {
+    (b.idle ? this.idle : this.active).unlink(b);
+    this.buckets.delete(b.tenant);
+  }
+
+  /** Whose least recently used entry goes: an idle tenant's, else the oldest among the active
+   * tenants not held by their reserve, else the oldest of all. The entry just set never goes (some
+   * tenant is always left: the bounds are ≥ 1 entry). */
+  private victim(justSet: Bucket<V>, e: Entry<V>): Bucket<V> {
+    if (this.idle.head !== undefined) return this.idle.head;
+    const byCount = this.count > this.o.max;
+    const byWeight = this.weight > this.o.maxSize;
+    const split = this.reserveShare / this.active.length;
+    const countReserve = this.o.max * split;
+    const weightReserve = this.o.maxSize * split;
+    let oldest: Bucket<V> | undefined;
+    let oldestStamp = Number.POSITIVE_INFINITY;
+    let any: Bucket<V> = justSet;
+    let anyStamp = Number.POSITIVE_INFINITY;
+    for (let b = this.active.head; b !== undefined; b = b.next) {
+      const lru = b.order.head as Entry<V>;
+      if (lru === e) continue; // the entry just set is all its tenant holds
+      if (lru.stamp < anyStamp) {
+        any = b;
+        anyStamp = lru.stamp;
+      }
+      const over = (byCount && b.entries.size - 1 >= countReserve) || (byWeight && b.size - lru.size >= weightReserve);
+      if (over && lru.stamp < oldestStamp) {
+        oldest = b;
+        oldestStamp = lru.stamp;
       }
     }
-    return best ?? justSet;
+    return oldest ?? any;
   }
 }

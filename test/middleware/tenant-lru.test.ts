@@ -1,23 +1,87 @@
-// The per-tenant LRU (middleware/tenant-lru.ts): a tenant over the bound evicts its own least
-// recently used entries, never those of a tenant holding less; with one tenant it keeps exactly
-// what lru-cache (the LRU it replaced) keeps, on the same random operations.
+// The per-tenant LRU (middleware/tenant-lru.ts): plain LRU above the active tenants' reserves, so
+// an active tenant is never starved by idle ones (9 idle + 1 active reuses what lru-cache reuses),
+// while a tenant flooding by count or by weight evicts its own entries before a quieter tenant's
+// reserve (a victim's one heavy session survives a flood of small calls); idle tenants lose their
+// reserve after the idle window (in sets); with one tenant it keeps exactly what lru-cache keeps.
 import { LRUCache } from 'lru-cache';
 import { describe, expect, it } from 'vitest';
-import { TenantLru } from '../../middleware/tenant-lru.ts';
+import { DEFAULT_IDLE_TURNOVERS, TenantLru } from '../../middleware/tenant-lru.ts';
+
+/** 9 tenants fill the cache (50 sessions each) and go quiet; one tenant then runs 1,200 calls
+ * round-robin over 60 sessions (each call: get its session's kept call, then set it). */
+function nineIdleOneActive(get: (t: string, k: string) => unknown, set: (t: string, k: string) => void): number {
+  for (let t = 0; t < 9; t++) for (let i = 0; i < 50; i++) set(`idle${t}`, `s${i}`);
+  let reused = 0;
+  for (let call = 0; call < 1_200; call++) {
+    const k = `s${call % 60}`;
+    if (get('active', k) !== undefined) reused++;
+    set('active', k);
+  }
+  return reused;
+}
 
 describe('TenantLru', () => {
-  it("a tenant's flood of entries evicts its own, not another tenant's", () => {
+  it('9 idle tenants + 1 active: the active one reuses what a plain LRU reuses (was 0 of 1,200)', () => {
+    const plain = new LRUCache<string, number>({ max: 500 });
+    const expected = nineIdleOneActive(
+      (t, k) => plain.get(`${t}/${k}`),
+      (t, k) => plain.set(`${t}/${k}`, 1),
+    );
+    const c = new TenantLru<number>({ max: 500, maxSize: 1e9, sizeOf: () => 1 });
+    const reused = nineIdleOneActive(
+      (t, k) => c.get(t, k),
+      (t, k) => c.set(t, k, 1),
+    );
+    expect(expected).toBe(1_140);
+    expect(reused).toBe(expected);
+    // the idle tenants are still within the idle window: each keeps its reserve (500 × ½ / 10)
+    for (let t = 0; t < 9; t++) expect(c.countOf(`idle${t}`)).toBeGreaterThanOrEqual(25);
+  });
+
+  it('after the idle window an idle tenant keeps nothing: one active tenant gets the whole cache', () => {
+    const max = 100;
+    const c = new TenantLru<number>({ max, maxSize: 1e9, sizeOf: () => 1 });
+    for (let i = 0; i < 50; i++) c.set('idle', `s${i}`, 1);
+    // the active tenant's working set is the whole cache: within the window it has all but the
+    // idle tenant's reserve (100 × ½ / 2 = 25)
+    for (let i = 0; i < 3 * max; i++) c.set('active', `s${i % max}`, 1);
+    expect(c.countOf('idle')).toBe(25);
+    for (let i = 0; i < DEFAULT_IDLE_TURNOVERS * max; i++) c.set('active', `s${i % max}`, 1);
+    expect(c.countOf('idle')).toBe(0);
+    expect(c.countOf('active')).toBe(max);
+    // a tenant back from idle has its reserve again: the active one pays for its new entries
+    for (let i = 0; i < 10; i++) c.set('idle', `back${i}`, 1);
+    for (let i = 0; i < max; i++) c.set('active', `n${i}`, 1);
+    expect(c.countOf('idle')).toBe(10);
+  });
+
+  it("a victim's one heavy session survives another tenant's flood of small calls (was wiped)", () => {
+    const c = new TenantLru<number>({ max: 100, maxSize: 1_000, sizeOf: (v) => v });
+    c.set('victim', 'long', 600);
+    let kept = 0;
+    for (let i = 0; i < 200; i++) {
+      c.set('flood', `f${i}`, 5);
+      if (i % 20 === 19 && c.get('victim', 'long') !== undefined) kept++;
+    }
+    expect(kept).toBe(10);
+    // the flood evicted its own: it holds what the weight bound leaves it
+    expect(c.countOf('flood')).toBe(80);
+    expect(c.has('flood', 'f199')).toBe(true);
+    expect(c.has('flood', 'f119')).toBe(false);
+  });
+
+  it("a tenant's flood of entries (by count) evicts its own, not an active tenant's", () => {
     const c = new TenantLru<number>({ max: 10, maxSize: 1_000, sizeOf: () => 1 });
     c.set('b', 'b1', 1);
     c.set('b', 'b2', 1);
-    for (let i = 0; i < 100; i++) c.set('a', `a${i}`, i);
+    for (let i = 0; i < 60; i++) c.set('a', `a${i}`, i);
     expect(c.has('b', 'b1')).toBe(true);
     expect(c.has('b', 'b2')).toBe(true);
     expect(c.countOf('a')).toBe(8);
     expect(c.size).toBe(10);
     // the flood's newest entries are the ones kept
-    expect(c.has('a', 'a99')).toBe(true);
-    expect(c.has('a', 'a91')).toBe(false);
+    expect(c.has('a', 'a59')).toBe(true);
+    expect(c.has('a', 'a51')).toBe(false);
   });
 
   it('by weight too: a few huge entries of one tenant evict its own first', () => {
@@ -28,18 +92,41 @@ describe('TenantLru', () => {
     expect(c.countOf('a')).toBe(2);
   });
 
-  it('a tenant holding more than another is evicted from first; the entry just set stays', () => {
-    const c = new TenantLru<number>({ max: 4, maxSize: 1_000, sizeOf: () => 1 });
-    for (let i = 0; i < 4; i++) c.set('a', `a${i}`, i);
+  it('above the reserves it is LRU across tenants; within them the entry just set stays', () => {
+    // reserve: 8 × ½ / 2 = 2 entries a tenant
+    const c = new TenantLru<number>({ max: 8, maxSize: 1_000, sizeOf: () => 1 });
+    for (let i = 0; i < 8; i++) c.set('a', `a${i}`, i);
     c.set('b', 'b0', 0); // b holds only the entry just set: a pays
     expect(c.has('b', 'b0')).toBe(true);
     expect(c.has('a', 'a0')).toBe(false);
-    expect(c.countOf('a')).toBe(3);
-    c.set('b', 'b1', 1); // a (3) still holds more than b (2)
+    for (let i = 1; i < 4; i++) c.set('b', `b${i}`, i); // b over its reserve: still a's oldest go (LRU)
+    expect(c.countOf('a')).toBe(4);
+    c.get('a', 'a4'); // a's oldest is now a5
+    for (let i = 4; i < 10; i++) c.set('b', `b${i}`, i);
+    // a is down to its reserve (2): b's own oldest go from here on
     expect(c.countOf('a')).toBe(2);
-    c.set('b', 'b2', 2); // now b (3) holds more: b evicts its own oldest
-    expect(c.has('b', 'b0')).toBe(false);
-    expect(c.countOf('a')).toBe(2);
+    expect(c.has('a', 'a4')).toBe(true);
+    expect(c.has('a', 'a7')).toBe(true);
+    expect(c.countOf('b')).toBe(6);
+    expect(c.has('b', 'b3')).toBe(false);
+  });
+
+  it('many tenants, random sets: the bounds hold, the entry just set stays, reserves are kept', () => {
+    let seed = 777;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const c = new TenantLru<number>({ max: 40, maxSize: 300, sizeOf: (v) => v });
+    for (let i = 0; i < 5_000; i++) {
+      // tenant t0 is quiet: one small session, called every 50 operations
+      const t = i % 50 === 0 ? 't0' : `t${1 + rnd(12)}`;
+      const key = t === 't0' ? 'only' : `k${rnd(30)}`;
+      if (t === 't0' && i > 0) expect(c.get(t, key)).toBe(3);
+      c.set(t, key, t === 't0' ? 3 : 1 + rnd(20));
+      expect(c.has(t, key)).toBe(true);
+      expect(c.size).toBeLessThanOrEqual(40);
+    }
   });
 
   it('an entry over the whole weight bound is not stored (and drops the old value)', () => {
