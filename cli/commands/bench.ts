@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<CommandModule>> = {
   lossless: () => import('../../loadtest/bench-lossless.ts'),
   routing: () => import('../../kvplanner/bench-routing.ts'),
   middleware: () => import('../../middleware/bench-middleware.ts'),
+  tokens: () => import('../../loadtest/bench-tokens.ts'),
   chaos: () => import('../../loadtest/bench-chaos.ts'),
   hostile: () => import('../../loadtest/bench-hostile.ts'),
   fleet: () => import('../../loadtest/fleet/command.ts'),

@@ -6,7 +6,8 @@
 // library's own added-token trie (walked only from characters an added token starts with),
 // normalizer and every pre-tokenizer stage but the last still cut the text, so the pieces are the
 // library's (a lone Split stage, as in Qwen and Llama 3, by walking its own compiled pattern in
-// place rather than through match objects and piece arrays); each piece's ids (last stage, BPE,
+// place rather than through match objects and piece arrays, and by character codes where the text
+// is ASCII: ascii-split.ts); each piece's ids (last stage, BPE,
 // vocabulary) come from a bounded memo, as the library computes them per piece independently (its
 // Sequence maps pieces one by one, BPE encodes each pre-token alone, the vocabulary maps each
 // token alone). Code tool outputs repeat their words and indentation, so most pieces are one map
@@ -17,6 +18,7 @@
 // piece not seen before; memory bounded by PIECE_MEMO_MAX_BYTES per tokenizer and thread
 // (piece-memo.ts: a generation cache dropped whole when full).
 import { PieceMemo } from './piece-memo.ts';
+import { ASK_REGEX, asciiPieceEnd, asciiSplitDigits } from './ascii-split.ts';
 
 /** Heap per id in a number[] (8-byte elements). */
 const ID_BYTES = 8;
@@ -74,19 +76,26 @@ interface SplitWalk {
   sticky: RegExp;
   /** Finds the next match (only after text no match covers: rare). */
   search: RegExp;
+  /** Qwen's and Llama 3's pattern is read by character codes where the text is ASCII
+   *  (ascii-split.ts): its longest digit run, else 0 (the regex at every piece). */
+  asciiDigits: number;
 }
 
 /**
  * A Split stage the library runs as its regexSplit (matches and the text between them, in order,
  * each its own piece; used for every behaviour but "removed", without invert), or undefined.
  */
-function splitWalk(stage: PreTokenizerLike): SplitWalk | undefined {
+function splitWalk(stage: PreTokenizerLike, asciiScan: boolean): SplitWalk | undefined {
   const c = stage.config;
   const re = stage.pattern;
   if (c?.type !== 'Split' || c.invert || !(re instanceof RegExp)) return undefined;
   if (typeof c.behavior === 'string' && c.behavior.toLowerCase() === 'removed') return undefined;
   const flags = re.flags.replace(/[gy]/g, '');
-  return { sticky: new RegExp(re.source, `${flags}y`), search: new RegExp(re.source, `${flags}g`) };
+  return {
+    sticky: new RegExp(re.source, `${flags}y`),
+    search: new RegExp(re.source, `${flags}g`),
+    asciiDigits: asciiScan ? asciiSplitDigits(re) : 0,
+  };
 }
 
 interface ModelLike {
@@ -202,11 +211,18 @@ function definedOnce(obj: object, name: string): boolean {
   return n === 1;
 }
 
+/** Settings of the fast encode (benchmarks and tests compare them). */
+export interface FastBpeOptions {
+  /** Splits ASCII text by character codes where the pattern is Qwen's or Llama 3's (default true). */
+  asciiScan?: boolean;
+}
+
 /** The fast encode (text → ids, as tok.encode(text, { add_special_tokens: false }) should give),
  * or undefined where the tokenizer is not of the shape above. */
 export function fastBpeEncoder(
   library: unknown,
   memo: PieceMemo<PieceIds> = new PieceMemo(),
+  opts: FastBpeOptions = {},
 ): ((text: string) => number[]) | undefined {
   const tok = library as LibraryTokenizer;
   if (!tok || (typeof tok !== 'object' && typeof tok !== 'function')) return undefined;
@@ -227,7 +243,7 @@ export function fastBpeEncoder(
   const normalizer = nfcSkippingStable(tok.normalizer);
   const splitAdded = addedTokenSplit(splitter);
   // One Split stage before ByteLevel (Qwen, Llama 3): its pieces are walked in place.
-  const walk = cut.length === 1 ? splitWalk(cut[0]) : undefined;
+  const walk = cut.length === 1 ? splitWalk(cut[0], opts.asciiScan !== false) : undefined;
 
   const pieceIds = (piece: string, options: unknown): PieceIds => {
     const known = memo.get(piece);
@@ -247,18 +263,35 @@ export function fastBpeEncoder(
 
   // The library's regexSplit collects every match object (an array with index, input and groups)
   // and every piece in arrays: the largest allocation of an encode. This walks the same matches
-  // with `test` (no match object) and appends each piece's ids as it goes. Same pieces: a match
+  // with `test` (no match object), or reads the match's end by character codes where the text is
+  // ASCII (ascii-split.ts, which asks for `test` wherever the answer depends on a code unit from
+  // U+0080 on), and appends each piece's ids as it goes. Same pieces: a match
   // at `at` is what a search from `at` finds first; where none starts at `at`, the search finds
   // the next one and the text before it is a piece, as there. An empty match (none of the
   // bundled patterns has one) returns false and the caller splits the library's way.
+  // The ids of each one-character ASCII piece, once seen (128 entries at most, never dropped).
+  const single: (PieceIds | undefined)[] = new Array<PieceIds | undefined>(128).fill(undefined);
   const splitPieces = (w: SplitWalk, x: string, options: unknown, out: IdBuffer): boolean => {
     const n = x.length;
+    const digits = w.asciiDigits;
     let at = 0;
     while (at < n) {
-      w.sticky.lastIndex = at;
-      if (w.sticky.test(x)) {
-        const end = w.sticky.lastIndex;
+      let end = digits === 0 ? ASK_REGEX : asciiPieceEnd(x, at, digits);
+      if (end === ASK_REGEX) {
+        w.sticky.lastIndex = at;
+        if (w.sticky.test(x)) end = w.sticky.lastIndex;
+      }
+      if (end !== ASK_REGEX) {
         if (end === at) return false;
+        const c = x.charCodeAt(at);
+        if (end === at + 1 && c < 128 && digits !== 0) {
+          // One ASCII character (~40 % of a code text's pieces): its ids by its code, no hash.
+          let ids = single[c];
+          if (ids === undefined) single[c] = ids = pieceIds(x[at], options);
+          out.pushIds(ids);
+          at = end;
+          continue;
+        }
         // Looked up where it lies: a slice only for a piece the memo does not hold.
         const known = memo.getRange(x, at, end);
         out.pushIds(known !== undefined ? known : encodePiece(x.slice(at, end), options));
