@@ -124,25 +124,35 @@ interface TrieNode {
 /**
  * The library's added-token split (its DictionarySplitter.split, same steps) that skips, with one
  * table lookup, every character no added token starts with: the library walks its trie from every
- * character, ~20 ns each, about a sixth of an encode of code text. The library's own split where
+ * character, ~20 ns each, about a sixth of an encode of code text; where all added tokens start
+ * with one character, indexOf finds the next place to walk from. The library's own split where
  * the trie is not of that shape.
  */
-function addedTokenSplit(splitter: AddedSplitter): (text: string) => string[] {
+function addedTokenSplit(splitter: AddedSplitter, byIndexOf: boolean): (text: string) => string[] {
   const trie = splitter.trie as TrieNode | undefined;
   const library = (text: string): string[] => splitter.split(text);
   if (!trie || typeof trie !== 'object' || Object.getPrototypeOf(trie) !== null) return library;
   const starts = new Uint8Array(0x10000);
-  for (const k of Object.keys(trie)) {
+  const first = Object.keys(trie);
+  for (const k of first) {
     if (k.length !== 1) return library;
     starts[k.charCodeAt(0)] = 1;
   }
+  // Where every added token starts with one character ('<' in Qwen, Llama 3, DeepSeek V3), the
+  // next candidate is found by indexOf (V8 scans a flat string for one character in bulk): on a
+  // code tool output ~0.3 µs instead of ~2.5 µs for the table lookup per character.
+  const only = byIndexOf && first.length === 1 ? first[0] : undefined;
   return (text: string): string[] => {
     const out: string[] = [];
     const r = text.length;
     let from = 0;
     let i = 0;
     while (i < r) {
-      if (starts[text.charCodeAt(i)] === 0) {
+      if (only !== undefined) {
+        const next = text.indexOf(only, i);
+        if (next < 0) break;
+        i = next;
+      } else if (starts[text.charCodeAt(i)] === 0) {
         i++;
         continue;
       }
@@ -215,6 +225,8 @@ function definedOnce(obj: object, name: string): boolean {
 export interface FastBpeOptions {
   /** Splits ASCII text by character codes where the pattern is Qwen's or Llama 3's (default true). */
   asciiScan?: boolean;
+  /** Finds added tokens by indexOf where they all start with one character (default true). */
+  addedIndexOf?: boolean;
 }
 
 /** The fast encode (text → ids, as tok.encode(text, { add_special_tokens: false }) should give),
@@ -241,7 +253,7 @@ export function fastBpeEncoder(
   // ByteLevel maps each piece alone and reads no options (section_index), so a piece is its key.
   if (last.byte_encoder === undefined || last.text_encoder === undefined) return undefined;
   const normalizer = nfcSkippingStable(tok.normalizer);
-  const splitAdded = addedTokenSplit(splitter);
+  const splitAdded = addedTokenSplit(splitter, opts.addedIndexOf !== false);
   // One Split stage before ByteLevel (Qwen, Llama 3): its pieces are walked in place.
   const walk = cut.length === 1 ? splitWalk(cut[0], opts.asciiScan !== false) : undefined;
 
