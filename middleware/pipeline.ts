@@ -385,9 +385,9 @@ export function createPipeline(opts: PipelineOptions): ChainPipeline {
       const t1 = tick();
       const cur = afterCall(after, local, ctx.tenant, key);
       if (hint !== undefined) hints.set(ctx.tenant, hint, key);
-      lap('diagnose', t1);
+      const t2 = lap('diagnose', t1);
       await deferred.run();
-      const t0 = tick();
+      const t0 = lap('after_send', t2);
       state.calls++;
       state.updatedAt = Date.now();
       sizeStableHashes(after.prevPrint, cur);

@@ -16,6 +16,8 @@ const ORDER = [
   'render',
   'tokens',
   'diagnose',
+  // the stages' work handed to after the send (middleware/after-send.ts), run by the commit
+  'after_send',
   'block_hashes',
   'store_put',
   'upstream_body',
