@@ -13,6 +13,14 @@ import { runInNewContext } from 'node:vm';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { blockHashes } from './block-hash.ts';
 import { hashKeys } from './hash-keys.ts';
+import {
+  type BranchFigures,
+  branchFigures,
+  EARLY_DECISIONS,
+  quantile,
+  type SlowestFigures,
+  slowestFigures,
+} from './bench-routing-stats.ts';
 import { KvEventIndex } from './kv-events/event-index.ts';
 import type { CtxgatePolicy } from './policies/ctxgate.ts';
 import { createPolicy, POLICY_NAMES } from './policy-registry.ts';
@@ -28,7 +36,9 @@ usage: ctxgate bench routing [--workers 64] [--decisions 20000] [--sessions 1000
 engine holds (BlockStored for every chain it serves, BlockRemoved as its ${KV_TOKENS.toLocaleString('en-US')}-token LRU
 cache evicts), instead of learning from their own decisions.
 Times select() for every policy over the same request stream after a warm-up of 64 calls per
-session (ctxgate's index then holds > 100k blocks); prints p50/p99/mean µs and the ratio to round_robin. Target: ctxgate p99 ≤ 50 µs.
+session (ctxgate's index then holds > 100k blocks; a full GC before its last 4 per session, which run
+through the timed loop's code untimed); prints p50/p99/mean µs and the ratio to round_robin, each
+branch's count and p50/p99, and where the decisions over the p99 fall. Target: ctxgate p99 ≤ 50 µs.
 Each decision gets the workers' views in a new array, each view refreshed in place (one object per
 worker), as the gateway does for every attempt; the p50/p99 columns time select() alone, the stage
 line the views plus select() (the gateway's routing stage timer). GC pauses that land inside a timed decision are counted.`;
@@ -41,6 +51,11 @@ export const CTXGATE_P99_TARGET_US = 50;
 const IN_FLIGHT_PER_WORKER = 4;
 /** two conversations per session slot before timing: fills ctxgate's index past 100k blocks */
 const WARM_CALLS_PER_SESSION = 64;
+/** The warm-up's last calls per session slot, run after the forced GC through the timed loop's own
+ *  code (times discarded): a full GC moves the heap, and the first decisions after it read their
+ *  sessions, pins and index from cold memory; the timed loop's own code (views, the measuring
+ *  calls) is compiled by then too. The same calls as before, in the same order: same decisions. */
+const REWARM_CALLS_PER_SESSION = 4;
 
 interface Row {
   policy: string;
@@ -66,15 +81,13 @@ interface Row {
   /** SHA-256 (first 16 hex) over every timed decision's worker, branch and predicted cached
    *  tokens: equal between two trees means the same decisions (speed work must not move one) */
   choices: string;
+  /** the decisions slower than p99: per branch, and how many right after the warm-up */
+  slowest: SlowestFigures;
 }
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
   return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-}
-
-function quantile(sorted: Float64Array, q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 /** Conversation c's full token stream: shared root, then its own turns. */
@@ -232,9 +245,10 @@ class Fleet {
   private readonly fb: RouteFeedback;
   private readonly byId = new Map<string, WorkerView>();
   private readonly viewOf: WorkerView[] = [];
-  timing = false;
-  observeUs = 0;
-  observed = 0;
+  /** observe() µs and calls, counted from the start in a typed array (a field that turned from
+   *  integer to fractional in the timed loop would change the object's shape there and
+   *  deoptimise the loop's callers) */
+  private readonly observeSum = new Float64Array(2);
 
   constructor(
     private readonly policy: Policy,
@@ -311,11 +325,51 @@ class Fleet {
     fb.info = info;
     const t0 = performance.now();
     this.policy.observe(fb);
-    if (this.timing) {
-      this.observeUs += (performance.now() - t0) * 1000;
-      this.observed++;
-    }
+    this.observeSum[0] += (performance.now() - t0) * 1000;
+    this.observeSum[1]++;
   }
+
+  /** Starts the observe() figures afresh (the timed loop's). */
+  resetObserve(): void {
+    this.observeSum.fill(0);
+  }
+
+  /** Mean µs per observe() since resetObserve(). */
+  observeMeanUs(): number {
+    return this.observeSum[1] ? this.observeSum[0] / this.observeSum[1] : 0;
+  }
+}
+
+/** One decision as the timed loop makes it: the views, select() between the measuring calls, then
+ *  the chosen worker takes the call (`queue`: as the warm-up admits). Writes the figures to `out`. */
+interface Measured {
+  choice: Choice | null;
+  /** select() wall, and the views plus select() (the routing stage), µs; select()'s start, ms */
+  us: number;
+  stageUs: number;
+  t0: number;
+  cpuUs: number;
+  /** no context switch of this process during select() */
+  quiet: boolean;
+}
+
+function measure(fleet: Fleet, policy: Policy, info: RouteInfo, queue: boolean, out: Measured): void {
+  const tv = performance.now();
+  const ws = fleet.views();
+  const u0 = process.resourceUsage();
+  const t0 = performance.now();
+  const c = policy.select(ws, info);
+  const t1 = performance.now();
+  const u1 = process.resourceUsage();
+  out.choice = c;
+  out.us = (t1 - t0) * 1000;
+  out.stageUs = (t1 - tv) * 1000;
+  out.t0 = t0;
+  out.cpuUs = u1.userCPUTime + u1.systemCPUTime - u0.userCPUTime - u0.systemCPUTime;
+  out.quiet =
+    u1.involuntaryContextSwitches === u0.involuntaryContextSwitches &&
+    u1.voluntaryContextSwitches === u0.voluntaryContextSwitches;
+  if (c) fleet.admit(c, info, queue);
 }
 
 /** A full collection between the warm-up and the timed decisions (the flag is set at run time,
@@ -375,18 +429,17 @@ export async function run(argv: string[]): Promise<number> {
   const rows: Row[] = [];
   let indexBlocks = 0;
   let observeMeanUs = 0;
-  const branchMix: Record<
-    string,
-    Record<string, { share: number; timed: number; p50: number; p99: number; undisturbedP99: number; cpuP99: number }>
-  > = {};
+  const branchMix: Record<string, Record<string, BranchFigures>> = {};
   for (const name of policies) {
     const events = precise ? new KvEventIndex() : undefined;
     const engines = events && new EngineCaches(events, KV_TOKENS / BLOCK);
     const policy = createPolicy(name, events ? { kv_index: events, index_stride: 1, block_size: BLOCK } : {});
     const fleet = new Fleet(policy, engines, makeWorkers(nWorkers));
     const warm = new Traffic(sessions, 1);
-    for (let i = 0; i < warmCalls; i++) fleet.step(warm.next());
-    if (name === 'ctxgate') indexBlocks = (policy as CtxgatePolicy).index.stats().blocks;
+    const rewarmCalls = Math.min(warmCalls, sessions * REWARM_CALLS_PER_SESSION);
+    for (let i = 0; i < warmCalls - rewarmCalls; i++) fleet.step(warm.next());
+    // made now, so that the generator's garbage goes with the forced GC
+    const rewarm = Array.from({ length: rewarmCalls }, () => warm.next());
     const times = new Float64Array(stream.length);
     const cpuTimes = new Float64Array(stream.length);
     const branchOf: string[] = new Array<string>(stream.length).fill('');
@@ -401,32 +454,25 @@ export async function run(argv: string[]): Promise<number> {
     });
     gcObserver.observe({ entryTypes: ['gc'] });
     // the warm-up's garbage (its traffic generator, the engines' events) is collected now, not
-    // inside the first timed decisions; every timed decision is kept
+    // inside the first timed decisions; the warm-up's last calls then touch the moved heap again
+    // through the timed loop's own code, and every timed decision is kept
     collectGarbage();
-    fleet.timing = true;
+    const m: Measured = { choice: null, us: 0.5, stageUs: 0.5, t0: 0.5, cpuUs: 0, quiet: false };
+    for (const info of rewarm) measure(fleet, policy, info, true, m);
+    if (name === 'ctxgate') indexBlocks = (policy as CtxgatePolicy).index.stats().blocks;
+    fleet.resetObserve();
     for (let i = 0; i < stream.length; i++) {
-      const info = stream[i];
-      const tv = performance.now();
-      const ws = fleet.views();
-      const u0 = process.resourceUsage();
-      const t0 = performance.now();
-      const c = policy.select(ws, info);
-      const t1 = performance.now();
-      const u1 = process.resourceUsage();
-      times[i] = (t1 - t0) * 1000;
-      stage[i] = (t1 - tv) * 1000;
-      t0s[i] = t0;
-      cpuTimes[i] = u1.userCPUTime + u1.systemCPUTime - u0.userCPUTime - u0.systemCPUTime;
-      if (
-        u1.involuntaryContextSwitches === u0.involuntaryContextSwitches &&
-        u1.voluntaryContextSwitches === u0.voluntaryContextSwitches
-      )
-        quiet[i] = 1;
+      measure(fleet, policy, stream[i], false, m);
+      times[i] = m.us;
+      stage[i] = m.stageUs;
+      t0s[i] = m.t0;
+      cpuTimes[i] = m.cpuUs;
+      if (m.quiet) quiet[i] = 1;
+      const c = m.choice;
       if (!c) continue;
       branchOf[i] = c.branch;
       chosen[i] = c.worker.id;
       predicted[i] = c.predictedCachedTokens ?? -1;
-      fleet.admit(c, info, false);
     }
     // GC entries are delivered asynchronously (a task after the GC): let them arrive before counting
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -438,40 +484,17 @@ export async function run(argv: string[]): Promise<number> {
       while (i < stream.length && t0s[i] + times[i] / 1000 < start) i++;
       if (i < stream.length && t0s[i] < end) gcInSelect++;
     }
-    const branches = new Map<string, number>();
-    for (const b of branchOf) if (b) branches.set(b, (branches.get(b) ?? 0) + 1);
     const undisturbed = times.filter((_, i) => quiet[i] === 1);
-    const observeUs = fleet.observeUs;
-    const observed = fleet.observed;
-    if (name === 'ctxgate') observeMeanUs = observed ? observeUs / observed : 0;
-    branchMix[name] = Object.fromEntries(
-      [...branches].map(([b, k]) => {
-        const t = Float64Array.from(times.filter((_, i) => branchOf[i] === b)).sort();
-        // a rare branch's p99 is its few slowest decisions: one the OS switched away from decides
-        // it under load, so the decisions without a context switch and CPU time are shown too
-        const q = Float64Array.from(times.filter((_, i) => branchOf[i] === b && quiet[i] === 1)).sort();
-        const c = Float64Array.from(cpuTimes.filter((_, i) => branchOf[i] === b)).sort();
-        return [
-          b,
-          {
-            share: k / stream.length,
-            // timed decisions of this branch: with fewer than ~100 its p99 is about its maximum
-            timed: t.length,
-            p50: quantile(t, 0.5),
-            p99: quantile(t, 0.99),
-            undisturbedP99: q.length ? quantile(q, 0.99) : NaN,
-            cpuP99: quantile(c, 0.99),
-          },
-        ];
-      }),
-    );
+    if (name === 'ctxgate') observeMeanUs = fleet.observeMeanUs();
+    branchMix[name] = branchFigures(times, cpuTimes, quiet, branchOf);
     const sorted = times.slice().sort();
+    const p99 = quantile(sorted, 0.99);
     const stageSorted = stage.slice().sort();
     const cpuSorted = cpuTimes.slice().sort();
     rows.push({
       policy: name,
       p50: quantile(sorted, 0.5),
-      p99: quantile(sorted, 0.99),
+      p99,
       mean: times.reduce((a, b) => a + b, 0) / times.length,
       cpuP99: quantile(cpuSorted, 0.99),
       cpuMean: cpuTimes.reduce((a, b) => a + b, 0) / cpuTimes.length,
@@ -482,6 +505,7 @@ export async function run(argv: string[]): Promise<number> {
       gcPauses: pauses.length / 2,
       gcInSelect,
       choices: choicesDigest(chosen, branchOf, predicted),
+      slowest: slowestFigures(times, branchOf, p99),
     });
   }
   const base = rows.find((x) => x.policy === 'round_robin');
@@ -528,6 +552,14 @@ export async function run(argv: string[]): Promise<number> {
     );
   }
   if (cg) {
+    const s = cg.slowest;
+    lines.push(
+      `ctxgate's ${s.over} decisions over its p99: ` +
+        Object.entries(s.byBranch)
+          .map(([b, k]) => `${b} ${k}`)
+          .join(', ') +
+        `; ${s.early} of them among the first ${EARLY_DECISIONS.toLocaleString('en-US')} timed (${((100 * EARLY_DECISIONS) / decisions).toFixed(0)} % of the decisions)`,
+    );
     lines.push(`ctxgate observe() after each response (off the request path): mean ${observeMeanUs.toFixed(1)} µs`);
     lines.push(
       `ctxgate routing stage (views + select(), as the gateway times it): p50 ${cg.stageP50.toFixed(1)} µs, p99 ${cg.stageP99.toFixed(1)} µs; ` +
