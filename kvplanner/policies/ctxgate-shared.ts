@@ -39,13 +39,15 @@ export class PostponedTracker {
     this.tracker.insert(h);
   }
 
-  /** An unpinned pick's chain: postponed, or (deferred work) queued; the queued work is returned. */
+  /** An unpinned pick's chain: postponed, or (deferred work) queued; the queued work is returned.
+   *  One call deep on the common path (select() reaches it on a rare branch, where its callees run
+   *  unoptimised: each call level costs there). */
   record(hashes: readonly string[], defer: RouteInfo['defer']): Work | undefined {
-    const shared = this.shared;
+    if (this.unrecorded !== undefined) this.flush();
     if (this.later.waiting === 0 && (!defer || hashes.length <= this.deferMinBlocks)) {
       this.unrecorded = hashes;
       return undefined;
     }
-    return this.later.run(shared.inserting(hashes), hashes.length, defer);
+    return this.later.run(this.tracker.inserting(hashes), hashes.length, defer);
   }
 }

@@ -296,7 +296,7 @@ export class CtxgatePolicy implements Policy {
       held = depth[idx];
       // pinned calls (sticky or a detour) only extend their own chain; branch points between
       // prompts show up on the unpinned paths, the only ones that ask the tracker
-      if (pinnedIdx < 0) recording = this.recordShared(hashes, info.defer);
+      if (pinnedIdx < 0) recording = this.postponed.record(hashes, info.defer);
     }
 
     const worker = workers[idx];
@@ -333,11 +333,6 @@ export class CtxgatePolicy implements Policy {
   /** The shared-prefix tracker, with every chain picked so far recorded. */
   get shared(): SharedPrefixTracker {
     return this.postponed.shared;
-  }
-
-  /** An unpinned pick's chain enters the tracker after the decision (ctxgate-shared.ts). */
-  private recordShared(hashes: readonly string[], defer: RouteInfo['defer']): Work | undefined {
-    return this.postponed.record(hashes, defer);
   }
 
   /** Index of worker `id` in `workers`, -1 if absent: O(1) while the gateway passes the same
@@ -419,9 +414,17 @@ export class CtxgatePolicy implements Policy {
   }
 
   /** migrate: the detour target holds ≥ min_unique_tokens and ≥ MIGRATE_SHARE of the home's
-   *  blocks of this prompt beyond the shared root. O(log b). */
+   *  blocks of this prompt beyond the shared root. O(1) when no root could make it so, else O(log b). */
   private movable(target: number, home: number, hashes: readonly string[], blockTokens: number): boolean {
-    const root = this.shared.sharedDepth(hashes, Math.max(target, home));
+    // both conditions only get harder as the root deepens (≥ 0 blocks): when even no root at all
+    // fails them, as for a target holding only the root while the home holds the conversation
+    // (most detours), the answer needs no tracker read. Exact: integer arithmetic, ×0.5.
+    if (!this.movableAbove(target, home, 0, blockTokens)) return false;
+    return this.movableAbove(target, home, this.shared.sharedDepth(hashes, Math.max(target, home)), blockTokens);
+  }
+
+  /** movable()'s test for a shared root of `root` blocks (false for every deeper root once false). */
+  private movableAbove(target: number, home: number, root: number, blockTokens: number): boolean {
     const mine = target - root;
     return mine * blockTokens >= this.minUniqueTokens && mine >= MIGRATE_SHARE * (home - root);
   }

@@ -45,7 +45,9 @@ function reference(events: KvEventIndex): CtxgatePolicy {
   r.depth = depth;
   r.slots = slots;
   r.loadOfSlot = (_slot: number, id: string) => r.affinity.load(id);
-  r.recordShared = (hashes: readonly string[]) => {
+  // an unpinned pick's chain goes into the tracker inside select(), not postponed
+  const postponed = (p as unknown as { postponed: { record(hashes: readonly string[]): undefined } }).postponed;
+  postponed.record = (hashes: readonly string[]) => {
     p.shared.insert(hashes);
     return undefined;
   };
