@@ -1,8 +1,9 @@
 // What: an LRU cache whose entries belong to tenants (the pipeline's kept last calls and resend
 // hints). Bounded, as one LRU, by an entry count and a total weight. Eviction is the plain LRU's
 // (least recently used entry first) with two exceptions, so that neither of these happens:
-// - an active tenant starved by idle ones: a tenant with no get or set in the last `idleSets` sets
-//   keeps no reserve, and its entries go first (least recently active tenant first);
+// - an active tenant starved by idle ones: a tenant with no get or set while the cache turned over
+//   `idleTurnovers` times (by either bound: that many × max sets, or sets weighing that many ×
+//   maxSize) keeps no reserve, and its entries go first (least recently active tenant first);
 // - a quieter tenant's kept calls wiped by another's flood (many first calls, or a few huge ones):
 //   each active tenant has a reserve, `reserveShare` of an even split of each bound over the active
 //   tenants, and is not evicted from while losing its least recently used entry would leave it
@@ -14,13 +15,16 @@
 // Complexity: get / has O(1); set O(1), plus per eviction O(1) when a tenant is idle, else
 // O(active tenants holding entries) (a scan of their oldest entries; never O(entries)). Recency is
 // kept in linked lists (recency-list.ts), not Map order, so the oldest entry is O(1) to find.
-// Settings: max (entries), maxSize (weight), sizeOf (an entry's weight, ≥ 1), idleSets (default
-// DEFAULT_IDLE_TURNOVERS × max), reserveShare (default DEFAULT_RESERVE_SHARE).
+// Settings: max (entries), maxSize (weight), sizeOf (an entry's weight, ≥ 1), idleTurnovers
+// (default DEFAULT_IDLE_TURNOVERS), reserveShare (default DEFAULT_RESERVE_SHARE).
 
 import { type Linked, RecencyList } from './recency-list.ts';
 
-/** Sets without a tenant's get or set, in turnovers of the entry bound, after which it is idle:
- * long enough that a tenant calling again after minutes of other tenants' traffic still counts. */
+/** Turnovers of the cache without a tenant's get or set after which it is idle: long enough that a
+ * tenant calling again after minutes of other tenants' traffic still counts. A turnover is counted
+ * in whichever bound binds first: `max` sets, or sets weighing `maxSize` in all (the pipeline's
+ * kept calls are bounded by entries per tenant × tenants but by 16M tokens, so with agent-sized
+ * calls the weight turns over hundreds of times before the count does once). */
 export const DEFAULT_IDLE_TURNOVERS = 8;
 /** An active tenant's reserve, as a share of an even split of each bound over the active tenants:
  * half leaves at least half of the cache to plain LRU, so a busy tenant is never held to 1/n. */
@@ -40,8 +44,10 @@ interface Bucket<V> extends Linked<Bucket<V>> {
   /** The tenant's entries, least recently used first. */
   order: RecencyList<Entry<V>>;
   size: number;
-  /** `TenantLru.sets` at the tenant's last get or set (the idle clock, in operations). */
+  /** `TenantLru.sets` and `.setWeight` at the tenant's last get or set (the idle clock, in
+   * operations and in weight set). */
   last: number;
+  lastWeight: number;
   idle: boolean;
 }
 
@@ -49,7 +55,7 @@ export interface TenantLruOptions<V> {
   max: number;
   maxSize: number;
   sizeOf: (v: V) => number;
-  idleSets?: number;
+  idleTurnovers?: number;
   reserveShare?: number;
 }
 
@@ -63,11 +69,16 @@ export class TenantLru<V> {
   private weight = 0;
   private clock = 0;
   private sets = 0;
+  /** The weight of every set so far (exact while sizes are whole numbers, up to 2^53). */
+  private setWeight = 0;
   private readonly idleSets: number;
+  private readonly idleWeight: number;
   private readonly reserveShare: number;
 
   constructor(private readonly o: TenantLruOptions<V>) {
-    this.idleSets = o.idleSets ?? DEFAULT_IDLE_TURNOVERS * o.max;
+    const turnovers = o.idleTurnovers ?? DEFAULT_IDLE_TURNOVERS;
+    this.idleSets = turnovers * o.max;
+    this.idleWeight = turnovers * o.maxSize;
     this.reserveShare = o.reserveShare ?? DEFAULT_RESERVE_SHARE;
   }
 
@@ -101,6 +112,7 @@ export class TenantLru<V> {
   set(tenant: string, key: string, value: V): void {
     const size = Math.max(1, this.o.sizeOf(value));
     this.sets++;
+    this.setWeight += size;
     let b = this.buckets.get(tenant);
     if (b === undefined) {
       b = {
@@ -109,6 +121,7 @@ export class TenantLru<V> {
         order: new RecencyList(),
         size: 0,
         last: this.sets,
+        lastWeight: this.setWeight,
         idle: false,
         prev: undefined,
         next: undefined,
@@ -139,6 +152,7 @@ export class TenantLru<V> {
   /** The tenant used now: most recently active, not idle. */
   private touch(b: Bucket<V>): void {
     b.last = this.sets;
+    b.lastWeight = this.setWeight;
     if (b.idle) {
       this.idle.unlink(b);
       b.idle = false;
@@ -147,13 +161,17 @@ export class TenantLru<V> {
   }
 
   /** Moves the tenants not used within the idle window to `idle` (amortised O(1): `active` is in
-   * order of last use). */
+   * order of last use, and both clocks only grow). */
   private expire(): void {
-    for (let b = this.active.head; b !== undefined && this.sets - b.last > this.idleSets; b = this.active.head) {
+    for (let b = this.active.head; b !== undefined && this.idleFor(b); b = this.active.head) {
       this.active.unlink(b);
       b.idle = true;
       this.idle.push(b);
     }
+  }
+
+  private idleFor(b: Bucket<V>): boolean {
+    return this.sets - b.last > this.idleSets || this.setWeight - b.lastWeight > this.idleWeight;
   }
 
   private remove(b: Bucket<V>, e: Entry<V>): void {

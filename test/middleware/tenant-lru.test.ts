@@ -2,7 +2,7 @@
 // an active tenant is never starved by idle ones (9 idle + 1 active reuses what lru-cache reuses),
 // while a tenant flooding by count or by weight evicts its own entries before a quieter tenant's
 // reserve (a victim's one heavy session survives a flood of small calls); idle tenants lose their
-// reserve after the idle window (in sets); with one tenant it keeps exactly what lru-cache keeps.
+// reserve after the idle window (in turnovers of either bound); with one tenant it keeps exactly what lru-cache keeps.
 import { LRUCache } from 'lru-cache';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_IDLE_TURNOVERS, TenantLru } from '../../middleware/tenant-lru.ts';
@@ -53,6 +53,38 @@ describe('TenantLru', () => {
     for (let i = 0; i < 10; i++) c.set('idle', `back${i}`, 1);
     for (let i = 0; i < max; i++) c.set('active', `n${i}`, 1);
     expect(c.countOf('idle')).toBe(10);
+  });
+
+  it('the idle window counts turnovers of the weight bound too: agent-sized calls at the pipeline bounds', () => {
+    // The pipeline's bounds: entries = max_sessions (10,000) × tenants, weight 16M tokens. With
+    // 50k-token kept calls the weight binds (320 fit): counted in entry turnovers only, stopped
+    // tenants kept their reserves for 8 × 100,000 sets and the one working tenant, capped near 55 %
+    // of the weight, reused none of its 250 sessions (review s39 W1).
+    const size = 50_000;
+    const maxSize = 16_000_000;
+    const c = new TenantLru<number>({ max: 10_000 * 10, maxSize, sizeOf: (v) => v });
+    for (let t = 0; t < 9; t++) for (let i = 0; i < 30; i++) c.set(`stopped${t}`, `s${i}`, size);
+    const calls = 6_000;
+    let reused = 0;
+    let first = -1;
+    for (let call = 0; call < calls; call++) {
+      const k = `s${call % 250}`;
+      if (c.get('working', k) !== undefined) {
+        reused++;
+        if (first < 0) first = call;
+      }
+      c.set('working', k, size);
+    }
+    // idle after 8 weight turnovers (8 × 320 = 2,560 sets); from then on a plain LRU's reuse
+    const idleAfter = (DEFAULT_IDLE_TURNOVERS * maxSize) / size;
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThanOrEqual(idleAfter + 250);
+    expect(reused).toBeGreaterThanOrEqual(calls - idleAfter - 250);
+    // the working tenant holds its whole working set; the stopped ones only what is left over
+    expect(c.countOf('working')).toBe(250);
+    let stopped = 0;
+    for (let t = 0; t < 9; t++) stopped += c.countOf(`stopped${t}`);
+    expect(stopped).toBeLessThanOrEqual((maxSize - 250 * size) / size);
   });
 
   it("a victim's one heavy session survives another tenant's flood of small calls (was wiped)", () => {
