@@ -9,7 +9,12 @@
 //   extents) is not an arena (it read 112 MB of "arenas" with MALLOC_MMAP_THRESHOLD_=32768).
 //   Memory freed inside an arena stays resident until its top is trimmed, so fragmentation there
 //   grows RSS with no leak in the program. With another malloc preloaded (jemalloc, tcmalloc,
-//   mimalloc: found among the mapped files, `allocator`) there are no glibc arenas: none is counted.
+//   mimalloc) there are no glibc arenas: none is counted. The allocator in use is the one the
+//   dynamic linker put before the C library: a library named in the process's LD_PRELOAD (its
+//   environment at exec, /proc/<pid>/environ) or in /etc/ld.so.preload, and mapped (a preload the
+//   linker could not find is skipped). A library only mapped (a native addon linking jemalloc, a
+//   dlopen) does not replace malloc and does not count (`allocator`). Not seen: a malloc linked into
+//   the executable itself (node's builds link none).
 // - anon: every other anonymous mapping (V8's heap pages of every isolate, malloc's mmapped big
 //   chunks, thread stacks).
 // - file: file-backed mappings (code, shared libraries, mmapped files).
@@ -26,7 +31,7 @@ export interface ProcMemoryMb {
   arenas: number;
   /** glibc arena heaps counted (0 with another allocator). */
   arenaCount: number;
-  /** The malloc in use: a preloaded one found among the mapped files, else the C library's. */
+  /** The malloc in use: a preloaded one (LD_PRELOAD, /etc/ld.so.preload) that is mapped, else the C library's. */
   allocator: Allocator;
   anon: number;
   file: number;
@@ -72,8 +77,38 @@ function arenaAt(maps: readonly Mapping[], i: number): number {
   return reserved ? j - i + 1 : 0;
 }
 
-/** The breakdown of one smaps text (pure: tests feed it text). */
-export function smapsBreakdown(smaps: string): Omit<ProcMemoryMb, 'threads'> {
+/** The allocator a process runs on: the first of `preloaded` (LD_PRELOAD entries, paths or
+ * sonames) that names a known allocator's library and is among the mapped files. */
+function allocatorInUse(maps: readonly Mapping[], preloaded: readonly string[]): Allocator {
+  for (const entry of preloaded) {
+    const base = entry.slice(entry.lastIndexOf('/') + 1);
+    const a = ALLOCATORS.find((name) => base.startsWith(`lib${name}`));
+    if (a !== undefined && maps.some((m) => m.path.slice(m.path.lastIndexOf('/') + 1).startsWith(`lib${a}`))) return a;
+  }
+  return 'libc';
+}
+
+/** The libraries the dynamic linker preloads into a process: its LD_PRELOAD at exec (entries
+ * split by spaces or colons, as ld.so reads them) and /etc/ld.so.preload. An environment that
+ * cannot be read (another user's process) contributes nothing. */
+export function preloadedLibraries(pid: number): string[] {
+  const read = (path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const env = read(`/proc/${pid}/environ`)
+    .split('\0')
+    .find((v) => v.startsWith('LD_PRELOAD='));
+  const fromEnv = env === undefined ? [] : env.slice('LD_PRELOAD='.length).split(/[\s:]+/);
+  return [...fromEnv, ...read('/etc/ld.so.preload').split(/\s+/)].filter((e) => e !== '');
+}
+
+/** The breakdown of one smaps text (pure: tests feed it text), for a process that preloads
+ * `preloaded` (preloadedLibraries). */
+export function smapsBreakdown(smaps: string, preloaded: readonly string[] = []): Omit<ProcMemoryMb, 'threads'> {
   const maps: Mapping[] = [];
   for (const line of smaps.split('\n')) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S{4}) \S+ \S+ \d+\s*(.*)$/.exec(line);
@@ -90,7 +125,7 @@ export function smapsBreakdown(smaps: string): Omit<ProcMemoryMb, 'threads'> {
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
     if (rss && maps.length > 0) maps[maps.length - 1].rssKb += Number(rss[1]);
   }
-  const allocator: Allocator = ALLOCATORS.find((a) => maps.some((m) => m.path.includes(`lib${a}`))) ?? 'libc';
+  const allocator = allocatorInUse(maps, preloaded);
   const kb = { brk: 0, arenas: 0, anon: 0, file: 0 };
   let arenaCount = 0;
   for (let i = 0; i < maps.length; i++) {
@@ -133,7 +168,8 @@ export function threadNames(pid: number): Record<string, number> {
 /** The process's memory by kind of mapping, and its threads; undefined off Linux or once it exited. */
 export function procMemory(pid: number): ProcMemoryMb | undefined {
   try {
-    return { ...smapsBreakdown(readFileSync(`/proc/${pid}/smaps`, 'utf8')), threads: threadNames(pid) };
+    const smaps = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+    return { ...smapsBreakdown(smaps, preloadedLibraries(pid)), threads: threadNames(pid) };
   } catch {
     return undefined;
   }

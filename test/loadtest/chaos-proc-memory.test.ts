@@ -3,10 +3,20 @@
 // --trim-probe: malloc_trim(0) called inside a live process through gdb gives back the free
 // memory its brk heap kept (a process that left holes in it), and reads back what the call said.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { mallocTrim, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
-import { procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
+import { preloadedLibraries, procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
+
+const etcPreload = (): string[] => {
+  try {
+    return readFileSync('/etc/ld.so.preload', 'utf8')
+      .split(/\s+/)
+      .filter((e) => e !== '');
+  } catch {
+    return [];
+  }
+};
 
 const mapping = (range: string, perms: string, path: string, rssKb: number): string =>
   [
@@ -62,13 +72,53 @@ it('counts an arena only with its whole shape: read-write from the boundary, the
   expect(smapsBreakdown([...arena, ...plain].join('\n'))).toMatchObject({ arenas: 3, arenaCount: 1, anon: 8 });
   // with another malloc preloaded the same shape is not a glibc arena
   const je = mapping('7f1c40000000-7f1c40010000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', 64);
-  expect(smapsBreakdown([...arena, je].join('\n'))).toMatchObject({
-    arenas: 0,
-    arenaCount: 0,
-    anon: 3,
-    allocator: 'jemalloc',
-  });
+  const jeText = [...arena, je].join('\n');
+  const underJe = { arenas: 0, arenaCount: 0, anon: 3, allocator: 'jemalloc' };
+  expect(smapsBreakdown(jeText, ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2'])).toMatchObject(underJe);
+  // LD_PRELOAD may name a soname the linker finds on its path, after other entries
+  expect(smapsBreakdown(jeText, ['/opt/libtrace.so', 'libjemalloc.so.2'])).toMatchObject(underJe);
 });
+
+it('takes the allocator in use from the preloads, not from whichever libraries are mapped', () => {
+  const arena = [
+    mapping('7f1c04000000-7f1c04800000', 'rw-p', '', 2048),
+    mapping('7f1c04800000-7f1c08000000', '---p', '', 0),
+  ];
+  const je = mapping('7f1c40000000-7f1c40010000', 'r-xp', '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', 64);
+  const glibc = { arenas: 2, arenaCount: 1, allocator: 'libc' };
+  // mapped, not preloaded (a native addon linking jemalloc, a dlopen): glibc's malloc still runs
+  expect(smapsBreakdown([...arena, je].join('\n'))).toMatchObject(glibc);
+  expect(smapsBreakdown([...arena, je].join('\n'), ['/opt/libtrace.so'])).toMatchObject(glibc);
+  // preloaded but not mapped (a preload the linker could not find is skipped)
+  expect(smapsBreakdown(arena.join('\n'), ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2'])).toMatchObject(glibc);
+  // the first allocator among the preloads is the one in use
+  const tc = mapping('7f1c50000000-7f1c50010000', 'r-xp', '/usr/lib/libtcmalloc_minimal.so.4', 64);
+  expect(smapsBreakdown([...arena, je, tc].join('\n'), ['libtcmalloc_minimal.so.4', 'libjemalloc.so.2'])).toMatchObject(
+    { allocator: 'tcmalloc', arenas: 0 },
+  );
+});
+
+it.skipIf(process.platform !== 'linux')(
+  "reads a process's preloads from its environment at exec; one the linker could not load is not the allocator",
+  async () => {
+    const preload = '/nonexistent/libjemalloc.so.2:libnone.so';
+    const child = spawn(process.execPath, ['-e', "console.log('ready');setInterval(()=>0,1e6);"], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LD_PRELOAD: preload },
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+        child.once('exit', (c) => reject(new Error(`child exited ${c}`)));
+      });
+      expect(preloadedLibraries(child.pid!)).toEqual(['/nonexistent/libjemalloc.so.2', 'libnone.so', ...etcPreload()]);
+      expect(procMemory(child.pid!)!.allocator).toBe('libc');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  },
+  60_000,
+);
 
 const JEMALLOC = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
 /** A child holding 2,000 native 60 KiB buffers (~120 MB), then idle. */
