@@ -4,7 +4,7 @@
 // used as it came: no copy at all, and no second ArrayBuffer of the body's size. Young-generation
 // GCs are paced by the bytes ArrayBuffers allocate (V8 scavenges once young ones reach twice the
 // default semi-space), and a copy of the body was ~40 % of them per growing-session call. The
-// splice then copies it once into the upstream body (proxy/body.ts: one buffer goes in one socket write).
+// upstream body then goes out in two pieces, the client's bytes and the splice (proxy/body.ts).
 // A body of several chunks is copied once into a buffer with BODY_ROOM spare bytes after it, so
 // the splice (the tenant's `cache_salt`, `stream_options`) is written in place there.
 // Same checks, errors and order as Fastify's reader (fastify/lib/content-type-parser.js rawBody):

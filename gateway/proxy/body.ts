@@ -5,18 +5,33 @@
 // another tenant's cache namespace). The splice writes in place when the caller hands over the
 // raw bytes' allocation with room after them (body/read-body.ts): it writes only from the closing
 // brace on, and the body memo, which may keep these bytes, holds only those before that brace
-// (body/body-memo.ts). Without a room (a body Node delivered as one chunk) the splice is copied
-// into one new buffer: undici sends a buffer body with its header in one socket write (cork,
-// two writes, uncork). Two pieces (the client's bytes as a view, and the addition) went as an
-// async iterable: one write per piece, a drain wait and promises per piece, 13-23 µs more CPU per
-// call than the copy at 4-66 KB in in-process A/Bs on a loaded 2-core host, the copy's extra
-// ArrayBuffer (and the GCs it paces) included. All give the same bytes.
-// Cost: O(bytes after the last `}`) for a splice in place, plus O(body) for a copy; O(body) to stringify.
+// (body/body-memo.ts). Without a room, a body over SPLICE_PIECES_MIN_BYTES goes as two pieces, the
+// client's bytes up to the brace (a view, not a copy) and the addition with what followed the
+// brace; undici writes them one after the other (proxy/upstream-response.ts). A smaller one is
+// copied into one buffer (Node's shared pool: no ArrayBuffer of its own). All give the same bytes.
+// Copying every such body into one buffer (one socket write instead of two) was tried and undone:
+// in a quiet same-window A/B (bench overhead --only growing --no-portkey, A R F F R A) the copy's
+// process read 1.69 / 1.56 ms of CPU per request at 16 connections, two pieces 1.39 / 1.36 (runs
+// drift), and 1.63 vs 1.60 ms in alternating rounds side by side: the copy's new ArrayBuffer of a
+// body's size a call bought nothing measurable.
+// Cost: O(bytes after the last `}`) for a splice, plus O(body) for a copy; O(body) to stringify.
 
 const INCLUDE_USAGE = ',"stream_options":{"include_usage":true}';
 
-/** The upstream body: the client's bytes, a splice of them, or a new serialisation. */
-export type UpstreamBytes = Buffer | string;
+/**
+ * A body without a room at least this long is sent as two pieces rather than copied: Buffer.concat
+ * takes a smaller one from Node's shared pool (Buffer.poolSize / 2), a longer one gets an ArrayBuffer
+ * of its own, which is what paces young-generation GCs.
+ */
+export const SPLICE_PIECES_MIN_BYTES = Buffer.poolSize >>> 1;
+
+/** The upstream body: one buffer or string, or pieces sent in order (their bytes concatenated). */
+export type UpstreamBytes = Buffer | string | readonly Buffer[];
+
+/** The pieces' bytes as one buffer (tests, captures); a buffer or string as it is. */
+export function joinedBytes(b: UpstreamBytes): Buffer | string {
+  return typeof b === 'string' || Buffer.isBuffer(b) ? b : Buffer.concat(b);
+}
 
 export interface UpstreamBody {
   bytes: UpstreamBytes;
@@ -67,10 +82,10 @@ export function upstreamBody(
           return { bytes: room.subarray(0, length), clientWantsUsage };
         }
       }
-      return {
-        bytes: Buffer.concat([raw.subarray(0, end), Buffer.from(add), raw.subarray(end + 1)]),
-        clientWantsUsage,
-      };
+      const head = raw.subarray(0, end);
+      if (raw.length >= SPLICE_PIECES_MIN_BYTES)
+        return { bytes: [head, Buffer.concat([Buffer.from(add), raw.subarray(end + 1)])], clientWantsUsage };
+      return { bytes: Buffer.concat([head, Buffer.from(add), raw.subarray(end + 1)]), clientWantsUsage };
     }
   }
   const out: Record<string, unknown> = { ...body };

@@ -34,7 +34,7 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEO
 
 export interface UpstreamRequest {
   path: string;
-  /** Pieces are sent one after the other (upstream-response.ts). */
+  /** Pieces are sent one after the other (proxy/body.ts). */
   body: Buffer | string | readonly Buffer[];
   headers: Record<string, string>;
   /** Aborted when the client leaves or the shutdown deadline passes. */

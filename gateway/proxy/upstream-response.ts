@@ -13,7 +13,7 @@
 // An iteration left early (return / throw in the for-await) aborts the upstream request, as
 // destroying request()'s body did. Cost per chunk: an array push; per call: one handler, one
 // promise for the headers, one per wait of the consumer.
-// A body in pieces (buffers sent one after the other; proxy/body.ts now sends one buffer) goes as
+// A body in pieces (proxy/body.ts: the client's bytes and the splice, no copy of the body) goes as
 // undici's iterable body with its content-length given, so the header bytes are a buffer body's;
 // undici writes it from a microtask after the dispatch (one socket write per piece), so `onSent`
 // waits for its last piece.

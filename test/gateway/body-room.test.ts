@@ -1,6 +1,6 @@
 // The upstream body's splice (body/read-body.ts, proxy/body.ts): written in place into the room
-// after a copied body's bytes, or copied into one new buffer for a body read as one chunk (the
-// client's bytes left as they were): the same bytes either way, every case; through a real
+// after a copied body's bytes, or sent as two pieces (the client's bytes, a view, and the addition)
+// for a body read as one chunk: the same bytes as the copying splice, every case; through a real
 // gateway the upstream receives them; a body the memo keeps is never written before its last `}`
 // (the memo holds the bytes before it, which stay the client's), and one read as one chunk is kept
 // as Node delivered it, with no copy; over-limit bodies are still refused as before, chunked ones
@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { BodyMemo } from '../../gateway/body/body-memo.ts';
 import { BODY_ROOM } from '../../gateway/body/read-body.ts';
-import { type UpstreamBytes, upstreamBody } from '../../gateway/proxy/body.ts';
+import { joinedBytes, SPLICE_PIECES_MIN_BYTES, type UpstreamBytes, upstreamBody } from '../../gateway/proxy/body.ts';
 import { startGateway, type StartedGateway } from '../../gateway/server.ts';
 
 /** `raw` copied into an allocation with `spare` bytes after it (filled with junk), as read-body.ts does. */
@@ -21,7 +21,10 @@ function withRoom(raw: Buffer, spare = BODY_ROOM): { raw: Buffer; room: Buffer }
   return { raw: room.subarray(0, raw.length), room };
 }
 
-const bytes = (b: UpstreamBytes): Buffer => (typeof b === 'string' ? Buffer.from(b) : b);
+const bytes = (b: UpstreamBytes): Buffer => {
+  const j = joinedBytes(b);
+  return typeof j === 'string' ? Buffer.from(j) : j;
+};
 
 describe('upstreamBody in place', () => {
   const bodies = [
@@ -47,8 +50,8 @@ describe('upstreamBody in place', () => {
         if (salt !== undefined) expect(out.cache_salt).toBe(salt);
       });
 
-  it('without a room, the splice is one new buffer (one socket write upstream), the raw bytes unchanged', () => {
-    for (const n of [200, Buffer.poolSize >>> 1, 64_000])
+  it('without a room, a body from SPLICE_PIECES_MIN_BYTES on goes as two pieces: the raw bytes (a view) and the addition', () => {
+    for (const n of [SPLICE_PIECES_MIN_BYTES - 200, SPLICE_PIECES_MIN_BYTES, 64_000])
       for (const tail of ['', '\n', '  \r\n'])
         for (const stream of [false, true]) {
           const text = `{"model":"m","messages":[{"role":"user","content":"${'x'.repeat(n)}"}]${stream ? ',"stream":true' : ''}}${tail}`;
@@ -58,10 +61,15 @@ describe('upstreamBody in place', () => {
           const { raw: r2, room } = withRoom(Buffer.from(text));
           const inPlace = upstreamBody(r2, parsed, parsed, stream, undefined, 'sält-🎉', room);
           expect(bytes(out.bytes).equals(bytes(inPlace.bytes))).toBe(true);
-          expect(Buffer.isBuffer(out.bytes)).toBe(true);
-          // a copy: the client's bytes (which the body memo may keep) are neither written nor shared
-          expect(raw.toString()).toBe(text);
-          (out.bytes as Buffer)[0] = 0x20;
+          if (raw.length < SPLICE_PIECES_MIN_BYTES) {
+            expect(Buffer.isBuffer(out.bytes)).toBe(true);
+            continue;
+          }
+          const pieces = out.bytes as readonly Buffer[];
+          expect(pieces.length).toBe(2);
+          // the first piece is the client's bytes up to the last brace, not a copy of them
+          expect(pieces[0].buffer).toBe(raw.buffer);
+          expect(pieces[0].length).toBe(text.lastIndexOf('}'));
           expect(raw.toString()).toBe(text);
         }
   });

@@ -6,14 +6,15 @@
 // unreachable, no healthy worker (nothing was ever sent: the handler opens the gate), the worker answering 5xx, the
 // client leaving while the worker hangs: each leaves the call's state stored and the lock free,
 // as the write from the next turn of the event loop did before the gate. Each twice: a short body
-// and one of ~8 KB (over half of Node's buffer pool: the spliced copy gets an allocation of its own,
-// proxy/body.ts).
+// (one buffer upstream) and one over SPLICE_PIECES_MIN_BYTES (sent in pieces, proxy/body.ts: the
+// gate opens when undici wrote the last piece, or at the worker's answer or failure).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startAssembledGateway } from '../../gateway/assemble.ts';
 import { parseConfig } from '../../gateway/config/load.ts';
+import { SPLICE_PIECES_MIN_BYTES } from '../../gateway/proxy/body.ts';
 import { sessionLockOf } from '../../middleware/session/session-lock.ts';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.ts';
 import { until } from '../helpers/gateway.ts';
@@ -28,8 +29,8 @@ type Gateway = Awaited<ReturnType<typeof startAssembledGateway>>;
 const SALT_SECRET = randomUUID();
 const short = 'You are a careful coding agent. Explain each step. '.repeat(20);
 const SYSTEMS: [string, string][] = [
-  ['short', short],
-  ['long', short.repeat(Math.ceil(Buffer.poolSize / short.length))],
+  ['one buffer', short],
+  ['in pieces', short.repeat(Math.ceil((2 * SPLICE_PIECES_MIN_BYTES) / short.length))],
 ];
 
 /** A port nothing listens on (bound, then closed). */
