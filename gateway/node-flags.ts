@@ -21,9 +21,14 @@
 // Two gateways of one tree taking turns at 1 connection (each idle during the other's rounds; load
 // 16-19, 2026-12-02) read new space 32 to 128 MB across rounds and 8.7 scavenges per 1,000 calls
 // (median; 23.7 in a round right after the shrink); --min-semi-space-size=64 held it at 128 MB:
-// 1.3 per 1,000, calls holding a GC pause 1.25 → 0.63 %, RSS ~+90 MB (medians). Not set: that load hid any
-// wall-time or CPU effect, and a replica at rest would keep the 128 MB. `bench overhead
-// --gateway-node-flags=...` runs the quiet A/B that decides it.
+// 1.3 per 1,000, calls holding a GC pause 1.25 → 0.63 %, RSS ~+90 MB (medians).
+// Not set, after the quiet A/B (2026-12-03, load ~2, `bench overhead --only growing --no-portkey`
+// with and without --gateway-node-flags=--min-semi-space-size=64, base/flag/flag/base): added p99 at
+// 1 connection 8.28 / 7.92 ms with it vs 9.99 / 2.49 ms without (3-s rounds: the 3rd-10th slowest
+// call, no separation), CPU per request at 16 connections 1.41 / 1.55 vs 1.69 / 1.56 ms, peak RSS
+// ~870 vs ~870 MB. And it has costs the bench does not show: node refuses it in NODE_OPTIONS (exit 9,
+// `is not allowed in NODE_OPTIONS`), the way this file tells operators outside the image to pass the
+// flags; alone it is clamped to the default maximum; V8 flags reach every render-pool isolate.
 //
 // Not set, after measuring (16 connections, 2 cores, growing sessions, per-thread CPU from /proc,
 // the variants side by side in one run; rounds after ~3.5 k calls, so the JIT is warm): with
