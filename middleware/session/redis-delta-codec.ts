@@ -252,8 +252,10 @@ function splitObject(v: object, depth: number, path: string, ctx: Ctx): Desc {
 /** The head and chunks of a frozen snapshot (shared-parts.ts snapshotOf); `prev`, the index the
  * last encode of this session returned, lets unchanged chunks of changed containers be found. */
 export function encodeState(snapshot: SessionState, prev?: ChunkIndex): Encoded {
-  const { stages, checksum: _c, ...top } = snapshot;
+  // the write version is the store's, not part of the state (redis-delta-scripts.ts)
+  const { stages, checksum: _c, version: _n, ...top } = snapshot;
   void _c;
+  void _n;
   const chunks: Encoded['chunks'] = new Map();
   const ctx: Ctx = { out: chunks, prev, next: new Map() };
   let p: Head['p'];

@@ -5,8 +5,10 @@
 // longer used, in one script that checks the stored version is the one the delta was made
 // against (redis-delta-scripts.ts); on a mismatch (another replica wrote) it reads that version's
 // head and writes its delta against it: the last writer wins whole, as with one SET, and no two
-// writes mix. putUnlessNewer (the resilient store's write-back) writes only over a state that is
-// not newer, in the same script. A get sends the version held and receives nothing more when it is unchanged, else
+// writes mix. Each write gets a write version (`n`, monotonic per key, redis-delta-scripts.ts), set
+// on the states get and put return or are given (SessionState.version); putUnlessNewer (the
+// resilient store's write-back) writes only when no write landed after the one its state continues,
+// in the same script. A get sends the version held and receives nothing more when it is unchanged, else
 // the head, then fetches only the chunks it does not hold; every chunk and head read is verified
 // against its sha256 (a mismatch, a foreign schema or owner is treated as absent and logged).
 // A state of the old whole-document format (a string with a checksum) is still read, verified
@@ -62,6 +64,8 @@ export interface RedisStoreOptions {
 /** What this process last read or wrote for a key. */
 interface Known {
   version: string;
+  /** The write version (SessionState.version). */
+  n: number | undefined;
   chunks: Map<string, Chunk>;
   state: SessionState;
   /** Where each chunk sits, for the next encode of this session. */
@@ -152,10 +156,13 @@ export class RedisSessionStore implements SessionStore {
     const known = this.known?.get(key);
     const r = await this.cmd.ctxgateSessGet(key, known?.version ?? '');
     if (r.length === 0) return undefined;
-    if (r[0] === '') return this.readOldFormat(tenant, sessionId, r[1]!);
-    if (r.length === 1) return known && thaw(known.state);
+    if (r[0] === '') return this.readOldFormat(tenant, sessionId, r[1]);
+    // '0': a state written before write versions (none: ordered by calls, as it was)
+    const n = r[2] === '0' ? undefined : Number(r[2]);
+    if (r[1] === '') return known && versioned(thaw(known.state), n);
     try {
-      return await this.read(key, tenant, sessionId, r[0], r[1], known);
+      const state = await this.read(key, tenant, sessionId, r[0], r[1], n, known);
+      return state && versioned(state, n);
     } catch (err) {
       if (!(err instanceof CorruptStateError)) throw err;
       this.log(`session state ${err.message}; treated as absent`, { tenant, sessionId });
@@ -171,6 +178,7 @@ export class RedisSessionStore implements SessionStore {
     sessionId: string,
     version: string,
     headText: string,
+    n: number | undefined,
     known: Known | undefined,
   ): Promise<SessionState | undefined> {
     let { head, ids } = parseHead(headText, version);
@@ -201,7 +209,7 @@ export class RedisSessionStore implements SessionStore {
     if (snapshot.schema !== SESSION_SCHEMA_VERSION || snapshot.tenant !== tenant || snapshot.sessionId !== sessionId)
       return undefined;
     for (const id of [...chunks.keys()]) if (!ids.has(id)) chunks.delete(id);
-    this.known?.set(key, { version, chunks, state: snapshot, index: decoded.index });
+    this.known?.set(key, { version, n, chunks, state: snapshot, index: decoded.index });
     return thaw(snapshot);
   }
 
@@ -233,12 +241,15 @@ export class RedisSessionStore implements SessionStore {
     await this.write(state, false);
   }
 
-  /** put, unless Redis holds a newer state of this session (checked in the put script). */
+  /** put, unless a write landed after the one `state` continues (its `version`; none: any stored
+   * state is newer), checked in the put script. */
   putUnlessNewer(state: SessionState): Promise<boolean> {
     return this.write(state, true);
   }
 
+  /** Sets `state.version` to the new write version when written. */
   private async write(state: SessionState, ordered: boolean): Promise<boolean> {
+    const since = state.version;
     const snapshot = snapshotOf(state);
     const key = redisKey(state.tenant, state.sessionId);
     const known = this.known?.get(key);
@@ -251,10 +262,15 @@ export class RedisSessionStore implements SessionStore {
     let base: { version: string; ids: Iterable<string> } | undefined = known
       ? { version: known.version, ids: known.chunks.keys() }
       : undefined;
+    let n = 0;
     for (let tries = 0; ; tries++) {
       const delta = base !== undefined && tries < MAX_DELTA_TRIES;
-      const r = await this.cmd.ctxgateSessPut(key, ...putArgs(enc, this.ttl, delta ? base : undefined, ordered));
-      if (r[0] === 1) break;
+      const args = putArgs(enc, this.ttl, delta ? base : undefined, ordered ? (since ?? 0) : undefined);
+      const r = await this.cmd.ctxgateSessPut(key, ...args);
+      if (r[0] === 1) {
+        n = Number(r[1]);
+        break;
+      }
       if (r[0] === 2) return false;
       // Another replica wrote (or the key expired): write against what is there now.
       try {
@@ -264,7 +280,8 @@ export class RedisSessionStore implements SessionStore {
       }
     }
     for (const c of enc.chunks.values()) c.text = undefined;
-    this.known?.set(key, { version: enc.version, chunks: enc.chunks, state: snapshot, index: enc.index });
+    this.known?.set(key, { version: enc.version, n, chunks: enc.chunks, state: snapshot, index: enc.index });
+    state.version = n;
     return true;
   }
 
@@ -300,13 +317,18 @@ export class RedisSessionStore implements SessionStore {
   }
 }
 
+function versioned(state: SessionState, n: number | undefined): SessionState {
+  state.version = n;
+  return state;
+}
+
 /** The put script's arguments: the whole state (replace), or what differs from `base` (delta);
- * `ordered`: only over a state that is not newer. */
+ * `since` (ordered): only if no write after that write version landed. */
 function putArgs(
   enc: Encoded,
   ttl: number,
   base: { version: string; ids: Iterable<string> } | undefined,
-  ordered: boolean,
+  since: number | undefined,
 ): (string | number)[] {
   const set: string[] = [];
   const del: string[] = [];
@@ -317,11 +339,12 @@ function putArgs(
   } else for (const [id, c] of enc.chunks) set.push(id, textOf(c));
   const mode = base ? 'd' : 'r';
   return [
-    ordered ? mode.toUpperCase() : mode,
+    since !== undefined ? mode.toUpperCase() : mode,
     base?.version ?? '',
     enc.version,
     enc.head,
     ttl,
+    since ?? 0,
     set.length / 2,
     ...set,
     ...del,

@@ -1,20 +1,31 @@
 // A SessionStore that never throws into the request path: Redis (or any primary) in front of a
 // bounded local memory store. Every put lands locally first; a failed primary write marks the
 // session dirty and is written back after the primary answers again. Reads race the primary
-// against a short timeout and fall back to the local copy; when both exist the one with more
-// calls (then the newer) wins, so a state written during an outage is not lost on recovery.
+// against a short timeout and fall back to the local copy. When both exist and the primary gives
+// write versions (SessionState.version, Redis), the local copy wins only while it holds writes the
+// primary has not had and nothing was written there since the write they continue (so a state
+// written during an outage is not lost on recovery, and one another replica wrote meanwhile is not
+// hidden); without versions, the one with more calls (then the newer) wins.
 // Write-backs run one at a time (a call asking for one while one runs shares it): every primary
 // answer asks for one, and 50 concurrent ones after an outage each re-sent the same whole states
 // (a state leaves the dirty set only once its own write answered), ~50 × 16 puts at once.
 // A write-back never lands over a newer state (primary.putUnlessNewer: checked where the state is
 // stored): between reading its local copy and writing it, this replica's own request, or another
 // replica, may have written a newer one, which other replicas would otherwise briefly read older.
-import { MemorySessionStore } from './memory-store.ts';
+// "Newer" is by write version: each dirty session remembers the primary's version its writes
+// continue (the last this replica read or wrote, kept per session), and its write-back lands only
+// if no write landed after that one; calls and clocks do not enter (a session deleted or expired
+// and started again elsewhere, or a replica's clock ahead, misordered the calls/updatedAt rule).
+import { LRUCache } from 'lru-cache';
+import { DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
 export const MAX_WRITEBACK_PER_CALL = 16;
+/** Sessions whose last read or written primary write version is kept (as many as the local store's
+ * default sessions; one forgotten counts as continuing none: its write-back yields to any state). */
+export const DEFAULT_VERSIONS_KEPT = DEFAULT_MAX_SESSIONS;
 
 export interface ResilientStoreOptions {
   local?: SessionStore;
@@ -28,7 +39,10 @@ export class ResilientSessionStore implements SessionStore {
   private readonly local: SessionStore;
   private readonly timeoutMs: number;
   private readonly log: StoreLog;
-  private readonly dirty = new Map<string, { tenant: string; sessionId: string }>();
+  /** Sessions with writes the primary has not had, and the primary's write version they continue. */
+  private readonly dirty = new Map<string, { tenant: string; sessionId: string; base: number | undefined }>();
+  /** Per session, the primary's write version this replica last read or wrote. */
+  private readonly versions = new LRUCache<string, number>({ max: DEFAULT_VERSIONS_KEPT });
   private healthy = true;
   /** The write-back running now, shared by whoever asks for one meanwhile. */
   private writing: Promise<number> | undefined;
@@ -86,22 +100,30 @@ export class ResilientSessionStore implements SessionStore {
     void this.writeBack();
     const remote = r.value;
     if (!remote) return local;
+    const key = keyOf(tenant, sessionId);
+    if (remote.version !== undefined) this.versions.set(key, remote.version);
     if (!local) return remote;
-    return newer(local, remote);
+    if (remote.version === undefined) return newer(local, remote);
+    const d = this.dirty.get(key);
+    return d !== undefined && remote.version <= (d.base ?? 0) ? local : remote;
   }
 
   async put(state: SessionState): Promise<void> {
     await this.local.put(state).catch(() => undefined);
-    const key = `${state.tenant}\u0000${state.sessionId}`;
+    const key = keyOf(state.tenant, state.sessionId);
     const r = await this.tryPrimary('put', () => this.primary.put(state));
     if (r.ok) {
       this.dirty.delete(key);
+      if (state.version !== undefined) this.versions.set(key, state.version);
       void this.writeBack();
-    } else this.dirty.set(key, { tenant: state.tenant, sessionId: state.sessionId });
+    } else if (!this.dirty.has(key))
+      // the first unwritten state continues the last version seen; later ones continue it
+      this.dirty.set(key, { tenant: state.tenant, sessionId: state.sessionId, base: this.versions.get(key) });
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
-    this.dirty.delete(`${tenant}\u0000${sessionId}`);
+    this.dirty.delete(keyOf(tenant, sessionId));
+    this.versions.delete(keyOf(tenant, sessionId));
     await this.local.delete(tenant, sessionId).catch(() => undefined);
     await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
   }
@@ -124,16 +146,19 @@ export class ResilientSessionStore implements SessionStore {
 
   private async drain(): Promise<number> {
     let n = 0;
-    for (const [key, { tenant, sessionId }] of [...this.dirty].slice(0, MAX_WRITEBACK_PER_CALL)) {
+    for (const [key, { tenant, sessionId, base }] of [...this.dirty].slice(0, MAX_WRITEBACK_PER_CALL)) {
       const st = await this.local.get(tenant, sessionId).catch(() => undefined);
       if (!st) {
         this.dirty.delete(key);
         continue;
       }
+      st.version = base;
       const r = await this.tryPrimary('writeback', () => this.writeOlder(st));
       if (!r.ok) break;
       this.dirty.delete(key);
-      if (r.value) n++;
+      if (!r.value) continue;
+      n++;
+      if (st.version !== undefined) this.versions.set(key, st.version);
     }
     return n;
   }
@@ -151,6 +176,9 @@ export class ResilientSessionStore implements SessionStore {
   }
 }
 
+const keyOf = (tenant: string, sessionId: string): string => `${tenant}\u0000${sessionId}`;
+
+/** Without write versions: more calls, then the later updatedAt. */
 function newer(a: SessionState, b: SessionState): SessionState {
   if (a.calls !== b.calls) return a.calls > b.calls ? a : b;
   return a.updatedAt >= b.updatedAt ? a : b;

@@ -21,6 +21,10 @@ export interface SessionState {
   /** Calls seen so far (the ledger watermark for resumes). */
   calls: number;
   updatedAt: number;
+  /** Write version of the stored state this one was read as or written as, where the store gives
+   * one (Redis: grows with every write of the session, and after a delete or an expiry starts
+   * above any it had; redis-delta-scripts.ts). Not stored as part of the state. */
+  version?: number;
   /** Stage name (or the pipeline's own part) → its versioned part; read and written only
    * through the typed slots of stage-state.ts. */
   stages?: Record<string, StageStateEntry>;
@@ -32,9 +36,9 @@ export interface SessionState {
 export interface SessionStore {
   get(tenant: string, sessionId: string): Promise<SessionState | undefined>;
   put(state: SessionState): Promise<void>;
-  /** put, unless the stored state is newer (more calls, or as many and a later updatedAt): false
-   * then, nothing written. What a write-back of an older copy uses (resilient-store.ts); a store
-   * without it is written with put. */
+  /** put, unless a write landed after the one `state.version` names (no version: unless a state
+   * is stored): false then, nothing written. Sets `state.version` when written. What a write-back
+   * of a copy kept during an outage uses (resilient-store.ts); a store without it is written with put. */
   putUnlessNewer?(state: SessionState): Promise<boolean>;
   delete(tenant: string, sessionId: string): Promise<void>;
   /** Ids of a tenant's sessions (bounded; for admin/diagnostics). */

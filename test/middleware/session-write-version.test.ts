@@ -1,0 +1,145 @@
+// Session write versions (redis-delta-scripts.ts): every write of a session gets a larger version,
+// from any replica, and after a delete or an expiry one larger than any before; a replica's
+// write-back of a state kept during its outage (resilient-store.ts) lands only if no write landed
+// after the one its state continues. The calls/updatedAt rule it replaces misordered three cases
+// tested here: a session deleted or expired and started again by another replica, a replica's clock
+// ahead at equal calls, and two replicas' outages from the same version. Real redis-server, two
+// writers (and a third store that reads what other replicas would).
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { RedisSessionStore, redisKey } from '../../middleware/session/redis-store.ts';
+import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
+import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+import { noteState } from '../fixtures/session-state.ts';
+import { until } from '../helpers/until.ts';
+
+const url = inject('redisUrl');
+const opened: { close(): Promise<void> }[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.close();
+});
+
+const state = (sessionId: string, calls: number, more: Partial<SessionState> = {}): SessionState => ({
+  ...noteState(sessionId, calls, 500),
+  ...more,
+});
+
+function redis(): RedisSessionStore {
+  const r = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
+  opened.push(r);
+  return r;
+}
+
+/** A replica: a resilient store over Redis behind an outage switch (`down`). */
+function replica() {
+  const primary = redis();
+  const sw = { down: false };
+  const fail = () => Promise.reject(new Error('ECONNREFUSED'));
+  const store: SessionStore = {
+    get: (t, i) => (sw.down ? fail() : primary.get(t, i)),
+    put: (st) => (sw.down ? fail() : primary.put(st)),
+    putUnlessNewer: (st) => (sw.down ? fail() : primary.putUnlessNewer(st)),
+    delete: (t, i) => primary.delete(t, i),
+    list: (t, l) => primary.list(t, l),
+    close: () => primary.close(),
+  };
+  const r = new ResilientSessionStore(store, { timeoutMs: 60_000 });
+  opened.push(r);
+  return Object.assign(sw, { r });
+}
+
+const reader = redis();
+
+async function expire(id: string): Promise<void> {
+  await reader.client.pexpire(redisKey('t', id), 1);
+  await until(async () => (await reader.client.exists(redisKey('t', id))) === 0);
+}
+
+describe('session write versions', () => {
+  it('grow with every write of a session, from either replica, and past a delete and an expiry', async () => {
+    const [a, b] = [redis(), redis()];
+    const seen: number[] = [];
+    for (let i = 1; i <= 6; i++) {
+      const st = state('wv-mono', i);
+      await (i % 2 ? a : b).put(st);
+      seen.push(st.version ?? Number.NaN);
+      expect((await (i % 2 ? b : a).get('t', 'wv-mono'))?.version).toBe(st.version);
+    }
+    await a.delete('t', 'wv-mono');
+    const again = state('wv-mono', 1);
+    await b.put(again);
+    seen.push(again.version ?? Number.NaN);
+    await expire('wv-mono');
+    const third = state('wv-mono', 1);
+    await a.put(third);
+    seen.push(third.version ?? Number.NaN);
+    for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]);
+    // the version is the store's, not part of the state: an unchanged read (no head sent) has it too
+    expect((await a.get('t', 'wv-mono'))?.version).toBe(third.version);
+  });
+
+  it('a write-back lands when nothing was written since the write its state continues', async () => {
+    const a = replica();
+    await a.r.put(state('wv-own', 4));
+    a.down = true;
+    await a.r.put(state('wv-own', 5));
+    await a.r.put(state('wv-own', 6));
+    a.down = false;
+    expect(await a.r.writeBack()).toBe(1);
+    expect((await reader.get('t', 'wv-own'))?.calls).toBe(6);
+    // written through: the next outage's states continue that write, and land too
+    a.down = true;
+    await a.r.put(state('wv-own', 7));
+    a.down = false;
+    expect(await a.r.writeBack()).toBe(1);
+    expect((await reader.get('t', 'wv-own'))?.calls).toBe(7);
+  });
+
+  for (const how of ['deleted', 'expired'] as const)
+    it(`a session ${how} and started again by another replica is not overwritten by a state kept from before`, async () => {
+      const id = `wv-${how}`;
+      const [a, b] = [replica(), redis()];
+      await a.r.put(state(id, 5));
+      a.down = true;
+      await a.r.put(state(id, 6));
+      if (how === 'deleted') await b.delete('t', id);
+      else await expire(id);
+      await b.put(state(id, 1, { model: 'again' }));
+      a.down = false;
+      expect(await a.r.writeBack()).toBe(0);
+      expect(await reader.get('t', id)).toMatchObject({ calls: 1, model: 'again' });
+      expect(await a.r.get('t', id)).toMatchObject({ calls: 1, model: 'again' });
+    });
+
+  it("a replica's clock ahead does not make its kept state win at equal calls", async () => {
+    const [a, b] = [replica(), redis()];
+    await a.r.put(state('wv-skew', 3));
+    a.down = true;
+    const base = state('wv-skew', 4);
+    await a.r.put({ ...base, updatedAt: base.updatedAt + 3_600_000, model: 'ahead' });
+    await b.put({ ...base, model: 'b' });
+    a.down = false;
+    expect(await a.r.writeBack()).toBe(0);
+    expect((await reader.get('t', 'wv-skew'))?.model).toBe('b');
+  });
+
+  it("two replicas' outages from the same version: the first write-back lands, the second yields", async () => {
+    const [a, b] = [replica(), replica()];
+    await a.r.put(state('wv-two', 3));
+    expect((await b.r.get('t', 'wv-two'))?.calls).toBe(3);
+    a.down = b.down = true;
+    await a.r.put(state('wv-two', 4));
+    await a.r.put(state('wv-two', 5));
+    await b.r.put(state('wv-two', 4, { model: 'b' }));
+    b.down = false;
+    // b's read while its write-back runs: its kept state, before or after it lands (Redis holds
+    // the version it continues, then the state itself)
+    const [written, read] = await Promise.all([b.r.writeBack(), b.r.get('t', 'wv-two')]);
+    expect(written).toBe(1);
+    expect(read?.model).toBe('b');
+    a.down = false;
+    // more calls do not help a: its state continues a version b's write-back superseded
+    expect(await a.r.writeBack()).toBe(0);
+    expect(await reader.get('t', 'wv-two')).toMatchObject({ calls: 4, model: 'b' });
+    expect(await a.r.get('t', 'wv-two')).toMatchObject({ calls: 4, model: 'b' });
+  });
+});
