@@ -98,7 +98,7 @@ function openStore(config: GatewayConfig, redisTimeoutMs?: number): SessionStore
   const inner = url
     ? new ResilientSessionStore(
         new RedisSessionStore({ url, readCacheEntries: maxSessions * tenants, commandTimeoutMs: redisTimeoutMs }),
-        { local, timeoutMs: redisTimeoutMs },
+        { local, timeoutMs: redisTimeoutMs, versionsPerTenant: maxSessions },
       )
     : local;
   return new TenantQuotaStore(inner, { maxSessions, maxBytes, maxTenants: tenants });

@@ -23,14 +23,18 @@ import type { StoreLog } from './redis-store.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
 export const MAX_WRITEBACK_PER_CALL = 16;
-/** Sessions whose last read or written primary write version is kept (as many as the local store's
- * default sessions; one forgotten counts as continuing none: its write-back yields to any state). */
+/** Sessions per tenant whose last read or written primary write version is kept (the gateway passes
+ * its per-tenant session quota, as the local store's; one forgotten counts as continuing none: its
+ * write-back yields to any state). Per tenant, so one tenant's many sessions never make another's
+ * outage writes yield. */
 export const DEFAULT_VERSIONS_KEPT = DEFAULT_MAX_SESSIONS;
 
 export interface ResilientStoreOptions {
   local?: SessionStore;
   timeoutMs?: number;
   log?: StoreLog;
+  /** Write versions kept per tenant (default DEFAULT_VERSIONS_KEPT). */
+  versionsPerTenant?: number;
 }
 
 const TIMEOUT = Symbol('timeout');
@@ -41,8 +45,9 @@ export class ResilientSessionStore implements SessionStore {
   private readonly log: StoreLog;
   /** Sessions with writes the primary has not had, and the primary's write version they continue. */
   private readonly dirty = new Map<string, { tenant: string; sessionId: string; base: number | undefined }>();
-  /** Per session, the primary's write version this replica last read or wrote. */
-  private readonly versions = new LRUCache<string, number>({ max: DEFAULT_VERSIONS_KEPT });
+  /** Per tenant, per session: the primary's write version this replica last read or wrote. */
+  private readonly versions = new Map<string, LRUCache<string, number>>();
+  private readonly versionsPerTenant: number;
   private healthy = true;
   /** The write-back running now, shared by whoever asks for one meanwhile. */
   private writing: Promise<number> | undefined;
@@ -54,6 +59,16 @@ export class ResilientSessionStore implements SessionStore {
     this.local = opts.local ?? new MemorySessionStore();
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_PRIMARY_TIMEOUT_MS;
     this.log = opts.log ?? (() => undefined);
+    this.versionsPerTenant = opts.versionsPerTenant ?? DEFAULT_VERSIONS_KEPT;
+  }
+
+  private setVersion(tenant: string, sessionId: string, v: number): void {
+    let t = this.versions.get(tenant);
+    if (t === undefined) {
+      t = new LRUCache<string, number>({ max: this.versionsPerTenant });
+      this.versions.set(tenant, t);
+    }
+    t.set(sessionId, v);
   }
 
   /** Whether the last primary operation succeeded. */
@@ -101,7 +116,7 @@ export class ResilientSessionStore implements SessionStore {
     const remote = r.value;
     if (!remote) return local;
     const key = keyOf(tenant, sessionId);
-    if (remote.version !== undefined) this.versions.set(key, remote.version);
+    if (remote.version !== undefined) this.setVersion(tenant, sessionId, remote.version);
     if (!local) return remote;
     if (remote.version === undefined) return newer(local, remote);
     const d = this.dirty.get(key);
@@ -114,16 +129,20 @@ export class ResilientSessionStore implements SessionStore {
     const r = await this.tryPrimary('put', () => this.primary.put(state));
     if (r.ok) {
       this.dirty.delete(key);
-      if (state.version !== undefined) this.versions.set(key, state.version);
+      if (state.version !== undefined) this.setVersion(state.tenant, state.sessionId, state.version);
       void this.writeBack();
     } else if (!this.dirty.has(key))
       // the first unwritten state continues the last version seen; later ones continue it
-      this.dirty.set(key, { tenant: state.tenant, sessionId: state.sessionId, base: this.versions.get(key) });
+      this.dirty.set(key, {
+        tenant: state.tenant,
+        sessionId: state.sessionId,
+        base: this.versions.get(state.tenant)?.get(state.sessionId),
+      });
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
     this.dirty.delete(keyOf(tenant, sessionId));
-    this.versions.delete(keyOf(tenant, sessionId));
+    this.versions.get(tenant)?.delete(sessionId);
     await this.local.delete(tenant, sessionId).catch(() => undefined);
     await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
   }
@@ -158,7 +177,7 @@ export class ResilientSessionStore implements SessionStore {
       this.dirty.delete(key);
       if (!r.value) continue;
       n++;
-      if (st.version !== undefined) this.versions.set(key, st.version);
+      if (st.version !== undefined) this.setVersion(tenant, sessionId, st.version);
     }
     return n;
   }

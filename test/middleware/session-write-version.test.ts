@@ -30,7 +30,7 @@ function redis(): RedisSessionStore {
 }
 
 /** A replica: a resilient store over Redis behind an outage switch (`down`). */
-function replica() {
+function replica(versionsPerTenant?: number) {
   const primary = redis();
   const sw = { down: false };
   const fail = () => Promise.reject(new Error('ECONNREFUSED'));
@@ -42,7 +42,7 @@ function replica() {
     list: (t, l) => primary.list(t, l),
     close: () => primary.close(),
   };
-  const r = new ResilientSessionStore(store, { timeoutMs: 60_000 });
+  const r = new ResilientSessionStore(store, { timeoutMs: 60_000, versionsPerTenant });
   opened.push(r);
   return Object.assign(sw, { r });
 }
@@ -141,5 +141,26 @@ describe('session write versions', () => {
     expect(await a.r.writeBack()).toBe(0);
     expect(await reader.get('t', 'wv-two')).toMatchObject({ calls: 4, model: 'b' });
     expect(await a.r.get('t', 'wv-two')).toMatchObject({ calls: 4, model: 'b' });
+  });
+  it("another tenant's many sessions do not make a tenant's outage write yield (versions kept per tenant)", async () => {
+    // A global memory of versions (10,000 for all tenants) forgot this session once another tenant
+    // had touched 10,001 (review s39 F2): its write-back then continued no version and yielded, and
+    // Redis kept calls 5. Kept per tenant, bounded as the local store's per-tenant quota.
+    const a = replica(8);
+    await a.r.put(state('wv-tenants', 5));
+    for (let i = 0; i < 20; i++) await a.r.put({ ...state(`wv-other-${i}`, 1), tenant: 'other' });
+    a.down = true;
+    await a.r.put(state('wv-tenants', 6));
+    a.down = false;
+    expect(await a.r.writeBack()).toBe(1);
+    expect((await reader.get('t', 'wv-tenants'))?.calls).toBe(6);
+    // within a tenant the bound holds: a session its own tenant pushed out of the memory yields
+    await a.r.put(state('wv-own-bound', 5));
+    for (let i = 0; i < 8; i++) await a.r.put(state(`wv-own-${i}`, 1));
+    a.down = true;
+    await a.r.put(state('wv-own-bound', 6));
+    a.down = false;
+    expect(await a.r.writeBack()).toBe(0);
+    expect((await reader.get('t', 'wv-own-bound'))?.calls).toBe(5);
   });
 });
