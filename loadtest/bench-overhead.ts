@@ -13,11 +13,12 @@
 // (gateway/node-flags.ts: like for like, a V8 GC knob, not ctxgate code). Each measured run
 // follows a warm-up until the target's code is compiled (overhead/warm-up.ts: CPU per 1,000
 // calls stops falling, bounded; the same rule for every target, printed per row).
-// Settings: --duration per run (default 3 s), --connections of the fixed-body runs (default 8),
+// Settings: --duration per run (default 3 s), --c1-calls of each growing 1-connection row (default
+// 4,000: its p99 the ~40th slowest call), --connections of the fixed-body runs (default 8),
 // --sessions (default 2 × 16 + 2).
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { STAGE_TIMERS_ENV, type StageTime, type StageTrace } from '../middleware/perf/stage-timers.ts';
+import { STAGE_TIMERS_ENV, STAGE_TRACE_MAX, type StageTime, type StageTrace } from '../middleware/perf/stage-timers.ts';
 import { GATEWAY_NODE_FLAGS } from '../gateway/node-flags.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 import { GrowingTraffic } from './overhead/growing-sessions.ts';
@@ -44,8 +45,10 @@ import {
   type SlowCalls,
 } from './overhead/slow-calls.ts';
 import { mainThreadCpuMs, processCpuMs } from './overhead/proc-cpu.ts';
+import { formatTailCalls, type TailCalls, tailCalls } from './overhead/tail-calls.ts';
 import { formatStageTable, perRequest, untimedMs } from './overhead/stage-table.ts';
 import {
+  DEFAULT_C1_CALLS,
   INGRESS_ROUNDS,
   THROUGHPUT_CONNECTIONS,
   type OverheadCase,
@@ -75,13 +78,15 @@ import {
 
 export const DEFAULT_DURATION_S = 3;
 export const DEFAULT_CONNECTIONS = 8;
-export { INGRESS_ROUNDS, THROUGHPUT_CONNECTIONS } from './overhead/result.ts';
+export { DEFAULT_C1_CALLS, INGRESS_ROUNDS, THROUGHPUT_CONNECTIONS } from './overhead/result.ts';
 export type { OverheadCase, OverheadResult, Target } from './overhead/result.ts';
 
 const BYTES_PER_TOKEN = 4;
 
 export interface OverheadOptions {
   durationS?: number;
+  /** Calls of each growing 1-connection row (0: run them for durationS, as before). */
+  c1Calls?: number;
   connections?: number;
   sessions?: number;
   only?: 'growing' | 'fixed' | 'ingress';
@@ -118,12 +123,12 @@ export function chatBody(tokens: number, stream: boolean, model = PASSTHROUGH_MO
   return JSON.stringify({ model, messages, max_tokens: 16, temperature: 0, ...(stream ? { stream: true } : {}) });
 }
 
-/** ` (#k/N)`: the p99.9 is the k-th slowest of the run's N calls. */
-const p999Rank = (c: OverheadCase): string =>
-  c.requests ? ` (#${rankFromSlowest(c.requests, 0.999)}/${c.requests})` : '';
+/** ` (#k/N)`: the percentile q is the k-th slowest of the run's N calls. */
+const rankOf = (c: OverheadCase, q: number): string =>
+  c.requests ? ` (#${rankFromSlowest(c.requests, q)}/${c.requests})` : '';
 
 const fmtCase = (c: OverheadCase): string =>
-  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms  p99.9 ${c.p999_ms.toFixed(2).padStart(7)} ms${p999Rank(c).padEnd(13)} ${c.rps.toFixed(0).padStart(6)} req/s` +
+  `${c.name.padEnd(40)} p50 ${c.p50_ms.toFixed(2).padStart(7)} ms  p99 ${c.p99_ms.toFixed(2).padStart(7)} ms${rankOf(c, 0.99).padEnd(14)} p99.9 ${c.p999_ms.toFixed(2).padStart(7)} ms${rankOf(c, 0.999).padEnd(13)} ${c.rps.toFixed(0).padStart(6)} req/s` +
   (c.cpu_ms_per_req !== undefined ? `  cpu ${c.cpu_ms_per_req.toFixed(2).padStart(6)} ms/req` : '') +
   (c.cpu_main_ms_per_req !== undefined ? ` (main ${c.cpu_main_ms_per_req.toFixed(2)})` : '') +
   (c.gc && c.requests
@@ -144,6 +149,16 @@ export function cpuSplit(
     gc_pause_ms: (c.gc.scavenge_ms + c.gc.mark_ms) / requests,
     other_threads_ms: Math.max(0, c.cpu_ms_per_req - c.cpu_main_ms_per_req),
   };
+}
+
+/** The calls a percentile of ctxgate's and direct's 1-connection rows was read from, and its rank. */
+function callsBehind(
+  gw: OverheadCase,
+  direct: OverheadCase,
+  q: number,
+): { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number } {
+  const [g, d] = [gw.requests ?? 0, direct.requests ?? 0];
+  return { ctxgate: g, ctxgate_rank: rankFromSlowest(g, q), direct: d, direct_rank: rankFromSlowest(d, q) };
 }
 
 /** Node flags of the child serving ctxgate: the gateway's as deployed (the image's ENTRYPOINT),
@@ -174,6 +189,7 @@ export function portkeyNodeArgs(): string[] {
 
 export async function runOverheadBench(opts: OverheadOptions = {}): Promise<OverheadResult> {
   const durationS = opts.durationS ?? DEFAULT_DURATION_S;
+  const c1Calls = opts.c1Calls ?? DEFAULT_C1_CALLS;
   const connections = opts.connections ?? DEFAULT_CONNECTIONS;
   const sessions = opts.sessions ?? 2 * THROUGHPUT_CONNECTIONS + 2;
   const log = opts.log ?? (() => undefined);
@@ -207,6 +223,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
     const res: OverheadResult = {
       cases,
       duration_s: durationS,
+      c1_calls: c1Calls,
       connections,
       sessions,
       ...(opts.gatewayNodeFlags?.length ? { gateway_node_flags: [...opts.gatewayNodeFlags] } : {}),
@@ -223,6 +240,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       before?: () => Promise<unknown>,
       path?: string,
       keepCalls?: boolean,
+      amount?: number,
     ): Promise<LoadResult> => {
       // The process serving this target; direct's is the upstream (warmed by the same rule).
       const pid =
@@ -243,7 +261,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
       const cpu0 = processCpuMs(pid);
       const main0 = mainThreadCpuMs(pid);
       const up0 = processCpuMs(up.proc.pid);
-      const r = await load({ url, path, body, durationS, connections: c.connections, headers, keepCalls });
+      const r = await load({ url, path, body, durationS, amount, connections: c.connections, headers, keepCalls });
       const up1 = processCpuMs(up.proc.pid);
       const cpu1 = processCpuMs(pid);
       const main1 = mainThreadCpuMs(pid);
@@ -282,15 +300,20 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ...(portkey ? [['portkey', portkey.url, portkey.headers] as [Target, string, Record<string, string>]] : []),
         ['ctxgate', urls.ctxgate],
       ];
-      log(`growing sessions (${sessions} concurrent, ${traffic.calls} calls each, ~1k to ~17k tokens), non-stream:`);
       log(
-        "  (p99.9 #k/N: the k-th slowest of the run's N calls, a handful at 1-3k calls, not a tail estimate; " +
+        `growing sessions (${sessions} concurrent, ${traffic.calls} calls each, ~1k to ~17k tokens), non-stream; ` +
+          `1 connection: ${c1Calls > 0 ? `${c1Calls} calls a row` : `${durationS} s a row`}:`,
+      );
+      log(
+        "  (p99 / p99.9 #k/N: the k-th slowest of the run's N calls; a p99.9 is a handful of calls, not a tail estimate; " +
           "upstream cpu: the fake upstream's own CPU per request, on the same cores)",
       );
       let stages: Record<string, StageTime> = {};
       let gwRequests = 0;
       let slowCalls: SlowCalls | undefined;
       let directSlow: SlowCalls | undefined;
+      let tail: TailCalls | undefined;
+      let directTail: TailCalls | undefined;
       let stagesGc: Record<string, number> | undefined;
       for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
         for (const [target, url, headers] of targets) {
@@ -320,6 +343,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
             },
             undefined,
             traced,
+            conns === 1 && c1Calls > 0 ? c1Calls : undefined,
           );
           const outside = async (): Promise<Outside> => ({
             upstream: JSON.parse(await up.ask('trace')) as Outside['upstream'],
@@ -327,28 +351,22 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
           });
           if (traced && target === 'direct' && r.calls) {
             const none: StageTrace = { stages: [], stage: [], end: [], ms: [], parseCpu: [] };
-            directSlow = slowCallBreakdown(
-              r.calls,
-              none,
-              [],
-              callNo.slice(0, r.calls.ms.length),
-              SLOW_CALLS_SHARE,
-              await outside(),
-            );
+            const out = await outside();
+            const nos = callNo.slice(0, r.calls.ms.length);
+            directSlow = slowCallBreakdown(r.calls, none, [], nos, SLOW_CALLS_SHARE, out);
+            directTail = tailCalls(r.calls, [], out, undefined, nos);
           }
           if (isGw) {
             stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
             gwRequests = r.requests;
             if (r.calls) {
               const tr = JSON.parse(await px.ask('trace')) as { laps: StageTrace; gc: GcEvent[] };
-              slowCalls = slowCallBreakdown(
-                r.calls,
-                tr.laps,
-                tr.gc,
-                callNo.slice(0, r.calls.ms.length),
-                SLOW_CALLS_SHARE,
-                await outside(),
-              );
+              const out = await outside();
+              const nos = callNo.slice(0, r.calls.ms.length);
+              slowCalls = slowCallBreakdown(r.calls, tr.laps, tr.gc, nos, SLOW_CALLS_SHARE, out);
+              tail = tailCalls(r.calls, tr.gc, out, tr.laps, nos);
+              if (tr.laps.end.length >= STAGE_TRACE_MAX)
+                log(`(the stage trace kept its first ${STAGE_TRACE_MAX} laps: later calls show no timed sections)`);
               stagesGc = gcInSections(tr.laps, tr.gc);
             }
           }
@@ -394,12 +412,8 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         added_p50_ms: gw1.p50_ms - d1.p50_ms,
         added_p99_ms: gw1.p99_ms - d1.p99_ms,
         added_p999_ms: gw1.p999_ms - d1.p999_ms,
-        p999_calls: {
-          ctxgate: gw1.requests ?? 0,
-          ctxgate_rank: rankFromSlowest(gw1.requests ?? 0, 0.999),
-          direct: d1.requests ?? 0,
-          direct_rank: rankFromSlowest(d1.requests ?? 0, 0.999),
-        },
+        p999_calls: callsBehind(gw1, d1, 0.999),
+        p99_calls: callsBehind(gw1, d1, 0.99),
         portkey_added_p50_ms: pk1 ? pk1.p50_ms - d1.p50_ms : undefined,
         portkey_added_p99_ms: pk1 ? pk1.p99_ms - d1.p99_ms : undefined,
         bare_added_p50_ms: bare1.p50_ms - d1.p50_ms,
@@ -427,11 +441,15 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
         ctxgate_cpu_split: cpuSplit(gw16),
         slow_calls: slowCalls,
         direct_slow_calls: directSlow,
+        tail_calls: tail,
+        direct_tail_calls: directTail,
       };
       log('');
       log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
       if (stagesGc) log(formatGcInSections(stagesGc, gwRequests));
       if (slowCalls) log(formatSlowCalls(slowCalls, undefined, directSlow));
+      if (tail) log(formatTailCalls('ctxgate', tail, { gateway: true, middleCpuMs: slowCalls?.middle.cpu_ms }));
+      if (directTail) log(formatTailCalls('direct', directTail, { gateway: false }));
       log('');
     }
 
@@ -527,7 +545,7 @@ export async function runOverheadBench(opts: OverheadOptions = {}): Promise<Over
   }
 }
 
-export const help = `ctxgate bench overhead [--json] [--duration S] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--never-caching-upstream] [--cpu-prof DIR] [--gateway-node-flags=FLAGS]
+export const help = `ctxgate bench overhead [--json] [--duration S] [--c1-calls N] [--connections N] [--sessions N] [--only growing|ingress|fixed] [--no-portkey] [--never-caching-upstream] [--cpu-prof DIR] [--gateway-node-flags=FLAGS]
 
 What ctxgate adds over a zero-latency upstream, beside a bare @fastify/http-proxy and the Portkey
 gateway (@portkey-ai/gateway), in one run. Growing agent sessions (--sessions concurrent, each call
@@ -561,8 +579,10 @@ optimising compiler runs for ~4,000 calls), until the CPU per call of its proces
 threads) was within ${WARMUP_SETTLED_BAND * 100} % of its lowest chunk for ${WARMUP_SETTLED_RUN} chunks in a row, at most ${WARMUP_MAX_CHUNKS} chunks or
 ${WARMUP_MAX_S} s (then "(bound)"; "(floor)": warm at the minimum); direct's process is the upstream. Each row prints
 \`warm N calls a→b µs/call\`: the chunks' CPU per call.
-p99.9 (#k/N) is the k-th slowest of the run's N calls: at 1-3k calls (1 connection, a few seconds) a
-handful of calls, not an estimate of a tail; "added p99.9" subtracts two such calls from two runs.
+Each growing 1-connection row sends --c1-calls calls (default ${DEFAULT_C1_CALLS}; 0: --duration seconds, as
+the other rows), so its p99 is the ~${DEFAULT_C1_CALLS / 100}th slowest call of every target alike (a 3-s row gave
+ctxgate ~1,000-1,300 calls: a p99 of the ~10th slowest, which one stall moves). p99 and p99.9 (#k/N):
+the k-th slowest of the row's N calls; a p99.9 is a handful of calls, not an estimate of a tail.
 \`upstream cpu\` is the fake upstream's own CPU per request: it shares the host's cores with the
 target, so where it is large the req/s ratios are pulled toward 1; compare CPU per request there.
 Slow calls: after the stage table, the 1-connection run's slowest ${SLOW_CALLS_SHARE * 100} % of calls beside its middle ones:
@@ -587,6 +607,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       json: { type: 'boolean' },
       duration: { type: 'string' },
+      'c1-calls': { type: 'string' },
       connections: { type: 'string' },
       sessions: { type: 'string' },
       only: { type: 'string' },
@@ -607,10 +628,12 @@ export async function run(argv: string[]): Promise<number> {
     return n;
   };
   let durationS: number | undefined, connections: number | undefined, sessions: number | undefined;
+  let c1Calls: number | undefined;
   let gatewayNodeFlags: string[];
   try {
     gatewayNodeFlags = parseGatewayNodeFlags(values['gateway-node-flags']);
     durationS = num(values.duration, 'duration', 1);
+    c1Calls = num(values['c1-calls'], 'c1-calls', 0);
     connections = num(values.connections, 'connections', 1);
     // Fewer sessions than connections would send a session's next call before its last one ended.
     sessions = num(values.sessions, 'sessions', THROUGHPUT_CONNECTIONS + 2);
@@ -620,6 +643,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const res = await runOverheadBench({
     durationS,
+    c1Calls: c1Calls === undefined ? undefined : Math.round(c1Calls),
     connections,
     sessions: sessions === undefined ? undefined : Math.round(sessions),
     only: values.only as OverheadOptions['only'],

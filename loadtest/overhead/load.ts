@@ -29,7 +29,7 @@ export interface LoadSpec {
   headers?: Record<string, string>;
   /** A fixed body, or one per request (growing sessions). */
   body: string | (() => string);
-  /** Stop after this many requests instead of after durationS. */
+  /** Stop after this many requests instead of after durationS (req/s then over the time taken). */
   amount?: number;
   /** Keep each response's end time and latency (LoadResult.calls). */
   keepCalls?: boolean;
@@ -66,6 +66,7 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
     typeof next === 'string'
       ? undefined
       : [{ method: 'POST' as const, setupRequest: (r: autocannon.Request) => ({ ...r, body: next() }) }];
+  const started = performance.now();
   return new Promise((resolve, reject) => {
     const inst = autocannon(
       {
@@ -79,11 +80,13 @@ export function load(spec: LoadSpec): Promise<LoadResult> {
       (err, r) => {
         if (err) return reject(err);
         const sorted = Float64Array.from(times).sort();
+        // a run by count takes what it takes: its rate is over that time, not durationS
+        const seconds = spec.amount !== undefined ? (performance.now() - started) / 1000 : spec.durationS;
         resolve({
           p50: percentile(sorted, 0.5),
           p99: percentile(sorted, 0.99),
           p999: percentile(sorted, 0.999),
-          rps: times.length / spec.durationS,
+          rps: seconds > 0 ? times.length / seconds : 0,
           requests: times.length,
           errors: r.errors + r.non2xx,
           ...(spec.keepCalls ? { calls: { end: ends, ms: times } } : {}),

@@ -2,11 +2,16 @@
 import type { GcPauses } from './gc-pauses.ts';
 import type { IngressCpu } from './ingress-cpu.ts';
 import type { SlowCalls } from './slow-calls.ts';
+import type { TailCalls } from './tail-calls.ts';
 import type { ThroughputRounds } from './throughput-rounds.ts';
 import type { WarmUp } from './warm-up.ts';
 
 /** Latency is measured on one connection, throughput on this many. */
 export const THROUGHPUT_CONNECTIONS = 16;
+/** Calls of each growing 1-connection row: its p99 is then the ~40th slowest call, not the ~10th
+ *  of a 3-s row (~1,000-1,300 calls through ctxgate), and its p99.9 the 4th. By count, not by
+ *  time, so that every target's p99 sits at the same rank. */
+export const DEFAULT_C1_CALLS = 4000;
 /** Turns each ingress API takes in the ingress comparison (medians are compared). */
 export const INGRESS_ROUNDS = 3;
 
@@ -59,6 +64,8 @@ export interface OverheadResult {
     added_p999_ms: number;
     /** The calls each p99.9 was read from, and its rank from the slowest (a handful at ~1-3k calls). */
     p999_calls: { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number };
+    /** The same for each p99 (the ~40th slowest at DEFAULT_C1_CALLS calls). */
+    p99_calls: { ctxgate: number; ctxgate_rank: number; direct: number; direct_rank: number };
     /** Same for Portkey and the bare proxy, from the same run. */
     portkey_added_p50_ms?: number;
     portkey_added_p99_ms?: number;
@@ -90,6 +97,9 @@ export interface OverheadResult {
     slow_calls?: SlowCalls;
     /** The same split of direct's 1-connection calls (no gateway on their path). */
     direct_slow_calls?: SlowCalls;
+    /** The 1-connection row's calls from the p99 up, one by one (what each held), and direct's. */
+    tail_calls?: TailCalls;
+    direct_tail_calls?: TailCalls;
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {
@@ -111,6 +121,8 @@ export interface OverheadResult {
     cpu_ms_per_req: { passthrough?: number; bare_proxy?: number };
   };
   duration_s: number;
+  /** Calls of each growing 1-connection row (0: those rows ran for duration_s instead). */
+  c1_calls: number;
   connections: number;
   sessions: number;
 }

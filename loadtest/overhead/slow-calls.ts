@@ -109,7 +109,7 @@ function unionLength(iv: [number, number][]): number {
 }
 
 /** First index of `xs` (ascending) whose value is >= x. */
-function lowerBound(xs: readonly number[], x: number): number {
+export function lowerBound(xs: readonly number[], x: number): number {
   let lo = 0;
   let hi = xs.length;
   while (lo < hi) {
@@ -121,7 +121,7 @@ function lowerBound(xs: readonly number[], x: number): number {
 }
 
 /** GC pauses clipped to [a, b) (those that overlap it). */
-function clip(gc: readonly GcEvent[], a: number, b: number): [number, number][] {
+export function clip(gc: readonly GcEvent[], a: number, b: number): [number, number][] {
   const out: [number, number][] = [];
   for (const g of gc) {
     const x = Math.max(g.start, a);

@@ -11,7 +11,8 @@ export function formatSummary(res: OverheadResult): string {
     const ok = (b: boolean): string => (b ? 'met' : 'NOT met');
     out.push(
       `growing sessions, 1 connection, added over direct: ctxgate p50 ${f(gr.added_p50_ms)} ms / p99 ${f(gr.added_p99_ms)} ms ` +
-        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}), p99.9 ${f(gr.added_p999_ms)} ms ` +
+        `(target <= 1 / <= 5: ${ok(gr.added_p50_ms <= 1 && gr.added_p99_ms <= 5)}; the p99: ctxgate's #${gr.p99_calls.ctxgate_rank} slowest of ${gr.p99_calls.ctxgate} calls ` +
+        `minus direct's #${gr.p99_calls.direct_rank} of ${gr.p99_calls.direct}), p99.9 ${f(gr.added_p999_ms)} ms ` +
         `(ctxgate's #${gr.p999_calls.ctxgate_rank} slowest of ${gr.p999_calls.ctxgate} calls minus direct's #${gr.p999_calls.direct_rank} of ${gr.p999_calls.direct}: a handful of calls, not a tail estimate); ` +
         `Portkey (${res.gateway_node_flags ? `Node flags ${GATEWAY_NODE_FLAGS.join(' ')}; ctxgate also ${res.gateway_node_flags.join(' ')}` : `same Node flags: ${GATEWAY_NODE_FLAGS.join(' ')}`}) ${f(gr.portkey_added_p50_ms)} / ${f(gr.portkey_added_p99_ms)} ms; ` +
         `bare proxy ${f(gr.bare_added_p50_ms)} / ${f(gr.bare_added_p99_ms)} ms\n`,

@@ -84,6 +84,7 @@ describe('paired throughput rounds', () => {
     const base: OverheadResult = {
       cases: [],
       duration_s: 3,
+      c1_calls: 4000,
       connections: 8,
       sessions: 34,
       growing: {
@@ -91,6 +92,7 @@ describe('paired throughput rounds', () => {
         added_p99_ms: 5,
         added_p999_ms: 9,
         p999_calls: { ctxgate: 1000, ctxgate_rank: 1, direct: 1000, direct_rank: 1 },
+        p99_calls: { ctxgate: 1000, ctxgate_rank: 10, direct: 1000, direct_rank: 10 },
         bare_added_p50_ms: 0.4,
         bare_added_p99_ms: 2,
         throughput_ratio_vs_portkey: 0.8,
