@@ -16,11 +16,14 @@ export interface GcPauses {
   mark_ms: number;
 }
 
-/** One main-thread GC pause: start (ms since the epoch), duration (ms), and whether it was a scavenge. */
+/** One main-thread GC pause: start (ms since the epoch), duration (ms), and whether it was a
+ *  scavenge or a mark-compact's final pause (neither: an incremental marking step, which opens a
+ *  marking cycle: the helper threads mark concurrently from there to the mark-compact). */
 export interface GcEvent {
   start: number;
   ms: number;
   minor: boolean;
+  major?: boolean;
 }
 
 /** GC pauses kept for the slow-call breakdown (the most recent). */
@@ -38,6 +41,7 @@ export function watchGc(): (() => GcPauses) & { events(): GcEvent[] } {
         start: performance.timeOrigin + e.startTime,
         ms: e.duration,
         minor: kind === constants.NODE_PERFORMANCE_GC_MINOR,
+        major: kind === constants.NODE_PERFORMANCE_GC_MAJOR,
       });
       if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
         t.scavenges++;

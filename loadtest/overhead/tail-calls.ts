@@ -5,7 +5,12 @@
 // (body_parse to the next call's body_parse: its deferred work included, waiting for a core not).
 // slow-calls.ts averages the slowest 2 %; this names the calls the p99 is read from, so a p99 can
 // be told apart as GC (which pause, which process), more work (CPU above the middle calls') or
-// the host (none of these: waiting for a core). Cost: O(tail × (pauses + spans) + calls log calls).
+// the host (none of these: waiting for a core). A call may also fall inside a marking cycle of the
+// gateway's old generation: from V8's first incremental marking step to the mark-compact's final
+// pause its helper threads mark concurrently, on the cores the main thread, the upstream and the
+// load generator share; such a call can be slow without a pause of its own. The share of all the
+// row's calls inside a cycle is printed beside the tail's, so that an excess in the tail shows.
+// Cost: O(tail × (pauses + spans) + calls × cycles + calls log calls).
 import type { StageTrace } from '../../middleware/perf/stage-timers.ts';
 import type { GcEvent } from './gc-pauses.ts';
 import { rankFromSlowest } from './load.ts';
@@ -28,6 +33,8 @@ export interface TailCall {
   loadgen_gc_ms: number;
   /** The gateway's CPU for this call (ms; all threads); NaN where no reading frames it. */
   cpu_ms: number;
+  /** The window overlaps one of the gateway's marking cycles (markingCycles). */
+  in_marking: boolean;
 }
 
 export interface TailCalls {
@@ -35,7 +42,34 @@ export interface TailCalls {
   of: number;
   p99_rank: number;
   calls: TailCall[];
+  /** The gateway's marking cycles in the row, and the share of all its calls inside one. */
+  marking_cycles: number;
+  marking_share: number;
 }
+
+/**
+ * The old generation's marking cycles among `gc`: from an incremental marking step to the end of
+ * the mark-compact that follows it; a mark-compact with no step before it is a cycle of its own
+ * pause. A step with no mark-compact after it (the row ended mid-cycle) runs to its last event.
+ */
+export function markingCycles(gc: readonly GcEvent[]): [number, number][] {
+  const out: [number, number][] = [];
+  let open: number | undefined;
+  let last = 0;
+  for (const g of [...gc].sort((a, b) => a.start - b.start)) {
+    if (g.minor) continue;
+    last = g.start + g.ms;
+    if (g.major) {
+      out.push([open ?? g.start, last]);
+      open = undefined;
+    } else if (open === undefined) open = g.start;
+  }
+  if (open !== undefined) out.push([open, last]);
+  return out;
+}
+
+const overlaps = (cycles: readonly [number, number][], a: number, b: number): boolean =>
+  cycles.some(([s, e]) => s < b && e > a);
 
 const sum = (xs: readonly number[]): number => xs.reduce((a, x) => a + x, 0);
 
@@ -69,6 +103,9 @@ export function tailCalls(
   const up = outside.upstream;
   const upSpans = up ? [...up.spans].sort((a, b) => a[0] - b[0]) : [];
   const upStarts = upSpans.map((x) => x[0]);
+  const cycles = markingCycles(gc);
+  let inCycles = 0;
+  for (let i = 0; i < n; i++) if (overlaps(cycles, calls.end[i] - calls.ms[i], calls.end[i])) inCycles++;
   const out: TailCall[] = [];
   for (let r = 0; r < k; r++) {
     const i = order[r];
@@ -99,9 +136,10 @@ export function tailCalls(
       upstream_gc_ms: up ? sum(clip(up.gc, w0, w1).map(([a, b]) => b - a)) : 0,
       loadgen_gc_ms: outside.loadgenGc ? sum(clip(outside.loadgenGc, w0, w1).map(([a, b]) => b - a)) : 0,
       cpu_ms: cpu,
+      in_marking: overlaps(cycles, w0, w1),
     });
   }
-  return { of: n, p99_rank: k, calls: out };
+  return { of: n, p99_rank: k, calls: out, marking_cycles: cycles.length, marking_share: n > 0 ? inCycles / n : 0 };
 }
 
 /** Lines for the bench: the tail's counts by what its calls held, then the slowest `lines`.
@@ -121,7 +159,9 @@ export function formatTailCalls(
     xs.length === 0 ? Number.NaN : sum(xs.map(g)) / xs.length;
   const gateway = o.gateway
     ? `${gwGc.length} held a gateway GC pause (${c.filter((x) => x.scavenges.length > 0).length} a scavenge, ` +
-      `${c.filter((x) => x.marking.length > 0).length} marking; ${f(mean(gwGc, (x) => sum(x.scavenges) + sum(x.marking)))} ms of pauses a call among them), `
+      `${c.filter((x) => x.marking.length > 0).length} marking; ${f(mean(gwGc, (x) => sum(x.scavenges) + sum(x.marking)))} ms of pauses a call among them), ` +
+      `${c.filter((x) => x.in_marking).length} fell in one of the gateway's ${t.marking_cycles} marking cycles ` +
+      `(${(t.marking_share * 100).toFixed(1)} % of all its calls did), `
     : '';
   const noneCpu = o.gateway
     ? `, gateway cpu ${f(mean(none, (x) => x.cpu_ms))} ms${o.middleCpuMs !== undefined ? ` vs the middle calls' ${f(o.middleCpuMs)}` : ''}`
@@ -134,7 +174,7 @@ export function formatTailCalls(
   const one = (x: TailCall): string =>
     `  #${String(x.rank).padEnd(3)} ${f(x.ms).padStart(7)} ms  call ${Number.isNaN(x.call) ? ' ?' : String(x.call).padStart(2)}  ` +
     (o.gateway
-      ? `gateway gc [${[pauses(x.scavenges, 'scav'), pauses(x.marking, 'mark')].filter((s) => s).join(' ') || '-'}]  `
+      ? `${x.in_marking ? 'M' : ' '} gateway gc [${[pauses(x.scavenges, 'scav'), pauses(x.marking, 'mark')].filter((s) => s).join(' ') || '-'}]  `
       : '') +
     `upstream ${f(x.upstream_ms)} (gc ${f(x.upstream_gc_ms)})  load generator gc ${f(x.loadgen_gc_ms)}` +
     (o.gateway ? `  cpu ${f(x.cpu_ms)}` : '');

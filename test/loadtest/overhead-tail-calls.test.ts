@@ -8,12 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StageTrace } from '../../middleware/perf/stage-timers.ts';
 import type { GcEvent } from '../../loadtest/overhead/gc-pauses.ts';
 import { load, rankFromSlowest } from '../../loadtest/overhead/load.ts';
-import { formatTailCalls, tailCalls } from '../../loadtest/overhead/tail-calls.ts';
+import { formatTailCalls, markingCycles, tailCalls } from '../../loadtest/overhead/tail-calls.ts';
 
-/** 1,000 calls of 1 ms, 10 ms apart (1 ms of gateway CPU each); calls 100..109 are the slow ones,
- *  10 + j ms long (j = 0..9): 100 holds a 2 ms scavenge and a 1 ms marking step, 101 an upstream
- *  pause, 102 a load generator pause, 103 nothing but 6 ms of gateway CPU; one more scavenge sits
- *  in a middle call (500), outside the tail. */
+/** 1,000 calls of 1 ms, 100 ms apart (1 ms of gateway CPU each); calls 100..109 are the slow ones,
+ *  10 + j ms long (j = 0..9): 100 holds a 2 ms scavenge and a 1 ms incremental marking step (a
+ *  marking cycle opens, closed by a mark-compact in call 120: calls 100..120 lie in it), 101 an
+ *  upstream pause, 102 a load generator pause, 103 nothing but 6 ms of gateway CPU; one more
+ *  scavenge sits in a middle call (500), outside the tail. */
 function row(): {
   calls: { end: number[]; ms: number[] };
   laps: StageTrace;
@@ -44,6 +45,7 @@ function row(): {
     { start: at(100, 2), ms: 2, minor: true },
     { start: at(100, 5), ms: 1, minor: false },
     { start: at(500, 0.2), ms: 0.5, minor: true },
+    { start: at(120, 0.2), ms: 0.4, minor: false, major: true },
   ];
   return {
     calls,
@@ -86,10 +88,12 @@ describe('bench overhead: the calls from the p99 up', () => {
     expect(t.calls.flatMap((c) => c.scavenges)).toEqual([2]);
     const text = formatTailCalls('ctxgate', t, { gateway: true, middleCpuMs: 1 });
     expect(text).toMatch(
-      /^ctxgate's calls from the p99 up \(the 10 slowest of 1000\): 1 held a gateway GC pause \(1 a scavenge, 1 marking; 3\.00 ms of pauses a call among them\), 1 an upstream GC pause, 1 a load generator pause, 7 none of these \(wall 16\.00 ms, gateway cpu 1\.71 ms vs the middle calls' 1\.00\)/,
+      /^ctxgate's calls from the p99 up \(the 10 slowest of 1000\): 1 held a gateway GC pause \(1 a scavenge, 1 marking; 3\.00 ms of pauses a call among them\), 10 fell in one of the gateway's 1 marking cycles \(2\.1 % of all its calls did\), 1 an upstream GC pause, 1 a load generator pause, 7 none of these \(wall 16\.00 ms, gateway cpu 1\.71 ms vs the middle calls' 1\.00\)/,
     );
+    expect(t.calls.every((c) => c.in_marking)).toBe(true);
+    expect(t.marking_share).toBeCloseTo(21 / 1000, 6);
     expect(text).toMatch(
-      /#10 {4}10\.00 ms {2}call 11 {2}gateway gc \[scav 2\.00 mark 1\.00\] {2}upstream 0\.30 \(gc 0\.00\)/,
+      /#10 {4}10\.00 ms {2}call 11 {2}M gateway gc \[scav 2\.00 mark 1\.00\] {2}upstream 0\.30 \(gc 0\.00\)/,
     );
     expect(text.split('\n')).toHaveLength(11);
     // direct: no gateway on the path, no gateway columns
@@ -99,6 +103,32 @@ describe('bench overhead: the calls from the p99 up', () => {
     expect(d).not.toMatch(/gateway/);
     expect(d).toMatch(/1 an upstream GC pause, 0 a load generator pause, 9 none of these/);
     expect(d).toMatch(/call {2}\?/);
+  });
+});
+
+describe("bench overhead: the gateway's marking cycles", () => {
+  it('run from an incremental marking step to the mark-compact after it; a lone mark-compact is its own', () => {
+    const ev = (start: number, ms: number, kind: 'scav' | 'step' | 'mc'): GcEvent => ({
+      start,
+      ms,
+      minor: kind === 'scav',
+      major: kind === 'mc',
+    });
+    const gc = [
+      ev(10, 1, 'step'),
+      ev(15, 1, 'scav'),
+      ev(20, 1, 'step'),
+      ev(40, 2, 'mc'),
+      ev(60, 3, 'mc'),
+      ev(80, 1, 'step'),
+    ];
+    // a second step inside an open cycle does not open another; the last step never closed runs to its own end
+    expect(markingCycles(gc)).toEqual([
+      [10, 42],
+      [60, 63],
+      [80, 81],
+    ]);
+    expect(markingCycles([ev(1, 1, 'scav')])).toEqual([]);
   });
 });
 
