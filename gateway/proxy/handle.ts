@@ -15,9 +15,9 @@ import type { AnswerContext, IngressAdapter } from '../ingress/types.ts';
 import { engineOf } from '../upstream/engines.ts';
 import { pipelineAttributes, startRequestSpan } from '../telemetry/request-span.ts';
 import type { RequestTrace } from '../telemetry/tracing.ts';
-import { parseSimTiming } from '../accounting/record/extract.ts';
-import type { AttemptObserver } from './attempt.ts';
+import type { BodyMemo, PendingBody } from '../body/body-memo.ts';
 import { upstreamBody } from './body.ts';
+import { ExchangeObserver } from './exchange-observer.ts';
 import { clientGone, finish, type Exchange } from './finish.ts';
 import { Relay } from './relay.ts';
 import { GatewayRouteInfo } from './route-info.ts';
@@ -61,6 +61,17 @@ function stoppedByShutdown(ex: Exchange): boolean {
   return ex.stoppedByShutdown === true;
 }
 
+/** PipelineContext.onInterned: the memo adopts the pipeline's interned objects for the body. */
+function adoptInto(
+  memo: BodyMemo,
+  pending: PendingBody,
+  key: 'messages' | 'tools',
+  received: readonly unknown[],
+  interned: readonly unknown[],
+): void {
+  memo.adopt(pending, key, received, interned);
+}
+
 export async function handleProxy(
   gw: GatewayContext,
   adapter: IngressAdapter,
@@ -69,6 +80,9 @@ export async function handleProxy(
 ): Promise<void> {
   const t0 = performance.now();
   const principal = req.principal as Principal;
+  // Every field the request sets later is in the literal (undefined until then): properties added
+  // after creation each move the object to a new hidden class and go to a separate property array,
+  // regrown as it fills (a new array per growth, per request).
   const ex: Exchange = {
     t0,
     time: Date.now(),
@@ -81,6 +95,23 @@ export async function handleProxy(
     attempts: 0,
     attemptList: [],
     upstreamWaitMs: 0,
+    route: undefined,
+    pctx: undefined,
+    pipeline: undefined,
+    result: undefined,
+    info: undefined,
+    clientWantsUsage: undefined,
+    estimatedPromptTokens: undefined,
+    worker: undefined,
+    choice: undefined,
+    ttftAt: undefined,
+    usage: undefined,
+    finishReasons: undefined,
+    trace: undefined,
+    timing: undefined,
+    assistant: undefined,
+    errorCode: undefined,
+    stoppedByShutdown: undefined,
   };
   let untrack: (() => void) | undefined;
   let releaseSlot: (() => void) | undefined;
@@ -116,39 +147,40 @@ export async function handleProxy(
     // The session state is written while the upstream computes (once the send gate opens); the
     // relay waits for it before answering.
     gate = new SendGate();
-    const pctx: PipelineContext = {
-      tenant: principal.tenant,
-      requestId: req.id,
-      headers,
-      model: ex.model,
-      cacheSalt,
-      deferStore: true,
-      sent: gate.when.bind(gate),
-    };
-    // Translated APIs: the client's own body rides along for capture (chat's is the canonical one).
-    if (adapter.toResponse) pctx.clientBody = { api: adapter.api, body: req.body };
-    ex.pctx = pctx;
     const pipeline = adapter.pipeline ? gw.pipelines.get(ex.model) : undefined;
     // Accepted by the adapter and the shape check, and a pipeline that rewrites runs: the memo may
     // keep the body. Under `layout: passthrough` nothing reuses the kept objects (no intern), and
     // keeping every body promoted them to the old generation: +0.1-0.2 ms of CPU per 16k body and
     // major GCs in bench overhead's fixed-body rows (same-run A/B).
     const pending = pipeline && route.config.layout !== 'passthrough' ? req.pendingBody : undefined;
+    // One signal for the whole request: a client that goes away takes a call waiting for its
+    // session's lock out of the queue, and ends the upstream call.
+    ac = new RequestSignal();
+    const signal = ac;
+    // Whole in the literal (as `ex` above): no property added after creation.
+    const pctx: PipelineContext = {
+      tenant: principal.tenant,
+      requestId: req.id,
+      headers,
+      model: ex.model,
+      cacheSalt,
+      // Translated APIs: the client's own body rides along for capture (chat's is the canonical one).
+      clientBody: adapter.toResponse ? { api: adapter.api, body: req.body } : undefined,
+      signal: pipeline ? signal : undefined,
+      deferStore: true,
+      sent: gate.when.bind(gate),
+      onInterned: pending ? adoptInto.bind(undefined, gw.bodies, pending) : undefined,
+    };
+    ex.pctx = pctx;
     // The raw bytes' room may take the upstream body's splice: the memo holds at most the bytes
     // before the body's last `}`, which the splice never writes (body-memo.ts).
     gw.bodies.keep(pending);
     const room = req.rawRoom;
     req.pendingBody = undefined;
     req.rawRoom = undefined;
-    if (pending) pctx.onInterned = (key, received, interned) => gw.bodies.adopt(pending, key, received, interned);
     pspan = pipeline ? ex.trace?.child('ctxgate.pipeline', { 'ctxgate.layout': route.config.layout }) : undefined;
-    // One signal for the whole request: a client that goes away takes a call waiting for its
-    // session's lock out of the queue, and ends the upstream call.
-    ac = new RequestSignal();
-    const signal = ac;
     onClose = abortUnlessAnswered.bind(undefined, reply.raw, ac);
     reply.raw.once('close', onClose);
-    if (pipeline) pctx.signal = signal;
     let result: PipelineResult;
     if (pipeline) {
       // try/finally, not .finally(arrow): no second promise, closure and microtask per call.
@@ -215,7 +247,7 @@ export async function handleProxy(
         onSent: gate.open.bind(gate),
       },
       gw.metrics,
-      [exchangeObserver(gw, ex, reply)],
+      [new ExchangeObserver(gw, ex, reply)],
     );
     const r: CallResult = await call.run(new Relay(gw, ex, reply, signal, adapter, answer, engine));
     // Nothing was sent (no worker answered the dispatch, client gone before it): the state is still written.
@@ -255,59 +287,4 @@ export async function handleProxy(
     req.body = undefined;
     req.rawBody = undefined;
   }
-}
-
-/** The request's view of its attempts: worker, routing choice, attempt count, headers, waits. */
-function exchangeObserver(gw: GatewayContext, ex: Exchange, reply: FastifyReply): AttemptObserver {
-  return {
-    onBegin(a) {
-      ex.worker = a.worker;
-      ex.choice = a.choice;
-      ex.attempts = a.n;
-      ex.attemptList.push(a);
-    },
-    onHeaders(a) {
-      setResponseHeaders(reply, ex);
-      if (a.statusCode >= 500) return;
-      const h = a.responseHeaders;
-      const timing = h['x-sim-timing'];
-      if (timing !== undefined) ex.timing = parseSimTiming(Array.isArray(timing) ? timing[0] : timing);
-      for (const name of gw.config.upstream.forward_response_headers) {
-        const v = h[name];
-        if (v !== undefined) reply.header(name, v);
-      }
-    },
-    onEnd(a) {
-      // Waiting for the status line; the body's wait is the relay's (it knows its own processing).
-      ex.upstreamWaitMs += (a.headersAt ?? a.endedAt ?? a.startedAt) - a.startedAt;
-    },
-  };
-}
-
-export function setResponseHeaders(reply: FastifyReply, ex: Exchange): void {
-  if (ex.worker) reply.header('x-ctxgate-worker', ex.worker.id);
-  reply.header('x-ctxgate-attempts', String(ex.attempts));
-  const r = ex.result;
-  if (!r) return;
-  if (r.sessionId) reply.header('x-ctxgate-session', r.sessionId);
-  if (r.prefix) {
-    const p = r.prefix;
-    const brk =
-      p.break_cause === 'none' ? 'none' : `${p.break_cause}@${p.break_token_index ?? p.break_message_index ?? '?'}`;
-    reply.header('x-ctxgate-prefix', `cached=${p.predicted_cached_tokens}; break=${brk}`);
-  }
-  if (r.receipts.length) reply.header('x-ctxgate-receipt', receiptHeader(r.receipts));
-}
-
-/** Receipt header budget: proxies commonly cap one header line at 4–8 KiB. */
-export const RECEIPT_HEADER_MAX = 1024;
-
-export function receiptHeader(receipts: { stage: string; action: string }[]): string {
-  let s = '';
-  for (const r of receipts) {
-    const item = `${r.stage}:${r.action}`.replace(/[^\x21-\x7e]/g, '_');
-    if (s.length + item.length + 1 > RECEIPT_HEADER_MAX) break;
-    s += s ? `,${item}` : item;
-  }
-  return s;
 }
