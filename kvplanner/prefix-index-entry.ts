@@ -65,8 +65,22 @@ export class BlockRec {
   ) {}
 }
 
+/** Every entry's capacity and blocks held, by slot, in two dense arrays shared by an index's entries
+ *  (mirrors of the entries' own fields): a routing decision reads them for every worker, and 64
+ *  typed-array reads stay in a few cache lines where 64 scattered entry objects miss on each. */
+export interface SlotCounts {
+  capacity: Float64Array;
+  held: Float64Array;
+}
+
+export function newSlotCounts(): SlotCounts {
+  return { capacity: new Float64Array(8), held: new Float64Array(8) };
+}
+
 export interface WorkerEntry {
   slot: number;
+  /** the index's dense mirror of `capacity` and `held` (set through setEntryCapacity, and where held changes) */
+  readonly counts: SlotCounts;
   /** logical clock: advances by the blocks inserted on this worker */
   clock: number;
   /** hash -> its record, for the blocks held or listed with children */
@@ -93,9 +107,21 @@ export interface WorkerEntry {
   gen: number;
 }
 
-export function newEntry(slot: number, capacity: number): WorkerEntry {
+export function newEntry(slot: number, capacity: number, counts: SlotCounts): WorkerEntry {
+  if (slot >= counts.capacity.length) {
+    const size = Math.max(2 * counts.capacity.length, slot + 1);
+    const c = new Float64Array(size);
+    c.set(counts.capacity);
+    const h = new Float64Array(size);
+    h.set(counts.held);
+    counts.capacity = c;
+    counts.held = h;
+  }
+  counts.capacity[slot] = capacity;
+  counts.held[slot] = 0;
   return {
     slot,
+    counts,
     clock: 0,
     recs: new Map(),
     held: 0,
@@ -110,6 +136,12 @@ export function newEntry(slot: number, capacity: number): WorkerEntry {
     cycleBreaks: 0,
     gen: 0,
   };
+}
+
+/** Sets the entry's capacity (and its mirror in the index's SlotCounts); the caller shrinks. */
+export function setEntryCapacity(e: WorkerEntry, capacity: number): void {
+  e.capacity = capacity;
+  e.counts.capacity[e.slot] = capacity;
 }
 
 /** Whether the entry holds `h`. */
@@ -135,6 +167,7 @@ export function emptyEntry(e: WorkerEntry, holders: HolderMasks): void {
   for (const r of e.recs.values()) r.t = -1;
   e.recs.clear();
   e.held = 0;
+  e.counts.held[e.slot] = 0;
   e.kidLists = 0;
   e.tombs = 0;
   e.queue = new RingQueue<BlockRec>();
@@ -173,7 +206,7 @@ export function stampDown(
       r.t = t;
       r.seq = e.seq++;
     }
-    e.held++;
+    e.counts.held[e.slot] = ++e.held;
     newFrom = i;
     holders.add(h, e.slot);
     if (i > 0 && e.capacity < KIDS_BELOW_CAPACITY) next = addKid(e, hashes[i - 1], r);
@@ -267,7 +300,7 @@ export function shrink(e: WorkerEntry, holders: HolderMasks, steps = Number.POSI
  *  (`tomb`: as a tombstone, see above). */
 function release(e: WorkerEntry, holders: HolderMasks, r: BlockRec, tomb: boolean): void {
   r.t = 0;
-  e.held--;
+  e.counts.held[e.slot] = --e.held;
   holders.drop(r.h, e.slot, tomb && e.capacity < KIDS_BELOW_CAPACITY);
   if (r.kids === undefined) forget(e, r, tomb);
 }

@@ -21,6 +21,8 @@ import {
   heldInOrder,
   holds,
   newEntry,
+  newSlotCounts,
+  setEntryCapacity,
   shrink,
   stampDown,
   staleWithin,
@@ -61,6 +63,8 @@ export class PrefixIndex {
   private readonly batched = new BatchedMatch(this.holders);
   private readonly slotIds: string[] = [];
   private readonly bySlot: WorkerEntry[] = [];
+  /** each slot's capacity and blocks held, dense (fillOfSlot, capacityOfSlot: every worker per decision) */
+  private readonly counts = newSlotCounts();
   private readonly listeners: IndexListener[] = [];
 
   constructor(readonly defaultCapacity: number = DEFAULT_CAPACITY_BLOCKS) {}
@@ -72,7 +76,7 @@ export class PrefixIndex {
   private entry(workerId: string): WorkerEntry {
     let e = this.workers.get(workerId);
     if (!e) {
-      e = newEntry(this.slotIds.length, this.defaultCapacity);
+      e = newEntry(this.slotIds.length, this.defaultCapacity, this.counts);
       this.slotIds.push(workerId);
       this.bySlot.push(e);
       this.holders.fit(e.slot);
@@ -94,7 +98,7 @@ export class PrefixIndex {
     const e = this.entry(workerId);
     const cap = Math.max(1, Math.floor(blocks));
     if (cap === e.capacity) return;
-    e.capacity = cap;
+    setEntryCapacity(e, cap);
     shrink(e, this.holders);
   }
 
@@ -175,13 +179,14 @@ export class PrefixIndex {
 
   /** Share of its capacity a worker's entry fills (by slot, no id lookup). */
   fillOfSlot(slot: number): number {
-    const e = this.bySlot[slot];
-    return e ? e.held / e.capacity : 0;
+    if (slot < 0 || slot >= this.slotIds.length) return 0;
+    const c = this.counts;
+    return c.held[slot] / c.capacity[slot];
   }
 
   /** Capacity in blocks (by slot). */
   capacityOfSlot(slot: number): number {
-    return this.bySlot[slot]?.capacity ?? this.defaultCapacity;
+    return slot < 0 || slot >= this.slotIds.length ? this.defaultCapacity : this.counts.capacity[slot];
   }
 
   slotCount(): number {

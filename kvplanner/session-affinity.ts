@@ -5,7 +5,9 @@
 // amortised per operation. The list keeps the order a Map's insertion order kept with a touch as
 // delete + set (what this used before), without the two Map writes per call: the Map set after the
 // delete was most of assign(), and its deleted entries made it rehash every ~size calls.
-// Per-worker totals count pinned sessions until they expire or are swept.
+// Per-worker totals count pinned sessions until they expire or are swept. Each worker gets a dense
+// number on first sight (numberOf) and its totals live in two typed arrays at that number: a
+// new-session decision reads every worker's, from a few cache lines instead of one object each.
 
 /** Idle time after which a session no longer pins a worker (agents pause for tools, not hours). */
 export const DEFAULT_SESSION_TTL_MS = 15 * 60_000;
@@ -16,6 +18,8 @@ const SWEEP_EVERY_MASK = 1023;
 interface Entry {
   readonly key: string;
   worker: string;
+  /** the worker's dense number (numberOf) */
+  n: number;
   tokens: number;
   lastSeen: number;
   /** neighbours in recency order (older, newer) */
@@ -30,7 +34,10 @@ export class SessionAffinity {
   /** least and most recently touched entries */
   private head: Entry | undefined = undefined;
   private tail: Entry | undefined = undefined;
-  private readonly perWorker = new Map<string, { sessions: number; tokens: number }>();
+  /** worker id → dense number; the totals by number (live sessions, their last prompt tokens) */
+  private readonly numbers = new Map<string, number>();
+  private sessionsBy = new Float64Array(8);
+  private tokensBy = new Float64Array(8);
   private readonly listeners: AffinityListener[] = [];
   private ops = 0;
 
@@ -67,22 +74,22 @@ export class SessionAffinity {
     let e = this.map.get(key);
     // a re-pinned session keeps its entry object and moves to the back of the recency order: no
     // allocation and no Map write on a session's every call
+    const n = this.numberOf(worker);
     if (e) {
-      const old = this.liveTotals(e.worker);
-      old.sessions--;
-      old.tokens -= e.tokens;
+      this.sessionsBy[e.n]--;
+      this.tokensBy[e.n] -= e.tokens;
       this.unlink(e);
       e.worker = worker;
+      e.n = n;
       e.tokens = tokens;
       e.lastSeen = now;
     } else {
-      e = { key, worker, tokens, lastSeen: now, prev: undefined, next: undefined };
+      e = { key, worker, n, tokens, lastSeen: now, prev: undefined, next: undefined };
       this.map.set(key, e);
     }
     this.append(e);
-    const t = this.liveTotals(worker);
-    t.sessions++;
-    t.tokens += tokens;
+    this.sessionsBy[n]++;
+    this.tokensBy[n] += tokens;
     // a sweep walks from the front of the Map, over the holes that touches leave there: amortise it
     if (this.map.size > this.maxSessions || (++this.ops & SWEEP_EVERY_MASK) === 0) this.sweep(now);
     if (notify) for (const l of this.listeners) l({ key, worker, tokens });
@@ -90,7 +97,8 @@ export class SessionAffinity {
 
   /** Live sessions and their tokens pinned to `worker`. */
   load(worker: string): { sessions: number; tokens: number } {
-    return this.perWorker.get(worker) ?? { sessions: 0, tokens: 0 };
+    const n = this.numbers.get(worker);
+    return n === undefined ? { sessions: 0, tokens: 0 } : { sessions: this.sessionsBy[n], tokens: this.tokensBy[n] };
   }
 
   sweep(now: number): void {
@@ -102,27 +110,40 @@ export class SessionAffinity {
     }
   }
 
-  /** The live totals of `worker` (the same object for the worker's lifetime: a caller may keep it
-   *  per worker instead of looking it up on every decision). */
-  totals(worker: string): { readonly sessions: number; readonly tokens: number } {
-    return this.liveTotals(worker);
+  /** The dense number of `worker` (given on first sight, kept for the affinity's lifetime: a caller
+   *  may keep it per worker): its totals are sessions()[n] and tokens()[n]. */
+  numberOf(worker: string): number {
+    let n = this.numbers.get(worker);
+    if (n === undefined) {
+      n = this.numbers.size;
+      this.numbers.set(worker, n);
+      if (n >= this.sessionsBy.length) {
+        const s = new Float64Array(2 * this.sessionsBy.length);
+        s.set(this.sessionsBy);
+        const t = new Float64Array(2 * this.tokensBy.length);
+        t.set(this.tokensBy);
+        this.sessionsBy = s;
+        this.tokensBy = t;
+      }
+    }
+    return n;
   }
 
-  private liveTotals(worker: string): { sessions: number; tokens: number } {
-    let t = this.perWorker.get(worker);
-    if (!t) {
-      t = { sessions: 0, tokens: 0 };
-      this.perWorker.set(worker, t);
-    }
-    return t;
+  /** Live sessions by worker number (numberOf). Read only; a later numberOf may replace the array. */
+  sessions(): Float64Array {
+    return this.sessionsBy;
+  }
+
+  /** Their last prompt tokens by worker number, as sessions(). */
+  tokens(): Float64Array {
+    return this.tokensBy;
   }
 
   private drop(e: Entry): void {
     this.map.delete(e.key);
     this.unlink(e);
-    const t = this.liveTotals(e.worker);
-    t.sessions--;
-    t.tokens -= e.tokens;
+    this.sessionsBy[e.n]--;
+    this.tokensBy[e.n] -= e.tokens;
   }
 
   /** Takes `e` out of the recency order. */

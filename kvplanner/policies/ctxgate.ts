@@ -138,8 +138,9 @@ export class CtxgatePolicy implements Policy {
   private bySlot: number[] = [];
   private readonly slots: number[] = [];
   private readonly depth: number[] = [];
-  /** each index slot's live session totals (loadOfSlot) */
-  private readonly loads: Array<{ readonly sessions: number; readonly tokens: number } | undefined> = [];
+  /** each index slot's worker number in the affinity (-1: not looked up yet); leastSessions' scratch */
+  private affOfSlot = new Int32Array(0);
+  private readonly nums: number[] = [];
   /** prompts' chains as the index keeps them (ctxgate-chain.ts) */
   private readonly chains: ChainReader;
   /** scratch for leastSessions: each worker's expected start */
@@ -544,11 +545,16 @@ export class CtxgatePolicy implements Policy {
     const n = workers.length;
     const t = this.starts;
     t.length = n;
+    const nums = this.nums;
+    nums.length = n;
     let fastest = Infinity;
     for (let i = 0; i < n; i++) {
       t[i] = this.ttft(workers[i], prompt, Math.min(Math.max(this.depth[i], floor) * blockTokens, prompt));
       if (hasRoom(workers[i], cap)) fastest = Math.min(fastest, t[i]);
+      nums[i] = this.affinityNumber(this.slots[i], workers[i].id);
     }
+    const sessions = this.affinity.sessions(); // after numberOf (a new number may replace the arrays)
+    const tokens = this.affinity.tokens();
     let best = -1;
     let b0 = Infinity;
     let b1 = Infinity;
@@ -560,9 +566,8 @@ export class CtxgatePolicy implements Policy {
       if (!hasRoom(w, cap) || t[i] > this.tolerated(w, prompt, fastest)) continue;
       const slot = this.slots[i];
       const capTokens = Math.max(1, this.index.capacityOfSlot(slot) * blockTokens);
-      const l = this.loadOfSlot(slot, w.id);
-      const k0 = l.sessions / capTokens;
-      const k1 = l.tokens / capTokens;
+      const k0 = sessions[nums[i]] / capTokens;
+      const k1 = tokens[nums[i]] / capTokens;
       const k2 = t[i];
       if (k0 < b0 || (k0 === b0 && (k1 < b1 || (k1 === b1 && k2 < b2)))) {
         best = i;
@@ -574,12 +579,17 @@ export class CtxgatePolicy implements Policy {
     return best >= 0 ? best : start;
   }
 
-  /** The worker's live session totals, kept per index slot (the affinity's object for that worker
-   *  never changes): an array read instead of a Map lookup per worker and decision. */
-  private loadOfSlot(slot: number, id: string): { readonly sessions: number; readonly tokens: number } {
-    const l = this.loads[slot];
-    if (l !== undefined && this.index.idOfSlot(slot) === id) return l;
-    return (this.loads[slot] = this.affinity.totals(id));
+  /** The affinity's number for index slot `slot`'s worker `id`, kept per slot (slots and numbers
+   *  are for life): a typed-array read, not a Map lookup, per worker and decision. */
+  private affinityNumber(slot: number, id: string): number {
+    let a = this.affOfSlot;
+    if (slot < a.length && a[slot] >= 0) return a[slot];
+    if (slot >= a.length) {
+      a = new Int32Array(Math.max(8, 2 * a.length, slot + 1)).fill(-1);
+      a.set(this.affOfSlot);
+      this.affOfSlot = a;
+    }
+    return (a[slot] = this.affinity.numberOf(id));
   }
 
   /** Called (synchronously, must not throw) when a session key has no pin here: replica sync. */

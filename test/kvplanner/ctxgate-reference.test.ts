@@ -1,6 +1,6 @@
 // The ctxgate policy's fast paths against straightforward ones: a reference policy whose per-worker
 // depths are each worker's own unhinted PrefixIndex.matchLength (no holder bitmasks, no slot
-// cache), whose session totals come from SessionAffinity.load by worker id (no per-slot cache) and
+// cache), whose session totals are looked up by worker id (SessionAffinity.numberOf, no per-slot cache) and
 // whose prompt chain is a fresh object per call, and which records an unpinned pick's chain in the
 // shared-prefix tracker inside select() (the policy postpones it to the next observe() or tracker
 // read; here 30 % of picks get no feedback before the next call). Both policies see the same seeded stream: chains
@@ -44,7 +44,7 @@ function reference(events: KvEventIndex): CtxgatePolicy {
   };
   r.depth = depth;
   r.slots = slots;
-  r.loadOfSlot = (_slot: number, id: string) => r.affinity.load(id);
+  r.affinityNumber = (_slot: number, id: string) => r.affinity.numberOf(id);
   // an unpinned pick's chain goes into the tracker inside select(), not postponed
   const postponed = (p as unknown as { postponed: { record(hashes: readonly string[]): undefined } }).postponed;
   postponed.record = (hashes: readonly string[]) => {

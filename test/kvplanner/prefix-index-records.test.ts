@@ -139,6 +139,12 @@ describe('PrefixIndex entry records equal the hash-keyed entry', () => {
       for (const only of step % 50 === 0 ? [undefined] : touched)
         expect(stateOf(fast, only)).toEqual(stateOf(ref, only));
       expect(fast.stats()).toEqual(ref.stats());
+      // the dense per-slot mirrors routing reads equal the entries' own capacity and blocks held
+      for (const id of workers) {
+        const slot = fast.slotOf(id);
+        const want = slot < 0 ? [fast.defaultCapacity, 0] : [fast.capacity(id), fast.size(id) / fast.capacity(id)];
+        expect([fast.capacityOfSlot(slot), fast.fillOfSlot(slot)]).toEqual(want);
+      }
       if (step % 100 === 99) {
         const seen: string[][] = [[], []];
         for (const c of [...chains, ...dead])
