@@ -56,6 +56,7 @@ import { DeferredWork, type Work } from '../deferred-work.ts';
 import { ChainReader } from './ctxgate-chain.ts';
 import { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
 import { PostponedTracker } from './ctxgate-shared.ts';
+import { type CtxgateStats, feedbackStatsOf, type WorkerFeedbackStats } from './ctxgate-stats.ts';
 import { type Claim, PendingClaims } from '../pending-claims.ts';
 import { PrefixIndex } from '../prefix-index.ts';
 import { num, numOrMap, PolicyOptionError } from '../policy-options.ts';
@@ -64,6 +65,7 @@ import type { SharedPrefixTracker } from '../shared-prefix.ts';
 import type { Choice, Policy, PolicyOptions, RouteFeedback, RouteInfo, WorkerView } from '../types.ts';
 
 export { CTXGATE_BRANCHES, CTXGATE_DEFAULTS, type CtxgateBranch, MAX_SESSION_TTL_S } from './ctxgate-defaults.ts';
+export type { CtxgateStats } from './ctxgate-stats.ts';
 
 /** Prompt tokens assumed for each request a scraped engine reports waiting. */
 const WAITING_REQUEST_TOKENS = 1024;
@@ -85,22 +87,6 @@ interface Pending extends Claim {
   predicted: number;
   /** the pick's last index or tracker work still queued at the decision (deferred-work.ts) */
   recording?: Work;
-}
-
-interface WorkerFeedbackStats {
-  calls: number;
-  predictedTokens: number;
-  reportedTokens: number;
-  corrections: number;
-  correctedBlocks: number;
-}
-
-export interface CtxgateStats {
-  index: ReturnType<PrefixIndex['stats']>;
-  sessions: number;
-  sharedBlocksTracked: number;
-  branches: Record<string, number>;
-  feedback: Record<string, WorkerFeedbackStats>;
 }
 
 export class CtxgatePolicy implements Policy {
@@ -626,7 +612,7 @@ export class CtxgatePolicy implements Policy {
     const blockTokens = p?.blockTokens ?? this.blockSize * this.stride;
     const predicted = p?.predicted ?? fb.predictedCachedTokens;
     if (predicted !== undefined && fb.reportedCachedTokens !== undefined) {
-      const s = this.feedbackStats(workerId);
+      const s = feedbackStatsOf(this.feedback, workerId);
       const servedBefore = s.reportedTokens > 0;
       s.calls++;
       s.predictedTokens += predicted;
@@ -673,15 +659,6 @@ export class CtxgatePolicy implements Policy {
    *  not in step (then the entry is guessed as without one). */
   guessing(workerId: string): boolean {
     return this.events === undefined || this.events.guessed(workerId);
-  }
-
-  private feedbackStats(id: string): WorkerFeedbackStats {
-    let s = this.feedback.get(id);
-    if (!s) {
-      s = { calls: 0, predictedTokens: 0, reportedTokens: 0, corrections: 0, correctedBlocks: 0 };
-      this.feedback.set(id, s);
-    }
-    return s;
   }
 
   settle(): void {
