@@ -62,6 +62,45 @@ describe('ids arena', () => {
     expect(Array.from(extendInPlace(prev, 3, 5, [[4, 5]])!)).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it('extendInPlace equals prev[0, keep) ‖ runs on random runs (packed and plain, split anywhere across the written end)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat(50), { minLength: 1, maxLength: 12 }),
+        fc.nat(12),
+        fc.array(fc.nat(50), { maxLength: 20 }),
+        fc.array(fc.tuple(fc.nat(6), fc.boolean()), { maxLength: 10 }),
+        fc.boolean(),
+        (values, keepAt, extra, cuts, matching) => {
+          const prev = filled(values);
+          const keep = keepAt % (values.length + 1);
+          // The tail begins with prev[keep, end) (or a changed copy of it), then new ids, cut into
+          // runs at random places, each packed or plain.
+          const overlap = values.slice(keep).map((v, i) => (matching || i > 0 ? v : v + 1));
+          const tail = [...overlap, ...extra];
+          const runs: (number[] | Uint32Array)[] = [];
+          let at = 0;
+          for (const [len, packed] of cuts) {
+            const part = tail.slice(at, at + len);
+            at += part.length;
+            runs.push(packed ? Uint32Array.from(part) : part);
+          }
+          if (at < tail.length) runs.push(tail.slice(at));
+          const want = [...values.slice(0, keep), ...tail];
+          const before = bytesPast(prev, values.length);
+          const got = extendInPlace(prev, keep, want.length, runs);
+          if (!matching && overlap.length > 0) {
+            expect(got).toBeUndefined();
+            expect(bytesPast(prev, values.length)).toEqual(before);
+            return;
+          }
+          expect(got).toBeDefined();
+          expect(Array.from(got!)).toEqual(want);
+          expect(Array.from(prev)).toEqual(values);
+        },
+      ),
+    );
+  });
+
   it('tokenizeBySegments with grow: ids equal whole-text encoding over chains with forks; earlier ids never change', async () => {
     const tok = await loadTokenizer('qwen3');
     const chunk = fc.oneof(
