@@ -53,8 +53,7 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
   void ctx;
   const stored = readSlot(view.session, CANON_SLOT);
   // What this call does, recorded afresh by each attempt (a failed one may have recorded a part).
-  const fresh = (): Memo => ({ input: new WeakRef(view.body.messages), rewrites: [] });
-  let seen = fresh();
+  let seen = freshMemo(view);
   let state = stored;
   let r: StageResult | undefined;
   if (!state) {
@@ -70,12 +69,30 @@ export function canonicaliseTools(view: RequestView, ctx: StageContext): StageRe
       if (!(err instanceof TypeError)) throw err;
       state = structuredClone(state);
       writeSlot(view.session, CANON_SLOT, state);
-      seen = fresh();
+      seen = freshMemo(view);
     }
   }
   r ??= withOrders(view, state, undefined, seen);
   memos.set(state, seen);
   return r;
+}
+
+// Module functions, not closures made per call: tsx (esbuild keepNames) names every `const f = () =>`
+// it makes, a defineProperty each time.
+
+/** A fresh record of what a call does (each attempt records afresh: a failed one may have recorded a part). */
+function freshMemo(view: RequestView): Memo {
+  return { input: new WeakRef(view.body.messages), rewrites: [] };
+}
+
+/** The receipt of a tool call's arguments rewritten in the session's order. */
+function reorder(i: number, j: number): Receipt {
+  return {
+    stage: CANONICAL_STAGE,
+    action: 'reorder',
+    target: `messages[${i}].tool_calls[${j}].arguments`,
+    reason: "argument key order differs from the session's first-seen order",
+  };
 }
 
 /** The stage's work with the session's orders `state`, learning new tools and keys into it;
@@ -120,12 +137,6 @@ function withOrders(view: RequestView, state: CanonState, prev: Memo | undefined
   }
 
   let messages: ChatMessage[] | undefined;
-  const reorder = (i: number, j: number): Receipt => ({
-    stage: CANONICAL_STAGE,
-    action: 'reorder',
-    target: `messages[${i}].tool_calls[${j}].arguments`,
-    reason: "argument key order differs from the session's first-seen order",
-  });
   const input = body.messages;
   // The prefix shared with the previous call, object for object: its rewrites carry over as they were.
   const n = input.length;

@@ -127,18 +127,29 @@ function escapeCalls(calls: ToolCall[]): ToolCall[] {
 /** One message with every untrusted text escaped; the same object when nothing changed. */
 export function escapeMessage(m: ChatMessage): ChatMessage {
   let out = m;
-  const set = <K extends keyof ChatMessage>(k: K, v: ChatMessage[K]): void => {
-    if (v === m[k]) return;
-    if (out === m) out = { ...m };
-    out[k] = v;
-  };
-  if (typeof m.content === 'string') set('content', escapeFrame(m.content));
-  else if (Array.isArray(m.content)) set('content', escapeParts(m.content));
-  if (typeof m.reasoning_content === 'string') set('reasoning_content', escapeFrame(m.reasoning_content));
-  if (typeof m.reasoning === 'string') set('reasoning', escapeFrame(m.reasoning));
-  if (typeof m.name === 'string') set('name', escapeFrame(m.name));
-  if (Array.isArray(m.tool_calls)) set('tool_calls', escapeCalls(m.tool_calls));
+  if (typeof m.content === 'string') out = withField(m, out, 'content', escapeFrame(m.content));
+  else if (Array.isArray(m.content)) out = withField(m, out, 'content', escapeParts(m.content));
+  if (typeof m.reasoning_content === 'string')
+    out = withField(m, out, 'reasoning_content', escapeFrame(m.reasoning_content));
+  if (typeof m.reasoning === 'string') out = withField(m, out, 'reasoning', escapeFrame(m.reasoning));
+  if (typeof m.name === 'string') out = withField(m, out, 'name', escapeFrame(m.name));
+  if (Array.isArray(m.tool_calls)) out = withField(m, out, 'tool_calls', escapeCalls(m.tool_calls));
   return out;
+}
+
+/** `out` (m, or m's copy) with field k set to v when v differs from m's own: m copied at the first
+ * change. A module function, not a closure made per message: tsx (esbuild keepNames) names every
+ * `const f = () =>` it makes, a defineProperty each time. */
+function withField<K extends keyof ChatMessage>(
+  m: ChatMessage,
+  out: ChatMessage,
+  k: K,
+  v: ChatMessage[K],
+): ChatMessage {
+  if (v === m[k]) return out;
+  const o = out === m ? { ...m } : out;
+  o[k] = v;
+  return o;
 }
 
 /** Every string and object key of a JSON value escaped; the same value (identity) when nothing
