@@ -17,7 +17,10 @@ import { benchLog, parseOrUsage, readOptions } from './chaos/bench-cli.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { startGatewayProc, type GatewayProc, type MemoryMb } from './chaos/gateway-proc.ts';
 import { mallocTrim, type TrimResult } from './chaos/malloc-trim.ts';
-import { procMemory, type ProcMemoryMb } from './chaos/proc-memory.ts';
+import type { ProcMemoryMb } from './chaos/proc-memory.ts';
+import { procMemory } from './chaos/proc-memory.ts';
+import { memLine, procLine, type Reading, settled } from './chaos/reading.ts';
+import { type RssParts, rssParts, rssPartsLine } from './chaos/rss-parts.ts';
 import { emptyStats, type HungCall, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
 import {
@@ -29,7 +32,7 @@ import {
   chaosWarmUpDone,
 } from './chaos/warm-up.ts';
 
-export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10 } as const;
+export const DEFAULTS = { durationS: 60, sessions: 50, workers: 4, killEveryS: 10, rounds: 1 } as const;
 const MODEL = 'chaos-model';
 /** The workers' tokenizer, and the gateway's for the default pipeline. */
 const TOKENIZER = 'qwen3';
@@ -38,7 +41,6 @@ const TIME_SCALE = 0.3;
 const MAX_TOKENS = 48;
 /** A stream with no byte for this long counts as hung (the gateway's body timeout is below it). */
 const IDLE_TIMEOUT_MS = 15_000;
-const SETTLE_MS = 3_000;
 /** Past the upstream pools' keep-alive (30 s): idle pooled sockets are gone, leaked ones are not. */
 const IDLE_SETTLE_MS = 32_000;
 /** Longer than V8's allocation-throughput window (5 s) that decides whether a GC shrinks the young
@@ -53,7 +55,7 @@ const REDIS_DOWN_MS = 10_000;
 export const FAULT_KINDS = ['kill', 'hang', 'die-mid-stream', '5xx-burst', 'redis'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--faults LIST] [--dispatch arrival|admission] [--release-ms-per-token N] [--trim-probe] [--json]
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--faults LIST] [--dispatch arrival|admission] [--release-ms-per-token N] [--rounds N] [--trim-probe] [--json]
 
 Runs --workers reference workers (child processes) behind ctxgate (child process) and
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
@@ -83,13 +85,19 @@ by kind of mapping (/proc/PID/smaps): brk (the main thread's malloc heap), glibc
 arenas, other anonymous memory (V8's pages), files. --trim-probe: after the end reading, calls
 malloc_trim(0) in the gateway through gdb (Linux, gdb installed, ptrace allowed) and reads the
 mappings again: what brk loses then was free memory glibc kept resident, not memory held live.
+--rounds N: the fault schedule N times over (Redis killed once a round with --redis), each round
+followed by the at-rest reading; a leak grows the readings round after round, a cache's fill or the
+allocator's high-water mark stops after the first (each round's reading printed). The RSS change
+from the start reading to the end one is printed by part: the main JS heap live, the main JS heap
+committed but free after the GC, other anonymous memory (render threads' heaps, stacks), the malloc
+heaps (brk and arenas; with --trim-probe, how much of them was free memory glibc kept), files.
 --faults LIST (comma-separated, of ${FAULT_KINDS.join(', ')}; default all): only those kinds, at
 the times the full schedule has them (a run per kind bisects the full one). --dispatch and
 --release-ms-per-token set the model's dispatch and admission.release_ms_per_token (default: the
 reference workers' engine default, vllm: the admission gate in release order); --dispatch arrival
 is the default for SGLang and OpenAI-compatible upstreams, --release-ms-per-token 0 the gate in
 arrival order.
-Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS}`;
+Defaults: --duration-s ${DEFAULTS.durationS} --sessions ${DEFAULTS.sessions} --workers ${DEFAULTS.workers} --kill-every-s ${DEFAULTS.killEveryS} --rounds ${DEFAULTS.rounds}`;
 
 export interface ChaosReport {
   /** The gateway's pipeline: ctxgate (the default) or passthrough (a labelled extra). */
@@ -122,6 +130,10 @@ export interface ChaosReport {
    *  name at the start and end readings (loadtest/chaos/proc-memory.ts). */
   proc_start?: ProcMemoryMb;
   proc_end?: ProcMemoryMb;
+  /** --rounds N (N > 1): the at-rest reading after each round (the last is the end reading). */
+  rounds?: RoundFigures[];
+  /** The RSS change from the start reading to the end one by part (chaos/rss-parts.ts). */
+  rss_parts?: RssParts;
   /** --trim-probe: malloc_trim(0) in the gateway after the end reading, and the mappings after it. */
   trim_probe?: TrimResult & { proc?: ProcMemoryMb };
   sockets_start: number;
@@ -138,6 +150,25 @@ export interface ChaosReport {
 }
 
 export type ChaosLayout = 'ctxgate' | 'passthrough';
+
+/** One round's at-rest reading, in MB: RSS, the main JS heap in use and committed, the malloc heaps. */
+export interface RoundFigures {
+  rss_mb: number;
+  heap_used_mb?: number;
+  heap_total_mb?: number;
+  malloc_mb?: number;
+  parts?: RssParts;
+}
+
+function roundFigures(start: Reading, r: Reading): RoundFigures {
+  const parts = rssParts(start, r);
+  return {
+    rss_mb: Number(r.rss.toFixed(1)),
+    ...(r.memory ? { heap_used_mb: r.memory.heapUsed, heap_total_mb: r.memory.heapTotal } : {}),
+    ...(r.proc ? { malloc_mb: Math.round((r.proc.brk + r.proc.arenas) * 10) / 10 } : {}),
+    ...(parts ? { parts } : {}),
+  };
+}
 
 export type FaultOp =
   | { kind: 'kill' | 'restart'; worker: number }
@@ -259,52 +290,6 @@ export function gatewayConfig(
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/**
- * The gateway's memory after `ms` at rest and a full GC. `quietMs` (the two at-rest readings):
- * a first GC, then that long with no load before the GC whose reading counts. V8 gives back its
- * young generation's committed semi-spaces (up to 2 x --max-semi-space-size) only at a GC that
- * sees allocation below ~1 KB/ms over its last ~5 s, or at a memory-reducing GC. A GC right after
- * the rest kept them whenever the run's last seconds of load were still in that window (no GC had
- * fallen in the rest): the s29 end readings' +18-25 % RSS was that (young generation 102.4 MB at
- * the end vs 0.8 at the start, old space +5 MB), no leak. After a GC and quietMs of quiet the
- * window holds only the rest, and the memory reducer that GC armed (8 s timer) has had its turn:
- * a gateway still allocating at rest keeps its young generation and shows it.
- */
-async function settled(gw: GatewayProc, ms = SETTLE_MS, quietMs = 500): Promise<Reading> {
-  await sleep(ms);
-  gw.gc();
-  await sleep(quietMs);
-  const memory = await gw.gcMemory();
-  await sleep(500);
-  return { rss: gw.rssMb(), sockets: gw.sockets(), memory, proc: procMemory(gw.pid) };
-}
-
-interface Reading {
-  rss: number;
-  sockets: number;
-  memory?: MemoryMb;
-  /** RSS by kind of mapping, threads by name (undefined off Linux). */
-  proc?: ProcMemoryMb;
-}
-
-function memLine(r: Reading): string {
-  const m = r.memory;
-  const main = m
-    ? `rss ${r.rss.toFixed(1)}, heap ${m.heapUsed}/${m.heapTotal}${m.newSpace === undefined ? '' : ` (young generation ${m.newSpace})`}, external ${m.external}, arrayBuffers ${m.arrayBuffers}`
-    : `rss ${r.rss.toFixed(1)}`;
-  return main + (r.proc ? `; ${procLine(r.proc)}` : '');
-}
-
-/** Resident memory by kind of mapping, and the threads by name. */
-function procLine(p: ProcMemoryMb): string {
-  const names = Object.entries(p.threads)
-    .map(([n, c]) => `${n} ${c}`)
-    .join(', ');
-  const arenas =
-    p.allocator === 'libc' ? `malloc arenas ${p.arenas} (${p.arenaCount})` : `${p.allocator}: no glibc arenas`;
-  return `mappings: brk ${p.brk}, ${arenas}, other anon ${p.anon}, file ${p.file}; threads: ${names}`;
-}
-
 function dispatchOf(v: string | undefined): DispatchChoice['dispatch'] {
   if (v === undefined || v === 'arrival' || v === 'admission') return v;
   throw new Error('--dispatch must be arrival or admission');
@@ -329,6 +314,7 @@ export function parseChaosArgs(argv: string[]) {
       'faults',
       'dispatch',
       'release-ms-per-token',
+      'rounds',
     ],
     ['redis', 'json', 'trim-probe'],
   );
@@ -337,6 +323,7 @@ export function parseChaosArgs(argv: string[]) {
     sessions: a.int('sessions', DEFAULTS.sessions),
     workers: a.int('workers', DEFAULTS.workers),
     killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
+    rounds: a.int('rounds', DEFAULTS.rounds, 1),
     dispatch: dispatchOf(a.str('dispatch')),
     releaseMsPerToken: a.str('release-ms-per-token') === undefined ? undefined : a.num('release-ms-per-token', 0, 0),
     redis: a.bool('redis'),
@@ -424,52 +411,75 @@ export async function run(argv: string[]): Promise<number> {
     );
     await snapshot('after warm-up');
 
-    const t0 = Date.now();
-    const at = (ms: number, what: string, f: () => unknown): void => {
-      timers.push(
-        setTimeout(() => {
-          faults.push(`${((Date.now() - t0) / 1000).toFixed(1)}s ${what}`);
-          log(`  ${faults[faults.length - 1]}`);
-          void Promise.resolve(f()).catch((err: Error) => log(`  fault step failed: ${err.message}`));
-        }, ms),
-      );
-    };
-    for (const step of faultSchedule(o.durationS, o.killEveryS, o.workers, o.faults, !!redis)) {
-      const op = step.op;
-      at(step.atMs, step.what, () =>
-        op.kind === 'kill'
-          ? fleet.kill(op.worker)
-          : op.kind === 'restart'
-            ? fleet.restart(op.worker)
-            : op.kind === 'fault'
-              ? fleet.setFault(op.worker, op.fault)
-              : op.kind === 'redis-kill'
-                ? redis?.kill()
-                : redis?.start(),
-      );
-    }
-
+    // Rounds of the fault schedule, each ended by an at-rest reading: a leak grows the reading
+    // round after round, a fill or the allocator's high-water mark stops growing after the first.
     const stats: LoadStats = emptyStats();
-    const timeline = startGateTimeline(gw.url, t0);
-    await runLoad({
-      url: gw.url,
-      model: MODEL,
-      sessions,
-      concurrency: o.sessions,
-      untilMs: t0 + o.durationS * 1000,
-      idleTimeoutMs: IDLE_TIMEOUT_MS,
-      maxTokens: MAX_TOKENS,
-      stats,
-    });
-    for (const t of timers) clearTimeout(t);
-    const ticks = timeline.stop();
-    // Every worker back before the end reading, so pools look like they did at the start.
-    for (let i = 0; i < o.workers; i++) {
-      fleet.setFault(i, { hangMs: 0, dieAfterChunks: 0, failRate: 0 });
-      await fleet.restart(i);
+    const roundEnds: Reading[] = [];
+    const timelines: string[] = [];
+    for (let round = 1; round <= o.rounds; round++) {
+      const tag = o.rounds > 1 ? `round ${round}: ` : '';
+      const t0 = Date.now();
+      const at = (ms: number, what: string, f: () => unknown): void => {
+        timers.push(
+          setTimeout(() => {
+            faults.push(`${tag}${((Date.now() - t0) / 1000).toFixed(1)}s ${what}`);
+            log(`  ${faults[faults.length - 1]}`);
+            void Promise.resolve(f()).catch((err: Error) => log(`  fault step failed: ${err.message}`));
+          }, ms),
+        );
+      };
+      for (const step of faultSchedule(o.durationS, o.killEveryS, o.workers, o.faults, !!redis)) {
+        const op = step.op;
+        at(step.atMs, step.what, () =>
+          op.kind === 'kill'
+            ? fleet.kill(op.worker)
+            : op.kind === 'restart'
+              ? fleet.restart(op.worker)
+              : op.kind === 'fault'
+                ? fleet.setFault(op.worker, op.fault)
+                : op.kind === 'redis-kill'
+                  ? redis?.kill()
+                  : redis?.start(),
+        );
+      }
+      const hungBefore = stats.hung.length;
+      const timeline = startGateTimeline(gw.url, t0);
+      await runLoad({
+        url: gw.url,
+        model: MODEL,
+        sessions,
+        concurrency: o.sessions,
+        untilMs: t0 + o.durationS * 1000,
+        idleTimeoutMs: IDLE_TIMEOUT_MS,
+        maxTokens: MAX_TOKENS,
+        stats,
+        ...(round > 1 ? { idPrefix: `chaos${round}` } : {}),
+      });
+      for (const t of timers) clearTimeout(t);
+      timers.length = 0;
+      const ticks = timeline.stop();
+      const hung = stats.hung.slice(hungBefore);
+      if (hung.length)
+        timelines.push(
+          ...(tag ? [tag] : []),
+          ...formatTimeline(
+            ticks,
+            Math.min(...hung.map((h) => h.startS)) * 1000 - 2_000,
+            Math.max(...hung.map((h) => h.startS)) * 1000 + IDLE_TIMEOUT_MS + 1_000,
+          ),
+        );
+      // Every worker back (and Redis up) before the reading, so pools look like they did at the start.
+      if (redis && !redis.running) await redis.start();
+      for (let i = 0; i < o.workers; i++) {
+        fleet.setFault(i, { hangMs: 0, dieAfterChunks: 0, failRate: 0 });
+        await fleet.restart(i);
+      }
+      log(`${tag}load done; waiting ${IDLE_SETTLE_MS / 1000} s for keep-alive sockets to expire before the reading`);
+      const r = await settled(gw, IDLE_SETTLE_MS, CHAOS_QUIET_AFTER_GC_MS);
+      roundEnds.push(r);
+      if (round < o.rounds) log(`gateway memory (MB) after round ${round}: ${memLine(r)}`);
     }
-    log(`load done; waiting ${IDLE_SETTLE_MS / 1000} s for keep-alive sockets to expire before the end reading`);
-    const end = await settled(gw, IDLE_SETTLE_MS, CHAOS_QUIET_AFTER_GC_MS);
+    const end = roundEnds[roundEnds.length - 1];
     log(`gateway memory (MB) at the end: ${memLine(end)}`);
     await snapshot('at the end');
     let trim: ChaosReport['trim_probe'];
@@ -483,6 +493,7 @@ export async function run(argv: string[]): Promise<number> {
           : `malloc_trim probe failed: ${t.error}`,
       );
     }
+    const parts = rssParts(start, end, trim?.ok ? trim.proc : undefined);
     const exitCode = await gw.stop();
     gw = undefined;
     const report: ChaosReport = {
@@ -507,21 +518,15 @@ export async function run(argv: string[]): Promise<number> {
       memory_end: end.memory,
       proc_start: start.proc,
       proc_end: end.proc,
+      ...(o.rounds > 1 ? { rounds: roundEnds.map((r) => roundFigures(start, r)) } : {}),
+      ...(parts ? { rss_parts: parts } : {}),
       ...(trim ? { trim_probe: trim } : {}),
       ...(o.heapSnapshots ? { heap_snapshots: snapshots } : {}),
       sockets_start: socketsStart,
       sockets_end: end.sockets,
       failures_by_kind: stats.failuresByKind,
       hung_calls: stats.hung,
-      ...(stats.hung.length
-        ? {
-            gate_timeline: formatTimeline(
-              ticks,
-              Math.min(...stats.hung.map((h) => h.startS)) * 1000 - 2_000,
-              Math.max(...stats.hung.map((h) => h.startS)) * 1000 + IDLE_TIMEOUT_MS + 1_000,
-            ),
-          }
-        : {}),
+      ...(timelines.length ? { gate_timeline: timelines } : {}),
       faults,
       gateway_exit_code: exitCode,
     };
@@ -553,6 +558,20 @@ function printTable(r: ChaosReport): void {
     ['retries (x-ctxgate-attempts - 1)', String(r.retries)],
     ['latency p50 / p99 (ms)', `${r.p50_ms} / ${r.p99_ms}`],
     ['gateway RSS start → end (MB)', `${r.rss_start_mb} → ${r.rss_end_mb} (${pct(r.rss_end_mb, r.rss_start_mb)})`],
+    ...(r.rounds
+      ? ([
+          [
+            'after each round: RSS / heap used / malloc (MB)',
+            r.rounds
+              .map(
+                (x) =>
+                  `${x.rss_mb} (${pct(x.rss_mb, r.rss_start_mb)}) / ${x.heap_used_mb ?? '-'} / ${x.malloc_mb ?? '-'}`,
+              )
+              .join(', '),
+          ],
+        ] as [string, string][])
+      : []),
+    ...(r.rss_parts ? ([['RSS change by part (MB)', rssPartsLine(r.rss_parts)]] as [string, string][]) : []),
     ...(r.memory_start && r.memory_end
       ? ([
           [

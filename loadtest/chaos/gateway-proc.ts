@@ -56,6 +56,10 @@ export interface MemoryMb {
   arrayBuffers: number;
   /** The young generation's committed size (V8's new_space), when the gateway logs its spaces. */
   newSpace?: number;
+  /** Each V8 space's size as V8 reports it (getHeapSpaceStatistics' space_size: old_space,
+   *  code_space, large_object_space, …; new_space its capacity), when logged: which space a
+   *  heapTotal change is in. */
+  spaces?: Record<string, number>;
 }
 
 /** A heap snapshot of a few hundred MB on a loaded machine takes tens of seconds. */
@@ -111,10 +115,12 @@ export async function startGatewayProc(
         }
         const mem = /"memory":(\{[^}]*\})/.exec(line);
         if (mem) {
-          const young = /"spaces":\{[^}]*"new_space":([0-9.]+)/.exec(line);
+          const sp = /"spaces":(\{[^}]*\})/.exec(line);
+          const spaces = sp ? (JSON.parse(sp[1]) as Record<string, number>) : undefined;
           onMemory?.({
             ...toMb(JSON.parse(mem[1]) as Record<keyof MemoryMb, number>),
-            ...(young ? { newSpace: Number(young[1]) } : {}),
+            ...(spaces?.new_space === undefined ? {} : { newSpace: spaces.new_space }),
+            ...(spaces ? { spaces } : {}),
           });
         }
         // pino levels: 40 warn, 50 error

@@ -92,6 +92,12 @@ export class RedisProc {
     }
   }
 
+  /** A server was started and has not exited (it may still be starting). */
+  get running(): boolean {
+    const p = this.proc;
+    return p !== undefined && p.exitCode === null && p.signalCode === null;
+  }
+
   async kill(): Promise<void> {
     const p = this.proc;
     // gone already (an exit code, or the signal that ended it): no 'exit' event will come again

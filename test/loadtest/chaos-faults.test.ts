@@ -85,3 +85,9 @@ it('reads --release-ms-per-token 0 (the gate in arrival order) and --dispatch fr
   expect(() => parseChaosArgs(['--release-ms-per-token', '-1'])).toThrow(/release-ms-per-token/);
   expect(() => parseChaosArgs(['--dispatch', 'fifo'])).toThrow(/--dispatch/);
 });
+
+it('reads --rounds (1 by default, at least 1)', () => {
+  expect(parseChaosArgs([]).rounds).toBe(1);
+  expect(parseChaosArgs(['--rounds', '3']).rounds).toBe(3);
+  expect(() => parseChaosArgs(['--rounds', '0'])).toThrow(/--rounds/);
+});

@@ -32,6 +32,10 @@ it('writes heap snapshots readable by their owner only', async () => {
     const m = await gw.gcMemory();
     expect(m?.newSpace).toBeGreaterThan(0);
     expect(m!.newSpace).toBeLessThanOrEqual(m!.heapTotal);
+    // every space's size as V8 reports it (new_space: its capacity, not both semi-spaces)
+    expect(m!.spaces?.new_space).toBe(m!.newSpace);
+    expect(m!.spaces?.old_space).toBeGreaterThan(0);
+    expect(m!.spaces?.old_space).toBeLessThan(m!.heapTotal);
     const file = await gw.heapSnapshot();
     expect(file).toBeDefined();
     expect(statSync(file!).mode & 0o777).toBe(0o600);
