@@ -55,7 +55,7 @@ const REDIS_DOWN_MS = 10_000;
 export const FAULT_KINDS = ['kill', 'hang', 'die-mid-stream', '5xx-burst', 'redis'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--faults LIST] [--dispatch arrival|admission] [--release-ms-per-token N] [--rounds N] [--trim-probe] [--json]
+export const help = `ctxgate bench chaos [--duration-s N] [--sessions N] [--workers N] [--kill-every-s N] [--redis] [--layout ctxgate|passthrough] [--heap-snapshots DIR] [--faults LIST] [--dispatch arrival|admission] [--release-ms-per-token N] [--rounds N] [--gateway-env K=V,…] [--trim-probe] [--json]
 
 Runs --workers reference workers (child processes) behind ctxgate (child process) and
 --sessions concurrent synthetic agent sessions (half the calls streaming) for --duration-s
@@ -91,6 +91,9 @@ allocator's high-water mark stops after the first (each round's reading printed)
 from the start reading to the end one is printed by part: the main JS heap live, the main JS heap
 committed but free after the GC, other anonymous memory (render threads' heaps, stacks), the malloc
 heaps (brk and arenas; with --trim-probe, how much of them was free memory glibc kept), files.
+--gateway-env 'NAME=VALUE,…': environment variables for the gateway process alone (its workers and
+Redis keep the bench's), e.g. an allocator to measure: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+or MALLOC_ARENA_MAX=2 (the mappings line says which malloc the gateway runs).
 --faults LIST (comma-separated, of ${FAULT_KINDS.join(', ')}; default all): only those kinds, at
 the times the full schedule has them (a run per kind bisects the full one). --dispatch and
 --release-ms-per-token set the model's dispatch and admission.release_ms_per_token (default: the
@@ -104,6 +107,8 @@ export interface ChaosReport {
   layout: ChaosLayout;
   /** Sessions, routing index, ledger and rate limiter in Redis (killed mid-run). */
   redis: boolean;
+  /** --gateway-env: variables set for the gateway process alone. */
+  gateway_env?: Record<string, string>;
   duration_s: number;
   sent: number;
   succeeded: number;
@@ -290,6 +295,19 @@ export function gatewayConfig(
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** --gateway-env 'K=V,K2=V2': variables for the gateway process alone (not the workers, not Redis). */
+export function gatewayEnvOf(v: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (v === undefined) return out;
+  for (const kv of v.split(',')) {
+    const eq = kv.indexOf('=');
+    const k = kv.slice(0, eq).trim();
+    if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`--gateway-env: ${kv} is not NAME=VALUE`);
+    out[k] = kv.slice(eq + 1);
+  }
+  return out;
+}
+
 function dispatchOf(v: string | undefined): DispatchChoice['dispatch'] {
   if (v === undefined || v === 'arrival' || v === 'admission') return v;
   throw new Error('--dispatch must be arrival or admission');
@@ -315,6 +333,7 @@ export function parseChaosArgs(argv: string[]) {
       'dispatch',
       'release-ms-per-token',
       'rounds',
+      'gateway-env',
     ],
     ['redis', 'json', 'trim-probe'],
   );
@@ -324,6 +343,7 @@ export function parseChaosArgs(argv: string[]) {
     workers: a.int('workers', DEFAULTS.workers),
     killEveryS: a.num('kill-every-s', DEFAULTS.killEveryS),
     rounds: a.int('rounds', DEFAULTS.rounds, 1),
+    gatewayEnv: gatewayEnvOf(a.str('gateway-env')),
     dispatch: dispatchOf(a.str('dispatch')),
     releaseMsPerToken: a.str('release-ms-per-token') === undefined ? undefined : a.num('release-ms-per-token', 0, 0),
     redis: a.bool('redis'),
@@ -358,7 +378,7 @@ export async function run(argv: string[]): Promise<number> {
       }),
     );
     if (o.heapSnapshots) mkdirSync(o.heapSnapshots, { recursive: true, mode: 0o700 }); // a new folder: private
-    gw = await startGatewayProc(cfg, [], o.heapSnapshots && resolve(o.heapSnapshots));
+    gw = await startGatewayProc(cfg, [], o.heapSnapshots && resolve(o.heapSnapshots), undefined, o.gatewayEnv);
     const snapshots: string[] = [];
     const snapshot = async (what: string): Promise<void> => {
       if (!o.heapSnapshots || !gw) return;
@@ -499,6 +519,7 @@ export async function run(argv: string[]): Promise<number> {
     const report: ChaosReport = {
       layout: o.layout,
       redis: o.redis,
+      ...(Object.keys(o.gatewayEnv).length ? { gateway_env: o.gatewayEnv } : {}),
       duration_s: o.durationS,
       sent: stats.sent,
       succeeded: stats.succeeded,
@@ -546,7 +567,13 @@ function printTable(r: ChaosReport): void {
   const rows: [string, string][] = [
     [
       'gateway',
-      `${r.layout === 'ctxgate' ? 'default pipeline (layout ctxgate, qwen3, policy ctxgate)' : 'layout passthrough, round_robin (labelled extra)'}${r.redis ? ', Redis-backed' : ''}; ${r.duration_s} s of faults`,
+      `${r.layout === 'ctxgate' ? 'default pipeline (layout ctxgate, qwen3, policy ctxgate)' : 'layout passthrough, round_robin (labelled extra)'}${r.redis ? ', Redis-backed' : ''}; ${r.duration_s} s of faults${r.rounds ? ` x ${r.rounds.length} rounds` : ''}${
+        r.gateway_env
+          ? `; env ${Object.entries(r.gateway_env)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')}`
+          : ''
+      }`,
     ],
     ['sent', String(r.sent)],
     ['succeeded', String(r.succeeded)],

@@ -77,7 +77,8 @@ export function gatewayProcArgs(configPath: string, nodeArgs: string[] = [], hea
 
 /** `nodeArgs`: extra Node flags for the gateway process (e.g. --cpu-prof). `heapSnapshotDir`:
  *  where heapSnapshot() writes (the gateway gets --heapsnapshot-signal). `startTimeoutMs`: how
- *  long it may take to listen; past it the process is killed and the start fails (GatewayStartError). A snapshot holds the
+ *  long it may take to listen; past it the process is killed and the start fails (GatewayStartError). `env`: variables
+ *  set for the gateway alone, over this process's (an allocator setting: LD_PRELOAD, MALLOC_*). A snapshot holds the
  *  gateway's whole heap unredacted (prompts, keys, session states): Node writes it 0600, and
  *  heapSnapshot() makes sure of it before handing the file on. */
 export async function startGatewayProc(
@@ -85,10 +86,12 @@ export async function startGatewayProc(
   nodeArgs: string[] = [],
   heapSnapshotDir?: string,
   startTimeoutMs: number = START_TIMEOUT_MS,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<GatewayProc> {
   const args = gatewayProcArgs(configPath, nodeArgs, heapSnapshotDir);
   const proc: ChildProcess = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   const errors: string[] = [];
   let onMemory: ((m: MemoryMb) => void) | undefined;

@@ -6,7 +6,14 @@ import { expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseConfig } from '../../gateway/config/load.ts';
 import { ADMISSION_DEFAULTS } from '../../kvplanner/admission/admission-defaults.ts';
-import { FAULT_KINDS, faultSchedule, faultsOf, gatewayConfig, parseChaosArgs } from '../../loadtest/bench-chaos.ts';
+import {
+  FAULT_KINDS,
+  faultSchedule,
+  faultsOf,
+  gatewayConfig,
+  gatewayEnvOf,
+  parseChaosArgs,
+} from '../../loadtest/bench-chaos.ts';
 
 const printed = (steps: { atMs: number; what: string }[]): string[] =>
   [...steps].sort((a, b) => a.atMs - b.atMs).map((s) => `${(s.atMs / 1000).toFixed(1)}s ${s.what}`);
@@ -90,4 +97,17 @@ it('reads --rounds (1 by default, at least 1)', () => {
   expect(parseChaosArgs([]).rounds).toBe(1);
   expect(parseChaosArgs(['--rounds', '3']).rounds).toBe(3);
   expect(() => parseChaosArgs(['--rounds', '0'])).toThrow(/--rounds/);
+});
+
+it('reads --gateway-env as NAME=VALUE pairs for the gateway alone, and refuses anything else', () => {
+  expect(parseChaosArgs([]).gatewayEnv).toEqual({});
+  expect(
+    parseChaosArgs(['--gateway-env', 'LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2,MALLOC_ARENA_MAX=2'])
+      .gatewayEnv,
+  ).toEqual({ LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', MALLOC_ARENA_MAX: '2' });
+  expect(gatewayEnvOf('GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072')).toEqual({
+    GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=131072',
+  });
+  for (const bad of ['MALLOC_ARENA_MAX', '=2', '1X=2', 'A B=1'])
+    expect(() => gatewayEnvOf(bad)).toThrow(/--gateway-env/);
 });

@@ -21,7 +21,7 @@ it('writes heap snapshots readable by their owner only', async () => {
   const old = process.umask(0o022); // a usual umask: files 0644 unless the gateway's own is tighter
   let gw: Awaited<ReturnType<typeof startGatewayProc>> | undefined;
   try {
-    gw = await startGatewayProc(cfg, [], snaps);
+    gw = await startGatewayProc(cfg, [], snaps, undefined, { CTXGATE_TEST_GATEWAY_ENV: 'gateway-only' });
   } finally {
     process.umask(old);
   }
@@ -29,6 +29,9 @@ it('writes heap snapshots readable by their owner only', async () => {
     // started as deployed: the gateway's Node flags are on its command line
     const argv = readFileSync(`/proc/${gw.pid}/cmdline`, 'utf8').split('\0');
     for (const f of GATEWAY_NODE_FLAGS) expect(argv).toContain(f);
+    // the env given for the gateway (bench chaos --gateway-env) is in its environment at exec
+    const environ = readFileSync(`/proc/${gw.pid}/environ`, 'utf8').split('\0');
+    expect(environ).toContain('CTXGATE_TEST_GATEWAY_ENV=gateway-only');
     const m = await gw.gcMemory();
     expect(m?.newSpace).toBeGreaterThan(0);
     expect(m!.newSpace).toBeLessThanOrEqual(m!.heapTotal);
