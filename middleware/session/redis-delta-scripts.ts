@@ -1,4 +1,4 @@
-// The Redis session store's two Lua scripts (atomic on the server, one round trip each). A session
+// The Redis session store's three Lua scripts (atomic on the server, one round trip each). A session
 // is one HASH: `v` its content version, `h` its head, `n` its write version, one field per chunk id
 // (redis-delta-codec.ts).
 // - sget(key, knownVersion): [] when absent; ['', text] for a state of the old whole-document
@@ -15,6 +15,9 @@
 //   lands over one another replica (or this one's own request) wrote meanwhile. A stored state
 //   without `n` (written before write versions, or the old format) is compared as before: more
 //   calls, or as many and a later updatedAt, wins; one that does not parse counts as absent.
+// - sdel(key, since): deletes the key unless its stored `n` is above `since` ([0], nothing deleted);
+//   a state without `n` (or the old format) is deleted. [1] otherwise (deleted, or nothing there).
+//   The resilient store's write-back of a delete kept during an outage.
 // The write version: max(stored n + 1, the Redis server's clock in µs), so it grows with every
 // write of a key and, after a delete or an expiry, starts above any it had (one clock, the
 // server's: no replica's clock skew enters). Redis ≥ 5 (a script that reads TIME and then writes).
@@ -94,12 +97,22 @@ redis.call('EXPIRE', key, ARGV[5])
 return {1, n}
 `;
 
+const SDEL = `
+if redis.call('TYPE', KEYS[1])['ok'] == 'hash' then
+  local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+  if n and n > tonumber(ARGV[1]) then return 0 end
+end
+redis.call('DEL', KEYS[1])
+return 1
+`;
+
 export type SgetReply = [] | [old: '', text: string] | [version: string, head: string, n: string];
 export type SputReply = [1, n: string] | [0, version: string, head: string] | [2];
 
 export interface DeltaCommands {
   ctxgateSessGet(key: string, knownVersion: string): Promise<SgetReply>;
   ctxgateSessPut(key: string, ...args: (string | number)[]): Promise<SputReply>;
+  ctxgateSessDel(key: string, since: string): Promise<0 | 1>;
 }
 
 /** Defines the scripts on a client (once per client; ioredis sends EVALSHA, then EVAL if needed). */
@@ -108,6 +121,7 @@ export function deltaCommands(client: Redis): DeltaCommands {
   if (typeof c.ctxgateSessGet !== 'function') {
     client.defineCommand('ctxgateSessGet', { numberOfKeys: 1, lua: SGET });
     client.defineCommand('ctxgateSessPut', { numberOfKeys: 1, lua: SPUT });
+    client.defineCommand('ctxgateSessDel', { numberOfKeys: 1, lua: SDEL });
   }
   return c as Redis & DeltaCommands;
 }

@@ -8,7 +8,7 @@
 // writes mix. Each write gets a write version (`n`, monotonic per key, redis-delta-scripts.ts), set
 // on the states get and put return or are given (SessionState.version); putUnlessNewer (the
 // resilient store's write-back) writes only when no write landed after the one its state continues,
-// in the same script. A get sends the version held and receives nothing more when it is unchanged, else
+// in the same script (deleteUnlessNewer likewise, for a kept delete). A get sends the version held and receives nothing more when it is unchanged, else
 // the head, then fetches only the chunks it does not hold; every chunk and head read is verified
 // against its sha256 (a mismatch, a foreign schema or owner is treated as absent and logged).
 // A state of the old whole-document format (a string with a checksum) is still read, verified
@@ -288,6 +288,14 @@ export class RedisSessionStore implements SessionStore {
   async delete(tenant: string, sessionId: string): Promise<void> {
     this.known?.delete(redisKey(tenant, sessionId));
     await this.client.del(redisKey(tenant, sessionId));
+  }
+
+  /** delete, unless a write landed after the one `since` names (none: unless a state with a write
+   * version is stored), checked in the delete script. */
+  async deleteUnlessNewer(tenant: string, sessionId: string, since: number | undefined): Promise<boolean> {
+    const key = redisKey(tenant, sessionId);
+    this.known?.delete(key);
+    return (await this.cmd.ctxgateSessDel(key, String(since ?? 0))) === 1;
   }
 
   async list(tenant: string, limit = DEFAULT_LIST_LIMIT): Promise<string[]> {

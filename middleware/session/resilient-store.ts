@@ -16,16 +16,24 @@
 // continue (the last this replica read or wrote, kept per session), and its write-back lands only
 // if no write landed after that one; calls and clocks do not enter (a session deleted or expired
 // and started again elsewhere, or a replica's clock ahead, misordered the calls/updatedAt rule).
+// A write-back or a late answer clears a session's mark only if nothing marked it again meanwhile
+// (dirty-marks.ts: a state saved while the write-back ran is still written back after it). A delete
+// the primary may not have had (down, or a write of the session in flight that could land after it)
+// leaves a tombstone: reads treat the session as deleted, and the write-back deletes it in the
+// primary unless a write landed after the one the delete continues (deleteUnlessNewer), so neither
+// the kept state nor the older stored one comes back after the outage.
 import { LRUCache } from 'lru-cache';
+import { DirtyMarks, keyOf } from './dirty-marks.ts';
 import { DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
 export const MAX_WRITEBACK_PER_CALL = 16;
-/** Sessions per tenant whose last read or written primary write version is kept (the gateway passes
- * its per-tenant session quota, as the local store's; one forgotten counts as continuing none: its
- * write-back yields to any state). Per tenant, so one tenant's many sessions never make another's
+/** Sessions per tenant whose last read or written primary write version is kept, and deletes per
+ * tenant kept for write-back (the gateway passes its per-tenant session quota, as the local store's;
+ * a version forgotten counts as continuing none: its write-back yields to any state; a delete
+ * forgotten is not written back). Per tenant, so one tenant's many sessions never make another's
  * outage writes yield. */
 export const DEFAULT_VERSIONS_KEPT = DEFAULT_MAX_SESSIONS;
 
@@ -33,7 +41,7 @@ export interface ResilientStoreOptions {
   local?: SessionStore;
   timeoutMs?: number;
   log?: StoreLog;
-  /** Write versions kept per tenant (default DEFAULT_VERSIONS_KEPT). */
+  /** Write versions, and deletes to write back, kept per tenant (default DEFAULT_VERSIONS_KEPT). */
   versionsPerTenant?: number;
 }
 
@@ -43,8 +51,10 @@ export class ResilientSessionStore implements SessionStore {
   private readonly local: SessionStore;
   private readonly timeoutMs: number;
   private readonly log: StoreLog;
-  /** Sessions with writes the primary has not had, and the primary's write version they continue. */
-  private readonly dirty = new Map<string, { tenant: string; sessionId: string; base: number | undefined }>();
+  /** Sessions with writes (states or deletes) the primary has not had. */
+  private readonly dirty: DirtyMarks;
+  /** Per session, the primary writes of it this replica has not had an answer to yet. */
+  private readonly flying = new Map<string, number>();
   /** Per tenant, per session: the primary's write version this replica last read or wrote. */
   private readonly versions = new Map<string, LRUCache<string, number>>();
   private readonly versionsPerTenant: number;
@@ -60,6 +70,7 @@ export class ResilientSessionStore implements SessionStore {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_PRIMARY_TIMEOUT_MS;
     this.log = opts.log ?? (() => undefined);
     this.versionsPerTenant = opts.versionsPerTenant ?? DEFAULT_VERSIONS_KEPT;
+    this.dirty = new DirtyMarks(this.versionsPerTenant);
   }
 
   private setVersion(tenant: string, sessionId: string, v: number): void {
@@ -115,36 +126,55 @@ export class ResilientSessionStore implements SessionStore {
     void this.writeBack();
     const remote = r.value;
     if (!remote) return local;
-    const key = keyOf(tenant, sessionId);
+    const d = this.dirty.get(keyOf(tenant, sessionId));
     if (remote.version !== undefined) this.setVersion(tenant, sessionId, remote.version);
-    if (!local) return remote;
-    if (remote.version === undefined) return newer(local, remote);
-    const d = this.dirty.get(key);
+    // a kept delete: the stored state is the deleted one, unless written after what the delete continues
+    if (!local && d?.deleted !== true) return remote;
+    if (remote.version === undefined) return local && d?.deleted !== true ? newer(local, remote) : local;
     return d !== undefined && remote.version <= (d.base ?? 0) ? local : remote;
   }
 
   async put(state: SessionState): Promise<void> {
+    const { tenant, sessionId } = state;
+    const seq = this.dirty.next();
     await this.local.put(state).catch(() => undefined);
-    const key = keyOf(state.tenant, state.sessionId);
-    const r = await this.tryPrimary('put', () => this.primary.put(state));
+    const key = keyOf(tenant, sessionId);
+    const r = await this.tryPrimary('put', () => this.track(key, () => this.primary.put(state)));
     if (r.ok) {
-      this.dirty.delete(key);
-      if (state.version !== undefined) this.setVersion(state.tenant, state.sessionId, state.version);
+      if (state.version !== undefined) this.setVersion(tenant, sessionId, state.version);
+      this.dirty.landed(key, seq, state.version);
       void this.writeBack();
-    } else if (!this.dirty.has(key))
-      // the first unwritten state continues the last version seen; later ones continue it
-      this.dirty.set(key, {
-        tenant: state.tenant,
-        sessionId: state.sessionId,
-        base: this.versions.get(state.tenant)?.get(state.sessionId),
-      });
+    } else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
-    this.dirty.delete(keyOf(tenant, sessionId));
+    const key = keyOf(tenant, sessionId);
+    const seq = this.dirty.next();
+    // marked before any await: a write-back or a put answering meanwhile sees the delete
+    this.dirty.markDeleted(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
     this.versions.get(tenant)?.delete(sessionId);
     await this.local.delete(tenant, sessionId).catch(() => undefined);
-    await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
+    const r = await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
+    // done, unless a write of the session sent before it may still land after it
+    if (r.ok && !this.flying.has(key)) this.dirty.clearIf(key, seq);
+  }
+
+  /** f's promise, counted in `flying` for `key` until it settles (a timed-out write may land later). */
+  private track<T>(key: string, f: () => Promise<T>): Promise<T> {
+    this.flying.set(key, (this.flying.get(key) ?? 0) + 1);
+    const settled = (): void => {
+      const n = (this.flying.get(key) ?? 1) - 1;
+      if (n > 0) this.flying.set(key, n);
+      else this.flying.delete(key);
+    };
+    let p: Promise<T>;
+    try {
+      p = f();
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    p.then(settled, settled);
+    return p;
   }
 
   async list(tenant: string, limit?: number): Promise<string[]> {
@@ -165,19 +195,33 @@ export class ResilientSessionStore implements SessionStore {
 
   private async drain(): Promise<number> {
     let n = 0;
-    for (const [key, { tenant, sessionId, base }] of [...this.dirty].slice(0, MAX_WRITEBACK_PER_CALL)) {
-      const st = await this.local.get(tenant, sessionId).catch(() => undefined);
+    for (const d of this.dirty.first(MAX_WRITEBACK_PER_CALL)) {
+      const { tenant, sessionId, base, seq } = d;
+      const key = keyOf(tenant, sessionId);
+      if (this.dirty.get(key) !== d) continue; // written or cleared since
+      if (d.deleted) {
+        const r = await this.tryPrimary('writeback', () => this.track(key, () => this.deleteOlder(d)));
+        if (!r.ok) break;
+        this.dirty.clearIf(key, seq);
+        if (r.value) n++;
+        continue;
+      }
+      // counted from the read: a delete answering before this write is sent must not clear its mark
+      const st = await this.track(key, () => this.local.get(tenant, sessionId).catch(() => undefined));
       if (!st) {
-        this.dirty.delete(key);
+        this.dirty.clearIf(key, seq);
         continue;
       }
       st.version = base;
-      const r = await this.tryPrimary('writeback', () => this.writeOlder(st));
+      const r = await this.tryPrimary('writeback', () => this.track(key, () => this.writeOlder(st)));
       if (!r.ok) break;
-      this.dirty.delete(key);
-      if (!r.value) continue;
+      if (!r.value) {
+        this.dirty.clearIf(key, seq);
+        continue;
+      }
       n++;
       if (st.version !== undefined) this.setVersion(tenant, sessionId, st.version);
+      this.dirty.landed(key, seq, st.version);
     }
     return n;
   }
@@ -189,13 +233,18 @@ export class ResilientSessionStore implements SessionStore {
     return true;
   }
 
+  /** A kept delete made unless the primary holds a state written after the one it continues. */
+  private async deleteOlder(d: { tenant: string; sessionId: string; base: number | undefined }): Promise<boolean> {
+    if (this.primary.deleteUnlessNewer) return this.primary.deleteUnlessNewer(d.tenant, d.sessionId, d.base);
+    await this.primary.delete(d.tenant, d.sessionId);
+    return true;
+  }
+
   async close(): Promise<void> {
     await this.primary.close().catch(() => undefined);
     await this.local.close().catch(() => undefined);
   }
 }
-
-const keyOf = (tenant: string, sessionId: string): string => `${tenant}\u0000${sessionId}`;
 
 /** Without write versions: more calls, then the later updatedAt. */
 function newer(a: SessionState, b: SessionState): SessionState {

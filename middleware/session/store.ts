@@ -41,6 +41,10 @@ export interface SessionStore {
    * of a copy kept during an outage uses (resilient-store.ts); a store without it is written with put. */
   putUnlessNewer?(state: SessionState): Promise<boolean>;
   delete(tenant: string, sessionId: string): Promise<void>;
+  /** delete, unless a write landed after the one `since` names (none: unless a state with a write
+   * version is stored): false then, nothing deleted. What a write-back of a delete kept during an
+   * outage uses (resilient-store.ts); a store without it is deleted with delete. */
+  deleteUnlessNewer?(tenant: string, sessionId: string, since: number | undefined): Promise<boolean>;
   /** Ids of a tenant's sessions (bounded; for admin/diagnostics). */
   list(tenant: string, limit?: number): Promise<string[]>;
   close(): Promise<void>;

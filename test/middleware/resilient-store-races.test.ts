@@ -1,0 +1,150 @@
+// The resilient session store's write-back against writes and deletes made while it runs, and
+// deletes made while Redis is down (resilient-store.ts, dirty-marks.ts). Each interleaving is made
+// deterministic by a hook in the primary: it runs inside the write-back's write, after the store
+// read its local copy and before the write reaches Redis. Real redis-server; a third store reads
+// what other replicas would.
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
+import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
+import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+import { noteState } from '../fixtures/session-state.ts';
+
+const url = inject('redisUrl');
+const opened: { close(): Promise<void> }[] = [];
+afterAll(async () => {
+  for (const s of opened) await s.close();
+});
+
+const state = (sessionId: string, calls: number, more: Partial<SessionState> = {}): SessionState => ({
+  ...noteState(sessionId, calls, 300),
+  ...more,
+});
+
+function redis(): RedisSessionStore {
+  const r = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
+  opened.push(r);
+  return r;
+}
+
+/** A replica: a resilient store over Redis behind an outage switch, with a hook run once inside the
+ * next write-back's write (before it reaches Redis). */
+function replica(versionsPerTenant?: number) {
+  const primary = redis();
+  const sw = { down: false, inWriteBack: undefined as (() => Promise<void>) | undefined };
+  const fail = () => Promise.reject(new Error('ECONNREFUSED'));
+  const store: SessionStore = {
+    get: (t, i) => (sw.down ? fail() : primary.get(t, i)),
+    put: (st) => (sw.down ? fail() : primary.put(st)),
+    putUnlessNewer: async (st) => {
+      if (sw.down) return fail();
+      const hook = sw.inWriteBack;
+      sw.inWriteBack = undefined;
+      if (hook) await hook();
+      return primary.putUnlessNewer(st);
+    },
+    delete: (t, i) => (sw.down ? fail() : primary.delete(t, i)),
+    deleteUnlessNewer: (t, i, since) => (sw.down ? fail() : primary.deleteUnlessNewer(t, i, since)),
+    list: (t, l) => primary.list(t, l),
+    close: () => primary.close(),
+  };
+  const r = new ResilientSessionStore(store, { timeoutMs: 60_000, versionsPerTenant });
+  opened.push(r);
+  return Object.assign(sw, { r });
+}
+
+const reader = redis();
+
+/** Write-backs until nothing is pending (each call writes at most a bounded batch). */
+async function drain(r: ResilientSessionStore): Promise<void> {
+  for (let i = 0; i < 10 && r.pendingWriteBacks > 0; i++) await r.writeBack();
+  expect(r.pendingWriteBacks).toBe(0);
+}
+
+describe('a write-back clears a dirty mark only if nothing marked it again meanwhile', () => {
+  it('a state saved locally while the write-back wrote the older one is written back after it', async () => {
+    const a = replica();
+    await a.r.put(state('race-put', 1));
+    a.down = true;
+    await a.r.put(state('race-put', 2)); // kept: Redis is down
+    a.down = false;
+    // while the write-back writes calls 2, the next call saves calls 3 and Redis fails it again
+    a.inWriteBack = async () => {
+      a.down = true;
+      await a.r.put(state('race-put', 3));
+      a.down = false;
+    };
+    expect(await a.r.writeBack()).toBe(1);
+    expect((await reader.get('t', 'race-put'))?.calls).toBe(2);
+    expect(a.r.pendingWriteBacks).toBe(1); // calls 3 is still owed
+    await drain(a.r);
+    expect((await reader.get('t', 'race-put'))?.calls).toBe(3);
+    expect((await a.r.get('t', 'race-put'))?.calls).toBe(3);
+  });
+});
+
+describe('a delete the primary did not have wins over the kept and the stored state', () => {
+  it('deleted during the outage: neither the kept state nor the stored one comes back', async () => {
+    const a = replica();
+    await a.r.put(state('del-out', 1));
+    a.down = true;
+    await a.r.put(state('del-out', 2));
+    await a.r.delete('t', 'del-out');
+    expect(a.r.pendingWriteBacks).toBe(1); // the delete
+    a.down = false;
+    expect(await a.r.get('t', 'del-out')).toBeUndefined(); // Redis still holds calls 1 until written back
+    await drain(a.r);
+    expect(await reader.get('t', 'del-out')).toBeUndefined();
+    expect(await a.r.get('t', 'del-out')).toBeUndefined();
+  });
+
+  it('deleted while the write-back writes the kept state: the delete still wins', async () => {
+    const a = replica();
+    await a.r.put(state('del-wb', 1));
+    a.down = true;
+    await a.r.put(state('del-wb', 2));
+    a.down = false;
+    // the delete reaches Redis before the write-back's write does
+    a.inWriteBack = () => a.r.delete('t', 'del-wb');
+    await a.r.writeBack();
+    await drain(a.r);
+    expect(await reader.get('t', 'del-wb')).toBeUndefined();
+    expect(await a.r.get('t', 'del-wb')).toBeUndefined();
+  });
+
+  it('a state saved after the delete during the outage is the one written back', async () => {
+    const a = replica();
+    await a.r.put(state('del-new', 4));
+    a.down = true;
+    await a.r.delete('t', 'del-new');
+    await a.r.put(state('del-new', 1, { model: 'again' })); // the session started again
+    a.down = false;
+    await drain(a.r);
+    const read = await reader.get('t', 'del-new');
+    expect([read?.calls, read?.model]).toEqual([1, 'again']);
+    expect((await a.r.get('t', 'del-new'))?.model).toBe('again');
+  });
+
+  it('a kept delete yields to a state another replica wrote after the one it deleted', async () => {
+    const a = replica();
+    const b = redis();
+    await a.r.put(state('del-other', 1));
+    a.down = true;
+    await a.r.delete('t', 'del-other');
+    await b.put(state('del-other', 5, { model: 'b' }));
+    a.down = false;
+    expect((await a.r.get('t', 'del-other'))?.model).toBe('b');
+    await drain(a.r);
+    expect((await reader.get('t', 'del-other'))?.model).toBe('b');
+  });
+
+  it('kept deletes are bounded per tenant; one tenant’s deletes never drop another’s', async () => {
+    const a = replica(2);
+    a.down = true;
+    await a.r.put({ ...state('bound-u', 1), tenant: 'u' });
+    await a.r.delete('u', 'bound-u');
+    for (let i = 0; i < 5; i++) await a.r.delete('t', `bound-${i}`);
+    expect(a.r.pendingWriteBacks).toBe(3); // t's 2 newest deletes and u's one
+    a.down = false;
+    await drain(a.r);
+  });
+});
