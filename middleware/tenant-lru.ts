@@ -12,13 +12,15 @@
 // once (at least 1 − reserveShare of it while the others still count as active), and with one
 // tenant it is exactly the lru-cache it replaced. If every tenant is within its reserve, the least
 // recently used entry goes anyway (the entry just set is never the one).
-// Complexity: get / has O(1); set O(1), plus per eviction O(1) when a tenant is idle, else
-// O(active tenants holding entries) (a scan of their oldest entries; never O(entries)). Recency is
-// kept in linked lists (recency-list.ts), not Map order, so the oldest entry is O(1) to find.
+// Complexity: has O(1); get O(1) (O(log tenants) when it uses a tenant's oldest entry); set
+// O(log tenants) plus, per eviction, O(1) when a tenant is idle, else O(log tenants): tenants sit
+// in a treap by oldest entry (stamp-treap.ts), never scanned. Recency is kept in linked lists
+// (recency-list.ts), not Map order, so the oldest entry is O(1) to find.
 // Settings: max (entries), maxSize (weight), sizeOf (an entry's weight, ≥ 1), idleTurnovers
 // (default DEFAULT_IDLE_TURNOVERS), reserveShare (default DEFAULT_RESERVE_SHARE).
 
 import { type Linked, RecencyList } from './recency-list.ts';
+import { StampTreap, type TreapNode } from './stamp-treap.ts';
 
 /** Turnovers of the cache without a tenant's get or set after which it is idle: long enough that a
  * tenant calling again after minutes of other tenants' traffic still counts. A turnover is counted
@@ -38,7 +40,10 @@ interface Entry<V> extends Linked<Entry<V>> {
   stamp: number;
 }
 
-interface Bucket<V> extends Linked<Bucket<V>> {
+/** A tenant; in `TenantLru.byOldest` while it holds entries, under its oldest entry's stamp (`key`),
+ * with `c` its entries but one and `w` its weight but its oldest entry's (what it keeps if it loses
+ * its oldest entry: compared with the reserve). */
+interface Bucket<V> extends Linked<Bucket<V>>, TreapNode<Bucket<V>> {
   tenant: string;
   entries: Map<string, Entry<V>>;
   /** The tenant's entries, least recently used first. */
@@ -49,6 +54,7 @@ interface Bucket<V> extends Linked<Bucket<V>> {
   last: number;
   lastWeight: number;
   idle: boolean;
+  indexed: boolean;
 }
 
 export interface TenantLruOptions<V> {
@@ -65,6 +71,8 @@ export class TenantLru<V> {
   private readonly active = new RecencyList<Bucket<V>>();
   /** Tenants holding entries but idle, in the order they went idle. */
   private readonly idle = new RecencyList<Bucket<V>>();
+  /** Every tenant holding entries, by its oldest entry's stamp. */
+  private readonly byOldest = new StampTreap<Bucket<V>>();
   private count = 0;
   private weight = 0;
   private clock = 0;
@@ -99,8 +107,10 @@ export class TenantLru<V> {
     this.touch(b);
     const e = b.entries.get(key);
     if (e === undefined) return undefined;
+    const oldest = b.order.head === e;
     b.order.touch(e);
     e.stamp = ++this.clock;
+    if (oldest) this.index(b);
     return e.value;
   }
 
@@ -123,8 +133,17 @@ export class TenantLru<V> {
         last: this.sets,
         lastWeight: this.setWeight,
         idle: false,
+        indexed: false,
         prev: undefined,
         next: undefined,
+        key: 0,
+        prio: this.byOldest.nextPrio(),
+        left: undefined,
+        right: undefined,
+        c: 0,
+        w: 0,
+        maxC: 0,
+        maxW: 0,
       };
       this.buckets.set(tenant, b);
       this.active.push(b);
@@ -133,6 +152,7 @@ export class TenantLru<V> {
     if (old !== undefined) this.remove(b, old);
     if (size > this.o.maxSize) {
       if (b.entries.size === 0) this.drop(b);
+      else this.index(b);
       return;
     }
     const e: Entry<V> = { key, value, size, stamp: ++this.clock, prev: undefined, next: undefined };
@@ -141,12 +161,34 @@ export class TenantLru<V> {
     b.size += size;
     this.weight += size;
     this.count++;
+    this.index(b);
     this.expire();
     while (this.count > this.o.max || this.weight > this.o.maxSize) {
       const victim = this.victim(b, e);
       this.remove(victim, victim.order.head as Entry<V>);
       if (victim.entries.size === 0) this.drop(victim);
+      else this.index(victim);
     }
+  }
+
+  /** Puts `b`'s place in `byOldest` right after its entries changed. */
+  private index(b: Bucket<V>): void {
+    const head = b.order.head as Entry<V>;
+    const c = b.entries.size - 1;
+    const w = b.size - head.size;
+    if (b.indexed && b.key === head.stamp) {
+      if (b.c === c && b.w === w) return;
+      b.c = c;
+      b.w = w;
+      this.byOldest.update(b);
+      return;
+    }
+    if (b.indexed) this.byOldest.remove(b);
+    b.key = head.stamp;
+    b.c = c;
+    b.w = w;
+    this.byOldest.insert(b);
+    b.indexed = true;
   }
 
   /** The tenant used now: most recently active, not idle. */
@@ -184,37 +226,27 @@ export class TenantLru<V> {
 
   /** Forgets a tenant holding nothing. */
   private drop(b: Bucket<V>): void {
+    if (b.indexed) this.byOldest.remove(b);
+    b.indexed = false;
     (b.idle ? this.idle : this.active).unlink(b);
     this.buckets.delete(b.tenant);
   }
 
   /** Whose least recently used entry goes: an idle tenant's, else the oldest among the active
    * tenants not held by their reserve, else the oldest of all. The entry just set never goes (some
-   * tenant is always left: the bounds are ≥ 1 entry). */
+   * tenant is always left: the bounds are ≥ 1 entry). With no idle tenant, every tenant holding
+   * entries is active and in `byOldest`; the one holding only the entry just set has the largest
+   * key, so it is found only where no other is (then it is `justSet`, as the scan's default was). */
   private victim(justSet: Bucket<V>, e: Entry<V>): Bucket<V> {
     if (this.idle.head !== undefined) return this.idle.head;
-    const byCount = this.count > this.o.max;
-    const byWeight = this.weight > this.o.maxSize;
     const split = this.reserveShare / this.active.length;
-    const countReserve = this.o.max * split;
-    const weightReserve = this.o.maxSize * split;
     let oldest: Bucket<V> | undefined;
-    let oldestStamp = Number.POSITIVE_INFINITY;
-    let any: Bucket<V> = justSet;
-    let anyStamp = Number.POSITIVE_INFINITY;
-    for (let b = this.active.head; b !== undefined; b = b.next) {
-      const lru = b.order.head as Entry<V>;
-      if (lru === e) continue; // the entry just set is all its tenant holds
-      if (lru.stamp < anyStamp) {
-        any = b;
-        anyStamp = lru.stamp;
-      }
-      const over = (byCount && b.entries.size - 1 >= countReserve) || (byWeight && b.size - lru.size >= weightReserve);
-      if (over && lru.stamp < oldestStamp) {
-        oldest = b;
-        oldestStamp = lru.stamp;
-      }
+    if (this.count > this.o.max) oldest = this.byOldest.firstWith(true, this.o.max * split);
+    if (this.weight > this.o.maxSize) {
+      const w = this.byOldest.firstWith(false, this.o.maxSize * split);
+      if (w !== undefined && (oldest === undefined || w.key < oldest.key)) oldest = w;
     }
-    return oldest ?? any;
+    if (oldest !== undefined && oldest.order.head !== e) return oldest;
+    return this.byOldest.first() ?? justSet;
   }
 }
