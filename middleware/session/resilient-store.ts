@@ -138,13 +138,9 @@ export class ResilientSessionStore implements SessionStore {
     const { tenant, sessionId } = state;
     const seq = this.dirty.next();
     await this.local.put(state).catch(() => undefined);
-    const key = keyOf(tenant, sessionId);
-    const r = await this.tryPrimary('put', () => this.track(key, () => this.primary.put(state)));
-    if (r.ok) {
-      if (state.version !== undefined) this.setVersion(tenant, sessionId, state.version);
-      this.dirty.landed(key, seq, state.version);
-      void this.writeBack();
-    } else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
+    const r = await this.writeThrough('put', state, seq, () => this.primary.put(state).then(() => true));
+    if (r.ok) void this.writeBack();
+    else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
@@ -157,6 +153,32 @@ export class ResilientSessionStore implements SessionStore {
     const r = await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
     // done, unless a write of the session sent before it may still land after it
     if (r.ok && !this.flying.has(key)) this.dirty.clearIf(key, seq);
+  }
+
+  /** A primary write of `st`, standing for the local write at `seq`, through tryPrimary. Written in
+   * time or after the timeout (a stalled Redis runs it when it wakes), it counts as landed: a mark
+   * from it or before is cleared, a later one continues its version (else that mark's write-back
+   * would be refused as older than the late write). */
+  private async writeThrough(op: string, st: SessionState, seq: number, f: () => Promise<boolean>) {
+    let late = false;
+    const r = await this.tryPrimary(op, () => {
+      const p = this.track(keyOf(st.tenant, st.sessionId), f);
+      p.then(
+        (written) => {
+          if (late && written) this.wrote(st, seq);
+        },
+        () => undefined,
+      );
+      return p;
+    });
+    if (!r.ok) late = true;
+    else if (r.value) this.wrote(st, seq);
+    return r;
+  }
+
+  private wrote(st: SessionState, seq: number): void {
+    if (st.version !== undefined) this.setVersion(st.tenant, st.sessionId, st.version);
+    this.dirty.landed(keyOf(st.tenant, st.sessionId), seq, st.version);
   }
 
   /** f's promise, counted in `flying` for `key` until it settles (a timed-out write may land later). */
@@ -213,15 +235,10 @@ export class ResilientSessionStore implements SessionStore {
         continue;
       }
       st.version = base;
-      const r = await this.tryPrimary('writeback', () => this.track(key, () => this.writeOlder(st)));
+      const r = await this.writeThrough('writeback', st, seq, () => this.writeOlder(st));
       if (!r.ok) break;
-      if (!r.value) {
-        this.dirty.clearIf(key, seq);
-        continue;
-      }
-      n++;
-      if (st.version !== undefined) this.setVersion(tenant, sessionId, st.version);
-      this.dirty.landed(key, seq, st.version);
+      if (r.value) n++;
+      else this.dirty.clearIf(key, seq);
     }
     return n;
   }

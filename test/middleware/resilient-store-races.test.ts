@@ -3,11 +3,12 @@
 // deterministic by a hook in the primary: it runs inside the write-back's write, after the store
 // read its local copy and before the write reaches Redis. Real redis-server; a third store reads
 // what other replicas would.
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
 import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
 import { noteState } from '../fixtures/session-state.ts';
+import { until } from '../helpers/until.ts';
 
 const url = inject('redisUrl');
 const opened: { close(): Promise<void> }[] = [];
@@ -79,6 +80,62 @@ describe('a write-back clears a dirty mark only if nothing marked it again meanw
     await drain(a.r);
     expect((await reader.get('t', 'race-put'))?.calls).toBe(3);
     expect((await a.r.get('t', 'race-put'))?.calls).toBe(3);
+  });
+});
+
+describe('a write answered only after the timeout still landed', () => {
+  it('a state kept after a late write is written back over it, not refused as older', async () => {
+    const primary = redis();
+    const sw = { down: false, hold: undefined as Promise<void> | undefined, entered: () => {} };
+    let late: Promise<void> | undefined;
+    const fail = () => Promise.reject(new Error('ECONNREFUSED'));
+    const store: SessionStore = {
+      get: (t, i) => (sw.down ? fail() : primary.get(t, i)),
+      put: async (st) => {
+        if (sw.down) return fail();
+        const hold = sw.hold;
+        sw.hold = undefined;
+        if (hold === undefined) return primary.put(st);
+        sw.entered();
+        await hold; // a stalled Redis: the write is sent, nothing answers yet
+        late = primary.put(st);
+        return late;
+      },
+      putUnlessNewer: (st) => (sw.down ? fail() : primary.putUnlessNewer(st)),
+      delete: (t, i) => (sw.down ? fail() : primary.delete(t, i)),
+      deleteUnlessNewer: (t, i, since) => (sw.down ? fail() : primary.deleteUnlessNewer(t, i, since)),
+      list: (t, l) => primary.list(t, l),
+      close: () => primary.close(),
+    };
+    const timeoutMs = 60_000;
+    const r = new ResilientSessionStore(store, { timeoutMs });
+    opened.push(r);
+    await r.put(state('late', 1));
+    let release = () => {};
+    sw.hold = new Promise<void>((res) => (release = res));
+    const entered = new Promise<void>((res) => (sw.entered = res));
+    // the store gives up on calls 2 (its timeout, fired here rather than waited for)
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const given = r.put(state('late', 2));
+      await entered;
+      vi.advanceTimersByTime(timeoutMs);
+      await given;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(r.pendingWriteBacks).toBe(1);
+    sw.down = true;
+    await r.put(state('late', 3)); // then refused outright
+    sw.down = false;
+    release(); // the stalled write of calls 2 lands now
+    await until(() => late !== undefined);
+    await late;
+    await new Promise((res) => setImmediate(res)); // the store's own callbacks on it
+    expect((await reader.get('t', 'late'))?.calls).toBe(2);
+    await drain(r);
+    expect((await reader.get('t', 'late'))?.calls).toBe(3);
+    expect((await r.get('t', 'late'))?.calls).toBe(3);
   });
 });
 
