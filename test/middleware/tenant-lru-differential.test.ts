@@ -7,18 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { TenantLru } from '../../middleware/tenant-lru.ts';
 import { TenantLruScan } from '../fixtures/tenant-lru-scan.ts';
-
-/** Deterministic random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as rng } from '../../kvplanner/rng.ts';
 
 interface Run {
   ops: number;
