@@ -27,7 +27,8 @@
 //   restarting threads (a second each, plus the tokenizer load) for everyone else. A client's
 //   retries of one crashing prompt cost nothing, so its tenant's other big prompts still run.
 // - Priority: on Linux each thread lowers its own scheduling priority (`nice`, default 10), so on
-//   a machine with fewer free cores than threads the event loop still gets the CPU first.
+//   a machine with fewer free cores than threads the event loop still gets the CPU first; it does so
+//   after warm()'s jobs, before its first other one (thread-task.ts: nothing is served during start).
 // - Count jobs: a stage's big texts to count (middleware/perf/count-offload.ts: the ledger's new tool
 //   outputs of OFFLOAD_COUNT_MIN_CHARS or more) go through the same admission, fair queue, retry,
 //   poison hashes and failure budget as a render; the call's render job comes after its count
@@ -44,13 +45,20 @@ import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { GatewayError } from '../../middleware/errors.ts';
 import { DEFAULT_BLOCK_SIZE, DEFAULT_HASH_SEED } from '../../kvplanner/block-hash.ts';
-import type { CountJob, CountOffload, CountReply } from '../../middleware/perf/count-offload.ts';
+import type { CountOffload, CountReply } from '../../middleware/perf/count-offload.ts';
 import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/tokens/render-tokens.ts';
 import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
 import { addThreadCounts } from './thread-counts.ts';
-import { isCountJob, WAKE_TOKENIZER, type ThreadCountReply, type ThreadData, type ThreadReply } from './thread-task.ts';
+import {
+  isCountJob,
+  type ThreadCountReply,
+  type ThreadData,
+  type ThreadJob,
+  type ThreadReply,
+  WAKE_TOKENIZER,
+} from './thread-task.ts';
 
 const THREAD = new URL('./thread.mjs', import.meta.url).href;
 /** A thread idle this long is ended (Piscina restarts it on the next job; its caches go with it). */
@@ -99,7 +107,7 @@ export function defaultThreads(): number {
 }
 
 /** What a thread runs: a render job, or a stage's count job (same queue, limits and retries). */
-type PoolJob = OffloadJob | CountJob;
+type PoolJob = ThreadJob;
 
 interface Lane {
   pool: Piscina<PoolJob, ThreadReply | ThreadCountReply>;
@@ -141,9 +149,11 @@ const WAKE_JOB: OffloadJob = {
   seed: DEFAULT_HASH_SEED,
 };
 
-/** A small render + tokenise job: the thread loads the tokenizer and renders a plain conversation. */
-function warmJob(p: WarmProbe): OffloadJob {
+/** A small render + tokenise job: the thread loads the tokenizer and renders a plain conversation
+ *  (at the process's priority: a start-up job). */
+function warmJob(p: WarmProbe): ThreadJob {
   return {
+    startUp: true,
     tokenizer: p.tokenizer,
     chatTemplateFile: p.chatTemplateFile,
     input: {

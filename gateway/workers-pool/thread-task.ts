@@ -19,8 +19,16 @@ export interface ThreadData {
 
 // On Linux, setpriority(PRIO_PROCESS, 0) applies to the calling thread only: this thread yields the
 // CPU to the event loop. Elsewhere it would renice the whole process, so it is not called there.
+// Not at the thread's start but before its first job that is not a start-up one: the gateway awaits
+// the start-up jobs (pool.warm(): the tokenizer's load and a test render) before it listens, so
+// nothing waits on the event loop then, and at nice 10 on a busy host that load got a tenth of a
+// core (a gateway start went from 25 to 181 s under load).
 const data = Piscina.workerData as ThreadData | undefined;
-if (process.platform === 'linux' && data?.nice) {
+let reniced = false;
+function renice(): void {
+  if (reniced) return;
+  reniced = true;
+  if (process.platform !== 'linux' || !data?.nice) return;
   try {
     setPriority(0, data.nice);
   } catch {
@@ -37,13 +45,18 @@ export type ThreadReply = OffloadReply & { counts?: ThreadCounts };
 /** A count job's reply, with the same counters. */
 export type ThreadCountReply = CountReply & { counts?: ThreadCounts };
 
+/** What a thread runs: a render job, or a stage's count job; `startUp`: one of warm()'s jobs, run
+ *  before the gateway listens, at the process's priority (see renice). */
+export type ThreadJob = (OffloadJob | CountJob) & { startUp?: true };
+
 /** A count job, not a render job. */
 export const isCountJob = (job: OffloadJob | CountJob): job is CountJob => 'texts' in job;
 
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
-export default async function task(job: OffloadJob | CountJob): Promise<ThreadReply | ThreadCountReply> {
+export default async function task(job: ThreadJob): Promise<ThreadReply | ThreadCountReply> {
+  if (!job.startUp) renice();
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
