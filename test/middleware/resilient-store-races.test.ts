@@ -4,54 +4,20 @@
 // read its local copy and before the write reaches Redis. Real redis-server; a third store reads
 // what other replicas would.
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
 import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
 import { noteState } from '../fixtures/session-state.ts';
+import { replicaRig } from '../helpers/store-replica.ts';
 import { until } from '../helpers/until.ts';
 
-const url = inject('redisUrl');
-const opened: { close(): Promise<void> }[] = [];
-afterAll(async () => {
-  for (const s of opened) await s.close();
-});
+const rig = replicaRig(inject('redisUrl'));
+const { redis, replica } = rig;
+afterAll(() => rig.close());
 
 const state = (sessionId: string, calls: number, more: Partial<SessionState> = {}): SessionState => ({
   ...noteState(sessionId, calls, 300),
   ...more,
 });
-
-function redis(): RedisSessionStore {
-  const r = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
-  opened.push(r);
-  return r;
-}
-
-/** A replica: a resilient store over Redis behind an outage switch, with a hook run once inside the
- * next write-back's write (before it reaches Redis). */
-function replica(versionsPerTenant?: number) {
-  const primary = redis();
-  const sw = { down: false, inWriteBack: undefined as (() => Promise<void>) | undefined };
-  const fail = () => Promise.reject(new Error('ECONNREFUSED'));
-  const store: SessionStore = {
-    get: (t, i) => (sw.down ? fail() : primary.get(t, i)),
-    put: (st) => (sw.down ? fail() : primary.put(st)),
-    putUnlessNewer: async (st) => {
-      if (sw.down) return fail();
-      const hook = sw.inWriteBack;
-      sw.inWriteBack = undefined;
-      if (hook) await hook();
-      return primary.putUnlessNewer(st);
-    },
-    delete: (t, i) => (sw.down ? fail() : primary.delete(t, i)),
-    deleteUnlessNewer: (t, i, since) => (sw.down ? fail() : primary.deleteUnlessNewer(t, i, since)),
-    list: (t, l) => primary.list(t, l),
-    close: () => primary.close(),
-  };
-  const r = new ResilientSessionStore(store, { timeoutMs: 60_000, versionsPerTenant });
-  opened.push(r);
-  return Object.assign(sw, { r });
-}
 
 const reader = redis();
 
@@ -109,7 +75,6 @@ describe('a write answered only after the timeout still landed', () => {
     };
     const timeoutMs = 60_000;
     const r = new ResilientSessionStore(store, { timeoutMs });
-    opened.push(r);
     await r.put(state('late', 1));
     let release = () => {};
     sw.hold = new Promise<void>((res) => (release = res));

@@ -6,46 +6,20 @@
 // ahead at equal calls, and two replicas' outages from the same version. Real redis-server, two
 // writers (and a third store that reads what other replicas would).
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { RedisSessionStore, redisKey } from '../../middleware/session/redis-store.ts';
-import { ResilientSessionStore } from '../../middleware/session/resilient-store.ts';
-import type { SessionState, SessionStore } from '../../middleware/session/store.ts';
+import { redisKey } from '../../middleware/session/redis-store.ts';
+import type { SessionState } from '../../middleware/session/store.ts';
 import { noteState } from '../fixtures/session-state.ts';
+import { replicaRig } from '../helpers/store-replica.ts';
 import { until } from '../helpers/until.ts';
 
-const url = inject('redisUrl');
-const opened: { close(): Promise<void> }[] = [];
-afterAll(async () => {
-  for (const s of opened) await s.close();
-});
+const rig = replicaRig(inject('redisUrl'));
+const { redis, replica } = rig;
+afterAll(() => rig.close());
 
 const state = (sessionId: string, calls: number, more: Partial<SessionState> = {}): SessionState => ({
   ...noteState(sessionId, calls, 500),
   ...more,
 });
-
-function redis(): RedisSessionStore {
-  const r = new RedisSessionStore({ url, commandTimeoutMs: 60_000 });
-  opened.push(r);
-  return r;
-}
-
-/** A replica: a resilient store over Redis behind an outage switch (`down`). */
-function replica(versionsPerTenant?: number) {
-  const primary = redis();
-  const sw = { down: false };
-  const fail = () => Promise.reject(new Error('ECONNREFUSED'));
-  const store: SessionStore = {
-    get: (t, i) => (sw.down ? fail() : primary.get(t, i)),
-    put: (st) => (sw.down ? fail() : primary.put(st)),
-    putUnlessNewer: (st) => (sw.down ? fail() : primary.putUnlessNewer(st)),
-    delete: (t, i) => primary.delete(t, i),
-    list: (t, l) => primary.list(t, l),
-    close: () => primary.close(),
-  };
-  const r = new ResilientSessionStore(store, { timeoutMs: 60_000, versionsPerTenant });
-  opened.push(r);
-  return Object.assign(sw, { r });
-}
 
 const reader = redis();
 
