@@ -4,10 +4,16 @@
 // (`seq`, from next()), so that a write-back or a write that answers late clears it only if nothing
 // marked it again meanwhile (else a newer state saved during the write-back, or a delete, was never
 // written back).
-// Bounds: tombstones per tenant (the gateway passes its per-tenant session quota; the tenant's
-// oldest delete is forgotten first, so one tenant's deletes never drop another's). A state mark
-// needs no bound of its own: it stands for a state in the bounded local store, and a session the
-// tenant quota evicts is deleted, which turns its mark into a tombstone.
+// Bounds: per tenant, kept states and tombstones each at most `perTenant` (the gateway passes its
+// per-tenant session quota); past it the tenant's least recently marked of that kind is forgotten,
+// so one tenant's marks never drop another's. A state mark needs its own bound although it stands
+// for a state in the bounded local store: the local copy expires (memory-store.ts, 6 h TTL) or is
+// evicted without the mark hearing of it, and the mark stays until a write-back reaches it (drain
+// clears a mark whose copy is gone), i.e. after the outage; without the quota in front (the store
+// alone) an outage longer than the TTL grew marks without end. A forgotten state mark is not
+// written back (the primary keeps what it had); a forgotten tombstone is not deleted there (the
+// state it deleted may come back after the outage). Behind the gateway's quota a tenant holds at
+// most that many sessions, so no state mark of a live session is forgotten.
 // Complexity: every operation O(1) (first(n): O(n)).
 export interface DirtyMark {
   readonly tenant: string;
@@ -25,12 +31,16 @@ export const keyOf = (tenant: string, sessionId: string): string => `${tenant}\u
 
 export class DirtyMarks {
   private readonly marks = new Map<string, DirtyMark>();
-  /** Per tenant, its tombstones by session id, oldest first (a Map, not an LRUCache: that
-   * allocates its whole capacity up front, and most tenants never hold a tombstone). */
-  private readonly tombs = new Map<string, Map<string, DirtyMark>>();
+  /** Kept states, per tenant, least recently marked first. */
+  private readonly states: TenantMarks;
+  /** Tombstones, per tenant, least recently marked first. */
+  private readonly tombs: TenantMarks;
   private seq = 0;
 
-  constructor(private readonly tombsPerTenant: number) {}
+  constructor(perTenant: number) {
+    this.states = new TenantMarks(perTenant);
+    this.tombs = new TenantMarks(perTenant);
+  }
 
   get size(): number {
     return this.marks.size;
@@ -60,17 +70,19 @@ export class DirtyMarks {
    * later ones, or a state saved after a kept delete, continue what the mark already continues. */
   markState(tenant: string, sessionId: string, seq: number, base: number | undefined): void {
     const key = keyOf(tenant, sessionId);
-    const d = this.marks.get(key);
+    let d = this.marks.get(key);
     if (d === undefined) {
-      this.marks.set(key, { tenant, sessionId, base, seq, deleted: false });
-      return;
+      d = { tenant, sessionId, base, seq, deleted: false };
+      this.marks.set(key, d);
+    } else {
+      if (d.seq > seq) return;
+      d.seq = seq;
+      if (d.deleted) {
+        d.deleted = false;
+        this.tombs.remove(d);
+      }
     }
-    if (d.seq > seq) return;
-    d.seq = seq;
-    if (d.deleted) {
-      d.deleted = false;
-      this.forgetTomb(d);
-    }
+    this.forget(this.states.add(d));
   }
 
   /** A delete (at `seq`) the primary may not have had; it continues what a kept state's mark
@@ -83,21 +95,10 @@ export class DirtyMarks {
       this.marks.set(key, d);
     } else {
       d.seq = seq;
+      if (!d.deleted) this.states.remove(d);
       d.deleted = true;
     }
-    let t = this.tombs.get(tenant);
-    if (t === undefined) {
-      t = new Map();
-      this.tombs.set(tenant, t);
-    }
-    t.delete(sessionId); // newest last
-    t.set(sessionId, d);
-    if (t.size <= this.tombsPerTenant) return;
-    // the tenant's oldest delete forgotten (its old state may come back after the outage)
-    // (a session in `tombs` is always a deleted mark: markState and clearIf take it out)
-    const id = t.keys().next().value as string;
-    t.delete(id);
-    this.marks.delete(keyOf(tenant, id));
+    this.forget(this.tombs.add(d));
   }
 
   /** Clears the mark if it still stands for the write at `seq` (else a later write or delete
@@ -106,7 +107,7 @@ export class DirtyMarks {
     const d = this.marks.get(key);
     if (d === undefined || d.seq !== seq) return false;
     this.marks.delete(key);
-    if (d.deleted) this.forgetTomb(d);
+    (d.deleted ? this.tombs : this.states).remove(d);
     return true;
   }
 
@@ -120,10 +121,39 @@ export class DirtyMarks {
     else if (version !== undefined && (d.base === undefined || version > d.base)) d.base = version;
   }
 
-  private forgetTomb(d: DirtyMark): void {
-    const t = this.tombs.get(d.tenant);
+  /** A mark its tenant's bound pushed out (its write is not written back). */
+  private forget(d: DirtyMark | undefined): void {
+    if (d !== undefined) this.marks.delete(keyOf(d.tenant, d.sessionId));
+  }
+}
+
+/** One kind of mark per tenant by session id, in a Map's insertion order (least recently marked
+ * first; re-adding moves a mark last), at most `perTenant` each. A Map, not an LRUCache: that
+ * allocates its whole capacity up front, and most tenants never hold a mark. */
+class TenantMarks {
+  private readonly byTenant = new Map<string, Map<string, DirtyMark>>();
+
+  constructor(private readonly perTenant: number) {}
+
+  /** Adds `d` as its tenant's most recent; the tenant's oldest, if that put it over the bound. */
+  add(d: DirtyMark): DirtyMark | undefined {
+    let t = this.byTenant.get(d.tenant);
+    if (t === undefined) {
+      t = new Map();
+      this.byTenant.set(d.tenant, t);
+    }
+    t.delete(d.sessionId); // newest last
+    t.set(d.sessionId, d);
+    if (t.size <= this.perTenant) return undefined;
+    const [id, oldest] = t.entries().next().value as [string, DirtyMark];
+    t.delete(id);
+    return oldest;
+  }
+
+  remove(d: DirtyMark): void {
+    const t = this.byTenant.get(d.tenant);
     if (t === undefined) return;
     t.delete(d.sessionId);
-    if (t.size === 0) this.tombs.delete(d.tenant);
+    if (t.size === 0) this.byTenant.delete(d.tenant);
   }
 }

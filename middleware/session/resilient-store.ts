@@ -30,18 +30,18 @@ import type { StoreLog } from './redis-store.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
 export const MAX_WRITEBACK_PER_CALL = 16;
-/** Sessions per tenant whose last read or written primary write version is kept, and deletes per
- * tenant kept for write-back (the gateway passes its per-tenant session quota, as the local store's;
- * a version forgotten counts as continuing none: its write-back yields to any state; a delete
- * forgotten is not written back). Per tenant, so one tenant's many sessions never make another's
- * outage writes yield. */
+/** Sessions per tenant whose last read or written primary write version is kept, and states and
+ * deletes per tenant kept for write-back (the gateway passes its per-tenant session quota, as the
+ * local store's; a version forgotten counts as continuing none: its write-back yields to any state;
+ * a state or delete forgotten is not written back, dirty-marks.ts). Per tenant, so one tenant's
+ * many sessions never make another's outage writes yield or be forgotten. */
 export const DEFAULT_VERSIONS_KEPT = DEFAULT_MAX_SESSIONS;
 
 export interface ResilientStoreOptions {
   local?: SessionStore;
   timeoutMs?: number;
   log?: StoreLog;
-  /** Write versions, and deletes to write back, kept per tenant (default DEFAULT_VERSIONS_KEPT). */
+  /** Write versions, and states and deletes to write back, kept per tenant (default DEFAULT_VERSIONS_KEPT). */
   versionsPerTenant?: number;
 }
 

@@ -1,0 +1,52 @@
+// The resilient session store's marks (dirty-marks.ts) as its callers see them: the states kept for
+// write-back are bounded per tenant on their own (an outage longer than the local store's TTL left
+// a mark per session put during it, its local copy long expired).
+// Real redis-server; a third store reads what other replicas would.
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { SessionState } from '../../middleware/session/store.ts';
+import { noteState } from '../fixtures/session-state.ts';
+import { replicaRig } from '../helpers/store-replica.ts';
+
+const rig = replicaRig(inject('redisUrl'));
+const { redis, replica } = rig;
+afterAll(() => rig.close());
+
+const state = (tenant: string, sessionId: string, calls: number): SessionState => ({
+  ...noteState(sessionId, calls, 200),
+  tenant,
+});
+const reader = redis();
+
+/** Write-backs until nothing is pending (each call writes at most a bounded batch). */
+async function drain(r: Awaited<ReturnType<typeof replica>>['r']): Promise<void> {
+  for (let i = 0; i < 10 && r.pendingWriteBacks > 0; i++) await r.writeBack();
+  expect(r.pendingWriteBacks).toBe(0);
+}
+
+describe('states kept for write-back are bounded per tenant', () => {
+  it("past the bound a tenant's least recently marked state is forgotten; another tenant's stay", async () => {
+    const a = replica(2);
+    for (const id of ['b-0', 'b-1']) await a.r.put(state('bt', id, 1));
+    await a.r.put(state('bu', 'b-u', 1));
+    a.down = true;
+    await a.r.put(state('bu', 'b-u', 2));
+    await a.r.put(state('bt', 'b-0', 2));
+    await a.r.put(state('bt', 'b-1', 2));
+    await a.r.put(state('bt', 'b-0', 3)); // marked again: bt's most recent, b-1 its oldest
+    await a.r.put(state('bt', 'b-2', 1)); // a session started during the outage
+    expect(a.r.pendingWriteBacks).toBe(3); // bt's b-0 and b-2, bu's b-u
+    a.down = false;
+    await drain(a.r);
+    expect((await reader.get('bu', 'b-u'))?.calls).toBe(2);
+    expect((await reader.get('bt', 'b-0'))?.calls).toBe(3);
+    expect((await reader.get('bt', 'b-2'))?.calls).toBe(1);
+    expect((await reader.get('bt', 'b-1'))?.calls).toBe(1); // its outage state forgotten
+    // a long outage: marks stay at the bound however many sessions the tenant starts
+    a.down = true;
+    for (let i = 0; i < 50; i++) await a.r.put(state('bt', `b-new-${i}`, 1));
+    expect(a.r.pendingWriteBacks).toBe(2);
+    a.down = false;
+    await drain(a.r);
+    expect((await reader.list('bt', 100)).sort()).toEqual(['b-0', 'b-1', 'b-2', 'b-new-48', 'b-new-49']);
+  });
+});
