@@ -121,11 +121,18 @@ export class DirtyMarks {
     else if (version !== undefined && (d.base === undefined || version > d.base)) d.base = version;
   }
 
+  /** The tenant's sessions with a kept delete (by session id; empty when none). */
+  deletedOf(tenant: string): ReadonlyMap<string, DirtyMark> {
+    return this.tombs.of(tenant);
+  }
+
   /** A mark its tenant's bound pushed out (its write is not written back). */
   private forget(d: DirtyMark | undefined): void {
     if (d !== undefined) this.marks.delete(keyOf(d.tenant, d.sessionId));
   }
 }
+
+const NONE: ReadonlyMap<string, DirtyMark> = new Map();
 
 /** One kind of mark per tenant by session id, in a Map's insertion order (least recently marked
  * first; re-adding moves a mark last), at most `perTenant` each. A Map, not an LRUCache: that
@@ -148,6 +155,10 @@ class TenantMarks {
     const [id, oldest] = t.entries().next().value as [string, DirtyMark];
     t.delete(id);
     return oldest;
+  }
+
+  of(tenant: string): ReadonlyMap<string, DirtyMark> {
+    return this.byTenant.get(tenant) ?? NONE;
   }
 
   remove(d: DirtyMark): void {

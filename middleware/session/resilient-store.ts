@@ -24,7 +24,7 @@
 // the kept state nor the older stored one comes back after the outage.
 import { LRUCache } from 'lru-cache';
 import { DirtyMarks, keyOf } from './dirty-marks.ts';
-import { DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
+import { DEFAULT_LIST_LIMIT, DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
 
@@ -199,10 +199,17 @@ export class ResilientSessionStore implements SessionStore {
     return p;
   }
 
-  async list(tenant: string, limit?: number): Promise<string[]> {
-    const r = await this.tryPrimary('list', () => this.primary.list(tenant, limit));
-    if (r.ok) return r.value;
-    return this.local.list(tenant, limit).catch(() => []);
+  /** The primary's list without the sessions this replica deleted and the primary may still hold
+   * (asked for as many more, so a full page stays full); the local one while the primary fails. A
+   * kept delete that yields to another replica's newer write (get shows that state) hides the
+   * session here until its write-back, which this answer starts, settles it. */
+  async list(tenant: string, limit = DEFAULT_LIST_LIMIT): Promise<string[]> {
+    const more = this.dirty.deletedOf(tenant).size;
+    const r = await this.tryPrimary('list', () => this.primary.list(tenant, limit + more));
+    if (!r.ok) return this.local.list(tenant, limit).catch(() => []);
+    void this.writeBack();
+    const deleted = this.dirty.deletedOf(tenant);
+    return (deleted.size === 0 ? r.value : r.value.filter((id) => !deleted.has(id))).slice(0, limit);
   }
 
   /** Writes locally-held states back to the primary (bounded per call; the count written, a state

@@ -1,6 +1,7 @@
-// The resilient session store's marks (dirty-marks.ts) as its callers see them: the states kept for
-// write-back are bounded per tenant on their own (an outage longer than the local store's TTL left
-// a mark per session put during it, its local copy long expired).
+// The resilient session store's marks (dirty-marks.ts) as its callers see them: list() never shows
+// a session this replica deleted while the primary still holds it (its delete not yet written
+// back), and the states kept for write-back are bounded per tenant on their own (an outage longer
+// than the local store's TTL left a mark per session put during it, its local copy long expired).
 // Real redis-server; a third store reads what other replicas would.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { SessionState } from '../../middleware/session/store.ts';
@@ -22,6 +23,31 @@ async function drain(r: Awaited<ReturnType<typeof replica>>['r']): Promise<void>
   for (let i = 0; i < 10 && r.pendingWriteBacks > 0; i++) await r.writeBack();
   expect(r.pendingWriteBacks).toBe(0);
 }
+
+describe('list() after a delete the primary has not had', () => {
+  it('does not show the deleted session, before or after the write-back', async () => {
+    const a = replica();
+    for (const id of ['l-keep', 'l-gone']) await a.r.put(state('lt', id, 1));
+    a.down = true;
+    await a.r.delete('lt', 'l-gone');
+    expect(await a.r.list('lt')).toEqual(['l-keep']); // the local store's list
+    a.down = false;
+    expect((await reader.list('lt')).sort()).toEqual(['l-gone', 'l-keep']); // Redis still holds it
+    expect(await a.r.list('lt')).toEqual(['l-keep']);
+    await drain(a.r);
+    expect(await reader.list('lt')).toEqual(['l-keep']);
+    expect(await a.r.list('lt')).toEqual(['l-keep']);
+  });
+
+  it('a full page stays full: the hidden sessions do not take the places of listed ones', async () => {
+    const a = replica();
+    for (let i = 0; i < 6; i++) await a.r.put(state('lp', `lp-${i}`, 1));
+    a.down = true;
+    for (let i = 0; i < 3; i++) await a.r.delete('lp', `lp-${i}`);
+    a.down = false;
+    expect((await a.r.list('lp', 3)).sort()).toEqual(['lp-3', 'lp-4', 'lp-5']);
+  });
+});
 
 describe('states kept for write-back are bounded per tenant', () => {
   it("past the bound a tenant's least recently marked state is forgotten; another tenant's stay", async () => {
