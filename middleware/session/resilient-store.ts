@@ -21,7 +21,9 @@
 // the primary may not have had (down, or a write of the session in flight that could land after it)
 // leaves a tombstone: reads treat the session as deleted, and the write-back deletes it in the
 // primary unless a write landed after the one the delete continues (deleteUnlessNewer), so neither
-// the kept state nor the older stored one comes back after the outage.
+// the kept state nor the older stored one comes back after the outage. A put and a delete of one
+// session at once: the one called last wins in whichever order they reach the primary (a write that
+// lands while a delete called before it is unanswered leaves its state owed until the delete is).
 import { LRUCache } from 'lru-cache';
 import { DirtyMarks, keyOf } from './dirty-marks.ts';
 import { DEFAULT_LIST_LIMIT, DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
@@ -53,7 +55,7 @@ export class ResilientSessionStore implements SessionStore {
   private readonly log: StoreLog;
   /** Sessions with writes (states or deletes) the primary has not had. */
   private readonly dirty: DirtyMarks;
-  /** Per session, the primary writes of it this replica has not had an answer to yet. */
+  /** Per session, the primary writes and deletes of it this replica has not had an answer to yet. */
   private readonly flying = new Map<string, number>();
   /** Per tenant, per session: the primary's write version this replica last read or wrote. */
   private readonly versions = new Map<string, LRUCache<string, number>>();
@@ -150,7 +152,7 @@ export class ResilientSessionStore implements SessionStore {
     this.dirty.markDeleted(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
     this.versions.get(tenant)?.delete(sessionId);
     await this.local.delete(tenant, sessionId).catch(() => undefined);
-    const r = await this.tryPrimary('delete', () => this.primary.delete(tenant, sessionId));
+    const r = await this.tryPrimary('delete', () => this.track(key, () => this.primary.delete(tenant, sessionId)));
     // done, unless a write of the session sent before it may still land after it
     if (r.ok && !this.flying.has(key)) this.dirty.clearIf(key, seq);
   }
@@ -177,11 +179,20 @@ export class ResilientSessionStore implements SessionStore {
   }
 
   private wrote(st: SessionState, seq: number): void {
-    if (st.version !== undefined) this.setVersion(st.tenant, st.sessionId, st.version);
-    this.dirty.landed(keyOf(st.tenant, st.sessionId), seq, st.version);
+    const { tenant, sessionId } = st;
+    if (st.version !== undefined) this.setVersion(tenant, sessionId, st.version);
+    const key = keyOf(tenant, sessionId);
+    const d = this.dirty.get(key);
+    // A delete made before this write and not answered yet may reach the primary after it (held,
+    // retried, another connection): the state is owed again, its write-back refused if the
+    // primary holds this write (the delete reached it first), else written over the delete.
+    if (d?.deleted === true && d.seq < seq && this.flying.has(key))
+      this.dirty.markState(tenant, sessionId, seq, d.base);
+    else this.dirty.landed(key, seq, st.version);
   }
 
-  /** f's promise, counted in `flying` for `key` until it settles (a timed-out write may land later). */
+  /** f's promise, counted in `flying` for `key` until it settles (a timed-out write may land later;
+   * a write or delete counted here may reach the primary after one sent later). */
   private track<T>(key: string, f: () => Promise<T>): Promise<T> {
     this.flying.set(key, (this.flying.get(key) ?? 0) + 1);
     const settled = (): void => {

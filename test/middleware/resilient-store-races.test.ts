@@ -170,3 +170,48 @@ describe('a delete the primary did not have wins over the kept and the stored st
     await drain(a.r);
   });
 });
+
+describe('a put and a delete of one session at the same instant', () => {
+  // The quota deleting a session (another session's put pushed it out) while the session's own put
+  // is in flight, or a session started again while its delete is. Whichever the store was called
+  // with last wins, in Redis and in the replica, in every order the two writes reach Redis.
+  it('called in one turn, the put first: the delete wins', async () => {
+    const a = replica();
+    await a.r.put(state('pd-put-first', 1));
+    await Promise.all([a.r.put(state('pd-put-first', 2)), a.r.delete('t', 'pd-put-first')]);
+    await drain(a.r);
+    expect(await reader.get('t', 'pd-put-first')).toBeUndefined();
+    expect(await a.r.get('t', 'pd-put-first')).toBeUndefined();
+  });
+
+  it('called in one turn, the delete first: the put wins (the session started again)', async () => {
+    const a = replica();
+    await a.r.put(state('pd-del-first', 4));
+    await Promise.all([a.r.delete('t', 'pd-del-first'), a.r.put(state('pd-del-first', 1, { model: 'again' }))]);
+    await drain(a.r);
+    expect((await reader.get('t', 'pd-del-first'))?.model).toBe('again');
+    expect((await a.r.get('t', 'pd-del-first'))?.model).toBe('again');
+  });
+
+  it('the put first, its write reaching Redis after the DEL (a retried write): the delete wins', async () => {
+    const a = replica();
+    await a.r.put(state('pd-put-late', 1));
+    // the delete is made, Redis answering it, while the put's write is held
+    a.inPut = () => a.r.delete('t', 'pd-put-late');
+    await a.r.put(state('pd-put-late', 2)); // its write landed last: the delete is owed again
+    await drain(a.r);
+    expect(await reader.get('t', 'pd-put-late')).toBeUndefined();
+    expect(await a.r.get('t', 'pd-put-late')).toBeUndefined();
+  });
+
+  it('the delete first, its DEL reaching Redis after the put’s write: the put wins', async () => {
+    const a = replica();
+    await a.r.put(state('pd-del-late', 4));
+    // the session's next put is made, Redis answering it, while the delete's DEL is held
+    a.inDelete = () => a.r.put(state('pd-del-late', 1, { model: 'again' }));
+    await a.r.delete('t', 'pd-del-late'); // its DEL landed last: the state is owed again
+    await drain(a.r);
+    expect((await reader.get('t', 'pd-del-late'))?.model).toBe('again');
+    expect((await a.r.get('t', 'pd-del-late'))?.model).toBe('again');
+  });
+});
