@@ -8,6 +8,10 @@
 // as the write from the next turn of the event loop did before the gate. Each twice: a short body
 // (one buffer upstream) and one over SPLICE_PIECES_MIN_BYTES (sent in pieces, proxy/body.ts: the
 // gate opens when undici wrote the last piece, or at the worker's answer or failure).
+// No render pool (`render_pool.threads: 0`): no call here reaches its threshold (the longest system
+// prompt is ~8 k characters, DEFAULT_OFFLOAD_MIN_CHARS 16 k), so the pool tested nothing, yet each
+// of the 8 gateways started threads that loaded the tokenizer before listening (25 s a run, 181 s
+// under load).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
@@ -25,6 +29,7 @@ const TENANT = 'default';
 const REDIS_TIMEOUT_MS = 30_000;
 type Gateway = Awaited<ReturnType<typeof startAssembledGateway>>;
 
+const NO_POOL = { threads: 0 };
 /** Replicas of one deployment share the salt secret. */
 const SALT_SECRET = randomUUID();
 const short = 'You are a careful coding agent. Explain each step. '.repeat(20);
@@ -64,6 +69,7 @@ for (const [how, system] of SYSTEMS) {
           health: { interval_ms: 0 },
           redis: { url: redisUrl },
           tenancy: { cache_salt_secret: SALT_SECRET },
+          render_pool: NO_POOL,
           models: [{ name: model, tokenizer: 'qwen3', workers: [{ url: up.url, id: 'w0' }] }],
         });
         replicas.push(
@@ -110,6 +116,7 @@ for (const [how, system] of SYSTEMS) {
           listen: { host: '127.0.0.1', port: 0 },
           health: { interval_ms: 0 },
           upstream: { attempts: 1 },
+          render_pool: NO_POOL,
           models: [{ name: model, tokenizer: 'qwen3', workers: [{ url, id: 'w0' }] }],
         });
       gw = await startAssembledGateway(cfg(up.url), { logger: false, reporting: false, tracing: null });
