@@ -24,11 +24,11 @@
 // the kept state nor the older stored one comes back after the outage. A put and a delete of one
 // session at once: the one called last wins in whichever order they reach the primary (a write that
 // lands while a delete called before it is unanswered leaves its state owed until the delete is).
-import { LRUCache } from 'lru-cache';
 import { DirtyMarks, keyOf } from './dirty-marks.ts';
 import { DEFAULT_LIST_LIMIT, DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
 import type { StoreLog } from './redis-store.ts';
+import { TenantVersions } from './tenant-versions.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
 export const MAX_WRITEBACK_PER_CALL = 16;
@@ -58,8 +58,7 @@ export class ResilientSessionStore implements SessionStore {
   /** Per session, the primary writes and deletes of it this replica has not had an answer to yet. */
   private readonly flying = new Map<string, number>();
   /** Per tenant, per session: the primary's write version this replica last read or wrote. */
-  private readonly versions = new Map<string, LRUCache<string, number>>();
-  private readonly versionsPerTenant: number;
+  private readonly versions: TenantVersions;
   private healthy = true;
   /** The write-back running now, shared by whoever asks for one meanwhile. */
   private writing: Promise<number> | undefined;
@@ -71,17 +70,9 @@ export class ResilientSessionStore implements SessionStore {
     this.local = opts.local ?? new MemorySessionStore();
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_PRIMARY_TIMEOUT_MS;
     this.log = opts.log ?? (() => undefined);
-    this.versionsPerTenant = opts.versionsPerTenant ?? DEFAULT_VERSIONS_KEPT;
-    this.dirty = new DirtyMarks(this.versionsPerTenant);
-  }
-
-  private setVersion(tenant: string, sessionId: string, v: number): void {
-    let t = this.versions.get(tenant);
-    if (t === undefined) {
-      t = new LRUCache<string, number>({ max: this.versionsPerTenant });
-      this.versions.set(tenant, t);
-    }
-    t.set(sessionId, v);
+    const perTenant = opts.versionsPerTenant ?? DEFAULT_VERSIONS_KEPT;
+    this.versions = new TenantVersions(perTenant);
+    this.dirty = new DirtyMarks(perTenant);
   }
 
   /** Whether the last primary operation succeeded. */
@@ -129,7 +120,7 @@ export class ResilientSessionStore implements SessionStore {
     const remote = r.value;
     if (!remote) return local;
     const d = this.dirty.get(keyOf(tenant, sessionId));
-    if (remote.version !== undefined) this.setVersion(tenant, sessionId, remote.version);
+    if (remote.version !== undefined) this.versions.set(tenant, sessionId, remote.version);
     // a kept delete: the stored state is the deleted one, unless written after what the delete continues
     if (!local && d?.deleted !== true) return remote;
     if (remote.version === undefined) return local && d?.deleted !== true ? newer(local, remote) : local;
@@ -142,15 +133,15 @@ export class ResilientSessionStore implements SessionStore {
     await this.local.put(state).catch(() => undefined);
     const r = await this.writeThrough('put', state, seq, () => this.primary.put(state).then(() => true));
     if (r.ok) void this.writeBack();
-    else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
+    else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
     const key = keyOf(tenant, sessionId);
     const seq = this.dirty.next();
     // marked before any await: a write-back or a put answering meanwhile sees the delete
-    this.dirty.markDeleted(tenant, sessionId, seq, this.versions.get(tenant)?.get(sessionId));
-    this.versions.get(tenant)?.delete(sessionId);
+    this.dirty.markDeleted(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
+    this.versions.delete(tenant, sessionId);
     await this.local.delete(tenant, sessionId).catch(() => undefined);
     const r = await this.tryPrimary('delete', () => this.track(key, () => this.primary.delete(tenant, sessionId)));
     // done, unless a write of the session sent before it may still land after it
@@ -180,7 +171,7 @@ export class ResilientSessionStore implements SessionStore {
 
   private wrote(st: SessionState, seq: number): void {
     const { tenant, sessionId } = st;
-    if (st.version !== undefined) this.setVersion(tenant, sessionId, st.version);
+    if (st.version !== undefined) this.versions.set(tenant, sessionId, st.version);
     const key = keyOf(tenant, sessionId);
     const d = this.dirty.get(key);
     // A delete made before this write and not answered yet may reach the primary after it (held,

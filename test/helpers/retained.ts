@@ -18,6 +18,16 @@ export function retainedMb(fill: () => void): number {
   return (process.memoryUsage().heapUsed - before) / 1e6;
 }
 
+/** Heap (MB) still held after the async `fill` and two full collections. */
+export async function retainedMbAfter(fill: () => Promise<void>): Promise<number> {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  await fill();
+  gc();
+  gc();
+  return (process.memoryUsage().heapUsed - before) / 1e6;
+}
+
 /** What `count` 20-character slices of `text(i)` held as plain views retain (MB); released after. */
 export function viewsHeldMb(count: number, text: (i: number) => string): number {
   const views: string[] = [];

@@ -1,11 +1,13 @@
 // The resilient session store's marks (dirty-marks.ts) as its callers see them: list() never shows
 // a session this replica deleted while the primary still holds it (its delete not yet written
-// back), and the states kept for write-back are bounded per tenant on their own (an outage longer
-// than the local store's TTL left a mark per session put during it, its local copy long expired).
+// back), the states kept for write-back are bounded per tenant on their own (an outage longer
+// than the local store's TTL left a mark per session put during it, its local copy long expired),
+// and a tenant's memory of write versions grows with its sessions, not with its quota.
 // Real redis-server; a third store reads what other replicas would.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { SessionState } from '../../middleware/session/store.ts';
 import { noteState } from '../fixtures/session-state.ts';
+import { retainedMbAfter } from '../helpers/retained.ts';
 import { replicaRig } from '../helpers/store-replica.ts';
 
 const rig = replicaRig(inject('redisUrl'));
@@ -74,5 +76,18 @@ describe('states kept for write-back are bounded per tenant', () => {
     a.down = false;
     await drain(a.r);
     expect((await reader.list('bt', 100)).sort()).toEqual(['b-0', 'b-1', 'b-2', 'b-new-48', 'b-new-49']);
+  });
+});
+
+describe('write versions are remembered per tenant', () => {
+  it('a tenant with one session holds memory for one, not for its whole quota', async () => {
+    // An LRUCache a tenant (max: the quota, 10,000 by default) held ~164 KB of heap for each
+    // tenant that ever wrote one session (lru-cache allocates its capacity up front).
+    const a = replica();
+    const TENANTS = 200;
+    const mb = await retainedMbAfter(async () => {
+      for (let i = 0; i < TENANTS; i++) await a.r.put(state(`vt-${i}`, 'one', 1));
+    });
+    expect((mb * 1e3) / TENANTS, 'KB held a tenant').toBeLessThan(20); // an entry in each store: ~3 KB
   });
 });
