@@ -14,7 +14,11 @@
 // written back (the primary keeps what it had); a forgotten tombstone is not deleted there (the
 // state it deleted may come back after the outage). Behind the gateway's quota a tenant holds at
 // most that many sessions, so no state mark of a live session is forgotten.
-// Complexity: every operation O(1) (first(n): O(n)).
+// A state the primary refused (over its size limit, not an outage) keeps its mark, so this replica
+// reads its own copy rather than the older stored one, but is not written back: every write-back
+// tried it first, encoded it again, failed and stopped there, so after an outage no other session,
+// of any tenant, was ever written back. The session's next write tries the primary again.
+// Complexity: every operation O(1) (first(n): O(n + refused marks)).
 export interface DirtyMark {
   readonly tenant: string;
   readonly sessionId: string;
@@ -25,6 +29,9 @@ export interface DirtyMark {
   seq: number;
   /** A delete, not a state. */
   deleted: boolean;
+  /** The primary refused this state (over its size limit): not written back (each try would encode
+   * it again and fail) until a later write of the session marks it again. */
+  refused: boolean;
 }
 
 export const keyOf = (tenant: string, sessionId: string): string => `${tenant}\u0000${sessionId}`;
@@ -36,6 +43,7 @@ export class DirtyMarks {
   /** Tombstones, per tenant, least recently marked first. */
   private readonly tombs: TenantMarks;
   private seq = 0;
+  private refusedCount = 0;
 
   constructor(perTenant: number) {
     this.states = new TenantMarks(perTenant);
@@ -44,6 +52,11 @@ export class DirtyMarks {
 
   get size(): number {
     return this.marks.size;
+  }
+
+  /** Marks a write-back would write (all but the refused states). */
+  get owed(): number {
+    return this.marks.size - this.refusedCount;
   }
 
   /** The next local write's order: taken when the write begins, before any await. */
@@ -55,12 +68,12 @@ export class DirtyMarks {
     return this.marks.get(key);
   }
 
-  /** Up to `n` marks, oldest marked first. */
+  /** Up to `n` marks a write-back would write, oldest marked first. */
   first(n: number): DirtyMark[] {
     const out: DirtyMark[] = [];
     for (const m of this.marks.values()) {
       if (out.length >= n) break;
-      out.push(m);
+      if (!m.refused) out.push(m);
     }
     return out;
   }
@@ -72,11 +85,12 @@ export class DirtyMarks {
     const key = keyOf(tenant, sessionId);
     let d = this.marks.get(key);
     if (d === undefined) {
-      d = { tenant, sessionId, base, seq, deleted: false };
+      d = { tenant, sessionId, base, seq, deleted: false, refused: false };
       this.marks.set(key, d);
     } else {
       if (d.seq > seq) return;
       d.seq = seq;
+      this.unrefuse(d);
       if (d.deleted) {
         d.deleted = false;
         this.tombs.remove(d);
@@ -91,10 +105,11 @@ export class DirtyMarks {
     const key = keyOf(tenant, sessionId);
     let d = this.marks.get(key);
     if (d === undefined) {
-      d = { tenant, sessionId, base, seq, deleted: true };
+      d = { tenant, sessionId, base, seq, deleted: true, refused: false };
       this.marks.set(key, d);
     } else {
       d.seq = seq;
+      this.unrefuse(d);
       if (!d.deleted) this.states.remove(d);
       d.deleted = true;
     }
@@ -106,9 +121,18 @@ export class DirtyMarks {
   clearIf(key: string, seq: number): boolean {
     const d = this.marks.get(key);
     if (d === undefined || d.seq !== seq) return false;
-    this.marks.delete(key);
+    this.drop(d);
     (d.deleted ? this.tombs : this.states).remove(d);
     return true;
+  }
+
+  /** The primary refused the state written locally at `seq` (over its size limit): its mark, if it
+   * still stands for that write, is kept but not written back. */
+  refuse(key: string, seq: number): void {
+    const d = this.marks.get(key);
+    if (d === undefined || d.seq !== seq || d.deleted || d.refused) return;
+    d.refused = true;
+    this.refusedCount++;
   }
 
   /** A write of this replica that stands for the local write at `seq` landed in the primary as
@@ -128,7 +152,18 @@ export class DirtyMarks {
 
   /** A mark its tenant's bound pushed out (its write is not written back). */
   private forget(d: DirtyMark | undefined): void {
-    if (d !== undefined) this.marks.delete(keyOf(d.tenant, d.sessionId));
+    if (d !== undefined) this.drop(d);
+  }
+
+  private drop(d: DirtyMark): void {
+    this.marks.delete(keyOf(d.tenant, d.sessionId));
+    this.unrefuse(d);
+  }
+
+  private unrefuse(d: DirtyMark): void {
+    if (!d.refused) return;
+    d.refused = false;
+    this.refusedCount--;
   }
 }
 

@@ -27,7 +27,7 @@
 import { DirtyMarks, keyOf } from './dirty-marks.ts';
 import { DEFAULT_LIST_LIMIT, DEFAULT_MAX_SESSIONS, MemorySessionStore } from './memory-store.ts';
 import type { SessionState, SessionStore } from './store.ts';
-import type { StoreLog } from './redis-store.ts';
+import { StateTooLargeError, type StoreLog } from './redis-store.ts';
 import { TenantVersions } from './tenant-versions.ts';
 
 export const DEFAULT_PRIMARY_TIMEOUT_MS = 50;
@@ -60,6 +60,7 @@ export class ResilientSessionStore implements SessionStore {
   /** Per tenant, per session: the primary's write version this replica last read or wrote. */
   private readonly versions: TenantVersions;
   private healthy = true;
+  private refusedLogged = false;
   /** The write-back running now, shared by whoever asks for one meanwhile. */
   private writing: Promise<number> | undefined;
 
@@ -80,11 +81,17 @@ export class ResilientSessionStore implements SessionStore {
     return this.healthy;
   }
 
+  /** Sessions a write-back would write (a state the primary refused waits for its next write). */
   get pendingWriteBacks(): number {
-    return this.dirty.size;
+    return this.dirty.owed;
   }
 
-  private async tryPrimary<T>(op: string, f: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+  /** f through the timeout. `refused`: the primary answered, refusing the state (over its size
+   * limit): not an outage, so the primary stays healthy. */
+  private async tryPrimary<T>(
+    op: string,
+    f: () => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; refused?: true }> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const p = f();
@@ -100,6 +107,12 @@ export class ResilientSessionStore implements SessionStore {
       this.healthy = true;
       return { ok: true, value: value as T };
     } catch (err) {
+      if (err instanceof StateTooLargeError) {
+        if (!this.refusedLogged)
+          this.log("session state over the primary's size limit kept locally (logged once)", { op });
+        this.refusedLogged = true;
+        return { ok: false, refused: true };
+      }
       if (this.healthy)
         this.log('session store primary failed; serving local state', {
           op,
@@ -133,7 +146,10 @@ export class ResilientSessionStore implements SessionStore {
     await this.local.put(state).catch(() => undefined);
     const r = await this.writeThrough('put', state, seq, () => this.primary.put(state).then(() => true));
     if (r.ok) void this.writeBack();
-    else this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
+    else {
+      this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
+      if (r.refused) this.dirty.refuse(keyOf(tenant, sessionId), seq);
+    }
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {
@@ -217,7 +233,7 @@ export class ResilientSessionStore implements SessionStore {
   /** Writes locally-held states back to the primary (bounded per call; the count written, a state
    *  the primary holds newer is dropped uncounted); while one runs, asking again returns that one. */
   writeBack(): Promise<number> {
-    if (this.dirty.size === 0) return Promise.resolve(0);
+    if (this.dirty.owed === 0) return Promise.resolve(0);
     this.writing ??= this.drain().finally(() => {
       this.writing = undefined;
     });
@@ -245,7 +261,11 @@ export class ResilientSessionStore implements SessionStore {
       }
       st.version = base;
       const r = await this.writeThrough('writeback', st, seq, () => this.writeOlder(st));
-      if (!r.ok) break;
+      if (!r.ok) {
+        if (!r.refused) break; // the primary is down: the rest waits too
+        this.dirty.refuse(key, seq); // the rest is still written back
+        continue;
+      }
       if (r.value) n++;
       else this.dirty.clearIf(key, seq);
     }

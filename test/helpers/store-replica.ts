@@ -24,8 +24,9 @@ export interface Replica {
 
 export interface ReplicaRig {
   /** A plain Redis store (another replica's writes, or a reader of what every replica sees). */
-  redis(): RedisSessionStore;
-  replica(versionsPerTenant?: number): Replica;
+  redis(maxBytes?: number): RedisSessionStore;
+  /** `maxBytes`: the size limit of its Redis store's states (RedisSessionStore's default if absent). */
+  replica(versionsPerTenant?: number, maxBytes?: number): Replica;
   close(): Promise<void>;
 }
 
@@ -34,13 +35,13 @@ const COMMAND_TIMEOUT_MS = 60_000;
 
 export function replicaRig(url: string): ReplicaRig {
   const opened: { close(): Promise<void> }[] = [];
-  const redis = (): RedisSessionStore => {
-    const r = new RedisSessionStore({ url, commandTimeoutMs: COMMAND_TIMEOUT_MS });
+  const redis = (maxBytes?: number): RedisSessionStore => {
+    const r = new RedisSessionStore({ url, commandTimeoutMs: COMMAND_TIMEOUT_MS, maxBytes });
     opened.push(r);
     return r;
   };
-  const replica = (versionsPerTenant?: number): Replica => {
-    const primary = redis();
+  const replica = (versionsPerTenant?: number, maxBytes?: number): Replica => {
+    const primary = redis(maxBytes);
     const sw = { down: false, inWriteBack: undefined as Hook, inPut: undefined as Hook, inDelete: undefined as Hook };
     const fail = () => Promise.reject(new Error('ECONNREFUSED'));
     /** `write` after the hook of that name, if one is set (taken: it runs once); without one, at

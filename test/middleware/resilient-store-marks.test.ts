@@ -2,7 +2,9 @@
 // a session this replica deleted while the primary still holds it (its delete not yet written
 // back), the states kept for write-back are bounded per tenant on their own (an outage longer
 // than the local store's TTL left a mark per session put during it, its local copy long expired),
-// and a tenant's memory of write versions grows with its sessions, not with its quota.
+// a tenant's memory of write versions grows with its sessions, not with its quota, and a state
+// Redis refuses (over its size limit) neither stops the write-back of the others nor counts as an
+// outage.
 // Real redis-server; a third store reads what other replicas would.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { SessionState } from '../../middleware/session/store.ts';
@@ -89,5 +91,26 @@ describe('write versions are remembered per tenant', () => {
       for (let i = 0; i < TENANTS; i++) await a.r.put(state(`vt-${i}`, 'one', 1));
     });
     expect((mb * 1e3) / TENANTS, 'KB held a tenant').toBeLessThan(20); // an entry in each store: ~3 KB
+  });
+});
+
+describe("a state over the primary's size limit", () => {
+  it("stays this replica's, is not an outage, and does not stop the write-back of other sessions", async () => {
+    const a = replica(undefined, 4_000);
+    await a.r.put(state('zt', 'z-big', 1));
+    await a.r.put({ ...state('zt', 'z-big', 2), stages: { ledger: { v: 1, s: 'x'.repeat(10_000) } } });
+    expect(a.r.primaryHealthy).toBe(true); // refused, not down
+    expect(a.r.pendingWriteBacks).toBe(0); // nothing a write-back could write
+    expect((await a.r.get('zt', 'z-big'))?.calls).toBe(2); // its own copy, not Redis's older one
+    expect((await reader.get('zt', 'z-big'))?.calls).toBe(1);
+    // an outage: another tenant's session kept, then written back after it
+    a.down = true;
+    await a.r.put(state('zu', 'z-small', 1));
+    a.down = false;
+    await drain(a.r);
+    expect((await reader.get('zu', 'z-small'))?.calls).toBe(1);
+    // the big session's next write that fits lands as any other
+    await a.r.put(state('zt', 'z-big', 3));
+    expect((await reader.get('zt', 'z-big'))?.calls).toBe(3);
   });
 });
