@@ -50,6 +50,7 @@ import type { OffloadJob, OffloadReply, RenderOffload } from '../../middleware/t
 import { ConfigError } from '../config/load.ts';
 import type { GatewayConfig } from '../config/schema.ts';
 import { FairTaskQueue, type FairQueueOptions } from './fair-queue.ts';
+import { renderThreadLimits } from './thread-heap.ts';
 import { addThreadCounts } from './thread-counts.ts';
 import {
   isCountJob,
@@ -74,11 +75,11 @@ const MAX_POISON_TENANTS = 1024;
 /** Thread failures of one tenant are counted over this window (render_pool.max_failures_per_tenant). */
 export const FAILURE_WINDOW_MS = 60_000;
 
-/** Most threads started by default: each loads its own tokenizer, and holds its own V8 heap (qwen3:
- *  at rest ~160 MB committed, ~62 MB used, ~18.5 MB live, plus ~13 MB external: the event loop's
- *  --max-semi-space-size (node-flags.ts) sizes every isolate's young generation, the tokenizer's
- *  load grows it to 102 MB, and an idle thread, parked by Piscina in Atomics.wait, runs no GC to
- *  give it back). */
+/** Most threads started by default: each loads its own tokenizer, and holds its own V8 heap (qwen3,
+ *  warmed: ~127 MB committed, 32 of it new space, plus ~14 MB external; after big renders ~147 MB:
+ *  an idle thread, parked by Piscina in Atomics.wait, runs no GC to give back what its last job
+ *  grew. Its young generation is its own, RENDER_THREAD_YOUNG_MB (thread-heap.ts): with the event
+ *  loop's --max-semi-space-size it was ~206 MB warmed, ~244 MB after the same renders). */
 export const DEFAULT_MAX_THREADS = 4;
 
 // How the default was chosen (measured on 2 cores with bench overhead's growing sessions, per-thread
@@ -252,6 +253,8 @@ export function createRenderPool(
 ): RenderPool | undefined {
   const threads = cfg.threads ?? defaultThreads();
   if (threads === 0) return undefined;
+  // Not the event loop's --max-semi-space-size: each thread's own young generation (thread-heap.ts).
+  const resourceLimits = renderThreadLimits();
   const lanes: Lane[] = Array.from({ length: threads }, () => {
     const queue = new FairTaskQueue();
     return {
@@ -266,6 +269,7 @@ export function createRenderPool(
         taskQueue: queue,
         closeTimeout: CLOSE_TIMEOUT_MS,
         workerData: { nice: cfg.nice } satisfies ThreadData,
+        resourceLimits,
       }),
     };
   });
