@@ -21,7 +21,7 @@ import { mallocTrim } from './chaos/malloc-trim.ts';
 import { DEFAULTS, parseChaosArgs } from './chaos/options.ts';
 import { procMemory } from './chaos/proc-memory.ts';
 import { memLine, procLine, type Reading, settled } from './chaos/reading.ts';
-import { type ChaosReport, printTable, roundFigures } from './chaos/report.ts';
+import { type ChaosReport, printTable, roundFigures, rssBackOf } from './chaos/report.ts';
 import { rssParts } from './chaos/rss-parts.ts';
 import { emptyStats, percentile, runLoad, type LoadStats } from './chaos/load.ts';
 import { freePort, RedisProc } from './chaos/redis-proc.ts';
@@ -61,7 +61,7 @@ overhead: ${GATEWAY_NODE_FLAGS.join(' ')}). The gateway runs the default pipelin
 ctxgate (--layout passthrough: no tokenizer, round_robin, a labelled extra). --redis also starts a
 redis-server that holds the gateway's sessions, shared routing index, usage ledger and rate
 limiter, and kills it for 10 s mid-run. Reports sent / succeeded / failures by kind / streams ended with the SSE error
-event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run,
+event / hung streams / retries / p99 latency / gateway RSS and heap (after warm-up vs after the run, and whether RSS is back within 10 % of the start, #17's target;
 each after a GC; the session store is capped at --sessions sessions, one per client loop; the
 warm-up runs rounds of ${CHAOS_WARMUP_ROUND_MS / 1000} s at full concurrency, each with its own sessions, until the heap
 after a GC grew by less than ${CHAOS_WARMUP_SETTLED_GROWTH * 100} % over the last ${CHAOS_WARMUP_SETTLED_ROUNDS} rounds (${CHAOS_WARMUP_MIN_ROUNDS} to ${CHAOS_WARMUP_MAX_ROUNDS} rounds, each printed), so
@@ -278,6 +278,7 @@ export async function run(argv: string[]): Promise<number> {
       warmup: { rounds: warmHeaps.length, heap_used_mb: warmHeaps, settled: warm },
       rss_start_mb: Number(start.rss.toFixed(1)),
       rss_end_mb: Number(end.rss.toFixed(1)),
+      rss_back: rssBackOf(start.rss, end.rss, IDLE_SETTLE_MS / 1000, CHAOS_QUIET_AFTER_GC_MS / 1000),
       memory_cold: cold.memory,
       memory_start: start.memory,
       memory_end: end.memory,

@@ -28,6 +28,8 @@ export interface ChaosReport {
   p50_ms: number;
   rss_start_mb: number;
   rss_end_mb: number;
+  /** Whether the end reading is back within `within` of the start (#17's target), and what the readings are. */
+  rss_back: { back: boolean; within: number; means: string };
   /** With --heap-snapshots: the gateway's heap snapshots after warm-up and at the end. */
   heap_snapshots?: string[];
   /** Warm-up rounds run before the start reading, the heap used after each one's GC (MB), and
@@ -79,6 +81,20 @@ export function roundFigures(start: Reading, r: Reading): RoundFigures {
   };
 }
 
+/** #17's target: the gateway's RSS at rest after the run within this fraction of the start's. */
+export const RSS_BACK_WITHIN = 0.1;
+
+/** Whether RSS came back (a fall counts as back), and what the two readings are. */
+export function rssBackOf(startMb: number, endMb: number, restS: number, quietS: number): ChaosReport['rss_back'] {
+  return {
+    back: endMb <= startMb * (1 + RSS_BACK_WITHIN),
+    within: RSS_BACK_WITHIN,
+    means:
+      "the gateway process's whole RSS (VmRSS: event loop, render threads, malloc heaps) at rest after the run vs at " +
+      `rest after the warm-up, each read after ${restS} s idle, a GC, ${quietS} s of quiet and another GC`,
+  };
+}
+
 export function printTable(r: ChaosReport): void {
   const pct = (a: number, b: number): string => (b ? `${(((a - b) / b) * 100).toFixed(1)}%` : 'n/a');
   const rows: [string, string][] = [
@@ -101,7 +117,10 @@ export function printTable(r: ChaosReport): void {
     ['hung streams', String(r.hung_streams)],
     ['retries (x-ctxgate-attempts - 1)', String(r.retries)],
     ['latency p50 / p99 (ms)', `${r.p50_ms} / ${r.p99_ms}`],
-    ['gateway RSS start → end (MB)', `${r.rss_start_mb} → ${r.rss_end_mb} (${pct(r.rss_end_mb, r.rss_start_mb)})`],
+    [
+      'gateway RSS start → end (MB)',
+      `${r.rss_start_mb} → ${r.rss_end_mb} (${pct(r.rss_end_mb, r.rss_start_mb)}; ${r.rss_back.back ? 'back' : 'not back'} within ${r.rss_back.within * 100} %)`,
+    ],
     ...(r.rounds
       ? ([
           [
@@ -145,6 +164,7 @@ export function printTable(r: ChaosReport): void {
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
+  process.stdout.write(`RSS back: ${r.rss_back.means}; within ${r.rss_back.within * 100} % is #17's target.\n`);
   const kinds = Object.entries(r.failures_by_kind);
   if (kinds.length) process.stdout.write(`failures by kind: ${kinds.map(([k, n]) => `${k}=${n}`).join(', ')}\n`);
   for (const h of r.hung_calls)
