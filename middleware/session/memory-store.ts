@@ -4,8 +4,10 @@
 // call costs O(parts), not O(history). A caller can still never change stored state by reference:
 // top-level fields are copied and parts are frozen. Bytes are stateSize (UTF-16 code units of the
 // JSON, escapes not counted), computed once per part. No checksum here (nothing crosses a process
-// boundary to corrupt it); stores that serialise elsewhere (Redis) checksum.
+// boundary to corrupt it); stores that serialise elsewhere (Redis) checksum. The entry bound is kept
+// by setWithin (lru-within.ts), not lru-cache's `max`, which allocates every slot up front.
 import { LRUCache } from 'lru-cache';
+import { setWithin } from './lru-within.ts';
 import { snapshotOf, stateSize, thaw } from './shared-parts.ts';
 import { SESSION_SCHEMA_VERSION, type SessionState, type SessionStore } from './store.ts';
 
@@ -25,10 +27,12 @@ const keyOf = (tenant: string, id: string): string => `${tenant}\u0000${id}`;
 
 export class MemorySessionStore implements SessionStore {
   private readonly lru: LRUCache<string, SessionState>;
+  private readonly maxSessions: number;
 
   constructor(opts: MemoryStoreOptions = {}) {
+    this.maxSessions = opts.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    // the count bound kept by setWithin, not lru-cache's `max` (lru-within.ts: no slots up front)
     this.lru = new LRUCache<string, SessionState>({
-      max: opts.maxSessions ?? DEFAULT_MAX_SESSIONS,
       maxSize: opts.maxBytes ?? DEFAULT_MAX_BYTES,
       // UTF-16 code units ≈ bytes for the mostly-ASCII JSON; at least 1 so empty docs count.
       sizeCalculation: (v, k) => Math.max(1, stateSize(v) + k.length),
@@ -45,7 +49,7 @@ export class MemorySessionStore implements SessionStore {
 
   async put(state: SessionState): Promise<void> {
     // A checksum read from another store would be stale after the caller's changes: not kept.
-    this.lru.set(keyOf(state.tenant, state.sessionId), snapshotOf(state));
+    setWithin(this.lru, this.maxSessions, keyOf(state.tenant, state.sessionId), snapshotOf(state));
   }
 
   async delete(tenant: string, sessionId: string): Promise<void> {

@@ -18,6 +18,7 @@
 // read or wrote (version, chunk values, frozen state; LRU bounded by bytes).
 import { Redis, type RedisOptions } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { setWithin } from './lru-within.ts';
 import { canonicalJson, sha256Hex } from '../canonical-json.ts';
 import { checksumValid, stateChecksum, withChecksum } from './checksum.ts';
 import {
@@ -131,6 +132,8 @@ export class RedisSessionStore implements SessionStore {
   private readonly maxBytes: number;
   private readonly log: StoreLog;
   private readonly known?: LRUCache<string, Known>;
+  /** Entries the read cache holds at most (setWithin; lru-within.ts). */
+  private readonly knownMax: number;
   private readonly cmd: DeltaCommands;
 
   constructor(opts: RedisStoreOptions) {
@@ -143,9 +146,9 @@ export class RedisSessionStore implements SessionStore {
     this.log = opts.log ?? (() => undefined);
     this.cmd = deltaCommands(this.client);
     const cacheBytes = opts.readCacheBytes ?? DEFAULT_REDIS_READ_CACHE_BYTES;
+    this.knownMax = opts.readCacheEntries || Number.POSITIVE_INFINITY;
     if (cacheBytes > 0)
       this.known = new LRUCache<string, Known>({
-        ...(opts.readCacheEntries ? { max: opts.readCacheEntries } : {}),
         maxSize: cacheBytes,
         sizeCalculation: (v) => Math.max(1, stateSize(v.state) + CHUNK_ENTRY_BYTES * v.chunks.size),
       });
@@ -209,7 +212,8 @@ export class RedisSessionStore implements SessionStore {
     if (snapshot.schema !== SESSION_SCHEMA_VERSION || snapshot.tenant !== tenant || snapshot.sessionId !== sessionId)
       return undefined;
     for (const id of [...chunks.keys()]) if (!ids.has(id)) chunks.delete(id);
-    this.known?.set(key, { version, n, chunks, state: snapshot, index: decoded.index });
+    if (this.known)
+      setWithin(this.known, this.knownMax, key, { version, n, chunks, state: snapshot, index: decoded.index });
     return thaw(snapshot);
   }
 
@@ -280,7 +284,14 @@ export class RedisSessionStore implements SessionStore {
       }
     }
     for (const c of enc.chunks.values()) c.text = undefined;
-    this.known?.set(key, { version: enc.version, n, chunks: enc.chunks, state: snapshot, index: enc.index });
+    if (this.known)
+      setWithin(this.known, this.knownMax, key, {
+        version: enc.version,
+        n,
+        chunks: enc.chunks,
+        state: snapshot,
+        index: enc.index,
+      });
     state.version = n;
     return true;
   }

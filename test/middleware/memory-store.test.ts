@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemorySessionStore } from '../../middleware/session/memory-store.ts';
+import { retainedMb } from '../helpers/retained.ts';
 import { paddedState } from '../helpers/session-state.ts';
 
 const state = paddedState;
@@ -38,9 +39,23 @@ describe('MemorySessionStore', () => {
     await byBytes.put(state('T', 'big3', 'x'.repeat(2000)));
     expect(await byBytes.get('T', 'big1')).toBeUndefined();
     expect(byBytes.stats().bytes).toBeLessThanOrEqual(5000);
+    // the count bound holds through re-puts and gets (setWithin, not lru-cache's max)
+    for (const id of ['c', 'd', 'c', 'e']) await byCount.put(state('T', id));
+    expect(byCount.stats().sessions).toBe(2);
+    expect(await byCount.get('T', 'd')).toBeUndefined();
     const ttl = new MemorySessionStore({ ttlMs: 1 });
     await ttl.put(state('T', 'x'));
     await new Promise((r) => setTimeout(r, 20));
     expect(await ttl.get('T', 'x')).toBeUndefined();
+  });
+
+  it('allocates nothing up front for its entry bound (the gateway sizes it quota × tenants)', () => {
+    let store: MemorySessionStore | undefined;
+    const mb = retainedMb(() => {
+      store = new MemorySessionStore({ maxSessions: 1_000_000 });
+    });
+    expect(store?.stats().sessions).toBe(0);
+    // lru-cache's own `max` allocated its slots, with TTL and sizes: 1,000,000 of them held ~40 MB of heap
+    expect(mb).toBeLessThan(2);
   });
 });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisProc, startRedisProcOnSocket } from '../../loadtest/chaos/redis-proc.ts';
 import { RedisSessionStore } from '../../middleware/session/redis-store.ts';
 import { noteState } from '../fixtures/session-state.ts';
+import { retainedMb } from '../helpers/retained.ts';
 import { until } from '../helpers/gateway.ts';
 
 let redis: RedisProc;
@@ -37,6 +38,16 @@ describe('RedisSessionStore read cache', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('allocates nothing up front for its entry bound (the gateway sizes it quota × tenants)', async () => {
+    let store: RedisSessionStore | undefined;
+    const mb = retainedMb(() => {
+      store = new RedisSessionStore({ url: redis.url, readCacheEntries: 1_000_000, commandTimeoutMs: 60_000 });
+    });
+    await store?.close();
+    // lru-cache's own `max` allocated its slots: 1,000,000 of them held ~24 MB of heap
+    expect(mb).toBeLessThan(2);
   });
 });
 
