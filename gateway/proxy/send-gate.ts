@@ -1,11 +1,12 @@
 // A request's send gate: the point its body has gone upstream. The context pipeline leaves its
 // state write, and the stages' after-send work (middleware/after-send.ts), for this point
 // (PipelineContext.sent), so it runs while the worker computes instead of before the send.
-// The upstream call opens the gate right after it dispatched the first attempt (undici writes a
-// Buffer body to a connected socket within the dispatch call); the request handler opens it on
-// every other way out (no worker, capacity, shutdown, client gone, a throw before the send) before
-// it waits for the stored state, so the work runs exactly once on every path, as it did from the
-// next turn of the event loop before. Cost: one object per request, one bound function.
+// The upstream call opens the gate once undici wrote the first attempt's body (its onRequestSent:
+// undici writes after the dispatch returns, upstream-response.ts), or at that attempt's headers or
+// failure if they come first; the request handler opens it on every other way out (no worker,
+// capacity, shutdown, client gone, a throw before the send) before it waits for the stored state,
+// so the work runs exactly once on every path, as it did from the next turn of the event loop
+// before. Cost: one object per request, one bound function.
 
 export class SendGate {
   private waiting: (() => void) | undefined;

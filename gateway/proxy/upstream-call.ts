@@ -138,7 +138,7 @@ export class UpstreamCall {
           headers: this.headersFor(a),
           body: req.body,
           signal: a.deadline.signal,
-          // On the wire (or in undici's queue): the work left for after the send runs then, while the worker computes.
+          // Once undici wrote the body: the work left for after the send runs then, while the worker computes.
           onSent: this.sentOnce,
         });
         res = await sending;

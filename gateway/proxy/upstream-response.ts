@@ -14,9 +14,13 @@
 // destroying request()'s body did. Cost per chunk: an array push; per call: one handler, one
 // promise for the headers, one per wait of the consumer.
 // A body in pieces (proxy/body.ts: the client's bytes and the splice, no copy of the body) goes as
-// undici's iterable body with its content-length given, so the header bytes are a buffer body's;
-// undici writes it from a microtask after the dispatch (one socket write per piece), so `onSent`
-// waits for its last piece.
+// undici's iterable body with its content-length given, so the header bytes are a buffer body's
+// (one socket write per piece). Whatever the body, undici writes it after the dispatch returns: a
+// new socket once it connects, a kept-alive one from the check phase of the event loop (undici 7
+// checks an idle socket for bytes the worker sent unasked before it writes: GHSA-35p6-xmwp-9g52).
+// So `onSent` waits for undici's onRequestSent for every body: called right after the dispatch, a
+// buffer's `onSent` ran the pipeline's state write (PipelineContext.sent, ~0.1-0.3 ms a call) before
+// the body went out, on the request's critical path.
 import { StringDecoder } from 'node:string_decoder';
 import { type Dispatcher, errors, util } from 'undici';
 import type { AttemptSignal } from './attempt-deadline.ts';
@@ -41,9 +45,8 @@ export interface UpstreamRequestOptions {
   /** The attempt's signal: its abort ends the call with its reason. */
   signal: AttemptSignal;
   /**
-   * Called once the request went out: right after the dispatch for a buffer or string (undici
-   * writes it to a connected socket within the dispatch call), once undici wrote the last piece
-   * for pieces; or at the response's headers or the request's failure if those come first.
+   * Called once the request went out (undici wrote the whole body: its onRequestSent), or at the
+   * response's headers or the request's failure if those come first.
    */
   onSent?: () => void;
 }
@@ -201,7 +204,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
     private readonly signal: AttemptSignal,
     private readonly resolve: (r: UpstreamResponse) => void,
     private readonly reject: (err: Error) => void,
-    /** Pieces only: UpstreamRequestOptions.onSent, called from here (once). */
+    /** UpstreamRequestOptions.onSent, called from here (once). */
     private onSent: (() => void) | undefined,
   ) {
     this.onAbort = this.aborted.bind(this);
@@ -292,13 +295,12 @@ export function requestUpstream(pool: Dispatcher, opts: UpstreamRequestOptions):
   // does not say so.
   const payload = body as Dispatcher.DispatchOptions['body'];
   const sending = new Promise<UpstreamResponse>((resolve, reject) => {
-    const handler = new UpstreamHandler(signal, resolve, reject, pieces ? opts.onSent : undefined);
+    const handler = new UpstreamHandler(signal, resolve, reject, opts.onSent);
     try {
       pool.dispatch({ method: opts.method, path: opts.path, headers, body: payload }, handler);
     } catch (err) {
       handler.onError(err as Error);
     }
   });
-  if (!pieces) opts.onSent?.();
   return sending;
 }

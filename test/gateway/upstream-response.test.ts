@@ -4,6 +4,7 @@
 // mark, and an abort (signal, early exit of the iteration) or a broken connection ends the call
 // with the right error while the server sees its request end. Every way a call ends leaves no
 // listener on the attempt's signal.
+import diagnostics from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,7 +86,7 @@ describe('requestUpstream', () => {
     expect(mine['x-twice']).toEqual(['1', '2']);
   });
 
-  it('sends a body in pieces as the same bytes and headers as one buffer, onSent once its last piece went out', async () => {
+  it('sends a body in pieces as the same bytes and headers as one buffer, onSent once undici wrote the body', async () => {
     const seen: { raw: string[]; body: Buffer }[] = [];
     // the server answers only when told: onSent must come from the send, not from the answer
     const held: ServerResponse[] = [];
@@ -98,12 +99,18 @@ describe('requestUpstream', () => {
       req.on('data', (c: Buffer) => parts.push(c));
       req.on('end', () => seen.push({ raw: req.rawHeaders, body: Buffer.concat(parts) }));
     };
+    let written = 0;
+    const onWritten = (): void => void written++;
     server.prependListener('request', record);
     try {
       const text = `{"model":"m","messages":[{"role":"user","content":"${'é'.repeat(20_000)}"}]}`;
       const whole = Buffer.from(text);
       const cut = whole.length - 7;
       let sent = 0;
+      // undici's own word that it wrote a request's whole body (published just before its
+      // onRequestSent), as it stood when each onSent ran
+      const writtenAtSent: number[] = [];
+      diagnostics.subscribe('undici:request:bodySent', onWritten);
       for (const [i, body] of ([whole, [whole.subarray(0, cut), whole.subarray(cut)]] as const).entries()) {
         const before = sent;
         const r = requestUpstream(pool, {
@@ -112,10 +119,14 @@ describe('requestUpstream', () => {
           headers: { 'content-type': 'application/json', 'x-request-id': 'r1' },
           body,
           signal: new AttemptSignal(),
-          onSent: () => sent++,
+          onSent: () => {
+            sent++;
+            writtenAtSent.push(written);
+          },
         });
-        // a buffer: right after the dispatch; pieces: later, once undici wrote the last one
-        expect(sent - before).toBe(Array.isArray(body) ? 0 : 1);
+        // a buffer as pieces: undici writes after the dispatch returns (the pipeline's state write
+        // waits on onSent: run here, it went before the body, on the request's critical path)
+        expect(sent - before).toBe(0);
         // this request's own: onSent can come before the server has seen it (the last piece written)
         await until(() => sent - before === 1 && held.length === i + 1 && seen.length === i + 1);
         const res = held.at(-1)!;
@@ -126,6 +137,8 @@ describe('requestUpstream', () => {
         expect(answer.statusCode).toBe(200);
         expect(sent - before).toBe(1);
       }
+      // each onSent came after undici wrote that request's body
+      expect(writtenAtSent).toEqual([1, 2]);
       expect(seen.length).toBe(2);
       expect(seen[1].body.equals(whole)).toBe(true);
       expect(seen[1].raw).toEqual(seen[0].raw);
@@ -133,6 +146,7 @@ describe('requestUpstream', () => {
       expect(seen[1].raw).toContain(String(whole.length));
     } finally {
       server.off('request', record);
+      diagnostics.unsubscribe('undici:request:bodySent', onWritten);
     }
   });
 
