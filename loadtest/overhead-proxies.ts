@@ -6,7 +6,8 @@
 // Prints its URL as one line, then answers stdin lines: `reset` clears the stage timers (on when
 // CTXGATE_STAGE_TIMERS=1), `times` prints them as one JSON line, `gc` the process's GC pauses so
 // far (overhead/gc-pauses.ts) as one JSON line, `trace` the laps since the reset and the GC pauses
-// (overhead/slow-calls.ts reads them) as one JSON line.
+// (overhead/slow-calls.ts reads them) as one JSON line, `path` the points of each request's
+// critical path since the reset (overhead/critical-path.ts, ctxgate only) as one JSON line.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import proxy from '@fastify/http-proxy';
 import { parseConfig } from '../gateway/config/load.ts';
 import { startAssembledGateway } from '../gateway/assemble.ts';
 import { resetStageTimes, stageTimes, stageTrace } from '../middleware/perf/stage-timers.ts';
+import { watchGatewayPath } from './overhead/critical-path.ts';
 import { watchGc } from './overhead/gc-pauses.ts';
 import { BENCH_MODEL, BENCH_TOKENIZER, PASSTHROUGH_MODEL } from './overhead/models.ts';
 
@@ -50,6 +52,8 @@ async function startCtxgate(): Promise<{ url: string; close(): Promise<unknown> 
   return startAssembledGateway(config, { logger: false, reporting: { pricingTable: null, costReporting: false } });
 }
 
+// Before the server starts: every request of ctxgate's is on its critical path's lists.
+const path = role === 'ctxgate' ? watchGatewayPath() : undefined;
 const served = role === 'bare' ? await startBare() : await startCtxgate();
 process.stdout.write(served.url + '\n');
 
@@ -60,9 +64,11 @@ process.once('SIGTERM', () => {
 createInterface({ input: process.stdin }).on('line', (cmd) => {
   if (cmd === 'reset') {
     resetStageTimes();
+    path?.reset();
     process.stdout.write('ok\n');
   } else if (cmd === 'times') process.stdout.write(JSON.stringify(stageTimes()) + '\n');
   else if (cmd === 'gc') process.stdout.write(JSON.stringify(gcPauses()) + '\n');
+  else if (cmd === 'path') process.stdout.write(JSON.stringify(path?.path() ?? null) + '\n');
   else if (cmd === 'trace') process.stdout.write(JSON.stringify({ laps: stageTrace(), gc: gcPauses.events() }) + '\n');
   else process.stdout.write(JSON.stringify({ error: `unknown command ${cmd}` }) + '\n');
 });

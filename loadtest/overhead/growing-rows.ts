@@ -6,6 +6,13 @@
 // pauses); then ctxgate and Portkey in paired rounds at THROUGHPUT_CONNECTIONS (throughput-rounds.ts).
 import { STAGE_TRACE_MAX, type StageTime, type StageTrace } from '../../middleware/perf/stage-timers.ts';
 import type { GcEvent } from './gc-pauses.ts';
+import {
+  type CriticalPath,
+  directCriticalPath,
+  formatCriticalPath,
+  type GatewayPath,
+  gatewayCriticalPath,
+} from './critical-path.ts';
 import { cpuSplit } from './format-case.ts';
 import { GrowingTraffic } from './growing-sessions.ts';
 import { load, primeSessions, rankFromSlowest, startPortkey, type Portkey } from './load.ts';
@@ -73,6 +80,8 @@ export async function runGrowingRows(run: BenchRun, noPortkey: boolean | undefin
   let tail: TailCalls | undefined;
   let directTail: TailCalls | undefined;
   let stagesGc: Record<string, number> | undefined;
+  let gwPath: CriticalPath | undefined;
+  let directPath: CriticalPath | undefined;
   for (const conns of [1, THROUGHPUT_CONNECTIONS]) {
     for (const [target, url, headers] of targets) {
       traffic.renew();
@@ -115,6 +124,7 @@ export async function runGrowingRows(run: BenchRun, noPortkey: boolean | undefin
         const nos = callNo.slice(0, r.calls.ms.length);
         directSlow = slowCallBreakdown(r.calls, none, [], nos, SLOW_CALLS_SHARE, out);
         directTail = tailCalls(r.calls, [], out, undefined, nos);
+        directPath = directCriticalPath(r.calls, out.upstream?.spans ?? [], runStart);
       }
       if (isGw) {
         stages = JSON.parse(await px.ask('times')) as Record<string, StageTime>;
@@ -125,6 +135,8 @@ export async function runGrowingRows(run: BenchRun, noPortkey: boolean | undefin
           const nos = callNo.slice(0, r.calls.ms.length);
           slowCalls = slowCallBreakdown(r.calls, tr.laps, tr.gc, nos, SLOW_CALLS_SHARE, out);
           tail = tailCalls(r.calls, tr.gc, out, tr.laps, nos);
+          const gp = JSON.parse(await px.ask('path')) as GatewayPath;
+          gwPath = gatewayCriticalPath(r.calls, gp, out.upstream?.spans ?? [], runStart);
           if (tr.laps.end.length >= STAGE_TRACE_MAX)
             log(`(the stage trace kept its first ${STAGE_TRACE_MAX} laps: later calls show no timed sections)`);
           stagesGc = gcInSections(tr.laps, tr.gc);
@@ -202,6 +214,7 @@ export async function runGrowingRows(run: BenchRun, noPortkey: boolean | undefin
     direct_slow_calls: directSlow,
     tail_calls: tail,
     direct_tail_calls: directTail,
+    ...(gwPath && directPath ? { critical_path: { ctxgate: gwPath, direct: directPath } } : {}),
   };
   log('');
   log(formatStageTable(res.growing.stages, gw1.cpu_main_ms_per_req));
@@ -209,5 +222,7 @@ export async function runGrowingRows(run: BenchRun, noPortkey: boolean | undefin
   if (slowCalls) log(formatSlowCalls(slowCalls, undefined, directSlow));
   if (tail) log(formatTailCalls('ctxgate', tail, { gateway: true, middleCpuMs: slowCalls?.middle.cpu_ms }));
   if (directTail) log(formatTailCalls('direct', directTail, { gateway: false }));
+  if (gwPath) log(formatCriticalPath('ctxgate', gwPath));
+  if (directPath) log(formatCriticalPath('direct', directPath));
   log('');
 }

@@ -64,6 +64,12 @@ request's span, its GC pauses) and this process records its own GC pauses (it is
 generator: a pause stops the clock that reads every latency), so the rest is split further into the
 upstream's handling (its GC among it) and the load generator's pauses, where the gateway's sections
 and pauses do not already count; direct's own slowest and middle calls get the same split.
+Critical path: then ctxgate's 1-connection row hop by hop, client to client, as medians over its calls:
+the client's send to the gateway's parse of the request head, the head to the upstream body written
+(the body, the pipeline, routing, undici's turn), the upstream's round trip as the gateway sees it,
+the answer's end read to the answer written, and on to the client (Node's and undici's diagnostics
+channels in the gateway's process and this process's calls, on the epoch clock), beside direct's call;
+each with the upstream's own span (its body read to its onResponse hook) within it.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 --gateway-node-flags="--min-semi-space-size=64 ..." starts ctxgate's process with these Node/V8 flags after
 the image's (V8 takes a flag's last value), the other proxies without: an A/B of a GC setting is this

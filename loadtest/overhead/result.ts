@@ -1,4 +1,5 @@
 // The result shapes of `bench overhead` (its --json output) and the settings they are read at.
+import type { CriticalPath } from './critical-path.ts';
 import type { GcPauses } from './gc-pauses.ts';
 import type { IngressCpu } from './ingress-cpu.ts';
 import type { SlowCalls } from './slow-calls.ts';
@@ -100,6 +101,8 @@ export interface OverheadResult {
     /** The 1-connection row's calls from the p99 up, one by one (what each held), and direct's. */
     tail_calls?: TailCalls;
     direct_tail_calls?: TailCalls;
+    /** The 1-connection rows' hops, client to client, as medians (critical-path.ts): ctxgate's and direct's. */
+    critical_path?: { ctxgate: CriticalPath; direct: CriticalPath };
   };
   /** The same growing sessions by ingress API through the default pipeline, 1 connection. */
   ingress?: {
