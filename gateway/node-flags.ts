@@ -6,16 +6,30 @@
 // hidden re-exec, so the PID, signals and exit code an operator's supervisor sees stay its own, and
 // a different value of a flag is the operator's choice, not a miss.
 //
-// --max-semi-space-size=64 (MB; Node 20's default is 16): a default-pipeline call allocates
-// ~440 KiB, so a 16 MB semi-space fills every ~37 calls and ~1.9 % of calls carry a scavenge.
-// Each scavenge copies what is alive at that moment (~3.2 MB: the sessions' latest state and the
-// call in flight), so those calls are the c1 tail: 23-27 of the top 30 calls by main-thread CPU
-// (of 3,000) contained one. With 64 MB the new space grows to ~42 MB between
-// scavenges (~95 calls): 0.7 % of calls carry one, state a session replaces within ~34 calls dies
-// before it is copied, so bytes copied and bytes promoted per call fall ~0.65x (fewer
-// mark-compacts). Each scavenge copies ~6.7 MB and is ~2x longer (p99.9 and max, not p99). Cost: up to 2 x 48 MB
-// more RSS under load (two semi-spaces; +120 MB measured at c1); an idle process's new space stays
-// small (V8 grows it only while objects survive).
+// --max-semi-space-size=64 (MB; Node 20's default is 16). What a scavenge costs here (2026-12-03,
+// quiet host, growing sessions at 1 connection, `--trace-gc-nvp` and per-request /proc readings of
+// the gateway process): with 64 MB ~48 MB is allocated between scavenges (~270 calls, 15-18
+// scavenges per 4,000 calls) and each copies 8-11 MB (survivors, of which 0-10 MB promoted): the
+// call holding it uses 31-37 ms of CPU (main thread ~15, V8's helpers 15-21; a call without one
+// 2.5), a 17-22 ms pause on 2 cores (27-44 ms where the host is loaded or slower: the pause is that
+// CPU over the cores the process gets). The survivors are not the sessions' state: 8 or 34
+// concurrent sessions copy the same 8-11 MB. They are what each call adds for longer than a
+// scavenge interval (cache keys, prefix-index records, usage records: ~15 KB of heap a call still
+// alive 300 calls later, by heap-snapshot ids) times the calls between scavenges, plus the call in
+// flight; so the semi-space trades the number of scavenges for their length at about the same total
+// (per 4,000 calls, median pause: 32 MB 31-37 x 9.4-9.9 ms, 64 MB 15-18 x 17-18 ms, 128 MB 11-12 x
+// 21-28 ms; CPU of the calls holding one 0.69 / 0.54 / 0.59 s; peak RSS -75 / 0 / +100 MB). No size
+// brings a pause under ~9 ms: the lever is what the calls keep, not a flag.
+// 64 keeps the count of pauses (each a c1 tail call) under the 40 a 4,000-call p99 reads past.
+// Not the host's page faults: semi-space pages stay mapped between scavenges (strace of a
+// scavenging loop under these flags: no munmap or MADV_DONTNEED of them before exit; no
+// MADV_HUGEPAGE at all, so THP=madvise never applies); old-space pages a mark-compact frees are
+// unmapped, so a scavenge that promotes first-touches ~2,000 new pages, 2.3-5 us each here (25 us
+// once): 5-10 % of its CPU. Cost of 64: up to 2 x 64 MB more RSS under load; an idle process's new
+// space stays small (V8 grows it only while objects survive). Render threads no longer take it
+// (workers-pool/thread-heap.ts resets the semi-space flags before they start; the figures above
+// predate that: the render threads then had 64 MB semi-spaces too); any other V8 flag here reaches
+// them.
 // The flag is a ceiling, not a size: V8 grows the young generation (x2) once about a capacity's
 // worth of bytes has survived scavenges, and shrinks it at a GC after idle time or slow allocation.
 // Two gateways of one tree taking turns at 1 connection (each idle during the other's rounds; load
@@ -28,17 +42,24 @@
 // call, no separation), CPU per request at 16 connections 1.41 / 1.55 vs 1.69 / 1.56 ms, peak RSS
 // ~870 vs ~870 MB. And it has costs the bench does not show: node refuses it in NODE_OPTIONS (exit 9,
 // `is not allowed in NODE_OPTIONS`), the way this file tells operators outside the image to pass the
-// flags; alone it is clamped to the default maximum; V8 flags reach every render-pool isolate.
+// flags; alone it is clamped to the default maximum (render threads no longer take either: see
+// workers-pool/thread-heap.ts).
 //
-// Not set, after measuring (16 connections, 2 cores, growing sessions, per-thread CPU from /proc,
-// the variants side by side in one run; rounds after ~3.5 k calls, so the JIT is warm): with
-// --single-threaded-gc the process used 1.88 ms of CPU per request, with --v8-pool-size=2 (V8
-// helper threads 4 → 2) 1.85, with neither 1.90 (noise). --single-threaded-gc only moves the
-// GC helpers' work (~0.26 ms per request) onto the event loop (main 1.60 → 1.84 ms), which is
-// the one thread that serves requests: a host with free cores would lose throughput.
-// The helper threads' CPU falls with the process's age: early on they run the optimising compiler
-// (with GC kept off them: 0.56 ms per request over calls ~1.5-2 k, 0.04 ms after ~3.5 k); warm,
-// the default's helpers spend ~0.3 ms per request, nearly all of it GC.
+// GC threads: a scavenge's parallel phase runs on the main thread and up to 4 of V8's helpers
+// (Node's --v8-pool-size default, whatever the cores); the main thread waits for every helper that
+// took work. On 2 cores the helpers' extra threads buy nothing and wait their turn: per scavenge
+// (quiet, 64 MB) 17-22 ms with 4 helpers (~33 ms CPU, 34-39 ms of the helpers' time waiting for a
+// core), 15-19 ms with --v8-pool-size=1 (~32 ms CPU, 0.5 ms waiting), 31-36 ms with
+// --single-threaded-gc (all ~35 ms on the event loop). Not set on that alone: `bench overhead
+// --only growing --no-portkey` (2026-12-03 12:15-12:24 UTC, quiet, default / one helper / default /
+// one helper) read the 1-connection added p99 3.60 / 9.49 ms with the default vs 4.24 / 3.34 with
+// one helper (the default's second run was slower throughout: CPU 2.42 vs 1.57 ms a call): no
+// separation. Earlier (16 connections, per-thread CPU from /proc, the variants side by side in
+// one run, warm): --single-threaded-gc 1.88 ms of CPU per request, --v8-pool-size=2 1.85, neither
+// 1.90 (noise); --single-threaded-gc moves the helpers' GC work (~0.26 ms per request) onto the
+// event loop (main 1.60 → 1.84 ms), the one thread that serves requests. The helper threads' CPU
+// falls with the process's age: early on they run the optimising compiler (0.56 ms per request
+// over calls ~1.5-2 k, 0.04 ms after ~3.5 k); warm, nearly all of it is GC.
 export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];
 
 /** A flag's name as V8 reads it: `--max_semi_space_size=8` and `--max-semi-space-size=8` are one flag. */
