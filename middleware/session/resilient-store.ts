@@ -57,6 +57,8 @@ export class ResilientSessionStore implements SessionStore {
   private readonly dirty: DirtyMarks;
   /** Per session, the primary writes and deletes of it this replica has not had an answer to yet. */
   private readonly flying = new Map<string, number>();
+  /** Per session, the primary deletes of it among `flying`. */
+  private readonly deleting = new Map<string, number>();
   /** Per tenant, per session: the primary's write version this replica last read or wrote. */
   private readonly versions: TenantVersions;
   private healthy = true;
@@ -111,6 +113,9 @@ export class ResilientSessionStore implements SessionStore {
         if (!this.refusedLogged)
           this.log("session state over the primary's size limit kept locally (logged once)", { op });
         this.refusedLogged = true;
+        // the primary answered: it is up, and what this replica owes it can go now
+        if (!this.healthy) this.log('session store primary is back', { op });
+        this.healthy = true;
         return { ok: false, refused: true };
       }
       if (this.healthy)
@@ -148,7 +153,10 @@ export class ResilientSessionStore implements SessionStore {
     if (r.ok) void this.writeBack();
     else {
       this.dirty.markState(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
-      if (r.refused) this.dirty.refuse(keyOf(tenant, sessionId), seq);
+      if (r.refused) {
+        this.dirty.refuse(keyOf(tenant, sessionId), seq);
+        void this.writeBack();
+      }
     }
   }
 
@@ -159,9 +167,13 @@ export class ResilientSessionStore implements SessionStore {
     this.dirty.markDeleted(tenant, sessionId, seq, this.versions.get(tenant, sessionId));
     this.versions.delete(tenant, sessionId);
     await this.local.delete(tenant, sessionId).catch(() => undefined);
-    const r = await this.tryPrimary('delete', () => this.track(key, () => this.primary.delete(tenant, sessionId)));
+    const r = await this.tryPrimary('delete', () =>
+      this.track(key, () => this.primary.delete(tenant, sessionId), true),
+    );
     // done, unless a write of the session sent before it may still land after it
     if (r.ok && !this.flying.has(key)) this.dirty.clearIf(key, seq);
+    // a state a write-back kept owed while this delete was unanswered goes now
+    if (r.ok) void this.writeBack();
   }
 
   /** A primary write of `st`, standing for the local write at `seq`, through tryPrimary. Written in
@@ -170,42 +182,55 @@ export class ResilientSessionStore implements SessionStore {
    * would be refused as older than the late write). */
   private async writeThrough(op: string, st: SessionState, seq: number, f: () => Promise<boolean>) {
     let late = false;
+    // a delete unanswered when this write is sent may reach the primary after it
+    let delBefore = false;
     const r = await this.tryPrimary(op, () => {
-      const p = this.track(keyOf(st.tenant, st.sessionId), f);
+      const key = keyOf(st.tenant, st.sessionId);
+      delBefore = this.deleting.has(key);
+      const p = this.track(key, f);
       p.then(
         (written) => {
-          if (late && written) this.wrote(st, seq);
+          if (late && written) this.wrote(st, seq, delBefore);
         },
         () => undefined,
       );
       return p;
     });
     if (!r.ok) late = true;
-    else if (r.value) this.wrote(st, seq);
+    else if (r.value) this.wrote(st, seq, delBefore);
     return r;
   }
 
-  private wrote(st: SessionState, seq: number): void {
+  private wrote(st: SessionState, seq: number, delBefore: boolean): void {
     const { tenant, sessionId } = st;
     if (st.version !== undefined) this.versions.set(tenant, sessionId, st.version);
     const key = keyOf(tenant, sessionId);
     const d = this.dirty.get(key);
-    // A delete made before this write and not answered yet may reach the primary after it (held,
-    // retried, another connection): the state is owed again, its write-back refused if the
-    // primary holds this write (the delete reached it first), else written over the delete.
-    if (d?.deleted === true && d.seq < seq && this.flying.has(key))
-      this.dirty.markState(tenant, sessionId, seq, d.base);
+    // A delete made before this write and still marked may have reached the primary after it (held,
+    // retried, another connection; and answers that arrive together are handled in no set order,
+    // so whether it is still in flight says nothing): the state is owed again, its write-back
+    // refused if the primary holds this write (the delete reached it first), else written over it.
+    if (d?.deleted === true && d.seq < seq) this.dirty.markState(tenant, sessionId, seq, d.base);
+    // A delete unanswered when this write was sent: the state stays (or is again) owed, whatever
+    // has answered since (answers are handled in no set order).
+    else if (delBefore && d === undefined) this.dirty.markState(tenant, sessionId, seq, undefined);
+    else if (delBefore && !d?.deleted && d?.seq === seq) return;
     else this.dirty.landed(key, seq, st.version);
   }
 
   /** f's promise, counted in `flying` for `key` until it settles (a timed-out write may land later;
    * a write or delete counted here may reach the primary after one sent later). */
-  private track<T>(key: string, f: () => Promise<T>): Promise<T> {
+  private track<T>(key: string, f: () => Promise<T>, isDelete = false): Promise<T> {
     this.flying.set(key, (this.flying.get(key) ?? 0) + 1);
+    if (isDelete) this.deleting.set(key, (this.deleting.get(key) ?? 0) + 1);
     const settled = (): void => {
       const n = (this.flying.get(key) ?? 1) - 1;
       if (n > 0) this.flying.set(key, n);
       else this.flying.delete(key);
+      if (!isDelete) return;
+      const m = (this.deleting.get(key) ?? 1) - 1;
+      if (m > 0) this.deleting.set(key, m);
+      else this.deleting.delete(key);
     };
     let p: Promise<T>;
     try {
@@ -246,8 +271,11 @@ export class ResilientSessionStore implements SessionStore {
       const { tenant, sessionId, base, seq } = d;
       const key = keyOf(tenant, sessionId);
       if (this.dirty.get(key) !== d) continue; // written or cleared since
+      // A write or delete of the session still unanswered may reach the primary after this one:
+      // its answer settles the mark (wrote / delete), or the next write-back writes it.
+      if (this.flying.has(key)) continue;
       if (d.deleted) {
-        const r = await this.tryPrimary('writeback', () => this.track(key, () => this.deleteOlder(d)));
+        const r = await this.tryPrimary('writeback', () => this.track(key, () => this.deleteOlder(d), true));
         if (!r.ok) break;
         this.dirty.clearIf(key, seq);
         if (r.value) n++;
@@ -267,7 +295,9 @@ export class ResilientSessionStore implements SessionStore {
         continue;
       }
       if (r.value) n++;
-      else this.dirty.clearIf(key, seq);
+      // Refused: the primary holds a newer write, unless a delete of the session sent before it is
+      // still unanswered and lands after that write (its state is then owed, not done).
+      else if (!this.flying.has(key)) this.dirty.clearIf(key, seq);
     }
     return n;
   }
