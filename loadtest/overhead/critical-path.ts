@@ -37,9 +37,15 @@ export function watchGatewayPath(): { reset(): void; path(): GatewayPath } {
   const at = (list: number[]) => () => {
     if (list.length < PATH_MAX) list.push(epochNow());
   };
+  // Only the calls' own upstream requests: the engine-metrics scraper's GET /metrics (admission
+  // dispatch, kvplanner/load-signals.ts) goes through undici too, and one entry more in a list
+  // pairs every later call with its neighbour's point.
+  const upstreamCall = (list: number[]) => (m: unknown) => {
+    if ((m as { request?: { method?: string } }).request?.method === 'POST') at(list)();
+  };
   dc.subscribe('http.server.request.start', at(lists.arrival));
-  dc.subscribe('undici:request:bodySent', at(lists.written));
-  dc.subscribe('undici:request:trailers', at(lists.upEnd));
+  dc.subscribe('undici:request:bodySent', upstreamCall(lists.written));
+  dc.subscribe('undici:request:trailers', upstreamCall(lists.upEnd));
   dc.subscribe('http.server.response.finish', at(lists.answered));
   return {
     reset() {
