@@ -18,14 +18,14 @@
 // alive 300 calls later, by heap-snapshot ids) times the calls between scavenges, plus the call in
 // flight; so the semi-space trades the number of scavenges for their length at about the same total
 // (per 4,000 calls, median pause: 32 MB 31-37 x 9.4-9.9 ms, 64 MB 15-18 x 17-18 ms, 128 MB 11-12 x
-// 21-28 ms; CPU of the calls holding one 0.69 / 0.54 / 0.59 s; peak RSS -75 / 0 / +100 MB). No size
-// brings a pause under ~9 ms: the lever is what the calls keep, not a flag.
+// 21-28 ms; CPU of the calls holding one 0.69 / 0.54 / 0.59 s; peak RSS -75 / 0 / +100 MB). None of
+// 32 / 64 / 128 brings a pause under ~9 ms (16 not measured): the lever is what calls keep, not a flag.
 // 64 keeps the count of pauses (each a c1 tail call) under the 40 a 4,000-call p99 reads past.
 // Not the host's page faults: semi-space pages stay mapped between scavenges (strace of a
 // scavenging loop under these flags: no munmap or MADV_DONTNEED of them before exit; no
 // MADV_HUGEPAGE at all, so THP=madvise never applies); old-space pages a mark-compact frees are
 // unmapped, so a scavenge that promotes first-touches ~2,000 new pages, 2.3-5 us each here (25 us
-// once): 5-10 % of its CPU. Cost of 64: up to 2 x 64 MB more RSS under load; an idle process's new
+// once): 5-10 % of its CPU. Cost of 64: up to 2 x 48 MB more RSS under load than Node's 16; an idle process's new
 // space stays small (V8 grows it only while objects survive). Render threads no longer take it
 // (workers-pool/thread-heap.ts resets the semi-space flags before they start; the figures above
 // predate that: the render threads then had 64 MB semi-spaces too); any other V8 flag here reaches
