@@ -74,13 +74,18 @@ export async function run(argv: string[]): Promise<number> {
   const missing = missingNodeFlags();
   if (missing.length > 0) gw.app.log.warn({ missing_node_flags: missing }, nodeFlagsWarning(missing));
   gw.app.log.info({ url: gw.url, models: config.models.map((m) => m.name) }, 'ctxgate listening');
-  // With --expose-gc, SIGUSR2 runs a full GC: leak checks (bench chaos) measure settled memory.
+  // With --expose-gc, SIGUSR2 runs a full GC, on the event loop and in every running render thread
+  // (a parked thread collects nothing of its own): leak checks (bench chaos) measure settled memory.
   const gc = (globalThis as { gc?: () => void }).gc;
+  const pool = gw.assembled.renderPool;
+  const log = gw.app.log;
   // The breakdown after it (heap vs external vs array buffers, this thread's) says what RSS holds.
   if (gc)
     process.on('SIGUSR2', () => {
       gc();
-      gw.app.log.info({ memory: process.memoryUsage(), spaces: heapSpacesMb() }, 'gc');
+      void (pool ? pool.collect() : Promise.resolve()).then(() =>
+        log.info({ memory: process.memoryUsage(), spaces: heapSpacesMb() }, 'gc'),
+      );
     });
   await new Promise<void>((resolve) => {
     const stop = (sig: string): void => {

@@ -58,6 +58,7 @@ import {
   type ThreadData,
   type ThreadJob,
   type ThreadReply,
+  COLLECT_TOKENIZER,
   WAKE_TOKENIZER,
 } from './thread-task.ts';
 
@@ -142,6 +143,14 @@ const WARM_MESSAGES = [
   { role: 'user' as const, content: 'hello' },
 ];
 
+/** A full GC in the thread that runs it, where the process has --expose-gc (thread-task.ts). */
+const COLLECT_JOB: OffloadJob = {
+  tokenizer: COLLECT_TOKENIZER,
+  input: { messages: [], hashes: [], rootEnd: 0, stableEnd: 0, render: { contextKey: 'collect' } },
+  blockSize: DEFAULT_BLOCK_SIZE,
+  seed: DEFAULT_HASH_SEED,
+};
+
 /** A no-op job (thread-task.ts): queued, it makes Piscina start a thread for the jobs waiting. */
 const WAKE_JOB: OffloadJob = {
   tokenizer: WAKE_TOKENIZER,
@@ -182,6 +191,9 @@ export interface RenderPool extends RenderOffload, CountOffload {
   workers(): Worker[];
   /** Jobs queued or running, all lanes. */
   pending(): number;
+  /** A full GC in every running thread, with --expose-gc only (a settled memory reading: bench
+   *  chaos); starts no thread. Resolves when each has run it. */
+  collect(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -470,6 +482,10 @@ export function createRenderPool(
     count: (job, meta) => admit<CountReply>(job, meta),
     retries: () => retries,
     workers: () => lanes.flatMap((l) => l.pool.threads),
+    async collect() {
+      const running = lanes.filter((l) => !closed && l.pool.threads.length > 0);
+      await Promise.allSettled(running.map((l) => l.pool.run(COLLECT_JOB)));
+    },
     async warm(probes) {
       await Promise.all(
         lanes.map(async (lane, i) => {

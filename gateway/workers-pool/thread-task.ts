@@ -55,7 +55,16 @@ export const isCountJob = (job: OffloadJob | CountJob): job is CountJob => 'text
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
+/** The tokenizer name of a collect job: a full GC in this thread where the process runs with
+ *  --expose-gc (bench chaos's settled memory readings: a parked thread runs no GC of its own, so
+ *  what its start-up left would sit in the process's RSS), else nothing. */
+export const COLLECT_TOKENIZER = '\u0000collect';
+
 export default async function task(job: ThreadJob): Promise<ThreadReply | ThreadCountReply> {
+  if (job.tokenizer === COLLECT_TOKENIZER) {
+    (globalThis as { gc?: () => void }).gc?.();
+    return { ok: false, error: 'collect' };
+  }
   if (!job.startUp) renice();
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;

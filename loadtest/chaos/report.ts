@@ -91,7 +91,7 @@ export function rssBackOf(startMb: number, endMb: number, restS: number, quietS:
     within: RSS_BACK_WITHIN,
     means:
       "the gateway process's whole RSS (VmRSS: event loop, render threads, malloc heaps) at rest after the run vs at " +
-      `rest after the warm-up, each read after ${restS} s idle, a GC, ${quietS} s of quiet and another GC`,
+      `rest after the warm-up, each read after ${restS} s idle, a GC, ${quietS} s of quiet and another GC (each a full GC of the event loop and of every running render thread)`,
   };
 }
 
