@@ -19,10 +19,11 @@ export interface ThreadData {
 
 // On Linux, setpriority(PRIO_PROCESS, 0) applies to the calling thread only: this thread yields the
 // CPU to the event loop. Elsewhere it would renice the whole process, so it is not called there.
-// Not at the thread's start but before its first job that is not a start-up one: the gateway awaits
-// the start-up jobs (pool.warm(): the tokenizer's load and a test render) before it listens, so
-// nothing waits on the event loop then, and at nice 10 on a busy host that load got a tenth of a
-// core (a gateway start went from 25 to 181 s under load).
+// Not at the thread's start but once a job that is not a start-up one has its tokenizer loaded: the
+// gateway awaits the start-up jobs (pool.warm(): the tokenizer's load and a test render) before it
+// listens, and a thread Piscina starts again (after its idle timeout, a crash) loads the tokenizer
+// while a caller's big call waits on it; at nice 10 on a busy host that load got a tenth of a core
+// (a gateway start went from 25 to 181 s under load). Only rendering runs niced.
 const data = Piscina.workerData as ThreadData | undefined;
 let reniced = false;
 function renice(): void {
@@ -65,7 +66,6 @@ export default async function task(job: ThreadJob): Promise<ThreadReply | Thread
     (globalThis as { gc?: () => void }).gc?.();
     return { ok: false, error: 'collect' };
   }
-  if (!job.startUp) renice();
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
@@ -78,14 +78,15 @@ export default async function task(job: ThreadJob): Promise<ThreadReply | Thread
       if (handles.get(key) === loading) handles.delete(key);
     });
   }
+  const tok = await h;
+  if (!job.startUp) renice();
   if (isCountJob(job)) {
-    const tok = await h;
     // encodeCached, as the main thread's stages count: the same ids, and they stay in this lane's
     // cache for the call's render job.
     const tokens = job.texts.map((t) => tok.encodeCached(t).length);
     return { tokens, counts: takeThreadCounts() };
   }
-  const reply: ThreadReply = runOffloadJob(await h, job);
+  const reply: ThreadReply = runOffloadJob(tok, job);
   reply.counts = takeThreadCounts();
   if (!reply.ok) return reply;
   // The ids' buffer goes back without a copy (a Piscina transferable wrapper).

@@ -4,11 +4,15 @@
 // them, and every later one, runs niced. Read in the thread itself (getpriority of the calling
 // thread, Linux), so the claim is the order, not a duration.
 import { getPriority } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRenderPool, type RenderPool } from '../../gateway/workers-pool/pool.ts';
 
 /** A thread entry that reports its nice value around each job (test/fixtures/render-pool). */
+const LOAD_PROBE = new URL('../fixtures/render-pool/nice-load-probe-thread.mjs', import.meta.url).href;
+/** A chat template of the repository's, read by the tokenizer's load (what LOAD_PROBE watches). */
+const TEMPLATE = fileURLToPath(new URL('../../configs/templates/chatml.jinja', import.meta.url));
 const PROBE = new URL('../fixtures/render-pool/nice-probe-thread.mjs', import.meta.url).href;
 /** The fixture's channel name. */
 const CHANNEL = 'ctxgate-test-render-nice';
@@ -65,6 +69,32 @@ describe('render pool priority', () => {
         { startUp: false, before: base, after: NICE },
         { startUp: false, before: NICE, after: NICE },
       ]);
+    },
+  );
+
+  it.skipIf(process.platform !== 'linux' || NICE === base)(
+    "a thread started without warm() (a restart) loads its tokenizer at the process's priority, then renders niced",
+    async () => {
+      const seen: { templateReadAt?: number; after?: number }[] = [];
+      let arrived: () => void = () => undefined;
+      channel = new BroadcastChannel('ctxgate-test-render-nice-load');
+      channel.onmessage = (e) => {
+        seen.push((e as unknown as { data: { templateReadAt?: number; after?: number } }).data);
+        if (seen.length >= 2) arrived();
+      };
+      const both = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      pool = createRenderPool(
+        { threads: 1, min_chars: 0, max_queue: 8, max_per_tenant: 8, nice: NICE, max_failures_per_tenant: 8 },
+        LOAD_PROBE,
+      )!;
+      await pool.count(
+        { tokenizer: 'qwen3', chatTemplateFile: TEMPLATE, texts: ['hello'] },
+        { tenant: 't', affinity: 's' },
+      );
+      await both;
+      expect(seen).toEqual([{ templateReadAt: base }, { after: NICE }]);
     },
   );
 });
