@@ -2,12 +2,11 @@
 // event loop's --max-semi-space-size=64 (node-flags.ts), which V8 lets override a Worker's
 // resourceLimits; the event loop keeps the flag's. Read in a child node started with the image's
 // flags: heap limits as V8 reports them (old generation plus young generation), no timing.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_NODE_FLAGS } from '../../gateway/node-flags.ts';
 import { RENDER_THREAD_YOUNG_MB } from '../../gateway/workers-pool/thread-heap.ts';
+import { nodeChildOutput } from '../helpers/node-child.ts';
 
 const PROBE = fileURLToPath(new URL('../fixtures/render-pool/young-generation-probe.mjs', import.meta.url));
 const MB = 1024 * 1024;
@@ -23,21 +22,7 @@ interface Probe {
 }
 
 async function probe(): Promise<Probe> {
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, PROBE], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  const [code] = (await once(child, 'close')) as [number | null];
-  expect(code, err).toBe(0);
-  return JSON.parse(out) as Probe;
+  return JSON.parse(await nodeChildOutput([...GATEWAY_NODE_FLAGS, PROBE])) as Probe;
 }
 
 describe('render pool threads heap', () => {

@@ -5,7 +5,6 @@
 // default (two 16 MB semi-spaces) only with it. `ctxgate serve` started without them (outside the
 // image) warns at start-up, and not when they are given on the command line or in NODE_OPTIONS.
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import { parseGatewayNodeFlags, portkeyNodeArgs, proxiesNodeArgs } from '../../l
 import { startPortkey } from '../../loadtest/overhead/load.ts';
 import { gatewayProcArgs } from '../../loadtest/chaos/gateway-proc.ts';
 import { waitForStart } from '../helpers/child-start.ts';
+import { nodeChildOutput } from '../helpers/node-child.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MB = 1024 * 1024;
@@ -32,21 +32,7 @@ async function grownNewSpace(flags: readonly string[]): Promise<number> {
     let keep = [];
     for (let i = 0; i < 1e6; i++) { keep.push({ i, s: "x" + i }); if (keep.length > 300000) keep = []; }
     process.stdout.write(String(v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size));`;
-  const child = spawn(process.execPath, [...flags, '-e', script], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  const [code] = (await once(child, 'close')) as [number | null];
-  expect(code, err).toBe(0);
-  return Number(out);
+  return Number(await nodeChildOutput([...flags, '-e', script]));
 }
 
 /** `ctxgate serve`'s log lines up to 'ctxgate listening' (then it is stopped), node started with `nodeArgs`. */
