@@ -7,9 +7,9 @@ import {
   WARMUP_CHUNK_CALLS,
   WARMUP_MAX_CHUNKS,
   WARMUP_MAX_S,
-  WARMUP_MIN_CHUNKS,
-  WARMUP_SETTLED_BAND,
-  WARMUP_SETTLED_RUN,
+  WARMUP_FALL_BAND,
+  WARMUP_FLOOR_CHUNKS,
+  WARMUP_WINDOW,
 } from './warm-up.ts';
 
 /** Seconds per run unless --duration says otherwise. */
@@ -44,9 +44,10 @@ on every call (a worker that never caches), as the bench did before.
 The bare proxy, ctxgate and Portkey each run in their own process, all started with the gateway
 image's Node flags (${GATEWAY_NODE_FLAGS.join(' ')}: a generic V8 GC knob, not ctxgate code), so the
 three proxies are compared like for like and no row carries another's GCs.
-Warm-up: before each measured run its target gets calls in chunks of ${WARMUP_CHUNK_CALLS}, at least ${WARMUP_MIN_CHUNKS} (V8's
+Warm-up: before each measured run its target gets calls in chunks of ${WARMUP_CHUNK_CALLS}, at least ${WARMUP_FLOOR_CHUNKS} (V8's
 optimising compiler runs for ~4,000 calls), until the CPU per call of its process (all threads: V8 compiles on helper
-threads) was within ${WARMUP_SETTLED_BAND * 100} % of its lowest chunk for ${WARMUP_SETTLED_RUN} chunks in a row, at most ${WARMUP_MAX_CHUNKS} chunks or
+threads) stopped falling: the median of its last ${WARMUP_WINDOW} chunks is less than ${WARMUP_FALL_BAND * 100} % below the median of the
+${WARMUP_WINDOW} before them, at most ${WARMUP_MAX_CHUNKS} chunks or
 ${WARMUP_MAX_S} s (then "(bound)"; "(floor)": warm at the minimum); direct's process is the upstream. Each row prints
 \`warm N calls a→b µs/call\`: the chunks' CPU per call.
 Each growing 1-connection row sends --c1-calls calls (default ${DEFAULT_C1_CALLS}; 0: --duration seconds, as

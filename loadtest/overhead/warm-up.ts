@@ -1,14 +1,19 @@
 // Warm-up of one `bench overhead` target until its code is compiled, by one rule for every target
 // (direct, bare proxy, Portkey, ctxgate): calls go in chunks of WARMUP_CHUNK_CALLS, and after each
 // the serving process's CPU per call (all threads: V8's optimizing compiler runs on helper
-// threads) is read from /proc. Warm once, after at least WARMUP_MIN_CHUNKS chunks, the last
-// WARMUP_SETTLED_RUN chunks each cost within WARMUP_SETTLED_BAND of the cheapest chunk so far;
+// threads) is read from /proc. Warm once the trail stopped falling: the median CPU per call of the
+// last WARMUP_WINDOW chunks is no more than WARMUP_FALL_BAND below the median of the WARMUP_WINDOW
+// chunks before them (so never before 2 x WARMUP_WINDOW chunks, nor before WARMUP_MIN_CHUNKS);
 // bounded by WARMUP_MAX_CHUNKS chunks and WARMUP_MAX_S seconds (then reported as not settled).
 // Why: a fixed one-second warm-up left the 16k fixed-body rows measuring TurboFan (other-thread
 // CPU ~440, 160, 110, 30, 20 µs/call over the first five 1,000-call windows), not the request
 // path; so the floor covers those ~4,000 calls. A rule that stopped at the first chunk that did
-// not fall by 5 % stopped on noise (chunk-to-chunk ±10-20 % on a loaded host: rows ended after
-// 2,000 to 7,000 calls, some mid-compile); a run of chunks near the lowest is what warm looks like.
+// not fall by 5 % stopped on noise (chunk-to-chunk ±10-20 % on a loaded host). The rule before this
+// one (the last 2 chunks within 5 % of the lowest so far) was met by a trail still falling: the
+// chunk that sets a new lowest is within 5 % of it by definition, so one more step of a slow descent
+// passed (s41's end-window base rows: 3950→2570→2460→2490 µs/call stopped at 4,000 calls, ~2.5 ms a
+// call, while rows warmed 8,000-10,000 calls cost 1.9-2.0). Medians of 3 ignore one noisy chunk
+// either way; comparing two windows asks for a level, not for one low chunk.
 // Cost: the chunks' calls; one /proc read per chunk.
 import type { LoadResult } from './load.ts';
 
@@ -16,26 +21,37 @@ export const WARMUP_CHUNK_CALLS = 1000;
 /** The optimising compiler's measured period (~4,000 calls at 16k bodies): never warm before. */
 export const WARMUP_MIN_CHUNKS = 4;
 export const WARMUP_MAX_CHUNKS = 10;
-/** A chunk counts as settled when its CPU per call is within this fraction above the lowest so far. */
-export const WARMUP_SETTLED_BAND = 0.05;
-/** Settled chunks in a row that make a target warm. */
-export const WARMUP_SETTLED_RUN = 2;
+/** Chunks per window: warm once the last window's median is not below the previous window's by more than the band. */
+export const WARMUP_WINDOW = 3;
+/** The fall between two windows' median CPU per call (a fraction of the earlier one) that still counts as level. */
+export const WARMUP_FALL_BAND = 0.05;
 export const WARMUP_MAX_S = 30;
 
 export interface WarmUp {
   calls: number;
   /** CPU per call of each chunk (µs), in order; empty where the process's CPU cannot be read. */
   cpu_us_per_call: number[];
-  /** The last WARMUP_SETTLED_RUN chunks were within WARMUP_SETTLED_BAND of the lowest (false: a bound stopped it). */
+  /** The last WARMUP_WINDOW chunks' median fell less than WARMUP_FALL_BAND from the window before (false: a bound stopped it). */
   settled: boolean;
 }
+
+/** The median of a short list (the mean of the middle two for an even length). */
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Fewest chunks before a target can be warm. */
+export const WARMUP_FLOOR_CHUNKS = Math.max(WARMUP_MIN_CHUNKS, 2 * WARMUP_WINDOW);
 
 /** Is the warm-up done after these chunks' CPU per call? (undefined: keep going) */
 export function warmUpDone(cpuPerCall: readonly number[], elapsedS: number): boolean | undefined {
   const n = cpuPerCall.length;
-  if (n >= Math.max(WARMUP_MIN_CHUNKS, WARMUP_SETTLED_RUN)) {
-    const low = Math.min(...cpuPerCall);
-    if (cpuPerCall.slice(n - WARMUP_SETTLED_RUN).every((x) => x <= low * (1 + WARMUP_SETTLED_BAND))) return true;
+  if (n >= WARMUP_FLOOR_CHUNKS) {
+    const last = median(cpuPerCall.slice(n - WARMUP_WINDOW));
+    const before = median(cpuPerCall.slice(n - 2 * WARMUP_WINDOW, n - WARMUP_WINDOW));
+    if (last >= before * (1 - WARMUP_FALL_BAND)) return true;
   }
   if (n >= WARMUP_MAX_CHUNKS || elapsedS >= WARMUP_MAX_S) return false;
   return undefined;
@@ -72,6 +88,6 @@ export async function warmUp(
  * warm after the fewest chunks the rule allows (compare such a row's trail with the others'). */
 export function fmtWarmUp(w: WarmUp): string {
   const trail = w.cpu_us_per_call.map((x) => x.toFixed(0)).join('→');
-  const floor = w.settled && w.cpu_us_per_call.length <= WARMUP_MIN_CHUNKS;
+  const floor = w.settled && w.cpu_us_per_call.length <= WARMUP_FLOOR_CHUNKS;
   return `  warm ${w.calls} calls${trail ? ` ${trail} µs/call` : ''}${w.settled ? (floor ? ' (floor)' : '') : ' (bound)'}`;
 }
