@@ -10,7 +10,8 @@
 // Direct's call holds the same upstream round trip: what ctxgate adds is the hops around it. The
 // upstream's own span is printed beside (not a hop: its end is taken after the answer's write, so
 // the hop after it would read below zero where the reader is quick).
-// Cost: in the gateway, four channel callbacks a request, each one array write (bounded); here
+// Cost: in the gateway, five channel callbacks and one 'end' listener a request, each one array
+// write (bounded); here
 // O(calls log calls) for the medians.
 import dc from 'node:diagnostics_channel';
 
@@ -21,6 +22,10 @@ export const PATH_MAX = 1 << 15;
 export interface GatewayPath {
   /** The HTTP server parsed the request's head (http.server.request.start). */
   arrival: number[];
+  /** The request emitted its body's end (the last body byte read; an 'end' listener added at the head). */
+  bodyRead: number[];
+  /** undici created the upstream request: the gateway's dispatch (undici:request:create). */
+  dispatched: number[];
   /** undici wrote the whole upstream body (undici:request:bodySent). */
   written: number[];
   /** undici had the upstream body's end (undici:request:trailers). */
@@ -33,17 +38,23 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
 
 /** Subscribes the gateway process's channels; `reset` forgets the points so far, `path` reads them. */
 export function watchGatewayPath(): { reset(): void; path(): GatewayPath } {
-  const lists: GatewayPath = { arrival: [], written: [], upEnd: [], answered: [] };
+  const lists: GatewayPath = { arrival: [], bodyRead: [], dispatched: [], written: [], upEnd: [], answered: [] };
   const at = (list: number[]) => () => {
     if (list.length < PATH_MAX) list.push(epochNow());
   };
+  const bodyRead = at(lists.bodyRead);
   // Only the calls' own upstream requests: the engine-metrics scraper's GET /metrics (admission
   // dispatch, kvplanner/load-signals.ts) goes through undici too, and one entry more in a list
   // pairs every later call with its neighbour's point.
   const upstreamCall = (list: number[]) => (m: unknown) => {
     if ((m as { request?: { method?: string } }).request?.method === 'POST') at(list)();
   };
-  dc.subscribe('http.server.request.start', at(lists.arrival));
+  const arrival = at(lists.arrival);
+  dc.subscribe('http.server.request.start', (m: unknown) => {
+    arrival();
+    (m as { request: { once(e: 'end', f: () => void): unknown } }).request.once('end', bodyRead);
+  });
+  dc.subscribe('undici:request:create', upstreamCall(lists.dispatched));
   dc.subscribe('undici:request:bodySent', upstreamCall(lists.written));
   dc.subscribe('undici:request:trailers', upstreamCall(lists.upEnd));
   dc.subscribe('http.server.response.finish', at(lists.answered));
@@ -92,11 +103,21 @@ export function gatewayCriticalPath(
   start: number,
 ): CriticalPath {
   const arrival = since(gw.arrival, start);
+  const bodyRead = since(gw.bodyRead, start);
+  const dispatched = since(gw.dispatched, start);
   const written = since(gw.written, start);
   const upEnd = since(gw.upEnd, start);
   const answered = since(gw.answered, start);
   const spans = upstream.filter((s) => s[0] >= start);
-  const n = Math.min(calls.end.length, arrival.length, written.length, upEnd.length, answered.length);
+  const n = Math.min(
+    calls.end.length,
+    arrival.length,
+    bodyRead.length,
+    dispatched.length,
+    written.length,
+    upEnd.length,
+    answered.length,
+  );
   const hop = (f: (i: number) => number): number => median(Array.from({ length: n }, (_, i) => f(i)));
   const sent = (i: number): number => calls.end[i] - calls.ms[i];
   return {
@@ -104,9 +125,14 @@ export function gatewayCriticalPath(
     call_ms: median(calls.ms.slice(0, n)),
     hops: [
       { hop: 'client sends -> gateway parsed the head', ms: hop((i) => arrival[i] - sent(i)) },
+      { hop: 'head -> request body read (HTTP in)', ms: hop((i) => bodyRead[i] - arrival[i]) },
       {
-        hop: "head -> upstream body written (body, pipeline, routing, undici's turn)",
-        ms: hop((i) => written[i] - arrival[i]),
+        hop: 'body read -> upstream request dispatched (parse, pipeline, routing)',
+        ms: hop((i) => dispatched[i] - bodyRead[i]),
+      },
+      {
+        hop: "dispatched -> upstream body written (undici's turn, the write)",
+        ms: hop((i) => written[i] - dispatched[i]),
       },
       {
         hop: "written -> gateway read the answer's end (the upstream's round trip)",

@@ -66,10 +66,13 @@ generator: a pause stops the clock that reads every latency), so the rest is spl
 upstream's handling (its GC among it) and the load generator's pauses, where the gateway's sections
 and pauses do not already count; direct's own slowest and middle calls get the same split.
 Critical path: then ctxgate's 1-connection row hop by hop, client to client, as medians over its calls:
-the client's send to the gateway's parse of the request head, the head to the upstream body written
-(the body, the pipeline, routing, undici's turn), the upstream's round trip as the gateway sees it,
-the answer's end read to the answer written, and on to the client (Node's and undici's diagnostics
-channels in the gateway's process and this process's calls, on the epoch clock), beside direct's call;
+the client's send to the gateway's parse of the request head, the head to the request body's end
+(HTTP in), the body's end to the upstream request's dispatch (body parse, pipeline, routing, upstream
+body), the dispatch to the upstream body written (undici's turn: a kept-alive socket is written from
+the event loop's check phase; the write), the upstream's round trip as the gateway sees it, the
+answer's end read to the answer written, and on to the client (Node's and undici's diagnostics
+channels and an 'end' listener in the gateway's process, this process's calls, on the epoch clock),
+beside direct's call;
 each with the upstream's own span (its body read to its onResponse hook) within it.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 --gateway-node-flags="--min-semi-space-size=64 ..." starts ctxgate's process with these Node/V8 flags after

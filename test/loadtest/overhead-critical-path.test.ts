@@ -15,8 +15,8 @@ import {
   watchGatewayPath,
 } from '../../loadtest/overhead/critical-path.ts';
 
-/** Call i starts at 100·i: client send +0, head +1, written +3, upstream read +4, answered +6,
- *  gateway read its end +7, answer written +8, client end +9 (ms). */
+/** Call i starts at 100·i: client send +0, head +1, body read +1.5, dispatched +2.5, written +3,
+ *  upstream read +4, answered +6, gateway read its end +7, answer written +8, client end +9 (ms). */
 function calls(n: number) {
   const at = (i: number, d: number): number => 1000 + 100 * i + d;
   const idx = Array.from({ length: n }, (_, i) => i);
@@ -24,6 +24,8 @@ function calls(n: number) {
     client: { end: idx.map((i) => at(i, 9)), ms: idx.map(() => 9) },
     gw: {
       arrival: idx.map((i) => at(i, 1)),
+      bodyRead: idx.map((i) => at(i, 1.5)),
+      dispatched: idx.map((i) => at(i, 2.5)),
       written: idx.map((i) => at(i, 3)),
       upEnd: idx.map((i) => at(i, 7)),
       answered: idx.map((i) => at(i, 8)),
@@ -41,7 +43,7 @@ describe('bench overhead critical path', () => {
     const p = gatewayCriticalPath(c.client, c.gw, c.spans, 1000);
     expect(p.calls).toBe(5);
     expect(p.call_ms).toBe(9);
-    expect(p.hops.map((h) => h.ms)).toEqual([1, 2, 4, 1, 1]);
+    expect(p.hops.map((h) => h.ms)).toEqual([1, 0.5, 1, 0.5, 4, 1, 1]);
     expect(p.hops.reduce((a, h) => a + h.ms, 0)).toBe(9);
     expect(p.upstream_ms).toBe(2);
     const d = directCriticalPath(c.client, c.spans, 1000);
@@ -84,12 +86,16 @@ describe('bench overhead critical path', () => {
       });
       const p = watch.path();
       // the gateway's own request and the upstream's both hit the server channels: the gateway's first
+      expect(p.dispatched.length).toBe(1);
       expect(p.written.length).toBe(1);
       expect(p.upEnd.length).toBe(1);
       const [arrival] = p.arrival;
       const answered = p.answered.at(-1)!;
       expect(arrival).toBeGreaterThanOrEqual(t0);
-      expect(p.written[0]).toBeGreaterThanOrEqual(arrival);
+      // the gateway's request body ended before it dispatched (its 'end' handler dispatches)
+      expect(p.bodyRead[0]).toBeGreaterThanOrEqual(arrival);
+      expect(p.dispatched[0]).toBeGreaterThanOrEqual(p.bodyRead[0]);
+      expect(p.written[0]).toBeGreaterThanOrEqual(p.dispatched[0]);
       expect(p.upEnd[0]).toBeGreaterThanOrEqual(p.written[0]);
       expect(answered).toBeGreaterThanOrEqual(p.upEnd[0]);
     } finally {
