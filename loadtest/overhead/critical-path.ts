@@ -1,18 +1,24 @@
 // The one-connection critical path of `bench overhead`'s growing rows: what a call waits on, hop by
 // hop, from the client's send to the last byte back, as medians over the row's calls. ctxgate's
-// process records, per request, when its HTTP server parsed the request's head, when undici wrote
-// the upstream body and had the upstream body's end, and when the answer was written
-// (Node's and undici's diagnostics channels: bench only, overhead-proxies.ts); the fake upstream
-// keeps each request's [body read, answer sent] (fake-upstream.ts --trace); the client (this
-// process) each call's end and latency. All three on the epoch clock (timeOrigin + now), so the
-// hops between processes are differences of two processes' clocks: a few µs of skew, not more.
+// process records, per request, when its HTTP server parsed the request's head and emitted the
+// body's end, when undici created the upstream request (the dispatch), began writing it (its
+// headers), wrote its body and had the answer's end, and when the answer was written (Node's and
+// undici's diagnostics channels, and an 'end' listener on the request: bench only,
+// overhead-proxies.ts). So the section before the send splits into the request body's arrival
+// (HTTP in), the gateway's work up to the dispatch (body parse, pipeline, routing, upstream body),
+// undici's turn (a kept-alive socket is written from the check phase of the event loop) and the
+// write itself. The write's hop holds whatever preempts the gateway inside it: where the upstream
+// shares the gateway's cores, the woken upstream may run its request there and then, so that hop
+// grows and the round trip's shrinks by as much. The fake upstream keeps each request's [body
+// read, answer sent] (fake-upstream.ts --trace); the client (this process) each call's end and
+// latency. All three on the epoch clock (timeOrigin + now), so the hops between processes are
+// differences of two processes' clocks: a few µs of skew, not more.
 // At 1 connection the calls are sequential, so the i-th event of each list is the i-th call's.
 // Direct's call holds the same upstream round trip: what ctxgate adds is the hops around it. The
 // upstream's own span is printed beside (not a hop: its end is taken after the answer's write, so
 // the hop after it would read below zero where the reader is quick).
-// Cost: in the gateway, five channel callbacks and one 'end' listener a request, each one array
-// write (bounded); here
-// O(calls log calls) for the medians.
+// Cost: in the gateway, six channel callbacks and one 'end' listener a request, each one array
+// write (bounded); here O(calls log calls) for the medians.
 import dc from 'node:diagnostics_channel';
 
 /** Requests a gateway keeps the path of after a reset (the growing c1 row's calls fit). */
@@ -26,6 +32,8 @@ export interface GatewayPath {
   bodyRead: number[];
   /** undici created the upstream request: the gateway's dispatch (undici:request:create). */
   dispatched: number[];
+  /** undici began writing the request: its headers (undici:client:sendHeaders). */
+  writing: number[];
   /** undici wrote the whole upstream body (undici:request:bodySent). */
   written: number[];
   /** undici had the upstream body's end (undici:request:trailers). */
@@ -38,7 +46,15 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
 
 /** Subscribes the gateway process's channels; `reset` forgets the points so far, `path` reads them. */
 export function watchGatewayPath(): { reset(): void; path(): GatewayPath } {
-  const lists: GatewayPath = { arrival: [], bodyRead: [], dispatched: [], written: [], upEnd: [], answered: [] };
+  const lists: GatewayPath = {
+    arrival: [],
+    bodyRead: [],
+    dispatched: [],
+    writing: [],
+    written: [],
+    upEnd: [],
+    answered: [],
+  };
   const at = (list: number[]) => () => {
     if (list.length < PATH_MAX) list.push(epochNow());
   };
@@ -55,6 +71,7 @@ export function watchGatewayPath(): { reset(): void; path(): GatewayPath } {
     (m as { request: { once(e: 'end', f: () => void): unknown } }).request.once('end', bodyRead);
   });
   dc.subscribe('undici:request:create', upstreamCall(lists.dispatched));
+  dc.subscribe('undici:client:sendHeaders', upstreamCall(lists.writing));
   dc.subscribe('undici:request:bodySent', upstreamCall(lists.written));
   dc.subscribe('undici:request:trailers', upstreamCall(lists.upEnd));
   dc.subscribe('http.server.response.finish', at(lists.answered));
@@ -105,6 +122,7 @@ export function gatewayCriticalPath(
   const arrival = since(gw.arrival, start);
   const bodyRead = since(gw.bodyRead, start);
   const dispatched = since(gw.dispatched, start);
+  const writing = since(gw.writing, start);
   const written = since(gw.written, start);
   const upEnd = since(gw.upEnd, start);
   const answered = since(gw.answered, start);
@@ -114,6 +132,7 @@ export function gatewayCriticalPath(
     arrival.length,
     bodyRead.length,
     dispatched.length,
+    writing.length,
     written.length,
     upEnd.length,
     answered.length,
@@ -130,10 +149,8 @@ export function gatewayCriticalPath(
         hop: 'body read -> upstream request dispatched (parse, pipeline, routing)',
         ms: hop((i) => dispatched[i] - bodyRead[i]),
       },
-      {
-        hop: "dispatched -> upstream body written (undici's turn, the write)",
-        ms: hop((i) => written[i] - dispatched[i]),
-      },
+      { hop: "dispatched -> undici writes (undici's turn)", ms: hop((i) => writing[i] - dispatched[i]) },
+      { hop: 'undici writes -> upstream body written (the write)', ms: hop((i) => written[i] - writing[i]) },
       {
         hop: "written -> gateway read the answer's end (the upstream's round trip)",
         ms: hop((i) => upEnd[i] - written[i]),

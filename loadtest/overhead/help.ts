@@ -68,8 +68,9 @@ and pauses do not already count; direct's own slowest and middle calls get the s
 Critical path: then ctxgate's 1-connection row hop by hop, client to client, as medians over its calls:
 the client's send to the gateway's parse of the request head, the head to the request body's end
 (HTTP in), the body's end to the upstream request's dispatch (body parse, pipeline, routing, upstream
-body), the dispatch to the upstream body written (undici's turn: a kept-alive socket is written from
-the event loop's check phase; the write), the upstream's round trip as the gateway sees it, the
+body), the dispatch to undici's write (undici's turn: a kept-alive socket is written from the event
+loop's check phase), the write (with whatever preempts the gateway inside it: an upstream on the same
+cores, woken by it), the upstream's round trip as the gateway sees it, the
 answer's end read to the answer written, and on to the client (Node's and undici's diagnostics
 channels and an 'end' listener in the gateway's process, this process's calls, on the epoch clock),
 beside direct's call;
