@@ -135,6 +135,11 @@ function declareMetrics(registry: Registry, opts: { defaultMetrics?: boolean }) 
       'Requests refused by a rate limit, a budget or the per-tenant in-flight cap',
       ['tenant'] as const,
     ),
+    deferredWorkErrors: counter(
+      'deferred_work_errors_total',
+      'Work a request left for after its upstream send that threw (logged; the request went on), by kind (routing_index: the routing decision’s prefix-index insert)',
+      ['model', 'kind'] as const,
+    ),
     sharedIndexErrors: counter(
       'shared_index_errors_total',
       'Redis calls of the replica-shared prefix index and session homes that failed or timed out (routing went on with this replica’s own view), by operation',

@@ -9,7 +9,12 @@
 // the two picks' queue order differs. Whoever acts on a pick's recorded blocks after the decision
 // (its feedback) finishes that pick's work first; a flush or statistics finish all of it.
 // A caller without defer (the fleet simulator, tests) gets everything done at once: exactly as
-// before. Cost: O(1) per pick besides the work itself.
+// before. Short work can also wait for its request's send (postpone, RouteInfo.sent): the gateway
+// runs it once the body went upstream, while the worker computes, instead of before the send; it
+// is done first by whatever acts on the index next (settleSoon: the policy's reads and writes of
+// its index, this queue's steps, finish and settle), so every later operation sees the index as
+// if it had run at once. At most one piece waits so (a second settles the first).
+// Cost: O(1) per pick besides the work itself.
 
 /** A resumable piece of work: does up to `blocks` of it, true once it is done. */
 export type Work = (blocks: number) => boolean;
@@ -28,8 +33,32 @@ export class DeferredWork {
     private readonly stepBlocks: number,
   ) {}
 
+  /** short work postponed to its request's send (postpone), not done yet */
+  private soon: Work | undefined;
+  /** settleSoon, bound once: what a request's send runs */
+  readonly settleSoonBound: () => void = this.settleSoon.bind(this);
+
   get waiting(): number {
     return this.queue.length;
+  }
+
+  /**
+   * Short work (`run` would do it at once) left for after its request's send: `sent` runs
+   * settleSoon once the body went upstream (the gateway's send gate), unless something that acts
+   * on the index settles it first. Work already waiting so is done first.
+   */
+  postpone(work: Work, sent: (run: () => void) => void): void {
+    this.settleSoon();
+    this.soon = work;
+    sent(this.settleSoonBound);
+  }
+
+  /** Does the postponed work now, if any (it is cleared first: one that throws is not retried). */
+  settleSoon(): void {
+    const work = this.soon;
+    if (work === undefined) return;
+    this.soon = undefined;
+    work(Number.POSITIVE_INFINITY);
   }
 
   /**
@@ -51,6 +80,7 @@ export class DeferredWork {
 
   /** Finishes `work` now if it still waits, and the work queued before it. */
   finish(work: Work): void {
+    this.settleSoon();
     const i = this.queue.indexOf(work);
     for (let k = 0; k <= i; k++) this.queue.shift()!(Number.POSITIVE_INFINITY);
   }
@@ -58,6 +88,7 @@ export class DeferredWork {
   /** One step of the oldest waiting work; true once none is left. Work that throws is dropped
    *  (the error goes to the stepper; the next step goes on with the rest). */
   private step(): boolean {
+    this.settleSoon();
     const work = this.queue[0];
     let done = true;
     try {
@@ -72,6 +103,7 @@ export class DeferredWork {
 
   /** Finishes the waiting work now. */
   settle(): void {
+    this.settleSoon();
     while (this.queue.length > 0) this.queue.shift()!(Number.POSITIVE_INFINITY);
   }
 }

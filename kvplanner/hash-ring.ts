@@ -103,6 +103,18 @@ export function boundedCapacity(workers: readonly WorkerView[], epsilon: number)
   return Math.max(1, Math.ceil(((1 + epsilon) * (total + 1)) / Math.max(1, workers.length)));
 }
 
+/**
+ * ctxgate's load bound: the most in-flight requests a worker may have after taking this one,
+ * (1+ε)·mean + 1, mean counted with this request. The +1 (integer slack) keeps a pinned session
+ * home at low load, where ceil((1+ε)·mean) alone would detour it off its cache every time two of a
+ * worker's sessions happen to be active together.
+ */
+export function slackCapacity(workers: readonly WorkerView[], epsilon: number): number {
+  let total = 0;
+  for (const w of workers) total += w.inFlight;
+  return Math.floor(((1 + epsilon) * (total + 1)) / workers.length + 1 + 1e-9);
+}
+
 /** Whether `w` may take one more request under capacity `cap` and its own maxInFlight. */
 export function hasRoom(w: WorkerView, cap: number): boolean {
   return w.inFlight + 1 <= cap && (w.maxInFlight <= 0 || w.inFlight < w.maxInFlight);

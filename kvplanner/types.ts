@@ -47,6 +47,10 @@ export interface RouteInfo {
    *  gateway: once per turn of its event loop, so a 240k-token prompt's ~4k new routing blocks
    *  never hold the loop at once). Absent (the fleet simulator, tests): all at once, as before. */
   defer?: (step: () => boolean) => void;
+  /** Runs `run` once the request's body went upstream (now when it already has, or never will):
+   *  a policy may leave index work of its decision for then (deferred-work.ts postpone), done
+   *  before anything else reads or writes its index. Absent: such work is done in select(). */
+  sent?: (run: () => void) => void;
 }
 
 export interface Choice {

@@ -22,6 +22,7 @@ import { clientGone, finish, type Exchange } from './finish.ts';
 import { Relay } from './relay.ts';
 import { GatewayRouteInfo } from './route-info.ts';
 import { RequestSignal } from './request-signal.ts';
+import { afterRouted } from './routed-after-send.ts';
 import { SendGate } from './send-gate.ts';
 import { sendUpstreamFailure } from './upstream-error.ts';
 import { type CallResult, UpstreamCall } from './upstream-call.ts';
@@ -213,7 +214,15 @@ export async function handleProxy(
     const promptTokens =
       result.promptTokenIds?.length ?? result.prefix?.prompt_tokens ?? Math.ceil(raw.length / BYTES_PER_TOKEN);
     ex.estimatedPromptTokens = promptTokens;
-    ex.info = new GatewayRouteInfo(ex.model, principal.tenant, cacheSalt, result, promptTokens, stepOnLoop(req.log));
+    ex.info = new GatewayRouteInfo(
+      ex.model,
+      principal.tenant,
+      cacheSalt,
+      result,
+      promptTokens,
+      stepOnLoop(req.log),
+      afterRouted.bind(undefined, gw.metrics, gate, req.log, ex.model),
+    );
     const engine = engineOf(route.config);
     const answer: AnswerContext = {
       requestId: req.id,

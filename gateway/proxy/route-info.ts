@@ -31,6 +31,7 @@ export class GatewayRouteInfo implements RouteInfo {
     result: PipelineResult,
     readonly promptTokens: number,
     readonly defer: RouteInfo['defer'],
+    readonly sent?: RouteInfo['sent'],
   ) {
     this.sessionId = result.affinityKey || result.sessionId || undefined;
     this.promptTokenIds = result.promptTokenIds;

@@ -1,6 +1,7 @@
 // A request's send gate: the point its body has gone upstream. The context pipeline leaves its
 // state write, and the stages' after-send work (middleware/after-send.ts), for this point
-// (PipelineContext.sent), so it runs while the worker computes instead of before the send.
+// (PipelineContext.sent), so it runs while the worker computes instead of before the send; so
+// does the routing decision's index insert (RouteInfo.sent, routed-after-send.ts), after it.
 // The upstream call opens the gate once undici wrote the first attempt's body (its onRequestSent:
 // undici writes after the dispatch returns, upstream-response.ts), or at that attempt's headers or
 // failure if they come first; the request handler opens it on every other way out (no worker,
@@ -10,6 +11,8 @@
 
 export class SendGate {
   private waiting: (() => void) | undefined;
+  /** The routing decision's waiting work (RouteInfo.sent), run after the pipeline's. */
+  private routing: (() => void) | undefined;
   private isOpen = false;
 
   /** PipelineContext.sent: runs `run` when the gate opens (now if it is open). One waiter a call. */
@@ -18,13 +21,22 @@ export class SendGate {
     else this.waiting = run;
   }
 
+  /** RouteInfo.sent: as when(), for the routing decision's work (the last one given waits). */
+  whenRouted(run: () => void): void {
+    if (this.isOpen) run();
+    else this.routing = run;
+  }
+
   /** The body went upstream (or never will): runs the waiting work, once. */
   open(): void {
     if (this.isOpen) return;
     this.isOpen = true;
     const run = this.waiting;
+    const routed = this.routing;
     this.waiting = undefined;
+    this.routing = undefined;
     run?.();
+    routed?.();
   }
 
   get opened(): boolean {

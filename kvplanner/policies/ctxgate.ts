@@ -48,9 +48,11 @@
 // prefill of the prompt (the other branches' cost when that does not settle it); other branches
 // add O(n) over workers and O(k log b) index lookups (PrefixIndex.matchAll); observe()
 // O(log b + new blocks). An unpinned pick's chain enters the shared-prefix tracker after the
-// decision (ctxgate-shared.ts: before the tracker's next read or write, or in observe()).
+// decision (ctxgate-shared.ts: before the tracker's next read or write, or in observe()); with
+// RouteInfo.sent its index insert waits for the request's send (deferred-work.ts postpone: done
+// first by whatever uses the index next, so every read sees it; a precise index: as before).
 // Settings: CTXGATE_DEFAULTS, and how they were chosen: ctxgate-defaults.ts.
-import { hasRoom } from '../hash-ring.ts';
+import { hasRoom, slackCapacity } from '../hash-ring.ts';
 import { type KvEventIndex, preciseIndexOption } from '../kv-events/event-index.ts';
 import { DeferredWork, type Work } from '../deferred-work.ts';
 import { ChainReader } from './ctxgate-chain.ts';
@@ -91,7 +93,8 @@ interface Pending extends Claim {
 
 export class CtxgatePolicy implements Policy {
   readonly name = 'ctxgate';
-  readonly index: PrefixIndex;
+  /** the index itself: read through `index`, which first does a pick's postponed insert */
+  private readonly own: PrefixIndex;
   /** engine KV events feed the index (option kv_index): routing only reads it (guessing()) */
   private readonly events: KvEventIndex | undefined;
   readonly affinity: SessionAffinity;
@@ -166,7 +169,7 @@ export class CtxgatePolicy implements Policy {
     if (events && this.stride !== 1)
       throw new Error("routing option 'index_stride' must be 1 with a precise (KV event) index");
     this.events = events;
-    this.index =
+    this.own =
       events?.index ??
       new PrefixIndex(
         Math.floor(num(opts, 'default_kv_tokens', d.default_kv_tokens, 1) / (this.blockSize * this.stride)),
@@ -202,7 +205,7 @@ export class CtxgatePolicy implements Policy {
     if (n === 0) return null;
     const now = info.nowMs ?? Date.now();
     const { hashes, keys, blockTokens, promptTokens } = this.chains.read(info);
-    const cap = this.loadBound(workers);
+    const cap = slackCapacity(workers, this.epsilon);
     const start = this.rot++ % n;
     const key = info.sessionId ? `${info.tenant}\u0000${info.sessionId}` : undefined;
     const noSession = key === undefined ? 1 : 0;
@@ -295,8 +298,11 @@ export class CtxgatePolicy implements Policy {
     if (this.guessing(worker.id)) {
       const id = worker.id;
       const insert = this.index.inserting(id, hashes, true, held);
+      const blocks = hashes.length - held;
       // a worker whose KV events came back in step meanwhile holds what they said: the rest of the guess goes
-      recording = this.later.run((b) => !this.guessing(id) || insert(b), hashes.length - held, info.defer) ?? recording;
+      if (info.sent && !this.events && (!info.defer || blocks <= DEFER_MIN_BLOCKS))
+        this.later.postpone((b) => !this.guessing(id) || insert(b), info.sent);
+      else recording = this.later.run((b) => !this.guessing(id) || insert(b), blocks, info.defer) ?? recording;
     }
     // an overflow is a detour: the session keeps its home (and the KV share planned for it there)
     if (key)
@@ -317,6 +323,13 @@ export class CtxgatePolicy implements Policy {
     return { worker, branch, predictedCachedTokens: predicted };
   }
 
+  /** The prefix index, with every chain picked so far recorded (a pick's insert may wait for its
+   *  send: deferred-work.ts postpone). */
+  get index(): PrefixIndex {
+    this.later.settleSoon();
+    return this.own;
+  }
+
   /** The shared-prefix tracker, with every chain picked so far recorded. */
   get shared(): SharedPrefixTracker {
     return this.postponed.shared;
@@ -330,18 +343,6 @@ export class CtxgatePolicy implements Policy {
     this.positions.clear();
     for (let k = 0; k < workers.length; k++) this.positions.set(workers[k].id, k);
     return this.positions.get(id) ?? -1;
-  }
-
-  /**
-   * Most in-flight requests a worker may have after taking this one: (1+ε)·mean + 1, mean counted
-   * with this request. The +1 (integer slack) keeps a pinned session home at low load, where
-   * ceil((1+ε)·mean) alone would detour it off its cache every time two of a worker's sessions
-   * happen to be active together.
-   */
-  private loadBound(workers: readonly WorkerView[]): number {
-    let total = 0;
-    for (const w of workers) total += w.inFlight;
-    return Math.floor(((1 + this.epsilon) * (total + 1)) / workers.length + 1 + 1e-9);
   }
 
   /**
