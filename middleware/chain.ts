@@ -43,10 +43,13 @@ export function contextStages(spec: ChainSpec, io: ChainIO = {}): Stage[] {
   // Stabilise never keeps (nor truncates: a cut original could not be re-sent) one original
   // longer than the config's tool-output cap, so that cap is its cap too.
   const maxBytes = Math.min(DEFAULT_MAX_ORIGINAL_BYTES, spec.maxToolOutputBytes ?? Infinity);
+  // Compaction reads and copies the stabiliser's state on the call: only without it may the new
+  // messages' hashes wait for the send (stabilise/stage.ts).
+  const compacts = !!spec.budgetTokens && spec.transforms.compaction !== false;
   const all: Stage[] = [
     canonicalToolsStage,
     volatileStage,
-    createStabiliseStage({ maxBytes }),
+    createStabiliseStage({ maxBytes }, { oweHashes: !compacts }),
     createLedgerStage({ writeVersion: spec.ledgerWriteVersion ?? DEFAULT_LEDGER_WRITE_VERSION }),
   ];
   if (spec.budgetTokens) all.push(createCompactionStage({ budgetTokens: spec.budgetTokens, artifacts: io.artifacts }));

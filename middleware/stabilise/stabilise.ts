@@ -12,7 +12,10 @@
 // resent as the same objects (layout/resent.ts) costs a lookup per message. The lists and the
 // originals' index are returned frozen and sized from the previous state's (deep-freeze.ts
 // freezeEdited): the store's put visits what changed, not every message's entry. With secret
-// checks owed, the originals' index is frozen by settleOwed instead, once the checks ran.
+// checks owed, the originals' index is frozen by settleOwed instead, once the checks ran. With
+// hashes owed (oweHashes), the hash and identity of each message past the previous call's (read by
+// the next call only) are taken by settleHashes, after the upstream send, and the two lists frozen
+// there: ~20 µs of an agent's call (its new tool output's SHA-256 and SHA-1) off the send's path.
 import type { ChatMessage, Receipt } from '../types.ts';
 import { contentText, messageHash } from '../ledger/message-text.ts';
 import { looksSecret } from '../redaction/redact.ts';
@@ -55,6 +58,19 @@ export interface StabiliseOptions {
    *  the budget whatever the checks find (else they run now): the call's messages and receipts are
    *  those of checking first. */
   oweSecretChecks?: boolean;
+  /** Leave the hash and identity of the messages past the previous call's (this call reads neither)
+   *  to settleHashes, with the lists' freeze: the stage runs it after the upstream send. No other
+   *  stage may read or copy the state before (compaction does: the chain owes only without it). */
+  oweHashes?: boolean;
+}
+
+/** What stabilise left to settleHashes: messages `from` on to hash, the lists' previous versions. */
+export interface OwedHashes {
+  input: readonly ChatMessage[];
+  from: number;
+  /** Where the lists may differ from the previous state's (their freeze sizes from there on). */
+  same: number;
+  prev: StabiliseState | undefined;
 }
 
 export interface StabiliseResult {
@@ -63,6 +79,8 @@ export interface StabiliseResult {
   receipts: Receipt[];
   /** With oweSecretChecks: indices whose stored original still owes its secret check (settleOwed). */
   owed?: number[];
+  /** With oweHashes: what settleHashes completes (absent when nothing is owed). */
+  owedHashes?: OwedHashes;
 }
 
 const STAGE = 'stabilise';
@@ -109,16 +127,19 @@ export function stabilise(
     if (i < same && st.orig[i] !== undefined) (out ??= input.slice())[i] = { ...input[i], content: st.orig[i] };
   st.k = copyArray(prevK);
   st.k.length = same;
-  for (let i = same; i < input.length; i++) st.k[i] = identity(input[i]);
+  // Messages past the previous call's: only stored (their hash and identity are the next call's).
+  const seen = st.a.length;
+  const fresh = opts.oweHashes && seen < input.length ? Math.max(same, seen) : input.length;
+  for (let i = same; i < fresh; i++) st.k[i] = identity(input[i]);
   for (let i = same; i < input.length; i++) {
     const m = input[i];
-    const h = messageHash(m);
     const eligible = (m.role === 'tool' || m.role === 'user') && i > firstUser;
-    if (i >= st.a.length) {
-      st.a[i] = h;
+    if (i >= seen) {
+      if (i < fresh) st.a[i] = messageHash(m);
       if (eligible) store(st, i, m.content, max, edited, owed);
       continue;
     }
+    const h = messageHash(m);
     if (h === st.a[i]) {
       if (deferred.has(i) && st.orig[i] !== undefined) (out ??= input.slice())[i] = { ...m, content: st.orig[i] };
       continue;
@@ -205,12 +226,13 @@ export function stabilise(
   const x = [...contested].filter((i) => i < input.length).sort((a, b) => a - b);
   if (x.length) st.x = x;
   else delete st.x;
-  if (prev) {
+  if (prev && fresh === input.length) {
     // The lists and the originals' index are the previous ones edited from `same` on (and at
     // `edited`): frozen and sized from the previous ones' sizes, so the store's put does not
     // visit every message's entry again (deep-freeze.ts).
-    st.a = freezeEdited(prev.a, st.a, indicesFrom(prev.a, st.a, same));
-    if (prev.k) st.k = freezeEdited(prev.k, st.k, indicesFrom(prev.k, st.k, same));
+    freezeLists(st, prev, same);
+  }
+  if (prev) {
     // With checks owed, settleOwed may drop some of this call's new originals: the index stays
     // this call's own (a copy no one else holds) until then, and is frozen once, there, with
     // what it dropped, instead of frozen now and copied again there.
@@ -220,7 +242,29 @@ export function stabilise(
   writtenFrom(st, new WeakRef(input));
   const r: StabiliseResult = { messages: out ?? input, state: st, receipts };
   if (owed !== undefined && owed.length > 0) r.owed = owed;
+  if (fresh < input.length) r.owedHashes = { input, from: fresh, same, prev };
   return r;
+}
+
+/** The lists edited from `same` on, frozen and sized from the previous state's (deep-freeze.ts). */
+function freezeLists(st: StabiliseState, prev: StabiliseState, same: number): void {
+  st.a = freezeEdited(prev.a, st.a, indicesFrom(prev.a, st.a, same));
+  if (prev.k && st.k) st.k = freezeEdited(prev.k, st.k, indicesFrom(prev.k, st.k, same));
+}
+
+/**
+ * Takes the hashes and identities stabilise owed (oweHashes) into `st`, the state it returned (or
+ * settleOwed's copy of it, which shares its lists), then freezes the lists as stabilise would
+ * have: the same state as stabilise without oweHashes gives. O(new messages' text).
+ */
+export function settleHashes(st: StabiliseState, owed: OwedHashes): void {
+  const { input, from, same, prev } = owed;
+  const k = st.k!;
+  for (let i = from; i < input.length; i++) {
+    st.a[i] = messageHash(input[i]);
+    k[i] = identity(input[i]);
+  }
+  if (prev) freezeLists(st, prev, same);
 }
 
 /**
