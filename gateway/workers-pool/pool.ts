@@ -143,7 +143,7 @@ const WARM_MESSAGES = [
   { role: 'user' as const, content: 'hello' },
 ];
 
-/** A full GC in the thread that runs it, where the process has --expose-gc (thread-task.ts). */
+/** A full GC in the thread that runs it (thread-task.ts). */
 const COLLECT_JOB: OffloadJob = {
   tokenizer: COLLECT_TOKENIZER,
   input: { messages: [], hashes: [], rootEnd: 0, stableEnd: 0, render: { contextKey: 'collect' } },
@@ -191,8 +191,8 @@ export interface RenderPool extends RenderOffload, CountOffload {
   workers(): Worker[];
   /** Jobs queued or running, all lanes. */
   pending(): number;
-  /** A full GC in every running thread, with --expose-gc only (a settled memory reading: bench
-   *  chaos); starts no thread. Resolves when each has run it. */
+  /** A full GC in every running thread (a settled memory reading: bench chaos); starts no thread.
+   *  Counted in its lane's pending jobs while it runs. Resolves when each has run it. */
   collect(): Promise<void>;
   close(): Promise<void>;
 }
@@ -484,7 +484,16 @@ export function createRenderPool(
     workers: () => lanes.flatMap((l) => l.pool.threads),
     async collect() {
       const running = lanes.filter((l) => !closed && l.pool.threads.length > 0);
-      await Promise.allSettled(running.map((l) => l.pool.run(COLLECT_JOB)));
+      await Promise.allSettled(
+        running.map((l) => {
+          // The lane's work while it runs: a big call admitted meanwhile waits behind it (so it is
+          // not `started`, and pick() prefers an idle lane), as behind any other job.
+          l.pending++;
+          return l.pool.run(COLLECT_JOB).finally(() => {
+            l.pending--;
+          });
+        }),
+      );
     },
     async warm(probes) {
       await Promise.all(

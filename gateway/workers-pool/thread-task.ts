@@ -56,19 +56,23 @@ export const isCountJob = (job: OffloadJob | CountJob): job is CountJob => 'text
 /** The tokenizer name of a no-op job: the pool sends one to make Piscina start a thread again. */
 export const WAKE_TOKENIZER = '\u0000wake';
 
-/** The tokenizer name of a collect job: a full GC in this thread where the process runs with
- *  --expose-gc (bench chaos's settled memory readings: a parked thread runs no GC of its own, so
- *  what its start-up left would sit in the process's RSS), else nothing. */
+/** The tokenizer name of a collect job: a full GC in this thread (bench chaos's settled memory
+ *  readings: a parked thread runs no GC of its own, so what its last job left would sit in the
+ *  process's RSS). */
 export const COLLECT_TOKENIZER = '\u0000collect';
+
+/** A full GC of this thread's heap: `gc` is there in every render thread (thread-heap.ts). */
+const collect = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 export default async function task(job: ThreadJob): Promise<ThreadReply | ThreadCountReply> {
   if (job.tokenizer === COLLECT_TOKENIZER) {
-    (globalThis as { gc?: () => void }).gc?.();
+    collect();
     return { ok: false, error: 'collect' };
   }
   if (job.tokenizer === WAKE_TOKENIZER) return { ok: false, error: 'wake' };
   const key = `${job.tokenizer}\u0000${job.chatTemplateFile ?? ''}`;
   let h = handles.get(key);
+  const loads = !h;
   if (!h) {
     const loading = loadTokenizer(job.tokenizer, { chatTemplateFile: job.chatTemplateFile });
     handles.set(key, (h = loading));
@@ -79,6 +83,9 @@ export default async function task(job: ThreadJob): Promise<ThreadReply | Thread
     });
   }
   const tok = await h;
+  // The load's garbage (~70 MB of RSS for qwen3) would stay while the thread is parked between
+  // jobs (no GC runs there): collected now, once per load, before the job renders (25-44 ms).
+  if (loads) collect();
   if (!job.startUp) renice();
   if (isCountJob(job)) {
     // encodeCached, as the main thread's stages count: the same ids, and they stay in this lane's
