@@ -17,7 +17,7 @@ import { FAULT_KINDS, faultSchedule } from './chaos/faults.ts';
 import { ChaosFleet } from './chaos/fleet.ts';
 import { gatewayConfig, MODEL, TOKENIZER } from './chaos/gateway-config.ts';
 import { startGatewayProc, type GatewayProc } from './chaos/gateway-proc.ts';
-import { mallocTrim } from './chaos/malloc-trim.ts';
+import { mallocAccountLine, mallocTrim } from './chaos/malloc-trim.ts';
 import { DEFAULTS, parseChaosArgs } from './chaos/options.ts';
 import { procMemory } from './chaos/proc-memory.ts';
 import { memLine, procLine, type Reading, settled } from './chaos/reading.ts';
@@ -253,7 +253,7 @@ export async function run(argv: string[]): Promise<number> {
       trim = { ...t, proc: procMemory(gw.pid) };
       log(
         t.ok
-          ? `after malloc_trim(0) in the gateway (released ${t.released}): rss ${gw.rssMb().toFixed(1)}${trim.proc ? `; ${procLine(trim.proc)}` : ''}`
+          ? `${t.before ? `glibc before it (MB): ${mallocAccountLine(t.before)}; ` : ''}after malloc_trim(0) in the gateway (released ${t.released}): rss ${gw.rssMb().toFixed(1)}${trim.proc ? `; ${procLine(trim.proc)}` : ''}`
           : `malloc_trim probe failed: ${t.error}`,
       );
     }

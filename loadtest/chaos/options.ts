@@ -16,11 +16,13 @@ export interface DispatchChoice {
   releaseMsPerToken?: number;
 }
 
-/** --gateway-env 'K=V,K2=V2': variables for the gateway process alone (not the workers, not Redis). */
+/** --gateway-env 'K=V,K2=V2': variables for the gateway process alone (not the workers, not Redis);
+ *  a value may hold commas where what follows one is not NAME= (MALLOC_CONF's options). */
 export function gatewayEnvOf(v: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (v === undefined) return out;
-  for (const kv of v.split(',')) {
+  // split before each NAME=: a value may hold commas (MALLOC_CONF=background_thread:true,narenas:2)
+  for (const kv of v.split(/,(?=\s*[A-Za-z_][A-Za-z0-9_]*=)/)) {
     const eq = kv.indexOf('=');
     const k = kv.slice(0, eq).trim();
     if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new Error(`--gateway-env: ${kv} is not NAME=VALUE`);

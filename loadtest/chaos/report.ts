@@ -1,7 +1,7 @@
 // bench chaos's report: what a run measured (the JSON of --json) and its table, with each round's
 // at-rest reading and the RSS change by part. O(rounds + hung calls).
 import type { MemoryMb } from './gateway-proc.ts';
-import type { TrimResult } from './malloc-trim.ts';
+import { mallocAccountLine, type TrimResult } from './malloc-trim.ts';
 import type { ProcMemoryMb } from './proc-memory.ts';
 import type { Reading } from './reading.ts';
 import { type RssParts, rssParts, rssPartsLine } from './rss-parts.ts';
@@ -150,6 +150,9 @@ export function printTable(r: ChaosReport): void {
             `${r.proc_start.brk} / ${r.proc_start.arenas} / ${r.proc_start.anon} / ${r.proc_start.file} → ${r.proc_end.brk} / ${r.proc_end.arenas} / ${r.proc_end.anon} / ${r.proc_end.file}`,
           ],
         ] as [string, string][])
+      : []),
+    ...(r.trim_probe?.before
+      ? ([['glibc malloc before the trim (MB)', mallocAccountLine(r.trim_probe.before)]] as [string, string][])
       : []),
     ...(r.trim_probe?.proc
       ? ([

@@ -108,6 +108,11 @@ it('reads --gateway-env as NAME=VALUE pairs for the gateway alone, and refuses a
   expect(gatewayEnvOf('GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072')).toEqual({
     GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=131072',
   });
+  // a comma not followed by NAME= is the value's own (jemalloc's options)
+  expect(gatewayEnvOf('MALLOC_CONF=background_thread:true,narenas:2, LD_PRELOAD=/x.so')).toEqual({
+    MALLOC_CONF: 'background_thread:true,narenas:2',
+    LD_PRELOAD: '/x.so',
+  });
   for (const bad of ['MALLOC_ARENA_MAX', '=2', '1X=2', 'A B=1'])
     expect(() => gatewayEnvOf(bad)).toThrow(/--gateway-env/);
 });

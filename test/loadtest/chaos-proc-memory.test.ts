@@ -5,7 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { mallocTrim, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
+import { mallocTrim, parseMallinfoOutput, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
 import { preloadedLibraries, procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
 
 const etcPreload = (): string[] => {
@@ -166,6 +166,15 @@ it("reads malloc_trim's answer from gdb's batch output, and nothing else as one"
   expect(parseTrimOutput('[New LWP 12]\n$1 = 1\n[Inferior 1 (process 9) detached]\n')).toBe(1);
   expect(parseTrimOutput('$1 = 0\n')).toBe(0);
   expect(parseTrimOutput('No symbol "malloc_trim" in current context.\n')).toBeUndefined();
+  // the account printed before the trim's `$1` is not taken for it
+  expect(parseTrimOutput('mallinfo2 1 2 3 4\n$1 = 1\n')).toBe(1);
+});
+
+it("reads glibc's account from the probe's mallinfo2 line (bytes to MB); a failed call (zeros) is none", () => {
+  const out = `[New LWP 12]\nmallinfo2 ${120 * 2 ** 20} ${44 * 2 ** 20} ${2 ** 20} 0\n$1 = 1\n`;
+  expect(parseMallinfoOutput(out)).toEqual({ inUse: 120, free: 44, top: 1, mmapped: 0 });
+  expect(parseMallinfoOutput('mallinfo2 0 0 0 0\n$1 = 1\n')).toBeUndefined();
+  expect(parseMallinfoOutput('$1 = 1\n')).toBeUndefined();
 });
 
 const hasGdb = (() => {
@@ -228,6 +237,11 @@ for (const layout of LAYOUTS) {
           ctx.skip(`malloc_trim could not be called here: ${r.error}`);
         }
         expect(r).toMatchObject({ ok: true, released: 1 });
+        // glibc's account before it: the holes are free memory below the main arena's top, which
+        // no trim threshold gives back (mallinfo2 counts every arena; under hugetlb=1 the same)
+        expect(r.before!.free).toBeGreaterThan(100);
+        expect(r.before!.top).toBeLessThan(r.before!.free / 4);
+        expect(r.before!.inUse).toBeGreaterThan(5);
         const after = procMemory(child.pid!)!;
         const held = (m: typeof before) => m.brk + m.arenas + m.anon;
         // ~170 MB were allocated in the main arena and ~15/16 of it freed in holes: most goes back
