@@ -77,10 +77,12 @@ const MAX_POISON_TENANTS = 1024;
 export const FAILURE_WINDOW_MS = 60_000;
 
 /** Most threads started by default: each loads its own tokenizer, and holds its own V8 heap (qwen3,
- *  warmed: ~127 MB committed, 32 of it new space, plus ~14 MB external; after big renders ~147 MB:
- *  an idle thread, parked by Piscina in Atomics.wait, runs no GC to give back what its last job
- *  grew. Its young generation is its own, RENDER_THREAD_YOUNG_MB (thread-heap.ts): with the event
- *  loop's --max-semi-space-size it was ~206 MB warmed, ~244 MB after the same renders). */
+ *  warmed: ~127 MB committed, 32 of it new space, plus ~14 MB external, before the thread collected
+ *  its load's garbage (thread-task.ts: process RSS +125-134 MB a thread after warm(), +210 MB
+ *  before); after big renders ~147 MB: an idle thread, parked by Piscina in Atomics.wait, runs no GC
+ *  to give back what its last job grew. Its young generation is its own, RENDER_THREAD_YOUNG_MB
+ *  (thread-heap.ts): with the event loop's --max-semi-space-size it was ~206 MB warmed, ~244 MB after
+ *  the same renders). */
 export const DEFAULT_MAX_THREADS = 4;
 
 // How the default was chosen (measured on 2 cores with bench overhead's growing sessions, per-thread
