@@ -21,6 +21,9 @@ export interface MallocAccount {
   inUse: number;
   /** Free in the arenas, the top chunks included (fordblks). */
   free: number;
+  /** Free chunks it is in (ordblks, the tops included; fastbin chunks not counted): many for a
+   *  little means small holes that a bigger request cannot use. */
+  freeChunks: number;
   /** The main arena's top chunk (keepcost): free memory a trim threshold would give back. */
   top: number;
   /** Chunks malloc mmapped on their own (hblkhd): outside the arenas, given back on free. */
@@ -48,19 +51,19 @@ const MALLINFO_LINE = 'mallinfo2';
 /** The account from the probe's mallinfo2 line (bytes in, MB out), or undefined (none, or nothing
  *  in use: the call failed, as a running process always has something allocated). */
 export function parseMallinfoOutput(out: string): MallocAccount | undefined {
-  const m = new RegExp(`^${MALLINFO_LINE} (\\d+) (\\d+) (\\d+) (\\d+)\\s*$`, 'm').exec(out);
+  const m = new RegExp(`^${MALLINFO_LINE} (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)\\s*$`, 'm').exec(out);
   if (!m || m[1] === '0') return undefined;
   const mb = (i: number): number => Math.round(Number(m[i]) / 104_857.6) / 10;
-  return { inUse: mb(1), free: mb(2), top: mb(3), mmapped: mb(4) };
+  return { inUse: mb(1), free: mb(2), freeChunks: Number(m[5]), top: mb(3), mmapped: mb(4) };
 }
 
 /** gdb commands: mallinfo2 into a zeroed struct (no debug info: its sret pointer passed as the first
- *  argument; fields 7, 8, 9, 4 are uordblks, fordblks, keepcost, hblkhd; all 0 where the call
- *  failed), printed, freed; then the trim, whose value gdb prints as `$1`. */
+ *  argument; fields 7, 8, 9, 4, 1 are uordblks, fordblks, keepcost, hblkhd, ordblks; all 0 where the
+ *  call failed), printed, freed; then the trim, whose value gdb prints as `$1`. */
 const GDB_COMMANDS = [
   'set $m = (unsigned long *) ((void *(*)(unsigned long, unsigned long)) calloc)(10, 8)',
   'call ((void (*)(unsigned long *)) mallinfo2)($m)',
-  `printf "${MALLINFO_LINE} %lu %lu %lu %lu\\n", $m[7], $m[8], $m[9], $m[4]`,
+  `printf "${MALLINFO_LINE} %lu %lu %lu %lu %lu\\n", $m[7], $m[8], $m[9], $m[4], $m[1]`,
   'call ((void (*)(void *)) free)($m)',
   'call (int) malloc_trim(0)',
 ];
@@ -83,7 +86,7 @@ export function mallocTrim(pid: number): Promise<TrimResult> {
   });
 }
 
-/** "in use 120.1, free 44.0 (main arena's top 1.2), mmapped 3.0" */
+/** "in use 120.1, free 44.0 in 5210 chunks (main arena's top 1.2), mmapped alone 3.0" */
 export function mallocAccountLine(a: MallocAccount): string {
-  return `in use ${a.inUse}, free ${a.free} (main arena's top ${a.top}), mmapped alone ${a.mmapped}`;
+  return `in use ${a.inUse}, free ${a.free} in ${a.freeChunks} chunks (main arena's top ${a.top}), mmapped alone ${a.mmapped}`;
 }

@@ -171,9 +171,9 @@ it("reads malloc_trim's answer from gdb's batch output, and nothing else as one"
 });
 
 it("reads glibc's account from the probe's mallinfo2 line (bytes to MB); a failed call (zeros) is none", () => {
-  const out = `[New LWP 12]\nmallinfo2 ${120 * 2 ** 20} ${44 * 2 ** 20} ${2 ** 20} 0\n$1 = 1\n`;
-  expect(parseMallinfoOutput(out)).toEqual({ inUse: 120, free: 44, top: 1, mmapped: 0 });
-  expect(parseMallinfoOutput('mallinfo2 0 0 0 0\n$1 = 1\n')).toBeUndefined();
+  const out = `[New LWP 12]\nmallinfo2 ${120 * 2 ** 20} ${44 * 2 ** 20} ${2 ** 20} 0 5210\n$1 = 1\n`;
+  expect(parseMallinfoOutput(out)).toEqual({ inUse: 120, free: 44, freeChunks: 5210, top: 1, mmapped: 0 });
+  expect(parseMallinfoOutput('mallinfo2 0 0 0 0 0\n$1 = 1\n')).toBeUndefined();
   expect(parseMallinfoOutput('$1 = 1\n')).toBeUndefined();
 });
 
@@ -242,6 +242,8 @@ for (const layout of LAYOUTS) {
         expect(r.before!.free).toBeGreaterThan(100);
         expect(r.before!.top).toBeLessThan(r.before!.free / 4);
         expect(r.before!.inUse).toBeGreaterThan(5);
+        // ~187 holes of 15 freed buffers each (neighbours coalesce) between the kept ones
+        expect(r.before!.freeChunks).toBeGreaterThan(150);
         const after = procMemory(child.pid!)!;
         const held = (m: typeof before) => m.brk + m.arenas + m.anon;
         // ~170 MB were allocated in the main arena and ~15/16 of it freed in holes: most goes back
