@@ -35,6 +35,8 @@ export class DeferredWork {
 
   /** short work postponed to its request's send (postpone), not done yet */
   private soon: Work | undefined;
+  /** that request's `sent`: an error of its work goes there, whoever does the work */
+  private soonSent: ((run: () => void) => void) | undefined;
   /** settleSoon, bound once: what a request's send runs */
   readonly settleSoonBound: () => void = this.settleSoon.bind(this);
 
@@ -50,15 +52,26 @@ export class DeferredWork {
   postpone(work: Work, sent: (run: () => void) => void): void {
     this.settleSoon();
     this.soon = work;
+    this.soonSent = sent;
     sent(this.settleSoonBound);
   }
 
-  /** Does the postponed work now, if any (it is cleared first: one that throws is not retried). */
+  /** Does the postponed work now, if any (it is cleared first: one that throws is not retried).
+   *  Its error goes to its own request's `sent` (the gateway logs and counts it there), not to
+   *  whichever later decision, feedback or replica's batch happened to do the work. */
   settleSoon(): void {
     const work = this.soon;
     if (work === undefined) return;
+    const sent = this.soonSent;
     this.soon = undefined;
-    work(Number.POSITIVE_INFINITY);
+    this.soonSent = undefined;
+    try {
+      work(Number.POSITIVE_INFINITY);
+    } catch (err) {
+      sent!(() => {
+        throw err;
+      });
+    }
   }
 
   /**

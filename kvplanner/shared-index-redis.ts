@@ -204,15 +204,19 @@ export class SharedIndexRedis {
   private apply(b: Batch): number {
     if (b.r === this.replicaId) return 0;
     const now = Date.now();
+    // The getter first does this replica's own pick insert left for its send (deferred-work.ts
+    // postpone): done inside `applying`, its event would be taken for the other replica's and
+    // never published.
+    const index = this.policy.index;
     this.applying = true;
     try {
       for (const e of b.ev) {
         // a worker whose KV events this replica hears is indexed from them, not from others' guesses
         if (e.k !== 's' && !this.policy.guessing(e.w)) continue;
         if (e.k === 'i') {
-          this.policy.index.insert(e.w, e.h, false);
+          index.insert(e.w, e.h, false);
           this.policy.shared.insert(e.h);
-        } else if (e.k === 'e') this.policy.index.evict(e.w, e.h, false);
+        } else if (e.k === 'e') index.evict(e.w, e.h, false);
         else this.policy.affinity.assign(e.s, e.w, e.t, now, false);
       }
     } finally {

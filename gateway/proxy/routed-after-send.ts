@@ -5,7 +5,9 @@
 // first (the next decision, feedback, statistics) does it then instead, so routing stays exact.
 // It never throws into the gate (undici's write callback): a failure is logged and counted
 // (ctxgate_deferred_work_errors_total{kind="routing_index"}); the call goes on, and the index misses
-// that chain as if the worker had evicted it. Cost: two bound functions a request.
+// that chain as if the worker had evicted it. Work another reader did first (the next decision, a
+// replica's batch) hands its error back here too (deferred-work.ts settleSoon): it is this
+// request's, never the reader's. Cost: two bound functions a request.
 import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { SendGate } from './send-gate.ts';
