@@ -60,13 +60,18 @@ export function parseMallinfoOutput(out: string): MallocAccount | undefined {
 /** gdb commands: mallinfo2 into a zeroed struct (no debug info: its sret pointer passed as the first
  *  argument; fields 7, 8, 9, 4, 1 are uordblks, fordblks, keepcost, hblkhd, ordblks; all 0 where the
  *  call failed), printed, freed; then the trim, whose value gdb prints as `$1`. */
-const GDB_COMMANDS = [
+const ACCOUNT_COMMANDS = [
   'set $m = (unsigned long *) ((void *(*)(unsigned long, unsigned long)) calloc)(10, 8)',
   'call ((void (*)(unsigned long *)) mallinfo2)($m)',
   `printf "${MALLINFO_LINE} %lu %lu %lu %lu %lu\\n", $m[7], $m[8], $m[9], $m[4], $m[1]`,
   'call ((void (*)(void *)) free)($m)',
-  'call (int) malloc_trim(0)',
 ];
+/** The account's call passes the struct-return pointer as the first argument, which is where x86-64
+ *  puts it (rdi); elsewhere (arm64: x8) glibc would write 80 bytes wherever that register points,
+ *  inside the probed gateway, so other architectures get the trim alone (review s42 F5). */
+export function gdbCommands(arch: string = process.arch): string[] {
+  return [...(arch === 'x64' ? ACCOUNT_COMMANDS : []), 'call (int) malloc_trim(0)'];
+}
 
 /** Reads glibc's account, then calls malloc_trim(0), inside process `pid` (stops it for the calls,
  *  then detaches). Without mallinfo2 (glibc before 2.33) the trim still runs, with no account. */
@@ -74,7 +79,7 @@ export function mallocTrim(pid: number): Promise<TrimResult> {
   return new Promise((resolve) => {
     execFile(
       'gdb',
-      ['-p', String(pid), '-batch', '-nx', ...GDB_COMMANDS.flatMap((c) => ['-ex', c])],
+      ['-p', String(pid), '-batch', '-nx', ...gdbCommands().flatMap((c) => ['-ex', c])],
       { timeout: GDB_TIMEOUT_MS },
       (err, stdout, stderr) => {
         const released = parseTrimOutput(stdout);

@@ -5,7 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { mallocTrim, parseMallinfoOutput, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
+import { gdbCommands, mallocTrim, parseMallinfoOutput, parseTrimOutput } from '../../loadtest/chaos/malloc-trim.ts';
 import { preloadedLibraries, procMemory, smapsBreakdown } from '../../loadtest/chaos/proc-memory.ts';
 
 const etcPreload = (): string[] => {
@@ -257,3 +257,10 @@ for (const layout of LAYOUTS) {
     180_000,
   );
 }
+
+it("reads glibc's account with gdb only on x86-64, where its struct-return pointer is the first argument (review s42 F5)", () => {
+  const x64 = gdbCommands('x64');
+  expect(x64.some((c) => c.includes('mallinfo2'))).toBe(true);
+  expect(x64.at(-1)).toBe('call (int) malloc_trim(0)');
+  for (const arch of ['arm64', 'ppc64', 's390x']) expect(gdbCommands(arch)).toEqual(['call (int) malloc_trim(0)']);
+});
