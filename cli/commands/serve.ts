@@ -14,7 +14,8 @@ export const help = `ctxgate serve --config FILE [--port N] [--host H]
 Runs the OpenAI-compatible gateway described by FILE (YAML, see README "Configuration").
 --port / --host override listen.port / listen.host. SIGTERM or SIGINT drain in-flight
 requests for up to shutdown.deadline_ms, then exit. Node should run with the gateway's flags
-(gateway/node-flags.ts, as the image does), e.g. NODE_OPTIONS=--max-semi-space-size=64; without
+(gateway/node-flags.ts, as the image does), e.g.
+NODE_OPTIONS='--max-semi-space-size=64 --v8-pool-size=0'; without
 them serve logs a warning at start-up and runs on.`;
 
 /** Each V8 heap space's committed size (MB, one decimal): which space heapTotal's growth is in. */

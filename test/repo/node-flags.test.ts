@@ -6,7 +6,7 @@
 // image) warns at start-up, and not when they are given on the command line or in NODE_OPTIONS.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -32,6 +32,13 @@ async function grownNewSpace(flags: readonly string[]): Promise<number> {
     let keep = [];
     for (let i = 0; i < 1e6; i++) { keep.push({ i, s: "x" + i }); if (keep.length > 300000) keep = []; }
     process.stdout.write(String(v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size));`;
+  return Number(await nodeChildOutput([...flags, '-e', script]));
+}
+
+/** Threads of a child node started with `flags`: Node starts V8's helper threads (its platform's
+ *  pool) with the process, so they are all up once the script runs. */
+async function threadCount(flags: readonly string[]): Promise<number> {
+  const script = "process.stdout.write(String(require('node:fs').readdirSync('/proc/self/task').length))";
   return Number(await nodeChildOutput([...flags, '-e', script]));
 }
 
@@ -93,7 +100,8 @@ describe('gateway Node flags', () => {
     expect(missingNodeFlags([], '')).toEqual([...GATEWAY_NODE_FLAGS]);
     expect(missingNodeFlags([...GATEWAY_NODE_FLAGS], '')).toEqual([]);
     expect(missingNodeFlags([], ` --inspect ${GATEWAY_NODE_FLAGS.join(' ')} `)).toEqual([]);
-    expect(missingNodeFlags(['--max_semi_space_size=32'], '')).toEqual([]);
+    expect(missingNodeFlags(['--max_semi_space_size=32', '--v8_pool_size=2'], '')).toEqual([]);
+    expect(missingNodeFlags(['--max-semi-space-size=32'], '')).toEqual(['--v8-pool-size=0']);
     expect(missingNodeFlags(['--max-old-space-size=4096'], '--max-semi-space')).toEqual([...GATEWAY_NODE_FLAGS]);
   });
 
@@ -175,6 +183,16 @@ describe('gateway Node flags', () => {
     expect(args.slice(0, GATEWAY_NODE_FLAGS.length + 1)).toEqual([...GATEWAY_NODE_FLAGS, '--cpu-prof']);
     expect(args.indexOf('serve')).toBeGreaterThan(GATEWAY_NODE_FLAGS.length);
   });
+
+  it.runIf(process.platform === 'linux')(
+    "V8's helper threads are the cores Node sees less one (at least 1) with them, not Node's default 4",
+    async () => {
+      const helpers = Math.max(availableParallelism() - 1, 1);
+      const [four, flagged] = await Promise.all([threadCount(['--v8-pool-size=4']), threadCount(GATEWAY_NODE_FLAGS)]);
+      // everything else the two processes start is the same: the difference is the helpers'
+      expect(flagged - four).toBe(helpers - 4);
+    },
+  );
 
   it('the young generation grows past the default only with them', async () => {
     // Node 20's default is two 16 MB semi-spaces: this workload reads exactly 32 MB without the
