@@ -71,9 +71,10 @@ the client's send to the gateway's parse of the request head, the head to the re
 body), the dispatch to undici's write (undici's turn: a kept-alive socket is written from the event
 loop's check phase), the write (with whatever preempts the gateway inside it: an upstream on the same
 cores, woken by it), the upstream's round trip as the gateway sees it, the
-answer's end read to the answer written, and on to the client (Node's and undici's diagnostics
-channels and an 'end' listener in the gateway's process, this process's calls, on the epoch clock),
-beside direct's call;
+answer's end read to the answer written (Node's 'finish'), and on to the client (below zero where
+the client, woken by the write, ran before the gateway got back from it), from Node's and undici's
+diagnostics channels and an 'end' listener in the gateway's process and this process's calls, on the
+epoch clock, beside direct's call;
 each with the upstream's own span (its body read to its onResponse hook) within it.
 --cpu-prof DIR writes a V8 CPU profile of ctxgate's process.
 --gateway-node-flags="--min-semi-space-size=64 ..." starts ctxgate's process with these Node/V8 flags after
