@@ -25,6 +25,7 @@ WORKDIR /var/lib/ctxgate
 
 EXPOSE 8080
 # gateway/node-flags.ts: a young generation sized for the gateway's per-call allocation (the c1 tail),
-# and V8's GC helper threads sized to the cores (under a CPU quota, pass --v8-pool-size=quota-1).
+# and V8's GC helper threads sized to the cores (under a CPU quota, override this command line with
+# --v8-pool-size=quota-1: NODE_OPTIONS cannot, node's command line wins; docs/deployment.md).
 ENTRYPOINT ["node", "--max-semi-space-size=64", "--v8-pool-size=0", "/app/bin/ctxgate.js"]
 CMD ["serve", "--config", "/etc/ctxgate/config.yaml"]

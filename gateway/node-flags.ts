@@ -69,7 +69,9 @@
 // --single-threaded-gc, all on the event loop). On this 2-core host 0 is one helper (the same as
 // =1); on a bigger host with cores to spare it is more than the default's 4, shorter pauses where
 // =1 would make them longer. What it cannot see is a CPU quota (docker --cpus, a Kubernetes CPU
-// limit: the cores of the node): there set it to the quota - 1, at least 1 (docs/deployment.md).
+// limit: the cores of the node): there set it to the quota - 1, at least 1, on node's command line
+// (it wins over NODE_OPTIONS, so in the image override the ENTRYPOINT: docs/deployment.md). Node 20's
+// libuv (1.46); newer libuv also reads the cgroup's quota.
 // Measured (`bench overhead --only growing`, 1 connection, added p99; ≤ 5 ms is #17's target):
 // s41 (2026-12-03 12:15-13:00 UTC, quiet, --no-portkey, extra --gateway-node-flags): default
 // 3.60 / 9.49 / 5.58 / 8.79 ms (met once in 4), one helper 4.24 / 3.34 / 4.26 ms (3 of 3), c16 p99
